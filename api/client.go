@@ -1,0 +1,205 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/router"
+)
+
+// Client talks to a running gateway.
+type Client struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+// NewUnixClient talks over the control socket at path.
+func NewUnixClient(path string) *Client {
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}}
+	return &Client{base: "http://gateway", http: &http.Client{Transport: tr}}
+}
+
+// NewTCPClient talks to base (http://host:port) with a bearer token.
+func NewTCPClient(base, token string) *Client {
+	return &Client{base: strings.TrimSuffix(base, "/"), token: token, http: &http.Client{}}
+}
+
+// APIError is a non-2xx answer.
+type APIError struct {
+	Status int
+	Body   Error
+}
+
+func (e *APIError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Body.Error)
+	if len(e.Body.Candidates) > 0 {
+		b.WriteString("\ncandidates:")
+		for _, c := range e.Body.Candidates {
+			fmt.Fprintf(&b, "\n  %s", c)
+		}
+	}
+	if len(e.Body.Suggestions) > 0 {
+		b.WriteString("\ndid you mean:")
+		for _, c := range e.Body.Suggestions {
+			fmt.Fprintf(&b, "\n  %s", c)
+		}
+	}
+	return b.String()
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("gateway not reachable (is `gateway serve` running with the same --state-dir?): %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		e := &APIError{Status: resp.StatusCode}
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&e.Body); err != nil {
+			e.Body.Error = resp.Status
+		}
+		return e
+	}
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// Sessions lists reachable sessions.
+func (c *Client) Sessions(ctx context.Context) ([]message.Session, error) {
+	var ss []message.Session
+	return ss, c.do(ctx, "GET", "/v1/sessions", nil, &ss)
+}
+
+// Send sends a message.
+func (c *Client) Send(ctx context.Context, b SendBody) (router.Outbound, error) {
+	var o router.Outbound
+	return o, c.do(ctx, "POST", "/v1/messages", b, &o)
+}
+
+// Message reads where a message stands.
+func (c *Client) Message(ctx context.Context, id string) (router.Outbound, error) {
+	var o router.Outbound
+	return o, c.do(ctx, "GET", "/v1/messages/"+url.PathEscape(id), nil, &o)
+}
+
+// Held lists held inbound messages.
+func (c *Client) Held(ctx context.Context) ([]message.Held, error) {
+	var hs []message.Held
+	return hs, c.do(ctx, "GET", "/v1/held", nil, &hs)
+}
+
+// Decide releases or denies a held message.
+func (c *Client) Decide(ctx context.Context, id string, release bool, reason string) error {
+	a := "deny"
+	if release {
+		a = "release"
+	}
+	return c.do(ctx, "POST", "/v1/held/"+url.PathEscape(id), DecideBody{Action: a, Reason: reason}, nil)
+}
+
+// NotifyWhenIdle subscribes to a peer's idle notice, and with b.Wait
+// waits for it.
+func (c *Client) NotifyWhenIdle(ctx context.Context, b IdleBody) (IdleResult, error) {
+	var out IdleResult
+	return out, c.do(ctx, "POST", "/v1/idle", b, &out)
+}
+
+// ErrStreamEnded means the gateway closed the event stream.
+var ErrStreamEnded = errors.New("event stream ended")
+
+// Watch streams events after lastID (-1 for only new ones) to fn until ctx
+// ends, fn returns an error, or the stream ends.
+func (c *Client) Watch(ctx context.Context, lastID int64, fn func(message.Event) error) error {
+	req, err := http.NewRequestWithContext(ctx, "GET", c.base+"/v1/events", nil)
+	if err != nil {
+		return err
+	}
+	if lastID >= 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(lastID, 10))
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("gateway not reachable: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return &APIError{Status: resp.StatusCode, Body: Error{Error: resp.Status}}
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 8<<20)
+	var kind, data string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if data != "" {
+				if kind == "error" || kind == "gap" {
+					var e struct{ Error string }
+					_ = json.Unmarshal([]byte(data), &e)
+					if kind == "error" {
+						return errors.New(e.Error)
+					}
+				} else {
+					var ev message.Event
+					if err := json.Unmarshal([]byte(data), &ev); err != nil {
+						return fmt.Errorf("bad event from gateway: %w", err)
+					}
+					if err := fn(ev); err != nil {
+						return err
+					}
+				}
+			}
+			kind, data = "", ""
+		case strings.HasPrefix(line, "event: "):
+			kind = line[len("event: "):]
+		case strings.HasPrefix(line, "data: "):
+			data += line[len("data: "):]
+		}
+	}
+	if err := sc.Err(); err != nil && ctx.Err() == nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return ErrStreamEnded
+}

@@ -1,0 +1,85 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/router"
+)
+
+// Error is the JSON body of every 4xx and 5xx answer.
+type Error struct {
+	Error       string   `json:"error"`
+	Code        string   `json:"code"`
+	Suggestions []string `json:"suggestions,omitempty"`
+	Candidates  []string `json:"candidates,omitempty"`
+}
+
+// Error codes; the HTTP status is chosen from them in one place, statusOf.
+const (
+	CodeBadRequest = "bad_request"
+	CodeBadAddress = "bad_address"
+	CodeNotFound   = "not_found"
+	CodeAmbiguous  = "ambiguous"
+	CodeTooLarge   = "too_large"
+	CodeUnauth     = "unauthorized"
+	CodeForbidden  = "forbidden"
+	CodeBadHost    = "bad_host"
+	CodeConflict   = "conflict"
+	CodeTimeout    = "timeout"
+	CodeInternal   = "internal"
+)
+
+var codeStatus = map[string]int{
+	CodeBadRequest: http.StatusBadRequest, CodeBadAddress: http.StatusBadRequest,
+	CodeNotFound: http.StatusNotFound, CodeAmbiguous: http.StatusConflict,
+	CodeTooLarge: http.StatusRequestEntityTooLarge, CodeUnauth: http.StatusUnauthorized,
+	CodeForbidden: http.StatusForbidden, CodeBadHost: http.StatusMisdirectedRequest,
+	CodeConflict: http.StatusConflict, CodeTimeout: http.StatusGatewayTimeout,
+	CodeInternal: http.StatusInternalServerError,
+}
+
+// errorOf maps an error from below to what the client sees.
+func errorOf(err error) Error {
+	var (
+		pe *addressing.ParseError
+		nf *addressing.NotFoundError
+		am *addressing.AmbiguousError
+		mb *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &mb):
+		return Error{Error: "request body too large", Code: CodeTooLarge}
+	case errors.As(err, &pe):
+		return Error{Error: err.Error(), Code: CodeBadAddress}
+	case errors.As(err, &nf):
+		return Error{Error: err.Error(), Code: CodeNotFound, Suggestions: nf.Suggestions}
+	case errors.As(err, &am):
+		return Error{Error: err.Error(), Code: CodeAmbiguous, Candidates: am.Candidates}
+	case errors.Is(err, router.ErrNoLeg), errors.Is(err, router.ErrUnknownMessage),
+		errors.Is(err, addressing.ErrNoDIDResolver), errors.Is(err, addressing.ErrUnsupported):
+		return Error{Error: err.Error(), Code: CodeNotFound}
+	case errors.Is(err, context.DeadlineExceeded):
+		return Error{Error: err.Error(), Code: CodeTimeout}
+	}
+	return Error{Error: err.Error(), Code: CodeInternal}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, e Error) {
+	st, ok := codeStatus[e.Code]
+	if !ok {
+		st = http.StatusInternalServerError
+	}
+	writeJSON(w, st, e)
+}

@@ -1,0 +1,492 @@
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/router"
+)
+
+// MaxBody caps every request body: a message line is at most 1 MiB on the
+// wire, and JSON escaping can grow it.
+const MaxBody = 4 << 20
+
+// Config wires a Server.
+type Config struct {
+	Router  *router.Router
+	Logger  *slog.Logger
+	Metrics http.Handler // served at /metrics; nil for 404
+	Version string
+	// Token is required as a bearer token on TCP. The Unix socket checks the
+	// peer's uid instead.
+	Token string
+	// AllowedHosts are the Host header values accepted on TCP, beside the
+	// listen address itself and its localhost spellings.
+	AllowedHosts []string
+	// MaxWait caps ?wait on message reads and sends.
+	MaxWait time.Duration
+}
+
+// Server serves the control API.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+	mux *http.ServeMux
+}
+
+// NewServer builds the handlers.
+func NewServer(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxWait == 0 {
+		cfg.MaxWait = 10 * time.Minute
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET /v1/sessions", s.sessions)
+	s.mux.HandleFunc("POST /v1/messages", s.send)
+	s.mux.HandleFunc("GET /v1/messages/{id}", s.getMessage)
+	s.mux.HandleFunc("GET /v1/events", s.events)
+	s.mux.HandleFunc("GET /v1/held", s.held)
+	s.mux.HandleFunc("POST /v1/held/{id}", s.decide)
+	s.mux.HandleFunc("POST /v1/idle", s.idle)
+	s.mux.HandleFunc("GET /v1/permissions", s.permissions)
+	s.mux.HandleFunc("POST /v1/permissions/{id}", s.answerPermission)
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.mux.HandleFunc("GET /openapi.json", s.openapi)
+	s.mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		if cfg.Metrics == nil {
+			writeError(w, Error{Error: "metrics are off", Code: CodeNotFound})
+			return
+		}
+		cfg.Metrics.ServeHTTP(w, r)
+	})
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, Error{Error: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path), Code: CodeNotFound})
+	})
+	return s
+}
+
+// Handler is the bare mux, for tests and the Unix socket.
+func (s *Server) Handler() http.Handler { return s.recoverer(s.mux) }
+
+// TCPHandler adds the bearer token and Host checks for a listener on addr.
+func (s *Server) TCPHandler(addr string) http.Handler {
+	allowed := map[string]bool{addr: true}
+	if _, port, err := net.SplitHostPort(addr); err == nil {
+		for _, h := range []string{"127.0.0.1", "localhost", "[::1]"} {
+			allowed[h+":"+port] = true
+		}
+	}
+	for _, h := range s.cfg.AllowedHosts {
+		allowed[h] = true
+	}
+	next := s.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !allowed[r.Host] {
+			writeError(w, Error{Error: fmt.Sprintf("host %q is not allowed", r.Host), Code: CodeBadHost})
+			return
+		}
+		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || s.cfg.Token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="gateway"`)
+				writeError(w, Error{Error: "missing or wrong bearer token (see <state-dir>/api-token)", Code: CodeUnauth})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("handler panic", "path", r.URL.Path, "panic", fmt.Sprint(v))
+				writeError(w, Error{Error: "internal error", Code: CodeInternal})
+			}
+		}()
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// decode reads a JSON body strictly: one object, no unknown fields.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return err
+		}
+		if errors.Is(err, io.EOF) {
+			return errBadRequest("empty body: expected a JSON object")
+		}
+		return errBadRequest("bad JSON: " + err.Error())
+	}
+	if dec.More() {
+		return errBadRequest("bad JSON: more than one value in the body")
+	}
+	return nil
+}
+
+type badRequest string
+
+func (b badRequest) Error() string { return string(b) }
+
+func errBadRequest(s string) error { return badRequest(s) }
+
+func (s *Server) fail(w http.ResponseWriter, err error) {
+	var br badRequest
+	if errors.As(err, &br) {
+		writeError(w, Error{Error: string(br), Code: CodeBadRequest})
+		return
+	}
+	e := errorOf(err)
+	if e.Code == CodeInternal {
+		s.log.Error("request failed", "err", err)
+	}
+	writeError(w, e)
+}
+
+func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
+	ss := s.cfg.Router.Sessions(r.Context())
+	if ss == nil {
+		ss = []message.Session{}
+	}
+	writeJSON(w, http.StatusOK, ss)
+}
+
+// SendBody is the body of POST /v1/messages.
+type SendBody struct {
+	To       string   `json:"to"`
+	Text     string   `json:"text"`
+	Mode     string   `json:"mode,omitempty"`
+	FromName string   `json:"from_name,omitempty"`
+	Files    []string `json:"files,omitempty"`
+	Wait     bool     `json:"wait,omitempty"`
+	Timeout  string   `json:"timeout,omitempty"`
+}
+
+func (s *Server) waitFor(raw string) (time.Duration, error) {
+	if raw == "" {
+		return 30 * time.Second, nil
+	}
+	d, err := time.ParseDuration(raw)
+	if err != nil || d <= 0 {
+		return 0, errBadRequest(fmt.Sprintf("bad timeout %q: want a positive duration like 30s", raw))
+	}
+	return min(d, s.cfg.MaxWait), nil
+}
+
+func (s *Server) send(w http.ResponseWriter, r *http.Request) {
+	var b SendBody
+	if err := decode(r, &b); err != nil {
+		s.fail(w, err)
+		return
+	}
+	if strings.TrimSpace(b.To) == "" {
+		s.fail(w, errBadRequest(`"to" is required`))
+		return
+	}
+	if b.Text == "" {
+		s.fail(w, errBadRequest(`"text" is required`))
+		return
+	}
+	mode, err := message.ParseMode(b.Mode)
+	if err != nil {
+		s.fail(w, errBadRequest(err.Error()))
+		return
+	}
+	var files []message.Attachment
+	for _, f := range b.Files {
+		if !strings.HasPrefix(f, "/") {
+			s.fail(w, errBadRequest(fmt.Sprintf("file %q: give an absolute path", f)))
+			return
+		}
+		files = append(files, message.Attachment{Path: f})
+	}
+	wait, err := s.waitFor(b.Timeout)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	out, err := s.cfg.Router.Send(r.Context(), router.SendRequest{To: b.To, Body: b.Text, Mode: mode, FromName: b.FromName, Files: files})
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	if b.Wait {
+		ctx, cancel := context.WithTimeout(r.Context(), wait)
+		defer cancel()
+		out, _ = s.cfg.Router.Wait(ctx, out.Message.ID)
+	}
+	writeJSON(w, http.StatusCreated, out)
+}
+
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	q := r.URL.Query()
+	if q.Get("wait") == "" || q.Get("wait") == "0" || q.Get("wait") == "false" {
+		out, err := s.cfg.Router.Message(id)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	wait, err := s.waitFor(q.Get("timeout"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), wait)
+	defer cancel()
+	out, err := s.cfg.Router.Wait(ctx, id)
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, Error{Error: "streaming unsupported", Code: CodeInternal})
+		return
+	}
+	last := int64(-1) // by default, only what happens from now on
+	raw := r.Header.Get("Last-Event-ID")
+	if raw == "" {
+		raw = r.URL.Query().Get("last_event_id")
+	}
+	if raw != "" {
+		v, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || v < 0 {
+			s.fail(w, errBadRequest(fmt.Sprintf("bad Last-Event-ID %q: want a non-negative integer", raw)))
+			return
+		}
+		last = v
+	}
+	replay, gap, sub := s.cfg.Router.Hub().Subscribe(last)
+	defer sub.Close()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if gap {
+		fmt.Fprintf(w, "event: gap\ndata: {\"type\":\"gap\",\"error\":\"some events after %d were already forgotten\"}\n\n", last)
+	}
+	for _, ev := range replay {
+		writeEvent(w, ev)
+	}
+	fl.Flush()
+	tick := time.NewTicker(15 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+			fmt.Fprint(w, ": keep-alive\n\n")
+			fl.Flush()
+		case ev, ok := <-sub.C:
+			if !ok {
+				if err := sub.Err(); err != nil {
+					fmt.Fprintf(w, "event: error\ndata: %s\n\n", mustJSON(map[string]string{"type": "error", "error": err.Error()}))
+					fl.Flush()
+				}
+				return
+			}
+			writeEvent(w, ev)
+			fl.Flush()
+		}
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte(`{}`)
+	}
+	return b
+}
+
+func writeEvent(w io.Writer, ev message.Event) {
+	fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.ID, ev.Type, mustJSON(ev))
+}
+
+func (s *Server) holders() []router.Holder {
+	var hs []router.Holder
+	for _, l := range s.cfg.Router.Legs() {
+		if h, ok := l.(router.Holder); ok {
+			hs = append(hs, h)
+		}
+	}
+	return hs
+}
+
+func (s *Server) held(w http.ResponseWriter, r *http.Request) {
+	all := []message.Held{}
+	for _, h := range s.holders() {
+		all = append(all, h.Held()...)
+	}
+	writeJSON(w, http.StatusOK, all)
+}
+
+// DecideBody is the body of POST /v1/held/{id}.
+type DecideBody struct {
+	Action string `json:"action"` // release | deny
+	Reason string `json:"reason,omitempty"`
+}
+
+// ErrNotHeld is returned when no leg holds the id.
+var ErrNotHeld = errors.New("no held message with that id")
+
+func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
+	var b DecideBody
+	if err := decode(r, &b); err != nil {
+		s.fail(w, err)
+		return
+	}
+	if b.Action != "release" && b.Action != "deny" {
+		s.fail(w, errBadRequest(`"action" must be "release" or "deny"`))
+		return
+	}
+	id := r.PathValue("id")
+	for _, h := range s.holders() {
+		for _, m := range h.Held() {
+			if m.Message.ID == id {
+				if err := h.Decide(r.Context(), id, b.Action == "release", b.Reason); err != nil {
+					s.fail(w, err)
+					return
+				}
+				writeJSON(w, http.StatusOK, map[string]string{"id": id, "action": b.Action})
+				return
+			}
+		}
+	}
+	writeError(w, Error{Error: ErrNotHeld.Error() + ": " + id, Code: CodeNotFound})
+}
+
+// IdleBody is the body of POST /v1/idle.
+type IdleBody struct {
+	To      string `json:"to"`
+	Wait    bool   `json:"wait,omitempty"`
+	Timeout string `json:"timeout,omitempty"`
+}
+
+// IdleResult answers POST /v1/idle; Notice is set when it waited and got one.
+type IdleResult struct {
+	SubscriptionID string              `json:"subscription_id"`
+	Address        string              `json:"address"`
+	Notice         *message.IdleNotice `json:"notice,omitempty"`
+}
+
+func (s *Server) idle(w http.ResponseWriter, r *http.Request) {
+	var b IdleBody
+	if err := decode(r, &b); err != nil {
+		s.fail(w, err)
+		return
+	}
+	wait, err := s.waitFor(b.Timeout)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	leg, target, err := s.cfg.Router.Resolve(r.Context(), b.To)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	is, ok := leg.(router.IdleSubscriber)
+	if !ok {
+		s.fail(w, errBadRequest(fmt.Sprintf("the %s leg has no idle notices", leg.Name())))
+		return
+	}
+	// Subscribe before asking, so a notice that comes at once is not missed.
+	var sub *router.Sub
+	if b.Wait {
+		_, _, sub = s.cfg.Router.Hub().Subscribe(-1)
+		defer sub.Close()
+	}
+	id, err := is.NotifyWhenIdle(r.Context(), target)
+	if err != nil {
+		writeError(w, Error{Error: err.Error(), Code: CodeConflict})
+		return
+	}
+	res := IdleResult{SubscriptionID: id, Address: target.Address}
+	if b.Wait {
+		ctx, cancel := context.WithTimeout(r.Context(), wait)
+		defer cancel()
+	loop:
+		for {
+			select {
+			case <-ctx.Done():
+				break loop
+			case ev, ok := <-sub.C:
+				if !ok {
+					break loop
+				}
+				if ev.Idle != nil && ev.Idle.SubID == id {
+					res.Notice = ev.Idle
+					break loop
+				}
+			}
+		}
+	}
+	writeJSON(w, http.StatusCreated, res)
+}
+
+func (s *Server) permissions(w http.ResponseWriter, r *http.Request) {
+	// The remote legs, which raise permission prompts, are not wired yet.
+	writeJSON(w, http.StatusOK, []any{})
+}
+
+func (s *Server) answerPermission(w http.ResponseWriter, r *http.Request) {
+	writeError(w, Error{Error: "no pending permission request " + r.PathValue("id"), Code: CodeNotFound})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.cfg.Version})
+}
+
+// Readier is a leg that can say whether it is ready.
+type Readier interface{ Ready() error }
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	legs := map[string]string{}
+	ok := true
+	for _, l := range s.cfg.Router.Legs() {
+		st := "ready"
+		if rd, is := l.(Readier); is {
+			if err := rd.Ready(); err != nil {
+				st, ok = err.Error(), false
+			}
+		}
+		legs[string(l.Name())] = st
+	}
+	code := http.StatusOK
+	if !ok {
+		code = http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, map[string]any{"ready": ok, "legs": legs})
+}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/observability"
+	"github.com/sessiongateway/gateway/router"
+	"github.com/sessiongateway/gateway/transport/uds"
+	"github.com/sessiongateway/gateway/transport/uds/claude"
+)
+
+func runServe(ctx context.Context, e *env, args []string) int {
+	fs := newFlags(e, "serve")
+	sd := stateDirFlag(fs, e)
+	name := fs.String("name", "gateway", "name to register under on the local legs")
+	apiAddr := fs.String("api", "", "also serve the control API on this loopback TCP address (bearer token from <state-dir>/api-token)")
+	var hosts multi
+	fs.Var(&hosts, "allow-host", "extra Host header value accepted on --api (repeatable)")
+	mode := fs.String("mode", "prompting", "the gateway's own review class for inbound mode parity: bypass or prompting")
+	inbound := fs.String("inbound", "", "inbound policy: accept, hold or refuse (default: mode parity)")
+	requireAuth := fs.Bool("require-auth", false, "refuse inbound connections without the right token")
+	settle := fs.Duration("settle", 2*time.Second, "how long a Claude send waits for a held/dropped receipt before it counts as delivered")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if _, err := parse(fs, args); err != nil {
+		return flagErr(err)
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(e.stderr, "gateway: --log-level %q: want debug, info, warn or error\n", *logLevel)
+		return exitUsage
+	}
+	m, err := message.ParseMode(*mode)
+	if err != nil || m == message.ModeUnknown {
+		fmt.Fprintf(e.stderr, "gateway: --mode %q: want bypass or prompting\n", *mode)
+		return exitUsage
+	}
+	pol, err := claude.ParsePolicy(*inbound)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "gateway: --inbound: %v\n", err)
+		return exitUsage
+	}
+	log := observability.NewLogger(e.stderr, lvl)
+	err = serve(ctx, log, serveConfig{
+		stateDir: *sd, name: *name, apiAddr: *apiAddr, hosts: hosts, mode: m, inbound: pol,
+		requireAuth: *requireAuth, settle: *settle, getenv: e.getenv,
+	})
+	if err != nil {
+		log.Error("gateway stopped", "err", err)
+		return exitError
+	}
+	return exitOK
+}
+
+type serveConfig struct {
+	stateDir    string
+	name        string
+	apiAddr     string
+	hosts       []string
+	mode        message.Mode
+	inbound     claude.Policy
+	requireAuth bool
+	settle      time.Duration
+	getenv      func(string) string
+}
+
+func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
+	if err := uds.EnsureDir(c.stateDir); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	unlock, err := lockStateDir(c.stateDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	token, err := apiToken(c.stateDir)
+	if err != nil {
+		return err
+	}
+	metrics, err := observability.NewMetrics()
+	if err != nil {
+		return err
+	}
+	defer metrics.Shutdown(context.Background())
+
+	cfgDir := c.getenv("CLAUDE_CONFIG_DIR")
+	if cfgDir == "" {
+		if cfgDir, err = claude.ConfigDir(); err != nil {
+			return err
+		}
+	}
+	peer, err := claude.Register(claude.Config{
+		Name: c.name, ConfigDir: cfgDir, RuntimeDir: c.getenv("XDG_RUNTIME_DIR"),
+		Version: version, Mode: c.mode, Inbound: c.inbound, RequireAuth: c.requireAuth,
+		Settle: c.settle, Logger: log, UploadsDir: filepath.Join(c.stateDir, "uploads"),
+	})
+	if err != nil {
+		return fmt.Errorf("registering as a Claude Code peer: %w", err)
+	}
+	rt := router.New(router.Config{Logger: log, Metrics: metrics}, peer)
+	srv := api.NewServer(api.Config{Router: rt, Logger: log, Metrics: metrics.Handler(), Version: version,
+		Token: token, AllowedHosts: c.hosts})
+
+	sockPath := filepath.Join(c.stateDir, "gateway.sock")
+	uln, err := listenControl(sockPath)
+	if err != nil {
+		// The peer is registered but not yet run: take it down again.
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		_ = peer.Run(cctx, make(chan message.Event))
+		return err
+	}
+	servers := []*http.Server{{Handler: srv.Handler(), ConnContext: uidCheck, ReadHeaderTimeout: 10 * time.Second}}
+	listeners := []net.Listener{uln}
+	if c.apiAddr != "" {
+		tln, err := net.Listen("tcp", c.apiAddr)
+		if err != nil {
+			uln.Close()
+			return fmt.Errorf("--api %s: %w", c.apiAddr, err)
+		}
+		servers = append(servers, &http.Server{Handler: srv.TCPHandler(tln.Addr().String()), ReadHeaderTimeout: 10 * time.Second})
+		listeners = append(listeners, tln)
+		log.Info("control API on TCP", "addr", tln.Addr().String())
+	}
+	log.Info("gateway serving", "state_dir", c.stateDir, "control_socket", sockPath, "version", version)
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return rt.Run(gctx) })
+	for i, s := range servers {
+		g.Go(func() error {
+			if err := s.Serve(listeners[i]); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		<-gctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, s := range servers {
+			_ = s.Shutdown(sctx)
+		}
+		return nil
+	})
+	err = g.Wait()
+	_ = os.Remove(sockPath)
+	log.Info("gateway stopped")
+	return err
+}
+
+type ctxKey struct{}
+
+// uidCheck closes control-socket connections from other users: the socket is
+// 0600 already, this holds even if its directory was loosened.
+func uidCheck(ctx context.Context, c net.Conn) context.Context {
+	if uc, ok := c.(*net.UnixConn); ok {
+		if cred, err := uds.PeerCred(uc); err != nil || (cred.UID != os.Geteuid() && cred.UID != 0) {
+			c.Close()
+		}
+	}
+	return context.WithValue(ctx, ctxKey{}, true)
+}
+
+func listenControl(path string) (net.Listener, error) {
+	if _, err := os.Lstat(path); err == nil {
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("another gateway serves %s", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, err
+		}
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+// lockStateDir holds an exclusive lock so two gateways never share a state
+// directory.
+func lockStateDir(dir string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, "gateway.lock"), os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("another gateway is running with state directory %s", dir)
+	}
+	return func() { f.Close() }, nil
+}
+
+// apiToken reads <state-dir>/api-token, creating it (0600) on first start.
+func apiToken(dir string) (string, error) {
+	path := filepath.Join(dir, "api-token")
+	b, err := uds.ReadFileCapped(path, 4096)
+	if err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("api token: %w", err)
+	}
+	tok, err := randomToken()
+	if err != nil {
+		return "", err
+	}
+	if err := uds.CreateExclusive(path, []byte(tok+"\n")); err != nil {
+		return "", fmt.Errorf("api token: %w", err)
+	}
+	return tok, nil
+}

@@ -1,0 +1,45 @@
+package message
+
+import "time"
+
+// EventType names what an Event carries.
+type EventType string
+
+const (
+	EventMessage EventType = "message" // a message arrived for the gateway
+	EventReceipt EventType = "receipt" // a receipt moved one of our messages
+	EventIdle    EventType = "idle"    // a peer we subscribed to went idle or exited
+	EventHeld    EventType = "held"    // an inbound message waits for release or denial
+	EventDrop    EventType = "drop"    // an inbound message was turned away
+	EventSession EventType = "session" // a session appeared or left
+)
+
+// IdleNotice is a peer's idle state, answering a subscription.
+type IdleNotice struct {
+	Peer       string    `json:"peer"` // address of the peer
+	State      string    `json:"state"`
+	FinishedAt time.Time `json:"finished_at,omitempty"`
+	Detail     string    `json:"detail,omitempty"`
+	SubID      string    `json:"subscription_id,omitempty"`
+}
+
+// Drop records an inbound message turned away.
+type Drop struct {
+	MsgID  string `json:"msg_id,omitempty"`
+	From   string `json:"from,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// Event is one thing that happened, fanned out to watchers.
+type Event struct {
+	ID      uint64      `json:"id"`
+	Type    EventType   `json:"type"`
+	Time    time.Time   `json:"time"`
+	Leg     Protocol    `json:"leg,omitempty"`
+	Message *Message    `json:"message,omitempty"`
+	Receipt *Receipt    `json:"receipt,omitempty"`
+	Idle    *IdleNotice `json:"idle,omitempty"`
+	Drop    *Drop       `json:"drop,omitempty"`
+	Held    *Held       `json:"held,omitempty"`
+	Session *Session    `json:"session,omitempty"`
+}

@@ -1,0 +1,67 @@
+package message
+
+import "time"
+
+// Protocol names the leg a session lives on.
+type Protocol string
+
+const (
+	ProtocolClaude Protocol = "claude"
+	ProtocolQwen   Protocol = "qwen"
+	ProtocolRemote Protocol = "remote"
+)
+
+// Attachment is a file sent along with a message, already staged by the
+// sending leg so the receiver can copy it.
+type Attachment struct {
+	Path      string `json:"path"`
+	FileName  string `json:"file_name"`
+	FileSize  int64  `json:"file_size"`
+	SHA256    string `json:"sha256"`
+	MediaType string `json:"media_type,omitempty"`
+}
+
+// Message is one peer message, whichever leg it came from or goes to.
+type Message struct {
+	ID          string       `json:"id"`
+	From        string       `json:"from,omitempty"`         // sender address as printed by addressing
+	FromName    string       `json:"from_name,omitempty"`    // sender's display name
+	FromSession string       `json:"from_session,omitempty"` // sender's session id
+	To          string       `json:"to,omitempty"`           // target address
+	ToName      string       `json:"to_name,omitempty"`
+	ToPID       int          `json:"to_pid,omitempty"` // target process, when a roster knows it
+	Body        string       `json:"body"`
+	Mode        Mode         `json:"mode,omitempty"`
+	HopChain    []string     `json:"hop_chain,omitempty"`
+	Attested    bool         `json:"attested"` // envelope parsed and round-tripped
+	Auth        AuthClass    `json:"auth,omitempty"`
+	Protocol    Protocol     `json:"protocol,omitempty"`
+	Attachments []Attachment `json:"attachments,omitempty"`
+	Plugin      string       `json:"from_plugin,omitempty"`
+	Time        time.Time    `json:"time"`
+}
+
+// AuthClass is how an inbound connection proved itself.
+type AuthClass string
+
+const (
+	AuthPeer            AuthClass = "peer"            // presented our peerToken
+	AuthChild           AuthClass = "child"           // presented our childToken
+	AuthUnauthenticated AuthClass = "unauthenticated" // no or wrong token
+)
+
+// Session is one live session a leg can reach.
+type Session struct {
+	Address   string    `json:"address"`
+	Protocol  Protocol  `json:"protocol"`
+	Name      string    `json:"name"`
+	Ref       string    `json:"ref"`
+	SessionID string    `json:"session_id"`
+	PID       int       `json:"pid,omitempty"`
+	Kind      string    `json:"kind,omitempty"`
+	Status    string    `json:"status,omitempty"`
+	Cwd       string    `json:"cwd,omitempty"`
+	Version   string    `json:"version,omitempty"`
+	Reachable bool      `json:"reachable"`
+	StartedAt time.Time `json:"started_at,omitempty"`
+}

@@ -1,0 +1,90 @@
+package observability
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"regexp"
+	"strings"
+)
+
+// Secret is a value that must never reach a log: slog prints it as [redacted].
+type Secret string
+
+// LogValue hides the secret.
+func (Secret) LogValue() slog.Value { return slog.StringValue(redacted) }
+
+const redacted = "[redacted]"
+
+// secretKeys are attribute names whose values are redacted whatever their type,
+// so a token logged by mistake under an obvious name still stays secret.
+var secretKeys = []string{"token", "secret", "password", "authorization", "cookie", "api_key", "apikey"}
+
+// tokenPattern catches token-shaped values inside free text: the auth line
+// of the peer protocol and bearer headers.
+var tokenPattern = regexp.MustCompile(`("token"\s*:\s*")[^"]*(")|((?i:bearer)\s+)[A-Za-z0-9._~+/=-]+|(qpc_)[0-9a-f]+`)
+
+// RedactText replaces token-shaped substrings of s.
+func RedactText(s string) string {
+	return tokenPattern.ReplaceAllStringFunc(s, func(m string) string {
+		sub := tokenPattern.FindStringSubmatch(m)
+		switch {
+		case sub[1] != "":
+			return sub[1] + redacted + sub[2]
+		case sub[3] != "":
+			return sub[3] + redacted
+		default:
+			return sub[4] + redacted
+		}
+	})
+}
+
+func isSecretKey(k string) bool {
+	k = strings.ToLower(k)
+	for _, s := range secretKeys {
+		if strings.Contains(k, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func redactAttr(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindGroup {
+		return a
+	}
+	if isSecretKey(a.Key) {
+		return slog.String(a.Key, redacted)
+	}
+	if a.Value.Kind() == slog.KindString {
+		if s := a.Value.String(); strings.ContainsAny(s, "\"_") || strings.Contains(strings.ToLower(s), "bearer") {
+			return slog.String(a.Key, RedactText(s))
+		}
+	}
+	return a
+}
+
+// NewLogger returns a JSON logger on w that redacts secrets by attribute name,
+// by type (Secret) and by shape inside strings.
+func NewLogger(w io.Writer, level slog.Leveler) *slog.Logger {
+	h := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: redactAttr})
+	return slog.New(&redactMsg{h})
+}
+
+// redactMsg redacts the message text too, which ReplaceAttr does not see.
+type redactMsg struct{ slog.Handler }
+
+func (h *redactMsg) Handle(ctx context.Context, r slog.Record) error {
+	if strings.ContainsAny(r.Message, "\"_") || strings.Contains(strings.ToLower(r.Message), "bearer") {
+		nr := slog.NewRecord(r.Time, r.Level, RedactText(r.Message), r.PC)
+		r.Attrs(func(a slog.Attr) bool { nr.AddAttrs(a); return true })
+		r = nr
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *redactMsg) WithAttrs(as []slog.Attr) slog.Handler {
+	return &redactMsg{h.Handler.WithAttrs(as)}
+}
+
+func (h *redactMsg) WithGroup(name string) slog.Handler { return &redactMsg{h.Handler.WithGroup(name)} }

@@ -1,0 +1,45 @@
+package router
+
+import (
+	"context"
+	"time"
+
+	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/message"
+)
+
+// Leg is what every transport offers the router.
+type Leg interface {
+	Name() message.Protocol
+	// Sessions lists who is reachable now.
+	Sessions(ctx context.Context) ([]message.Session, error)
+	// Send writes m to m.To and returns the first receipt (sent or failed).
+	Send(ctx context.Context, m message.Message) (message.Receipt, error)
+	// Run delivers inbound messages, receipts and notices to in until ctx ends.
+	Run(ctx context.Context, in chan<- message.Event) error
+}
+
+// Claimer is a leg that can reach addresses absent from its roster, such as a
+// raw socket path.
+type Claimer interface {
+	Claims(a addressing.Address) bool
+}
+
+// Settler is a leg whose receivers send no receipt for a clean delivery
+// (Claude Code). A sent message with no receipt after Settle() is reported
+// delivered, marked as inferred.
+type Settler interface {
+	Settle() time.Duration
+}
+
+// Holder is a leg that holds inbound messages for a person to decide.
+type Holder interface {
+	Held() []message.Held
+	// Decide releases (deliver) or denies the held message id.
+	Decide(ctx context.Context, id string, release bool, reason string) error
+}
+
+// IdleSubscriber is a leg whose peers can tell when they go idle.
+type IdleSubscriber interface {
+	NotifyWhenIdle(ctx context.Context, target message.Session) (subID string, err error)
+}

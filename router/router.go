@@ -1,0 +1,354 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/observability"
+)
+
+// Config tunes a Router. Zero values take the defaults.
+type Config struct {
+	Logger      *slog.Logger
+	Metrics     *observability.Metrics
+	DID         addressing.DIDResolver
+	KeepEvents  int // events kept for replay; default 1024
+	WatcherBuf  int // per-watcher queue; default 256
+	KeepOutbox  int // outbound messages remembered; default 4096
+	EventQueue  int // legs' shared inbound queue; default 256
+	Now         func() time.Time
+	AfterFunc   func(time.Duration, func()) interface{ Stop() bool }
+	DefaultMode message.Mode
+}
+
+// Router resolves, sends, tracks and fans out.
+type Router struct {
+	cfg  Config
+	log  *slog.Logger
+	legs []Leg
+	hub  *Hub
+
+	mu    sync.Mutex
+	out   map[string]*outbound
+	order []string // outbound ids, oldest first
+}
+
+type outbound struct {
+	msg     message.Message
+	track   *message.Tracker
+	changed chan struct{} // closed and replaced on every move
+	settle  interface{ Stop() bool }
+}
+
+// Outbound is a snapshot of one sent message and where it stands.
+type Outbound struct {
+	Message  message.Message   `json:"message"`
+	Status   message.Status    `json:"status"`
+	Receipts []message.Receipt `json:"receipts"`
+}
+
+// New builds a router over legs.
+func New(cfg Config, legs ...Leg) *Router {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.KeepEvents == 0 {
+		cfg.KeepEvents = 1024
+	}
+	if cfg.WatcherBuf == 0 {
+		cfg.WatcherBuf = 256
+	}
+	if cfg.KeepOutbox == 0 {
+		cfg.KeepOutbox = 4096
+	}
+	if cfg.EventQueue == 0 {
+		cfg.EventQueue = 256
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.AfterFunc == nil {
+		cfg.AfterFunc = func(d time.Duration, f func()) interface{ Stop() bool } { return time.AfterFunc(d, f) }
+	}
+	if cfg.DefaultMode == message.ModeUnknown {
+		cfg.DefaultMode = message.ModePrompting
+	}
+	h := NewHub(cfg.KeepEvents, cfg.WatcherBuf)
+	h.now = cfg.Now
+	return &Router{cfg: cfg, log: cfg.Logger, legs: legs, hub: h, out: map[string]*outbound{}}
+}
+
+// Hub is the event fan-out.
+func (r *Router) Hub() *Hub { return r.hub }
+
+// Legs lists the legs in the order given to New.
+func (r *Router) Legs() []Leg { return r.legs }
+
+// Run runs every leg and the event pump until ctx ends or a leg fails.
+func (r *Router) Run(ctx context.Context) error {
+	in := make(chan message.Event, r.cfg.EventQueue)
+	g, ctx := errgroup.WithContext(ctx)
+	for _, l := range r.legs {
+		g.Go(func() error {
+			if err := l.Run(ctx, in); err != nil && !errors.Is(err, context.Canceled) {
+				return fmt.Errorf("%s leg: %w", l.Name(), err)
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case ev := <-in:
+				r.handle(ctx, ev)
+			}
+		}
+	})
+	err := g.Wait()
+	r.mu.Lock()
+	for _, o := range r.out {
+		if o.settle != nil {
+			o.settle.Stop()
+		}
+	}
+	r.mu.Unlock()
+	return err
+}
+
+func (r *Router) handle(ctx context.Context, ev message.Event) {
+	switch ev.Type {
+	case message.EventReceipt:
+		if ev.Receipt == nil {
+			return
+		}
+		r.cfg.Metrics.Receipt(ctx, string(ev.Leg), "in", ev.Receipt.Status.String())
+		if !r.apply(*ev.Receipt) {
+			r.log.Debug("receipt ignored", "msg_id", ev.Receipt.MsgID, "status", ev.Receipt.Status.String())
+			return
+		}
+	case message.EventMessage:
+		r.cfg.Metrics.Message(ctx, string(ev.Leg), "in")
+	case message.EventDrop:
+		if ev.Drop != nil {
+			r.cfg.Metrics.Drop(ctx, string(ev.Leg), ev.Drop.Reason)
+		}
+	}
+	r.hub.Publish(ev)
+}
+
+// apply moves an outbound message by rc; false when unknown or not allowed.
+func (r *Router) apply(rc message.Receipt) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o, ok := r.out[rc.MsgID]
+	if !ok {
+		return false
+	}
+	if rc.Time.IsZero() {
+		rc.Time = r.cfg.Now()
+	}
+	if !o.track.Apply(rc) {
+		return false
+	}
+	if o.settle != nil && rc.Status != message.StatusSent {
+		o.settle.Stop()
+		o.settle = nil
+	}
+	close(o.changed)
+	o.changed = make(chan struct{})
+	return true
+}
+
+// Sessions lists every reachable session on every leg, sorted by protocol
+// then name. A leg that fails to list is logged and left out.
+func (r *Router) Sessions(ctx context.Context) []message.Session {
+	var all []message.Session
+	for _, l := range r.legs {
+		ss, err := l.Sessions(ctx)
+		if err != nil {
+			r.log.Warn("listing sessions failed", "leg", l.Name(), "err", err)
+			continue
+		}
+		all = append(all, ss...)
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].Protocol != all[j].Protocol {
+			return all[i].Protocol < all[j].Protocol
+		}
+		if all[i].Name != all[j].Name {
+			return all[i].Name < all[j].Name
+		}
+		return all[i].Address < all[j].Address
+	})
+	return all
+}
+
+// ErrNoLeg means no leg reaches an address that parsed fine.
+var ErrNoLeg = errors.New("no leg reaches this address")
+
+// Resolve finds the session and the leg for an address string.
+func (r *Router) Resolve(ctx context.Context, to string) (Leg, message.Session, error) {
+	a, err := addressing.Parse(to)
+	if err != nil {
+		return nil, message.Session{}, err
+	}
+	sessions := r.Sessions(ctx)
+	cands := make([]addressing.Candidate, 0, len(sessions))
+	byAddr := map[string]message.Session{}
+	for _, s := range sessions {
+		ca, err := addressing.Parse(s.Address)
+		if err != nil {
+			continue
+		}
+		cands = append(cands, addressing.Candidate{Address: ca, Name: s.Name, SessionID: s.SessionID, Protocol: string(s.Protocol)})
+		byAddr[ca.String()] = s
+	}
+	c, err := addressing.ResolveContext(ctx, a, cands, r.cfg.DID)
+	if err != nil {
+		return nil, message.Session{}, err
+	}
+	if s, ok := byAddr[c.Address.String()]; ok {
+		for _, l := range r.legs {
+			if l.Name() == s.Protocol {
+				return l, s, nil
+			}
+		}
+	}
+	// Not in any roster: a leg may still claim the raw address.
+	for _, l := range r.legs {
+		if cl, ok := l.(Claimer); ok && cl.Claims(c.Address) {
+			return l, message.Session{Address: c.Address.String(), Protocol: l.Name()}, nil
+		}
+	}
+	return nil, message.Session{}, fmt.Errorf("%w: %s", ErrNoLeg, c.Address)
+}
+
+// SendRequest is what a client asks to send.
+type SendRequest struct {
+	To       string
+	Body     string
+	Mode     message.Mode
+	FromName string
+	Files    []message.Attachment
+	HopChain []string
+}
+
+// Send resolves req.To, sends over the leg that reaches it and starts
+// tracking. The returned snapshot is the state right after the write.
+func (r *Router) Send(ctx context.Context, req SendRequest) (Outbound, error) {
+	leg, target, err := r.Resolve(ctx, req.To)
+	if err != nil {
+		return Outbound{}, err
+	}
+	mode := req.Mode
+	if mode == message.ModeUnknown {
+		mode = r.cfg.DefaultMode
+	}
+	m := message.Message{
+		ID: uuid.NewString(), To: target.Address, ToName: target.Name, ToPID: target.PID, Body: req.Body,
+		Mode: mode, FromName: req.FromName, HopChain: req.HopChain, Attachments: req.Files,
+		Protocol: leg.Name(), Time: r.cfg.Now(),
+	}
+	o := &outbound{msg: m, track: message.NewTracker(), changed: make(chan struct{})}
+	r.remember(o)
+	rc, err := leg.Send(ctx, m)
+	if err != nil {
+		rc = message.Receipt{MsgID: m.ID, Status: message.StatusFailed, Reason: err.Error()}
+	}
+	rc.MsgID = m.ID
+	r.cfg.Metrics.Message(ctx, string(leg.Name()), "out")
+	r.apply(rc)
+	if st, ok := leg.(Settler); ok && rc.Status == message.StatusSent {
+		r.mu.Lock()
+		if o.track.Status == message.StatusSent {
+			o.settle = r.cfg.AfterFunc(st.Settle(), func() {
+				r.apply(message.Receipt{MsgID: m.ID, Status: message.StatusDelivered,
+					Detail: "inferred", Reason: "no receipt within the settle window; the receiver sends none for a clean delivery"})
+			})
+		}
+		r.mu.Unlock()
+	}
+	snap, _ := r.Message(m.ID)
+	r.hub.Publish(message.Event{Type: message.EventReceipt, Leg: leg.Name(), Receipt: &rc})
+	return snap, nil
+}
+
+func (r *Router) remember(o *outbound) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.out[o.msg.ID] = o
+	r.order = append(r.order, o.msg.ID)
+	// Forget the oldest beyond the cap; a message still waiting on a receipt
+	// is forgotten too, rather than growing without bound.
+	for len(r.order) > r.cfg.KeepOutbox {
+		old := r.order[0]
+		r.order = r.order[1:]
+		if oo := r.out[old]; oo != nil && oo.settle != nil {
+			oo.settle.Stop()
+		}
+		delete(r.out, old)
+	}
+}
+
+// ErrUnknownMessage is returned for an id the router does not remember.
+var ErrUnknownMessage = errors.New("unknown message id")
+
+// Message returns where an outbound message stands.
+func (r *Router) Message(id string) (Outbound, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o, ok := r.out[id]
+	if !ok {
+		return Outbound{}, ErrUnknownMessage
+	}
+	return snapshot(o), nil
+}
+
+func snapshot(o *outbound) Outbound {
+	return Outbound{Message: o.msg, Status: o.track.Status, Receipts: append([]message.Receipt(nil), o.track.Receipts...)}
+}
+
+// Wait blocks until the message reaches a final status or ctx ends, and
+// returns the latest snapshot either way.
+func (r *Router) Wait(ctx context.Context, id string) (Outbound, error) {
+	for {
+		r.mu.Lock()
+		o, ok := r.out[id]
+		if !ok {
+			r.mu.Unlock()
+			return Outbound{}, ErrUnknownMessage
+		}
+		snap, ch := snapshot(o), o.changed
+		r.mu.Unlock()
+		if snap.Status.Final() {
+			return snap, nil
+		}
+		select {
+		case <-ctx.Done():
+			return snap, ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+// Leg returns the leg named p.
+func (r *Router) Leg(p message.Protocol) (Leg, bool) {
+	for _, l := range r.legs {
+		if l.Name() == p {
+			return l, true
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs every test: linters, unit and fuzz-seed tests with the race detector,
+# and the interop tests against the real Claude Code CLI, which it installs
+# first (cached outside the repo). It fails loudly when a real peer cannot be
+# set up: interop tests are never skipped here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== installing what the interop tests need"
+bash .ci/install-interop.sh
+
+echo "== gofmt"
+unformatted=$(gofmt -l . | grep -v '^testdata/' || true)
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== staticcheck"
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
+echo "== go test -race (interop on)"
+export GATEWAY_INTEROP=1
+export GATEWAY_CLAUDE_BIN="${GATEWAY_CLAUDE_BIN:-${GATEWAY_INTEROP_CACHE:-$HOME/.cache/gateway-interop}/claude/node_modules/.bin/claude}"
+go test -race -count=1 -timeout 30m ./...

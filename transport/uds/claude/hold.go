@@ -1,0 +1,94 @@
+package claude
+
+import (
+	"context"
+	"errors"
+	"sort"
+
+	"github.com/sessiongateway/gateway/message"
+)
+
+type heldMsg struct {
+	h     message.Held
+	reply string
+	timer Stopper
+}
+
+// ErrNotHeld means no held message has that id.
+var ErrNotHeld = errors.New("no held message with that id")
+
+// hold parks m for a person, tells the sender (held), and expires it after
+// HoldTTL (expired).
+func (p *Peer) hold(ctx context.Context, reply string, m message.Message, reason string) {
+	now := p.clock.Now()
+	hm := &heldMsg{h: message.Held{Message: m, Reason: reason, Since: now, Expires: now.Add(p.cfg.HoldTTL)}, reply: reply}
+	p.mu.Lock()
+	if _, dup := p.held[m.ID]; dup || m.ID == "" {
+		p.mu.Unlock()
+		p.log.Info("held message with a repeated or empty id ignored", "msg_id", m.ID)
+		return
+	}
+	p.held[m.ID] = hm
+	hm.timer = p.clock.AfterFunc(p.cfg.HoldTTL, func() { p.expire(m.ID) })
+	p.mu.Unlock()
+	p.log.Info("inbound message held", "from", m.From, "msg_id", m.ID, "reason", reason)
+	p.receipt(ctx, reply, NewStatusReceipt(p.addr, m.ID, WireHeld, "", reason))
+	h := hm.h
+	p.emit(ctx, message.Event{Type: message.EventHeld, Held: &h})
+}
+
+// Held lists held messages, oldest first.
+func (p *Peer) Held() []message.Held {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]message.Held, 0, len(p.held))
+	for _, h := range p.held {
+		out = append(out, h.h)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Since.Before(out[j].Since) })
+	return out
+}
+
+func (p *Peer) take(id string) (*heldMsg, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	hm, ok := p.held[id]
+	if ok {
+		delete(p.held, id)
+		if hm.timer != nil {
+			hm.timer.Stop()
+		}
+	}
+	return hm, ok
+}
+
+// Decide releases (delivered) or denies (denied) a held message.
+func (p *Peer) Decide(ctx context.Context, id string, release bool, reason string) error {
+	hm, ok := p.take(id)
+	if !ok {
+		return ErrNotHeld
+	}
+	if release {
+		p.receipt(ctx, hm.reply, NewStatusReceipt(p.addr, id, WireDelivered, "", "Released by the gateway's operator"))
+		m := hm.h.Message
+		p.emit(ctx, message.Event{Type: message.EventMessage, Message: &m})
+		return nil
+	}
+	if reason == "" {
+		reason = "Denied by the gateway's operator"
+	}
+	p.receipt(ctx, hm.reply, NewStatusReceipt(p.addr, id, WireDenied, "", reason))
+	p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: id, From: hm.h.Message.From, Reason: "denied"}})
+	return nil
+}
+
+func (p *Peer) expire(id string) {
+	hm, ok := p.take(id)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), receiptTimeout)
+	defer cancel()
+	p.receipt(ctx, hm.reply, NewStatusReceipt(p.addr, id, WireExpired, "", "The hold was not decided in time"))
+	p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: id, From: hm.h.Message.From, Reason: "expired"}})
+}

@@ -1,0 +1,403 @@
+package claude
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/transport/uds"
+)
+
+// Policy is the inbound setting: what happens to a message that passed the
+// guard. Unset means mode parity, the real CLI's default.
+type Policy uint8
+
+const (
+	PolicyParity Policy = iota // deliver on equal modes, hold otherwise
+	PolicyAccept               // deliver everything
+	PolicyHold                 // hold everything for a person
+	PolicyRefuse               // refuse everything (expired + status_detail refused)
+)
+
+var policyWire = [...]string{PolicyParity: "", PolicyAccept: "accept", PolicyHold: "hold", PolicyRefuse: "refuse"}
+
+func (p Policy) String() string {
+	if p == PolicyParity {
+		return "parity"
+	}
+	return policyWire[p]
+}
+
+// ParsePolicy reads accept|hold|refuse; "" and "parity" are PolicyParity.
+func ParsePolicy(s string) (Policy, error) {
+	if s == "" || s == "parity" {
+		return PolicyParity, nil
+	}
+	for i, w := range policyWire {
+		if w != "" && w == s {
+			return Policy(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown inbound policy %q (want accept, hold or refuse)", s)
+}
+
+// Config sets up a Peer. Zero values take the defaults noted.
+type Config struct {
+	Name        string       // registered name; default "gateway"
+	ConfigDir   string       // $CLAUDE_CONFIG_DIR or ~/.claude
+	RuntimeDir  string       // $XDG_RUNTIME_DIR; empty for /tmp/cc-socks
+	TmpDir      string       // default /tmp
+	Cwd         string       // default the working directory
+	Version     string       // written into the registry entry
+	Mode        message.Mode // our own review class; default prompting
+	Inbound     Policy
+	RequireAuth bool          // refuse unauthenticated senders
+	Limits      Limits        // guard limits; default DefaultLimits()
+	Settle      time.Duration // see Settle; default 2 s
+	HoldTTL     time.Duration // held messages expire after; default 25 min
+	Clock       Clock
+	Logger      *slog.Logger
+	Socket      uds.Limits
+	// SpoolDir is where outbound attachments are staged; default
+	// <ConfigDir>/file-transfers.
+	SpoolDir string
+	// UploadsDir receives inbound attachments; empty leaves them unread.
+	UploadsDir string
+}
+
+// Peer is the gateway registered as a first-class Claude Code peer.
+type Peer struct {
+	cfg         Config
+	log         *slog.Logger
+	clock       Clock
+	pid         int
+	uid         int
+	sessionID   string
+	startedAt   time.Time
+	socketPath  string
+	addr        string
+	sessionsDir string
+	regPath     string
+	keyPath     string
+	procStart   string
+	pidDomain   string
+	peerToken   string
+	childToken  string
+	hopToken    string
+	guard       *Guard
+	ln          *uds.Listener
+
+	mu       sync.Mutex
+	out      chan<- message.Event // set by Run
+	held     map[string]*heldMsg
+	idleSubs map[string]idleSub // by subscriber msg_id
+	closed   bool
+}
+
+// maxIdleSubs bounds remembered idle subscribers; the oldest is forgotten.
+const maxIdleSubs = 256
+
+func randHex(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// Register binds the socket and writes the key file and registry entry. The
+// peer is visible to other sessions from then on; Run serves it and removes
+// everything when its context ends.
+func Register(cfg Config) (*Peer, error) {
+	if cfg.Name == "" {
+		cfg.Name = "gateway"
+	}
+	if cfg.ConfigDir == "" {
+		d, err := ConfigDir()
+		if err != nil {
+			return nil, err
+		}
+		cfg.ConfigDir = d
+	}
+	if cfg.TmpDir == "" {
+		cfg.TmpDir = "/tmp"
+	}
+	if cfg.Cwd == "" {
+		cfg.Cwd, _ = os.Getwd()
+	}
+	if cfg.Mode == message.ModeUnknown {
+		cfg.Mode = message.ModePrompting
+	}
+	if cfg.Limits == (Limits{}) {
+		cfg.Limits = DefaultLimits()
+	}
+	if cfg.Settle == 0 {
+		cfg.Settle = 2 * time.Second
+	}
+	if cfg.HoldTTL == 0 {
+		cfg.HoldTTL = 25 * time.Minute
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = RealClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.SpoolDir == "" {
+		cfg.SpoolDir = filepath.Join(cfg.ConfigDir, "file-transfers")
+	}
+	if err := validName(cfg.Name); err != nil {
+		return nil, err
+	}
+	p := &Peer{
+		cfg: cfg, log: cfg.Logger.With("leg", "claude"), clock: cfg.Clock,
+		pid: os.Getpid(), uid: os.Geteuid(), sessionID: uuid.NewString(),
+		startedAt: cfg.Clock.Now(), sessionsDir: filepath.Join(cfg.ConfigDir, "sessions"),
+		held: map[string]*heldMsg{}, idleSubs: map[string]idleSub{},
+	}
+	id, err := uds.Identify(p.pid)
+	if err != nil {
+		return nil, fmt.Errorf("reading our own process identity: %w", err)
+	}
+	p.procStart = strconv.FormatUint(id.StartTicks, 10)
+	p.pidDomain = fmt.Sprintf("linux:%s:pid:[%d]", id.MachineID, id.PidNS)
+
+	p.socketPath = SocketPath(cfg.RuntimeDir, cfg.TmpDir, p.pid, p.uid)
+	p.addr = "uds:" + p.socketPath
+	if p.peerToken, err = randHex(16); err != nil {
+		return nil, err
+	}
+	if p.childToken, err = randHex(16); err != nil {
+		return nil, err
+	}
+	key, err := NewHopKey()
+	if err != nil {
+		return nil, err
+	}
+	p.hopToken = HopToken(key, p.addr)
+	p.guard = NewGuard(cfg.Limits, cfg.Clock, func() []string { return []string{p.hopToken} })
+
+	if err := uds.EnsureDir(filepath.Dir(p.socketPath)); err != nil {
+		return nil, fmt.Errorf("socket directory: %w", err)
+	}
+	if err := uds.EnsureDir(p.sessionsDir); err != nil {
+		return nil, fmt.Errorf("sessions directory: %w", err)
+	}
+	if p.ln, err = uds.Listen(p.socketPath, cfg.Socket); err != nil {
+		return nil, fmt.Errorf("binding %s: %w", p.socketPath, err)
+	}
+	if err := p.writeFiles(); err != nil {
+		p.ln.Close()
+		p.removeFiles()
+		return nil, err
+	}
+	p.log.Info("registered as a Claude Code peer", "name", cfg.Name, "socket", p.socketPath,
+		"session_id", p.sessionID, "registry", p.regPath)
+	return p, nil
+}
+
+func validName(n string) error {
+	if n != SanitizeName(n) || n == "" {
+		return fmt.Errorf("name %q: use 1-80 characters without quotes, angle brackets or control characters", n)
+	}
+	return nil
+}
+
+func (p *Peer) writeFiles() error {
+	p.keyPath = filepath.Join(p.sessionsDir, KeyFileName(p.pid, p.socketPath))
+	kb, err := json.Marshal(KeyFile{PeerToken: p.peerToken, ProcStart: p.procStart, PidDomain: p.pidDomain})
+	if err != nil {
+		return err
+	}
+	if err := p.claimFile(p.keyPath, kb); err != nil {
+		return fmt.Errorf("key file: %w", err)
+	}
+	now := p.startedAt.UnixMilli()
+	e := Entry{
+		PID: p.pid, SessionID: p.sessionID, Cwd: p.cfg.Cwd, StartedAt: now,
+		ProcStart: p.procStart, Version: p.cfg.Version, PeerProtocol: 1,
+		PeerFeatures: []string{"notify_idle", "reply_across_default_dirs"},
+		Kind:         "gateway", Entrypoint: "gateway", PidDomain: p.pidDomain,
+		MessagingSocketPath: p.socketPath, Name: p.cfg.Name, NameSource: "user", NameSince: now,
+		Status: "idle", UpdatedAt: now, StatusUpdatedAt: now,
+	}
+	eb, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	p.regPath = filepath.Join(p.sessionsDir, strconv.Itoa(p.pid)+".json")
+	if err := p.claimFile(p.regPath, eb); err != nil {
+		return fmt.Errorf("registry entry: %w", err)
+	}
+	return nil
+}
+
+// ErrLiveOwner means a file we would write belongs to another live process.
+var ErrLiveOwner = errors.New("file belongs to another live process")
+
+// claimFile writes path, never over the file of another live process: it is
+// created exclusively, and an existing one is replaced only when its process
+// (same pid as ours, so possibly another pid namespace) is proven gone.
+func (p *Peer) claimFile(path string, data []byte) error {
+	err := uds.CreateExclusive(path, data)
+	if !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	old, rerr := uds.ReadFileCapped(path, maxEntry)
+	if rerr == nil {
+		var o struct {
+			ProcStart string `json:"procStart"`
+			PidDomain string `json:"pidDomain"`
+		}
+		if json.Unmarshal(old, &o) == nil {
+			if o.PidDomain != "" && o.PidDomain != p.pidDomain {
+				return fmt.Errorf("%s: %w (pid domain %s)", path, ErrLiveOwner, o.PidDomain)
+			}
+			if o.ProcStart == p.procStart {
+				return fmt.Errorf("%s: %w (this very process registered twice)", path, ErrLiveOwner)
+			}
+		}
+	}
+	// Same pid domain, other start time: the file of a dead earlier holder of our pid.
+	p.log.Info("replacing a stale file left by an earlier process with our pid", "file", path)
+	return uds.WriteFileAtomic(path, data)
+}
+
+func (p *Peer) removeFiles() {
+	for _, f := range []string{p.regPath, p.keyPath} {
+		if f == "" {
+			continue
+		}
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			p.log.Warn("removing registration file failed", "file", f, "err", err)
+		}
+	}
+}
+
+// Name is the leg's protocol.
+func (p *Peer) Name() message.Protocol { return message.ProtocolClaude }
+
+// Address is our own uds: address.
+func (p *Peer) Address() string { return p.addr }
+
+// SessionID is our registered session id.
+func (p *Peer) SessionID() string { return p.sessionID }
+
+// SocketPath is where we listen.
+func (p *Peer) SocketPath() string { return p.socketPath }
+
+// RegistryPath is our registry entry.
+func (p *Peer) RegistryPath() string { return p.regPath }
+
+// KeyPath is our key file.
+func (p *Peer) KeyPath() string { return p.keyPath }
+
+// ChildToken is the token processes we start present to be treated as ours.
+func (p *Peer) ChildToken() string { return p.childToken }
+
+// HopToken is our per-boot hop token.
+func (p *Peer) HopToken() string { return p.hopToken }
+
+// Settle is how long a sent message waits for a held or dropped receipt
+// before it counts as delivered: the real CLI sends none for a clean delivery.
+func (p *Peer) Settle() time.Duration { return p.cfg.Settle }
+
+// Ready reports whether the peer is registered and serving.
+func (p *Peer) Ready() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.out == nil {
+		return errors.New("not serving yet")
+	}
+	if p.closed {
+		return errors.New("shutting down")
+	}
+	if _, err := os.Lstat(p.regPath); err != nil {
+		return fmt.Errorf("registry entry missing: %w", err)
+	}
+	return nil
+}
+
+// Run serves inbound connections and publishes what arrives to out until ctx
+// ends; then it tells idle subscribers we exited and removes the registration.
+func (p *Peer) Run(ctx context.Context, out chan<- message.Event) error {
+	p.mu.Lock()
+	p.out = out
+	p.mu.Unlock()
+	err := p.ln.Serve(ctx, p.serveConn)
+	p.shutdown()
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+func (p *Peer) shutdown() {
+	p.mu.Lock()
+	p.closed = true
+	subs := make([]idleSub, 0, len(p.idleSubs))
+	for _, s := range p.idleSubs {
+		subs = append(subs, s)
+	}
+	for _, h := range p.held {
+		if h.timer != nil {
+			h.timer.Stop()
+		}
+	}
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, s := range subs {
+		wg.Go(func() { p.sendIdleNotice(ctx, s, "exited") })
+	}
+	wg.Wait()
+	p.removeFiles()
+	p.log.Info("deregistered Claude Code peer", "socket", p.socketPath)
+}
+
+// emit hands an event to the router, waiting for room: admission already
+// turned messages away with queue-full before the queue could fill, so this
+// wait is short, and it ends with ctx.
+func (p *Peer) emit(ctx context.Context, ev message.Event) {
+	p.mu.Lock()
+	out := p.out
+	p.mu.Unlock()
+	if out == nil {
+		return
+	}
+	ev.Leg = message.ProtocolClaude
+	if ev.Time.IsZero() {
+		ev.Time = p.clock.Now()
+	}
+	select {
+	case out <- ev:
+	case <-ctx.Done():
+		p.log.Warn("shutting down: event not handed on", "type", ev.Type)
+	}
+}
+
+// queued is how many inbound messages wait: held ones and those not yet
+// taken by the router. It feeds the guard's queue-full check.
+func (p *Peer) queued() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.held)
+	if p.out != nil {
+		n += len(p.out)
+	}
+	return n
+}

@@ -1,0 +1,143 @@
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/transport/uds"
+)
+
+// MaxLine is the largest line a peer accepts.
+const MaxLine = 1 << 20
+
+// ErrTooLarge means the frame would exceed the receiver's line cap.
+var ErrTooLarge = errors.New("message_too_large: the frame exceeds the 1 MiB line cap")
+
+// ErrStaleKey means the target's key file belongs to an earlier process.
+var ErrStaleKey = errors.New("the target's key file belongs to another process (recycled pid): refusing to send")
+
+func socketOf(address string) (string, error) {
+	path, ok := strings.CutPrefix(address, "uds:")
+	if !ok || !filepath.IsAbs(path) {
+		return "", fmt.Errorf("not a uds: address: %q", address)
+	}
+	return path, nil
+}
+
+// Send writes m to its target: the auth line with the target's peerToken when
+// it has a key file, then the user frame with the envelope, in one write.
+func (p *Peer) Send(ctx context.Context, m message.Message) (message.Receipt, error) {
+	path, err := socketOf(m.To)
+	if err != nil {
+		return message.Receipt{}, err
+	}
+	name := m.FromName
+	if name == "" {
+		name = p.cfg.Name
+	}
+	chain := m.HopChain
+	if len(chain) > 0 {
+		// A forwarded message carries our hop token, so a loop through us is seen.
+		chain = AppendHop(chain, p.hopToken)
+	}
+	env := Envelope{
+		From: p.addr, FromSession: p.sessionID, HopChain: chain,
+		FromName: SanitizeName(name), FromMode: m.Mode.String(), FromPlugin: m.Plugin, Body: m.Body,
+	}
+	if err := env.Validate(); err != nil {
+		return message.Receipt{}, fmt.Errorf("envelope: %w", err)
+	}
+	atts, err := p.stage(m.Attachments)
+	if err != nil {
+		return message.Receipt{}, err
+	}
+	f := NewUserFrame(p.addr, m.ID, env, atts)
+	if err := p.write(ctx, path, m.ToPID, f); err != nil {
+		removeStaged(atts)
+		return message.Receipt{}, err
+	}
+	return message.Receipt{MsgID: m.ID, Status: message.StatusSent, Time: p.clock.Now()}, nil
+}
+
+// write sends one frame to the socket at path, with an auth line when the
+// target has a usable key file.
+func (p *Peer) write(ctx context.Context, path string, pid int, f Frame) error {
+	fb, err := f.Marshal()
+	if err != nil {
+		return err
+	}
+	if len(fb)+1 > MaxLine {
+		return ErrTooLarge
+	}
+	tok, err := p.tokenFor(path, pid)
+	if err != nil {
+		return err
+	}
+	var payload []byte
+	if tok != "" {
+		ab, err := json.Marshal(Auth{Type: TypeAuth, Token: tok})
+		if err != nil {
+			return err
+		}
+		payload = append(append(ab, '\n'), fb...)
+	} else {
+		payload = fb
+	}
+	payload = append(payload, '\n')
+	if err := uds.DialWrite(ctx, path, payload); err != nil {
+		return fmt.Errorf("writing to %s: %w", path, err)
+	}
+	return nil
+}
+
+// tokenFor reads the target's peerToken from its key file, checking the
+// key's process is the one alive under that pid. No key file: no token, as
+// the real CLI accepts on Linux.
+func (p *Peer) tokenFor(path string, pid int) (string, error) {
+	hash := socketHash(path)
+	var keyPath string
+	if pid > 0 {
+		keyPath = filepath.Join(p.sessionsDir, fmt.Sprintf("%d.%s.key", pid, hash))
+	} else {
+		matches, _ := filepath.Glob(filepath.Join(p.sessionsDir, "*."+hash+".key"))
+		if len(matches) != 1 {
+			return "", nil
+		}
+		keyPath = matches[0]
+		if _, err := fmt.Sscanf(filepath.Base(keyPath), "%d.", &pid); err != nil {
+			return "", nil
+		}
+	}
+	b, err := uds.ReadFileCapped(keyPath, maxKey)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("target key file: %w", err)
+	}
+	k, err := ParseKeyFile(b)
+	if err != nil {
+		return "", err
+	}
+	if k.PidDomain != "" && k.PidDomain != p.pidDomain {
+		return k.PeerToken, nil // another namespace: cannot check its pid from here
+	}
+	if k.ProcStart != "" && uds.Alive(pid) && !procStartMatches(pid, k.ProcStart) {
+		return "", ErrStaleKey
+	}
+	return k.PeerToken, nil
+}
+
+// removeStaged deletes staged copies we made, when a send fails after staging.
+func removeStaged(atts []message.Attachment) {
+	for _, a := range atts {
+		_ = os.Remove(a.Path)
+	}
+}

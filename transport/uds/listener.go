@@ -1,0 +1,304 @@
+package uds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Limits caps what one peer can cost us. Zero fields take the defaults.
+type Limits struct {
+	MaxLine          int           // default 1 MiB: a longer line closes the conn (ErrLineTooLong)
+	FirstLineTimeout time.Duration // default 30 s from accept to complete the first line
+	LineTimeout      time.Duration // default 30 s to complete each later line
+	MaxConns         int           // default 64 concurrent; excess conns are accepted, closed at once, counted
+}
+
+// Defaults for Limits.
+const (
+	DefaultMaxLine          = 1 << 20
+	DefaultFirstLineTimeout = 30 * time.Second
+	DefaultLineTimeout      = 30 * time.Second
+	DefaultMaxConns         = 64
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxLine <= 0 {
+		l.MaxLine = DefaultMaxLine
+	}
+	if l.FirstLineTimeout <= 0 {
+		l.FirstLineTimeout = DefaultFirstLineTimeout
+	}
+	if l.LineTimeout <= 0 {
+		l.LineTimeout = DefaultLineTimeout
+	}
+	if l.MaxConns <= 0 {
+		l.MaxConns = DefaultMaxConns
+	}
+	return l
+}
+
+// Stats is a snapshot of a listener's counters.
+type Stats struct {
+	Accepted    uint64 // connections handed to a handler
+	Rejected    uint64 // closed at once: over MaxConns, or peer credentials unreadable
+	LineTooLong uint64 // connections closed for a line over MaxLine
+	Timeouts    uint64 // connections closed for a line not completed in time
+}
+
+type counters struct{ accepted, rejected, tooLong, timeouts atomic.Uint64 }
+
+// Handler serves one connection. Serve closes the connection when it returns.
+// ctx is cancelled at shutdown, when pending and later I/O on c also fails.
+type Handler func(ctx context.Context, c *Conn)
+
+// Listener is a Unix stream socket bound to a path in a private directory.
+type Listener struct {
+	path  string
+	lim   Limits
+	ln    *net.UnixListener
+	inode os.FileInfo // the socket file we bound, so we never remove a successor's
+	stats counters
+
+	served    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Listen binds a socket at path, whose parent directory must pass CheckDir.
+// A socket file already there is replaced only when it is stale (connect is
+// refused); a live one is ErrInUse. A symlink or non-socket at path is refused.
+// The socket is made 0600.
+func Listen(path string, lim Limits) (*Listener, error) {
+	if err := checkSocketPath(path); err != nil {
+		return nil, err
+	}
+	dfd, err := openCheckedDir(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("uds: listen %s: directory: %w", path, err)
+	}
+	_ = unix.Close(dfd)
+	if err := clearStale(path); err != nil {
+		return nil, err
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			// Someone bound it between our check and our bind.
+			return nil, &opError{op: "listen", path: path, kind: ErrInUse, cause: err}
+		}
+		return nil, fmt.Errorf("uds: listen %s: %w", path, err)
+	}
+	// We remove the file ourselves, and only if it is still ours.
+	ln.SetUnlinkOnClose(false)
+	l := &Listener{path: path, lim: lim.withDefaults(), ln: ln}
+	fi, err := os.Lstat(path)
+	switch {
+	case err != nil:
+	case fi.Mode().Type() != fs.ModeSocket:
+		err = ErrChanged // replaced already: not ours to chmod or remove
+	default:
+		l.inode = fi
+		// The window between bind and chmod is covered by the 0700 directory.
+		err = os.Chmod(path, 0o600)
+	}
+	if err != nil {
+		_ = l.Close()
+		return nil, fmt.Errorf("uds: listen %s: %w", path, err)
+	}
+	return l, nil
+}
+
+// clearStale removes a socket file at path that nobody listens on.
+func clearStale(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("uds: listen %s: %w", path, err)
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("uds: listen %s: %w", path, ErrSymlink)
+	case fi.Mode().Type() != fs.ModeSocket:
+		return fmt.Errorf("uds: listen %s: %w", path, ErrNotSocket)
+	}
+	err = Probe(context.Background(), path)
+	switch {
+	case errors.Is(err, ErrRefused):
+		if err := RemoveIfSame(path, fi); err != nil {
+			return fmt.Errorf("uds: listen %s: removing stale socket: %w", path, err)
+		}
+		return nil
+	case errors.Is(err, ErrNoSocket):
+		return nil // gone since our Lstat
+	case err == nil:
+		return &opError{op: "listen", path: path, kind: ErrInUse, cause: syscall.EADDRINUSE}
+	default:
+		// Busy, timed out or unreadable: not provably stale, so never removed.
+		return &opError{op: "listen", path: path, kind: ErrInUse, cause: err}
+	}
+}
+
+// Path is the socket path.
+func (l *Listener) Path() string { return l.path }
+
+// Stats returns the counters so far.
+func (l *Listener) Stats() Stats {
+	return Stats{
+		Accepted:    l.stats.accepted.Load(),
+		Rejected:    l.stats.rejected.Load(),
+		LineTooLong: l.stats.tooLong.Load(),
+		Timeouts:    l.stats.timeouts.Load(),
+	}
+}
+
+// Close closes the socket and removes its file if it is still the one we
+// bound. Serve calls it on exit; call it directly only for a Listener that is
+// never served. It is safe to call more than once.
+func (l *Listener) Close() error {
+	l.closeOnce.Do(func() {
+		// Remove first: while our descriptor is open the socket's inode
+		// cannot be reused, so the comparison cannot mistake a successor
+		// for us.
+		var err error
+		if l.inode != nil {
+			if rerr := RemoveIfSame(l.path, l.inode); rerr != nil && !errors.Is(rerr, ErrChanged) {
+				err = rerr
+			}
+		}
+		if cerr := l.ln.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) {
+			err = errors.Join(err, cerr)
+		}
+		l.closeErr = err
+	})
+	return l.closeErr
+}
+
+// Serve accepts connections and runs h for each in its own goroutine until ctx
+// is done. It then closes the socket, removes its file, cancels the handlers'
+// ctx, interrupts their I/O and waits for all of them before returning. It
+// returns nil after a shutdown by ctx or Close, else the accept error.
+func (l *Listener) Serve(ctx context.Context, h Handler) error {
+	if !l.served.CompareAndSwap(false, true) {
+		return errors.New("uds: Serve called twice")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := onDone(ctx, func() { _ = l.ln.Close() })
+
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		active = make(map[*Conn]struct{})
+		slots  = make(chan struct{}, l.lim.MaxConns) // a full channel is the cap
+	)
+	err := l.acceptLoop(ctx, func(uc *net.UnixConn) {
+		select {
+		case slots <- struct{}{}:
+		default:
+			_ = uc.Close() // over the cap: closed, never queued
+			l.stats.rejected.Add(1)
+			return
+		}
+		cred, err := PeerCred(uc)
+		if err != nil {
+			_ = uc.Close()
+			<-slots
+			l.stats.rejected.Add(1)
+			return
+		}
+		c := newConn(ctx, uc, cred, l.lim, &l.stats)
+		l.stats.accepted.Add(1)
+		mu.Lock()
+		active[c] = struct{}{}
+		mu.Unlock()
+		wg.Go(func() {
+			defer func() {
+				_ = c.UnixConn.Close()
+				mu.Lock()
+				delete(active, c)
+				mu.Unlock()
+				<-slots
+			}()
+			h(ctx, c)
+		})
+	})
+
+	stop()
+	cancel()
+	closeErr := l.Close()
+	mu.Lock()
+	for c := range active {
+		c.shutdown()
+	}
+	mu.Unlock()
+	wg.Wait()
+	return errors.Join(err, closeErr)
+}
+
+// acceptLoop calls serve for each accepted connection until ctx is done or the
+// listener is closed (nil) or accept fails for good (the error).
+func (l *Listener) acceptLoop(ctx context.Context, serve func(*net.UnixConn)) error {
+	var backoff time.Duration
+	for {
+		uc, err := l.ln.AcceptUnix()
+		if err == nil {
+			backoff = 0
+			serve(uc)
+			continue
+		}
+		if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+			return nil
+		}
+		if !retryableAccept(err) {
+			return fmt.Errorf("uds: accept on %s: %w", l.path, err)
+		}
+		// Out of descriptors or memory: wait for handlers to finish rather
+		// than spin, as net/http does.
+		backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func retryableAccept(err error) bool {
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.EINTR} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// onDone runs f once ctx is done. The returned stop guarantees, when it
+// returns, that f has either finished or will never run, so no goroutine
+// outlives its owner.
+func onDone(ctx context.Context, f func()) (stop func()) {
+	finished := make(chan struct{})
+	stopFunc := context.AfterFunc(ctx, func() {
+		defer close(finished)
+		f()
+	})
+	return func() {
+		if !stopFunc() {
+			<-finished
+		}
+	}
+}

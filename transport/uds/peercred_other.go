@@ -1,0 +1,5 @@
+//go:build !linux && !darwin
+
+package uds
+
+func peerCred(int) (Cred, error) { return Cred{}, ErrUnsupported }

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package uds
+
+func renameNoReplace(dfd int, old, new string) error { return linkNoReplace(dfd, old, new) }
