@@ -196,7 +196,10 @@ func (l *Listener) Serve(ctx context.Context, h Handler) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := onDone(ctx, func() { _ = l.ln.Close() })
+	// Wake Accept with a deadline rather than Close: Close below removes
+	// the file while the socket is still open, so its inode cannot be
+	// reused by a successor in between.
+	stop := onDone(ctx, func() { _ = l.ln.SetDeadline(longAgo) })
 
 	var (
 		wg     sync.WaitGroup

@@ -62,6 +62,8 @@ type lineResult struct {
 }
 
 // recordLines is a handler that reads until an error and reports everything.
+// It then holds on until shutdown, so any close the client sees was done by
+// ReadLine, not by Serve after the handler returned.
 func recordLines(out chan<- lineResult) Handler {
 	return func(ctx context.Context, c *Conn) {
 		var r lineResult
@@ -74,6 +76,25 @@ func recordLines(out chan<- lineResult) Handler {
 			r.lines = append(r.lines, string(line))
 		}
 		out <- r
+		<-ctx.Done()
+	}
+}
+
+// assertClosedByServer fails unless a read on c ends because the server
+// closed the connection (EOF or reset), rather than by our own deadline.
+func assertClosedByServer(t *testing.T, c *net.UnixConn) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(time.Minute))
+	buf := make([]byte, 64)
+	for {
+		_, err := c.Read(buf)
+		if err == nil {
+			continue // drain what the server had not read
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatal("the server kept the connection open")
+		}
+		return
 	}
 }
 
@@ -131,11 +152,7 @@ func TestLineTooLong(t *testing.T) {
 		if !errors.Is(r.err, ErrLineTooLong) {
 			t.Fatalf("ended with %v, want ErrLineTooLong", r.err)
 		}
-		// Our side sees the close: a read ends (EOF or reset), it does not hang.
-		_ = c.SetReadDeadline(time.Now().Add(time.Minute))
-		if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
-			t.Fatalf("client read after refusal: %v, want the connection closed", err)
-		}
+		assertClosedByServer(t, c)
 		if got := s.Stats().LineTooLong; got != 1 {
 			t.Errorf("Stats().LineTooLong = %d, want 1", got)
 		}
@@ -189,6 +206,7 @@ func TestLineTimeouts(t *testing.T) {
 			if strings.Join(r.lines, "|") != strings.Join(tt.want, "|") {
 				t.Errorf("lines = %q, want %q", r.lines, tt.want)
 			}
+			assertClosedByServer(t, c)
 			if got := s.Stats().Timeouts; got != 1 {
 				t.Errorf("Stats().Timeouts = %d, want 1", got)
 			}
@@ -370,10 +388,11 @@ func liveSocket(t *testing.T, path string) {
 // further connect fails with EAGAIN although the listener is alive.
 func busySocket(t *testing.T, path string) {
 	t.Helper()
-	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	unix.CloseOnExec(fd)
 	t.Cleanup(func() { _ = unix.Close(fd) })
 	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: path}); err != nil {
 		t.Fatal(err)
@@ -382,11 +401,15 @@ func busySocket(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	for range 8 {
-		cfd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		cfd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = unix.Close(cfd) })
+		unix.CloseOnExec(cfd)
+		if err := unix.SetNonblock(cfd, true); err != nil {
+			t.Fatal(err)
+		}
 		err = unix.Connect(cfd, &unix.SockaddrUnix{Name: path})
 		if errors.Is(err, unix.EAGAIN) {
 			return
@@ -504,4 +527,3 @@ func TestListenPathChecks(t *testing.T) {
 		_ = l.Close()
 	})
 }
-

@@ -1,7 +1,6 @@
 package uds
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -80,16 +79,16 @@ func parseStatStartTicks(b []byte) (uint64, error) {
 // parseBtime returns the "btime" (boot time, seconds since the epoch) line of
 // /proc/stat.
 func parseBtime(b []byte) (int64, error) {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, len(b)+1) // the "intr" line can be long; b is already capped
-	for sc.Scan() {
-		rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("btime "))
+	for len(b) > 0 {
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte("\n"))
+		rest, ok := bytes.CutPrefix(line, []byte("btime "))
 		if !ok {
 			continue
 		}
 		v, err := strconv.ParseInt(string(bytes.TrimSpace(rest)), 10, 64)
 		if err != nil || v < 0 {
-			return 0, fmt.Errorf("malformed btime line in /proc/stat")
+			return 0, errors.New("malformed btime line in /proc/stat")
 		}
 		return v, nil
 	}

@@ -2,10 +2,19 @@
 
 package uds
 
-// Process identity reads /proc; other platforms get ErrUnsupported.
+// Process identity reads /proc, so outside Linux every call is ErrUnsupported.
 
-func StartTicks(int) (uint64, error)   { return 0, ErrUnsupported }
-func BootID() (string, error)          { return "", ErrUnsupported }
+// StartTicks is Linux only.
+func StartTicks(int) (uint64, error) { return 0, ErrUnsupported }
+
+// BootID is Linux only.
+func BootID() (string, error) { return "", ErrUnsupported }
+
+// PidNamespace is Linux only.
 func PidNamespace(int) (uint64, error) { return 0, ErrUnsupported }
-func MachineID() (string, error)       { return "", ErrUnsupported }
-func Lstart(int) (string, error)       { return "", ErrUnsupported }
+
+// MachineID is Linux only.
+func MachineID() (string, error) { return "", ErrUnsupported }
+
+// Lstart is Linux only.
+func Lstart(int) (string, error) { return "", ErrUnsupported }

@@ -12,8 +12,8 @@ import (
 // given comm and starttime (field 22) and plausible values elsewhere.
 func statLine(pid int, comm string, start uint64) []byte {
 	fields := make([]string, 0, 52)
-	fields = append(fields, "S")                 // 3 state
-	for i := 4; i < statStartField; i++ {        // 4..21
+	fields = append(fields, "S")          // 3 state
+	for i := 4; i < statStartField; i++ { // 4..21
 		fields = append(fields, strconv.Itoa(i)) // stand-ins, all numeric like the kernel's
 	}
 	fields = append(fields, strconv.FormatUint(start, 10)) // 22 starttime
@@ -103,7 +103,8 @@ func FuzzParseBtime(f *testing.F) {
 			return
 		}
 		// Any junk before it, on lines of its own, does not hide our line.
-		junk := bytes.ReplaceAll(raw, []byte("btime"), []byte("b"))
+		// Each junk line starts with '#', so none of them is a btime line.
+		junk := append([]byte("#"), bytes.ReplaceAll(raw, []byte("\n"), []byte("\n#"))...)
 		in := fmt.Appendf(junk, "\nbtime %d\n", btime)
 		if got, err := parseBtime(in); err != nil || got != btime {
 			t.Fatalf("parseBtime(%q) = %d, %v; want %d", in, got, err, btime)

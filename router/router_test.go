@@ -1,0 +1,226 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/message"
+)
+
+// fakeLeg is a leg with a fixed roster that records sends.
+type fakeLeg struct {
+	name     message.Protocol
+	sessions []message.Session
+	sendErr  error
+	settle   time.Duration
+
+	mu   sync.Mutex
+	sent []message.Message
+	in   chan<- message.Event
+	run  chan struct{}
+}
+
+func (f *fakeLeg) Name() message.Protocol { return f.name }
+func (f *fakeLeg) Sessions(context.Context) ([]message.Session, error) {
+	return f.sessions, nil
+}
+func (f *fakeLeg) Send(_ context.Context, m message.Message) (message.Receipt, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sent = append(f.sent, m)
+	if f.sendErr != nil {
+		return message.Receipt{}, f.sendErr
+	}
+	return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
+}
+func (f *fakeLeg) Run(ctx context.Context, in chan<- message.Event) error {
+	f.mu.Lock()
+	f.in = in
+	f.mu.Unlock()
+	close(f.run)
+	<-ctx.Done()
+	return ctx.Err()
+}
+func (f *fakeLeg) Claims(a addressing.Address) bool { return a.Kind == addressing.KindUDS }
+
+type settlingLeg struct{ *fakeLeg }
+
+func (s settlingLeg) Settle() time.Duration { return s.settle }
+
+func newFake() *fakeLeg {
+	return &fakeLeg{name: message.ProtocolClaude, run: make(chan struct{}), sessions: []message.Session{
+		{Address: "uds:/tmp/cc-socks/10.sock", Protocol: message.ProtocolClaude, Name: "work", SessionID: "s-a", PID: 10},
+		{Address: "uds:/tmp/cc-socks/11.sock", Protocol: message.ProtocolClaude, Name: "work", SessionID: "s-b", PID: 11},
+		{Address: "uds:/tmp/cc-socks/12.sock", Protocol: message.ProtocolClaude, Name: "review", SessionID: "s-c", PID: 12},
+	}}
+}
+
+func start(t *testing.T, legs ...Leg) *Router {
+	t.Helper()
+	r := New(Config{}, legs...)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return r
+}
+
+func (f *fakeLeg) emit(t *testing.T, ev message.Event) {
+	t.Helper()
+	<-f.run
+	f.mu.Lock()
+	in := f.in
+	f.mu.Unlock()
+	in <- ev
+}
+
+func TestSendResolvesAndTracks(t *testing.T) {
+	tests := []struct {
+		name    string
+		to      string
+		wantPID int
+		wantErr any
+	}{
+		{"a unique name goes to its session", "review", 12, nil},
+		{"a name with a ref pins one of two twins", "work [" + addressing.Ref("s-b") + "]", 11, nil},
+		{"a bare ref finds its session", addressing.Ref("s-a"), 10, nil},
+		{"a raw socket outside the roster is claimed by the leg", "uds:/tmp/cc-socks/99.sock", 0, nil},
+		{"an ambiguous name is refused with candidates", "work", 0, &addressing.AmbiguousError{}},
+		{"an unknown name is refused with suggestions", "revew", 0, &addressing.NotFoundError{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			leg := newFake()
+			r := start(t, leg)
+			out, err := r.Send(context.Background(), SendRequest{To: tt.to, Body: "hi"})
+			switch want := tt.wantErr.(type) {
+			case *addressing.AmbiguousError:
+				if !errors.As(err, &want) || len(want.Candidates) != 2 {
+					t.Fatalf("err = %v, want ambiguity with 2 candidates", err)
+				}
+				return
+			case *addressing.NotFoundError:
+				if !errors.As(err, &want) || len(want.Suggestions) == 0 {
+					t.Fatalf("err = %v, want not found with suggestions", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Status != message.StatusSent || len(leg.sent) != 1 || leg.sent[0].ToPID != tt.wantPID {
+				t.Fatalf("status %v, sent %+v", out.Status, leg.sent)
+			}
+			if leg.sent[0].Mode != message.ModePrompting {
+				t.Errorf("default mode = %v, want prompting", leg.sent[0].Mode)
+			}
+		})
+	}
+}
+
+func TestReceiptsMoveAMessageThroughItsStates(t *testing.T) {
+	leg := newFake()
+	r := start(t, leg)
+	out, err := r.Send(context.Background(), SendRequest{To: "review", Body: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := out.Message.ID
+	for _, st := range []message.Status{message.StatusHeld, message.StatusHeld, message.StatusDelivered, message.StatusDenied} {
+		leg.emit(t, message.Event{Type: message.EventReceipt, Receipt: &message.Receipt{MsgID: id, Status: st}})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got, err := r.Wait(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != message.StatusDelivered {
+		t.Fatalf("status = %v, want delivered (a repeat held and a late denied are ignored)", got.Status)
+	}
+	var seq []message.Status
+	for _, rc := range got.Receipts {
+		seq = append(seq, rc.Status)
+	}
+	if len(seq) != 3 || seq[0] != message.StatusSent || seq[1] != message.StatusHeld || seq[2] != message.StatusDelivered {
+		t.Fatalf("receipts = %v, want sent, held, delivered", seq)
+	}
+}
+
+func TestAFailedWriteIsAFinalFailure(t *testing.T) {
+	leg := newFake()
+	leg.sendErr = errors.New("connection refused")
+	r := start(t, leg)
+	out, err := r.Send(context.Background(), SendRequest{To: "review", Body: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != message.StatusFailed || out.Receipts[0].Reason != "connection refused" {
+		t.Fatalf("got %+v", out)
+	}
+}
+
+func TestASettlingLegInfersDeliveryWithoutAReceipt(t *testing.T) {
+	leg := newFake()
+	leg.settle = 10 * time.Millisecond
+	r := start(t, settlingLeg{leg})
+	out, err := r.Send(context.Background(), SendRequest{To: "review", Body: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got, err := r.Wait(ctx, out.Message.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := got.Receipts[len(got.Receipts)-1]
+	if got.Status != message.StatusDelivered || last.Detail != "inferred" {
+		t.Fatalf("got %+v, want delivered (inferred)", got)
+	}
+}
+
+func TestAHeldReceiptStopsTheSettleInference(t *testing.T) {
+	leg := newFake()
+	leg.settle = 50 * time.Millisecond
+	r := start(t, settlingLeg{leg})
+	out, err := r.Send(context.Background(), SendRequest{To: "review", Body: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leg.emit(t, message.Event{Type: message.EventReceipt, Receipt: &message.Receipt{MsgID: out.Message.ID, Status: message.StatusHeld}})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	got, _ := r.Wait(ctx, out.Message.ID)
+	if got.Status != message.StatusHeld {
+		t.Fatalf("status = %v, want held to stay held", got.Status)
+	}
+}
+
+func TestTheOutboxForgetsTheOldestBeyondItsCap(t *testing.T) {
+	leg := newFake()
+	r := New(Config{KeepOutbox: 2}, leg)
+	var ids []string
+	for range 3 {
+		out, err := r.Send(context.Background(), SendRequest{To: "review", Body: "hi"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, out.Message.ID)
+	}
+	if _, err := r.Message(ids[0]); !errors.Is(err, ErrUnknownMessage) {
+		t.Fatalf("oldest still known: %v", err)
+	}
+	if _, err := r.Message(ids[2]); err != nil {
+		t.Fatalf("newest forgotten: %v", err)
+	}
+}
