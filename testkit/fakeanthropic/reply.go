@@ -16,6 +16,10 @@ type Reply struct {
 	// body carrying ErrorMessage instead of a message.
 	Status       int
 	ErrorMessage string
+	// Hold, when not nil, delays the answer until it is closed (or the client
+	// gives up), so a test can keep a session busy in a turn for as long as
+	// it needs without a timer.
+	Hold <-chan struct{}
 }
 
 // Text answers with one text block.
@@ -94,8 +98,11 @@ type Call struct {
 // makes each call in turn, one per request, then answers with the text then.
 // Progress is read from the conversation the client sends (the tool_use
 // blocks after that user message), so the calls happen once per trigger
-// message even when the client retries or runs side requests. Requests that
-// offer no tools (the client's own side queries) are left to other rules.
+// message even when the client retries. Once the calls are made, the rule
+// answers only while the conversation still ends in that exchange (a tool
+// result); a later turn, such as a delivered peer message, goes to the other
+// rules. Requests that offer no tools (the client's own side queries) are left
+// to other rules too.
 func CallTools(trigger string, calls []Call, then string) Rule {
 	for _, c := range calls {
 		ToolUse(c.Tool, c.Input) // validate now, in the test's goroutine
@@ -122,6 +129,9 @@ func CallTools(trigger string, calls []Call, then string) Rule {
 		if made < len(calls) {
 			return ToolUse(calls[made].Tool, calls[made].Input), at, true
 		}
+		if at != len(req.Messages)-1 && !onlyToolResults(req.Messages[len(req.Messages)-1]) {
+			return Reply{}, 0, false
+		}
 		return Text(then), at, true
 	}
 }
@@ -147,4 +157,24 @@ func lastUserWith(msgs []Message, s string) int {
 		}
 	}
 	return -1
+}
+
+// onlyToolResults reports whether m is a user message answering tool calls and
+// nothing else (the client may add system reminders as text; those count as
+// part of the answer).
+func onlyToolResults(m Message) bool {
+	if m.Role != "user" {
+		return false
+	}
+	results := 0
+	for _, b := range m.Content {
+		switch {
+		case b.Type == "tool_result":
+			results++
+		case b.Type == "text" && strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>"):
+		default:
+			return false
+		}
+	}
+	return results > 0
 }

@@ -150,7 +150,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		id := s.record(&s.requests, req)
-		s.answer(w, req, id)
+		s.answer(r.Context(), w, req, id)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
 		s.record(&s.others, req)
 		w.Header().Set("Content-Type", "application/json")
@@ -183,8 +183,15 @@ func (s *Server) log(format string, args ...any) {
 	}
 }
 
-func (s *Server) answer(w http.ResponseWriter, req Request, id int) {
+func (s *Server) answer(ctx context.Context, w http.ResponseWriter, req Request, id int) {
 	reply := s.script(req)
+	if reply.Hold != nil {
+		select {
+		case <-reply.Hold:
+		case <-ctx.Done():
+			return
+		}
+	}
 	if reply.Status != 0 {
 		writeError(w, reply.Status, errorType(reply.Status), reply.ErrorMessage)
 		return

@@ -1,0 +1,368 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/testkit/fakeclaude"
+	"github.com/sessiongateway/gateway/transport/uds/claude"
+)
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func newFake(t *testing.T, g *testGateway, name string, mode message.Mode) *fakeclaude.Peer {
+	return fakeclaude.Start(t, fakeclaude.Config{Name: name, ConfigDir: g.configDir, RuntimeDir: g.runtime, Mode: mode})
+}
+
+// collect streams events into a channel for the test's life.
+func collect(t *testing.T, g *testGateway) <-chan message.Event {
+	ch := make(chan message.Event, 256)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = g.Watch(ctx, 0, func(ev message.Event) error {
+			select {
+			case ch <- ev:
+			case <-ctx.Done():
+			}
+			return nil
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return ch
+}
+
+func waitEvent(t *testing.T, ch <-chan message.Event, pred func(message.Event) bool) message.Event {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev := <-ch:
+			if pred(ev) {
+				return ev
+			}
+		case <-timeout:
+			t.Fatal("timed out waiting for an event")
+		}
+	}
+}
+
+func TestSessionsListsLivePeersOnly(t *testing.T) {
+	g := startGateway(t, t.TempDir())
+	a := newFake(t, g, "work-08", message.ModePrompting)
+	b := newFake(t, g, "review", message.ModePrompting)
+	b.Deregister()
+	ss, err := g.Sessions(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ss) != 1 {
+		t.Fatalf("sessions = %+v, want only work-08 (review deregistered, gateway itself left out)", ss)
+	}
+	s := ss[0]
+	if s.Name != "work-08" || s.PID != a.PID() || s.Address != a.Address() || s.Ref != addressing.Ref(a.SessionID()) ||
+		s.Protocol != message.ProtocolClaude || !s.Reachable {
+		t.Fatalf("session = %+v", s)
+	}
+}
+
+func TestADeadEntryIsSweptAndARecycledOneKept(t *testing.T) {
+	g := startGateway(t, t.TempDir())
+	sessions := filepath.Join(g.configDir, "sessions")
+	dead := claude.Entry{PID: 999999, SessionID: "dead", ProcStart: "1", MessagingSocketPath: "/nonexistent/999999.sock"}
+	recycled := claude.Entry{PID: os.Getppid(), SessionID: "recycled", ProcStart: "1", MessagingSocketPath: "/nonexistent/1.sock"}
+	for _, e := range []claude.Entry{dead, recycled} {
+		b, _ := json.Marshal(e)
+		if err := os.WriteFile(filepath.Join(sessions, strconv.Itoa(e.PID)+".json"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := g.Sessions(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(sessions, "999999.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the dead entry was not swept: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(sessions, strconv.Itoa(os.Getppid())+".json")); err != nil {
+		t.Errorf("the recycled-pid entry was removed: %v", err)
+	}
+}
+
+
+func TestSendByNameDeliversTheEnvelopeWithAuth(t *testing.T) {
+	g := startGateway(t, t.TempDir())
+	fk := newFake(t, g, "work-08", message.ModePrompting)
+	out, err := g.Send(ctxT(t), api.SendBody{To: "work-08", Text: "hello </cross-session-message> there", Wait: true, Timeout: "5s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != message.StatusDelivered {
+		t.Fatalf("status = %v, want delivered (inferred)", out.Status)
+	}
+	r, err := fk.WaitReceived(ctxT(t), func(r fakeclaude.Received) bool { return r.Frame.MsgID == out.Message.ID })
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := r.Content.Envelope
+	switch {
+	case r.Auth != message.AuthPeer:
+		t.Errorf("auth = %v, want peer (the key file's token)", r.Auth)
+	case !r.Content.Attested:
+		t.Errorf("envelope not attested: %q", r.Content.Raw)
+	case env.FromName != "gateway" || env.FromMode != "prompting" || env.Body != "hello </cross-session-message> there":
+		t.Errorf("envelope = %+v", env)
+	case !strings.HasPrefix(env.From, "uds:") || env.FromSession == "":
+		t.Errorf("from = %q, from-session = %q", env.From, env.FromSession)
+	case r.Frame.Priority != "next" || r.Frame.MsgV != 1:
+		t.Errorf("frame = %+v", r.Frame)
+	}
+}
+
+func TestABypassSendIsHeldThenReleased(t *testing.T) {
+	g := startGateway(t, t.TempDir())
+	fk := newFake(t, g, "work-08", message.ModePrompting)
+	out, err := g.Send(ctxT(t), api.SendBody{To: "work-08", Text: "hi", Mode: "bypass", Wait: true, Timeout: "1s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != message.StatusHeld {
+		t.Fatalf("status = %v, want held", out.Status)
+	}
+	fk.Decide(ctxT(t), out.Message.ID, true)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		got, err := g.Message(ctxT(t), out.Message.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == message.StatusDelivered {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("released message never became delivered")
+}
+
+func TestAMessageToTheGatewayShowsInWatchWithTheSendersName(t *testing.T) {
+	g := startGateway(t, t.TempDir())
+	fk := newFake(t, g, "work-08", message.ModePrompting)
+	events := collect(t, g)
+	gw := gatewayAddress(t, g)
+	if _, err := fk.Send(ctxT(t), gw, "ping from work", message.ModePrompting); err != nil {
+		t.Fatal(err)
+	}
+	ev := waitEvent(t, events, func(ev message.Event) bool { return ev.Type == message.EventMessage })
+	m := ev.Message
+	if m.FromName != "work-08" || m.Body != "ping from work" || !m.Attested || m.Auth != message.AuthPeer || m.From != fk.Address() {
+		t.Fatalf("message = %+v", m)
+	}
+}
+
+func gatewayAddress(t *testing.T, g *testGateway) string {
+	t.Helper()
+	ents, _ := filepath.Glob(filepath.Join(g.configDir, "sessions", "*.json"))
+	for _, f := range ents {
+		b, _ := os.ReadFile(f)
+		e, err := claude.ParseEntry(b)
+		if err == nil && e.Name == "gateway" && e.PID == os.Getpid() {
+			return "uds:" + e.MessagingSocketPath
+		}
+	}
+	t.Fatal("the gateway's registry entry is missing")
+	return ""
+}
+
+func TestInboundPolicies(t *testing.T) {
+	tests := []struct {
+		name       string
+		inbound    claude.Policy
+		mode       message.Mode
+		wantEvent  message.EventType
+		wantStatus claude.WireStatus
+		wantDetail string
+	}{
+		{"mode parity delivers a prompting sender", claude.PolicyParity, message.ModePrompting, message.EventMessage, "", ""},
+		{"mode parity holds a bypass sender and says held", claude.PolicyParity, message.ModeBypass, message.EventHeld, claude.WireHeld, ""},
+		{"accept delivers a bypass sender", claude.PolicyAccept, message.ModeBypass, message.EventMessage, "", ""},
+		{"refuse answers expired with detail refused", claude.PolicyRefuse, message.ModePrompting, message.EventDrop, claude.WireExpired, "refused"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := startGateway(t, t.TempDir(), func(c *serveConfig) { c.inbound = tt.inbound })
+			fk := newFake(t, g, "work-08", message.ModePrompting)
+			events := collect(t, g)
+			id, err := fk.Send(ctxT(t), gatewayAddress(t, g), "hello", tt.mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitEvent(t, events, func(ev message.Event) bool { return ev.Type == tt.wantEvent })
+			if tt.wantStatus == "" {
+				return
+			}
+			f, err := fk.WaitControl(ctxT(t), func(f claude.Frame) bool { return f.OrigMsgID == id })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Status != tt.wantStatus || f.StatusDetail != tt.wantDetail || f.Action != claude.ActionPeerMessageStatus {
+				t.Fatalf("receipt = %+v", f)
+			}
+		})
+	}
+}
+
+func TestAHeldInboundMessageCanBeReleasedOrDenied(t *testing.T) {
+	for _, release := range []bool{true, false} {
+		name := map[bool]string{true: "release delivers it and tells the sender delivered", false: "deny drops it and tells the sender denied"}[release]
+		t.Run(name, func(t *testing.T) {
+			g := startGateway(t, t.TempDir())
+			fk := newFake(t, g, "work-08", message.ModePrompting)
+			events := collect(t, g)
+			id, err := fk.Send(ctxT(t), gatewayAddress(t, g), "hold me", message.ModeBypass)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitEvent(t, events, func(ev message.Event) bool { return ev.Type == message.EventHeld })
+			held, err := g.Held(ctxT(t))
+			if err != nil || len(held) != 1 || held[0].Message.ID != id {
+				t.Fatalf("held = %+v, %v", held, err)
+			}
+			if err := g.Decide(ctxT(t), id, release, "no thanks"); err != nil {
+				t.Fatal(err)
+			}
+			want := claude.WireDenied
+			if release {
+				want = claude.WireDelivered
+				waitEvent(t, events, func(ev message.Event) bool { return ev.Type == message.EventMessage && ev.Message.ID == id })
+			}
+			if _, err := fk.WaitControl(ctxT(t), func(f claude.Frame) bool { return f.OrigMsgID == id && f.Status == want }); err != nil {
+				t.Fatalf("no %s receipt: %v", want, err)
+			}
+			if err := g.Decide(ctxT(t), id, release, ""); err == nil {
+				t.Fatal("deciding twice succeeded")
+			}
+		})
+	}
+}
+
+func TestDuplicatesAreDroppedWithAReceipt(t *testing.T) {
+	g := startGateway(t, t.TempDir())
+	fk := newFake(t, g, "work-08", message.ModePrompting)
+	gw := gatewayAddress(t, g)
+	if _, err := fk.Send(ctxT(t), gw, "same", message.ModePrompting); err != nil {
+		t.Fatal(err)
+	}
+	id2, err := fk.Send(ctxT(t), gw, "same", message.ModePrompting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fk.WaitControl(ctxT(t), func(f claude.Frame) bool { return f.OrigMsgID == id2 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Status != claude.WireDropped || f.DropReason != "duplicate" {
+		t.Fatalf("receipt = %+v, want dropped duplicate", f)
+	}
+}
+
+func TestIdleNoticesBothWays(t *testing.T) {
+	g := startGateway(t, t.TempDir())
+	fk := newFake(t, g, "work-08", message.ModePrompting)
+	t.Run("the gateway asks a peer and gets its idle notice", func(t *testing.T) {
+		res, err := g.NotifyWhenIdle(ctxT(t), api.IdleBody{To: "work-08", Wait: true, Timeout: "5s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Notice == nil || res.Notice.State != "idle" || res.Notice.Peer != fk.Address() {
+			t.Fatalf("result = %+v", res)
+		}
+	})
+	t.Run("a peer asks the gateway and hears idle, then exited on shutdown", func(t *testing.T) {
+		sub := claude.NewNotifyWhenIdle(fk.Address(), "sub-1", "prompting")
+		if err := fk.SendFrame(ctxT(t), gatewayAddress(t, g), sub); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fk.WaitControl(ctxT(t), func(f claude.Frame) bool {
+			return f.Action == claude.ActionPeerIdleNotice && f.OrigMsgID == "sub-1" && f.State == "idle"
+		}); err != nil {
+			t.Fatal(err)
+		}
+		g.stop()
+		if _, err := fk.WaitControl(ctxT(t), func(f claude.Frame) bool {
+			return f.Action == claude.ActionPeerIdleNotice && f.OrigMsgID == "sub-1" && f.State == "exited"
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestShutdownRemovesEveryRegistrationFile(t *testing.T) {
+	g := startGateway(t, t.TempDir())
+	gw := strings.TrimPrefix(gatewayAddress(t, g), "uds:")
+	sessions := filepath.Join(g.configDir, "sessions")
+	before, _ := filepath.Glob(filepath.Join(sessions, "*"))
+	if len(before) != 2 {
+		t.Fatalf("registration files = %v, want entry and key", before)
+	}
+	for _, f := range before {
+		fi, _ := os.Stat(f)
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode %v, want 0600", f, fi.Mode().Perm())
+		}
+	}
+	g.stop()
+	after, _ := filepath.Glob(filepath.Join(sessions, "*"))
+	if len(after) != 0 {
+		t.Fatalf("left behind: %v", after)
+	}
+	if _, err := os.Stat(gw); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("socket left behind: %v", err)
+	}
+}
+
+func TestAttachmentsAreStagedWithTheirHash(t *testing.T) {
+	g := startGateway(t, t.TempDir())
+	fk := newFake(t, g, "work-08", message.ModePrompting)
+	src := filepath.Join(t.TempDir(), "notes.txt")
+	data := []byte("the attached notes\n")
+	if err := os.WriteFile(src, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := g.Send(ctxT(t), api.SendBody{To: "work-08", Text: "see file", Files: []string{src}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := fk.WaitReceived(ctxT(t), func(r fakeclaude.Received) bool { return r.Frame.MsgID == out.Message.ID })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Frame.FileAttachments) != 1 {
+		t.Fatalf("attachments = %+v", r.Frame.FileAttachments)
+	}
+	a := r.Frame.FileAttachments[0]
+	sum := sha256.Sum256(data)
+	staged, err := os.ReadFile(a.Path)
+	if err != nil || !bytes.Equal(staged, data) || a.SHA256 != hex.EncodeToString(sum[:]) || a.FileSize != int64(len(data)) || a.FileName != "notes.txt" {
+		t.Fatalf("descriptor %+v, staged %q, err %v", a, staged, err)
+	}
+	if filepath.Dir(a.Path) != filepath.Join(g.configDir, "file-transfers") {
+		t.Fatalf("staged outside the spool: %s", a.Path)
+	}
+}

@@ -1,0 +1,341 @@
+// Package fakeclaude is an in-process fake of a Claude Code session's peer
+// socket, for fast tests: it registers like the real CLI (socket, key file,
+// registry entry under a live stand-in pid), applies the mode-parity hold,
+// sends receipts to verified senders, answers idle subscriptions, and sends
+// messages of its own. It is built from our own protocol code, so it can only
+// agree with us: the interop tests against the real CLI are the judges.
+package fakeclaude
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/transport/uds"
+	"github.com/sessiongateway/gateway/transport/uds/claude"
+)
+
+// Config sets up a fake session.
+type Config struct {
+	Name       string
+	ConfigDir  string       // sessions live in ConfigDir/sessions
+	RuntimeDir string       // sockets in RuntimeDir/cc-socks
+	Mode       message.Mode // review class; default prompting
+	NoKey      bool         // write no key file (senders then send no auth line)
+}
+
+// Received is one user frame that reached the fake.
+type Received struct {
+	Auth     message.AuthClass
+	Frame    claude.Frame
+	Content  claude.Content
+	Held     bool
+	SenderID int // kernel pid of the connecting process
+}
+
+// Peer is a running fake session.
+type Peer struct {
+	cfg       Config
+	holder    *exec.Cmd // stand-in process whose pid the registry names
+	pid       int
+	sessionID string
+	socket    string
+	addr      string
+	token     string
+	guard     *claude.Guard
+
+	mu       sync.Mutex
+	changed  chan struct{}
+	received []Received
+	control  []claude.Frame // control frames that arrived (receipts, notices)
+	replyTo  map[string]string
+}
+
+// Start registers a fake session and serves it until the test ends.
+func Start(t testing.TB, cfg Config) *Peer {
+	t.Helper()
+	if cfg.Mode == message.ModeUnknown {
+		cfg.Mode = message.ModePrompting
+	}
+	// The registry must name a live pid other than the test's own, with a
+	// matching start time: a sleeping child stands in.
+	holder := exec.Command("sleep", "3600")
+	if err := holder.Start(); err != nil {
+		t.Fatalf("starting the stand-in process: %v", err)
+	}
+	p := &Peer{cfg: cfg, holder: holder, pid: holder.Process.Pid, sessionID: uuid.NewString(),
+		changed: make(chan struct{}), replyTo: map[string]string{}}
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	p.socket = claude.SocketPath(cfg.RuntimeDir, "", p.pid, os.Geteuid())
+	p.addr = "uds:" + p.socket
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	p.token = hex.EncodeToString(b)
+	p.guard = claude.NewGuard(claude.DefaultLimits(), claude.RealClock{}, func() []string { return nil })
+
+	if err := uds.EnsureDir(filepath.Dir(p.socket)); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := uds.Listen(p.socket, uds.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.register(); err != nil {
+		ln.Close()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = ln.Serve(ctx, p.serve)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		p.Deregister()
+	})
+	return p
+}
+
+func (p *Peer) sessionsDir() string { return filepath.Join(p.cfg.ConfigDir, "sessions") }
+
+func (p *Peer) register() error {
+	ticks, err := uds.StartTicks(p.pid)
+	if err != nil {
+		return err
+	}
+	id, err := uds.Identify(p.pid)
+	if err != nil {
+		return err
+	}
+	procStart := strconv.FormatUint(ticks, 10)
+	domain := fmt.Sprintf("linux:%s:pid:[%d]", id.MachineID, id.PidNS)
+	if err := uds.EnsureDir(p.sessionsDir()); err != nil {
+		return err
+	}
+	if !p.cfg.NoKey {
+		kb, _ := json.Marshal(claude.KeyFile{PeerToken: p.token, ProcStart: procStart, PidDomain: domain})
+		if err := uds.WriteFileAtomic(filepath.Join(p.sessionsDir(), claude.KeyFileName(p.pid, p.socket)), kb); err != nil {
+			return err
+		}
+	}
+	now := time.Now().UnixMilli()
+	eb, _ := json.Marshal(claude.Entry{
+		PID: p.pid, SessionID: p.sessionID, Cwd: "/", StartedAt: now, ProcStart: procStart,
+		Version: "fake", PeerProtocol: 1, PeerFeatures: []string{"notify_idle"}, Kind: "interactive",
+		Entrypoint: "cli", PidDomain: domain, MessagingSocketPath: p.socket, Name: p.cfg.Name,
+		NameSource: "user", Status: "idle", UpdatedAt: now,
+	})
+	return uds.WriteFileAtomic(filepath.Join(p.sessionsDir(), strconv.Itoa(p.pid)+".json"), eb)
+}
+
+// Deregister removes the registry entry and key file, as the real CLI does
+// on exit.
+func (p *Peer) Deregister() {
+	_ = os.Remove(filepath.Join(p.sessionsDir(), strconv.Itoa(p.pid)+".json"))
+	_ = os.Remove(filepath.Join(p.sessionsDir(), claude.KeyFileName(p.pid, p.socket)))
+}
+
+// Address is the fake's uds: address; PID its registered pid; SessionID its id.
+func (p *Peer) Address() string   { return p.addr }
+func (p *Peer) PID() int          { return p.pid }
+func (p *Peer) SessionID() string { return p.sessionID }
+func (p *Peer) Name() string      { return p.cfg.Name }
+
+func (p *Peer) notify() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+func (p *Peer) serve(ctx context.Context, c *uds.Conn) {
+	auth := message.AuthUnauthenticated
+	for first := true; ; first = false {
+		line, err := c.ReadLine()
+		if err != nil {
+			return
+		}
+		l, err := claude.ParseLine(line)
+		if err != nil {
+			continue
+		}
+		if l.Auth != nil {
+			if first && l.Auth.Token == p.token {
+				auth = message.AuthPeer
+			}
+			continue
+		}
+		f := *l.Frame
+		switch f.Type {
+		case claude.TypeUser:
+			p.onUser(ctx, auth, c.Cred.PID, f)
+		case claude.TypeControl:
+			p.onControl(ctx, f)
+		}
+	}
+}
+
+func (p *Peer) onUser(ctx context.Context, auth message.AuthClass, pid int, f claude.Frame) {
+	if f.Message == nil {
+		return
+	}
+	c := claude.ParseContent(f.Message.Content)
+	reply := strings.TrimPrefix(f.From, "uds:")
+	if reason, dropped := p.guard.Admit(f.From, c.Envelope.Body, c.Envelope.HopChain, 0); dropped {
+		p.send(ctx, reply, claude.NewDropReceipt(p.addr, f.MsgID, reason))
+		return
+	}
+	held := false
+	switch {
+	case c.Attested && c.Envelope.Mode() != p.cfg.Mode:
+		held = true
+	case !c.Attested && p.cfg.Mode == message.ModeBypass:
+		held = true
+	}
+	p.mu.Lock()
+	p.received = append(p.received, Received{Auth: auth, Frame: f, Content: c, Held: held, SenderID: pid})
+	p.replyTo[f.MsgID] = reply
+	p.notify()
+	p.mu.Unlock()
+	if held {
+		p.send(ctx, reply, claude.NewStatusReceipt(p.addr, f.MsgID, claude.WireHeld, "", ""))
+	}
+}
+
+func (p *Peer) onControl(ctx context.Context, f claude.Frame) {
+	p.mu.Lock()
+	p.control = append(p.control, f)
+	p.notify()
+	p.mu.Unlock()
+	if f.Action == claude.ActionNotifyWhenIdle {
+		p.send(ctx, strings.TrimPrefix(f.From, "uds:"),
+			claude.NewIdleNotice(p.addr, f.MsgID, claude.IdleStateIdle, time.Now().UnixMilli(), "done", p.cfg.Mode.String()))
+	}
+}
+
+func (p *Peer) send(ctx context.Context, path string, f claude.Frame) {
+	b, err := f.Marshal()
+	if err != nil || path == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_ = uds.DialWrite(ctx, path, append(b, '\n'))
+}
+
+// Decide releases (delivered) or denies (denied) a held message.
+func (p *Peer) Decide(ctx context.Context, msgID string, release bool) {
+	p.mu.Lock()
+	reply := p.replyTo[msgID]
+	p.mu.Unlock()
+	st := claude.WireDenied
+	if release {
+		st = claude.WireDelivered
+	}
+	p.send(ctx, reply, claude.NewStatusReceipt(p.addr, msgID, st, "", ""))
+}
+
+// Received lists the user frames that arrived.
+func (p *Peer) Received() []Received {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Received(nil), p.received...)
+}
+
+// Control lists the control frames that arrived.
+func (p *Peer) Control() []claude.Frame {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]claude.Frame(nil), p.control...)
+}
+
+// ErrTimeout is returned by the Wait methods.
+var ErrTimeout = errors.New("fakeclaude: timed out waiting")
+
+// WaitReceived waits for a user frame matching pred.
+func (p *Peer) WaitReceived(ctx context.Context, pred func(Received) bool) (Received, error) {
+	for {
+		p.mu.Lock()
+		for _, r := range p.received {
+			if pred(r) {
+				p.mu.Unlock()
+				return r, nil
+			}
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return Received{}, ErrTimeout
+		case <-ch:
+		}
+	}
+}
+
+// WaitControl waits for a control frame matching pred.
+func (p *Peer) WaitControl(ctx context.Context, pred func(claude.Frame) bool) (claude.Frame, error) {
+	for {
+		p.mu.Lock()
+		for _, f := range p.control {
+			if pred(f) {
+				p.mu.Unlock()
+				return f, nil
+			}
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return claude.Frame{}, ErrTimeout
+		case <-ch:
+		}
+	}
+}
+
+// Send sends text from this fake to the socket at toAddr (uds:...), with the
+// target's token when its key file is in the same sessions directory.
+func (p *Peer) Send(ctx context.Context, toAddr, text string, mode message.Mode) (string, error) {
+	id := uuid.NewString()
+	env := claude.Envelope{From: p.addr, FromSession: p.sessionID, FromName: p.cfg.Name, FromMode: mode.String(), Body: text}
+	return id, p.SendFrame(ctx, toAddr, claude.NewUserFrame(p.addr, id, env, nil))
+}
+
+// SendFrame sends any frame, with an auth line when the target has a key.
+func (p *Peer) SendFrame(ctx context.Context, toAddr string, f claude.Frame) error {
+	path := strings.TrimPrefix(toAddr, "uds:")
+	fb, err := f.Marshal()
+	if err != nil {
+		return err
+	}
+	var payload []byte
+	matches, _ := filepath.Glob(filepath.Join(p.sessionsDir(), "*."+keyHash(path)+".key"))
+	if len(matches) == 1 {
+		if b, err := os.ReadFile(matches[0]); err == nil {
+			if k, err := claude.ParseKeyFile(b); err == nil {
+				ab, _ := claude.Auth{Type: claude.TypeAuth, Token: k.PeerToken}.Marshal()
+				payload = append(ab, '\n')
+			}
+		}
+	}
+	payload = append(append(payload, fb...), '\n')
+	return uds.DialWrite(ctx, path, payload)
+}
+
+func keyHash(path string) string {
+	name := claude.KeyFileName(0, path)
+	return strings.TrimSuffix(strings.TrimPrefix(name, "0."), ".key")
+}

@@ -1,0 +1,260 @@
+package claude
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Limits are the inbox admission limits. The defaults are Claude Code
+// 2.1.332's own (its tengu_harbor_kite_limits fallbacks).
+type Limits struct {
+	BucketCapacity    int           // tokens a sender starts with and can save up
+	RefillPerSecond   float64       // tokens a sender earns back per second
+	DedupWindow       time.Duration // how long an identical body counts as a duplicate
+	MaxSelfHops       int           // hop-loop at this many of our own tokens in the chain
+	MaxChainLength    int           // hop-runaway above this many chain entries
+	MaxTrackedSenders int           // senders remembered; the least recently seen is forgotten
+	MaxQueued         int           // queue-full at this many undelivered messages
+}
+
+// DefaultLimits returns Claude Code's defaults: 30 tokens refilled at 0.5/s,
+// a 30 s duplicate window, hop-loop at 10 self hops, hop-runaway above 28
+// entries, 256 tracked senders, 50 queued messages.
+func DefaultLimits() Limits {
+	return Limits{
+		BucketCapacity:    30,
+		RefillPerSecond:   0.5,
+		DedupWindow:       30 * time.Second,
+		MaxSelfHops:       10,
+		MaxChainLength:    28,
+		MaxTrackedSenders: 256,
+		MaxQueued:         50,
+	}
+}
+
+// withDefaults fills every zero or negative field from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.BucketCapacity <= 0 {
+		l.BucketCapacity = d.BucketCapacity
+	}
+	if l.RefillPerSecond <= 0 {
+		l.RefillPerSecond = d.RefillPerSecond
+	}
+	if l.DedupWindow <= 0 {
+		l.DedupWindow = d.DedupWindow
+	}
+	if l.MaxSelfHops <= 0 {
+		l.MaxSelfHops = d.MaxSelfHops
+	}
+	if l.MaxChainLength <= 0 {
+		l.MaxChainLength = d.MaxChainLength
+	}
+	if l.MaxTrackedSenders <= 0 {
+		l.MaxTrackedSenders = d.MaxTrackedSenders
+	}
+	if l.MaxQueued <= 0 {
+		l.MaxQueued = d.MaxQueued
+	}
+	return l
+}
+
+// DropReason says why an inbox turned a message away before any policy ran.
+// Its wire spelling is the drop_reason of a dropped receipt.
+type DropReason uint8
+
+const (
+	DropDuplicate DropReason = iota + 1
+	DropRateLimited
+	DropHopLoop
+	DropHopRunaway
+	DropQueueFull
+)
+
+var dropWire = [...]string{
+	DropDuplicate: "duplicate", DropRateLimited: "rate-limited",
+	DropHopLoop: "hop-loop", DropHopRunaway: "hop-runaway", DropQueueFull: "queue-full",
+}
+
+// String returns the wire spelling.
+func (r DropReason) String() string {
+	if r > 0 && int(r) < len(dropWire) {
+		return dropWire[r]
+	}
+	return fmt.Sprintf("drop(%d)", uint8(r))
+}
+
+// ParseDropReason reads a wire drop_reason.
+func ParseDropReason(s string) (DropReason, error) {
+	for i, w := range dropWire {
+		if w != "" && w == s {
+			return DropReason(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown drop reason %q", s)
+}
+
+// MarshalText writes the wire spelling.
+func (r DropReason) MarshalText() ([]byte, error) {
+	if r == 0 || int(r) >= len(dropWire) {
+		return nil, fmt.Errorf("invalid drop reason %d", uint8(r))
+	}
+	return []byte(dropWire[r]), nil
+}
+
+// UnmarshalText reads the wire spelling.
+func (r *DropReason) UnmarshalText(b []byte) error {
+	v, err := ParseDropReason(string(b))
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}
+
+// Guard is the inbox admission guard, the same checks in the same order as
+// Claude Code 2.1.332's peer guard:
+//
+//  1. hop-runaway: the chain has more than MaxChainLength entries;
+//  2. hop-loop: our own tokens occur MaxSelfHops times or more in the chain
+//     (all self tokens counted together);
+//  3. duplicate: the body equals (by SHA-256) the last body admitted from the
+//     same sender, less than DedupWindow ago (message ids play no part);
+//  4. rate-limited: the sender's bucket holds less than one token;
+//  5. queue-full: queued is MaxQueued or more.
+//
+// The hop checks come first because they need no state and touch no sender.
+// A message dropped by checks 1 to 4 costs no token and is not remembered as
+// the last body. A message that passes 4 spends its token and becomes the last
+// body before check 5, as in Claude Code: so a queue-full drop still costs a
+// token, and resending the same body within the window is then a duplicate.
+//
+// Senders are tracked least-recently-seen first; a sender seen by checks 3 to
+// 5 counts as seen. When MaxTrackedSenders are tracked, a new sender evicts the
+// least recently seen one, which on its next message starts afresh: a full
+// bucket and no duplicate memory.
+//
+// A Guard is safe for concurrent use.
+type Guard struct {
+	lim  Limits
+	clk  Clock
+	self func() []string
+
+	mu      sync.Mutex
+	lru     *list.List               // of *senderState, most recently seen at the front
+	senders map[string]*list.Element // by sender key
+}
+
+type senderState struct {
+	key        string
+	tokens     float64
+	refilledAt time.Time
+	hasBody    bool
+	lastBody   [sha256.Size]byte
+	lastBodyAt time.Time
+}
+
+// NewGuard returns a guard with lim (zero fields take their defaults).
+// selfTokens returns our own current hop tokens; it is called once per
+// message, outside the guard's lock, and may be nil when we have none.
+func NewGuard(lim Limits, clk Clock, selfTokens func() []string) *Guard {
+	if clk == nil {
+		clk = RealClock{}
+	}
+	return &Guard{
+		lim:     lim.withDefaults(),
+		clk:     clk,
+		self:    selfTokens,
+		lru:     list.New(),
+		senders: make(map[string]*list.Element),
+	}
+}
+
+// Limits returns the limits in force, defaults filled in.
+func (g *Guard) Limits() Limits { return g.lim }
+
+// CheckHops runs only the stateless hop checks (1 and 2 above). It is what a
+// sender runs before relaying, and what Admit runs first. dropped is true when
+// the chain must be turned away, for reason.
+func (g *Guard) CheckHops(chain []string) (reason DropReason, dropped bool) {
+	if len(chain) > g.lim.MaxChainLength {
+		return DropHopRunaway, true
+	}
+	if g.self == nil || len(chain) == 0 {
+		return 0, false
+	}
+	self := g.self()
+	n := 0
+	for _, c := range chain {
+		for _, s := range self {
+			if s != "" && c == s {
+				n++
+				break
+			}
+		}
+	}
+	if n >= g.lim.MaxSelfHops {
+		return DropHopLoop, true
+	}
+	return 0, false
+}
+
+// Admit decides one inbound message from sender (the key the caller uses to
+// tell senders apart: Claude Code uses "from:<address>", or "pid:<pid>" for a
+// sender with no usable address). chain is the envelope's hop-chain and queued
+// the number of undelivered messages already waiting. dropped is true when the
+// message must be turned away, for reason; a message admitted returns 0, false.
+func (g *Guard) Admit(sender, body string, chain []string, queued int) (reason DropReason, dropped bool) {
+	if r, dropped := g.CheckHops(chain); dropped {
+		return r, true
+	}
+	sum := sha256.Sum256([]byte(body))
+	now := g.clk.Now()
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.touch(sender, now)
+	if s.hasBody && s.lastBody == sum && now.Sub(s.lastBodyAt) < g.lim.DedupWindow {
+		return DropDuplicate, true
+	}
+	if elapsed := now.Sub(s.refilledAt); elapsed > 0 {
+		s.tokens = min(float64(g.lim.BucketCapacity), s.tokens+elapsed.Seconds()*g.lim.RefillPerSecond)
+	}
+	s.refilledAt = now
+	if s.tokens < 1 {
+		return DropRateLimited, true
+	}
+	s.tokens--
+	s.hasBody, s.lastBody, s.lastBodyAt = true, sum, now
+	if queued >= g.lim.MaxQueued {
+		return DropQueueFull, true
+	}
+	return 0, false
+}
+
+// touch returns sender's state, marked most recently seen, creating it with a
+// full bucket (and evicting the least recently seen sender if need be).
+func (g *Guard) touch(sender string, now time.Time) *senderState {
+	if e, ok := g.senders[sender]; ok {
+		g.lru.MoveToFront(e)
+		return e.Value.(*senderState)
+	}
+	for g.lru.Len() >= g.lim.MaxTrackedSenders {
+		old := g.lru.Back()
+		g.lru.Remove(old)
+		delete(g.senders, old.Value.(*senderState).key)
+	}
+	s := &senderState{key: sender, tokens: float64(g.lim.BucketCapacity), refilledAt: now}
+	g.senders[sender] = g.lru.PushFront(s)
+	return s
+}
+
+// Tracked reports how many senders the guard remembers.
+func (g *Guard) Tracked() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.lru.Len()
+}
