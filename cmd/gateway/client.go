@@ -241,8 +241,10 @@ func runHeld(ctx context.Context, e *env, args []string) int {
 	return exitOK
 }
 
-func runRelease(ctx context.Context, e *env, args []string) int { return decide(ctx, e, "release", args) }
-func runDeny(ctx context.Context, e *env, args []string) int    { return decide(ctx, e, "deny", args) }
+func runRelease(ctx context.Context, e *env, args []string) int {
+	return decide(ctx, e, "release", args)
+}
+func runDeny(ctx context.Context, e *env, args []string) int { return decide(ctx, e, "deny", args) }
 
 func decide(ctx context.Context, e *env, action string, args []string) int {
 	fs := newFlags(e, action)

@@ -106,7 +106,6 @@ func TestADeadEntryIsSweptAndARecycledOneKept(t *testing.T) {
 	}
 }
 
-
 func TestSendByNameDeliversTheEnvelopeWithAuth(t *testing.T) {
 	g := startGateway(t, t.TempDir())
 	fk := newFake(t, g, "work-08", message.ModePrompting)

@@ -473,7 +473,7 @@ func isNameChar(r rune) bool {
 	if r < utf8.RuneSelf {
 		return isAlnum(byte(r)) || r == '_' || r == '-'
 	}
-	return r == 'ſ' || r == 'K'
+	return r == '\u017F' || r == '\u212A' // ſ, Kelvin sign
 }
 
 // isFiller is what may stand between "<", "/" and the tag name: anything but a
