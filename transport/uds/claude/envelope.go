@@ -254,9 +254,9 @@ func ParseContent(s string) Content {
 // lookalikes of < and > (fullwidth ＜ ＞, ‹ ›, 〈 〉, 《 》 and the like) and the
 // fullwidth quote ＂; drops control, format (zero-width joiners and spaces,
 // bidi controls) and other invisible characters; turns every run of white
-// space into one space and trims the ends; and cuts the result to 64 code
-// points, the last being "…" when it had to cut. The result is "" or a valid
-// from-name.
+// space into one space and trims the ends; drops bytes that are not UTF-8
+// (and U+FFFD); and cuts the result to 64 code points, the last being "…" when
+// it had to cut. The result is "" or a valid from-name.
 func SanitizeName(s string) string {
 	var b strings.Builder
 	space := false
@@ -267,7 +267,7 @@ func SanitizeName(s string) string {
 		case unicode.IsSpace(r) || unicode.In(r, unicode.Zs, unicode.Zl, unicode.Zp):
 			space = true
 			continue
-		case unicode.In(r, unicode.Cc, unicode.Cf, unicode.Cs) || invisibles.contains(r):
+		case unicode.In(r, unicode.Cc, unicode.Cf, unicode.Cs) || isInvisible(r):
 			continue
 		}
 		if space && b.Len() > 0 {
@@ -359,9 +359,9 @@ func isPluginByte(c byte) bool { return isAlnum(c) || strings.IndexByte("@/._:~-
 // here, where Claude Code replaces it with "<"; both forms are canonical.
 
 // EscapeBody inserts a backslash after every opener that begins a closing tag
-// (see above). UnescapeBody(EscapeBody(s)) == s for every s.
+// (see above). UnescapeBody(EscapeBody(s)) == s for every valid UTF-8 s.
 func EscapeBody(s string) string {
-	if !strings.ContainsAny(s, "/／∕⁄") {
+	if !strings.ContainsFunc(s, isSlash) {
 		return s // no slash, no closing tag
 	}
 	var b strings.Builder
@@ -424,7 +424,7 @@ func closesEnvelope(s string) bool {
 	i = skip(s, i+n, isFiller)
 	for k := 0; k < len(envelopeTag); k++ {
 		if k > 0 {
-			i = skip(s, i, invisibles.contains)
+			i = skip(s, i, isInvisible)
 		}
 		r, n := utf8.DecodeRuneInString(s[i:])
 		if n == 0 {
@@ -492,8 +492,10 @@ var (
 	// name normaliser strips.
 	closersMore = []rune{0x2992, 0x2994, 0x2A7A, 0x2AA7, 0x226B, 0x22D9, 0x2AA2, 0x2AF8, 0x27EB, 0xFE3E}
 	slashes     = []rune{'/', 0x2044, 0x2215, 0xFF0F}
-	// dashes are what may stand for "-" in the tag name besides \p{Pc} and \p{Pd}.
-	dashes = []rune{0x02CD, 0x02D7, 0x0640, 0x07FA, 0x2017, 0x2043, 0x207B, 0x208B, 0x2212, 0x2796, 0x30FC, 0xFF70}
+	// dashes are what may stand for "-" in the tag name besides \p{Pc} and
+	// \p{Pd}; U+10D6E GARAY HYPHEN is Pd since Unicode 16, newer than Go's
+	// tables (15.0).
+	dashes = []rune{0x02CD, 0x02D7, 0x0640, 0x07FA, 0x2017, 0x2043, 0x207B, 0x208B, 0x2212, 0x2796, 0x30FC, 0xFF70, 0x10D6E}
 )
 
 func isOpener(r rune) bool {
@@ -527,6 +529,13 @@ func isDash(r rune) bool {
 // isNameAngle reports the angle brackets SanitizeName strips.
 func isNameAngle(r rune) bool {
 	return isOpener(r) || isCloser(r) || r == '《' || r == '》' || slices.Contains(closersMore, r)
+}
+
+func isInvisible(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r <= 0x08 || r == 0x0B || r == 0x0C || r >= 0x0E && r <= 0x1F || r == 0x7F
+	}
+	return invisibles.contains(r)
 }
 
 // invisibles are the characters Claude Code's matcher skips between the

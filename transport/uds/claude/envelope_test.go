@@ -3,6 +3,7 @@ package claude
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -446,10 +447,7 @@ func TestMatcherClassesMatchClaudeCode(t *testing.T) {
 		}
 		t.Run("the "+name+" position agrees for every code point", func(t *testing.T) {
 			t.Parallel()
-			for r := rune(0); r <= unicode.MaxRune; r++ {
-				if r >= 0xD800 && r <= 0xDFFF {
-					continue
-				}
+			for r := rune(0); r <= unicode.MaxRune; r = nextRune(r) {
 				body := build(string(r))
 				lead, other := escapeClass(body)
 				if lead != want.Lead.contains(r) || other != want.Other.contains(r) {
@@ -497,4 +495,53 @@ func (s *runeSet) UnmarshalJSON(b []byte) error {
 	}
 	*s = newRuneSet(flat...)
 	return nil
+}
+
+// TestNameGrammarMatchesClaudeCode puts every code point in the middle, at the
+// start and at the end of a from-name and checks that we refuse exactly the
+// names Claude Code's parser or name normaliser would not leave unchanged
+// (testdata/realjs_names.json lists the refused code points per position).
+func TestNameGrammarMatchesClaudeCode(t *testing.T) {
+	b, err := os.ReadFile("testdata/realjs_names.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad map[string]runeSet
+	if err := json.Unmarshal(b, &bad); err != nil {
+		t.Fatal(err)
+	}
+	slots := map[string]func(c string) string{
+		"middle": func(c string) string { return "a" + c + "b" },
+		"start":  func(c string) string { return c + "ab" },
+		"end":    func(c string) string { return "ab" + c },
+	}
+	for name, build := range slots {
+		t.Run("a code point in the "+name+" of a name is refused exactly when Claude Code refuses it", func(t *testing.T) {
+			t.Parallel()
+			var diffs []string
+			for r := rune(0); r <= unicode.MaxRune; r = nextRune(r) {
+				weRefuse := checkName(build(string(r))) != ""
+				if weRefuse != bad[name].contains(r) {
+					diffs = append(diffs, fmt.Sprintf("U+%04X (we refuse: %v)", r, weRefuse))
+				}
+			}
+			if len(diffs) > 0 {
+				t.Fatalf("%d code points differ: %v", len(diffs), diffs[:min(len(diffs), 20)])
+			}
+		})
+	}
+}
+
+// nextRune steps through every code point but the surrogates. With -short it
+// samples planes 3 to 13 and 15 to 16, which hold no assigned characters
+// (only private use) and on which both engines agree.
+func nextRune(r rune) rune {
+	r++
+	if r == 0xD800 {
+		r = 0xE000
+	}
+	if testing.Short() && (r >= 0x30000 && r < 0xE0000 || r >= 0xF0000) {
+		r += 96
+	}
+	return r
 }

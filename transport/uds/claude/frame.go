@@ -138,6 +138,9 @@ func (a Auth) LogValue() slog.Value {
 // String keeps the token out of fmt output.
 func (a Auth) String() string { return "auth{token:[redacted]}" }
 
+// GoString keeps the token out of %#v.
+func (a Auth) GoString() string { return a.String() }
+
 // UserMessage is a user frame's message: role "user" and the envelope text.
 type UserMessage struct {
 	Role    string `json:"role"`

@@ -98,6 +98,7 @@ type Peer struct {
 	childToken  string
 	hopToken    string
 	guard       *Guard
+	drops       *dropReporter
 	ln          *uds.Listener
 
 	mu       sync.Mutex
@@ -189,6 +190,7 @@ func Register(cfg Config) (*Peer, error) {
 	}
 	p.hopToken = HopToken(key, p.addr)
 	p.guard = NewGuard(cfg.Limits, cfg.Clock, func() []string { return []string{p.hopToken} })
+	p.drops = newDropReporter(cfg.Clock, p.addr, p.receipt)
 
 	if err := uds.EnsureDir(filepath.Dir(p.socketPath)); err != nil {
 		return nil, fmt.Errorf("socket directory: %w", err)
@@ -346,6 +348,7 @@ func (p *Peer) Run(ctx context.Context, out chan<- message.Event) error {
 }
 
 func (p *Peer) shutdown() {
+	p.drops.close()
 	p.mu.Lock()
 	p.closed = true
 	subs := make([]idleSub, 0, len(p.idleSubs))

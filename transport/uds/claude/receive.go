@@ -130,14 +130,16 @@ func (p *Peer) handleUser(ctx context.Context, in *inbound, f *Frame) {
 			m.From = e.From
 		}
 	}
-	sender := f.From
-	if sender == "" {
+	// Guard keys are prefixed like the real CLI's, so a sender claiming
+	// from="pid:123" cannot share that process's bucket.
+	sender := "from:" + f.From
+	if f.From == "" {
 		sender = "pid:" + strconv.Itoa(in.cred.PID)
 	}
 	if reason, dropped := p.guard.Admit(sender, m.Body, m.HopChain, p.queued()); dropped {
 		p.log.Info("inbound message dropped", "from", sender, "reason", reason.String(), "msg_id", f.MsgID)
-		p.receipt(ctx, in.reply, NewDropReceipt(p.addr, f.MsgID, reason))
-		p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: f.MsgID, From: sender, Reason: reason.String()}})
+		p.drops.report(ctx, sender, in.reply, f.MsgID, reason)
+		p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: f.MsgID, From: m.From, Reason: reason.String()}})
 		return
 	}
 	if len(m.Attachments) > 0 {
@@ -150,7 +152,7 @@ func (p *Peer) handleUser(ctx context.Context, in *inbound, f *Frame) {
 		p.log.Info("inbound message refused by policy", "from", sender, "msg_id", f.MsgID)
 		p.receipt(ctx, in.reply, NewStatusReceipt(p.addr, f.MsgID, WireExpired, "refused",
 			"This session refuses inbound cross-session messages"))
-		p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: f.MsgID, From: sender, Reason: "refused"}})
+		p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: f.MsgID, From: m.From, Reason: "refused"}})
 	case verdictHold:
 		p.hold(ctx, in.reply, m, p.holdReason(m))
 	}

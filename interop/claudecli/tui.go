@@ -1,0 +1,96 @@
+package claudecli
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// tmuxSession is the one session name on each private tmux server.
+const tmuxSession = "claude"
+
+// startTUI runs the CLI as the only pane of a private tmux server (its own
+// socket in a short temp dir, so it never touches a user's tmux). env -i
+// gives the pane exactly env: the tmux server would otherwise hand it the
+// test process's environment.
+func (s *Session) startTUI(env, args []string) error {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		return fmt.Errorf("TUI mode needs tmux: %w", err)
+	}
+	envBin, err := exec.LookPath("env")
+	if err != nil {
+		return err
+	}
+	// Short: a Unix socket path must stay under 108 bytes.
+	dir, err := os.MkdirTemp("", "cctmux")
+	if err != nil {
+		return err
+	}
+	s.tmpDir, s.tmux = dir, filepath.Join(dir, "tmux.sock")
+	argv := []string{"-S", s.tmux, "new-session", "-d", "-s", tmuxSession, "-x", "200", "-y", "50", "-c", s.opts.Cwd, "--", envBin, "-i"}
+	argv = append(argv, env...)
+	argv = append(argv, s.opts.Bin)
+	argv = append(argv, args...)
+	if out, err := exec.Command("tmux", argv...).CombinedOutput(); err != nil {
+		return fmt.Errorf("tmux new-session: %w: %s", err, out)
+	}
+	out, err := exec.Command("tmux", "-S", s.tmux, "display-message", "-p", "-t", tmuxSession, "#{pane_pid}").Output()
+	if err != nil {
+		return fmt.Errorf("tmux display-message: %w", err)
+	}
+	// env execs the CLI, so the pane's process is the CLI itself.
+	s.pid, err = strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		return fmt.Errorf("tmux pane pid %q: %w", out, err)
+	}
+	start, err := ProcStart(s.pid)
+	if err != nil {
+		return err
+	}
+	// The pane's process is the tmux server's child, not ours: its exit is
+	// seen by polling, in the one goroutine this session owns, which ends
+	// when the process does.
+	go func() {
+		for {
+			if now, err := ProcStart(s.pid); err != nil || now != start {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		s.mu.Lock()
+		close(s.changed)
+		s.changed = make(chan struct{})
+		s.mu.Unlock()
+		close(s.done)
+	}()
+	return nil
+}
+
+// typeTUI types text into the TUI and presses Enter.
+func (s *Session) typeTUI(text string) error {
+	if out, err := exec.Command("tmux", "-S", s.tmux, "send-keys", "-t", tmuxSession, "-l", text).CombinedOutput(); err != nil {
+		return fmt.Errorf("tmux send-keys: %w: %s", err, out)
+	}
+	// Enter goes as its own key press so it submits rather than joining
+	// the typed text.
+	if out, err := exec.Command("tmux", "-S", s.tmux, "send-keys", "-t", tmuxSession, "Enter").CombinedOutput(); err != nil {
+		return fmt.Errorf("tmux send-keys Enter: %w: %s", err, out)
+	}
+	return nil
+}
+
+// Screen is what the TUI shows now (tmux capture-pane).
+func (s *Session) Screen() (string, error) {
+	if s.opts.Mode != ModeTUI {
+		return "", fmt.Errorf("claudecli: Screen needs mode %q", ModeTUI)
+	}
+	out, err := exec.Command("tmux", "-S", s.tmux, "capture-pane", "-p", "-t", tmuxSession).Output()
+	if err != nil {
+		return "", fmt.Errorf("tmux capture-pane: %w", err)
+	}
+	return string(out), nil
+}

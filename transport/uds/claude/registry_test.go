@@ -1,0 +1,140 @@
+package claude
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseEntry(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		wantErr bool
+		check   func(Entry) bool
+	}{
+		{"a real entry parses", `{"pid":42,"sessionId":"s","procStart":"123","messagingSocketPath":"/tmp/cc-socks/42.sock","name":"work","status":"busy","nameSource":"user"}`, false,
+			func(e Entry) bool { return e.PID == 42 && e.Name == "work" && e.Status == "busy" }},
+		{"an unknown status reads as empty", `{"pid":42,"status":"exploding"}`, false, func(e Entry) bool { return e.Status == "" }},
+		{"an unknown name source reads as empty", `{"pid":42,"nameSource":"hacker"}`, false, func(e Entry) bool { return e.NameSource == "" }},
+		{"unknown fields are ignored", `{"pid":42,"future":{"x":1}}`, false, func(e Entry) bool { return e.PID == 42 }},
+		{"no pid is an error", `{"sessionId":"s"}`, true, nil},
+		{"a negative pid is an error", `{"pid":-3}`, true, nil},
+		{"a pid of the wrong type is an error", `{"pid":"42"}`, true, nil},
+		{"not JSON is an error", `pid=42`, true, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := ParseEntry([]byte(tt.in))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
+			}
+			if err == nil && !tt.check(e) {
+				t.Fatalf("entry = %+v", e)
+			}
+		})
+	}
+}
+
+func FuzzParseEntry(f *testing.F) {
+	f.Add([]byte(`{"pid":42,"sessionId":"s","procStart":"123","messagingSocketPath":"/tmp/cc-socks/42.sock"}`))
+	f.Add([]byte(`{"peerToken":"00","procStart":"1","pidDomain":"linux:x:pid:[1]"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if e, err := ParseEntry(b); err == nil && e.PID <= 0 {
+			t.Fatalf("accepted pid %d", e.PID)
+		}
+		if k, err := ParseKeyFile(b); err == nil && k.PeerToken == "" {
+			t.Fatal("accepted a key without a token")
+		}
+	})
+}
+
+func TestEntryFileNames(t *testing.T) {
+	tests := []struct {
+		name string
+		ok   bool
+	}{
+		{"42.json", true}, {"42-deadbeef.json", false}, {"x.json", false}, {".json", false},
+		{"42.json.tmp", false}, {"0.json", false}, {"42.key", false},
+	}
+	for _, tt := range tests {
+		if _, ok := entryPID(tt.name); ok != tt.ok {
+			t.Errorf("entryPID(%q) ok = %v, want %v", tt.name, ok, tt.ok)
+		}
+	}
+}
+
+func TestSocketPathFallsBackWhenTooLong(t *testing.T) {
+	long := "/" + strings.Repeat("r", 100)
+	tests := []struct {
+		name, runtime, want string
+	}{
+		{"XDG_RUNTIME_DIR is used when set", "/run/user/0", "/run/user/0/cc-socks/7.sock"},
+		{"no XDG_RUNTIME_DIR means /tmp/cc-socks", "", "/tmp/cc-socks/7.sock"},
+		{"a path over 103 bytes falls back to /tmp/cc-socks-<uid>", long, "/tmp/cc-socks-5/7.sock"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SocketPath(tt.runtime, "", 7, 5); got != tt.want {
+				t.Fatalf("got %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestReplyPathRules(t *testing.T) {
+	allowed := ReplyDirs(0, "/run/user/0", "/tmp")
+	tests := []struct {
+		name string
+		path string
+		ok   bool
+	}{
+		{"a pid socket in /tmp/cc-socks", "/tmp/cc-socks/42.sock", true},
+		{"a pid-hex socket in the runtime dir", "/run/user/0/cc-socks/42-deadbeef.sock", true},
+		{"a short hex socket next to ours", "/own/abc.sock", true},
+		{"a socket elsewhere", "/home/x/42.sock", false},
+		{"a name of the wrong shape", "/tmp/cc-socks/evil.sock", false},
+		{"a relative path", "tmp/cc-socks/42.sock", false},
+		{"a path with dot-dot", "/tmp/cc-socks/../cc-socks/42.sock", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := replyPathOK(tt.path, "/own", allowed); got != tt.ok {
+				t.Fatalf("replyPathOK = %v, want %v", got, tt.ok)
+			}
+		})
+	}
+}
+
+func TestSocketOwnership(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "1.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if ok, err := socketOwnedBy(path, os.Getpid()); err != nil || !ok {
+		t.Fatalf("our own listening socket not recognised: %v %v", ok, err)
+	}
+	if ok, _ := socketOwnedBy(path, os.Getppid()); ok {
+		t.Fatal("our parent was said to own our socket")
+	}
+	if ok, _ := socketOwnedBy(filepath.Join(dir, "2.sock"), os.Getpid()); ok {
+		t.Fatal("a socket that does not exist was said to be owned")
+	}
+}
+
+func TestParseNetUnixReadsPathsWithSpaces(t *testing.T) {
+	in := "Num       RefCount Protocol Flags    Type St Inode Path\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 111 /tmp/a b/1.sock\n" +
+		"0000000000000000: 00000003 00000000 00000000 0001 03 222 /tmp/a b/1.sock\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 333 /tmp/other.sock\n" +
+		"garbage\n"
+	got := parseNetUnix(strings.NewReader(in), "/tmp/a b/1.sock")
+	if len(got) != 1 || !got["111"] {
+		t.Fatalf("inodes = %v, want only the listening 111", got)
+	}
+}
