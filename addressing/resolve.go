@@ -16,6 +16,15 @@ type Candidate struct {
 	Name      string
 	SessionID string
 	Protocol  string // "claude", "qwen", "remote"
+	// NativeRef is the ref the session's own CLI shows, when it computes refs
+	// otherwise (Claude Code 2.1.332 hashes "session:"+socket path). A ref
+	// matches either, so refs copied from ListAgents work too.
+	NativeRef string
+}
+
+// hasRef reports whether ref names c.
+func (c Candidate) hasRef(ref string) bool {
+	return ref != "" && (c.Ref() == ref || c.NativeRef == ref)
 }
 
 // Ref is the session's ref, or "" when it has no session id (every id-less
@@ -177,9 +186,9 @@ func match(a Address, roster []Candidate) []Candidate {
 	case KindBridge:
 		add(func(c Candidate) bool { return c.Address.Kind == a.Kind && c.Address.ID == a.ID })
 	case KindRef:
-		add(func(c Candidate) bool { return c.Ref() == a.Ref })
+		add(func(c Candidate) bool { return c.hasRef(a.Ref) })
 	case KindName:
-		refOK := func(c Candidate) bool { return a.Ref == "" || c.Ref() == a.Ref }
+		refOK := func(c Candidate) bool { return a.Ref == "" || c.hasRef(a.Ref) }
 		add(func(c Candidate) bool { return c.Name == a.Name && refOK(c) })
 		if len(m) == 0 {
 			add(func(c Candidate) bool { return strings.EqualFold(c.Name, a.Name) && refOK(c) })

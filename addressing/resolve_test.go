@@ -439,3 +439,31 @@ func allForms(c Candidate) []string {
 		c.Display(), c.Address.String(),
 	}
 }
+
+func TestANativeRefAlsoResolves(t *testing.T) {
+	roster := []Candidate{
+		{Address: Address{Kind: KindUDS, Path: "/tmp/cc-socks/1.sock"}, Name: "work", SessionID: "a", NativeRef: "abc123"},
+		{Address: Address{Kind: KindUDS, Path: "/tmp/cc-socks/2.sock"}, Name: "work", SessionID: "b", NativeRef: "def456"},
+	}
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{"a bracketed native ref finds its session", "[def456]", "/tmp/cc-socks/2.sock"},
+		{"a name with a native ref pins one twin", "work [abc123]", "/tmp/cc-socks/1.sock"},
+		{"the session-id ref still works beside it", "work [" + Ref("b") + "]", "/tmp/cc-socks/2.sock"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := Parse(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := Resolve(a, roster)
+			if err != nil || c.Address.Path != tt.want {
+				t.Fatalf("got %v, %v; want %s", c.Address, err, tt.want)
+			}
+		})
+	}
+}

@@ -56,6 +56,7 @@ type Session struct {
 	Protocol  Protocol  `json:"protocol"`
 	Name      string    `json:"name"`
 	Ref       string    `json:"ref"`
+	NativeRef string    `json:"native_ref,omitempty"` // the ref the session's own CLI shows, when different
 	SessionID string    `json:"session_id"`
 	PID       int       `json:"pid,omitempty"`
 	Kind      string    `json:"kind,omitempty"`

@@ -212,7 +212,7 @@ func (r *Router) Resolve(ctx context.Context, to string) (Leg, message.Session, 
 		if err != nil {
 			continue
 		}
-		cands = append(cands, addressing.Candidate{Address: ca, Name: s.Name, SessionID: s.SessionID, Protocol: string(s.Protocol)})
+		cands = append(cands, addressing.Candidate{Address: ca, Name: s.Name, SessionID: s.SessionID, Protocol: string(s.Protocol), NativeRef: s.NativeRef})
 		byAddr[ca.String()] = s
 	}
 	c, err := addressing.ResolveContext(ctx, a, cands, r.cfg.DID)

@@ -96,3 +96,10 @@ func replyPathOK(path, ownDir string, allowed []string) bool {
 	}
 	return false
 }
+
+// NativeRef is the ref Claude Code 2.1.332 prints after a name in ListAgents:
+// the first 6 hex of sha256("session:" + socket path).
+func NativeRef(socketPath string) string {
+	sum := sha256.Sum256([]byte("session:" + socketPath))
+	return hex.EncodeToString(sum[:])[:6]
+}

@@ -140,6 +140,7 @@ func (p *Peer) rosterEntry(ctx context.Context, e Entry) (message.Session, bool)
 		Protocol:  message.ProtocolClaude,
 		Name:      e.Name,
 		Ref:       addressing.Ref(e.SessionID),
+		NativeRef: NativeRef(e.MessagingSocketPath),
 		SessionID: e.SessionID,
 		PID:       e.PID,
 		Kind:      e.Kind,
