@@ -216,12 +216,15 @@ func TestInboundPolicies(t *testing.T) {
 			if tt.wantStatus == "" {
 				return
 			}
-			f, err := fk.WaitControl(ctxT(t), func(f claude.Frame) bool { return f.OrigMsgID == id })
+			f, auth, err := fk.WaitControlAuth(ctxT(t), func(f claude.Frame) bool { return f.OrigMsgID == id })
 			if err != nil {
 				t.Fatal(err)
 			}
 			if f.Status != tt.wantStatus || f.StatusDetail != tt.wantDetail || f.Action != claude.ActionPeerMessageStatus {
 				t.Fatalf("receipt = %+v", f)
+			}
+			if auth != message.AuthPeer {
+				t.Fatalf("receipt auth = %v, want the sender's own peer token like the real CLI", auth)
 			}
 		})
 	}
@@ -363,5 +366,20 @@ func TestAttachmentsAreStagedWithTheirHash(t *testing.T) {
 	}
 	if filepath.Dir(a.Path) != filepath.Join(g.configDir, "file-transfers") {
 		t.Fatalf("staged outside the spool: %s", a.Path)
+	}
+}
+
+func TestPendingHoldsExpireAtShutdown(t *testing.T) {
+	g := startGateway(t, t.TempDir())
+	fk := newFake(t, g, "work-08", message.ModePrompting)
+	events := collect(t, g)
+	id, err := fk.Send(ctxT(t), gatewayAddress(t, g), "hold me", message.ModeBypass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, events, func(ev message.Event) bool { return ev.Type == message.EventHeld })
+	g.stop()
+	if _, err := fk.WaitControl(ctxT(t), func(f claude.Frame) bool { return f.OrigMsgID == id && f.Status == claude.WireExpired }); err != nil {
+		t.Fatalf("no expired receipt for the pending hold: %v", err)
 	}
 }

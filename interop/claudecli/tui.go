@@ -70,15 +70,67 @@ func (s *Session) startTUI(env, args []string) error {
 	return nil
 }
 
-// typeTUI types text into the TUI and presses Enter.
+// tuiSubmitTimeout bounds how long typeTUI waits for the TUI to take a line.
+const tuiSubmitTimeout = 30 * time.Second
+
+// typeTUI types text into the TUI's input box and submits it. The TUI binds
+// its socket before its input box is ready, and an Enter pressed too early is
+// lost while the typed text stays, so this watches the screen: it waits for
+// the text to show in the input box, then presses Enter until the box clears.
 func (s *Session) typeTUI(text string) error {
-	if out, err := exec.Command("tmux", "-S", s.tmux, "send-keys", "-t", tmuxSession, "-l", text).CombinedOutput(); err != nil {
-		return fmt.Errorf("tmux send-keys: %w: %s", err, out)
+	if strings.TrimSpace(text) == "" {
+		return fmt.Errorf("claudecli: nothing to type")
 	}
-	// Enter goes as its own key press so it submits rather than joining
-	// the typed text.
-	if out, err := exec.Command("tmux", "-S", s.tmux, "send-keys", "-t", tmuxSession, "Enter").CombinedOutput(); err != nil {
-		return fmt.Errorf("tmux send-keys Enter: %w: %s", err, out)
+	if err := s.tmuxRun("send-keys", "-t", tmuxSession, "-l", text); err != nil {
+		return err
+	}
+	probe := strings.TrimSpace(strings.SplitN(text, "\n", 2)[0])
+	if len(probe) > 40 {
+		probe = probe[:40]
+	}
+	deadline := time.Now().Add(tuiSubmitTimeout)
+	for !s.inputShows(probe) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("claudecli: the TUI's input box never showed %q", probe)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for {
+		if err := s.tmuxRun("send-keys", "-t", tmuxSession, "Enter"); err != nil {
+			return err
+		}
+		for range 10 {
+			time.Sleep(100 * time.Millisecond)
+			if !s.inputShows(probe) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("claudecli: the TUI did not submit %q", probe)
+		}
+	}
+}
+
+// inputShows reports whether the input box (the last line starting with the
+// prompt mark; submitted lines above it start with the same mark) holds probe.
+func (s *Session) inputShows(probe string) bool {
+	screen, err := s.Screen()
+	if err != nil {
+		return false
+	}
+	lines := strings.Split(screen, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "❯") {
+			return strings.Contains(lines[i], probe)
+		}
+	}
+	return false
+}
+
+func (s *Session) tmuxRun(args ...string) error {
+	out, err := exec.Command("tmux", append([]string{"-S", s.tmux}, args...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("tmux %s: %w: %s", args[0], err, out)
 	}
 	return nil
 }

@@ -62,6 +62,7 @@ type Peer struct {
 	changed  chan struct{}
 	received []Received
 	control  []claude.Frame // control frames that arrived (receipts, notices)
+	ctlAuth  []message.AuthClass
 	replyTo  map[string]string
 }
 
@@ -184,7 +185,7 @@ func (p *Peer) serve(ctx context.Context, c *uds.Conn) {
 		case claude.TypeUser:
 			p.onUser(ctx, auth, c.Cred.PID, f)
 		case claude.TypeControl:
-			p.onControl(ctx, f)
+			p.onControl(ctx, auth, f)
 		}
 	}
 }
@@ -216,9 +217,10 @@ func (p *Peer) onUser(ctx context.Context, auth message.AuthClass, pid int, f cl
 	}
 }
 
-func (p *Peer) onControl(ctx context.Context, f claude.Frame) {
+func (p *Peer) onControl(ctx context.Context, auth message.AuthClass, f claude.Frame) {
 	p.mu.Lock()
 	p.control = append(p.control, f)
+	p.ctlAuth = append(p.ctlAuth, auth)
 	p.notify()
 	p.mu.Unlock()
 	if f.Action == claude.ActionNotifyWhenIdle {
@@ -288,19 +290,27 @@ func (p *Peer) WaitReceived(ctx context.Context, pred func(Received) bool) (Rece
 
 // WaitControl waits for a control frame matching pred.
 func (p *Peer) WaitControl(ctx context.Context, pred func(claude.Frame) bool) (claude.Frame, error) {
+	f, _, err := p.WaitControlAuth(ctx, pred)
+	return f, err
+}
+
+// WaitControlAuth waits for a control frame matching pred and says how its
+// connection authenticated.
+func (p *Peer) WaitControlAuth(ctx context.Context, pred func(claude.Frame) bool) (claude.Frame, message.AuthClass, error) {
 	for {
 		p.mu.Lock()
-		for _, f := range p.control {
+		for i, f := range p.control {
 			if pred(f) {
+				a := p.ctlAuth[i]
 				p.mu.Unlock()
-				return f, nil
+				return f, a, nil
 			}
 		}
 		ch := p.changed
 		p.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			return claude.Frame{}, ErrTimeout
+			return claude.Frame{}, "", ErrTimeout
 		case <-ch:
 		}
 	}

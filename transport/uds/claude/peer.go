@@ -355,17 +355,26 @@ func (p *Peer) shutdown() {
 	for _, s := range p.idleSubs {
 		subs = append(subs, s)
 	}
-	for _, h := range p.held {
+	held := p.held
+	p.held = map[string]*heldMsg{}
+	for _, h := range held {
 		if h.timer != nil {
 			h.timer.Stop()
 		}
 	}
 	p.mu.Unlock()
+	// Like the real CLI on exit: pending holds expire, subscribers hear
+	// exited. Bounded, so a stuck peer cannot hold up shutdown.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
+	for id, h := range held {
+		wg.Go(func() {
+			p.receipt(ctx, h.reply, NewStatusReceipt(p.addr, id, WireExpired, "", "The session exited before the hold was decided"))
+		})
+	}
 	for _, s := range subs {
-		wg.Go(func() { p.sendIdleNotice(ctx, s, "exited") })
+		wg.Go(func() { p.sendIdleNotice(ctx, s, IdleStateExited) })
 	}
 	wg.Wait()
 	p.removeFiles()

@@ -210,20 +210,20 @@ func (p *Peer) holdReason(m message.Message) string {
 const receiptTimeout = 5 * time.Second
 
 // receipt sends one control line to a verified reply socket on a new
-// connection, with no auth line, as the real CLI does. Unvettable senders
-// get nothing.
+// connection. Like the real CLI, it starts with an auth line carrying the
+// sender's own peerToken when the sender's key file is in our registry, and
+// has none otherwise. Unvettable senders get nothing.
 func (p *Peer) receipt(ctx context.Context, reply string, f Frame) {
 	if reply == "" {
 		return
 	}
-	b, err := f.Marshal()
-	if err != nil {
-		p.log.Error("encoding receipt", "err", err)
-		return
-	}
 	ctx, cancel := context.WithTimeout(ctx, receiptTimeout)
 	defer cancel()
-	if err := uds.DialWrite(ctx, reply, append(b, '\n')); err != nil {
-		p.log.Info("receipt not delivered", "to", reply, "status", f.Status, "err", err)
+	if err := p.write(ctx, reply, 0, f); err != nil {
+		if errors.Is(err, ErrStaleKey) {
+			p.log.Info("receipt not sent: the reply socket's key belongs to another process", "to", reply)
+			return
+		}
+		p.log.Info("receipt not delivered", "to", reply, "status", f.Status, "action", f.Action, "err", err)
 	}
 }

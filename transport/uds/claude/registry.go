@@ -55,7 +55,7 @@ const (
 // other values read as empty.
 var (
 	knownStatus     = map[string]bool{"idle": true, "busy": true, "waiting": true}
-	knownNameSource = map[string]bool{"user": true, "auto": true, "flag": true, "cli": true, "rename": true}
+	knownNameSource = map[string]bool{"user": true, "derived": true}
 )
 
 // ParseEntry decodes a registry record and checks what the roster relies on.
