@@ -3,10 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
+	"net/http"
+
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/google/uuid"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/sessiongateway/gateway/transport/uds"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -382,4 +390,172 @@ func TestPendingHoldsExpireAtShutdown(t *testing.T) {
 	if _, err := fk.WaitControl(ctxT(t), func(f claude.Frame) bool { return f.OrigMsgID == id && f.Status == claude.WireExpired }); err != nil {
 		t.Fatalf("no expired receipt for the pending hold: %v", err)
 	}
+}
+
+func rawFrame(t *testing.T, from, body string) []byte {
+	t.Helper()
+	env := claude.Envelope{From: from, FromName: "raw", FromMode: "prompting", Body: body}
+	b, err := claude.NewUserFrame(from, uuid.NewString(), env, nil).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(b, '\n')
+}
+
+func TestRequireAuthRefusesUnauthenticatedSenders(t *testing.T) {
+	g := startGateway(t, t.TempDir(), func(c *serveConfig) { c.requireAuth = true })
+	fk := newFake(t, g, "work-08", message.ModePrompting)
+	events := collect(t, g)
+	gw := strings.TrimPrefix(gatewayAddress(t, g), "uds:")
+	if err := uds.DialWrite(ctxT(t), gw, rawFrame(t, fk.Address(), "no token")); err != nil {
+		t.Fatal(err)
+	}
+	ev := waitEvent(t, events, func(ev message.Event) bool { return ev.Type == message.EventDrop || ev.Type == message.EventMessage })
+	if ev.Type != message.EventDrop || ev.Drop.Reason != claude.DropUnauthenticated {
+		t.Fatalf("event = %+v, want a drop for want of auth", ev)
+	}
+	if _, err := fk.Send(ctxT(t), gatewayAddress(t, g), "with token", message.ModePrompting); err != nil {
+		t.Fatal(err)
+	}
+	ev = waitEvent(t, events, func(ev message.Event) bool { return ev.Type == message.EventMessage })
+	if ev.Message.Body != "with token" || ev.Message.Auth != message.AuthPeer {
+		t.Fatalf("message = %+v", ev.Message)
+	}
+}
+
+func TestBadLinesAreIgnoredAndTheGatewayKeepsWorking(t *testing.T) {
+	g := startGateway(t, t.TempDir())
+	fk := newFake(t, g, "work-08", message.ModePrompting)
+	events := collect(t, g)
+	gw := strings.TrimPrefix(gatewayAddress(t, g), "uds:")
+	// An over-long line ends its connection; nothing else is harmed.
+	big := append(bytes.Repeat([]byte("x"), 2<<20), '\n')
+	_ = uds.DialWrite(ctxT(t), gw, big)
+	// On one connection, lines are handled in order: when the last one
+	// arrives, every bad one before it has been dealt with.
+	var payload []byte
+	for _, l := range []string{
+		"not json", "{}", `{"type":"user"}`, `{"type":"bogus","msg_id":"x"}`, "\xff\xfe",
+		`{"type":"user","msg_id":"m","session_id":"someone-else","message":{"role":"user","content":"misaddressed"}}`,
+		`{"type":"control","action":"peer_message_status","status":"weird","orig_msg_id":"nope"}`,
+		`[1,2,3]`, `{"type":"user","type":"user"}`,
+	} {
+		payload = append(payload, l+"\n"...)
+	}
+	payload = append(payload, rawFrame(t, fk.Address(), "still alive")...)
+	if err := uds.DialWrite(ctxT(t), gw, payload); err != nil {
+		t.Fatal(err)
+	}
+	ev := waitEvent(t, events, func(ev message.Event) bool { return ev.Type == message.EventMessage || ev.Type == message.EventDrop })
+	if ev.Type != message.EventMessage || ev.Message.Body != "still alive" {
+		t.Fatalf("first event = %+v, want only the good message", ev)
+	}
+	if _, err := g.Sessions(ctxT(t)); err != nil {
+		t.Fatalf("gateway stopped answering: %v", err)
+	}
+}
+
+func TestAttachmentCapsAreEnforced(t *testing.T) {
+	g := startGateway(t, t.TempDir())
+	newFake(t, g, "work-08", message.ModePrompting)
+	dir := t.TempDir()
+	var many []string
+	for i := range 17 {
+		p := filepath.Join(dir, strconv.Itoa(i)+".txt")
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		many = append(many, p)
+	}
+	big := filepath.Join(dir, "big.bin")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(claude.MaxFileSize + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	tests := []struct {
+		name  string
+		files []string
+	}{
+		{"seventeen files are refused", many},
+		{"a file over 30 MiB is refused", []string{big}},
+		{"a directory is refused", []string{dir}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := g.Send(ctxT(t), api.SendBody{To: "work-08", Text: "files", Files: tt.files})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Status != message.StatusFailed || !strings.Contains(out.Receipts[0].Reason, "attachment") {
+				t.Fatalf("outbound = %+v, want failed with an attachment reason", out)
+			}
+		})
+	}
+}
+
+func TestMetricsMoveAsMessagesFlow(t *testing.T) {
+	g := startGateway(t, t.TempDir())
+	fk := newFake(t, g, "work-08", message.ModePrompting)
+	if _, err := g.Send(ctxT(t), api.SendBody{To: "work-08", Text: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	gw := gatewayAddress(t, g)
+	events := collect(t, g)
+	for range 2 {
+		if _, err := fk.Send(ctxT(t), gw, "dup", message.ModePrompting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitEvent(t, events, func(ev message.Event) bool { return ev.Type == message.EventDrop })
+	fams := scrape(t, g)
+	value := func(name string, labels map[string]string) float64 {
+		for _, m := range fams[name].GetMetric() {
+			ok := true
+			for k, v := range labels {
+				found := false
+				for _, l := range m.GetLabel() {
+					if l.GetName() == k && l.GetValue() == v {
+						found = true
+					}
+				}
+				ok = ok && found
+			}
+			if ok {
+				return m.GetCounter().GetValue()
+			}
+		}
+		return 0
+	}
+	if v := value("gateway_messages_total", map[string]string{"leg": "claude", "direction": "out"}); v != 1 {
+		t.Errorf("messages out = %v, want 1", v)
+	}
+	if v := value("gateway_messages_total", map[string]string{"leg": "claude", "direction": "in"}); v != 1 {
+		t.Errorf("messages in = %v, want 1", v)
+	}
+	if v := value("gateway_drops_total", map[string]string{"leg": "claude", "reason": "duplicate"}); v != 1 {
+		t.Errorf("duplicate drops = %v, want 1", v)
+	}
+}
+
+func scrape(t *testing.T, g *testGateway) map[string]*dto.MetricFamily {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", filepath.Join(g.stateDir, "gateway.sock"))
+	}}}
+	resp, err := hc.Get("http://gateway/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("metrics do not parse: %v", err)
+	}
+	return fams
 }

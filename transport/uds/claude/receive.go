@@ -45,18 +45,20 @@ func (p *Peer) serveConn(ctx context.Context, c *uds.Conn) {
 			first = false
 			continue
 		}
-		if first && p.cfg.RequireAuth {
-			p.log.Info("unauthenticated connection refused (--require-auth)", "pid", c.Cred.PID)
+		if in.auth == message.AuthUnauthenticated && p.cfg.RequireAuth {
+			// Refused without a receipt: an unauthenticated sender's reply
+			// address is not one we trust to write to.
+			p.log.Info("unauthenticated connection refused (--require-auth)", "pid", c.Cred.PID, "from", l.Frame.From)
+			p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: l.Frame.MsgID, From: l.Frame.From, Reason: DropUnauthenticated}})
 			return
 		}
 		first = false
-		if in.auth == message.AuthUnauthenticated && p.cfg.RequireAuth {
-			p.log.Info("connection with a wrong token refused (--require-auth)", "pid", c.Cred.PID)
-			return
-		}
 		p.handleFrame(ctx, &in, l.Frame)
 	}
 }
+
+// DropUnauthenticated is the drop reason of a frame refused by --require-auth.
+const DropUnauthenticated = "unauthenticated"
 
 // classify compares a presented token with ours in constant time. A wrong
 // token is unauthenticated, not an error: the real CLI on Linux delivers it.
