@@ -1,5 +1,4 @@
-// Package clock holds FakeClock, a manual clock for tests of anything that
-// takes a Clock (Now and AfterFunc). It imports nothing of ours: Stopper is an
-// alias of the unnamed interface, so FakeClock satisfies every package's Clock
-// interface that spells AfterFunc's result the same way.
+// Package clock holds FakeClock, a clock that moves only when a test says, so
+// rate limits, hold expiry and batching windows run in microseconds. It fits
+// the Clock interfaces of the legs, which spell Stopper as an alias.
 package clock

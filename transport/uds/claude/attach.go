@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -152,4 +153,30 @@ func (p *Peer) checkDescriptor(a message.Attachment) ([]byte, error) {
 		return nil, errors.New("sha256 does not match")
 	}
 	return data, nil
+}
+
+// spoolMaxAge is how long a staged file may wait in the spool, as the real
+// CLI's 1-day spool GC allows.
+const spoolMaxAge = 24 * time.Hour
+
+// gcSpool removes regular files older than spoolMaxAge from the spool. Links
+// and directories are left alone; errors only mean a file stays for later.
+func gcSpool(dir string, now time.Time) (removed int) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil || now.Sub(fi.ModTime()) < spoolMaxAge {
+			continue
+		}
+		if os.Remove(filepath.Join(dir, e.Name())) == nil {
+			removed++
+		}
+	}
+	return removed
 }

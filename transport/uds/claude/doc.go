@@ -6,6 +6,6 @@
 // canonical round trip, receipts and idle notices, hop tokens, and the inbox
 // admission guard. The wire-level pieces (envelope, frame, guard, hop) are pure
 // functions of their inputs and an injected Clock, so they are tested and
-// fuzzed without sockets. It imports message and the shared uds plumbing,
+// fuzzed without sockets. It imports message, addressing and the shared uds plumbing,
 // never another transport, the router or testkit.
 package claude

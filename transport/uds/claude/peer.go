@@ -206,6 +206,9 @@ func Register(cfg Config) (*Peer, error) {
 		p.removeFiles()
 		return nil, err
 	}
+	if n := gcSpool(cfg.SpoolDir, cfg.Clock.Now()); n > 0 {
+		p.log.Info("removed stale staged attachments", "count", n, "spool", cfg.SpoolDir)
+	}
 	p.log.Info("registered as a Claude Code peer", "name", cfg.Name, "socket", p.socketPath,
 		"session_id", p.sessionID, "registry", p.regPath)
 	return p, nil
