@@ -22,10 +22,11 @@ type Config struct {
 	Logger      *slog.Logger
 	Metrics     *observability.Metrics
 	DID         addressing.DIDResolver
-	KeepEvents  int // events kept for replay; default 1024
-	WatcherBuf  int // per-watcher queue; default 256
-	KeepOutbox  int // outbound messages remembered; default 4096
-	EventQueue  int // legs' shared inbound queue; default 256
+	KeepEvents  int           // events kept for replay; default 1024
+	WatcherBuf  int           // per-watcher queue; default 256
+	KeepOutbox  int           // outbound messages remembered; default 4096
+	EventQueue  int           // legs' shared inbound queue; default 256
+	RosterTTL   time.Duration // how long Resolve reuses a listing; default 2 s
 	Now         func() time.Time
 	AfterFunc   func(time.Duration, func()) interface{ Stop() bool }
 	DefaultMode message.Mode
@@ -41,6 +42,9 @@ type Router struct {
 	mu    sync.Mutex
 	out   map[string]*outbound
 	order []string // outbound ids, oldest first
+
+	roster   []message.Session // the last listing, for Resolve
+	rosterAt time.Time
 }
 
 type outbound struct {
@@ -76,6 +80,9 @@ func New(cfg Config, legs ...Leg) *Router {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.RosterTTL == 0 {
+		cfg.RosterTTL = 2 * time.Second
 	}
 	if cfg.AfterFunc == nil {
 		cfg.AfterFunc = func(d time.Duration, f func()) interface{ Stop() bool } { return time.AfterFunc(d, f) }
@@ -183,6 +190,11 @@ func (r *Router) Sessions(ctx context.Context) []message.Session {
 		}
 		all = append(all, ss...)
 	}
+	defer func() {
+		r.mu.Lock()
+		r.roster, r.rosterAt = all, r.cfg.Now()
+		r.mu.Unlock()
+	}()
 	sort.SliceStable(all, func(i, j int) bool {
 		if all[i].Protocol != all[j].Protocol {
 			return all[i].Protocol < all[j].Protocol
@@ -198,13 +210,35 @@ func (r *Router) Sessions(ctx context.Context) []message.Session {
 // ErrNoLeg means no leg reaches an address that parsed fine.
 var ErrNoLeg = errors.New("no leg reaches this address")
 
-// Resolve finds the session and the leg for an address string.
+// Resolve finds the session and the leg for an address string. It resolves
+// against the roster listed within RosterTTL when there is one, and lists
+// afresh when that fails or finds the address outside the roster, so a
+// session that just started or left is seen.
 func (r *Router) Resolve(ctx context.Context, to string) (Leg, message.Session, error) {
 	a, err := addressing.Parse(to)
 	if err != nil {
 		return nil, message.Session{}, err
 	}
-	sessions := r.Sessions(ctx)
+	if cached, ok := r.cachedRoster(); ok {
+		l, s, inRoster, err := r.resolveIn(ctx, a, cached)
+		if err == nil && inRoster {
+			return l, s, nil
+		}
+	}
+	l, s, _, err := r.resolveIn(ctx, a, r.Sessions(ctx))
+	return l, s, err
+}
+
+func (r *Router) cachedRoster() ([]message.Session, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.rosterAt.IsZero() || r.cfg.Now().Sub(r.rosterAt) > r.cfg.RosterTTL {
+		return nil, false
+	}
+	return r.roster, true
+}
+
+func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions []message.Session) (Leg, message.Session, bool, error) {
 	cands := make([]addressing.Candidate, 0, len(sessions))
 	byAddr := map[string]message.Session{}
 	for _, s := range sessions {
@@ -217,22 +251,22 @@ func (r *Router) Resolve(ctx context.Context, to string) (Leg, message.Session, 
 	}
 	c, err := addressing.ResolveContext(ctx, a, cands, r.cfg.DID)
 	if err != nil {
-		return nil, message.Session{}, err
+		return nil, message.Session{}, false, err
 	}
 	if s, ok := byAddr[c.Address.String()]; ok {
 		for _, l := range r.legs {
 			if l.Name() == s.Protocol {
-				return l, s, nil
+				return l, s, true, nil
 			}
 		}
 	}
 	// Not in any roster: a leg may still claim the raw address.
 	for _, l := range r.legs {
 		if cl, ok := l.(Claimer); ok && cl.Claims(c.Address) {
-			return l, message.Session{Address: c.Address.String(), Protocol: l.Name()}, nil
+			return l, message.Session{Address: c.Address.String(), Protocol: l.Name()}, false, nil
 		}
 	}
-	return nil, message.Session{}, fmt.Errorf("%w: %s", ErrNoLeg, c.Address)
+	return nil, message.Session{}, false, fmt.Errorf("%w: %s", ErrNoLeg, c.Address)
 }
 
 // SendRequest is what a client asks to send.

@@ -224,3 +224,46 @@ func TestTheOutboxForgetsTheOldestBeyondItsCap(t *testing.T) {
 		t.Fatalf("newest forgotten: %v", err)
 	}
 }
+
+// countingLeg counts roster listings.
+type countingLeg struct {
+	*fakeLeg
+	mu    sync.Mutex
+	lists int
+}
+
+func (c *countingLeg) Sessions(ctx context.Context) ([]message.Session, error) {
+	c.mu.Lock()
+	c.lists++
+	c.mu.Unlock()
+	return c.fakeLeg.Sessions(ctx)
+}
+
+func TestResolveReusesARecentRosterAndRefreshesOnAMiss(t *testing.T) {
+	leg := &countingLeg{fakeLeg: newFake()}
+	now := time.Unix(1000, 0)
+	r := New(Config{Now: func() time.Time { return now }}, leg)
+	ctx := context.Background()
+	for range 3 {
+		if _, _, err := r.Resolve(ctx, "review"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if leg.lists != 1 {
+		t.Fatalf("listed %d times for three resolutions within the TTL, want 1", leg.lists)
+	}
+	leg.sessions = append(leg.sessions, message.Session{Address: "uds:/tmp/cc-socks/13.sock", Protocol: message.ProtocolClaude, Name: "newcomer", SessionID: "s-d"})
+	if _, s, err := r.Resolve(ctx, "newcomer"); err != nil || s.PID != 0 || s.Name != "newcomer" {
+		t.Fatalf("a session that started after the listing was not found: %+v %v", s, err)
+	}
+	if leg.lists != 2 {
+		t.Fatalf("listed %d times, want a refresh on the miss", leg.lists)
+	}
+	now = now.Add(3 * time.Second)
+	if _, _, err := r.Resolve(ctx, "review"); err != nil {
+		t.Fatal(err)
+	}
+	if leg.lists != 3 {
+		t.Fatalf("listed %d times, want a refresh after the TTL", leg.lists)
+	}
+}
