@@ -61,8 +61,34 @@ case "$got" in
 esac
 
 # --- Qwen Code ---------------------------------------------------------------
-# To be added: npm install --prefix "$CACHE/qwen" @qwen-code/qwen-code@0.24.4
-# @qwen-code/sdk@0.1.14, skip when present, then check `qwen --version`.
-# Follow the Claude Code block above (one directory per CLI under $CACHE).
+# The CLI and the SDK (whose @qwen-code/sdk/peer the tests drive with node)
+# go into one prefix, so NODE_PATH=$CACHE/qwen/node_modules finds the SDK.
+# The packages ask for a newer Node than 20 in "engines" but run on it.
+QWEN_VERSION=0.24.4
+QWEN_SDK_VERSION=0.1.14
+qwen_dir=$CACHE/qwen
+qwen_bin=$qwen_dir/node_modules/.bin/qwen
+pkg_version() { node -p "require('$qwen_dir/node_modules/$1/package.json').version" 2>/dev/null || true; }
+if [ "$(pkg_version @qwen-code/qwen-code)" = "$QWEN_VERSION" ] &&
+	[ "$(pkg_version @qwen-code/sdk)" = "$QWEN_SDK_VERSION" ] && [ -x "$qwen_bin" ]; then
+	log "qwen-code $QWEN_VERSION, sdk $QWEN_SDK_VERSION: present in $qwen_dir"
+else
+	log "installing @qwen-code/qwen-code@$QWEN_VERSION and @qwen-code/sdk@$QWEN_SDK_VERSION into $qwen_dir (about 280 MB)"
+	mkdir -p "$qwen_dir"
+	npm install --prefix "$qwen_dir" --no-audit --no-fund --loglevel=error \
+		"@qwen-code/qwen-code@$QWEN_VERSION" "@qwen-code/sdk@$QWEN_SDK_VERSION"
+fi
+[ -x "$qwen_bin" ] || die "$qwen_bin is missing after npm install"
+got=$(pkg_version @qwen-code/sdk)
+[ "$got" = "$QWEN_SDK_VERSION" ] || die "@qwen-code/sdk in $qwen_dir is '$got', want $QWEN_SDK_VERSION"
+# --version must not reach the network or a real Qwen home: a scratch HOME.
+qwen_home=$(mktemp -d)
+got=$(env -i PATH="$PATH" HOME="$qwen_home" QWEN_HOME="$qwen_home/.qwen" "$qwen_bin" --version 2>&1) ||
+	{ rm -rf "$qwen_home"; die "$qwen_bin --version failed: $got"; }
+rm -rf "$qwen_home"
+case "$got" in
+"$QWEN_VERSION") log "qwen --version: $got" ;;
+*) die "$qwen_bin --version printed '$got', want $QWEN_VERSION" ;;
+esac
 
 log "done; run: GATEWAY_INTEROP=1 go test ./interop/..."

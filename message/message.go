@@ -29,7 +29,8 @@ type Message struct {
 	FromSession string       `json:"from_session,omitempty"` // sender's session id
 	To          string       `json:"to,omitempty"`           // target address
 	ToName      string       `json:"to_name,omitempty"`
-	ToPID       int          `json:"to_pid,omitempty"` // target process, when a roster knows it
+	ToPID       int          `json:"to_pid,omitempty"`        // target process, when a roster knows it
+	ToSessionID string       `json:"to_session_id,omitempty"` // target session, when a roster knows it
 	Body        string       `json:"body"`
 	Mode        Mode         `json:"mode,omitempty"`
 	HopChain    []string     `json:"hop_chain,omitempty"`
@@ -48,6 +49,7 @@ const (
 	AuthPeer            AuthClass = "peer"            // presented our peerToken
 	AuthChild           AuthClass = "child"           // presented our childToken
 	AuthUnauthenticated AuthClass = "unauthenticated" // no or wrong token
+	AuthController      AuthClass = "controller"      // presented a controller grant (Qwen)
 )
 
 // Session is one live session a leg can reach.

@@ -56,7 +56,9 @@ func (s *Status) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Final reports whether no later receipt can change the status.
+// Final reports whether a sender waiting on the message can stop: a
+// delivered message is final for waiting, though Qwen Code may still report
+// it expired or misaddressed later (see CanMove).
 func (s Status) Final() bool {
 	switch s {
 	case StatusDelivered, StatusDenied, StatusExpired, StatusRefused,
@@ -73,7 +75,10 @@ var next = map[Status][]Status{
 		StatusRefused, StatusMisaddressed, StatusExpired},
 	StatusSent: {StatusHeld, StatusDelivered, StatusDropped, StatusRefused,
 		StatusMisaddressed, StatusExpired, StatusDenied},
-	StatusHeld: {StatusDelivered, StatusDenied, StatusExpired, StatusRefused},
+	StatusHeld: {StatusDelivered, StatusDenied, StatusExpired, StatusRefused, StatusMisaddressed},
+	// Qwen Code can still expire a delivered message (the session exited
+	// with it unread) or find it misaddressed.
+	StatusDelivered: {StatusExpired, StatusMisaddressed},
 }
 
 // CanMove reports whether a message in from may move to to.

@@ -291,7 +291,7 @@ func (r *Router) Send(ctx context.Context, req SendRequest) (Outbound, error) {
 		mode = r.cfg.DefaultMode
 	}
 	m := message.Message{
-		ID: uuid.NewString(), To: target.Address, ToName: target.Name, ToPID: target.PID, Body: req.Body,
+		ID: uuid.NewString(), To: target.Address, ToName: target.Name, ToPID: target.PID, ToSessionID: target.SessionID, Body: req.Body,
 		Mode: mode, FromName: req.FromName, HopChain: req.HopChain, Attachments: req.Files,
 		Protocol: leg.Name(), Time: r.cfg.Now(),
 	}

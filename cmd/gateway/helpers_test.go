@@ -19,6 +19,7 @@ type testGateway struct {
 	stateDir  string
 	configDir string
 	runtime   string
+	qwenHome  string
 	stop      func()
 }
 
@@ -34,7 +35,9 @@ func startGateway(tb testing.TB, root string, opts ...func(*serveConfig)) *testG
 			tb.Fatal(err)
 		}
 	}
-	env := map[string]string{"CLAUDE_CONFIG_DIR": g.configDir, "XDG_RUNTIME_DIR": g.runtime}
+	g.qwenHome = filepath.Join(root, "qwen")
+	env := map[string]string{"CLAUDE_CONFIG_DIR": g.configDir, "XDG_RUNTIME_DIR": g.runtime,
+		"QWEN_HOME": g.qwenHome, "HOME": root, "TMPDIR": root}
 	cfg := serveConfig{
 		stateDir: g.stateDir, name: "gateway", settle: 200 * time.Millisecond,
 		mode: 2, getenv: func(k string) string { return env[k] },

@@ -50,6 +50,7 @@ func init() {
 		{"release", "deliver a held message: release ID", runRelease},
 		{"deny", "deny a held message: deny ID [--reason TEXT]", runDeny},
 		{"idle", "ask a peer to say when it is idle: idle ADDRESS [--wait]", runIdle},
+		{"controllers", "manage trusted controller tokens for the Qwen inbox: add --label X | list | remove ID", runControllers},
 		{"version", "print the version", runVersion},
 	}
 }
@@ -58,7 +59,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: gateway COMMAND [flags] [args]")
 	fmt.Fprintln(w)
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Every command takes --state-dir (env GATEWAY_STATE_DIR) and -h for its flags.")

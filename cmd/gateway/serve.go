@@ -22,6 +22,7 @@ import (
 	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/transport/uds"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
+	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 
 func runServe(ctx context.Context, e *env, args []string) int {
@@ -36,6 +37,8 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	requireAuth := fs.Bool("require-auth", false, "refuse inbound connections without the right token")
 	settle := fs.Duration("settle", 2*time.Second, "how long a Claude send waits for a held/dropped receipt before it counts as delivered")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	legs := fs.String("legs", "claude,qwen", "local legs to run, comma-separated: claude, qwen")
+	heldExpiry := fs.String("held-expiry", "5m", "how long the Qwen inbox holds a message: 1m, 5m, 10m or never")
 	if _, err := parse(fs, args); err != nil {
 		return flagErr(err)
 	}
@@ -54,9 +57,36 @@ func runServe(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "gateway: --inbound: %v\n", err)
 		return exitUsage
 	}
+	qpol, err := qwen.ParsePolicy(*inbound)
+	if err != nil && *inbound != "parity" {
+		fmt.Fprintf(e.stderr, "gateway: --inbound: %v\n", err)
+		return exitUsage
+	}
+	switch *heldExpiry {
+	case "1m", "5m", "10m", "never":
+	default:
+		fmt.Fprintf(e.stderr, "gateway: --held-expiry %q: want 1m, 5m, 10m or never\n", *heldExpiry)
+		return exitUsage
+	}
+	enabled := map[string]bool{}
+	for _, l := range strings.Split(*legs, ",") {
+		switch l = strings.TrimSpace(l); l {
+		case "claude", "qwen":
+			enabled[l] = true
+		case "":
+		default:
+			fmt.Fprintf(e.stderr, "gateway: --legs: unknown leg %q (want claude, qwen)\n", l)
+			return exitUsage
+		}
+	}
+	if len(enabled) == 0 {
+		fmt.Fprintln(e.stderr, "gateway: --legs: name at least one leg")
+		return exitUsage
+	}
 	log := observability.NewLogger(e.stderr, lvl)
 	err = serve(ctx, log, serveConfig{
 		stateDir: *sd, name: *name, apiAddr: *apiAddr, hosts: hosts, mode: m, inbound: pol,
+		qwenInbound: qpol, heldExpiry: qwen.ParseHeldExpiry(*heldExpiry), noClaude: !enabled["claude"], noQwen: !enabled["qwen"],
 		requireAuth: *requireAuth, settle: *settle, getenv: e.getenv,
 	})
 	if err != nil {
@@ -73,6 +103,10 @@ type serveConfig struct {
 	hosts       []string
 	mode        message.Mode
 	inbound     claude.Policy
+	qwenInbound qwen.Policy
+	heldExpiry  time.Duration
+	noClaude    bool
+	noQwen      bool
 	requireAuth bool
 	settle      time.Duration
 	getenv      func(string) string
@@ -97,31 +131,23 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	}
 	defer metrics.Shutdown(context.Background())
 
-	cfgDir := c.getenv("CLAUDE_CONFIG_DIR")
-	if cfgDir == "" {
-		if cfgDir, err = claude.ConfigDir(); err != nil {
-			return err
-		}
-	}
-	peer, err := claude.Register(claude.Config{
-		Name: c.name, ConfigDir: cfgDir, RuntimeDir: c.getenv("XDG_RUNTIME_DIR"),
-		Version: version, Mode: c.mode, Inbound: c.inbound, RequireAuth: c.requireAuth,
-		Settle: c.settle, Logger: log, UploadsDir: filepath.Join(c.stateDir, "uploads"),
-	})
+	legs, err := startLegs(log, c)
 	if err != nil {
-		return fmt.Errorf("registering as a Claude Code peer: %w", err)
+		return err
 	}
-	rt := router.New(router.Config{Logger: log, Metrics: metrics}, peer)
+	rt := router.New(router.Config{Logger: log, Metrics: metrics}, legs...)
 	srv := api.NewServer(api.Config{Router: rt, Logger: log, Metrics: metrics.Handler(), Version: version,
 		Token: token, AllowedHosts: c.hosts})
 
 	sockPath := filepath.Join(c.stateDir, "gateway.sock")
 	uln, err := listenControl(sockPath)
 	if err != nil {
-		// The peer is registered but not yet run: take it down again.
+		// The legs are registered but not yet run: take them down again.
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		_ = peer.Run(cctx, make(chan message.Event))
+		for _, l := range legs {
+			_ = l.Run(cctx, make(chan message.Event, 64))
+		}
 		return err
 	}
 	servers := []*http.Server{{Handler: srv.Handler(), ConnContext: uidCheck, ReadHeaderTimeout: 10 * time.Second}}
@@ -162,6 +188,63 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	log.Info("gateway stopped")
 	return err
 }
+
+// startLegs registers the gateway on every enabled local leg; when one
+// fails, those already registered are taken down again.
+func startLegs(log *slog.Logger, c serveConfig) ([]router.Leg, error) {
+	var legs []router.Leg
+	undo := func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		for _, l := range legs {
+			_ = l.Run(ctx, make(chan message.Event, 64))
+		}
+	}
+	if !c.noClaude {
+		cfgDir := c.getenv("CLAUDE_CONFIG_DIR")
+		if cfgDir == "" {
+			d, err := claude.ConfigDir()
+			if err != nil {
+				return nil, err
+			}
+			cfgDir = d
+		}
+		peer, err := claude.Register(claude.Config{
+			Name: c.name, ConfigDir: cfgDir, RuntimeDir: c.getenv("XDG_RUNTIME_DIR"),
+			Version: version, Mode: c.mode, Inbound: c.inbound, RequireAuth: c.requireAuth,
+			Settle: c.settle, Logger: log, UploadsDir: filepath.Join(c.stateDir, "uploads"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("registering as a Claude Code peer: %w", err)
+		}
+		legs = append(legs, peer)
+	}
+	if !c.noQwen {
+		home, _ := os.UserHomeDir()
+		if h := c.getenv("HOME"); h != "" {
+			home = h
+		}
+		cwd, _ := os.Getwd()
+		tmp := qwen.NodeTmpDir(c.getenv)
+		qhome := qwen.HomeDir(c.getenv("QWEN_HOME"), home, cwd, tmp)
+		peer, err := qwen.Register(qwen.PeerConfig{
+			Name: c.name, Home: qhome, RuntimeDir: c.getenv("XDG_RUNTIME_DIR"), TmpDir: tmp,
+			Mode: c.mode, Inbound: c.qwenInbound, HeldExpiry: c.heldExpiry, Logger: log,
+			Controllers: []qwen.ControllerVerifier{
+				qwen.NewControllers(controllersPath(c.stateDir), qwen.RealClock{}),
+				qwen.NewControllers(qwen.ControllersFile(qhome), qwen.RealClock{}),
+			},
+		})
+		if err != nil {
+			undo()
+			return nil, fmt.Errorf("registering as a Qwen Code peer: %w", err)
+		}
+		legs = append(legs, peer)
+	}
+	return legs, nil
+}
+
+func controllersPath(stateDir string) string { return filepath.Join(stateDir, "controllers.json") }
 
 type ctxKey struct{}
 

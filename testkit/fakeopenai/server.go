@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -162,9 +163,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
 		s.record(&s.others, req)
 		writeJSON(w, map[string]any{"object": "list", "data": []any{s.model(Model)}})
-	case r.Method == http.MethodGet && len(r.URL.Path) > len("/v1/models/") && r.URL.Path[:len("/v1/models/")] == "/v1/models/":
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/models/"):
 		s.record(&s.others, req)
-		writeJSON(w, s.model(r.URL.Path[len("/v1/models/"):]))
+		writeJSON(w, s.model(strings.TrimPrefix(r.URL.Path, "/v1/models/")))
 	default:
 		s.record(&s.others, req)
 		s.log("fakeopenai: unknown request %s %s (%d bytes)", r.Method, r.URL.RequestURI(), len(body))

@@ -174,6 +174,8 @@ func (p *Peer) sweep(e Entry) {
 	p.log.Info("swept registry entry of a dead session", "pid", e.PID, "name", e.Name)
 }
 
-// Claims reports that this leg can dial any uds: address, even one without a
-// registry entry.
-func (p *Peer) Claims(a addressing.Address) bool { return a.Kind == addressing.KindUDS }
+// Claims reports that this leg can dial a uds: address without a registry
+// entry: any socket but Qwen Code's inboxes (qwen-socks directories).
+func (p *Peer) Claims(a addressing.Address) bool {
+	return a.Kind == addressing.KindUDS && !strings.Contains(filepath.Dir(a.Path), "qwen-socks")
+}

@@ -1,0 +1,160 @@
+package qwencli
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// tmuxSession is the one session name on each private tmux server.
+const tmuxSession = "qwen"
+
+// startTUI runs the CLI as the only pane of a private tmux server (its own
+// socket, so it never touches a user's tmux). env -i gives the pane exactly
+// env: the tmux server would otherwise hand it the test process's
+// environment.
+func (s *Session) startTUI(env, args []string) error {
+	envBin, err := exec.LookPath("env")
+	if err != nil {
+		return err
+	}
+	argv := []string{"-S", s.tmux, "new-session", "-d", "-s", tmuxSession, "-x", "200", "-y", "50", "-c", s.opts.Cwd, "--", envBin, "-i"}
+	argv = append(argv, env...)
+	argv = append(argv, s.opts.Bin)
+	argv = append(argv, args...)
+	if out, err := exec.Command("tmux", argv...).CombinedOutput(); err != nil {
+		return fmt.Errorf("tmux new-session: %w: %s", err, out)
+	}
+	out, err := exec.Command("tmux", "-S", s.tmux, "display-message", "-p", "-t", tmuxSession, "#{pane_pid}").Output()
+	if err != nil {
+		return fmt.Errorf("tmux display-message: %w", err)
+	}
+	// env execs the launcher, so the pane's process is the launcher itself.
+	s.panePID, err = strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		return fmt.Errorf("tmux pane pid %q: %w", out, err)
+	}
+	start, err := ProcStart(s.panePID)
+	if err != nil {
+		return err
+	}
+	// The launcher is the tmux server's child, not ours: its exit is seen by
+	// polling, in the one goroutine this session owns, which ends when the
+	// launcher does (it outlives the processes it started).
+	go func() {
+		defer close(s.done)
+		for {
+			if now, err := ProcStart(s.panePID); err != nil || now != start || !alive(s.panePID) {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	return nil
+}
+
+// tuiSubmitTimeout bounds how long TypeTurn waits for the TUI to take a line.
+const tuiSubmitTimeout = 30 * time.Second
+
+// TypeTurn types one line into the TUI's input box and submits it, as a
+// person would. The TUI binds its inbox before its input box takes keys, and
+// keys sent too early are lost (all of them, or only the Enter), so this
+// watches the screen: it types once the empty box shows its placeholder,
+// types again if the text never shows while the box stays empty, then
+// presses Enter until the box no longer holds the text.
+func (s *Session) TypeTurn(text string) error {
+	if strings.TrimSpace(text) == "" || strings.ContainsAny(text, "\r\n") {
+		return errors.New("qwencli: TypeTurn takes one line that is not blank")
+	}
+	probe := strings.TrimSpace(text)
+	if len(probe) > 40 {
+		probe = probe[:40]
+	}
+	deadline := time.Now().Add(tuiSubmitTimeout)
+	var typed time.Time // when the text was last typed
+	for ; !s.inputShows(probe); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("qwencli: the TUI's input box never showed %q", probe)
+		}
+		if screen, err := s.Screen(); err != nil || !strings.Contains(InputBox(screen), inputPlaceholder) {
+			continue // not ready, or busy showing what was typed
+		}
+		if time.Since(typed) < 2*time.Second {
+			continue
+		}
+		if err := s.tmuxRun("send-keys", "-t", tmuxSession, "-l", text); err != nil {
+			return err
+		}
+		typed = time.Now()
+	}
+	for {
+		if err := s.tmuxRun("send-keys", "-t", tmuxSession, "Enter"); err != nil {
+			return err
+		}
+		for range 10 {
+			time.Sleep(100 * time.Millisecond)
+			if !s.inputShows(probe) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("qwencli: the TUI did not submit %q", probe)
+		}
+	}
+}
+
+// inputPlaceholder is what the empty input box shows.
+const inputPlaceholder = "Type your message"
+
+// inputShows reports whether the input box holds probe.
+func (s *Session) inputShows(probe string) bool {
+	screen, err := s.Screen()
+	if err != nil {
+		return false
+	}
+	return strings.Contains(InputBox(screen), probe)
+}
+
+// InputBox is the text of the TUI's input box on a captured screen: the lines
+// between the last two horizontal rules. (Submitted lines above it carry the
+// same prompt mark, and the mark changes with the approval mode, so the
+// rules are what find it.) It is "" when the screen shows no box.
+func InputBox(screen string) string {
+	lines := strings.Split(screen, "\n")
+	var rules []int
+	for i, l := range lines {
+		if isRule(l) {
+			rules = append(rules, i)
+		}
+	}
+	if len(rules) < 2 {
+		return ""
+	}
+	a, b := rules[len(rules)-2], rules[len(rules)-1]
+	return strings.Join(lines[a+1:b], "\n")
+}
+
+func isRule(line string) bool {
+	line = strings.TrimSpace(line)
+	return len([]rune(line)) >= 20 && strings.Trim(line, "─") == ""
+}
+
+func (s *Session) tmuxRun(args ...string) error {
+	out, err := exec.Command("tmux", append([]string{"-S", s.tmux}, args...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("tmux %s: %w: %s", args[0], err, out)
+	}
+	return nil
+}
+
+// Screen is what the TUI shows now (tmux capture-pane).
+func (s *Session) Screen() (string, error) {
+	out, err := exec.Command("tmux", "-S", s.tmux, "capture-pane", "-p", "-t", tmuxSession).Output()
+	if err != nil {
+		return "", fmt.Errorf("tmux capture-pane: %w", err)
+	}
+	return string(out), nil
+}

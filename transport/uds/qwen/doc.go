@@ -1,0 +1,15 @@
+// Package qwen is the pure-protocol core of the Qwen Code leg: the session
+// record in $QWEN_HOME/sessions and the reader's liveness rules, inbox socket
+// paths, every NDJSON line on the wire (auth line, user frame, delivery_status
+// receipt) with a strict parser, the sender-side receipt state machine and the
+// send "mirror" of the receiver's limits, the inbox admission gate in Qwen
+// Code's own order (auth, misaddressed, global and per-sender buckets,
+// duplicate window, settled ids, holds, queue), coalesced drop receipts, and
+// controller and child tokens. It follows the protocol page shipped in
+// @qwen-code/qwen-code and, where that page and the shipped code disagree, the
+// code (Qwen Code 0.24.4, @qwen-code/sdk 0.1.14); each such place says so.
+// Everything here is a function of its inputs, an injected Clock and injected
+// process facts, so it is tested and fuzzed without sockets; the Peer that
+// serves a socket is built on top of it. It imports message and the shared
+// uds plumbing, never another transport, the router or testkit.
+package qwen

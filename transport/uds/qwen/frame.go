@@ -1,0 +1,636 @@
+package qwen
+
+import (
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiongateway/gateway/message"
+)
+
+// An inbox connection carries newline-delimited JSON objects: an auth line
+// first when the inbox has a token, then frames, each a user message or a
+// delivery_status receipt. Receipts travel on their own connection to the
+// sender's inbox, never back on the one they answer.
+
+// FrameVersion is the msgV we write. A reader drops a line whose msgV is
+// above it; any number at or below it (0, -1, 0.5) is read as current.
+const FrameVersion = 1
+
+// Limits of the wire, as Qwen Code enforces them.
+const (
+	// MaxFrameUnits caps one line, in UTF-16 code units (JavaScript's
+	// String.length). A reader drops the connection once more than this has
+	// arrived without a newline; a sender refuses to write a longer frame.
+	MaxFrameUnits = 1 << 20
+	// MaxDroppedMsgIDs caps droppedMsgIds on a dropped receipt.
+	MaxDroppedMsgIDs = 256
+	// maxMsgIDLen is the longest msgId the grammar allows.
+	maxMsgIDLen = 64
+)
+
+// LineType is a line's "type". Its wire spelling is in lineTypeWire.
+type LineType uint8
+
+const (
+	LineAuth    LineType = iota + 1 // the first line: a token
+	LineUser                        // a message for the session
+	LineControl                     // a receipt (action delivery_status)
+)
+
+var lineTypeWire = [...]string{LineAuth: "auth", LineUser: "user", LineControl: "control"}
+
+// String returns the wire spelling.
+func (t LineType) String() string { return wireName(lineTypeWire[:], int(t), "type") }
+
+// ActionDeliveryStatus is the one control action in protocol version 1.
+const ActionDeliveryStatus = "delivery_status"
+
+// Status is a delivery_status receipt's "status". Its wire spelling is in
+// statusWire.
+type Status uint8
+
+const (
+	StatusHeld         Status = iota + 1 // parked for a person to review
+	StatusDelivered                      // queued for the model
+	StatusDenied                         // a person said no
+	StatusRefused                        // the policy turns peer messages away
+	StatusExpired                        // a hold ran out, or the session exited with it unread
+	StatusMisaddressed                   // toSessionId names another session
+	StatusDropped                        // turned away before any policy (see DropReason)
+)
+
+var statusWire = [...]string{
+	StatusHeld: "held", StatusDelivered: "delivered", StatusDenied: "denied",
+	StatusRefused: "refused", StatusExpired: "expired", StatusMisaddressed: "misaddressed",
+	StatusDropped: "dropped",
+}
+
+// String returns the wire spelling.
+func (s Status) String() string { return wireName(statusWire[:], int(s), "status") }
+
+// ParseStatus reads a wire status. A status this version does not know is
+// an error: the caller treats it as "no transition" and keeps waiting.
+func ParseStatus(s string) (Status, error) {
+	if i := wireIndex(statusWire[:], s); i > 0 {
+		return Status(i), nil
+	}
+	return 0, fmt.Errorf("%w: %q", ErrUnknownStatus, s)
+}
+
+// Priority is a user frame's "priority". Anything but "now" reads as next;
+// today a receiver queues both for the next turn.
+type Priority uint8
+
+const (
+	PriorityNext Priority = iota
+	PriorityNow
+)
+
+var priorityWire = [...]string{PriorityNext: "next", PriorityNow: "now"}
+
+// String returns the wire spelling.
+func (p Priority) String() string { return wireName(priorityWire[:], int(p), "priority") }
+
+// DropReason says why an inbox turned a message away before any policy ran.
+// It travels as a dropped receipt's "dropReason".
+type DropReason uint8
+
+const (
+	DropRateLimited DropReason = iota + 1 // over the sender's or the global bucket
+	DropDuplicate                         // the sender's previous admitted body, within 30 s
+	DropQueueFull                         // the hold buffer or the delivery queue is full
+)
+
+var dropWire = [...]string{DropRateLimited: "rate-limited", DropDuplicate: "duplicate", DropQueueFull: "queue-full"}
+
+// String returns the wire spelling.
+func (r DropReason) String() string { return wireName(dropWire[:], int(r), "drop") }
+
+// ParseDropReason reads a wire dropReason.
+func ParseDropReason(s string) (DropReason, error) {
+	if i := wireIndex(dropWire[:], s); i > 0 {
+		return DropReason(i), nil
+	}
+	return 0, fmt.Errorf("unknown drop reason %q", s)
+}
+
+func wireName(table []string, i int, what string) string {
+	if i > 0 && i < len(table) || i == 0 && table[0] != "" {
+		return table[i]
+	}
+	return fmt.Sprintf("%s(%d)", what, i)
+}
+
+func wireIndex(table []string, s string) int {
+	for i, w := range table {
+		if w != "" && w == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// wireMode is a user frame's fromMode: only bypass and prompting are
+// claims; any other value asserts nothing.
+func wireMode(s string) message.Mode {
+	switch s {
+	case "bypass":
+		return message.ModeBypass
+	case "prompting":
+		return message.ModePrompting
+	}
+	return message.ModeUnknown
+}
+
+// ValidMsgID reports whether s is an id a receiver accepts:
+// ^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$, and not one that canonicalises to "all"
+// (a word the /peers commands reserve).
+func ValidMsgID(s string) bool {
+	if len(s) == 0 || len(s) > maxMsgIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '_' && c != '-') {
+			return false
+		}
+	}
+	return CanonicalMsgID(s) != "all"
+}
+
+// CanonicalMsgID is the form under which ids are compared: dashes removed,
+// lower-cased. A receiver's settled-id memory and a sender's ledger key on
+// it, so "AB-c" and "abc" are one id.
+func CanonicalMsgID(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '-' {
+			continue
+		}
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	if !isASCII(b) {
+		// Qwen Code lower-cases with toLowerCase; only receipts from
+		// strangers carry such ids, and they match nothing we sent.
+		return lowerUnicode(string(b))
+	}
+	return string(b)
+}
+
+// NewMsgID returns a fresh random (version 4) UUID.
+func NewMsgID() string { return uuid.NewString() }
+
+// Auth is the first line of a connection to an inbox with a token.
+type Auth struct {
+	Token Token
+}
+
+// Sender is who we are when we send: our inbox (where receipts come back),
+// its token (which the receiver presents on them), our display name and our
+// review class.
+type Sender struct {
+	IPCPath  string
+	IPCToken Token
+	Name     string
+	Mode     message.Mode
+}
+
+// UserFrame is a message for a session.
+type UserFrame struct {
+	MsgID      string
+	From       string       // the sender's inbox; "" means no receipts
+	ReplyToken Token        // what the receiver presents on receipts to From
+	FromName   string       // a claim; shown flattened
+	FromMode   message.Mode // a claim; ModeUnknown asserts nothing and is held
+	// ToSessionID is the session the sender means; a receiver holding
+	// another answers misaddressed. "" sends none (see Pin).
+	ToSessionID string
+	Priority    Priority
+	Content     string // non-empty
+
+	// pinnedEmpty records a frame that carried toSessionId "": a pin that
+	// matches no session, unlike no pin at all.
+	pinnedEmpty bool
+}
+
+// Pin returns the toSessionId the frame carries, and whether it carries
+// one at all.
+func (f UserFrame) Pin() (id string, ok bool) {
+	return f.ToSessionID, f.ToSessionID != "" || f.pinnedEmpty
+}
+
+// NewUserFrame builds what Qwen Code's send_message writes to the session
+// rec describes: a fresh msgId, our inbox and its token for receipts, our
+// name and review class (left out when unknown), toSessionId pinned to the
+// record's session, priority next.
+func NewUserFrame(self Sender, to Record, content string) UserFrame {
+	return UserFrame{
+		MsgID: NewMsgID(), From: self.IPCPath, ReplyToken: self.IPCToken,
+		FromName: self.Name, FromMode: self.Mode, ToSessionID: to.SessionID,
+		Priority: PriorityNext, Content: content,
+	}
+}
+
+// Validate reports whether a receiver would accept f.
+func (f UserFrame) Validate() error {
+	switch {
+	case !ValidMsgID(f.MsgID):
+		return fmt.Errorf("%w: %q", ErrBadMsgID, f.MsgID)
+	case f.Content == "":
+		return ErrNoContent
+	case int(f.Priority) >= len(priorityWire):
+		return fmt.Errorf("%w: priority", ErrBadField)
+	case f.FromMode > message.ModePrompting:
+		return fmt.Errorf("%w: fromMode", ErrBadField)
+	}
+	return validStrings(f.From, string(f.ReplyToken), f.FromName, f.ToSessionID, f.Content)
+}
+
+// StatusFrame is a delivery_status receipt about the message OrigMsgID.
+type StatusFrame struct {
+	MsgID     string
+	Status    Status
+	OrigMsgID string
+	From      string // the receiver's inbox, for the record; receipts are not answered
+	Reason    string // free text for a person; never compare it
+	// DropReason and DroppedMsgIDs go with StatusDropped only, and are
+	// ignored on any other status. DroppedMsgIDs are further ids the same
+	// receipt settles: a burst is answered with one receipt.
+	DropReason    DropReason
+	DroppedMsgIDs []string
+}
+
+// statusReasons is the text we send with each status. Qwen Code's CLI and
+// SDK each word these their own way, and receivers never compare them.
+var statusReasons = [...]string{
+	StatusHeld:         "Your message is held until the recipient's user reviews it.",
+	StatusDelivered:    "Your message was queued for the recipient session.",
+	StatusDenied:       "The recipient's user declined your message; it was not delivered.",
+	StatusRefused:      "The recipient does not accept messages from other sessions; nobody saw this one. Do not re-send it.",
+	StatusExpired:      "Your message was not delivered: it waited too long, or the recipient closed first.",
+	StatusMisaddressed: "That address now belongs to another session; look the recipient up again before re-sending.",
+	StatusDropped:      "Your message was turned away at the recipient's inbox before anyone saw it; treat it as unsent and fold what matters into one later message.",
+}
+
+// NewStatusFrame builds the receipt for origMsgID with a fresh msgId, sent
+// from our inbox at from, with our reason text for st.
+func NewStatusFrame(st Status, origMsgID, from string) StatusFrame {
+	f := StatusFrame{MsgID: NewMsgID(), Status: st, OrigMsgID: origMsgID, From: from}
+	if int(st) < len(statusReasons) {
+		f.Reason = statusReasons[st]
+	}
+	return f
+}
+
+// NewDropFrame builds a dropped receipt about origMsgID that also settles
+// dropped (at most MaxDroppedMsgIDs of them are kept).
+func NewDropFrame(origMsgID, from string, reason DropReason, dropped []string) StatusFrame {
+	f := NewStatusFrame(StatusDropped, origMsgID, from)
+	f.DropReason = reason
+	if len(dropped) > MaxDroppedMsgIDs {
+		dropped = dropped[:MaxDroppedMsgIDs]
+	}
+	if len(dropped) > 0 {
+		f.DroppedMsgIDs = append([]string(nil), dropped...)
+	}
+	return f
+}
+
+// Settles lists every id the receipt settles: OrigMsgID, then, on a dropped
+// receipt, DroppedMsgIDs.
+func (f StatusFrame) Settles() []string {
+	ids := []string{f.OrigMsgID}
+	if f.Status == StatusDropped {
+		ids = append(ids, f.DroppedMsgIDs...)
+	}
+	return ids
+}
+
+// Validate reports whether a receiver would accept f.
+func (f StatusFrame) Validate() error {
+	switch {
+	case !ValidMsgID(f.MsgID):
+		return fmt.Errorf("%w: %q", ErrBadMsgID, f.MsgID)
+	case f.Status == 0 || int(f.Status) >= len(statusWire):
+		return fmt.Errorf("%w: %d", ErrUnknownStatus, f.Status)
+	case f.OrigMsgID == "":
+		return ErrNoOrigMsgID
+	case int(f.DropReason) >= len(dropWire):
+		return fmt.Errorf("%w: dropReason", ErrBadField)
+	case len(f.DroppedMsgIDs) > MaxDroppedMsgIDs:
+		return fmt.Errorf("%w: more than %d droppedMsgIds", ErrBadField, MaxDroppedMsgIDs)
+	}
+	for _, id := range f.DroppedMsgIDs {
+		if !ValidMsgID(id) {
+			return fmt.Errorf("%w: droppedMsgIds has %q", ErrBadMsgID, id)
+		}
+	}
+	return validStrings(f.OrigMsgID, f.From, f.Reason)
+}
+
+func validStrings(ss ...string) error {
+	for _, s := range ss {
+		if !utf8.ValidString(s) {
+			return ErrInvalidUTF8
+		}
+	}
+	return nil
+}
+
+// The wire shapes, in the order Qwen Code's builders write the keys.
+type (
+	authWire struct {
+		MsgV  int    `json:"msgV"`
+		Type  string `json:"type"`
+		Token string `json:"token"`
+	}
+	userMessageWire struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	userWire struct {
+		MsgV        int             `json:"msgV"`
+		MsgID       string          `json:"msgId"`
+		Type        string          `json:"type"`
+		From        string          `json:"from,omitempty"`
+		ReplyToken  string          `json:"replyToken,omitempty"`
+		FromName    string          `json:"fromName,omitempty"`
+		FromMode    string          `json:"fromMode,omitempty"`
+		ToSessionID *string         `json:"toSessionId,omitempty"`
+		Priority    string          `json:"priority"`
+		Message     userMessageWire `json:"message"`
+	}
+	statusWireFrame struct {
+		MsgV          int      `json:"msgV"`
+		MsgID         string   `json:"msgId"`
+		Type          string   `json:"type"`
+		Action        string   `json:"action"`
+		Status        string   `json:"status"`
+		OrigMsgID     string   `json:"origMsgId"`
+		From          string   `json:"from,omitempty"`
+		Reason        string   `json:"reason,omitempty"`
+		DropReason    string   `json:"dropReason,omitempty"`
+		DroppedMsgIDs []string `json:"droppedMsgIds,omitempty"`
+	}
+)
+
+// Frame is a line that can be written after the auth line.
+type Frame interface {
+	Marshal() ([]byte, error)
+}
+
+// Marshal encodes the auth line, without its newline. An empty token is an
+// error: no inbox accepts it.
+func (a Auth) Marshal() ([]byte, error) {
+	if a.Token == "" {
+		return nil, ErrNoToken
+	}
+	if err := validStrings(string(a.Token)); err != nil {
+		return nil, err
+	}
+	return marshalJSON(authWire{MsgV: FrameVersion, Type: lineTypeWire[LineAuth], Token: string(a.Token)})
+}
+
+// Marshal encodes f as one line, without its newline. It refuses a frame
+// that does not Validate.
+func (f UserFrame) Marshal() ([]byte, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	w := userWire{
+		MsgV: FrameVersion, MsgID: f.MsgID, Type: lineTypeWire[LineUser],
+		From: f.From, ReplyToken: string(f.ReplyToken), FromName: f.FromName,
+		FromMode: f.FromMode.String(), Priority: f.Priority.String(),
+		Message: userMessageWire{Role: "user", Content: f.Content},
+	}
+	if id, ok := f.Pin(); ok {
+		w.ToSessionID = &id
+	}
+	return marshalJSON(w)
+}
+
+// Marshal encodes f as one line, without its newline. It refuses a frame
+// that does not Validate. DropReason and DroppedMsgIDs are written only on a
+// dropped receipt.
+func (f StatusFrame) Marshal() ([]byte, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	w := statusWireFrame{
+		MsgV: FrameVersion, MsgID: f.MsgID, Type: lineTypeWire[LineControl],
+		Action: ActionDeliveryStatus, Status: f.Status.String(), OrigMsgID: f.OrigMsgID,
+		From: f.From, Reason: f.Reason,
+	}
+	if f.Status == StatusDropped {
+		if f.DropReason != 0 {
+			w.DropReason = f.DropReason.String()
+		}
+		w.DroppedMsgIDs = f.DroppedMsgIDs
+	}
+	return marshalJSON(w)
+}
+
+// ErrFrameTooLarge: the frame is over MaxFrameUnits; no receiver reads it.
+var ErrFrameTooLarge = errors.New("frame over the 1 MiB line limit")
+
+// Payload is what one connection writes, in one write: the auth line when
+// token is not empty (send it whenever the target's record has an
+// ipcToken), then the frame, each ending in '\n'. A frame over
+// MaxFrameUnits UTF-16 code units is ErrFrameTooLarge, as Qwen Code refuses
+// it before dialing.
+func Payload(token Token, f Frame) ([]byte, error) {
+	line, err := f.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	if n := utf16Len(string(line)); n > MaxFrameUnits {
+		return nil, fmt.Errorf("%w: %d UTF-16 units", ErrFrameTooLarge, n)
+	}
+	var out []byte
+	if token != "" {
+		auth, err := Auth{Token: token}.Marshal()
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(out, auth...), '\n')
+	}
+	return append(append(out, line...), '\n'), nil
+}
+
+// Line is one parsed line: exactly one of Auth, User and Status is set.
+type Line struct {
+	Auth   *Auth
+	User   *UserFrame
+	Status *StatusFrame
+}
+
+// Errors from ParseLine, besides the decoding errors (ErrInvalidUTF8,
+// ErrSyntax, ErrNotObject, ErrDuplicateKey, ErrBadField). A reader skips the
+// line in every case, except that a connection whose first non-blank line
+// is not an auth line with an accepted token is closed.
+var (
+	ErrBlankLine     = errors.New("blank line")
+	ErrVersion       = errors.New(`line has no numeric "msgV" at or below 1`)
+	ErrUnknownType   = errors.New(`line has a "type" other than auth, user or control`)
+	ErrNoToken       = errors.New("auth line has no token")
+	ErrBadMsgID      = errors.New(`"msgId" is not a valid message id`)
+	ErrBadRole       = errors.New(`user frame's message.role is not "user"`)
+	ErrNoContent     = errors.New("user frame has no message content")
+	ErrUnknownAction = errors.New(`control frame's action is not "delivery_status"`)
+	ErrUnknownStatus = errors.New("unknown delivery status")
+	ErrNoOrigMsgID   = errors.New(`receipt has no "origMsgId"`)
+)
+
+// IsBlank reports whether a line holds nothing but white space (as
+// JavaScript's trim sees it). Qwen Code's line reader skips such lines
+// before anything else looks at them, the auth check included.
+func IsBlank(line []byte) bool { return jsTrim(string(line)) == "" }
+
+// ParseLine reads one line (without its newline) as Qwen Code's inbox does,
+// and more strictly where no genuine sender would notice:
+//
+//   - invalid UTF-8 is refused rather than replaced, and so is a key
+//     repeated anywhere (JSON.parse lets the last one win);
+//   - keys match exactly, case included;
+//   - a known string field of another JSON type is refused (ErrBadField)
+//     where Qwen Code would drop the field and deliver; null is absent;
+//   - priority must be a string when present.
+//
+// Like Qwen Code it accepts any msgV at or below 1, reads an unknown
+// fromMode as none and an unknown priority as next, and on a dropped
+// receipt drops an unknown dropReason and keeps only the valid droppedMsgIds
+// (the first 256). Unknown fields are ignored. An auth line needs only msgV,
+// type and a non-empty string token; a user or control line also needs a
+// valid msgId.
+func ParseLine(b []byte) (Line, error) {
+	if IsBlank(b) {
+		return Line{}, ErrBlankLine
+	}
+	o, err := decodeObject(b)
+	if err != nil {
+		return Line{}, err
+	}
+	if v, ok := o.num("msgV"); !ok || v > FrameVersion {
+		return Line{}, ErrVersion
+	}
+	typ, _ := o.str("type")
+	switch typ {
+	case lineTypeWire[LineAuth]:
+		tok, ok := o.str("token")
+		if !ok || tok == "" {
+			return Line{}, ErrNoToken
+		}
+		return Line{Auth: &Auth{Token: Token(tok)}}, nil
+	case lineTypeWire[LineUser], lineTypeWire[LineControl]:
+	default:
+		return Line{}, fmt.Errorf("%w: %q", ErrUnknownType, typ)
+	}
+	id, _ := o.str("msgId")
+	if !ValidMsgID(id) {
+		return Line{}, fmt.Errorf("%w: %q", ErrBadMsgID, id)
+	}
+	if typ == lineTypeWire[LineUser] {
+		f, err := parseUser(o, id)
+		if err != nil {
+			return Line{}, err
+		}
+		return Line{User: &f}, nil
+	}
+	f, err := parseStatus(o, id)
+	if err != nil {
+		return Line{}, err
+	}
+	return Line{Status: &f}, nil
+}
+
+func parseUser(o object, id string) (UserFrame, error) {
+	f := UserFrame{MsgID: id}
+	if o.kind("message") != kindObject {
+		return UserFrame{}, fmt.Errorf("%w: message", ErrNoContent)
+	}
+	msg, err := decodeObject(o["message"])
+	if err != nil {
+		return UserFrame{}, fmt.Errorf("message: %w", err)
+	}
+	if role, _ := msg.str("role"); role != "user" {
+		return UserFrame{}, ErrBadRole
+	}
+	if f.Content, _ = msg.str("content"); f.Content == "" {
+		return UserFrame{}, ErrNoContent
+	}
+	var from, reply, name, mode, prio string
+	for _, fld := range []struct {
+		key string
+		dst *string
+	}{{"from", &from}, {"replyToken", &reply}, {"fromName", &name}, {"fromMode", &mode}, {"priority", &prio}} {
+		if *fld.dst, err = o.optString(fld.key); err != nil {
+			return UserFrame{}, err
+		}
+	}
+	f.From, f.ReplyToken, f.FromName, f.FromMode = from, Token(reply), name, wireMode(mode)
+	if prio == priorityWire[PriorityNow] {
+		f.Priority = PriorityNow
+	}
+	switch o.kind("toSessionId") {
+	case kindAbsent, kindNull:
+	case kindString:
+		f.ToSessionID, _ = o.str("toSessionId")
+		f.pinnedEmpty = f.ToSessionID == ""
+	default:
+		return UserFrame{}, fmt.Errorf("%w: toSessionId", ErrBadField)
+	}
+	return f, nil
+}
+
+func parseStatus(o object, id string) (StatusFrame, error) {
+	f := StatusFrame{MsgID: id}
+	if action, _ := o.str("action"); action != ActionDeliveryStatus {
+		return StatusFrame{}, fmt.Errorf("%w: %q", ErrUnknownAction, action)
+	}
+	st, _ := o.str("status")
+	var err error
+	if f.Status, err = ParseStatus(st); err != nil {
+		return StatusFrame{}, err
+	}
+	if f.OrigMsgID, _ = o.str("origMsgId"); f.OrigMsgID == "" {
+		return StatusFrame{}, ErrNoOrigMsgID
+	}
+	if f.From, err = o.optString("from"); err != nil {
+		return StatusFrame{}, err
+	}
+	if f.Reason, err = o.optString("reason"); err != nil {
+		return StatusFrame{}, err
+	}
+	if f.Status != StatusDropped {
+		return f, nil // dropReason and droppedMsgIds mean nothing here
+	}
+	reason, err := o.optString("dropReason")
+	if err != nil {
+		return StatusFrame{}, err
+	}
+	f.DropReason, _ = ParseDropReason(reason) // unknown reads as none
+	switch o.kind("droppedMsgIds") {
+	case kindAbsent, kindNull:
+	case kindArray:
+		var items []any
+		if err := decodeArray(o["droppedMsgIds"], &items); err != nil {
+			return StatusFrame{}, fmt.Errorf("%w: droppedMsgIds", ErrBadField)
+		}
+		for _, it := range items {
+			if s, ok := it.(string); ok && ValidMsgID(s) && len(f.DroppedMsgIDs) < MaxDroppedMsgIDs {
+				f.DroppedMsgIDs = append(f.DroppedMsgIDs, s)
+			}
+		}
+	default:
+		return StatusFrame{}, fmt.Errorf("%w: droppedMsgIds", ErrBadField)
+	}
+	return f, nil
+}

@@ -1,0 +1,946 @@
+package qwen
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sessiongateway/gateway/message"
+)
+
+// Limits are the inbox's admission limits. The defaults are Qwen Code
+// 0.24.4's (PEER_ADMISSION_LIMITS, MAX_HELD_MESSAGES, MAX_SETTLED_IDS and
+// the input queue's MAX_ACCEPTED_BACKLOG).
+type Limits struct {
+	SenderBurst           int           // tokens a sender starts with and can save up
+	SenderRefillPerSecond float64       // tokens a sender earns back per second
+	GlobalBurst           int           // the bucket all senders share
+	GlobalRefillPerSecond float64       //
+	DedupWindow           time.Duration // how long a sender's body counts as a repeat
+	MaxTrackedSenders     int           // sender meters kept; see Gate
+	MaxSettled            int           // settled ids remembered with their verdict
+	MaxHeld               int           // held messages, per session
+	MaxQueued             int           // accepted messages waiting to be consumed
+}
+
+// DefaultLimits returns Qwen Code's: a burst of 30 per sender refilled at
+// one every two seconds, a shared burst of 32 refilled at one a second, a
+// 30 s duplicate window, 256 senders, 512 settled ids, 50 held, 50 queued.
+func DefaultLimits() Limits {
+	return Limits{
+		SenderBurst: 30, SenderRefillPerSecond: 0.5,
+		GlobalBurst: 32, GlobalRefillPerSecond: 1,
+		DedupWindow: 30 * time.Second, MaxTrackedSenders: 256,
+		MaxSettled: 512, MaxHeld: 50, MaxQueued: 50,
+	}
+}
+
+// withDefaults fills every zero or negative field from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	fill := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	fill(&l.SenderBurst, d.SenderBurst)
+	fill(&l.GlobalBurst, d.GlobalBurst)
+	fill(&l.MaxTrackedSenders, d.MaxTrackedSenders)
+	fill(&l.MaxSettled, d.MaxSettled)
+	fill(&l.MaxHeld, d.MaxHeld)
+	fill(&l.MaxQueued, d.MaxQueued)
+	if l.SenderRefillPerSecond <= 0 {
+		l.SenderRefillPerSecond = d.SenderRefillPerSecond
+	}
+	if l.GlobalRefillPerSecond <= 0 {
+		l.GlobalRefillPerSecond = d.GlobalRefillPerSecond
+	}
+	if l.DedupWindow <= 0 {
+		l.DedupWindow = d.DedupWindow
+	}
+	return l
+}
+
+// burstWindow is how long a sender's bucket takes to refill from empty:
+// 60 s at the defaults. The send mirror counts a burst over it.
+func (l Limits) burstWindow() time.Duration {
+	return time.Duration(float64(l.SenderBurst) / l.SenderRefillPerSecond * float64(time.Second))
+}
+
+// AuthKind is which token a connection presented.
+type AuthKind uint8
+
+const (
+	AuthPeer       AuthKind = iota + 1 // the inbox's ipcToken: an ordinary peer
+	AuthChild                          // the child token: a process we started
+	AuthController                     // a controller grant: a program the user trusts
+)
+
+// originWire is the origin attribute each kind puts on a delivered message
+// (an ordinary peer has none).
+var originWire = [...]string{AuthPeer: "peer", AuthChild: "own-process", AuthController: "controller"}
+
+// String returns the origin spelling: "own-process" for a child.
+func (k AuthKind) String() string { return wireName(originWire[:], int(k), "auth") }
+
+// Origin is what a connection's auth line established: never read off a
+// frame.
+type Origin struct {
+	Kind       AuthKind
+	Controller Controller // with AuthController: the grant's id and label
+}
+
+// ControllerVerifier resolves a presented controller token to its grant.
+// *Controllers is one, for our own grants or for $QWEN_HOME's.
+type ControllerVerifier interface {
+	Verify(token string) (Controller, bool)
+}
+
+// Authenticator checks a connection's first non-blank line.
+type Authenticator struct {
+	IPCToken    Token                // published in our record
+	ChildToken  Token                // handed to processes we start
+	Controllers []ControllerVerifier // grants, consulted in order
+}
+
+// Authenticate reads the first non-blank line of a connection: an auth line
+// whose token is our ipcToken (AuthPeer), our child token (AuthChild) or a
+// controller grant (AuthController), checked in that order, each in
+// constant time. ok false means the connection must be closed at once,
+// without a word: the line was not an auth line, or its token matched
+// nothing.
+func (a Authenticator) Authenticate(line []byte) (o Origin, ok bool) {
+	l, err := ParseLine(line)
+	if err != nil || l.Auth == nil {
+		return Origin{}, false
+	}
+	tok := l.Auth.Token
+	peer := a.IPCToken != "" && a.IPCToken.Equal(tok)
+	child := a.ChildToken != "" && a.ChildToken.Equal(tok)
+	var ctl Controller
+	var isCtl bool
+	for _, v := range a.Controllers {
+		if c, found := v.Verify(string(tok)); found && !isCtl {
+			ctl, isCtl = c, true
+		}
+	}
+	switch {
+	case peer:
+		return Origin{Kind: AuthPeer}, true
+	case child:
+		return Origin{Kind: AuthChild}, true
+	case isCtl:
+		return Origin{Kind: AuthController, Controller: ctl}, true
+	}
+	return Origin{}, false
+}
+
+// Policy is the agents.crossSessionInbound setting. Its wire spelling is
+// the setting's value.
+type Policy uint8
+
+const (
+	PolicyUnset  Policy = iota // review-class parity decides
+	PolicyAccept               // deliver every message
+	PolicyHold                 // hold every message for a person
+	PolicyRefuse               // turn every message away (refused)
+)
+
+var policyWire = [...]string{PolicyUnset: "", PolicyAccept: "accept", PolicyHold: "hold", PolicyRefuse: "refuse"}
+
+func (p Policy) String() string {
+	if p == PolicyUnset {
+		return "unset"
+	}
+	return wireName(policyWire[:], int(p), "policy")
+}
+
+// ParsePolicy reads a setting value; "" is PolicyUnset. Any other value is
+// an error, which the gate reads as "hold, the setting is unreadable".
+func ParsePolicy(s string) (Policy, error) {
+	if s == "" {
+		return PolicyUnset, nil
+	}
+	if i := wireIndex(policyWire[:], s); i > 0 {
+		return Policy(i), nil
+	}
+	return PolicyUnset, fmt.Errorf("unknown crossSessionInbound %q (want accept, hold or refuse)", s)
+}
+
+// HoldForever is the hold lifetime of the "never" setting.
+const HoldForever = time.Duration(math.MaxInt64)
+
+// DefaultHeldExpiry is the hold lifetime when nothing is set, or when the
+// setting is not one of its four values.
+const DefaultHeldExpiry = 5 * time.Minute
+
+var heldExpiryWire = map[string]time.Duration{"1m": time.Minute, "5m": 5 * time.Minute, "10m": 10 * time.Minute, "never": HoldForever}
+
+// ParseHeldExpiry reads agents.crossSessionHeldExpiry: 1m, 5m, 10m or never
+// (HoldForever). Anything else, "" included, is the 5m default, as in Qwen
+// Code.
+func ParseHeldExpiry(s string) time.Duration {
+	if d, ok := heldExpiryWire[s]; ok {
+		return d
+	}
+	return DefaultHeldExpiry
+}
+
+// ReviewClassOf maps a Qwen Code approval mode to its review class: plan and
+// default review each action (prompting); auto-edit, auto and yolo apply
+// some without review (bypass). Any other value is unknown.
+func ReviewClassOf(approvalMode string) message.Mode {
+	switch approvalMode {
+	case "plan", "default":
+		return message.ModePrompting
+	case "auto-edit", "auto", "yolo":
+		return message.ModeBypass
+	}
+	return message.ModeUnknown
+}
+
+// HoldCause says why a message waits for a person.
+type HoldCause uint8
+
+const (
+	CauseExplicitSetting  HoldCause = iota + 1 // crossSessionInbound is hold
+	CauseModeMismatch                          // the sender's review class is not ours
+	CauseNoModeAsserted                        // the sender named no review class
+	CauseModeUnknown                           // our own review class is unknown
+	CausePolicyUnreadable                      // the setting could not be read
+)
+
+var causeWire = [...]string{
+	CauseExplicitSetting: "explicit-setting", CauseModeMismatch: "mode-mismatch",
+	CauseNoModeAsserted: "no-mode-asserted", CauseModeUnknown: "mode-unknown",
+	CausePolicyUnreadable: "policy-unreadable",
+}
+
+func (c HoldCause) String() string { return wireName(causeWire[:], int(c), "cause") }
+
+// Outcome is what the gate did with one message.
+type Outcome uint8
+
+const (
+	OutcomeDelivered    Outcome = iota + 1 // queued on Deliveries; delivered receipt
+	OutcomeHeld                            // parked, or already parked; held receipt
+	OutcomeDropped                         // turned away for Decision.Drop; a coalesced drop receipt
+	OutcomeRefused                         // the policy refuses; refused receipt
+	OutcomeRepeated                        // an id already settled: its verdict is repeated
+	OutcomeMisaddressed                    // pinned to a session we do not hold; misaddressed receipt
+	OutcomeExpired                         // arrived while shutting down; expired receipt
+)
+
+var outcomeNames = [...]string{
+	OutcomeDelivered: "delivered", OutcomeHeld: "held", OutcomeDropped: "dropped",
+	OutcomeRefused: "refused", OutcomeRepeated: "repeated", OutcomeMisaddressed: "misaddressed",
+	OutcomeExpired: "expired",
+}
+
+func (o Outcome) String() string { return wireName(outcomeNames[:], int(o), "outcome") }
+
+// Decision is the gate's answer to one message.
+type Decision struct {
+	Outcome Outcome
+	Drop    DropReason // with OutcomeDropped
+	Cause   HoldCause  // with a fresh OutcomeHeld
+	Receipt Status     // the status reported to the sender; 0 with OutcomeDropped
+}
+
+// Inbound is a user frame and what its connection proved.
+type Inbound struct {
+	Frame  UserFrame
+	Origin Origin
+}
+
+// maxSenderKeyUnits bounds the sender address a key is made of (and the
+// address drop receipts go to).
+const maxSenderKeyUnits = 256
+
+// SenderKey is how the gate tells senders apart, as Qwen Code does: a
+// controller by its grant, a child and a peer by the address they claim
+// (cut to 256 UTF-16 units), and everything without an address as one
+// "unknown" sender. The claim is all there is: a sender that rotates its
+// address gets a fresh meter, but not a fresh share of the global bucket.
+func (in Inbound) SenderKey() string {
+	if in.Origin.Kind == AuthController {
+		return "controller:" + in.Origin.Controller.ID
+	}
+	addr := utf16Prefix(in.Frame.From, maxSenderKeyUnits)
+	if in.Origin.Kind == AuthChild {
+		return "own:" + addr
+	}
+	if addr == "" {
+		return "unknown"
+	}
+	return "peer:" + addr
+}
+
+// Report is a receipt the gate asks to send: Status about Inbound's frame,
+// to its From, authenticated with its ReplyToken. Nothing is sent when
+// From is empty.
+type Report struct {
+	Inbound Inbound
+	Status  Status
+}
+
+// Config wires a Gate to its session. Every func is called without the
+// gate's lock held, except Policy, ReviewClass, HeldExpiry, SessionID and
+// OwnsSession, which must be quick and must not call the gate.
+type Config struct {
+	Clock  Clock
+	Limits Limits // zero fields take DefaultLimits
+
+	// Policy returns crossSessionInbound for the session a frame is pinned
+	// to ("" when unpinned); PolicyUnset when unset, an error when it cannot
+	// be read. Nil means unset.
+	Policy func(toSessionID string) (Policy, error)
+	// ReviewClass is the session's own review class; message.ModeUnknown
+	// (or a nil func) holds every message that parity would decide.
+	ReviewClass func(toSessionID string) message.Mode
+	// HeldExpiry is the hold lifetime (see ParseHeldExpiry); nil is 5m.
+	HeldExpiry func(toSessionID string) time.Duration
+
+	// SessionID is the one session this inbox answers for. A frame pinned
+	// to another is misaddressed; a change of id resets the admission
+	// meters. Leave nil, and set OwnsSession, for an inbox serving several.
+	SessionID func() string
+	// OwnsSession, for an inbox serving several sessions, reports whether
+	// id is one of them. A frame must then be pinned to one.
+	OwnsSession func(id string) bool
+
+	// Report sends a receipt (see Report).
+	Report func(Report)
+	// Dropped hears every drop, for DropReceipts.Note and a local notice.
+	Dropped func(Inbound, DropReason)
+}
+
+// Gate is an inbox's admission, in Qwen Code's order (see Admit). It owns
+// the held messages and the queue of accepted ones. It is safe for
+// concurrent use.
+type Gate struct {
+	cfg Config
+	lim Limits
+	clk Clock
+
+	mu        sync.Mutex
+	globalTok float64
+	globalAt  time.Time
+	senders   *list.List               // of *meter, least recently seen first
+	meters    map[string]*list.Element // by sender key
+	settled   *list.List               // of *settledID, oldest first
+	settledBy map[string]*list.Element // by canonical id
+	held      []*held                  // oldest first
+	queue     chan Inbound
+	shutdown  bool
+	timer     Stopper
+	timerGen  uint64
+	sidSeen   bool
+	sid       string
+}
+
+type meter struct {
+	key    string
+	tokens float64
+	at     time.Time
+	bodies []bodyRec // admitted bodies inside the window, oldest first
+}
+
+type bodyRec struct {
+	msgID string
+	hash  [sha256.Size]byte
+	at    time.Time
+}
+
+type settledID struct {
+	key     string
+	verdict Status
+}
+
+type held struct {
+	in    Inbound
+	cause HoldCause
+	since time.Time
+}
+
+// NewGate returns a gate for cfg.
+func NewGate(cfg Config) *Gate {
+	if cfg.Clock == nil {
+		cfg.Clock = RealClock{}
+	}
+	lim := cfg.Limits.withDefaults()
+	return &Gate{
+		cfg: cfg, lim: lim, clk: cfg.Clock,
+		globalTok: float64(lim.GlobalBurst), globalAt: cfg.Clock.Now(),
+		senders: list.New(), meters: map[string]*list.Element{},
+		settled: list.New(), settledBy: map[string]*list.Element{},
+		queue: make(chan Inbound, lim.MaxQueued),
+	}
+}
+
+// Limits returns the limits in force, defaults filled in.
+func (g *Gate) Limits() Limits { return g.lim }
+
+// Deliveries is the queue of accepted messages, at most MaxQueued. Its
+// consumer hands each to the session; while it is full, accepted messages
+// are dropped queue-full. It is closed by Shutdown.
+func (g *Gate) Deliveries() <-chan Inbound { return g.queue }
+
+// pending collects what to tell the outside world once the lock is gone.
+type pending struct {
+	reports []Report
+	drops   []dropped
+}
+
+type dropped struct {
+	in     Inbound
+	reason DropReason
+}
+
+func (p *pending) report(in Inbound, st Status) { p.reports = append(p.reports, Report{in, st}) }
+
+func (g *Gate) flush(p *pending) {
+	for _, d := range p.drops {
+		if g.cfg.Dropped != nil {
+			g.cfg.Dropped(d.in, d.reason)
+		}
+	}
+	for _, r := range p.reports {
+		if g.cfg.Report != nil {
+			g.cfg.Report(r)
+		}
+	}
+}
+
+// Admit decides one user frame that arrived on an authenticated
+// connection, in Qwen Code's order:
+//
+//  1. misaddressed: pinned to a session this inbox does not hold (with
+//     several sessions, not pinned at all). Checked before any bucket.
+//  2. the global bucket (32, one a second): rate-limited;
+//  3. duplicate: the body equals the sender's last admitted body still
+//     inside the window (children and controllers are exempt);
+//  4. the sender's bucket (30, one per two seconds): rate-limited. Only a
+//     message that passes 2 to 4 costs a token from each bucket, and its
+//     body becomes the sender's last;
+//  5. a settled id (compared canonically): its earlier verdict, repeated;
+//  6. an id already held: held again;
+//  7. the policy: refuse (refused); while shutting down, expired; accept
+//     (queued, or dropped queue-full when the queue is full); or hold
+//     (parked, or dropped queue-full when 50 are held for that session).
+//
+// Drops leave no settled id, so a sender that waits and retries finds the
+// gate as if it had waited in the first place. Every outcome after 4 that
+// the session never sees (5, 6, refused, expired, queue-full) takes the
+// body back out of the duplicate window, but not the tokens.
+//
+// Qwen Code checks 1 outside its gate (a misaddressed message costs no
+// token); it is here so that one call decides a frame.
+func (g *Gate) Admit(in Inbound) Decision {
+	var p pending
+	g.mu.Lock()
+	d := g.admitLocked(in, &p)
+	g.mu.Unlock()
+	g.flush(&p)
+	return d
+}
+
+func (g *Gate) admitLocked(in Inbound, p *pending) Decision {
+	now := g.clk.Now()
+	if g.misaddressed(in.Frame) {
+		p.report(in, StatusMisaddressed)
+		return Decision{Outcome: OutcomeMisaddressed, Receipt: StatusMisaddressed}
+	}
+	if g.cfg.SessionID != nil {
+		sid := g.cfg.SessionID()
+		if g.sidSeen && sid != g.sid {
+			g.resetAdmission(now) // a new conversation: fresh meters
+		}
+		g.sidSeen, g.sid = true, sid
+	}
+	g.expireOverdue(now, p)
+	if r, ok := g.admission(in, now); !ok {
+		return g.drop(in, r, p)
+	}
+	key := CanonicalMsgID(in.Frame.MsgID)
+	if e, ok := g.settledBy[key]; ok {
+		v := e.Value.(*settledID).verdict
+		g.forgetBody(in)
+		p.report(in, v)
+		return Decision{Outcome: OutcomeRepeated, Receipt: v}
+	}
+	if slices.ContainsFunc(g.held, func(h *held) bool { return CanonicalMsgID(h.in.Frame.MsgID) == key }) {
+		g.forgetBody(in)
+		p.report(in, StatusHeld)
+		return Decision{Outcome: OutcomeHeld, Receipt: StatusHeld}
+	}
+	pol, cause := g.policy(in)
+	switch {
+	case pol == PolicyRefuse:
+		g.forgetBody(in)
+		g.recordSettled(in.Frame.MsgID, StatusRefused)
+		p.report(in, StatusRefused)
+		return Decision{Outcome: OutcomeRefused, Receipt: StatusRefused}
+	case g.shutdown:
+		g.forgetBody(in)
+		p.report(in, StatusExpired)
+		return Decision{Outcome: OutcomeExpired, Receipt: StatusExpired}
+	case pol == PolicyAccept:
+		if !g.enqueue(in) {
+			g.forgetBody(in)
+			return g.drop(in, DropQueueFull, p)
+		}
+		g.recordSettled(in.Frame.MsgID, StatusDelivered)
+		p.report(in, StatusDelivered)
+		return Decision{Outcome: OutcomeDelivered, Receipt: StatusDelivered}
+	}
+	hk := g.heldKey(in.Frame)
+	n := 0
+	for _, h := range g.held {
+		if g.heldKey(h.in.Frame) == hk {
+			n++
+		}
+	}
+	if n >= g.lim.MaxHeld {
+		g.forgetBody(in)
+		return g.drop(in, DropQueueFull, p)
+	}
+	g.held = append(g.held, &held{in: in, cause: cause, since: now})
+	p.report(in, StatusHeld)
+	g.reschedule(now)
+	return Decision{Outcome: OutcomeHeld, Cause: cause, Receipt: StatusHeld}
+}
+
+func (g *Gate) drop(in Inbound, r DropReason, p *pending) Decision {
+	p.drops = append(p.drops, dropped{in, r})
+	return Decision{Outcome: OutcomeDropped, Drop: r}
+}
+
+// enqueue puts an accepted message on the queue, unless it is full.
+func (g *Gate) enqueue(in Inbound) bool {
+	select {
+	case g.queue <- in:
+		return true
+	default:
+		return false
+	}
+}
+
+// misaddressed: with several sessions a frame must be pinned to one we
+// hold; with one, a pin must name it (when we know our id).
+func (g *Gate) misaddressed(f UserFrame) bool {
+	pin, pinned := f.Pin()
+	if g.cfg.OwnsSession != nil {
+		return !pinned || !g.cfg.OwnsSession(pin)
+	}
+	if !pinned || g.cfg.SessionID == nil {
+		return false
+	}
+	own := g.cfg.SessionID()
+	return own != "" && pin != own
+}
+
+// pinHere re-judges a parked frame's pin at release: the session may have
+// been swapped while it waited.
+func (g *Gate) pinHere(f UserFrame) bool { return !g.misaddressed(f) }
+
+// heldKey is the hold allowance a frame counts against: one for the
+// session, or one per pinned session (case-insensitive) for an inbox
+// serving several.
+func (g *Gate) heldKey(f UserFrame) string {
+	if g.cfg.OwnsSession == nil {
+		return ""
+	}
+	return strings.ToLower(f.ToSessionID)
+}
+
+// policy decides accept, hold or refuse, and why a hold.
+func (g *Gate) policy(in Inbound) (Policy, HoldCause) {
+	to := in.Frame.ToSessionID
+	var explicit Policy
+	if g.cfg.Policy != nil {
+		var err error
+		if explicit, err = g.cfg.Policy(to); err != nil || explicit > PolicyRefuse {
+			return PolicyHold, CausePolicyUnreadable
+		}
+	}
+	switch explicit {
+	case PolicyHold:
+		return PolicyHold, CauseExplicitSetting
+	case PolicyAccept, PolicyRefuse:
+		return explicit, 0
+	}
+	if in.Origin.Kind == AuthChild || in.Origin.Kind == AuthController {
+		return PolicyAccept, 0
+	}
+	own := message.ModeUnknown
+	if g.cfg.ReviewClass != nil {
+		own = g.cfg.ReviewClass(to)
+	}
+	switch {
+	case own != message.ModeBypass && own != message.ModePrompting:
+		return PolicyHold, CauseModeUnknown
+	case in.Frame.FromMode == message.ModeUnknown:
+		return PolicyHold, CauseNoModeAsserted
+	case in.Frame.FromMode != own:
+		return PolicyHold, CauseModeMismatch
+	}
+	return PolicyAccept, 0
+}
+
+// admission runs the buckets and the duplicate check (steps 2 to 4).
+func (g *Gate) admission(in Inbound, now time.Time) (DropReason, bool) {
+	g.globalTok = refill(g.globalTok, g.globalAt, now, float64(g.lim.GlobalBurst), g.lim.GlobalRefillPerSecond)
+	g.globalAt = now
+	if g.globalTok < 1 {
+		return DropRateLimited, false
+	}
+	m := g.meter(in.SenderKey(), now)
+	m.bodies = slices.DeleteFunc(m.bodies, func(b bodyRec) bool { return elapsed(now, b.at) >= g.lim.DedupWindow })
+	exempt := in.Origin.Kind == AuthChild || in.Origin.Kind == AuthController
+	sum := sha256.Sum256([]byte(in.Frame.Content))
+	if !exempt && len(m.bodies) > 0 && m.bodies[len(m.bodies)-1].hash == sum {
+		return DropDuplicate, false
+	}
+	m.tokens = refill(m.tokens, m.at, now, float64(g.lim.SenderBurst), g.lim.SenderRefillPerSecond)
+	m.at = now
+	if m.tokens < 1 {
+		return DropRateLimited, false
+	}
+	g.globalTok--
+	m.tokens--
+	if !exempt {
+		m.bodies = append(m.bodies, bodyRec{msgID: in.Frame.MsgID, hash: sum, at: now})
+	}
+	return 0, true
+}
+
+// refill is a token bucket's level at now, from level at then.
+func refill(level float64, then, now time.Time, capacity, perSecond float64) float64 {
+	return min(capacity, level+max(0, now.Sub(then).Seconds())*perSecond)
+}
+
+// meter returns the sender's meter, most recently seen. A new sender, when
+// MaxTrackedSenders are kept, first evicts a meter whose bucket has refilled
+// completely (it limits nobody; only its duplicate memory goes), else the
+// least recently seen.
+func (g *Gate) meter(key string, now time.Time) *meter {
+	if e, ok := g.meters[key]; ok {
+		g.senders.MoveToBack(e)
+		return e.Value.(*meter)
+	}
+	for g.senders.Len() >= g.lim.MaxTrackedSenders {
+		victim := g.senders.Front()
+		for e := g.senders.Front(); e != nil; e = e.Next() {
+			m := e.Value.(*meter)
+			if refill(m.tokens, m.at, now, float64(g.lim.SenderBurst), g.lim.SenderRefillPerSecond) >= float64(g.lim.SenderBurst) {
+				victim = e
+				break
+			}
+		}
+		g.senders.Remove(victim)
+		delete(g.meters, victim.Value.(*meter).key)
+	}
+	m := &meter{key: key, tokens: float64(g.lim.SenderBurst), at: now}
+	g.meters[key] = g.senders.PushBack(m)
+	return m
+}
+
+func (g *Gate) resetAdmission(now time.Time) {
+	g.senders.Init()
+	clear(g.meters)
+	g.globalTok, g.globalAt = float64(g.lim.GlobalBurst), now
+}
+
+// forgetBody takes this message's body back out of its sender's duplicate
+// window (the tokens stay spent: they bound how often a sender can make us
+// attempt a delivery).
+func (g *Gate) forgetBody(in Inbound) {
+	e, ok := g.meters[in.SenderKey()]
+	if !ok {
+		return
+	}
+	m := e.Value.(*meter)
+	sum := sha256.Sum256([]byte(in.Frame.Content))
+	m.bodies = slices.DeleteFunc(m.bodies, func(b bodyRec) bool { return b.hash == sum && b.msgID == in.Frame.MsgID })
+}
+
+// recordSettled remembers an id's verdict, forgetting the oldest beyond
+// MaxSettled.
+func (g *Gate) recordSettled(msgID string, v Status) {
+	key := CanonicalMsgID(msgID)
+	if e, ok := g.settledBy[key]; ok {
+		g.settled.Remove(e)
+	}
+	g.settledBy[key] = g.settled.PushBack(&settledID{key: key, verdict: v})
+	for g.settled.Len() > g.lim.MaxSettled {
+		old := g.settled.Front()
+		g.settled.Remove(old)
+		delete(g.settledBy, old.Value.(*settledID).key)
+	}
+}
+
+// expiry is the hold lifetime for a frame.
+func (g *Gate) expiry(f UserFrame) time.Duration {
+	if g.cfg.HeldExpiry == nil {
+		return DefaultHeldExpiry
+	}
+	if d := g.cfg.HeldExpiry(f.ToSessionID); d > 0 {
+		return d
+	}
+	return DefaultHeldExpiry
+}
+
+// expireOverdue settles every hold that has run out: expired, judged
+// against the lifetime configured now.
+func (g *Gate) expireOverdue(now time.Time, p *pending) {
+	keep := g.held[:0]
+	var gone []*held
+	for _, h := range g.held {
+		if d := g.expiry(h.in.Frame); d != HoldForever && elapsed(now, h.since) >= d {
+			gone = append(gone, h)
+			continue
+		}
+		keep = append(keep, h)
+	}
+	clear(g.held[len(keep):])
+	g.held = keep
+	for _, h := range gone {
+		g.forgetBody(h.in)
+		g.recordSettled(h.in.Frame.MsgID, StatusExpired)
+		p.report(h.in, StatusExpired)
+	}
+	if len(gone) > 0 {
+		g.reschedule(now)
+	}
+}
+
+// reschedule arms one timer for the hold that runs out first.
+func (g *Gate) reschedule(now time.Time) {
+	if g.timer != nil {
+		g.timer.Stop()
+		g.timer = nil
+	}
+	g.timerGen++
+	if g.shutdown {
+		return
+	}
+	next := HoldForever
+	for _, h := range g.held {
+		if d := g.expiry(h.in.Frame); d != HoldForever {
+			next = min(next, d-elapsed(now, h.since))
+		}
+	}
+	if next == HoldForever {
+		return
+	}
+	gen := g.timerGen
+	g.timer = g.clk.AfterFunc(max(next, time.Millisecond), func() { g.onTimer(gen) })
+}
+
+func (g *Gate) onTimer(gen uint64) {
+	var p pending
+	g.mu.Lock()
+	if gen == g.timerGen {
+		g.timer = nil
+		now := g.clk.Now()
+		g.expireOverdue(now, &p)
+		g.reschedule(now)
+	}
+	g.mu.Unlock()
+	g.flush(&p)
+}
+
+// HeldMessage is a message parked for a person.
+type HeldMessage struct {
+	Inbound Inbound
+	Cause   HoldCause
+	Since   time.Time
+	Expires time.Time // zero when it never expires
+}
+
+// Held lists the parked messages, oldest first, after settling any whose
+// hold has run out.
+func (g *Gate) Held() []HeldMessage {
+	var p pending
+	g.mu.Lock()
+	now := g.clk.Now()
+	g.expireOverdue(now, &p)
+	out := make([]HeldMessage, 0, len(g.held))
+	for _, h := range g.held {
+		hm := HeldMessage{Inbound: h.in, Cause: h.cause, Since: h.since}
+		if d := g.expiry(h.in.Frame); d != HoldForever {
+			hm.Expires = h.since.Add(d)
+		}
+		out = append(out, hm)
+	}
+	g.mu.Unlock()
+	g.flush(&p)
+	return out
+}
+
+// DecideResult is what became of a Decide.
+type DecideResult uint8
+
+const (
+	DecideDone   DecideResult = iota + 1 // released (delivered) or denied
+	DecideGone                           // no such held message (expired, decided, never held), or its session is gone (misaddressed)
+	DecideFailed                         // approved, but the queue is full: parked again where it was, held receipt repeated
+)
+
+var decideNames = [...]string{DecideDone: "done", DecideGone: "gone", DecideFailed: "failed"}
+
+func (r DecideResult) String() string { return wireName(decideNames[:], int(r), "decide") }
+
+// Decide releases (approve) or denies a held message, by its exact msgId.
+func (g *Gate) Decide(msgID string, approve bool) DecideResult {
+	var p pending
+	g.mu.Lock()
+	r := g.decideLocked(msgID, approve, &p)
+	g.mu.Unlock()
+	g.flush(&p)
+	return r
+}
+
+func (g *Gate) decideLocked(msgID string, approve bool, p *pending) DecideResult {
+	now := g.clk.Now()
+	g.expireOverdue(now, p)
+	i := slices.IndexFunc(g.held, func(h *held) bool { return h.in.Frame.MsgID == msgID })
+	if i < 0 {
+		return DecideGone
+	}
+	h := g.held[i]
+	g.held = slices.Delete(g.held, i, i+1)
+	defer g.reschedule(now)
+	if !approve {
+		g.forgetBody(h.in)
+		g.recordSettled(msgID, StatusDenied)
+		p.report(h.in, StatusDenied)
+		return DecideDone
+	}
+	if !g.pinHere(h.in.Frame) {
+		g.settleMisaddressed(h.in, p)
+		return DecideGone
+	}
+	if !g.enqueue(h.in) {
+		g.held = slices.Insert(g.held, i, h)
+		p.report(h.in, StatusHeld)
+		return DecideFailed
+	}
+	g.recordSettled(msgID, StatusDelivered)
+	p.report(h.in, StatusDelivered)
+	return DecideDone
+}
+
+func (g *Gate) settleMisaddressed(in Inbound, p *pending) {
+	g.forgetBody(in)
+	g.recordSettled(in.Frame.MsgID, StatusMisaddressed)
+	p.report(in, StatusMisaddressed)
+}
+
+// Reevaluate runs every held message through the policy again, after our
+// review class or the setting changed: what is now accepted is released
+// (or stays held, receipt repeated, when the queue is full), what is now
+// refused is denied, the rest stays with its new cause. An inbox serving
+// several sessions first settles holds for sessions it no longer holds as
+// misaddressed. It returns how many were released.
+func (g *Gate) Reevaluate() int {
+	var p pending
+	g.mu.Lock()
+	n := g.reevaluateLocked(&p)
+	g.mu.Unlock()
+	g.flush(&p)
+	return n
+}
+
+func (g *Gate) reevaluateLocked(p *pending) int {
+	now := g.clk.Now()
+	g.expireOverdue(now, p)
+	defer g.reschedule(now)
+	var still, release []*held
+	for _, h := range g.held {
+		if g.cfg.OwnsSession != nil && !g.pinHere(h.in.Frame) {
+			g.settleMisaddressed(h.in, p)
+			continue
+		}
+		switch pol, cause := g.policy(h.in); pol {
+		case PolicyAccept:
+			release = append(release, h)
+		case PolicyRefuse:
+			g.forgetBody(h.in) // someone chose: denied, not refused
+			g.recordSettled(h.in.Frame.MsgID, StatusDenied)
+			p.report(h.in, StatusDenied)
+		default:
+			h.cause = cause
+			still = append(still, h)
+		}
+	}
+	released := 0
+	for _, h := range release {
+		switch {
+		case !g.pinHere(h.in.Frame):
+			g.settleMisaddressed(h.in, p)
+		case g.enqueue(h.in):
+			released++
+			g.recordSettled(h.in.Frame.MsgID, StatusDelivered)
+			p.report(h.in, StatusDelivered)
+		default:
+			still = append(still, h)
+			p.report(h.in, StatusHeld)
+		}
+	}
+	slices.SortStableFunc(still, func(a, b *held) int { return a.since.Compare(b.since) })
+	g.held = still
+	return released
+}
+
+// ForgetController strips a revoked grant's authority from the messages
+// it has waiting: they are judged as an ordinary peer's from now on (their
+// hold cause is updated; nothing is released).
+func (g *Gate) ForgetController(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, h := range g.held {
+		if h.in.Origin.Kind == AuthController && h.in.Origin.Controller.ID == id {
+			h.in.Origin = Origin{Kind: AuthPeer}
+			if pol, cause := g.policy(h.in); pol == PolicyHold {
+				h.cause = cause
+			}
+		}
+	}
+}
+
+// Shutdown settles everything the session will never see: every held
+// message and every accepted one still on the queue is expired (the sender
+// must learn that no decision is coming), later arrivals are expired
+// instead of held or queued, and Deliveries is closed. It is idempotent.
+func (g *Gate) Shutdown() {
+	var p pending
+	g.mu.Lock()
+	if !g.shutdown {
+		g.shutdown = true
+		g.reschedule(g.clk.Now()) // stops the timer
+		for _, h := range g.held {
+			g.forgetBody(h.in)
+			p.report(h.in, StatusExpired)
+		}
+		g.held = nil
+		for {
+			select {
+			case in := <-g.queue:
+				p.report(in, StatusExpired)
+				continue
+			default:
+			}
+			break
+		}
+		close(g.queue)
+	}
+	g.mu.Unlock()
+	g.flush(&p)
+}

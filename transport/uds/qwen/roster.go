@@ -1,0 +1,185 @@
+package qwen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/transport/uds"
+)
+
+// listed is one live record and its file.
+type listed struct {
+	file string
+	rec  Record
+}
+
+// records reads every live record but our own; dead ones are swept after
+// a re-read proves them the same incarnation.
+func (p *Peer) records() ([]listed, error) {
+	ents, err := os.ReadDir(p.sessions)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []listed
+	for _, de := range ents {
+		if _, _, ok := ParseRecordFileName(de.Name()); !ok || !de.Type().IsRegular() {
+			continue
+		}
+		path := filepath.Join(p.sessions, de.Name())
+		b, err := uds.ReadFileCapped(path, MaxRecordBytes)
+		if err != nil {
+			continue
+		}
+		rec, err := ParseRecord(b)
+		if err != nil {
+			continue
+		}
+		if path == p.recPath {
+			continue
+		}
+		switch Judge(de.Name(), rec, p.facts) {
+		case VerdictLive:
+			out = append(out, listed{file: path, rec: rec})
+		case VerdictDead:
+			p.sweep(path, rec)
+		}
+	}
+	return out, nil
+}
+
+func (p *Peer) sweep(path string, rec Record) {
+	b, err := uds.ReadFileCapped(path, MaxRecordBytes)
+	if err != nil {
+		return
+	}
+	again, err := ParseRecord(b)
+	if err != nil || !SameIncarnation(rec, again) || Judge(filepath.Base(path), again, p.facts) != VerdictDead {
+		return
+	}
+	if err := os.Remove(path); err == nil {
+		p.log.Info("swept the record of a dead qwen session", "pid", rec.PID, "name", rec.Name)
+	}
+}
+
+// Sessions lists every live, reachable Qwen Code session but ourselves.
+func (p *Peer) Sessions(ctx context.Context) ([]message.Session, error) {
+	recs, err := p.records()
+	if err != nil {
+		return nil, err
+	}
+	res := make([]bool, len(recs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i, l := range recs {
+		if l.rec.IPCPath == "" || !IsLocalIPCPath(l.rec.IPCPath) {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+			defer cancel()
+			res[i] = ClassifyProbe(uds.Probe(pctx, l.rec.IPCPath)) == ReachAlive
+		})
+	}
+	wg.Wait()
+	out := make([]message.Session, 0, len(recs))
+	for i, l := range recs {
+		if !res[i] {
+			continue
+		}
+		r := l.rec
+		s := message.Session{
+			Address: "uds:" + r.IPCPath, Protocol: message.ProtocolQwen, Name: r.Name, Ref: r.Ref(),
+			SessionID: r.SessionID, PID: r.PID, Kind: r.DisplayKind(), Cwd: r.Cwd, Version: r.QwenVersion,
+			Reachable: true,
+		}
+		if r.StartedAt > 0 {
+			s.StartedAt = time.UnixMilli(r.StartedAt).UTC()
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// ErrNoRecord means no live record names the target inbox (and session).
+var ErrNoRecord = errors.New("no live qwen session record for that address")
+
+// target re-reads the registry for the record at path (and session id when
+// known), as the spec asks before each send: /clear swaps the id.
+func (p *Peer) target(path, sessionID string) (Record, error) {
+	recs, err := p.records()
+	if err != nil {
+		return Record{}, err
+	}
+	var found []Record
+	for _, l := range recs {
+		if l.rec.IPCPath == path {
+			found = append(found, l.rec)
+		}
+	}
+	for _, r := range found {
+		if sessionID == "" || r.SessionID == sessionID {
+			return r, nil
+		}
+	}
+	if len(found) == 1 {
+		// The id was swapped under the same process: send to the current one.
+		return found[0], nil
+	}
+	return Record{}, fmt.Errorf("%w: %s", ErrNoRecord, path)
+}
+
+// Send writes m to the Qwen session at m.To: the auth line with its
+// ipcToken, then the user frame with toSessionId, our inbox and replyToken.
+// A send the receiver's published limits would only drop is refused here.
+func (p *Peer) Send(ctx context.Context, m message.Message) (message.Receipt, error) {
+	path, ok := strings.CutPrefix(m.To, "uds:")
+	if !ok || !IsLocalIPCPath(path) {
+		return message.Receipt{}, fmt.Errorf("not a qwen inbox address: %q", m.To)
+	}
+	rec, err := p.target(path, m.ToSessionID)
+	if err != nil {
+		return message.Receipt{}, err
+	}
+	name := m.FromName
+	if name == "" {
+		name = p.cfg.Name
+	}
+	f := NewUserFrame(Sender{IPCPath: p.socketPath, IPCToken: p.token, Name: name, Mode: m.Mode}, rec, m.Body)
+	f.MsgID = m.ID
+	if err := f.Validate(); err != nil {
+		return message.Receipt{}, err
+	}
+	payload, err := Payload(rec.IPCToken, f)
+	if err != nil {
+		return message.Receipt{}, err
+	}
+	res, err := p.mirror.Reserve(path, m.Body, m.ID)
+	if err != nil {
+		return message.Receipt{}, err
+	}
+	p.ledger.Track(m.ID, path)
+	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
+	defer cancel()
+	if err := uds.DialWrite(ctx, path, payload); err != nil {
+		if !errors.Is(err, uds.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+			// Never written: the receiver's meters did not move either.
+			res.Refund()
+			p.ledger.Forget(m.ID)
+		}
+		return message.Receipt{}, fmt.Errorf("writing to %s: %w", path, err)
+	}
+	return message.Receipt{MsgID: m.ID, Status: message.StatusSent, Time: p.clk.Now()}, nil
+}
