@@ -183,6 +183,9 @@ type SendBody struct {
 	Files    []string `json:"files,omitempty"`
 	Wait     bool     `json:"wait,omitempty"`
 	Timeout  string   `json:"timeout,omitempty"`
+	// Unpaced sends even when the receiver's published limits say the
+	// message would be dropped.
+	Unpaced bool `json:"unpaced,omitempty"`
 }
 
 func (s *Server) waitFor(raw string) (time.Duration, error) {
@@ -228,7 +231,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	out, err := s.cfg.Router.Send(r.Context(), router.SendRequest{To: b.To, Body: b.Text, Mode: mode, FromName: b.FromName, Files: files})
+	out, err := s.cfg.Router.Send(r.Context(), router.SendRequest{To: b.To, Body: b.Text, Mode: mode, FromName: b.FromName, Files: files, Unpaced: b.Unpaced})
 	if err != nil {
 		s.fail(w, err)
 		return

@@ -69,6 +69,7 @@ type world struct {
 	configDir string
 	runtime   string
 	stateDir  string
+	qwenHome  string
 }
 
 func newWorld(t *testing.T) *world {
@@ -79,8 +80,8 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
-	w := &world{root: root, configDir: filepath.Join(root, "c"), runtime: filepath.Join(root, "r"), stateDir: filepath.Join(root, "s")}
-	for _, d := range []string{w.configDir, w.runtime} {
+	w := &world{root: root, configDir: filepath.Join(root, "c"), runtime: filepath.Join(root, "r"), stateDir: filepath.Join(root, "s"), qwenHome: filepath.Join(root, "q")}
+	for _, d := range []string{w.configDir, w.runtime, w.qwenHome} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +90,8 @@ func newWorld(t *testing.T) *world {
 }
 
 func (w *world) env() []string {
-	return append(os.Environ(), "CLAUDE_CONFIG_DIR="+w.configDir, "XDG_RUNTIME_DIR="+w.runtime, "GATEWAY_STATE_DIR="+w.stateDir)
+	return append(os.Environ(), "CLAUDE_CONFIG_DIR="+w.configDir, "XDG_RUNTIME_DIR="+w.runtime,
+		"GATEWAY_STATE_DIR="+w.stateDir, "QWEN_HOME="+w.qwenHome, "TMPDIR="+w.root)
 }
 
 // gateway is a running `gateway serve`.

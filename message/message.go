@@ -39,7 +39,11 @@ type Message struct {
 	Protocol    Protocol     `json:"protocol,omitempty"`
 	Attachments []Attachment `json:"attachments,omitempty"`
 	Plugin      string       `json:"from_plugin,omitempty"`
-	Time        time.Time    `json:"time"`
+	// Unpaced skips the sender-side mirror of the receiver's limits, so a
+	// send the receiver would drop is written anyway and its dropped
+	// receipt heard (for tests and diagnosis).
+	Unpaced bool      `json:"unpaced,omitempty"`
+	Time    time.Time `json:"time"`
 }
 
 // AuthClass is how an inbound connection proved itself.

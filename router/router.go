@@ -277,6 +277,7 @@ type SendRequest struct {
 	FromName string
 	Files    []message.Attachment
 	HopChain []string
+	Unpaced  bool // see message.Message.Unpaced
 }
 
 // Send resolves req.To, sends over the leg that reaches it and starts
@@ -292,7 +293,7 @@ func (r *Router) Send(ctx context.Context, req SendRequest) (Outbound, error) {
 	}
 	m := message.Message{
 		ID: uuid.NewString(), To: target.Address, ToName: target.Name, ToPID: target.PID, ToSessionID: target.SessionID, Body: req.Body,
-		Mode: mode, FromName: req.FromName, HopChain: req.HopChain, Attachments: req.Files,
+		Mode: mode, FromName: req.FromName, HopChain: req.HopChain, Attachments: req.Files, Unpaced: req.Unpaced,
 		Protocol: leg.Name(), Time: r.cfg.Now(),
 	}
 	o := &outbound{msg: m, track: message.NewTracker(), changed: make(chan struct{})}

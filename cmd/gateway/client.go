@@ -79,6 +79,7 @@ func runSend(ctx context.Context, e *env, args []string) int {
 	name := fs.String("from-name", "", "display name to send as (default: the gateway's name)")
 	var files multi
 	fs.Var(&files, "file", "attach a file (repeatable)")
+	unpaced := fs.Bool("unpaced", false, "send even if the receiver's published limits say it would be dropped (to hear its dropped receipt)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagErr(err)
@@ -97,7 +98,7 @@ func runSend(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	c := clientFor(*sd)
-	body := api.SendBody{To: pos[0], Text: pos[1], Mode: *mode, FromName: *name, Files: files}
+	body := api.SendBody{To: pos[0], Text: pos[1], Mode: *mode, FromName: *name, Files: files, Unpaced: *unpaced}
 	if *wait {
 		body.Wait, body.Timeout = true, timeout.String()
 	}

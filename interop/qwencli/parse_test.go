@@ -237,6 +237,26 @@ func TestInputBox(t *testing.T) {
 	}
 }
 
+func TestSubmitted(t *testing.T) {
+	dialog := "  > SEND-TO-ENDPOINT\n  ? SendMessage Send to sniff: hello\n   Do you want to proceed?\n   › 1. Yes, allow once\n"
+	tests := []struct {
+		name, screen string
+		want         bool
+	}{
+		{"the box back with its placeholder means submitted", screenYolo, true},
+		{"the text still in the box is not submitted", screenTyped, false},
+		{"a dialog hiding the box, below the submitted line, means submitted", dialog, true},
+		{"a screen mid-redraw, with neither box nor text, proves nothing", screenStarting, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := submitted(tt.screen, "SEND-TO-ENDPOINT"); got != tt.want {
+				t.Errorf("submitted = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestRefMatchesWhatTheCLIShowed(t *testing.T) {
 	// Observed from 0.24.4: list_agents showed these refs for these ids.
 	for id, want := range map[string]string{

@@ -28,19 +28,12 @@ func (s *Session) startTUI(env, args []string) error {
 	if out, err := exec.Command("tmux", argv...).CombinedOutput(); err != nil {
 		return fmt.Errorf("tmux new-session: %w: %s", err, out)
 	}
-	out, err := exec.Command("tmux", "-S", s.tmux, "display-message", "-p", "-t", tmuxSession, "#{pane_pid}").Output()
+	pid, start, err := s.panePIDAndStart()
 	if err != nil {
-		return fmt.Errorf("tmux display-message: %w", err)
-	}
-	// env execs the launcher, so the pane's process is the launcher itself.
-	s.panePID, err = strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil {
-		return fmt.Errorf("tmux pane pid %q: %w", out, err)
-	}
-	start, err := ProcStart(s.panePID)
-	if err != nil {
+		exec.Command("tmux", "-S", s.tmux, "kill-server").Run()
 		return err
 	}
+	s.panePID = pid
 	// The launcher is the tmux server's child, not ours: its exit is seen by
 	// polling, in the one goroutine this session owns, which ends when the
 	// launcher does (it outlives the processes it started).
@@ -56,6 +49,24 @@ func (s *Session) startTUI(env, args []string) error {
 	return nil
 }
 
+// panePIDAndStart reads the pane's process id and start time. env execs the
+// launcher, so the pane's process is the launcher itself.
+func (s *Session) panePIDAndStart() (int, string, error) {
+	out, err := exec.Command("tmux", "-S", s.tmux, "display-message", "-p", "-t", tmuxSession, "#{pane_pid}").Output()
+	if err != nil {
+		return 0, "", fmt.Errorf("tmux display-message: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		return 0, "", fmt.Errorf("tmux pane pid %q: %w", out, err)
+	}
+	start, err := ProcStart(pid)
+	if err != nil {
+		return 0, "", fmt.Errorf("the launcher (pid %d) is already gone: %w", pid, err)
+	}
+	return pid, start, nil
+}
+
 // tuiSubmitTimeout bounds how long TypeTurn waits for the TUI to take a line.
 const tuiSubmitTimeout = 30 * time.Second
 
@@ -64,7 +75,8 @@ const tuiSubmitTimeout = 30 * time.Second
 // keys sent too early are lost (all of them, or only the Enter), so this
 // watches the screen: it types once the empty box shows its placeholder,
 // types again if the text never shows while the box stays empty, then
-// presses Enter until the box no longer holds the text.
+// presses Enter until the box is back without the text. It does not wait for
+// the turn the text starts.
 func (s *Session) TypeTurn(text string) error {
 	if strings.TrimSpace(text) == "" || strings.ContainsAny(text, "\r\n") {
 		return errors.New("qwencli: TypeTurn takes one line that is not blank")
@@ -96,7 +108,7 @@ func (s *Session) TypeTurn(text string) error {
 		}
 		for range 10 {
 			time.Sleep(100 * time.Millisecond)
-			if !s.inputShows(probe) {
+			if screen, err := s.Screen(); err == nil && submitted(screen, probe) {
 				return nil
 			}
 		}
@@ -104,6 +116,17 @@ func (s *Session) TypeTurn(text string) error {
 			return fmt.Errorf("qwencli: the TUI did not submit %q", probe)
 		}
 	}
+}
+
+// submitted reports whether a screen shows probe submitted: the input box is
+// back without it, or (while a dialog hides the box) the transcript shows it.
+// A screen caught mid-redraw, with neither, proves nothing.
+func submitted(screen, probe string) bool {
+	box := InputBox(screen)
+	if box == "" {
+		return strings.Contains(screen, probe)
+	}
+	return !strings.Contains(box, probe)
 }
 
 // inputPlaceholder is what the empty input box shows.

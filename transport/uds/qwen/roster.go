@@ -166,9 +166,11 @@ func (p *Peer) Send(ctx context.Context, m message.Message) (message.Receipt, er
 	if err != nil {
 		return message.Receipt{}, err
 	}
-	res, err := p.mirror.Reserve(path, m.Body, m.ID)
-	if err != nil {
-		return message.Receipt{}, err
+	var res Reservation
+	if !m.Unpaced {
+		if res, err = p.mirror.Reserve(path, m.Body, m.ID); err != nil {
+			return message.Receipt{}, err
+		}
 	}
 	p.ledger.Track(m.ID, path)
 	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
@@ -176,7 +178,9 @@ func (p *Peer) Send(ctx context.Context, m message.Message) (message.Receipt, er
 	if err := uds.DialWrite(ctx, path, payload); err != nil {
 		if !errors.Is(err, uds.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
 			// Never written: the receiver's meters did not move either.
-			res.Refund()
+			if !m.Unpaced {
+				res.Refund()
+			}
 			p.ledger.Forget(m.ID)
 		}
 		return message.Receipt{}, fmt.Errorf("writing to %s: %w", path, err)
