@@ -74,20 +74,6 @@ func startQwenTUI(t *testing.T, w *world, model *fakeopenai.Server, mode string)
 	return qwencli.Start(t, qwencli.Options{APIURL: model.URL() + "/v1", QwenHome: w.qwenHome, XDGRuntimeDir: w.runtime, ApprovalMode: mode})
 }
 
-func waitStatus(t *testing.T, g *gateway, id string, want message.Status) router.Outbound {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got := messageState(t, g, id)
-		if got.Status == want {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status = %v, want %v; receipts %+v", got.Status, want, got.Receipts)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
 
 func TestTheGatewaysRecordShowsInQwenSessionsPs(t *testing.T) {
 	bin := needQwen(t)
