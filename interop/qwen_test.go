@@ -13,7 +13,6 @@ import (
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/interop/qwencli"
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/testkit/fakeopenai"
 	"github.com/sessiongateway/gateway/transport/uds"
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
@@ -73,7 +72,6 @@ func startQwenTUI(t *testing.T, w *world, model *fakeopenai.Server, mode string)
 	t.Helper()
 	return qwencli.Start(t, qwencli.Options{APIURL: model.URL() + "/v1", QwenHome: w.qwenHome, XDGRuntimeDir: w.runtime, ApprovalMode: mode})
 }
-
 
 func TestTheGatewaysRecordShowsInQwenSessionsPs(t *testing.T) {
 	bin := needQwen(t)
