@@ -85,6 +85,9 @@ func run(ctx context.Context, e *env, args []string) int {
 			return c.run(ctx, e, args[1:])
 		}
 	}
+	if args[0] == "alias-worker" { // hidden: started by serve
+		return runAliasWorker(ctx, e, args[1:])
+	}
 	fmt.Fprintf(e.stderr, "gateway: unknown command %q\n\n", args[0])
 	usage(e.stderr)
 	return exitUsage

@@ -76,7 +76,15 @@ type Config struct {
 	SpoolDir string
 	// UploadsDir receives inbound attachments; empty leaves them unread.
 	UploadsDir string
+	// Kind is written into the registry entry; default KindGateway.
+	Kind string
 }
+
+// Registry kinds the gateway writes: itself, and its alias workers.
+const (
+	KindGateway = "gateway"
+	KindAlias   = "gateway-alias"
+)
 
 // Peer is the gateway registered as a first-class Claude Code peer.
 type Peer struct {
@@ -157,6 +165,9 @@ func Register(cfg Config) (*Peer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Kind == "" {
+		cfg.Kind = KindGateway
+	}
 	if cfg.SpoolDir == "" {
 		cfg.SpoolDir = filepath.Join(cfg.ConfigDir, "file-transfers")
 	}
@@ -235,7 +246,7 @@ func (p *Peer) writeFiles() error {
 		PID: p.pid, SessionID: p.sessionID, Cwd: p.cfg.Cwd, StartedAt: now,
 		ProcStart: p.procStart, Version: p.cfg.Version, PeerProtocol: 1,
 		PeerFeatures: []string{"notify_idle", "reply_across_default_dirs"},
-		Kind:         "gateway", Entrypoint: "gateway", PidDomain: p.pidDomain,
+		Kind:         p.cfg.Kind, Entrypoint: "gateway", PidDomain: p.pidDomain,
 		MessagingSocketPath: p.socketPath, Name: p.cfg.Name, NameSource: "user", NameSince: now,
 		Status: "idle", UpdatedAt: now, StatusUpdatedAt: now,
 	}

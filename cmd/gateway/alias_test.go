@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/testkit/fakeclaude"
+	"github.com/sessiongateway/gateway/transport/uds/claude"
+)
+
+// TestMain lets this test binary stand in for the gateway binary when the
+// alias pool starts a worker: `<test binary> alias-worker --name N`.
+func TestMain(m *testing.M) {
+	if os.Getenv("GATEWAY_TEST_AS_GATEWAY") == "1" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
+		stop()
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+type poolEvents struct {
+	mu  sync.Mutex
+	evs []message.Event
+	ch  chan struct{}
+}
+
+func (p *poolEvents) add(_ string, ev message.Event) {
+	p.mu.Lock()
+	p.evs = append(p.evs, ev)
+	close(p.ch)
+	p.ch = make(chan struct{})
+	p.mu.Unlock()
+}
+
+func (p *poolEvents) wait(t *testing.T, pred func(message.Event) bool) message.Event {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	for {
+		p.mu.Lock()
+		for _, ev := range p.evs {
+			if pred(ev) {
+				p.mu.Unlock()
+				return ev
+			}
+		}
+		ch := p.ch
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatal("timed out waiting for an alias event")
+		}
+	}
+}
+
+func TestAliasWorkersRegisterSendAndRelay(t *testing.T) {
+	root := t.TempDir()
+	g := startGateway(t, root)
+	fk := newFake(t, g, "work-08", message.ModePrompting)
+	events := &poolEvents{ch: make(chan struct{})}
+	pool := claude.NewAliasPool(claude.PoolConfig{
+		Command: func(name string) *exec.Cmd {
+			cmd := exec.Command(os.Args[0], "alias-worker", "--name", name)
+			cmd.Env = append(os.Environ(), "GATEWAY_TEST_AS_GATEWAY=1",
+				"CLAUDE_CONFIG_DIR="+g.configDir, "XDG_RUNTIME_DIR="+g.runtime)
+			return cmd
+		},
+		Events: events.add,
+	})
+	defer pool.Close()
+	a, err := pool.Get(ctxT(t), "qwen-work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.PID == os.Getpid() || a.Address == "" {
+		t.Fatalf("alias = %+v, want its own process", a)
+	}
+	t.Run("the alias is a registered peer of its own, hidden from the gateway's roster", func(t *testing.T) {
+		b, err := os.ReadFile(filepath.Join(g.configDir, "sessions", itoaPID(a.PID)+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := claude.ParseEntry(b)
+		if err != nil || e.Name != "qwen-work" || e.Kind != claude.KindAlias {
+			t.Fatalf("entry = %+v, %v", e, err)
+		}
+	})
+	t.Run("a message from the alias arrives from its own socket under its name", func(t *testing.T) {
+		m := message.Message{ID: "11111111-1111-4111-8111-111111111111", To: fk.Address(), ToPID: fk.PID(), Body: "bridged hello", Mode: message.ModePrompting}
+		if err := pool.Send(ctxT(t), "qwen-work", m); err != nil {
+			t.Fatal(err)
+		}
+		r, err := fk.WaitReceived(ctxT(t), func(r fakeclaude.Received) bool { return r.Frame.MsgID == m.ID })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Content.Envelope.FromName != "qwen-work" || r.Frame.From != a.Address || r.SenderID != a.PID || r.Auth != message.AuthPeer {
+			t.Fatalf("received %+v from pid %d", r.Content.Envelope, r.SenderID)
+		}
+	})
+	t.Run("a receipt to the alias is relayed to the gateway", func(t *testing.T) {
+		m := message.Message{ID: "22222222-2222-4222-8222-222222222222", To: fk.Address(), ToPID: fk.PID(), Body: "bypass via alias", Mode: message.ModeBypass}
+		if err := pool.Send(ctxT(t), "qwen-work", m); err != nil {
+			t.Fatal(err)
+		}
+		ev := events.wait(t, func(ev message.Event) bool { return ev.Receipt != nil && ev.Receipt.MsgID == m.ID })
+		if ev.Receipt.Status != message.StatusHeld {
+			t.Fatalf("receipt = %+v, want held", ev.Receipt)
+		}
+	})
+	t.Run("a message to the alias name is relayed to the gateway", func(t *testing.T) {
+		if _, err := fk.Send(ctxT(t), a.Address, "reply to qwen", message.ModePrompting); err != nil {
+			t.Fatal(err)
+		}
+		ev := events.wait(t, func(ev message.Event) bool { return ev.Message != nil && ev.Message.Body == "reply to qwen" })
+		if ev.Message.FromName != "work-08" {
+			t.Fatalf("message = %+v", ev.Message)
+		}
+	})
+	t.Run("closing the pool stops the worker and removes its registration", func(t *testing.T) {
+		pool.Close()
+		if _, err := os.Stat(filepath.Join(g.configDir, "sessions", itoaPID(a.PID)+".json")); !os.IsNotExist(err) {
+			t.Fatalf("the alias's entry is still there: %v", err)
+		}
+	})
+}
+
+func itoaPID(pid int) string { return strconv.Itoa(pid) }

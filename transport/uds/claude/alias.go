@@ -1,0 +1,436 @@
+package claude
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sessiongateway/gateway/message"
+)
+
+// On the Claude side a name needs its own process (seed 000, "Reply
+// aliases"): the registry is one file per pid, with one name. An alias is a
+// worker process of the gateway itself, registered under the alias name,
+// talking to the gateway over an inherited socket pair: the gateway asks it
+// to send, it reports what arrives. A worker dies with its parent (its end
+// of the pair closes, and PR_SET_PDEATHSIG), and the pool retires workers
+// that have been idle for a while.
+
+// WorkerOp is one line on a worker's control pipe.
+type WorkerOp struct {
+	Op string `json:"op"` // parent→worker: send, stop; worker→parent: ready, event, sent
+
+	// ready
+	Address   string `json:"address,omitempty"`
+	SessionID string `json:"session_id,omitempty"`
+	PID       int    `json:"pid,omitempty"`
+
+	// send (parent→worker) and sent (worker→parent)
+	Message *message.Message `json:"message,omitempty"`
+	MsgID   string           `json:"msg_id,omitempty"`
+	Error   string           `json:"error,omitempty"`
+
+	// event
+	Event *message.Event `json:"event,omitempty"`
+}
+
+// Worker ops.
+const (
+	OpReady = "ready"
+	OpEvent = "event"
+	OpSend  = "send"
+	OpSent  = "sent"
+	OpStop  = "stop"
+)
+
+// WorkerFD is the descriptor a worker finds its control pipe on.
+const WorkerFD = 3
+
+// RunWorker is the body of a worker process: register cfg as a peer, say
+// ready on ctl, relay what arrives, send what the parent asks, and return
+// when ctl closes, the parent says stop, or ctx ends.
+func RunWorker(ctx context.Context, cfg Config, ctl io.ReadWriter) error {
+	peer, err := Register(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wmu sync.Mutex
+	write := func(op WorkerOp) {
+		b, err := json.Marshal(op)
+		if err != nil {
+			return
+		}
+		wmu.Lock()
+		defer wmu.Unlock()
+		if _, err := ctl.Write(append(b, '\n')); err != nil {
+			cancel() // the parent is gone
+		}
+	}
+	events := make(chan message.Event, 64)
+	done := make(chan error, 1)
+	go func() { done <- peer.Run(ctx, events) }()
+	write(WorkerOp{Op: OpReady, Address: peer.Address(), SessionID: peer.SessionID(), PID: os.Getpid()})
+
+	go func() {
+		defer cancel()
+		sc := bufio.NewScanner(ctl)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		for sc.Scan() {
+			var op WorkerOp
+			if json.Unmarshal(sc.Bytes(), &op) != nil {
+				continue
+			}
+			switch op.Op {
+			case OpStop:
+				return
+			case OpSend:
+				if op.Message == nil {
+					continue
+				}
+				m := *op.Message
+				go func() {
+					sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+					defer scancel()
+					res := WorkerOp{Op: OpSent, MsgID: m.ID}
+					if _, err := peer.Send(sctx, m); err != nil {
+						res.Error = err.Error()
+					}
+					write(res)
+				}()
+			}
+		}
+	}()
+	for {
+		select {
+		case ev := <-events:
+			write(WorkerOp{Op: OpEvent, Event: &ev})
+		case err := <-done:
+			return err
+		}
+	}
+}
+
+// Alias is a running worker as the pool sees it.
+type Alias struct {
+	Name      string
+	Address   string
+	SessionID string
+	PID       int
+}
+
+// PoolConfig sets up an AliasPool.
+type PoolConfig struct {
+	// Command builds the worker's command (the gateway binary with its
+	// alias-worker subcommand and the registration flags) for an alias name.
+	Command func(name string) *exec.Cmd
+	// Events receives what arrives at every alias, stamped with its name.
+	Events func(alias string, ev message.Event)
+	// IdleAfter retires a worker no message went through for this long;
+	// default 10 minutes.
+	IdleAfter time.Duration
+	// StartTimeout bounds a worker's start; default 15 s.
+	StartTimeout time.Duration
+	Logger       *slog.Logger
+}
+
+// AliasPool starts alias workers lazily, one per name, and retires them.
+type AliasPool struct {
+	cfg PoolConfig
+	log *slog.Logger
+
+	mu      sync.Mutex
+	workers map[string]*worker
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// setReady ends the wait for the worker's start, once, with err.
+func (w *worker) setReady(err error) {
+	w.once.Do(func() {
+		w.startEr = err
+		close(w.ready)
+	})
+}
+
+type worker struct {
+	alias   Alias
+	cmd     *exec.Cmd
+	ctl     *os.File
+	wmu     sync.Mutex
+	ready   chan struct{}
+	exited  chan struct{} // closed once the process is reaped
+	once    sync.Once
+	startEr error
+	lastUse time.Time
+	sent    map[string]chan error
+	smu     sync.Mutex
+}
+
+// NewAliasPool returns an empty pool.
+func NewAliasPool(cfg PoolConfig) *AliasPool {
+	if cfg.IdleAfter == 0 {
+		cfg.IdleAfter = 10 * time.Minute
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = 15 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &AliasPool{cfg: cfg, log: cfg.Logger.With("component", "alias-pool"), workers: map[string]*worker{}}
+}
+
+// ErrPoolClosed is returned after Close.
+var ErrPoolClosed = errors.New("alias pool closed")
+
+// Get returns the alias for name, starting its worker when there is none.
+func (p *AliasPool) Get(ctx context.Context, name string) (Alias, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return Alias{}, ErrPoolClosed
+	}
+	w, ok := p.workers[name]
+	if !ok {
+		w = &worker{ready: make(chan struct{}), exited: make(chan struct{}), sent: map[string]chan error{}}
+		p.workers[name] = w
+		p.mu.Unlock()
+		p.start(name, w)
+	} else {
+		p.mu.Unlock()
+	}
+	select {
+	case <-w.ready:
+	case <-ctx.Done():
+		return Alias{}, ctx.Err()
+	}
+	if w.startEr != nil {
+		p.mu.Lock()
+		if p.workers[name] == w {
+			delete(p.workers, name)
+		}
+		p.mu.Unlock()
+		return Alias{}, w.startEr
+	}
+	p.mu.Lock()
+	w.lastUse = time.Now()
+	p.mu.Unlock()
+	return w.alias, nil
+}
+
+func (p *AliasPool) start(name string, w *worker) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		w.setReady(fmt.Errorf("alias %q: socketpair: %w", name, err))
+		return
+	}
+	parent, child := os.NewFile(uintptr(fds[0]), "alias-ctl"), os.NewFile(uintptr(fds[1]), "alias-ctl-child")
+	cmd := p.cfg.Command(name)
+	cmd.ExtraFiles = []*os.File{child} // fd 3 in the child
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM // never outlive the gateway
+	if err := cmd.Start(); err != nil {
+		parent.Close()
+		child.Close()
+		w.setReady(fmt.Errorf("alias %q: starting worker: %w", name, err))
+		return
+	}
+	child.Close()
+	w.cmd, w.ctl = cmd, parent
+	p.wg.Add(2)
+	go func() { defer p.wg.Done(); p.read(name, w) }()
+	go func() {
+		defer p.wg.Done()
+		_ = cmd.Wait()
+		close(w.exited)
+		p.mu.Lock()
+		if p.workers[name] == w {
+			delete(p.workers, name)
+		}
+		p.mu.Unlock()
+		parent.Close()
+	}()
+	go func() {
+		t := time.NewTimer(p.cfg.StartTimeout)
+		defer t.Stop()
+		select {
+		case <-w.ready:
+		case <-t.C:
+			w.setReady(fmt.Errorf("alias %q: worker did not start within %v", name, p.cfg.StartTimeout))
+			_ = cmd.Process.Kill()
+		}
+	}()
+}
+
+// read relays a worker's lines until its pipe closes.
+func (p *AliasPool) read(name string, w *worker) {
+	sc := bufio.NewScanner(w.ctl)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	readied := false
+	for sc.Scan() {
+		var op WorkerOp
+		if json.Unmarshal(sc.Bytes(), &op) != nil {
+			continue
+		}
+		switch op.Op {
+		case OpReady:
+			if !readied {
+				readied = true
+				w.alias = Alias{Name: name, Address: op.Address, SessionID: op.SessionID, PID: op.PID}
+				w.setReady(nil)
+			}
+		case OpEvent:
+			p.mu.Lock()
+			w.lastUse = time.Now()
+			p.mu.Unlock()
+			if op.Event != nil && p.cfg.Events != nil {
+				p.cfg.Events(name, *op.Event)
+			}
+		case OpSent:
+			w.smu.Lock()
+			ch := w.sent[op.MsgID]
+			delete(w.sent, op.MsgID)
+			w.smu.Unlock()
+			if ch != nil {
+				if op.Error != "" {
+					ch <- errors.New(op.Error)
+				} else {
+					ch <- nil
+				}
+			}
+		}
+	}
+	w.setReady(fmt.Errorf("alias %q: worker exited before it was ready", name))
+	w.smu.Lock()
+	for id, ch := range w.sent {
+		ch <- fmt.Errorf("alias %q: worker exited", name)
+		delete(w.sent, id)
+	}
+	w.smu.Unlock()
+}
+
+// Send sends m from the alias name (starting it if needed) and waits for
+// the worker's write to finish.
+func (p *AliasPool) Send(ctx context.Context, name string, m message.Message) error {
+	if _, err := p.Get(ctx, name); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	w := p.workers[name]
+	p.mu.Unlock()
+	if w == nil {
+		return fmt.Errorf("alias %q: worker gone", name)
+	}
+	ch := make(chan error, 1)
+	w.smu.Lock()
+	w.sent[m.ID] = ch
+	w.smu.Unlock()
+	b, err := json.Marshal(WorkerOp{Op: OpSend, Message: &m})
+	if err != nil {
+		return err
+	}
+	w.wmu.Lock()
+	_, err = w.ctl.Write(append(b, '\n'))
+	w.wmu.Unlock()
+	if err != nil {
+		return fmt.Errorf("alias %q: %w", name, err)
+	}
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Aliases lists the running aliases.
+func (p *AliasPool) Aliases() []Alias {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []Alias
+	for _, w := range p.workers {
+		select {
+		case <-w.ready:
+			if w.startEr == nil {
+				out = append(out, w.alias)
+			}
+		default:
+		}
+	}
+	return out
+}
+
+// Retire stops aliases not in keep and those idle longer than IdleAfter.
+func (p *AliasPool) Retire(keep map[string]bool) {
+	p.mu.Lock()
+	var stop []*worker
+	for name, w := range p.workers {
+		if !keep[name] || time.Since(w.lastUse) > p.cfg.IdleAfter {
+			stop = append(stop, w)
+		}
+	}
+	p.mu.Unlock()
+	for _, w := range stop {
+		p.wg.Add(1)
+		go func() { defer p.wg.Done(); p.stop(w) }()
+	}
+}
+
+func (p *AliasPool) stop(w *worker) {
+	<-w.ready
+	if w.ctl == nil {
+		return
+	}
+	// Ask first, so the worker deregisters; signal only one that lingers.
+	b, _ := json.Marshal(WorkerOp{Op: OpStop})
+	w.wmu.Lock()
+	_, _ = w.ctl.Write(append(b, '\n'))
+	w.wmu.Unlock()
+	t := time.NewTimer(stopGrace)
+	defer t.Stop()
+	select {
+	case <-w.exited:
+		return
+	case <-t.C:
+	}
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	t.Reset(stopGrace)
+	select {
+	case <-w.exited:
+	case <-t.C:
+		_ = w.cmd.Process.Kill()
+	}
+}
+
+// stopGrace is how long a worker gets to deregister after each nudge.
+const stopGrace = 3 * time.Second
+
+// Close stops every worker and waits for them to exit (each deregisters).
+func (p *AliasPool) Close() {
+	p.mu.Lock()
+	p.closed = true
+	ws := make([]*worker, 0, len(p.workers))
+	for _, w := range p.workers {
+		ws = append(ws, w)
+	}
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Go(func() { p.stop(w) })
+	}
+	wg.Wait()
+	p.wg.Wait()
+}
