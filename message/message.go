@@ -39,6 +39,9 @@ type Message struct {
 	Protocol    Protocol     `json:"protocol,omitempty"`
 	Attachments []Attachment `json:"attachments,omitempty"`
 	Plugin      string       `json:"from_plugin,omitempty"`
+	// AliasOf is set on a message that arrived at one of the gateway's
+	// aliases: the address of the session on another leg it stands for.
+	AliasOf string `json:"alias_of,omitempty"`
 	// Unpaced skips the sender-side mirror of the receiver's limits, so a
 	// send the receiver would drop is written anyway and its dropped
 	// receipt heard (for tests and diagnosis).

@@ -43,3 +43,16 @@ type Holder interface {
 type IdleSubscriber interface {
 	NotifyWhenIdle(ctx context.Context, target message.Session) (subID string, err error)
 }
+
+// AliasHost is a leg that shows sessions of other legs under their names,
+// so its own sessions can reach them natively (the bridge).
+type AliasHost interface {
+	// SyncAliases publishes exactly these sessions of other legs.
+	SyncAliases(ctx context.Context, others []message.Session) error
+	// SendAs sends m from the alias standing for sender (a session of
+	// another leg), creating the alias if it has none yet.
+	SendAs(ctx context.Context, sender message.Session, m message.Message) (message.Receipt, error)
+	// Relay tells the sender of in, which arrived at one of our aliases,
+	// what became of it on the other leg.
+	Relay(ctx context.Context, in message.Message, rc message.Receipt)
+}

@@ -30,6 +30,11 @@ type Config struct {
 	Now         func() time.Time
 	AfterFunc   func(time.Duration, func()) interface{ Stop() bool }
 	DefaultMode message.Mode
+	// Bridge publishes each leg's sessions on the other legs and forwards
+	// what arrives at those aliases.
+	Bridge bool
+	// BridgeInterval is how often aliases are re-published; default 2 s.
+	BridgeInterval time.Duration
 }
 
 // Router resolves, sends, tracks and fans out.
@@ -45,6 +50,9 @@ type Router struct {
 
 	roster   []message.Session // the last listing, for Resolve
 	rosterAt time.Time
+
+	bg     sync.WaitGroup // bridge forwards and relays in flight
+	bgSlot chan struct{}  // bounds them
 }
 
 type outbound struct {
@@ -52,6 +60,7 @@ type outbound struct {
 	track   *message.Tracker
 	changed chan struct{} // closed and replaced on every move
 	settle  interface{ Stop() bool }
+	fwd     *forward // set when the bridge forwarded this message
 }
 
 // Outbound is a snapshot of one sent message and where it stands.
@@ -81,6 +90,9 @@ func New(cfg Config, legs ...Leg) *Router {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.BridgeInterval == 0 {
+		cfg.BridgeInterval = 2 * time.Second
+	}
 	if cfg.RosterTTL == 0 {
 		cfg.RosterTTL = 2 * time.Second
 	}
@@ -92,7 +104,7 @@ func New(cfg Config, legs ...Leg) *Router {
 	}
 	h := NewHub(cfg.KeepEvents, cfg.WatcherBuf)
 	h.now = cfg.Now
-	return &Router{cfg: cfg, log: cfg.Logger, legs: legs, hub: h, out: map[string]*outbound{}}
+	return &Router{cfg: cfg, log: cfg.Logger, legs: legs, hub: h, out: map[string]*outbound{}, bgSlot: make(chan struct{}, 32)}
 }
 
 // Hub is the event fan-out.
@@ -123,7 +135,11 @@ func (r *Router) Run(ctx context.Context) error {
 			}
 		}
 	})
+	if r.cfg.Bridge {
+		g.Go(func() error { r.bridgeSync(ctx, r.cfg.BridgeInterval); return nil })
+	}
 	err := g.Wait()
+	r.bg.Wait()
 	r.mu.Lock()
 	for _, o := range r.out {
 		if o.settle != nil {
@@ -147,6 +163,16 @@ func (r *Router) handle(ctx context.Context, ev message.Event) {
 		}
 	case message.EventMessage:
 		r.cfg.Metrics.Message(ctx, string(ev.Leg), "in")
+		if ev.Message != nil && ev.Message.AliasOf != "" {
+			if src, ok := r.Leg(ev.Leg); ok && r.cfg.Bridge {
+				m := *ev.Message
+				r.background(func() { r.bridge(ctx, src, m) }, func() {
+					if h, ok := src.(AliasHost); ok {
+						h.Relay(ctx, m, message.Receipt{MsgID: m.ID, Status: message.StatusDropped, DropReason: "queue-full", Reason: "the gateway's bridge is busy"})
+					}
+				})
+			}
+		}
 	case message.EventDrop:
 		if ev.Drop != nil {
 			r.cfg.Metrics.Drop(ctx, string(ev.Leg), ev.Drop.Reason)
@@ -155,18 +181,35 @@ func (r *Router) handle(ctx context.Context, ev message.Event) {
 	r.hub.Publish(ev)
 }
 
+// background runs f in a bounded, owned goroutine; full runs busy instead.
+func (r *Router) background(f, busy func()) {
+	select {
+	case r.bgSlot <- struct{}{}:
+	default:
+		busy()
+		return
+	}
+	r.bg.Add(1)
+	go func() {
+		defer func() { <-r.bgSlot; r.bg.Done() }()
+		f()
+	}()
+}
+
 // apply moves an outbound message by rc; false when unknown or not allowed.
+// A bridged message's move is relayed to its original sender.
 func (r *Router) apply(rc message.Receipt) bool {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	o, ok := r.out[rc.MsgID]
 	if !ok {
+		r.mu.Unlock()
 		return false
 	}
 	if rc.Time.IsZero() {
 		rc.Time = r.cfg.Now()
 	}
 	if !o.track.Apply(rc) {
+		r.mu.Unlock()
 		return false
 	}
 	if o.settle != nil && rc.Status != message.StatusSent {
@@ -175,6 +218,18 @@ func (r *Router) apply(rc message.Receipt) bool {
 	}
 	close(o.changed)
 	o.changed = make(chan struct{})
+	fwd := o.fwd
+	r.mu.Unlock()
+	if fwd != nil && rc.Status != message.StatusSent {
+		if h, ok := fwd.source.(AliasHost); ok {
+			in := fwd.in
+			r.background(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				h.Relay(ctx, in, rc)
+			}, func() { r.log.Warn("receipt not relayed: bridge busy", "msg_id", in.ID) })
+		}
+	}
 	return true
 }
 
@@ -305,19 +360,28 @@ func (r *Router) Send(ctx context.Context, req SendRequest) (Outbound, error) {
 	rc.MsgID = m.ID
 	r.cfg.Metrics.Message(ctx, string(leg.Name()), "out")
 	r.apply(rc)
-	if st, ok := leg.(Settler); ok && rc.Status == message.StatusSent {
-		r.mu.Lock()
-		if o.track.Status == message.StatusSent {
-			o.settle = r.cfg.AfterFunc(st.Settle(), func() {
-				r.apply(message.Receipt{MsgID: m.ID, Status: message.StatusDelivered,
-					Detail: "inferred", Reason: "no receipt within the settle window; the receiver sends none for a clean delivery"})
-			})
-		}
-		r.mu.Unlock()
-	}
+	r.settleLater(leg, o, rc)
 	snap, _ := r.Message(m.ID)
 	r.hub.Publish(message.Event{Type: message.EventReceipt, Leg: leg.Name(), Receipt: &rc})
 	return snap, nil
+}
+
+// settleLater infers delivery for a leg whose receivers send no receipt for
+// a clean delivery, when none has come within its settle window.
+func (r *Router) settleLater(leg Leg, o *outbound, rc message.Receipt) {
+	st, ok := leg.(Settler)
+	if !ok || rc.Status != message.StatusSent {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if o.track.Status == message.StatusSent {
+		id := o.msg.ID
+		o.settle = r.cfg.AfterFunc(st.Settle(), func() {
+			r.apply(message.Receipt{MsgID: id, Status: message.StatusDelivered,
+				Detail: "inferred", Reason: "no receipt within the settle window; the receiver sends none for a clean delivery"})
+		})
+	}
 }
 
 func (r *Router) remember(o *outbound) {

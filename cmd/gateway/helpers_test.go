@@ -40,7 +40,8 @@ func startGateway(tb testing.TB, root string, opts ...func(*serveConfig)) *testG
 		"QWEN_HOME": g.qwenHome, "HOME": root, "TMPDIR": root}
 	cfg := serveConfig{
 		stateDir: g.stateDir, name: "gateway", settle: 200 * time.Millisecond,
-		mode: 2, getenv: func(k string) string { return env[k] },
+		mode: 2, getenv: func(k string) string { return env[k] }, bridge: true,
+		workerEnv: []string{"GATEWAY_TEST_AS_GATEWAY=1"},
 	}
 	for _, o := range opts {
 		o(&cfg)

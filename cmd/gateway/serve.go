@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -38,6 +39,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	settle := fs.Duration("settle", 2*time.Second, "how long a Claude send waits for a held/dropped receipt before it counts as delivered")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	legs := fs.String("legs", "claude,qwen", "local legs to run, comma-separated: claude, qwen")
+	bridge := fs.Bool("bridge", true, "publish each local leg's sessions on the other (Claude Code <-> Qwen Code) and forward between them")
 	heldExpiry := fs.String("held-expiry", "5m", "how long the Qwen inbox holds a message: 1m, 5m, 10m or never")
 	if _, err := parse(fs, args); err != nil {
 		return flagErr(err)
@@ -86,7 +88,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	log := observability.NewLogger(e.stderr, lvl)
 	err = serve(ctx, log, serveConfig{
 		stateDir: *sd, name: *name, apiAddr: *apiAddr, hosts: hosts, mode: m, inbound: pol,
-		qwenInbound: qpol, heldExpiry: qwen.ParseHeldExpiry(*heldExpiry), noClaude: !enabled["claude"], noQwen: !enabled["qwen"],
+		qwenInbound: qpol, heldExpiry: qwen.ParseHeldExpiry(*heldExpiry), noClaude: !enabled["claude"], noQwen: !enabled["qwen"], bridge: *bridge,
 		requireAuth: *requireAuth, settle: *settle, getenv: e.getenv,
 	})
 	if err != nil {
@@ -107,6 +109,8 @@ type serveConfig struct {
 	heldExpiry  time.Duration
 	noClaude    bool
 	noQwen      bool
+	bridge      bool
+	workerEnv   []string // extra environment for alias workers (tests)
 	requireAuth bool
 	settle      time.Duration
 	getenv      func(string) string
@@ -131,11 +135,14 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	}
 	defer metrics.Shutdown(context.Background())
 
-	legs, err := startLegs(log, c)
+	legs, pool, err := startLegs(log, c)
 	if err != nil {
 		return err
 	}
-	rt := router.New(router.Config{Logger: log, Metrics: metrics}, legs...)
+	if pool != nil {
+		defer pool.Close()
+	}
+	rt := router.New(router.Config{Logger: log, Metrics: metrics, Bridge: c.bridge}, legs...)
 	srv := api.NewServer(api.Config{Router: rt, Logger: log, Metrics: metrics.Handler(), Version: version,
 		Token: token, AllowedHosts: c.hosts})
 
@@ -191,8 +198,9 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 
 // startLegs registers the gateway on every enabled local leg; when one
 // fails, those already registered are taken down again.
-func startLegs(log *slog.Logger, c serveConfig) ([]router.Leg, error) {
+func startLegs(log *slog.Logger, c serveConfig) ([]router.Leg, *claude.AliasPool, error) {
 	var legs []router.Leg
+	var pool *claude.AliasPool
 	undo := func() {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -205,7 +213,7 @@ func startLegs(log *slog.Logger, c serveConfig) ([]router.Leg, error) {
 		if cfgDir == "" {
 			d, err := claude.ConfigDir()
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			cfgDir = d
 		}
@@ -215,7 +223,27 @@ func startLegs(log *slog.Logger, c serveConfig) ([]router.Leg, error) {
 			Settle: c.settle, Logger: log, UploadsDir: filepath.Join(c.stateDir, "uploads"),
 		})
 		if err != nil {
-			return nil, fmt.Errorf("registering as a Claude Code peer: %w", err)
+			return nil, nil, fmt.Errorf("registering as a Claude Code peer: %w", err)
+		}
+		if c.bridge && !c.noQwen {
+			exe, err := os.Executable()
+			if err != nil {
+				return nil, nil, fmt.Errorf("alias workers need the gateway's own path: %w", err)
+			}
+			env := append(os.Environ(), "CLAUDE_CONFIG_DIR="+cfgDir, "XDG_RUNTIME_DIR="+c.getenv("XDG_RUNTIME_DIR"))
+			env = append(env, c.workerEnv...)
+			pool = claude.NewAliasPool(claude.PoolConfig{
+				Command: func(name string) *exec.Cmd {
+					cmd := exec.Command(exe, "alias-worker", "--name", name, "--mode", c.mode.String())
+					cmd.Env = env
+					cmd.Stderr = os.Stderr
+					return cmd
+				},
+				Events:    peer.OnAliasEvent,
+				IdleAfter: 100 * 365 * 24 * time.Hour, // published aliases live as long as their session
+				Logger:    log,
+			})
+			peer.EnableAliases(pool)
 		}
 		legs = append(legs, peer)
 	}
@@ -237,11 +265,14 @@ func startLegs(log *slog.Logger, c serveConfig) ([]router.Leg, error) {
 		})
 		if err != nil {
 			undo()
-			return nil, fmt.Errorf("registering as a Qwen Code peer: %w", err)
+			if pool != nil {
+				pool.Close()
+			}
+			return nil, nil, fmt.Errorf("registering as a Qwen Code peer: %w", err)
 		}
 		legs = append(legs, peer)
 	}
-	return legs, nil
+	return legs, pool, nil
 }
 
 func controllersPath(stateDir string) string { return filepath.Join(stateDir, "controllers.json") }

@@ -41,6 +41,9 @@ type WorkerOp struct {
 
 	// event
 	Event *message.Event `json:"event,omitempty"`
+
+	// relay (parent→worker): tell the sender of Receipt.MsgID
+	Receipt *message.Receipt `json:"receipt,omitempty"`
 }
 
 // Worker ops.
@@ -94,6 +97,15 @@ func RunWorker(ctx context.Context, cfg Config, ctl io.ReadWriter) error {
 			switch op.Op {
 			case OpStop:
 				return
+			case OpRelay:
+				if op.Receipt != nil {
+					rc := *op.Receipt
+					go func() {
+						rctx, rcancel := context.WithTimeout(ctx, receiptTimeout)
+						defer rcancel()
+						peer.relay(rctx, rc.MsgID, rc)
+					}()
+				}
 			case OpSend:
 				if op.Message == nil {
 					continue

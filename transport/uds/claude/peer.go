@@ -107,6 +107,8 @@ type Peer struct {
 	hopToken    string
 	guard       *Guard
 	drops       *dropReporter
+	replies     replyBook
+	bridge      *bridgeHost
 	ln          *uds.Listener
 
 	mu       sync.Mutex

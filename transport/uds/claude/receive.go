@@ -118,6 +118,7 @@ func (p *Peer) handleUser(ctx context.Context, in *inbound, f *Frame) {
 	if in.reply == "" {
 		in.reply = p.verifyReply(f.From, in.cred.PID)
 	}
+	p.replies.remember(f.MsgID, in.reply)
 	c := ParseContent(f.Message.Content)
 	m := message.Message{
 		ID: f.MsgID, From: f.From, Body: c.Raw, Auth: in.auth, Attested: c.Attested,

@@ -56,6 +56,7 @@ type Peer struct {
 	drops      *DropReceipts
 	ln         *uds.Listener
 	facts      ProcessFacts
+	al         *aliases
 
 	sendSem chan struct{} // bounds receipt dials, as Qwen bounds concurrent sends
 
@@ -101,7 +102,7 @@ func Register(cfg PeerConfig) (*Peer, error) {
 	p := &Peer{
 		cfg: cfg, log: cfg.Logger.With("leg", "qwen"), clk: cfg.Clock, pid: os.Getpid(),
 		sessionID: uuid.NewString(), sessions: SessionsDir(cfg.Home), facts: HostFacts{},
-		sendSem: make(chan struct{}, maxReceiptDials),
+		sendSem: make(chan struct{}, maxReceiptDials), al: newAliases(),
 	}
 	p.token, p.childToken = NewIPCToken(), NewChildToken()
 	p.auth = Authenticator{IPCToken: p.token, ChildToken: p.childToken, Controllers: cfg.Controllers}
@@ -109,13 +110,24 @@ func Register(cfg PeerConfig) (*Peer, error) {
 	p.mirror = NewMirror(cfg.Clock, Limits{})
 	p.drops = NewDropReceipts(cfg.Clock, p.sendDropReceipt)
 	p.gate = NewGate(Config{
-		Clock:       cfg.Clock,
-		Policy:      func(string) (Policy, error) { return cfg.Inbound, nil },
+		Clock: cfg.Clock,
+		Policy: func(sid string) (Policy, error) {
+			if _, ok := p.al.bySession(sid); ok {
+				return PolicyAccept, nil // the session behind the alias applies its own
+			}
+			return cfg.Inbound, nil
+		},
 		ReviewClass: func(string) message.Mode { return cfg.Mode },
 		HeldExpiry:  func(string) time.Duration { return cfg.HeldExpiry },
-		SessionID:   func() string { return p.sessionID },
-		Report:      p.report,
-		Dropped:     p.dropped,
+		OwnsSession: func(sid string) bool {
+			if sid == p.sessionID {
+				return true
+			}
+			_, ok := p.al.bySession(sid)
+			return ok
+		},
+		Report:  p.report,
+		Dropped: p.dropped,
 	})
 	if err := uds.EnsureDir(p.sessions); err != nil {
 		return nil, fmt.Errorf("qwen sessions directory: %w", err)
@@ -246,6 +258,7 @@ func (p *Peer) Run(ctx context.Context, out chan<- message.Event) error {
 	case <-time.After(time.Second):
 	}
 	p.drops.Close()
+	p.removeAliases()
 	p.wg.Wait()
 	if rerr := os.Remove(p.recPath); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 		p.log.Warn("removing the qwen record failed", "file", p.recPath, "err", rerr)
@@ -282,11 +295,16 @@ var originAuth = map[AuthKind]message.AuthClass{
 
 func (p *Peer) toMessage(in Inbound) message.Message {
 	f := in.Frame
-	return message.Message{
+	m := message.Message{
 		ID: f.MsgID, From: "uds:" + f.From, FromName: f.FromName, Body: f.Content, Mode: f.FromMode,
 		Attested: f.FromMode != message.ModeUnknown, Auth: originAuth[in.Origin.Kind],
-		Protocol: message.ProtocolQwen, Time: p.clk.Now(),
+		Protocol: message.ProtocolQwen, Time: p.clk.Now(), ToSessionID: f.ToSessionID,
 	}
+	if al, ok := p.al.bySession(f.ToSessionID); ok {
+		m.AliasOf, m.ToName = al.origin.Address, al.origin.Name
+		p.al.remember(f.MsgID, replyTo{from: f.From, token: f.ReplyToken})
+	}
+	return m
 }
 
 // serveConn authenticates the first non-blank line and then reads frames.
@@ -340,6 +358,11 @@ func (p *Peer) serveConn(ctx context.Context, c *uds.Conn) {
 func (p *Peer) report(r Report) {
 	to := r.Inbound.Frame.From
 	if to == "" || !IsLocalIPCPath(to) {
+		return
+	}
+	if _, ok := p.al.bySession(r.Inbound.Frame.ToSessionID); ok && r.Status == StatusDelivered {
+		// Accepted at an alias only means handed to the bridge: the real
+		// outcome comes from the session behind it (Relay).
 		return
 	}
 	p.dial(to, r.Inbound.Frame.ReplyToken, NewStatusFrame(r.Status, r.Inbound.Frame.MsgID, p.socketPath))

@@ -45,7 +45,7 @@ func (p *Peer) records() ([]listed, error) {
 		if err != nil {
 			continue
 		}
-		if path == p.recPath {
+		if path == p.recPath || p.al.isAliasPath(path) {
 			continue
 		}
 		switch Judge(de.Name(), rec, p.facts) {

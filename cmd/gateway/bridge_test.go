@@ -1,0 +1,99 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/testkit/fakeclaude"
+	"github.com/sessiongateway/gateway/transport/uds/claude"
+)
+
+// claudeAlias waits for the gateway's alias worker named name and returns
+// its address.
+func claudeAlias(t *testing.T, g *testGateway, name string) string {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		files, _ := filepath.Glob(filepath.Join(g.configDir, "sessions", "*.json"))
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			if e, err := claude.ParseEntry(b); err == nil && e.Name == name && e.Kind == claude.KindAlias {
+				return "uds:" + e.MessagingSocketPath
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no alias worker named %q appeared", name)
+	return ""
+}
+
+// qwenAlias waits until the in-process Qwen peer lists a session named name.
+func qwenAlias(t *testing.T, q *qwenPeer, name string) message.Session {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		ss, _ := q.Sessions(ctxT(t))
+		for _, s := range ss {
+			if s.Name == name {
+				return s
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the qwen side never listed %q", name)
+	return message.Session{}
+}
+
+func TestClaudeAndQwenTalkThroughTheBridge(t *testing.T) {
+	g := startGateway(t, t.TempDir())
+	fk := newFake(t, g, "work-08", message.ModePrompting)
+	q := newQwenPeer(t, g, "qwen-work", message.ModePrompting)
+	alias := claudeAlias(t, g, "qwen-work")
+
+	t.Run("a Claude session's message to the Qwen name arrives with the sender's name", func(t *testing.T) {
+		if _, err := fk.Send(ctxT(t), alias, "hello qwen, from claude", message.ModePrompting); err != nil {
+			t.Fatal(err)
+		}
+		ev := q.wait(t, func(ev message.Event) bool { return ev.Type == message.EventMessage && ev.Message.Body == "hello qwen, from claude" })
+		if ev.Message.FromName != "work-08" || ev.Message.Mode != message.ModePrompting {
+			t.Fatalf("qwen got %+v", ev.Message)
+		}
+	})
+	t.Run("the Qwen session's answer by name comes back from the Qwen alias", func(t *testing.T) {
+		back := qwenAlias(t, q, "work-08")
+		if _, err := q.Send(ctxT(t), message.Message{ID: "a0000000-0000-4000-8000-000000000001", To: back.Address, ToSessionID: back.SessionID,
+			Body: "answer from qwen", Mode: message.ModePrompting}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := fk.WaitReceived(ctxT(t), func(r fakeclaude.Received) bool { return r.Content.Envelope.Body == "answer from qwen" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Content.Envelope.FromName != "qwen-work" || r.Frame.From != alias {
+			t.Fatalf("claude got %+v from %s, want it from the qwen-work alias %s", r.Content.Envelope, r.Frame.From, alias)
+		}
+		rev := q.wait(t, func(ev message.Event) bool { return ev.Type == message.EventReceipt && ev.Receipt.MsgID == "a0000000-0000-4000-8000-000000000001" })
+		if rev.Receipt.Status != message.StatusDelivered {
+			t.Fatalf("the qwen sender heard %+v, want delivered", rev.Receipt)
+		}
+	})
+	t.Run("a hold on the Qwen side reaches the Claude sender as a held receipt", func(t *testing.T) {
+		id, err := fk.Send(ctxT(t), alias, "bypass to qwen", message.ModeBypass)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := fk.WaitControl(ctxT(t), func(f claude.Frame) bool { return f.OrigMsgID == id })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Status != claude.WireHeld {
+			t.Fatalf("receipt = %+v, want held", f)
+		}
+	})
+}

@@ -1,0 +1,105 @@
+package router
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiongateway/gateway/message"
+)
+
+// forward is a message the bridge passed on, remembered so that what the
+// receiver says about it goes back to the original sender.
+type forward struct {
+	source Leg             // the leg the original arrived on
+	in     message.Message // the original, as it arrived at our alias
+}
+
+// maxForwards bounds remembered forwards; the oldest is forgotten.
+const maxForwards = 4096
+
+// bridgeSync publishes every leg's sessions on every other leg that hosts
+// aliases, now and every interval, until ctx ends.
+func (r *Router) bridgeSync(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		r.syncOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (r *Router) syncOnce(ctx context.Context) {
+	all := r.Sessions(ctx)
+	for _, l := range r.legs {
+		h, ok := l.(AliasHost)
+		if !ok {
+			continue
+		}
+		var others []message.Session
+		for _, s := range all {
+			if s.Protocol != l.Name() && s.Name != "" {
+				others = append(others, s)
+			}
+		}
+		if err := h.SyncAliases(ctx, others); err != nil {
+			r.log.Warn("publishing aliases failed", "leg", l.Name(), "err", err)
+		}
+	}
+}
+
+// bridge forwards a message that arrived at an alias to the session the
+// alias stands for, sent from the alias of its sender on that leg.
+func (r *Router) bridge(ctx context.Context, source Leg, in message.Message) {
+	fail := func(reason string) {
+		if h, ok := source.(AliasHost); ok {
+			h.Relay(ctx, in, message.Receipt{MsgID: in.ID, Status: message.StatusFailed, Reason: reason})
+		}
+		r.log.Info("bridged message not forwarded", "msg_id", in.ID, "to", in.AliasOf, "reason", reason)
+	}
+	targetLeg, target, err := r.Resolve(ctx, in.AliasOf)
+	if err != nil {
+		fail(err.Error())
+		return
+	}
+	host, ok := targetLeg.(AliasHost)
+	if !ok {
+		fail("the target's leg cannot send as an alias")
+		return
+	}
+	sender := r.senderOf(ctx, source, in)
+	m := message.Message{
+		ID: uuid.NewString(), To: target.Address, ToName: target.Name, ToPID: target.PID,
+		ToSessionID: target.SessionID, Body: in.Body, Mode: in.Mode, FromName: sender.Name,
+		HopChain: in.HopChain, Protocol: targetLeg.Name(), Time: r.cfg.Now(),
+	}
+	o := &outbound{msg: m, track: message.NewTracker(), changed: make(chan struct{}), fwd: &forward{source: source, in: in}}
+	r.remember(o)
+	rc, err := host.SendAs(ctx, sender, m)
+	if err != nil {
+		rc = message.Receipt{MsgID: m.ID, Status: message.StatusFailed, Reason: err.Error()}
+	}
+	rc.MsgID = m.ID
+	r.cfg.Metrics.Message(ctx, string(targetLeg.Name()), "bridged")
+	r.apply(rc)
+	r.settleLater(targetLeg, o, rc)
+	r.log.Info("bridged message", "from", sender.Name, "from_leg", source.Name(), "to", target.Name, "to_leg", targetLeg.Name(), "msg_id", m.ID)
+}
+
+// senderOf finds the session that sent in on its leg, for its name and
+// address; when the roster does not list it, what the message claims.
+func (r *Router) senderOf(ctx context.Context, source Leg, in message.Message) message.Session {
+	if ss, err := source.Sessions(ctx); err == nil {
+		for _, s := range ss {
+			if s.Address == in.From && (in.FromName == "" || s.Name == in.FromName) {
+				return s
+			}
+		}
+	}
+	return message.Session{Address: in.From, Name: in.FromName, Protocol: source.Name(), SessionID: in.FromSession}
+}

@@ -1,0 +1,202 @@
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/sessiongateway/gateway/message"
+)
+
+// The Claude leg's side of the bridge: sessions of other legs appear here as
+// alias workers (alias.go), one process per name.
+
+// replyBook remembers, per inbound message, the verified reply socket and
+// whether a held receipt went there, so a bridged outcome can be told to
+// the sender in Claude Code's vocabulary.
+type replyBook struct {
+	mu    sync.Mutex
+	m     map[string]*replyState
+	order []string
+}
+
+type replyState struct {
+	reply string
+	held  bool
+}
+
+const maxReplyBook = 4096
+
+func (b *replyBook) remember(msgID, reply string) {
+	if msgID == "" || reply == "" {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil {
+		b.m = map[string]*replyState{}
+	}
+	if _, ok := b.m[msgID]; !ok {
+		b.order = append(b.order, msgID)
+	}
+	b.m[msgID] = &replyState{reply: reply}
+	for len(b.order) > maxReplyBook {
+		delete(b.m, b.order[0])
+		b.order = b.order[1:]
+	}
+}
+
+func (b *replyBook) get(msgID string) (*replyState, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s, ok := b.m[msgID]
+	return s, ok
+}
+
+// receiptFor maps a bridged outcome to the receipt Claude Code would send,
+// or ok false when it sends none (a clean delivery).
+func receiptFor(from, msgID string, rc message.Receipt, wasHeld bool) (Frame, bool) {
+	switch rc.Status {
+	case message.StatusHeld:
+		return NewStatusReceipt(from, msgID, WireHeld, "", rc.Reason), true
+	case message.StatusDelivered:
+		if !wasHeld {
+			return Frame{}, false
+		}
+		return NewStatusReceipt(from, msgID, WireDelivered, "", ""), true
+	case message.StatusDenied:
+		return NewStatusReceipt(from, msgID, WireDenied, "", rc.Reason), true
+	case message.StatusExpired:
+		return NewStatusReceipt(from, msgID, WireExpired, "", rc.Reason), true
+	case message.StatusRefused:
+		return NewStatusReceipt(from, msgID, WireExpired, DetailRefused, rc.Reason), true
+	case message.StatusMisaddressed:
+		return NewStatusReceipt(from, msgID, WireExpired, "misaddressed", rc.Reason), true
+	case message.StatusFailed:
+		return NewStatusReceipt(from, msgID, WireExpired, "failed", rc.Reason), true
+	case message.StatusDropped:
+		if r, err := ParseDropReason(rc.DropReason); err == nil {
+			return NewDropReceipt(from, msgID, r), true
+		}
+		return NewStatusReceipt(from, msgID, WireDropped, "", rc.Reason), true
+	}
+	return Frame{}, false
+}
+
+// relay sends the receipt for a bridged outcome to the sender of msgID.
+func (p *Peer) relay(ctx context.Context, msgID string, rc message.Receipt) {
+	st, ok := p.replies.get(msgID)
+	if !ok {
+		return
+	}
+	f, ok := receiptFor(p.addr, msgID, rc, st.held)
+	if !ok {
+		return
+	}
+	if rc.Status == message.StatusHeld {
+		st.held = true
+	}
+	p.receipt(ctx, st.reply, f)
+}
+
+// OpRelay asks a worker to tell a sender about a bridged message.
+const OpRelay = "relay"
+
+// bridgeHost is the Claude leg's alias bookkeeping: which alias name stands
+// for which session of another leg.
+type bridgeHost struct {
+	pool *AliasPool
+	mu   sync.Mutex
+	byNm map[string]message.Session
+}
+
+// EnableAliases makes the peer an alias host with pool, whose Events must
+// be routed to OnAliasEvent.
+func (p *Peer) EnableAliases(pool *AliasPool) {
+	p.bridge = &bridgeHost{pool: pool, byNm: map[string]message.Session{}}
+}
+
+// OnAliasEvent hands on what arrived at alias name: a message is marked as
+// being for the session the alias stands for.
+func (p *Peer) OnAliasEvent(name string, ev message.Event) {
+	if ev.Message != nil && p.bridge != nil {
+		p.bridge.mu.Lock()
+		origin, ok := p.bridge.byNm[name]
+		p.bridge.mu.Unlock()
+		if ok {
+			m := *ev.Message
+			m.AliasOf, m.ToName = origin.Address, name
+			ev.Message = &m
+		}
+	}
+	p.emit(context.Background(), ev)
+}
+
+// SyncAliases starts an alias worker for each session of another leg and
+// retires those whose session is gone.
+func (p *Peer) SyncAliases(ctx context.Context, others []message.Session) error {
+	if p.bridge == nil {
+		return nil
+	}
+	keep := map[string]bool{}
+	byNm := map[string]message.Session{}
+	for _, s := range others {
+		if s.Name == "" || s.Name == p.cfg.Name {
+			continue
+		}
+		keep[s.Name] = true
+		byNm[s.Name] = s
+	}
+	p.bridge.mu.Lock()
+	p.bridge.byNm = byNm
+	p.bridge.mu.Unlock()
+	p.bridge.pool.Retire(keep)
+	var first error
+	for name := range keep {
+		if _, err := p.bridge.pool.Get(ctx, name); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// SendAs sends m from the alias named after sender.
+func (p *Peer) SendAs(ctx context.Context, sender message.Session, m message.Message) (message.Receipt, error) {
+	if p.bridge == nil {
+		return p.Send(ctx, m)
+	}
+	m.FromName = sender.Name
+	if err := p.bridge.pool.Send(ctx, sender.Name, m); err != nil {
+		return message.Receipt{}, err
+	}
+	return message.Receipt{MsgID: m.ID, Status: message.StatusSent, Time: p.clock.Now()}, nil
+}
+
+// Relay tells the Claude sender of in (which came to alias in.ToName) what
+// became of it, through that alias's worker.
+func (p *Peer) Relay(ctx context.Context, in message.Message, rc message.Receipt) {
+	if p.bridge == nil {
+		p.relay(ctx, in.ID, rc)
+		return
+	}
+	rc.MsgID = in.ID
+	_ = p.bridge.pool.relay(in.ToName, rc)
+}
+
+// relay asks the worker of alias name to send a receipt about rc.MsgID.
+func (ap *AliasPool) relay(name string, rc message.Receipt) error {
+	ap.mu.Lock()
+	w := ap.workers[name]
+	ap.mu.Unlock()
+	if w == nil || w.ctl == nil {
+		return ErrPoolClosed
+	}
+	b, err := json.Marshal(WorkerOp{Op: OpRelay, Receipt: &rc})
+	if err != nil {
+		return err
+	}
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	_, err = w.ctl.Write(append(b, '\n'))
+	return err
+}

@@ -1,0 +1,193 @@
+package qwen
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/transport/uds"
+)
+
+// On the Qwen side an alias is one more record of this process (the
+// spec's <pid>-<8 hex>.json), with our inbox and token and a session id of
+// its own; frames pinned to that id are for the session it stands for.
+
+// KindAlias is the record kind of the gateway's aliases.
+const KindAlias = "gateway-alias"
+
+type alias struct {
+	origin message.Session // the session on another leg
+	sid    string
+	path   string
+}
+
+// replyTo is how to reach the sender of a message that came to an alias.
+type replyTo struct {
+	from  string
+	token Token
+}
+
+// maxReplies bounds remembered reply addresses; the oldest is forgotten.
+const maxReplies = 4096
+
+type aliases struct {
+	mu      sync.Mutex
+	byKey   map[string]*alias // by origin address
+	bySID   map[string]*alias
+	paths   map[string]bool
+	replies map[string]replyTo
+	order   []string
+}
+
+func newAliases() *aliases {
+	return &aliases{byKey: map[string]*alias{}, bySID: map[string]*alias{}, paths: map[string]bool{}, replies: map[string]replyTo{}}
+}
+
+func (a *aliases) bySession(sid string) (*alias, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	al, ok := a.bySID[sid]
+	return al, ok
+}
+
+func (a *aliases) isAliasPath(path string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.paths[path]
+}
+
+func (a *aliases) remember(msgID string, r replyTo) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.replies[msgID]; !ok {
+		a.order = append(a.order, msgID)
+	}
+	a.replies[msgID] = r
+	for len(a.order) > maxReplies {
+		delete(a.replies, a.order[0])
+		a.order = a.order[1:]
+	}
+}
+
+func (a *aliases) reply(msgID string) (replyTo, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r, ok := a.replies[msgID]
+	return r, ok
+}
+
+// SyncAliases publishes a record for each session of another leg and
+// removes the records of those gone.
+func (p *Peer) SyncAliases(_ context.Context, others []message.Session) error {
+	want := map[string]message.Session{}
+	for _, s := range others {
+		if s.Name != "" && s.Name != p.cfg.Name {
+			want[s.Address] = s
+		}
+	}
+	p.al.mu.Lock()
+	var drop []*alias
+	for key, al := range p.al.byKey {
+		if s, ok := want[key]; !ok || s.Name != al.origin.Name {
+			drop = append(drop, al)
+			delete(p.al.byKey, key)
+			delete(p.al.bySID, al.sid)
+			delete(p.al.paths, al.path)
+		}
+	}
+	var add []message.Session
+	for key, s := range want {
+		if _, ok := p.al.byKey[key]; !ok {
+			add = append(add, s)
+		}
+	}
+	p.al.mu.Unlock()
+	for _, al := range drop {
+		_ = os.Remove(al.path)
+		p.log.Info("retired qwen alias", "name", al.origin.Name)
+	}
+	var firstErr error
+	for _, s := range add {
+		al, err := p.writeAlias(s)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		p.al.mu.Lock()
+		p.al.byKey[s.Address], p.al.bySID[al.sid], p.al.paths[al.path] = al, al, true
+		p.al.mu.Unlock()
+		p.log.Info("published qwen alias", "name", s.Name, "for", s.Address)
+	}
+	return firstErr
+}
+
+func (p *Peer) writeAlias(s message.Session) (*alias, error) {
+	procStart, _ := ProcStartToken(p.pid)
+	ns, err := uds.PidNamespace(p.pid)
+	if err != nil {
+		return nil, err
+	}
+	al := &alias{origin: s, sid: uuid.NewString()}
+	rec := Record{
+		PID: p.pid, ProcStart: procStart, PidNS: ns, SessionID: al.sid, Cwd: s.Cwd, Name: s.Name,
+		StartedAt: p.clk.Now().UnixMilli(), Kind: KindAlias, IPCPath: p.socketPath, IPCToken: p.token,
+	}
+	b, err := rec.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	al.path = filepath.Join(p.sessions, RecordFileName(p.pid, NewSuffix()))
+	if err := uds.CreateExclusive(al.path, b); err != nil {
+		return nil, err
+	}
+	return al, nil
+}
+
+func (p *Peer) removeAliases() {
+	p.al.mu.Lock()
+	defer p.al.mu.Unlock()
+	for _, al := range p.al.byKey {
+		_ = os.Remove(al.path)
+	}
+	p.al.byKey, p.al.bySID, p.al.paths = map[string]*alias{}, map[string]*alias{}, map[string]bool{}
+}
+
+// SendAs sends m to a Qwen session on behalf of sender, a session of
+// another leg: the frame names sender, and comes from our inbox, where the
+// receiver's answer by name reaches sender's alias.
+func (p *Peer) SendAs(ctx context.Context, sender message.Session, m message.Message) (message.Receipt, error) {
+	if m.FromName == "" {
+		m.FromName = sender.Name
+	}
+	return p.Send(ctx, m)
+}
+
+// Relay tells the Qwen sender of in, which came to one of our aliases,
+// what the session behind the alias did with it.
+func (p *Peer) Relay(_ context.Context, in message.Message, rc message.Receipt) {
+	r, ok := p.al.reply(in.ID)
+	if !ok || r.from == "" {
+		return
+	}
+	st := rc.Status
+	if st == message.StatusFailed {
+		st = message.StatusExpired // Qwen has no "failed": unsent, re-send later
+	}
+	ws, ok := WireStatusOf(st)
+	if !ok {
+		return
+	}
+	f := NewStatusFrame(ws, in.ID, p.socketPath)
+	if ws == StatusDropped {
+		if dr, err := ParseDropReason(rc.DropReason); err == nil {
+			f = NewDropFrame(in.ID, p.socketPath, dr, nil)
+		}
+	}
+	p.dial(r.from, r.token, f)
+}
