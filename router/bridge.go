@@ -9,15 +9,13 @@ import (
 	"github.com/sessiongateway/gateway/message"
 )
 
-// forward is a message the bridge passed on, remembered so that what the
-// receiver says about it goes back to the original sender.
+// forward is a message the bridge passed on, remembered (in the bounded
+// outbox, with the message) so that what the receiver says about it goes
+// back to the original sender.
 type forward struct {
 	source Leg             // the leg the original arrived on
 	in     message.Message // the original, as it arrived at our alias
 }
-
-// maxForwards bounds remembered forwards; the oldest is forgotten.
-const maxForwards = 4096
 
 // bridgeSync publishes every leg's sessions on every other leg that hosts
 // aliases, now and every interval, until ctx ends.

@@ -60,7 +60,9 @@ func TestClaudeAndQwenTalkThroughTheBridge(t *testing.T) {
 		if _, err := fk.Send(ctxT(t), alias, "hello qwen, from claude", message.ModePrompting); err != nil {
 			t.Fatal(err)
 		}
-		ev := q.wait(t, func(ev message.Event) bool { return ev.Type == message.EventMessage && ev.Message.Body == "hello qwen, from claude" })
+		ev := q.wait(t, func(ev message.Event) bool {
+			return ev.Type == message.EventMessage && ev.Message.Body == "hello qwen, from claude"
+		})
 		if ev.Message.FromName != "work-08" || ev.Message.Mode != message.ModePrompting {
 			t.Fatalf("qwen got %+v", ev.Message)
 		}
@@ -78,7 +80,9 @@ func TestClaudeAndQwenTalkThroughTheBridge(t *testing.T) {
 		if r.Content.Envelope.FromName != "qwen-work" || r.Frame.From != alias {
 			t.Fatalf("claude got %+v from %s, want it from the qwen-work alias %s", r.Content.Envelope, r.Frame.From, alias)
 		}
-		rev := q.wait(t, func(ev message.Event) bool { return ev.Type == message.EventReceipt && ev.Receipt.MsgID == "a0000000-0000-4000-8000-000000000001" })
+		rev := q.wait(t, func(ev message.Event) bool {
+			return ev.Type == message.EventReceipt && ev.Receipt.MsgID == "a0000000-0000-4000-8000-000000000001"
+		})
 		if rev.Receipt.Status != message.StatusDelivered {
 			t.Fatalf("the qwen sender heard %+v, want delivered", rev.Receipt)
 		}

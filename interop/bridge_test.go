@@ -1,0 +1,71 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiongateway/gateway/interop/claudecli"
+	"github.com/sessiongateway/gateway/interop/qwencli"
+	"github.com/sessiongateway/gateway/testkit/fakeanthropic"
+	"github.com/sessiongateway/gateway/testkit/fakeopenai"
+)
+
+// A real Claude Code session and a real Qwen Code session exchange a
+// message and its answer through the gateway, each by the other's name.
+// Both run in the bypass review class (Claude: bypassPermissions as root
+// needs IS_SANDBOX=1; Qwen: yolo, which scripted tool calls need anyway),
+// so mode parity delivers both ways without a person.
+func TestClaudeAndQwenExchangeAMessageAndItsAnswer(t *testing.T) {
+	needInterop(t)
+	needQwen(t)
+	w := newWorld(t)
+	ping := "ping-" + uuid.NewString()[:8]
+	pong := "pong-" + uuid.NewString()[:8]
+
+	qmodel := fakeopenai.Start(t, fakeopenai.CallToolOnce(ping, fakeopenai.SendMessageCall("work-it", pong), "answered"))
+	qs := startQwenTUI(t, w, qmodel, qwencli.ModeYolo)
+	trigger := "please-ping-qwen"
+	cmodel := fakeanthropic.Start(t, fakeanthropic.Rules(fakeanthropic.Text("ok"),
+		fakeanthropic.CallTools(trigger, []fakeanthropic.Call{{Tool: "SendMessage", Input: fmt.Sprintf(`{"to":%q,"message":%q}`, qs.Name(), ping)}}, "sent")))
+	g := startGateway(t, w, "gateway-it")
+	cs := claudecli.Start(t, claudecli.Options{
+		APIURL: cmodel.URL(), Name: "work-it", ConfigDir: w.configDir, XDGRuntimeDir: w.runtime,
+		Args: []string{"--permission-mode", "bypassPermissions"}, Env: []string{"IS_SANDBOX=1"},
+	})
+	waitAlias(t, g, qs.Name())
+	if err := cs.SendUserTurn(trigger); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := qmodel.WaitContains(ctx, ping); err != nil {
+		t.Fatalf("the Qwen session never got the Claude session's message: %v", err)
+	}
+	req, err := cmodel.WaitContains(ctx, pong)
+	if err != nil {
+		t.Fatalf("the Claude session never got the Qwen session's answer: %v", err)
+	}
+	if !strings.Contains(req.Text(), `from-name="`+qs.Name()+`"`) {
+		t.Errorf("the answer does not come from the Qwen session's name: %s", req.Text())
+	}
+}
+
+// waitAlias waits until the gateway lists a session named name on the
+// Qwen side, and its Claude alias has had time to start.
+func waitAlias(t *testing.T, g *gateway, name string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, ok := findSession(g.sessions(t), name); ok {
+			time.Sleep(3 * time.Second) // one bridge sync publishes the alias
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("the gateway never listed %q", name)
+}
