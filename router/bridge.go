@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"path"
 	"time"
 
 	"github.com/google/uuid"
@@ -41,7 +42,7 @@ func (r *Router) syncOnce(ctx context.Context) {
 		}
 		var others []message.Session
 		for _, s := range all {
-			if s.Protocol != l.Name() && s.Name != "" {
+			if s.Protocol != l.Name() && s.Name != "" && r.bridged(s.Name) {
 				others = append(others, s)
 			}
 		}
@@ -49,6 +50,20 @@ func (r *Router) syncOnce(ctx context.Context) {
 			r.log.Warn("publishing aliases failed", "leg", l.Name(), "err", err)
 		}
 	}
+}
+
+// bridged reports whether the bridge may show a session of this name on
+// the other legs.
+func (r *Router) bridged(name string) bool {
+	if len(r.cfg.BridgeOnly) == 0 {
+		return true
+	}
+	for _, p := range r.cfg.BridgeOnly {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // bridge forwards a message that arrived at an alias to the session the
@@ -63,6 +78,10 @@ func (r *Router) bridge(ctx context.Context, source Leg, in message.Message) {
 	targetLeg, target, err := r.Resolve(ctx, in.AliasOf)
 	if err != nil {
 		fail(err.Error())
+		return
+	}
+	if !r.bridged(target.Name) {
+		fail("the bridge does not reach " + target.Name)
 		return
 	}
 	host, ok := targetLeg.(AliasHost)

@@ -35,6 +35,9 @@ type Config struct {
 	Bridge bool
 	// BridgeInterval is how often aliases are re-published; default 2 s.
 	BridgeInterval time.Duration
+	// BridgeOnly, when not empty, limits the bridge to sessions whose name
+	// matches one of these path.Match patterns.
+	BridgeOnly []string
 }
 
 // Router resolves, sends, tracks and fans out.

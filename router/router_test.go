@@ -267,3 +267,25 @@ func TestResolveReusesARecentRosterAndRefreshesOnAMiss(t *testing.T) {
 		t.Fatalf("listed %d times, want a refresh after the TTL", leg.lists)
 	}
 }
+
+func TestBridgeOnlyLimitsWhichNamesAreBridged(t *testing.T) {
+	tests := []struct {
+		name    string
+		only    []string
+		session string
+		want    bool
+	}{
+		{"no limit bridges every name", nil, "anything", true},
+		{"a matching glob bridges the name", []string{"work-*"}, "work-08", true},
+		{"a name matching no glob is not bridged", []string{"work-*", "review"}, "scratch", false},
+		{"an exact name is a glob too", []string{"work-*", "review"}, "review", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := New(Config{BridgeOnly: tt.only})
+			if got := r.bridged(tt.session); got != tt.want {
+				t.Fatalf("bridged(%q) = %v, want %v", tt.session, got, tt.want)
+			}
+		})
+	}
+}

@@ -101,3 +101,39 @@ func TestClaudeAndQwenTalkThroughTheBridge(t *testing.T) {
 		}
 	})
 }
+
+func TestTheBridgeCanBeTurnedOffOrLimited(t *testing.T) {
+	tests := []struct {
+		name string
+		opt  func(*serveConfig)
+	}{
+		{"--bridge=false publishes no alias", func(c *serveConfig) { c.bridge = false }},
+		{"--bridge-only publishes only matching names", func(c *serveConfig) { c.bridgeOnly = []string{"other-*"} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := startGateway(t, t.TempDir(), tt.opt)
+			newFake(t, g, "work-08", message.ModePrompting)
+			q := newQwenPeer(t, g, "qwen-work", message.ModePrompting)
+			// One sync runs at start and then every 2 s: after 2.5 s any
+			// alias the bridge meant to publish is there.
+			time.Sleep(2500 * time.Millisecond)
+			ss, err := q.Sessions(ctxT(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range ss {
+				if s.Name == "work-08" {
+					t.Fatalf("the Claude session was published on the Qwen side: %+v", s)
+				}
+			}
+			files, _ := filepath.Glob(filepath.Join(g.configDir, "sessions", "*.json"))
+			for _, f := range files {
+				b, _ := os.ReadFile(f)
+				if e, err := claude.ParseEntry(b); err == nil && e.Kind == claude.KindAlias {
+					t.Fatalf("an alias worker was started: %+v", e)
+				}
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -40,6 +41,8 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	legs := fs.String("legs", "claude,qwen", "local legs to run, comma-separated: claude, qwen")
 	bridge := fs.Bool("bridge", true, "publish each local leg's sessions on the other (Claude Code <-> Qwen Code) and forward between them")
+	var bridgeOnly multi
+	fs.Var(&bridgeOnly, "bridge-only", "limit the bridge to sessions whose name matches this glob (repeatable)")
 	heldExpiry := fs.String("held-expiry", "5m", "how long the Qwen inbox holds a message: 1m, 5m, 10m or never")
 	if _, err := parse(fs, args); err != nil {
 		return flagErr(err)
@@ -81,6 +84,12 @@ func runServe(ctx context.Context, e *env, args []string) int {
 			return exitUsage
 		}
 	}
+	for _, p := range bridgeOnly {
+		if _, err := path.Match(p, ""); err != nil {
+			fmt.Fprintf(e.stderr, "gateway: --bridge-only %q: %v\n", p, err)
+			return exitUsage
+		}
+	}
 	if len(enabled) == 0 {
 		fmt.Fprintln(e.stderr, "gateway: --legs: name at least one leg")
 		return exitUsage
@@ -88,7 +97,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	log := observability.NewLogger(e.stderr, lvl)
 	err = serve(ctx, log, serveConfig{
 		stateDir: *sd, name: *name, apiAddr: *apiAddr, hosts: hosts, mode: m, inbound: pol,
-		qwenInbound: qpol, heldExpiry: qwen.ParseHeldExpiry(*heldExpiry), noClaude: !enabled["claude"], noQwen: !enabled["qwen"], bridge: *bridge,
+		qwenInbound: qpol, heldExpiry: qwen.ParseHeldExpiry(*heldExpiry), noClaude: !enabled["claude"], noQwen: !enabled["qwen"], bridge: *bridge, bridgeOnly: bridgeOnly,
 		requireAuth: *requireAuth, settle: *settle, getenv: e.getenv,
 	})
 	if err != nil {
@@ -110,6 +119,7 @@ type serveConfig struct {
 	noClaude    bool
 	noQwen      bool
 	bridge      bool
+	bridgeOnly  []string
 	workerEnv   []string // extra environment for alias workers (tests)
 	requireAuth bool
 	settle      time.Duration
@@ -142,7 +152,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	if pool != nil {
 		defer pool.Close()
 	}
-	rt := router.New(router.Config{Logger: log, Metrics: metrics, Bridge: c.bridge}, legs...)
+	rt := router.New(router.Config{Logger: log, Metrics: metrics, Bridge: c.bridge, BridgeOnly: c.bridgeOnly}, legs...)
 	srv := api.NewServer(api.Config{Router: rt, Logger: log, Metrics: metrics.Handler(), Version: version,
 		Token: token, AllowedHosts: c.hosts})
 
