@@ -18,6 +18,9 @@ type forward struct {
 	in     message.Message // the original, as it arrived at our alias
 }
 
+// AliasKind is the registry kind every leg gives the gateway's aliases.
+const AliasKind = "gateway-alias"
+
 // bridgeSync publishes every leg's sessions on every other leg that hosts
 // aliases, now and every interval, until ctx ends.
 func (r *Router) bridgeSync(ctx context.Context, interval time.Duration) {
@@ -42,7 +45,9 @@ func (r *Router) syncOnce(ctx context.Context) {
 		}
 		var others []message.Session
 		for _, s := range all {
-			if s.Protocol != l.Name() && s.Name != "" && r.bridged(s.Name) {
+			// Another gateway's aliases are not aliased again: that would
+			// let two gateways bounce messages between their bridges.
+			if s.Protocol != l.Name() && s.Name != "" && s.Kind != AliasKind && r.bridged(s.Name) {
 				others = append(others, s)
 			}
 		}
