@@ -72,7 +72,7 @@ type world struct {
 	qwenHome  string
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	// A short root keeps socket paths under the 103-byte limit.
 	root, err := os.MkdirTemp("/tmp", "gwi")
@@ -119,7 +119,7 @@ func (l *lockedBuf) String() string {
 	return l.b.String()
 }
 
-func startGateway(t *testing.T, w *world, name string, args ...string) *gateway {
+func startGateway(t testing.TB, w *world, name string, args ...string) *gateway {
 	t.Helper()
 	g := &gateway{w: w, logs: &lockedBuf{}, name: name}
 	g.cmd = exec.Command(gatewayBin, append([]string{"serve", "--name", name, "--log-level", "debug"}, args...)...)
@@ -147,7 +147,7 @@ func startGateway(t *testing.T, w *world, name string, args ...string) *gateway 
 	return nil
 }
 
-func (g *gateway) stop(t *testing.T) {
+func (g *gateway) stop(t testing.TB) {
 	if g.cmd.ProcessState != nil {
 		return
 	}
@@ -168,7 +168,7 @@ func (g *gateway) stop(t *testing.T) {
 
 // run runs a gateway CLI command and returns stdout, the exit code and an
 // error for anything but a clean exit.
-func (g *gateway) run(t *testing.T, args ...string) (string, int, error) {
+func (g *gateway) run(t testing.TB, args ...string) (string, int, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -187,7 +187,7 @@ func (g *gateway) run(t *testing.T, args ...string) (string, int, error) {
 	return string(out), code, nil
 }
 
-func (g *gateway) sessions(t *testing.T) []message.Session {
+func (g *gateway) sessions(t testing.TB) []message.Session {
 	t.Helper()
 	out, _, err := g.run(t, "sessions", "--json")
 	if err != nil {

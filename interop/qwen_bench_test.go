@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,9 +36,9 @@ const sinkReadTimeout = 10 * time.Second
 // that dedups would not change the result.
 func BenchmarkQwenSend(b *testing.B) {
 	needQwenSDK(b)
-	w := newBenchWorld(b)
+	w := newWorld(b)
 	sink := startQwenSink(b, w, "qwen-sink")
-	g := startBenchGateway(b, w, "gateway-bench")
+	g := startGateway(b, w, "gateway-bench", "--log-level", "info")
 	ep := qwencli.StartEndpoint(b, qwencli.EndpointOptions{Name: "sdk-bench", QwenHome: w.qwenHome, XDGRuntimeDir: w.runtime})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -107,67 +105,6 @@ func needQwenSDK(tb testing.TB) {
 	if pkg.Version != qwencli.SDKVersion {
 		tb.Fatalf("@qwen-code/sdk is %s, want %s", pkg.Version, qwencli.SDKVersion)
 	}
-}
-
-// newBenchWorld is newWorld for a benchmark.
-func newBenchWorld(tb testing.TB) *world {
-	tb.Helper()
-	root, err := os.MkdirTemp("/tmp", "gwb") // short: socket paths stay under 103 bytes
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { os.RemoveAll(root) })
-	w := &world{root: root, configDir: filepath.Join(root, "c"), runtime: filepath.Join(root, "r"), stateDir: filepath.Join(root, "s"), qwenHome: filepath.Join(root, "q")}
-	for _, d := range []string{w.configDir, w.runtime, w.qwenHome} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	return w
-}
-
-// startBenchGateway is startGateway for a benchmark, at the default log
-// level so that logging costs what it costs in use.
-func startBenchGateway(tb testing.TB, w *world, name string) *gateway {
-	tb.Helper()
-	g := &gateway{w: w, logs: &lockedBuf{}, name: name}
-	g.cmd = exec.Command(gatewayBin, "serve", "--name", name)
-	g.cmd.Env = w.env()
-	g.cmd.Stderr = g.logs
-	if err := g.cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- g.cmd.Wait() }()
-	tb.Cleanup(func() {
-		_ = g.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-exited:
-			if err != nil {
-				tb.Errorf("gateway exited with %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			_ = g.cmd.Process.Kill()
-			<-exited
-			tb.Errorf("gateway did not stop on SIGTERM")
-		}
-		if tb.Failed() {
-			tb.Logf("gateway logs:\n%s", g.logs.String())
-		}
-	})
-	c := apiClient(g)
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := c.Sessions(ctx)
-		cancel()
-		if err == nil {
-			return g
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	tb.Fatalf("gateway did not come up:\n%s", g.logs.String())
-	return nil
 }
 
 // waitSinkListed waits until both senders list the sink by name, so the
