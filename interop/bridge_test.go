@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessiongateway/gateway/interop/claudecli"
 	"github.com/sessiongateway/gateway/interop/qwencli"
+	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeanthropic"
 	"github.com/sessiongateway/gateway/testkit/fakeopenai"
 )
@@ -38,6 +39,16 @@ func TestClaudeAndQwenExchangeAMessageAndItsAnswer(t *testing.T) {
 		Args: []string{"--permission-mode", "bypassPermissions"}, Env: []string{"IS_SANDBOX=1"},
 	})
 	waitAlias(t, g, qs.Name())
+	// One roster, both protocols, each with its ref; neither alias shows.
+	ss := g.sessions(t)
+	byName := map[string]message.Session{}
+	for _, s := range ss {
+		byName[s.Name] = s
+	}
+	if c, q := byName["work-it"], byName[qs.Name()]; c.Protocol != message.ProtocolClaude || q.Protocol != message.ProtocolQwen ||
+		q.Ref != qwencli.Ref(qs.SessionID()) || c.SessionID != cs.SessionID() || len(ss) != 2 {
+		t.Fatalf("sessions = %+v", ss)
+	}
 	if err := cs.SendUserTurn(trigger); err != nil {
 		t.Fatal(err)
 	}
