@@ -87,6 +87,18 @@ func TestClaudeAndQwenTalkThroughTheBridge(t *testing.T) {
 			t.Fatalf("the qwen sender heard %+v, want delivered", rev.Receipt)
 		}
 	})
+	t.Run("a hold on the Claude side reaches the Qwen sender as a held receipt", func(t *testing.T) {
+		back := qwenAlias(t, q, "work-08")
+		id := "a0000000-0000-4000-8000-000000000002"
+		if _, err := q.Send(ctxT(t), message.Message{ID: id, To: back.Address, ToSessionID: back.SessionID,
+			Body: "bypass answer from qwen", Mode: message.ModeBypass}); err != nil {
+			t.Fatal(err)
+		}
+		rev := q.wait(t, func(ev message.Event) bool { return ev.Type == message.EventReceipt && ev.Receipt.MsgID == id })
+		if rev.Receipt.Status != message.StatusHeld {
+			t.Fatalf("the qwen sender heard %+v, want held", rev.Receipt)
+		}
+	})
 	t.Run("a hold on the Qwen side reaches the Claude sender as a held receipt", func(t *testing.T) {
 		id, err := fk.Send(ctxT(t), alias, "bypass to qwen", message.ModeBypass)
 		if err != nil {
