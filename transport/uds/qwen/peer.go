@@ -263,6 +263,11 @@ func (p *Peer) Run(ctx context.Context, out chan<- message.Event) error {
 	if rerr := os.Remove(p.recPath); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 		p.log.Warn("removing the qwen record failed", "file", p.recPath, "err", rerr)
 	}
+	// A per-start qwen-socks-<nonce> directory would litter $TMPDIR: remove
+	// it when empty (os.Remove refuses a directory that is not).
+	if dir := filepath.Dir(p.socketPath); IsNonceDirName(filepath.Base(dir)) {
+		_ = os.Remove(dir)
+	}
 	p.log.Info("deregistered Qwen Code peer", "socket", p.socketPath)
 	if errors.Is(err, context.Canceled) {
 		err = nil
