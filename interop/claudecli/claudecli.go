@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sessiongateway/gateway/interop/internal/proc"
 )
 
 // Version is the Claude Code release this harness was written against.
@@ -46,26 +48,7 @@ var ErrNoBinary = errors.New("claude CLI not found (run .ci/install-interop.sh, 
 // the path .ci/install-interop.sh installs to. A missing binary is an error,
 // never a reason to skip: callers decide whether interop runs at all.
 func Bin() (string, error) {
-	path := os.Getenv("GATEWAY_CLAUDE_BIN")
-	if path == "" {
-		cache := os.Getenv("GATEWAY_INTEROP_CACHE")
-		if cache == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return "", fmt.Errorf("%w: %v", ErrNoBinary, err)
-			}
-			cache = filepath.Join(home, ".cache", "gateway-interop")
-		}
-		path = filepath.Join(cache, "claude", "node_modules", ".bin", "claude")
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrNoBinary, err)
-	}
-	if fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return "", fmt.Errorf("%w: %s is not an executable file", ErrNoBinary, path)
-	}
-	return path, nil
+	return proc.Bin(ErrNoBinary, "GATEWAY_CLAUDE_BIN", "claude", "node_modules", ".bin", "claude")
 }
 
 // CheckVersion runs bin --version and reports an error unless it is Version.
@@ -119,9 +102,9 @@ type Session struct {
 
 	cmd    *exec.Cmd // stream-json mode only
 	stdin  io.WriteCloser
-	stderr *tailBuffer
-	tmux   string // TUI mode: the private tmux server's socket
-	tmpDir string // TUI mode: directory holding the tmux socket
+	stderr *proc.TailBuffer
+	tmux   proc.Tmux // TUI mode: the private tmux server
+	tmpDir string    // TUI mode: directory holding the tmux socket
 
 	writeMu sync.Mutex // one writer on stdin at a time
 	reqSeq  int        // control_request ids, under writeMu
@@ -201,7 +184,7 @@ func start(t testing.TB, o Options) (*Session, error) {
 	s := &Session{
 		opts:        o,
 		registryDir: filepath.Join(configDir, "sessions"),
-		stderr:      &tailBuffer{max: stderrKeep},
+		stderr:      &proc.TailBuffer{Max: stderrKeep},
 		changed:     make(chan struct{}),
 		done:        make(chan struct{}),
 	}
@@ -431,7 +414,7 @@ func (s *Session) Stop() error {
 func (s *Session) stop() error {
 	defer func() {
 		if s.tmpDir != "" {
-			exec.Command("tmux", "-S", s.tmux, "kill-server").Run()
+			s.tmux.Kill()
 			os.RemoveAll(s.tmpDir)
 		}
 	}()
@@ -443,15 +426,8 @@ func (s *Session) stop() error {
 		return fmt.Errorf("exited before Stop: %v", s.exitErr())
 	default:
 	}
-	if err := syscall.Kill(s.pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("SIGTERM: %w", err)
-	}
-	select {
-	case <-s.done:
-	case <-time.After(stopTimeout):
-		syscall.Kill(s.pid, syscall.SIGKILL)
-		<-s.done
-		return fmt.Errorf("still running %v after SIGTERM; killed", stopTimeout)
+	if err := proc.Terminate(s.pid, s.done, stopTimeout, func() { syscall.Kill(s.pid, syscall.SIGKILL) }); err != nil {
+		return err
 	}
 	return s.termErr()
 }
@@ -475,27 +451,4 @@ func (s *Session) termErr() error {
 		}
 	}
 	return err
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
 }

@@ -418,13 +418,3 @@ func FuzzParseEvent(f *testing.F) {
 		e.Decode(&h) // must not panic
 	})
 }
-
-func TestTailBufferKeepsTheEnd(t *testing.T) {
-	b := &tailBuffer{max: 8}
-	for _, s := range []string{"0123", "4567", "89ab"} {
-		b.Write([]byte(s))
-	}
-	if got := b.String(); got != "456789ab" {
-		t.Errorf("tail = %q, want 456789ab", got)
-	}
-}

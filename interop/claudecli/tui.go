@@ -5,9 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sessiongateway/gateway/interop/internal/proc"
 )
 
 // tmuxSession is the one session name on each private tmux server.
@@ -21,31 +22,19 @@ func (s *Session) startTUI(env, args []string) error {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		return fmt.Errorf("TUI mode needs tmux: %w", err)
 	}
-	envBin, err := exec.LookPath("env")
-	if err != nil {
-		return err
-	}
 	// Short: a Unix socket path must stay under 108 bytes.
 	dir, err := os.MkdirTemp("", "cctmux")
 	if err != nil {
 		return err
 	}
-	s.tmpDir, s.tmux = dir, filepath.Join(dir, "tmux.sock")
-	argv := []string{"-S", s.tmux, "new-session", "-d", "-s", tmuxSession, "-x", "200", "-y", "50", "-c", s.opts.Cwd, "--", envBin, "-i"}
-	argv = append(argv, env...)
-	argv = append(argv, s.opts.Bin)
-	argv = append(argv, args...)
-	if out, err := exec.Command("tmux", argv...).CombinedOutput(); err != nil {
-		return fmt.Errorf("tmux new-session: %w: %s", err, out)
-	}
-	out, err := exec.Command("tmux", "-S", s.tmux, "display-message", "-p", "-t", tmuxSession, "#{pane_pid}").Output()
-	if err != nil {
-		return fmt.Errorf("tmux display-message: %w", err)
+	s.tmpDir, s.tmux = dir, proc.Tmux{Socket: filepath.Join(dir, "tmux.sock"), Session: tmuxSession}
+	if err := s.tmux.Start(s.opts.Cwd, env, s.opts.Bin, args); err != nil {
+		return err
 	}
 	// env execs the CLI, so the pane's process is the CLI itself.
-	s.pid, err = strconv.Atoi(strings.TrimSpace(string(out)))
+	s.pid, err = s.tmux.PanePID()
 	if err != nil {
-		return fmt.Errorf("tmux pane pid %q: %w", out, err)
+		return err
 	}
 	start, err := ProcStart(s.pid)
 	if err != nil {
@@ -81,7 +70,7 @@ func (s *Session) typeTUI(text string) error {
 	if strings.TrimSpace(text) == "" {
 		return fmt.Errorf("claudecli: nothing to type")
 	}
-	if err := s.tmuxRun("send-keys", "-t", tmuxSession, "-l", text); err != nil {
+	if err := s.tmux.Run("send-keys", "-t", tmuxSession, "-l", text); err != nil {
 		return err
 	}
 	probe := strings.TrimSpace(strings.SplitN(text, "\n", 2)[0])
@@ -96,7 +85,7 @@ func (s *Session) typeTUI(text string) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	for {
-		if err := s.tmuxRun("send-keys", "-t", tmuxSession, "Enter"); err != nil {
+		if err := s.tmux.Run("send-keys", "-t", tmuxSession, "Enter"); err != nil {
 			return err
 		}
 		for range 10 {
@@ -127,22 +116,10 @@ func (s *Session) inputShows(probe string) bool {
 	return false
 }
 
-func (s *Session) tmuxRun(args ...string) error {
-	out, err := exec.Command("tmux", append([]string{"-S", s.tmux}, args...)...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("tmux %s: %w: %s", args[0], err, out)
-	}
-	return nil
-}
-
 // Screen is what the TUI shows now (tmux capture-pane).
 func (s *Session) Screen() (string, error) {
 	if s.opts.Mode != ModeTUI {
 		return "", fmt.Errorf("claudecli: Screen needs mode %q", ModeTUI)
 	}
-	out, err := exec.Command("tmux", "-S", s.tmux, "capture-pane", "-p", "-t", tmuxSession).Output()
-	if err != nil {
-		return "", fmt.Errorf("tmux capture-pane: %w", err)
-	}
-	return string(out), nil
+	return s.tmux.Capture()
 }

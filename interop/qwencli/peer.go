@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sessiongateway/gateway/interop/internal/proc"
 )
 
 //go:embed testdata/peer.mjs
@@ -91,7 +93,7 @@ type Endpoint struct {
 	info    endpointInfo
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
-	stderr  *tailBuffer
+	stderr  *proc.TailBuffer
 	tmpDir  string
 	writeMu sync.Mutex // one writer on stdin at a time
 	nextID  int        // command ids, under writeMu
@@ -277,7 +279,7 @@ func startEndpoint(o EndpointOptions) (*Endpoint, error) {
 	}
 	e := &Endpoint{
 		cmd:     cmd,
-		stderr:  &tailBuffer{max: 64 << 10},
+		stderr:  &proc.TailBuffer{Max: 64 << 10},
 		tmpDir:  tmp,
 		results: map[int]endpointEvent{},
 		changed: make(chan struct{}),
@@ -600,27 +602,4 @@ func (e *Endpoint) close() error {
 		return fmt.Errorf("peer.mjs still running %v after close; killed", endpointStopTimeout)
 	}
 	return e.waitErr
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
 }

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sessiongateway/gateway/interop/internal/proc"
 )
 
 // Version is the Qwen Code release this harness was written against;
@@ -51,13 +53,9 @@ var (
 // CacheDir is where .ci/install-interop.sh installs Qwen Code and its SDK:
 // ${GATEWAY_INTEROP_CACHE:-~/.cache/gateway-interop}/qwen.
 func CacheDir() (string, error) {
-	cache := os.Getenv("GATEWAY_INTEROP_CACHE")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", err
-		}
-		cache = filepath.Join(home, ".cache", "gateway-interop")
+	cache, err := proc.CacheDir()
+	if err != nil {
+		return "", err
 	}
 	return filepath.Join(cache, "qwen"), nil
 }
@@ -66,22 +64,7 @@ func CacheDir() (string, error) {
 // A missing binary is an error, never a reason to skip: callers decide
 // whether interop runs at all.
 func Bin() (string, error) {
-	path := os.Getenv("GATEWAY_QWEN_BIN")
-	if path == "" {
-		dir, err := CacheDir()
-		if err != nil {
-			return "", fmt.Errorf("%w: %v", ErrNoBinary, err)
-		}
-		path = filepath.Join(dir, "node_modules", ".bin", "qwen")
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrNoBinary, err)
-	}
-	if fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return "", fmt.Errorf("%w: %s is not an executable file", ErrNoBinary, path)
-	}
-	return path, nil
+	return proc.Bin(ErrNoBinary, "GATEWAY_QWEN_BIN", "qwen", "node_modules", ".bin", "qwen")
 }
 
 // CheckVersion runs bin --version and reports an error unless it is Version.
@@ -135,9 +118,9 @@ type Options struct {
 // Session is one running TUI.
 type Session struct {
 	opts    Options
-	panePID int    // the tmux pane's process: the qwen launcher
-	tmux    string // the private tmux server's socket
-	tmpDir  string // holds the tmux socket and any default dirs
+	panePID int       // the tmux pane's process: the qwen launcher
+	tmux    proc.Tmux // the private tmux server
+	tmpDir  string    // holds the tmux socket and any default dirs
 
 	rec     Record // as first read once the socket was bound
 	recPath string
@@ -190,7 +173,7 @@ func start(o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{tmpDir: tmp, tmux: filepath.Join(tmp, "tmux.sock"), done: make(chan struct{})}
+	s := &Session{tmpDir: tmp, tmux: proc.Tmux{Socket: filepath.Join(tmp, "tmux.sock"), Session: tmuxSession}, done: make(chan struct{})}
 	for _, d := range []struct {
 		dir  *string
 		name string
@@ -379,7 +362,7 @@ func (s *Session) Stop() error {
 
 func (s *Session) stop() error {
 	defer func() {
-		exec.Command("tmux", "-S", s.tmux, "kill-server").Run()
+		s.tmux.Kill()
 		os.RemoveAll(s.tmpDir)
 	}()
 	if s.panePID == 0 {
@@ -394,17 +377,9 @@ func (s *Session) stop() error {
 	if target == 0 {
 		target = s.panePID // never registered: nothing to clean up
 	}
-	if err := syscall.Kill(target, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("SIGTERM: %w", err)
-	}
-	select {
-	case <-s.done:
-		return nil
-	case <-time.After(stopTimeout):
+	return proc.Terminate(target, s.done, stopTimeout, func() {
 		// The pane's process leads its own process group: take the tree.
 		syscall.Kill(-s.panePID, syscall.SIGKILL)
 		syscall.Kill(target, syscall.SIGKILL)
-		<-s.done
-		return fmt.Errorf("still running %v after SIGTERM; killed", stopTimeout)
-	}
+	})
 }

@@ -3,8 +3,6 @@ package qwencli
 import (
 	"errors"
 	"fmt"
-	"os/exec"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -17,20 +15,12 @@ const tmuxSession = "qwen"
 // env: the tmux server would otherwise hand it the test process's
 // environment.
 func (s *Session) startTUI(env, args []string) error {
-	envBin, err := exec.LookPath("env")
-	if err != nil {
+	if err := s.tmux.Start(s.opts.Cwd, env, s.opts.Bin, args); err != nil {
 		return err
-	}
-	argv := []string{"-S", s.tmux, "new-session", "-d", "-s", tmuxSession, "-x", "200", "-y", "50", "-c", s.opts.Cwd, "--", envBin, "-i"}
-	argv = append(argv, env...)
-	argv = append(argv, s.opts.Bin)
-	argv = append(argv, args...)
-	if out, err := exec.Command("tmux", argv...).CombinedOutput(); err != nil {
-		return fmt.Errorf("tmux new-session: %w: %s", err, out)
 	}
 	pid, start, err := s.panePIDAndStart()
 	if err != nil {
-		exec.Command("tmux", "-S", s.tmux, "kill-server").Run()
+		s.tmux.Kill()
 		return err
 	}
 	s.panePID = pid
@@ -52,13 +42,9 @@ func (s *Session) startTUI(env, args []string) error {
 // panePIDAndStart reads the pane's process id and start time. env execs the
 // launcher, so the pane's process is the launcher itself.
 func (s *Session) panePIDAndStart() (int, string, error) {
-	out, err := exec.Command("tmux", "-S", s.tmux, "display-message", "-p", "-t", tmuxSession, "#{pane_pid}").Output()
+	pid, err := s.tmux.PanePID()
 	if err != nil {
-		return 0, "", fmt.Errorf("tmux display-message: %w", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil {
-		return 0, "", fmt.Errorf("tmux pane pid %q: %w", out, err)
+		return 0, "", err
 	}
 	start, err := ProcStart(pid)
 	if err != nil {
@@ -97,13 +83,13 @@ func (s *Session) TypeTurn(text string) error {
 		if time.Since(typed) < 2*time.Second {
 			continue
 		}
-		if err := s.tmuxRun("send-keys", "-t", tmuxSession, "-l", text); err != nil {
+		if err := s.tmux.Run("send-keys", "-t", tmuxSession, "-l", text); err != nil {
 			return err
 		}
 		typed = time.Now()
 	}
 	for {
-		if err := s.tmuxRun("send-keys", "-t", tmuxSession, "Enter"); err != nil {
+		if err := s.tmux.Run("send-keys", "-t", tmuxSession, "Enter"); err != nil {
 			return err
 		}
 		for range 10 {
@@ -165,19 +151,7 @@ func isRule(line string) bool {
 	return len([]rune(line)) >= 20 && strings.Trim(line, "─") == ""
 }
 
-func (s *Session) tmuxRun(args ...string) error {
-	out, err := exec.Command("tmux", append([]string{"-S", s.tmux}, args...)...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("tmux %s: %w: %s", args[0], err, out)
-	}
-	return nil
-}
-
 // Screen is what the TUI shows now (tmux capture-pane).
 func (s *Session) Screen() (string, error) {
-	out, err := exec.Command("tmux", "-S", s.tmux, "capture-pane", "-p", "-t", tmuxSession).Output()
-	if err != nil {
-		return "", fmt.Errorf("tmux capture-pane: %w", err)
-	}
-	return string(out), nil
+	return s.tmux.Capture()
 }

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+
+	"github.com/sessiongateway/gateway/testkit/recorder"
 )
 
 // maxBody caps a request body; Claude Code's first request (system prompt and
@@ -23,12 +25,12 @@ type Server struct {
 	ln     net.Listener
 	done   chan struct{} // closed when Serve returns
 
-	mu       sync.Mutex
-	closed   bool
-	requests []Request     // every POST /v1/messages, in arrival order
-	others   []Request     // every other request (count_tokens, unknown paths)
-	changed  chan struct{} // closed and replaced on every new request
-	nextID   int
+	mu     sync.Mutex
+	closed bool
+	nextID int // shared by both lists, so ids follow arrival order
+
+	requests recorder.Recorder[Request] // every POST /v1/messages, in arrival order
+	others   recorder.Recorder[Request] // every other request (count_tokens, unknown paths)
 }
 
 // Start runs a fake on 127.0.0.1 for the length of a test; t.Cleanup closes
@@ -54,7 +56,7 @@ func Listen(script Script, logf func(format string, args ...any)) (*Server, erro
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	s := &Server{script: script, logf: logf, ln: ln, done: make(chan struct{}), changed: make(chan struct{})}
+	s := &Server{script: script, logf: logf, ln: ln, done: make(chan struct{})}
 	s.srv = &http.Server{Handler: s}
 	go func() {
 		defer close(s.done)
@@ -77,50 +79,25 @@ func (s *Server) Close() error {
 }
 
 // Requests returns every /v1/messages request received so far.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
-}
+func (s *Server) Requests() []Request { return s.requests.All() }
 
 // Others returns every other request received so far: count_tokens and
 // anything the fake does not know, bodies decoded as far as they go.
-func (s *Server) Others() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.others...)
-}
+func (s *Server) Others() []Request { return s.others.All() }
 
 // Contains reports whether any /v1/messages request so far contained sub.
 func (s *Server) Contains(sub string) bool {
-	for _, r := range s.Requests() {
-		if r.Contains(sub) {
-			return true
-		}
-	}
-	return false
+	return s.requests.Any(func(r Request) bool { return r.Contains(sub) })
 }
 
 // WaitRequest blocks until a /v1/messages request matching pred has arrived
 // (looking at those already received first) or ctx ends.
 func (s *Server) WaitRequest(ctx context.Context, pred func(Request) bool) (Request, error) {
-	seen := 0
-	for {
-		s.mu.Lock()
-		reqs, changed := s.requests[seen:], s.changed
-		s.mu.Unlock()
-		for _, r := range reqs {
-			if pred(r) {
-				return r, nil
-			}
-		}
-		seen += len(reqs)
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return Request{}, fmt.Errorf("fakeanthropic: no matching request after %d: %w", seen, context.Cause(ctx))
-		}
+	r, seen, err := s.requests.Wait(ctx, pred)
+	if err != nil {
+		return Request{}, fmt.Errorf("fakeanthropic: no matching request after %d: %w", seen, err)
 	}
+	return r, nil
 }
 
 // WaitContains waits for a request containing sub (see Request.Contains).
@@ -162,14 +139,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// record appends req to list, wakes waiters, and returns a fresh id number.
-func (s *Server) record(list *[]Request, req Request) int {
+// record adds req to list, which wakes its waiters, and returns a fresh id
+// number. The id is taken under s.mu with the add, so ids follow the order
+// requests are recorded in across both lists.
+func (s *Server) record(list *recorder.Recorder[Request], req Request) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	*list = append(*list, req)
-	close(s.changed)
-	s.changed = make(chan struct{})
 	s.nextID++
+	list.Add(req)
 	return s.nextID
 }
 
