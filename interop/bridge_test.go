@@ -3,6 +3,8 @@ package interop
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,8 @@ import (
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeanthropic"
 	"github.com/sessiongateway/gateway/testkit/fakeopenai"
+	"github.com/sessiongateway/gateway/transport/uds/claude"
+	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 
 // A real Claude Code session and a real Qwen Code session exchange a
@@ -39,6 +43,7 @@ func TestClaudeAndQwenExchangeAMessageAndItsAnswer(t *testing.T) {
 		Args: []string{"--permission-mode", "bypassPermissions"}, Env: []string{"IS_SANDBOX=1"},
 	})
 	waitAlias(t, g, qs.Name())
+	waitQwenAlias(t, w, "work-it")
 	// One roster, both protocols, each with its ref; neither alias shows.
 	ss := g.sessions(t)
 	byName := map[string]message.Session{}
@@ -66,17 +71,44 @@ func TestClaudeAndQwenExchangeAMessageAndItsAnswer(t *testing.T) {
 	}
 }
 
-// waitAlias waits until the gateway lists a session named name on the
-// Qwen side, and its Claude alias has had time to start.
+// waitAlias waits until the gateway lists a session named name and its
+// Claude-side alias worker is registered.
 func waitAlias(t *testing.T, g *gateway, name string) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		if _, ok := findSession(g.sessions(t), name); ok {
-			time.Sleep(3 * time.Second) // one bridge sync publishes the alias
-			return
+		files, _ := filepath.Glob(filepath.Join(g.w.configDir, "sessions", "*.json"))
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			if e, err := claude.ParseEntry(b); err == nil && e.Name == name && e.Kind == claude.KindAlias {
+				return
+			}
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("the gateway never listed %q", name)
+	t.Fatalf("no alias of %q appeared", name)
+}
+
+// waitQwenAlias waits until the gateway's Qwen-side alias record named name
+// is published.
+func waitQwenAlias(t *testing.T, w *world, name string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		files, _ := filepath.Glob(filepath.Join(qwen.SessionsDir(w.qwenHome), "*.json"))
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			if r, err := qwen.ParseRecord(b); err == nil && r.Name == name && r.Kind == qwen.KindAlias {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("no qwen alias of %q appeared", name)
 }

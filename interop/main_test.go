@@ -210,7 +210,9 @@ type watcher struct {
 func (g *gateway) watch(t *testing.T) *watcher {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, gatewayBin, "watch", "--json")
+	// --since 0 replays every kept event, so nothing that happened before
+	// the stream opened is missed.
+	cmd := exec.CommandContext(ctx, gatewayBin, "watch", "--json", "--since", "0")
 	cmd.Env = g.w.env()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -240,8 +242,6 @@ func (g *gateway) watch(t *testing.T) *watcher {
 		_, _ = io.Copy(io.Discard, stdout)
 	}()
 	t.Cleanup(func() { cancel(); _ = cmd.Wait(); <-done })
-	// Give the watch time to subscribe before the test makes things happen.
-	time.Sleep(300 * time.Millisecond)
 	return w
 }
 

@@ -115,9 +115,17 @@ func TestSessionLifecycle(t *testing.T) {
 			checkMode(t, s.RegistryDir(), os.ModeDir|0o700)
 			checkMode(t, s.KeyPath(), 0o600)
 
-			e, err := s.Entry()
-			if err != nil {
-				t.Fatal(err)
+			// The CLI writes status a moment after binding: under load the
+			// first read can come before it.
+			var e RegistryEntry
+			for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				var err error
+				if e, err = s.Entry(); err != nil {
+					t.Fatal(err)
+				}
+				if e.Status != "" || time.Now().After(deadline) {
+					break
+				}
 			}
 			procStart, err := ProcStart(s.PID())
 			if err != nil {
