@@ -287,8 +287,6 @@ func startLegs(log *slog.Logger, c serveConfig) ([]router.Leg, *claude.AliasPool
 
 func controllersPath(stateDir string) string { return filepath.Join(stateDir, "controllers.json") }
 
-type ctxKey struct{}
-
 // uidCheck closes control-socket connections from other users: the socket is
 // 0600 already, this holds even if its directory was loosened.
 func uidCheck(ctx context.Context, c net.Conn) context.Context {
@@ -297,7 +295,7 @@ func uidCheck(ctx context.Context, c net.Conn) context.Context {
 			c.Close()
 		}
 	}
-	return context.WithValue(ctx, ctxKey{}, true)
+	return ctx
 }
 
 func listenControl(path string) (net.Listener, error) {
