@@ -111,8 +111,9 @@ type Peer struct {
 	bridge      *bridgeHost
 	ln          *uds.Listener
 
+	outbox *uds.Outbox
+
 	mu       sync.Mutex
-	out      chan<- message.Event // set by Run
 	held     map[string]*heldMsg
 	idleSubs map[string]idleSub // by subscriber msg_id
 	closed   bool
@@ -181,6 +182,7 @@ func Register(cfg Config) (*Peer, error) {
 		pid: os.Getpid(), uid: os.Geteuid(), sessionID: uuid.NewString(),
 		startedAt: cfg.Clock.Now(), sessionsDir: filepath.Join(cfg.ConfigDir, "sessions"),
 		held: map[string]*heldMsg{}, idleSubs: map[string]idleSub{},
+		outbox: uds.NewOutbox(message.ProtocolClaude, cfg.Clock.Now),
 	}
 	id, err := uds.Identify(p.pid)
 	if err != nil {
@@ -335,11 +337,11 @@ func (p *Peer) Settle() time.Duration { return p.cfg.Settle }
 
 // Ready reports whether the peer is registered and serving.
 func (p *Peer) Ready() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.out == nil {
+	if !p.outbox.Attached() {
 		return errors.New("not serving yet")
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.closed {
 		return errors.New("shutting down")
 	}
@@ -352,11 +354,10 @@ func (p *Peer) Ready() error {
 // Run serves inbound connections and publishes what arrives to out until ctx
 // ends; then it tells idle subscribers we exited and removes the registration.
 func (p *Peer) Run(ctx context.Context, out chan<- message.Event) error {
-	p.mu.Lock()
-	p.out = out
-	p.mu.Unlock()
+	p.outbox.Attach(out)
 	err := p.ln.Serve(ctx, p.serveConn)
 	p.shutdown()
+	p.outbox.Close()
 	if errors.Is(err, context.Canceled) {
 		err = nil
 	}
@@ -397,35 +398,13 @@ func (p *Peer) shutdown() {
 	p.log.Info("deregistered Claude Code peer", "socket", p.socketPath)
 }
 
-// emit hands an event to the router, waiting for room: admission already
-// turned messages away with queue-full before the queue could fill, so this
-// wait is short, and it ends with ctx.
-func (p *Peer) emit(ctx context.Context, ev message.Event) {
-	p.mu.Lock()
-	out := p.out
-	p.mu.Unlock()
-	if out == nil {
-		return
-	}
-	ev.Leg = message.ProtocolClaude
-	if ev.Time.IsZero() {
-		ev.Time = p.clock.Now()
-	}
-	select {
-	case out <- ev:
-	case <-ctx.Done():
-		p.log.Warn("shutting down: event not handed on", "type", ev.Type)
-	}
-}
+// emit hands an event to the router (see uds.Outbox).
+func (p *Peer) emit(ctx context.Context, ev message.Event) { p.outbox.Emit(ctx, ev) }
 
 // queued is how many inbound messages wait: held ones and those not yet
 // taken by the router. It feeds the guard's queue-full check.
 func (p *Peer) queued() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n := len(p.held)
-	if p.out != nil {
-		n += len(p.out)
-	}
-	return n
+	return len(p.held) + p.outbox.Pending()
 }

@@ -60,9 +60,8 @@ type Peer struct {
 
 	sendSem chan struct{} // bounds receipt dials, as Qwen bounds concurrent sends
 
-	mu  sync.Mutex
-	out chan<- message.Event
-	wg  sync.WaitGroup // receipt dials in flight
+	outbox *uds.Outbox
+	wg     sync.WaitGroup // receipt dials in flight
 }
 
 // maxReceiptDials bounds concurrent receipt connections; past it a receipt
@@ -103,6 +102,7 @@ func Register(cfg PeerConfig) (*Peer, error) {
 		cfg: cfg, log: cfg.Logger.With("leg", "qwen"), clk: cfg.Clock, pid: os.Getpid(),
 		sessionID: uuid.NewString(), sessions: SessionsDir(cfg.Home), facts: HostFacts{},
 		sendSem: make(chan struct{}, maxReceiptDials), al: newAliases(),
+		outbox: uds.NewOutbox(message.ProtocolQwen, cfg.Clock.Now),
 	}
 	p.token, p.childToken = NewIPCToken(), NewChildToken()
 	p.auth = Authenticator{IPCToken: p.token, ChildToken: p.childToken, Controllers: cfg.Controllers}
@@ -221,10 +221,7 @@ func (p *Peer) ChildEnv() []string { return ChildEnv(p.socketPath, p.childToken)
 
 // Ready reports whether the inbox is served and the record in place.
 func (p *Peer) Ready() error {
-	p.mu.Lock()
-	serving := p.out != nil
-	p.mu.Unlock()
-	if !serving {
+	if !p.outbox.Attached() {
 		return errors.New("not serving yet")
 	}
 	if _, err := os.Lstat(p.recPath); err != nil {
@@ -237,9 +234,7 @@ func (p *Peer) Ready() error {
 // it settles what waits (expired), flushes drop receipts and removes the
 // record.
 func (p *Peer) Run(ctx context.Context, out chan<- message.Event) error {
-	p.mu.Lock()
-	p.out = out
-	p.mu.Unlock()
+	p.outbox.Attach(out)
 	deliveries := make(chan struct{})
 	go func() {
 		defer close(deliveries)
@@ -258,6 +253,7 @@ func (p *Peer) Run(ctx context.Context, out chan<- message.Event) error {
 	case <-time.After(time.Second):
 	}
 	p.drops.Close()
+	p.outbox.Close()
 	p.removeAliases()
 	p.wg.Wait()
 	if rerr := os.Remove(p.recPath); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
@@ -275,24 +271,8 @@ func (p *Peer) Run(ctx context.Context, out chan<- message.Event) error {
 	return err
 }
 
-func (p *Peer) emit(ctx context.Context, ev message.Event) {
-	p.mu.Lock()
-	out := p.out
-	p.mu.Unlock()
-	if out == nil {
-		return
-	}
-	ev.Leg = message.ProtocolQwen
-	if ev.Time.IsZero() {
-		ev.Time = p.clk.Now()
-	}
-	select {
-	case out <- ev:
-	case <-ctx.Done():
-		// Shutting down: the router is gone; say so rather than block.
-		p.log.Debug("event not handed on at shutdown", "type", ev.Type)
-	}
-}
+// emit hands an event to the router (see uds.Outbox).
+func (p *Peer) emit(ctx context.Context, ev message.Event) { p.outbox.Emit(ctx, ev) }
 
 var originAuth = map[AuthKind]message.AuthClass{
 	AuthPeer: message.AuthPeer, AuthChild: message.AuthChild, AuthController: message.AuthController,

@@ -1,0 +1,75 @@
+package uds
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/sessiongateway/gateway/message"
+)
+
+// Outbox hands a leg's events to the router's queue. Emit waits for room
+// (the legs turn messages away with queue-full before the queue can fill,
+// so the wait is short) until the caller's context ends or the outbox is
+// closed; after Close nothing waits, so no goroutine can hang on a router
+// that has stopped reading.
+type Outbox struct {
+	leg message.Protocol
+	now func() time.Time
+
+	mu     sync.Mutex
+	out    chan<- message.Event
+	closed chan struct{}
+	once   sync.Once
+}
+
+// NewOutbox returns an outbox stamping events with leg and now().
+func NewOutbox(leg message.Protocol, now func() time.Time) *Outbox {
+	return &Outbox{leg: leg, now: now, closed: make(chan struct{})}
+}
+
+// Attach starts handing events to out.
+func (o *Outbox) Attach(out chan<- message.Event) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.out = out
+}
+
+// Attached reports whether Attach was called.
+func (o *Outbox) Attached() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.out != nil
+}
+
+// Pending is how many events wait in the router's queue.
+func (o *Outbox) Pending() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.out)
+}
+
+// Close makes every later (and waiting) Emit return at once.
+func (o *Outbox) Close() { o.once.Do(func() { close(o.closed) }) }
+
+// Emit stamps ev and hands it on; false when it could not (not attached,
+// ctx done, or closed).
+func (o *Outbox) Emit(ctx context.Context, ev message.Event) bool {
+	o.mu.Lock()
+	out := o.out
+	o.mu.Unlock()
+	if out == nil {
+		return false
+	}
+	ev.Leg = o.leg
+	if ev.Time.IsZero() {
+		ev.Time = o.now()
+	}
+	select {
+	case out <- ev:
+		return true
+	case <-ctx.Done():
+	case <-o.closed:
+	}
+	return false
+}
