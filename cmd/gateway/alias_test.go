@@ -137,3 +137,73 @@ func TestAliasWorkersRegisterSendAndRelay(t *testing.T) {
 }
 
 func itoaPID(pid int) string { return strconv.Itoa(pid) }
+
+func TestAliasRetirement(t *testing.T) {
+	root := t.TempDir()
+	g := startGateway(t, root)
+	t.Run("an on-demand alias idle past IdleAfter is retired", func(t *testing.T) {
+		pool := claude.NewAliasPool(claude.PoolConfig{
+			Command: func(name string) *exec.Cmd {
+				cmd := exec.Command(os.Args[0], "alias-worker", "--name", name)
+				cmd.Env = append(os.Environ(), "GATEWAY_TEST_AS_GATEWAY=1",
+					"CLAUDE_CONFIG_DIR="+g.configDir, "XDG_RUNTIME_DIR="+g.runtime)
+				return cmd
+			},
+			IdleAfter: time.Millisecond,
+		})
+		defer pool.Close()
+		if _, err := pool.Get(ctxT(t), "briefly"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+		pool.Retire(map[string]bool{})
+		deadline := time.Now().Add(10 * time.Second)
+		for len(pool.Aliases()) != 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the idle alias is still running")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	pool := claude.NewAliasPool(claude.PoolConfig{
+		Command: func(name string) *exec.Cmd {
+			cmd := exec.Command(os.Args[0], "alias-worker", "--name", name)
+			cmd.Env = append(os.Environ(), "GATEWAY_TEST_AS_GATEWAY=1",
+				"CLAUDE_CONFIG_DIR="+g.configDir, "XDG_RUNTIME_DIR="+g.runtime)
+			return cmd
+		},
+		IdleAfter: time.Hour,
+	})
+	defer pool.Close()
+	names := func() map[string]bool {
+		out := map[string]bool{}
+		for _, a := range pool.Aliases() {
+			out[a.Name] = true
+		}
+		return out
+	}
+	waitGone := func(name string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for names()[name] {
+			if time.Now().After(deadline) {
+				t.Fatalf("alias %q still running", name)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for _, n := range []string{"published", "on-demand"} {
+		if _, err := pool.Get(ctxT(t), n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool.Retire(map[string]bool{"published": true})
+	if got := names(); !got["published"] || !got["on-demand"] {
+		t.Fatalf("aliases = %v: a published alias and a fresh on-demand one both stay", got)
+	}
+	pool.Retire(map[string]bool{})
+	waitGone("published")
+	if !names()["on-demand"] {
+		t.Fatal("an on-demand alias idle for less than IdleAfter was retired")
+	}
+}

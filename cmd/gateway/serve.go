@@ -250,7 +250,7 @@ func startLegs(log *slog.Logger, c serveConfig) ([]router.Leg, *claude.AliasPool
 					return cmd
 				},
 				Events:    peer.OnAliasEvent,
-				IdleAfter: 100 * 365 * 24 * time.Hour, // published aliases live as long as their session
+				IdleAfter: 10 * time.Minute, // for aliases started on demand; published ones live as long as their session
 				Logger:    log,
 			})
 			peer.EnableAliases(pool)

@@ -176,17 +176,18 @@ func (w *worker) setReady(err error) {
 }
 
 type worker struct {
-	alias   Alias
-	cmd     *exec.Cmd
-	ctl     *os.File
-	wmu     sync.Mutex
-	ready   chan struct{}
-	exited  chan struct{} // closed once the process is reaped
-	once    sync.Once
-	startEr error
-	lastUse time.Time
-	sent    map[string]chan error
-	smu     sync.Mutex
+	alias     Alias
+	cmd       *exec.Cmd
+	ctl       *os.File
+	wmu       sync.Mutex
+	ready     chan struct{}
+	exited    chan struct{} // closed once the process is reaped
+	once      sync.Once
+	startEr   error
+	lastUse   time.Time
+	published bool // named by the last Retire: stands for a live session
+	sent      map[string]chan error
+	smu       sync.Mutex
 }
 
 // NewAliasPool returns an empty pool.
@@ -385,12 +386,18 @@ func (p *AliasPool) Aliases() []Alias {
 	return out
 }
 
-// Retire stops aliases not in keep and those idle longer than IdleAfter.
+// Retire publishes keep: aliases named there stay up; a published alias
+// no longer named (its session left) stops now; an alias started on demand
+// for a sender (SendAs) and never published stops once idle longer than
+// IdleAfter.
 func (p *AliasPool) Retire(keep map[string]bool) {
 	p.mu.Lock()
 	var stop []*worker
 	for name, w := range p.workers {
-		if !keep[name] || time.Since(w.lastUse) > p.cfg.IdleAfter {
+		switch {
+		case keep[name]:
+			w.published = true
+		case w.published, time.Since(w.lastUse) > p.cfg.IdleAfter:
 			stop = append(stop, w)
 		}
 	}
