@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -111,4 +113,42 @@ func waitQwenAlias(t *testing.T, w *world, name string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("no qwen alias of %q appeared", name)
+}
+
+// An alias worker never outlives the gateway: killed without a chance to
+// clean up, the gateway still takes its workers down, and each worker
+// deregisters on the way out.
+func TestAliasWorkersDieWithTheGateway(t *testing.T) {
+	needQwen(t)
+	w := newWorld(t)
+	g := startGateway(t, w, "gateway-it")
+	startEndpoint(t, w, "sdk-peer")
+	waitAlias(t, g, "sdk-peer")
+	var pid int
+	files, _ := filepath.Glob(filepath.Join(w.configDir, "sessions", "*.json"))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		if e, err := claude.ParseEntry(b); err == nil && e.Kind == claude.KindAlias && e.Name == "sdk-peer" {
+			pid = e.PID
+		}
+	}
+	if pid == 0 {
+		t.Fatal("no alias worker entry")
+	}
+	if err := g.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = g.cmd.Wait()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, err := os.Stat(filepath.Join(w.configDir, "sessions", strconv.Itoa(pid)+".json"))
+		gone := syscall.Kill(pid, 0) != nil
+		if gone && os.IsNotExist(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("worker %d alive=%v, entry err=%v, after the gateway was killed", pid, !gone, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
