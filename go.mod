@@ -3,6 +3,7 @@ module github.com/sessiongateway/gateway
 go 1.26.8
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/google/uuid v1.6.0
 	github.com/gowebpki/jcs v1.0.2
 	github.com/prometheus/client_golang v1.25.0

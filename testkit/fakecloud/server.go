@@ -1,0 +1,366 @@
+package fakecloud
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/sessiongateway/gateway/transport/remotews"
+)
+
+// DefaultRequiredHeaders are the headers seed 001 lists as sent on every REST
+// request that a client cannot leave out without the service refusing it.
+// The anthropic-client-* headers are the web client's identification and are
+// not checked by default (the CLI does not send web_claude_ai).
+var DefaultRequiredHeaders = []string{"anthropic-version", "anthropic-beta", "x-organization-uuid"}
+
+// Options configures a fake.
+type Options struct {
+	// Token is the accepted OAuth bearer token; SessionKey the accepted value
+	// of the sessionKey cookie. A request must present one of those that is
+	// set. With both empty, credentials are not checked.
+	Token      string
+	SessionKey string
+	// OrgUUID is the organisation: x-organization-uuid on REST, the
+	// organization_uuid query parameter on the WebSocket, and the {orgId} of
+	// the environment paths. Empty accepts any organisation.
+	OrgUUID string
+	// RequiredHeaders must be present on every REST request (400 naming the
+	// first missing one). Nil means DefaultRequiredHeaders; an empty non-nil
+	// slice checks none. The WebSocket is exempt: browsers cannot set headers
+	// on it, which is why the seed puts the organisation in its query.
+	RequiredHeaders []string
+	// Environments answer the environment endpoints; nil gives one online
+	// bridge environment, "env_fake_bridge".
+	Environments []Environment
+	// QueueLen bounds each subscriber's outgoing queue (default 1024). A
+	// subscriber whose queue is full is closed with 1008, as a real server
+	// sheds a consumer that does not keep up.
+	QueueLen int
+	// Logf, if not nil, receives one line per refused or unknown request.
+	Logf func(format string, args ...any)
+}
+
+// Environment is one entry of the environments list, in the seed's shape.
+type Environment struct {
+	Kind          string          `json:"kind"`
+	EnvironmentID string          `json:"environment_id"`
+	Name          string          `json:"name"`
+	CreatedAt     string          `json:"created_at"`
+	State         string          `json:"state"`
+	Config        json.RawMessage `json:"config"`
+	BridgeInfo    *BridgeInfo     `json:"bridge_info"`
+}
+
+// BridgeInfo describes the machine behind a bridge environment.
+type BridgeInfo struct {
+	MaxSessions int     `json:"max_sessions"`
+	MachineName string  `json:"machine_name"`
+	Directory   string  `json:"directory"`
+	Branch      string  `json:"branch"`
+	GitRepoURL  *string `json:"git_repo_url"`
+	Online      bool    `json:"online"`
+	SpawnMode   *string `json:"spawn_mode"`
+}
+
+// Errors returned by the scripting API.
+var (
+	ErrNoSession = errors.New("fakecloud: no such session")
+	ErrBadLine   = errors.New("fakecloud: line is not a message")
+)
+
+// Server is a running fake.
+type Server struct {
+	opts   Options
+	srv    *http.Server
+	ln     net.Listener
+	ctx    context.Context // cancelled by Close; ends every subscription
+	cancel context.CancelFunc
+	done   chan struct{} // closed when Serve returns
+	subWG  sync.WaitGroup
+
+	mu       sync.Mutex
+	closed   bool
+	seq      int // ids for sessions and events, in creation order
+	sessions map[string]*session
+	order    []string // session ids in creation order
+	fails    []*FailSpec
+}
+
+type session struct {
+	Session
+	events   []json.RawMessage // stored events, the order they were added
+	ids      []string          // uuid of each stored event
+	pending  []remotews.ControlRequest
+	answers  []Answer
+	posted   []remotews.Message
+	controls []remotews.ControlRequest // control requests received over the WebSocket
+	subs     map[*subscriber]struct{}
+}
+
+// Session is a session as the REST endpoints show it. The seed gives no
+// session object, so the field names are a guess (see the package tests).
+type Session struct {
+	ID             string          `json:"id"`
+	Title          string          `json:"title"`
+	Status         string          `json:"session_status"`
+	EnvironmentID  string          `json:"environment_id,omitempty"`
+	CreatedAt      string          `json:"created_at"`
+	UpdatedAt      string          `json:"updated_at"`
+	SessionContext json.RawMessage `json:"session_context,omitempty"`
+}
+
+// Answer is one control_response event posted over HTTP.
+type Answer struct {
+	RequestID string
+	Subtype   string             // "success" or "error"
+	Decision  *remotews.Decision // nil unless the response has "behavior"
+	Error     string
+	// Matched says the answer resolved a pending can_use_tool prompt.
+	Matched bool
+	Raw     json.RawMessage
+}
+
+// Start runs a fake on 127.0.0.1 for the length of a test; t.Cleanup closes it.
+func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	if opts.Logf == nil {
+		opts.Logf = t.Logf
+	}
+	s, err := Listen(opts)
+	if err != nil {
+		t.Fatalf("fakecloud: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Listen runs a fake on 127.0.0.1 until Close.
+func Listen(opts Options) (*Server, error) {
+	if opts.RequiredHeaders == nil {
+		opts.RequiredHeaders = DefaultRequiredHeaders
+	}
+	if opts.Environments == nil {
+		opts.Environments = []Environment{{
+			Kind: "bridge", EnvironmentID: "env_fake_bridge", Name: "fake:/work:0001",
+			CreatedAt: "2026-01-01T00:00:00Z", State: "active",
+			BridgeInfo: &BridgeInfo{MaxSessions: 1, MachineName: "fake", Directory: "/work", Branch: "HEAD", Online: true},
+		}}
+	}
+	if opts.QueueLen <= 0 {
+		opts.QueueLen = 1024
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	s := &Server{opts: opts, ln: ln, done: make(chan struct{}), sessions: map[string]*session{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(s.done)
+		s.srv.Serve(ln) // returns ErrServerClosed on Close
+	}()
+	return s, nil
+}
+
+// URL is the base URL, e.g. http://127.0.0.1:PORT.
+func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
+
+// WebSocketURL is the subscribe URL of a session, with replay if asked.
+func (s *Server) WebSocketURL(sessionID string, replay bool) string {
+	u := "ws://" + s.ln.Addr().String() + "/v1/sessions/ws/" + sessionID + "/subscribe?organization_uuid=" + s.opts.OrgUUID
+	if replay {
+		u += "&replay=true"
+	}
+	return u
+}
+
+// Close stops the server, ends every subscription and waits for them.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	err := s.srv.Close() // does not touch hijacked WebSocket connections
+	<-s.done
+	s.subWG.Wait()
+	return err
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/sessions", s.listSessions)
+	mux.HandleFunc("POST /v1/sessions", s.createSession)
+	mux.HandleFunc("GET /v1/sessions/{id}", s.getSession)
+	mux.HandleFunc("PATCH /v1/sessions/{id}", s.patchSession)
+	mux.HandleFunc("GET /v1/sessions/{id}/events", s.listEvents)
+	mux.HandleFunc("POST /v1/sessions/{id}/events", s.postEvents)
+	mux.HandleFunc("GET /v1/sessions/{id}/share-status", s.shareStatus)
+	mux.HandleFunc("GET /v1/environment_providers/private/organizations/{org}/environments", s.listEnvironments)
+	mux.HandleFunc("GET /v1/environment_providers/private/organizations/{org}/environments/{env}", s.getEnvironment)
+	mux.HandleFunc("GET /v1/sessions/ws/{id}/subscribe", s.subscribe)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws := strings.HasPrefix(r.URL.Path, "/v1/sessions/ws/")
+		if f := s.takeFail(r, false); f != nil {
+			s.opts.Logf("fakecloud: scripted %d for %s %s", f.Status, r.Method, r.URL.Path)
+			if f.RetryAfter > 0 {
+				w.Header().Set("Retry-After", strconv.Itoa(int((f.RetryAfter+time.Second-1)/time.Second)))
+			}
+			writeError(w, f.Status, errorType(f.Status), "scripted failure")
+			return
+		}
+		if status, msg := s.authorize(r, ws); status != 0 {
+			s.opts.Logf("fakecloud: %d %s %s: %s", status, r.Method, r.URL.Path, msg)
+			writeError(w, status, errorType(status), msg)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// authorize checks credentials, then headers, then the organisation: a
+// request with no credentials learns nothing else about what it got wrong.
+func (s *Server) authorize(r *http.Request, ws bool) (int, string) {
+	o := s.opts
+	if o.Token != "" || o.SessionKey != "" {
+		ok := false
+		if o.Token != "" {
+			ok = r.Header.Get("Authorization") == "Bearer "+o.Token
+		}
+		if !ok && o.SessionKey != "" {
+			c, err := r.Cookie("sessionKey")
+			ok = err == nil && c.Value == o.SessionKey
+		}
+		if !ok {
+			return http.StatusUnauthorized, "missing or invalid credentials"
+		}
+	}
+	org := r.Header.Get("x-organization-uuid")
+	if ws {
+		org = r.URL.Query().Get("organization_uuid")
+		if org == "" {
+			return http.StatusBadRequest, "missing query parameter organization_uuid"
+		}
+	} else {
+		for _, h := range o.RequiredHeaders {
+			if r.Header.Get(h) == "" {
+				return http.StatusBadRequest, "missing required header " + strings.ToLower(h)
+			}
+		}
+	}
+	if o.OrgUUID == "" {
+		return 0, ""
+	}
+	if org != "" && org != o.OrgUUID {
+		return http.StatusForbidden, "organization mismatch"
+	}
+	return 0, ""
+}
+
+// errorType is the Anthropic error type for a status.
+func errorType(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "invalid_request_error"
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case 529:
+		return "overloaded_error"
+	}
+	return "api_error"
+}
+
+func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	writeJSON(w, status, map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// FailSpec scripts failures for the next Times requests that match Method
+// and Path. Exactly one of Status or a WebSocket failure (Close, Drop) is set.
+type FailSpec struct {
+	Method string // "" matches any method
+	// Path matches when it is a prefix of the request path; "" matches all.
+	Path  string
+	Times int // default 1
+
+	// Status answers the request with this HTTP status (401, 403, 429, 5xx)
+	// before any other check. RetryAfter, if set, is sent as Retry-After in
+	// whole seconds, rounded up.
+	Status     int
+	RetryAfter time.Duration
+
+	// Close accepts the subscribe WebSocket and then closes it with this code
+	// (1002, 4001, 4003, ...) after After frames were sent. Drop does the
+	// same without a close frame, as a lost connection looks.
+	Close websocket.StatusCode
+	Drop  bool
+	After int
+}
+
+func (f *FailSpec) socket() bool { return f.Status == 0 }
+
+// Fail queues a failure script. Specs are tried in the order they were added.
+func (s *Server) Fail(f FailSpec) {
+	if f.Times <= 0 {
+		f.Times = 1
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fails = append(s.fails, &f)
+}
+
+// takeFail consumes one use of the first spec matching r: HTTP-status specs
+// when socket is false, WebSocket specs (only on subscribe) when it is true.
+func (s *Server) takeFail(r *http.Request, socket bool) *FailSpec {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, f := range s.fails {
+		if f.socket() != socket || (f.Method != "" && f.Method != r.Method) || !strings.HasPrefix(r.URL.Path, f.Path) {
+			continue
+		}
+		f.Times--
+		if f.Times == 0 {
+			s.fails = append(s.fails[:i], s.fails[i+1:]...)
+		}
+		c := *f
+		return &c
+	}
+	return nil
+}
+
+func (s *Server) now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+
+// nextID returns a fresh id with prefix; s.mu must be held.
+func (s *Server) nextID(prefix string) string {
+	s.seq++
+	return fmt.Sprintf("%s%012d", prefix, s.seq)
+}
