@@ -379,7 +379,8 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		for _, m := range h.Held() {
 			if m.Message.ID == id {
 				if err := h.Decide(r.Context(), id, b.Action == "release", b.Reason); err != nil {
-					s.fail(w, err)
+					// Decided meanwhile, or the queue is full: a conflict, not a fault.
+					writeError(w, Error{Error: err.Error(), Code: CodeConflict})
 					return
 				}
 				writeJSON(w, http.StatusOK, map[string]string{"id": id, "action": b.Action})
