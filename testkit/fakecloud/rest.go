@@ -39,7 +39,7 @@ func (s *Server) addSession(v Session) *session {
 	if v.Status == "" {
 		v.Status = "active"
 	}
-	ss := &session{Session: v, subs: map[*subscriber]struct{}{}}
+	ss := &session{Session: v, subs: map[*subscriber]struct{}{}, streams: map[*stream]struct{}{}}
 	s.sessions[v.ID] = ss
 	s.order = append(s.order, v.ID)
 	return ss
@@ -85,7 +85,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	ss := s.addSession(Session{Title: body.Title, EnvironmentID: body.EnvironmentID, SessionContext: body.SessionContext})
 	for _, e := range initial {
-		if _, err := s.store(ss, e); err != nil {
+		if _, err := s.store(ss, e, sourceClient); err != nil {
 			s.mu.Unlock()
 			writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 			return
@@ -229,7 +229,7 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 		if m.Kind == remotews.KindControlResponse {
 			ss.answer(m)
 		}
-		e, err := s.store(ss, body.Events[i])
+		e, err := s.store(ss, body.Events[i], sourceClient)
 		if err != nil { // cannot happen: Decode accepted the object
 			writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 			return
@@ -315,8 +315,9 @@ func readBody(w http.ResponseWriter, r *http.Request, v any) bool {
 }
 
 // store gives an event a uuid (when it has none) and a session_id (likewise),
-// appends it to the session and returns it as stored; s.mu must be held.
-func (s *Server) store(ss *session, e json.RawMessage) (json.RawMessage, error) {
+// appends it to the session with src as its v2 source and returns it as
+// stored; s.mu must be held.
+func (s *Server) store(ss *session, e json.RawMessage, src string) (json.RawMessage, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(e, &obj); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadLine, err)
@@ -335,6 +336,9 @@ func (s *Server) store(ss *session, e json.RawMessage) (json.RawMessage, error) 
 	if _, ok := obj["created_at"]; !ok {
 		obj["created_at"], _ = json.Marshal(s.now())
 	}
+	m := eventMeta{source: src}
+	json.Unmarshal(obj["type"], &m.typ)
+	json.Unmarshal(obj["created_at"], &m.createdAt)
 	out, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err
@@ -342,5 +346,6 @@ func (s *Server) store(ss *session, e json.RawMessage) (json.RawMessage, error) 
 	out = bytes.TrimSpace(out)
 	ss.events = append(ss.events, out)
 	ss.ids = append(ss.ids, id)
+	ss.meta = append(ss.meta, m)
 	return out, nil
 }

@@ -47,6 +47,9 @@ type Options struct {
 	// subscriber whose queue is full is closed with 1008, as a real server
 	// sheds a consumer that does not keep up.
 	QueueLen int
+	// PingInterval is how often an open v2 event stream sends a ": ping"
+	// comment (default 15 s).
+	PingInterval time.Duration
 	// Logf, if not nil, receives one line per refused or unknown request.
 	Logf func(format string, args ...any)
 }
@@ -101,11 +104,13 @@ type session struct {
 	Session
 	events   []json.RawMessage // stored events, the order they were added
 	ids      []string          // uuid of each stored event
+	meta     []eventMeta       // v2 envelope fields of each stored event; sequence_num is index+1
 	pending  []remotews.ControlRequest
 	answers  []Answer
 	posted   []remotews.Message
 	controls []remotews.ControlRequest // control requests received over the WebSocket
 	subs     map[*subscriber]struct{}
+	streams  map[*stream]struct{} // open v2 event streams
 }
 
 // Session is a session as the REST endpoints show it. The seed gives no
@@ -159,6 +164,9 @@ func Listen(opts Options) (*Server, error) {
 	}
 	if opts.QueueLen <= 0 {
 		opts.QueueLen = 1024
+	}
+	if opts.PingInterval <= 0 {
+		opts.PingInterval = 15 * time.Second
 	}
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
@@ -217,6 +225,10 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/environment_providers/private/organizations/{org}/environments", s.listEnvironments)
 	mux.HandleFunc("GET /v1/environment_providers/private/organizations/{org}/environments/{env}", s.getEnvironment)
 	mux.HandleFunc("GET /v1/sessions/ws/{id}/subscribe", s.subscribe)
+	mux.HandleFunc("GET /v1/code/sessions", s.listSessions)
+	mux.HandleFunc("GET /v1/code/sessions/{id}", s.getSession)
+	mux.HandleFunc("POST /v1/code/sessions/{id}/events", s.postEvents)
+	mux.HandleFunc("GET /v1/code/sessions/{id}/events/stream", s.streamEvents)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws := strings.HasPrefix(r.URL.Path, "/v1/sessions/ws/")
 		if f := s.takeFail(r, false); f != nil {
@@ -320,7 +332,9 @@ type FailSpec struct {
 
 	// Close accepts the subscribe WebSocket and then closes it with this code
 	// (1002, 4001, 4003, ...) after After frames were sent. Drop does the
-	// same without a close frame, as a lost connection looks.
+	// same without a close frame, as a lost connection looks. On the v2
+	// events stream, Close ends the response cleanly after After events and
+	// Drop cuts it off (no final chunk), so the client sees a broken read.
 	Close websocket.StatusCode
 	Drop  bool
 	After int
@@ -339,7 +353,8 @@ func (s *Server) Fail(f FailSpec) {
 }
 
 // takeFail consumes one use of the first spec matching r: HTTP-status specs
-// when socket is false, WebSocket specs (only on subscribe) when it is true.
+// when socket is false, stream specs (only on subscribe and the v2 events
+// stream) when it is true.
 func (s *Server) takeFail(r *http.Request, socket bool) *FailSpec {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -43,10 +43,14 @@ func (sub *subscriber) send(line []byte) {
 	}
 }
 
-// broadcast queues e for every subscriber of ss; s.mu must be held.
+// broadcast queues e for every subscriber of ss and wakes its event
+// streams, which read the store themselves; s.mu must be held.
 func (s *Server) broadcast(ss *session, e []byte) {
 	for sub := range ss.subs {
 		sub.send(e)
+	}
+	for st := range ss.streams {
+		st.poke()
 	}
 }
 
@@ -254,7 +258,7 @@ func (s *Server) Emit(sessionID string, line string) error {
 			}
 		}
 	}
-	e, err := s.store(ss, out)
+	e, err := s.store(ss, out, sourceWorker)
 	if err != nil {
 		return err
 	}
@@ -314,13 +318,17 @@ func (s *Server) Subscribers(sessionID string) int {
 }
 
 // Disconnect ends every open subscription of the session now: with a close
-// frame carrying code, or, for code 0, by dropping the connection.
+// frame carrying code, or, for code 0, by dropping the connection. Open v2
+// event streams end too: cleanly, or cut off for code 0.
 func (s *Server) Disconnect(sessionID string, code websocket.StatusCode) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ss, ok := s.sessions[sessionID]; ok {
 		for sub := range ss.subs {
 			sub.stop(closeReq{code, "scripted disconnect"})
+		}
+		for st := range ss.streams {
+			st.stop(closeReq{code, "scripted disconnect"})
 		}
 	}
 }

@@ -1,0 +1,184 @@
+package fakecloud
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Sources of a v2 event: what the session's worker produced (Emit) or what a
+// client posted.
+const (
+	sourceWorker = "worker"
+	sourceClient = "client"
+)
+
+// eventMeta is what the v2 envelope needs of a stored event.
+type eventMeta struct {
+	typ       string
+	source    string
+	createdAt string
+}
+
+// v2Event is the envelope remotews.DecodeV2 reads.
+type v2Event struct {
+	EventID     string          `json:"event_id"`
+	EventType   string          `json:"event_type"`
+	SequenceNum uint64          `json:"sequence_num"`
+	Source      string          `json:"source"`
+	CreatedAt   string          `json:"created_at"`
+	Payload     json.RawMessage `json:"payload"`
+}
+
+// stream is one open v2 events stream. It keeps no queue: the session's
+// store is the buffer and the stream its own cursor into it, so a slow
+// reader costs nothing and needs no full policy. wake says the store grew;
+// kill asks the handler to end.
+type stream struct {
+	wake chan struct{} // buffered 1; a pending wake covers any number of events
+	kill chan closeReq // buffered 1; the first request wins
+}
+
+func (st *stream) poke() {
+	select {
+	case st.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (st *stream) stop(c closeReq) {
+	select {
+	case st.kill <- c:
+	default:
+	}
+}
+
+// envelopes returns the v2 events of ss with sequence numbers after from;
+// s.mu must be held.
+func (ss *session) envelopes(from uint64) [][]byte {
+	var out [][]byte
+	for i := from; i < uint64(len(ss.events)); i++ {
+		m := ss.meta[i]
+		b, _ := json.Marshal(v2Event{
+			EventID: ss.ids[i], EventType: m.typ, SequenceNum: i + 1,
+			Source: m.source, CreatedAt: m.createdAt, Payload: ss.events[i],
+		})
+		out = append(out, b)
+	}
+	return out
+}
+
+// resumeFrom is the last sequence number the client already has: the
+// from_sequence_num query, else the Last-Event-ID header, else 0. Both are
+// exclusive, so a client resumes with the last number it saw; the query wins
+// because it is the explicit one.
+func resumeFrom(r *http.Request) (uint64, error) {
+	v, name := r.URL.Query().Get("from_sequence_num"), "from_sequence_num"
+	if v == "" {
+		v, name = r.Header.Get("Last-Event-ID"), "Last-Event-ID"
+	}
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s must be a non-negative integer", name)
+	}
+	return n, nil
+}
+
+// streamEvents serves /v1/code/sessions/{id}/events/stream: every stored
+// event after the resume point, then new ones as they are stored, each as
+// "id: <seq>" and "data: <envelope>", with a ": ping" comment every
+// PingInterval. A scripted Close or Drop ends it after After events.
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
+	from, err := resumeFrom(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
+	}
+	st := &stream{wake: make(chan struct{}, 1), kill: make(chan closeReq, 1)}
+	s.mu.Lock()
+	ss, ok := s.sessions[r.PathValue("id")]
+	if !ok || s.closed {
+		s.mu.Unlock()
+		if !ok {
+			writeError(w, http.StatusNotFound, "not_found_error", "session not found")
+		} else {
+			writeError(w, http.StatusServiceUnavailable, "api_error", "shutting down")
+		}
+		return
+	}
+	ss.streams[st] = struct{}{}
+	s.subWG.Add(1)
+	s.mu.Unlock()
+	defer s.subWG.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(ss.streams, st)
+		s.mu.Unlock()
+	}()
+	fail := s.takeFail(r, true)
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	if rc.Flush() != nil {
+		return
+	}
+	// cut ends the response as a lost connection looks: what was written
+	// goes out, then no final chunk. net/http recovers ErrAbortHandler quietly.
+	cut := func() {
+		rc.Flush()
+		panic(http.ErrAbortHandler)
+	}
+	sent := 0
+	failNow := func() bool {
+		if fail == nil || sent < fail.After {
+			return false
+		}
+		if fail.Drop {
+			cut()
+		}
+		return true
+	}
+	tick := time.NewTicker(s.opts.PingInterval)
+	defer tick.Stop()
+	for {
+		s.mu.Lock()
+		batch := ss.envelopes(from)
+		s.mu.Unlock()
+		for _, b := range batch {
+			if failNow() {
+				return
+			}
+			from++
+			if _, err := fmt.Fprintf(w, "id: %d\ndata: %s\n\n", from, b); err != nil {
+				return
+			}
+			sent++
+		}
+		if rc.Flush() != nil || failNow() {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.ctx.Done():
+			return
+		case k := <-st.kill:
+			if k.code == 0 {
+				cut()
+			}
+			return
+		case <-st.wake:
+		case <-tick.C:
+			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
+				return
+			}
+		}
+	}
+}
