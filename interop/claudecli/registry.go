@@ -144,6 +144,12 @@ func (s *Session) waitBound(ctx context.Context) error {
 				last = fmt.Errorf("%s is not a socket", e.MessagingSocketPath)
 			case kerr != nil:
 				last = kerr
+			case e.Status == "":
+				// The CLI writes the entry again once it settles: wait for
+				// that, so callers see the final name and status.
+				last = errors.New("registry entry has no status yet")
+			case s.opts.Name != "" && e.Name != s.opts.Name:
+				last = fmt.Errorf("registry entry names %q, not yet %q", e.Name, s.opts.Name)
 			default:
 				s.sock, s.sessionID, s.name, s.procStart = e.MessagingSocketPath, e.SessionID, e.Name, e.ProcStart
 				return nil
