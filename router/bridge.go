@@ -100,16 +100,10 @@ func (r *Router) bridge(ctx context.Context, source Leg, in message.Message) {
 		ToSessionID: target.SessionID, Body: in.Body, Mode: in.Mode, FromName: sender.Name,
 		HopChain: in.HopChain, Protocol: targetLeg.Name(), Time: r.cfg.Now(),
 	}
-	o := &outbound{msg: m, track: message.NewTracker(), changed: make(chan struct{}), fwd: &forward{source: source, in: in}}
-	r.remember(o)
-	rc, err := host.SendAs(ctx, sender, m)
-	if err != nil {
-		rc = message.Receipt{MsgID: m.ID, Status: message.StatusFailed, Reason: err.Error()}
+	sendAs := func(ctx context.Context, m message.Message) (message.Receipt, error) {
+		return host.SendAs(ctx, sender, m)
 	}
-	rc.MsgID = m.ID
-	r.cfg.Metrics.Message(ctx, string(targetLeg.Name()), "bridged")
-	r.apply(rc)
-	r.settleLater(targetLeg, o, rc)
+	r.dispatch(ctx, targetLeg, m, &forward{source: source, in: in}, sendAs, "bridged")
 	r.log.Info("bridged message", "from", sender.Name, "from_leg", source.Name(), "to", target.Name, "to_leg", targetLeg.Name(), "msg_id", m.ID)
 }
 

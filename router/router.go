@@ -354,19 +354,28 @@ func (r *Router) Send(ctx context.Context, req SendRequest) (Outbound, error) {
 		Mode: mode, FromName: req.FromName, HopChain: req.HopChain, Attachments: req.Files, Unpaced: req.Unpaced,
 		Protocol: leg.Name(), Time: r.cfg.Now(),
 	}
-	o := &outbound{msg: m, track: message.NewTracker(), changed: make(chan struct{})}
+	rc := r.dispatch(ctx, leg, m, nil, leg.Send, "out")
+	snap, _ := r.Message(m.ID)
+	r.hub.Publish(message.Event{Type: message.EventReceipt, Leg: leg.Name(), Receipt: &rc})
+	return snap, nil
+}
+
+// dispatch remembers m, writes it with send over leg, and applies the first
+// receipt (failed when the write failed); a forward links it to the message
+// it passes on. It is the one way a message leaves the router.
+func (r *Router) dispatch(ctx context.Context, leg Leg, m message.Message, fwd *forward,
+	send func(context.Context, message.Message) (message.Receipt, error), dir string) message.Receipt {
+	o := &outbound{msg: m, track: message.NewTracker(), changed: make(chan struct{}), fwd: fwd}
 	r.remember(o)
-	rc, err := leg.Send(ctx, m)
+	rc, err := send(ctx, m)
 	if err != nil {
 		rc = message.Receipt{MsgID: m.ID, Status: message.StatusFailed, Reason: err.Error()}
 	}
 	rc.MsgID = m.ID
-	r.cfg.Metrics.Message(ctx, string(leg.Name()), "out")
+	r.cfg.Metrics.Message(ctx, string(leg.Name()), dir)
 	r.apply(rc)
 	r.settleLater(leg, o, rc)
-	snap, _ := r.Message(m.ID)
-	r.hub.Publish(message.Event{Type: message.EventReceipt, Leg: leg.Name(), Receipt: &rc})
-	return snap, nil
+	return rc
 }
 
 // settleLater infers delivery for a leg whose receivers send no receipt for
