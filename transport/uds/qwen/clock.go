@@ -1,28 +1,17 @@
 package qwen
 
-import "time"
+import (
+	"time"
 
-// Stopper cancels a pending AfterFunc. It is an alias, not a named type, so a
-// clock written in another package (testkit/clock) satisfies Clock without
-// importing this one; *time.Timer is a Stopper.
-type Stopper = interface{ Stop() bool }
+	"github.com/sessiongateway/gateway/transport/uds"
+)
 
-// Clock is the time source of everything here whose limits depend on time:
-// the admission buckets, the duplicate window, hold expiry, drop-receipt
-// batching and the send mirror.
-type Clock interface {
-	Now() time.Time
-	AfterFunc(d time.Duration, f func()) Stopper
-}
-
-// RealClock is the wall clock.
-type RealClock struct{}
-
-// Now returns time.Now().
-func (RealClock) Now() time.Time { return time.Now() }
-
-// AfterFunc runs f in its own goroutine after d, as time.AfterFunc does.
-func (RealClock) AfterFunc(d time.Duration, f func()) Stopper { return time.AfterFunc(d, f) }
+// The leg's time source is the shared one (see uds.Clock).
+type (
+	Stopper   = uds.Stopper
+	Clock     = uds.Clock
+	RealClock = uds.RealClock
+)
 
 // elapsed is how long ago then was, as Qwen Code measures hold ages and the
 // duplicate window: the larger of the monotonic and the wall-clock
