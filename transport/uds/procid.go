@@ -56,15 +56,10 @@ const statStartField = 22
 // parentheses, so fields are counted from after the LAST ')'; field 3 is the
 // first one there.
 func parseStatStartTicks(b []byte) (uint64, error) {
-	open := bytes.IndexByte(b, '(')
-	end := bytes.LastIndexByte(b, ')')
-	if open < 1 || end < open {
-		return 0, errMalformedStat
+	fields, err := statFields(b)
+	if err != nil {
+		return 0, err
 	}
-	if _, err := strconv.ParseUint(string(bytes.TrimRight(b[:open], " ")), 10, 31); err != nil {
-		return 0, fmt.Errorf("%w: bad pid field", errMalformedStat)
-	}
-	fields := bytes.Fields(b[end+1:])
 	const idx = statStartField - 3
 	if len(fields) <= idx {
 		return 0, fmt.Errorf("%w: %d fields after comm, want more than %d", errMalformedStat, len(fields), idx)
@@ -74,6 +69,37 @@ func parseStatStartTicks(b []byte) (uint64, error) {
 		return 0, fmt.Errorf("%w: starttime: %w", errMalformedStat, err)
 	}
 	return v, nil
+}
+
+// statFields returns the fields of /proc/<pid>/stat after the command name
+// (field 3, the state, first). The name may hold spaces and parentheses, so
+// it ends at the last ')'.
+func statFields(b []byte) ([][]byte, error) {
+	open := bytes.IndexByte(b, '(')
+	end := bytes.LastIndexByte(b, ')')
+	if open < 1 || end < open {
+		return nil, errMalformedStat
+	}
+	if _, err := strconv.ParseUint(string(bytes.TrimRight(b[:open], " ")), 10, 31); err != nil {
+		return nil, fmt.Errorf("%w: bad pid field", errMalformedStat)
+	}
+	return bytes.Fields(b[end+1:]), nil
+}
+
+// parseStatState returns the state letter (field 3) and parent pid (field 4).
+func parseStatState(b []byte) (state byte, ppid int, err error) {
+	fields, err := statFields(b)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(fields) < 2 || len(fields[0]) != 1 {
+		return 0, 0, fmt.Errorf("%w: no state and ppid", errMalformedStat)
+	}
+	p, err := strconv.Atoi(string(fields[1]))
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: ppid: %w", errMalformedStat, err)
+	}
+	return fields[0][0], p, nil
 }
 
 // parseBtime returns the "btime" (boot time, seconds since the epoch) line of

@@ -34,6 +34,20 @@ func StartTicks(pid int) (uint64, error) {
 	return v, nil
 }
 
+// ProcState is pid's state letter ('R', 'S', 'Z', ...) and parent pid,
+// fields 3 and 4 of /proc/<pid>/stat.
+func ProcState(pid int) (state byte, ppid int, err error) {
+	b, err := readProc(pid, "stat", maxStatLen)
+	if err != nil {
+		return 0, 0, err
+	}
+	state, ppid, err = parseStatState(b)
+	if err != nil {
+		return 0, 0, fmt.Errorf("uds: state of pid %d: %w", pid, err)
+	}
+	return state, ppid, nil
+}
+
 // BootID is the kernel's random id for this boot.
 func BootID() (string, error) {
 	return readID("/proc/sys/kernel/random/boot_id")

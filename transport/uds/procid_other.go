@@ -18,3 +18,6 @@ func MachineID() (string, error) { return "", ErrUnsupported }
 
 // Lstart is Linux only.
 func Lstart(int) (string, error) { return "", ErrUnsupported }
+
+// ProcState is Linux only.
+func ProcState(int) (byte, int, error) { return 0, 0, ErrUnsupported }

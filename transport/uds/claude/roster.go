@@ -121,7 +121,7 @@ func (p *Peer) rosterEntry(ctx context.Context, e Entry) (message.Session, bool)
 	if e.PID == p.pid || e.MessagingSocketPath == "" || e.MessagingSocketPath == p.socketPath {
 		return message.Session{}, false
 	}
-	if e.Kind == KindAlias && parentPID(e.PID) == p.pid {
+	if _, ppid, err := uds.ProcState(e.PID); err == nil && e.Kind == KindAlias && ppid == p.pid {
 		// Our own alias workers stand for sessions of other legs; listing
 		// them would show every bridged session twice.
 		return message.Session{}, false
@@ -183,22 +183,4 @@ func (p *Peer) sweep(e Entry) {
 // entry: any socket but Qwen Code's inboxes (qwen-socks directories).
 func (p *Peer) Claims(a addressing.Address) bool {
 	return a.Kind == addressing.KindUDS && !strings.Contains(filepath.Dir(a.Path), "qwen-socks")
-}
-
-// parentPID reads field 4 of /proc/<pid>/stat; 0 when it cannot.
-func parentPID(pid int) int {
-	b, err := uds.ReadFileCapped("/proc/"+strconv.Itoa(pid)+"/stat", 4<<10)
-	if err != nil {
-		return 0
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	return ppid
 }

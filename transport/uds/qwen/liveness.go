@@ -1,7 +1,6 @@
 package qwen
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"strconv"
@@ -193,13 +192,6 @@ func ProcStartToken(pid int) (string, bool) {
 // isZombie reports whether /proc/<pid>/stat shows state Z. Where it cannot
 // be read, the process is not taken for a zombie.
 func isZombie(pid int) bool {
-	b, err := uds.ReadFileCapped("/proc/"+strconv.Itoa(pid)+"/stat", 4<<10)
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return false
-	}
-	return bytes.HasPrefix(bytes.TrimLeft(b[i+1:], " \t\n"), []byte("Z"))
+	state, _, err := uds.ProcState(pid)
+	return err == nil && state == 'Z'
 }
