@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/transport/uds"
 )
 
 // A peer socket carries newline-delimited JSON objects: an optional auth line,
@@ -349,7 +349,7 @@ func ParseLine(b []byte) (Line, error) {
 		}
 		return Line{}, ErrNotObject
 	}
-	if err := checkKeys(trimmed); err != nil {
+	if err := uds.CheckUniqueKeys(trimmed, ErrSyntax, ErrDuplicateKey); err != nil {
 		return Line{}, err
 	}
 	var obj map[string]json.RawMessage
@@ -451,60 +451,6 @@ func decodeFields(obj map[string]json.RawMessage, fields map[string]any) error {
 }
 
 func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
-
-// checkKeys walks the JSON text and refuses any object that repeats a key
-// (after unescaping), and any text after the top-level value.
-func checkKeys(b []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	// One entry per open container: its keys so far, or nil for an array.
-	type container struct {
-		keys    map[string]struct{}
-		wantKey bool
-	}
-	var stack []*container
-	valueDone := func() {
-		if n := len(stack); n > 0 && stack[n-1].keys != nil {
-			stack[n-1].wantKey = true
-		}
-	}
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("%w: %v", ErrSyntax, err)
-		}
-		var top *container
-		if n := len(stack); n > 0 {
-			top = stack[n-1]
-		}
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{':
-				stack = append(stack, &container{keys: map[string]struct{}{}, wantKey: true})
-			case '[':
-				stack = append(stack, &container{})
-			default: // } or ]
-				stack = stack[:len(stack)-1]
-				valueDone()
-			}
-			continue
-		case string:
-			if top != nil && top.keys != nil && top.wantKey {
-				if _, dup := top.keys[t]; dup {
-					return fmt.Errorf("%w: %q", ErrDuplicateKey, t)
-				}
-				top.keys[t] = struct{}{}
-				top.wantKey = false
-				continue
-			}
-		}
-		valueDone()
-	}
-	return nil
-}
 
 // newMsgID returns a random (version 4) UUID, as Claude Code's msg_id is.
 func newMsgID() string { return uuid.NewString() }

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/sessiongateway/gateway/transport/uds"
 )
 
 // Decoding errors shared by every parser here. Each parser wraps them with
@@ -40,7 +41,7 @@ func decodeObject(b []byte) (object, error) {
 		}
 		return nil, ErrNotObject
 	}
-	if err := checkKeys(b); err != nil {
+	if err := uds.CheckUniqueKeys(b, ErrSyntax, ErrDuplicateKey); err != nil {
 		return nil, err
 	}
 	var o object
@@ -48,55 +49,6 @@ func decodeObject(b []byte) (object, error) {
 		return nil, fmt.Errorf("%w: %v", ErrSyntax, err)
 	}
 	return o, nil
-}
-
-// checkKeys walks the JSON text, refusing any object that repeats a key
-// (after unescaping) and any text after the top-level value.
-func checkKeys(b []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber() // 1e400 is valid JSON; only a float64 cannot hold it
-	type container struct {
-		keys    map[string]struct{} // nil for an array
-		wantKey bool
-	}
-	var stack []*container
-	valueDone := func() {
-		if n := len(stack); n > 0 && stack[n-1].keys != nil {
-			stack[n-1].wantKey = true
-		}
-	}
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%w: %v", ErrSyntax, err)
-		}
-		if d, ok := tok.(json.Delim); ok {
-			switch d {
-			case '{':
-				stack = append(stack, &container{keys: map[string]struct{}{}, wantKey: true})
-			case '[':
-				stack = append(stack, &container{})
-			default:
-				stack = stack[:len(stack)-1]
-				valueDone()
-			}
-			continue
-		}
-		if n := len(stack); n > 0 && stack[n-1].keys != nil && stack[n-1].wantKey {
-			top := stack[n-1]
-			k := tok.(string) // an object key is always a string token
-			if _, dup := top.keys[k]; dup {
-				return fmt.Errorf("%w: %q", ErrDuplicateKey, k)
-			}
-			top.keys[k] = struct{}{}
-			top.wantKey = false
-			continue
-		}
-		valueDone()
-	}
 }
 
 // kind is a JSON value's type, as JavaScript's typeof sees it after
