@@ -201,7 +201,6 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 		return nil
 	})
 	err = g.Wait()
-	_ = os.Remove(sockPath)
 	log.Info("gateway stopped")
 	return err
 }
@@ -298,23 +297,13 @@ func uidCheck(ctx context.Context, c net.Conn) context.Context {
 	return ctx
 }
 
+// listenControl binds the control socket like every socket of ours: in the
+// checked 0700 state directory, 0600, replacing only a stale file, and
+// removed on close only if it is still ours.
 func listenControl(path string) (net.Listener, error) {
-	if _, err := os.Lstat(path); err == nil {
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("another gateway serves %s", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, err
-		}
-	}
-	ln, err := net.Listen("unix", path)
+	ln, err := uds.Listen(path, uds.Limits{})
 	if err != nil {
 		return nil, fmt.Errorf("control socket: %w", err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, err
 	}
 	return ln, nil
 }

@@ -186,6 +186,17 @@ func (l *Listener) Close() error {
 	return l.closeErr
 }
 
+// Accept and Addr make a Listener a net.Listener, for servers that bring
+// their own framing (the HTTP control API): they get the same checked,
+// 0600, stale-socket-aware binding and removal on Close, without the line
+// caps of Serve.
+func (l *Listener) Accept() (net.Conn, error) { return l.ln.Accept() }
+
+var _ net.Listener = (*Listener)(nil)
+
+// Addr is the socket's address.
+func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
+
 // Serve accepts connections and runs h for each in its own goroutine until ctx
 // is done. It then closes the socket, removes its file, cancels the handlers'
 // ctx, interrupts their I/O and waits for all of them before returning. It
