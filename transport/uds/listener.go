@@ -222,15 +222,17 @@ func (l *Listener) Serve(ctx context.Context, h Handler) error {
 		select {
 		case slots <- struct{}{}:
 		default:
-			_ = uc.Close() // over the cap: closed, never queued
+			// Counted before the close, so a peer that sees the close
+			// also sees the count.
 			l.stats.rejected.Add(1)
+			_ = uc.Close() // over the cap: closed, never queued
 			return
 		}
 		cred, err := PeerCred(uc)
 		if err != nil {
+			l.stats.rejected.Add(1)
 			_ = uc.Close()
 			<-slots
-			l.stats.rejected.Add(1)
 			return
 		}
 		c := newConn(ctx, uc, cred, l.lim, &l.stats)
