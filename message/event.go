@@ -12,7 +12,19 @@ const (
 	EventHeld    EventType = "held"    // an inbound message waits for release or denial
 	EventDrop    EventType = "drop"    // an inbound message was turned away
 	EventSession EventType = "session" // a session appeared or left
+
+	EventRemote     EventType = "remote_event"       // a followed remote session said something
+	EventPermission EventType = "permission_request" // a permission prompt appeared, was answered or withdrawn
+	EventLink       EventType = "remote_link"        // a remote session's live stream connected, dropped or gave up
 )
+
+// Link is the state of a remote session's live stream.
+type Link struct {
+	SessionID string `json:"session_id"`
+	State     string `json:"state"` // connected, reconnecting, gave_up
+	Attempt   int    `json:"attempt,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
 
 // IdleNotice is a peer's idle state, answering a subscription.
 type IdleNotice struct {
@@ -42,4 +54,8 @@ type Event struct {
 	Drop    *Drop       `json:"drop,omitempty"`
 	Held    *Held       `json:"held,omitempty"`
 	Session *Session    `json:"session,omitempty"`
+
+	Remote     *RemoteEvent       `json:"remote,omitempty"`
+	Permission *PermissionRequest `json:"permission,omitempty"`
+	Link       *Link              `json:"link,omitempty"`
 }

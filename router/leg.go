@@ -56,3 +56,20 @@ type AliasHost interface {
 	// what became of it on the other leg.
 	Relay(ctx context.Context, in message.Message, rc message.Receipt)
 }
+
+// Prompter is a leg whose sessions ask for permission to use a tool (the
+// remote leg). It publishes each prompt as an EventPermission from Run, in
+// state pending when it appears (again after a reconnect: the router keeps
+// one entry per session and request id) and cancelled when the session
+// withdraws it; the router assigns the short id.
+type Prompter interface {
+	// Answer sends a as the answer to req. A nil error means the server
+	// accepted it.
+	Answer(ctx context.Context, req message.PermissionRequest, a message.PermissionAnswer) error
+}
+
+// Controllable is a leg whose sessions take control requests: interrupt,
+// set_permission_mode, set_model.
+type Controllable interface {
+	Control(ctx context.Context, target message.Session, c message.Control) error
+}

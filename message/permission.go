@@ -1,0 +1,118 @@
+package message
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// PermissionState is where a permission prompt stands.
+type PermissionState string
+
+const (
+	PermissionPending   PermissionState = "pending"   // waiting for an answer
+	PermissionAnswered  PermissionState = "answered"  // answered here and accepted by the server
+	PermissionCancelled PermissionState = "cancelled" // withdrawn by the session (control_cancel_request)
+)
+
+// Behavior is a permission answer's verdict, in the wire's spelling.
+type Behavior string
+
+const (
+	BehaviorAllow Behavior = "allow"
+	BehaviorDeny  Behavior = "deny"
+)
+
+// PermissionRequest is a remote session's can_use_tool prompt: a tool call
+// (AskUserQuestion and ExitPlanMode included) that waits for someone to
+// allow or deny it.
+type PermissionRequest struct {
+	// ID is the gateway's short id for the prompt, stable across reconnects:
+	// the one `gateway allow ID` takes.
+	ID        string   `json:"id"`
+	SessionID string   `json:"session_id"` // the remote session
+	Address   string   `json:"address"`    // bridge:<session id>
+	Leg       Protocol `json:"leg"`
+	// RequestID is the control_request's request_id; the answer echoes it.
+	RequestID   string          `json:"request_id"`
+	ToolName    string          `json:"tool_name"`
+	ToolUseID   string          `json:"tool_use_id,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Input       json.RawMessage `json:"input"`
+	// Questions are AskUserQuestion's questions, decoded from Input.
+	Questions []Question        `json:"questions,omitempty"`
+	Created   time.Time         `json:"created_at"`
+	State     PermissionState   `json:"state"`
+	Answer    *PermissionAnswer `json:"answer,omitempty"`
+}
+
+// Question is one AskUserQuestion question.
+type Question struct {
+	Question    string   `json:"question"`
+	Header      string   `json:"header,omitempty"`
+	MultiSelect bool     `json:"multi_select"`
+	Options     []string `json:"options"` // the labels
+}
+
+// PermissionRule is one rule an answer adds (`--rule 'Bash(go test)'`).
+type PermissionRule struct {
+	ToolName    string `json:"tool_name"`
+	RuleContent string `json:"rule_content,omitempty"`
+}
+
+// PermissionAnswer answers a PermissionRequest. The remote leg turns it into
+// a control_response with behavior, updatedInput, toolUseID, message and
+// updatedPermissions.
+type PermissionAnswer struct {
+	Behavior Behavior `json:"behavior"`
+	// UpdatedInput replaces the tool input (allow only); nil keeps it.
+	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
+	// Answers are AskUserQuestion selections by question text. A
+	// single-select question takes exactly one label and goes out as a
+	// string; a multi-select one goes out as a list.
+	Answers map[string][]string `json:"answers,omitempty"`
+	// Message is the reason given to the model (deny).
+	Message string `json:"message,omitempty"`
+	// Rules go out as one addRules permission update with this answer's
+	// behavior; RuleDestination defaults to "localSettings".
+	Rules           []PermissionRule `json:"rules,omitempty"`
+	RuleDestination string           `json:"rule_destination,omitempty"`
+	// By says who answered: "cli", "api", or a session address.
+	By string `json:"by,omitempty"`
+}
+
+// ControlKind is a control request the gateway can send a remote session.
+type ControlKind string
+
+const (
+	ControlInterrupt         ControlKind = "interrupt"
+	ControlSetPermissionMode ControlKind = "set_permission_mode"
+	ControlSetModel          ControlKind = "set_model"
+)
+
+// Control asks a remote session to act.
+type Control struct {
+	Kind  ControlKind `json:"kind"`
+	Mode  string      `json:"mode,omitempty"`  // set_permission_mode: default, plan, acceptEdits, bypassPermissions
+	Model string      `json:"model,omitempty"` // set_model; empty asks for the default model
+}
+
+// RemoteEvent is one event of a followed remote session, decoded enough to
+// show and route; Raw keeps it whole.
+type RemoteEvent struct {
+	SessionID string `json:"session_id"`
+	Address   string `json:"address"` // bridge:<session id>
+	// Kind is the event's type: user, assistant, result, system,
+	// control_request, control_response, control_cancel_request, or one the
+	// gateway does not know (kept raw).
+	Kind string `json:"kind"`
+	UUID string `json:"uuid,omitempty"`
+	Seq  uint64 `json:"seq,omitempty"` // v2 stream sequence number
+	// MessageID groups the streamed copies of one assistant message; Final
+	// says this copy has a stop_reason (or is a result).
+	MessageID string `json:"message_id,omitempty"`
+	Final     bool   `json:"final,omitempty"`
+	// Text is the event's text for display: the assistant message's text
+	// blocks so far, a user prompt, a result's result.
+	Text string          `json:"text,omitempty"`
+	Raw  json.RawMessage `json:"raw,omitempty"`
+}
