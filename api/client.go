@@ -140,6 +140,40 @@ func (c *Client) NotifyWhenIdle(ctx context.Context, b IdleBody) (IdleResult, er
 	return out, c.do(ctx, "POST", "/v1/idle", b, &out)
 }
 
+// Permissions lists the pending permission prompts, oldest first; all adds
+// the recently answered and withdrawn ones.
+func (c *Client) Permissions(ctx context.Context, all bool) ([]message.PermissionRequest, error) {
+	path := "/v1/permissions"
+	if all {
+		path += "?all=true"
+	}
+	var ps []message.PermissionRequest
+	return ps, c.do(ctx, "GET", path, nil, &ps)
+}
+
+// Permission reads one permission prompt, pending or recently settled.
+func (c *Client) Permission(ctx context.Context, id string) (message.PermissionRequest, error) {
+	var p message.PermissionRequest
+	return p, c.do(ctx, "GET", "/v1/permissions/"+url.PathEscape(id), nil, &p)
+}
+
+// AnswerPermission answers a pending prompt and returns it settled.
+func (c *Client) AnswerPermission(ctx context.Context, id string, a message.PermissionAnswer) (message.PermissionRequest, error) {
+	var p message.PermissionRequest
+	return p, c.do(ctx, "POST", "/v1/permissions/"+url.PathEscape(id), a, &p)
+}
+
+// Control sends the session at address a control request.
+func (c *Client) Control(ctx context.Context, address string, ctl message.Control) error {
+	return c.do(ctx, "POST", "/v1/control", ControlBody{Address: address, Kind: ctl.Kind, Mode: ctl.Mode, Model: ctl.Model}, nil)
+}
+
+// Resolve says which session address names.
+func (c *Client) Resolve(ctx context.Context, address string) (message.Session, error) {
+	var s message.Session
+	return s, c.do(ctx, "GET", "/v1/resolve?address="+url.QueryEscape(address), nil, &s)
+}
+
 // ErrStreamEnded means the gateway closed the event stream.
 var ErrStreamEnded = errors.New("event stream ended")
 

@@ -30,6 +30,7 @@ const (
 	CodeBadHost    = "bad_host"
 	CodeConflict   = "conflict"
 	CodeTimeout    = "timeout"
+	CodeBadGateway = "bad_gateway" // a leg could not carry a request to its session
 	CodeInternal   = "internal"
 )
 
@@ -39,7 +40,7 @@ var codeStatus = map[string]int{
 	CodeTooLarge: http.StatusRequestEntityTooLarge, CodeUnauth: http.StatusUnauthorized,
 	CodeForbidden: http.StatusForbidden, CodeBadHost: http.StatusMisdirectedRequest,
 	CodeConflict: http.StatusConflict, CodeTimeout: http.StatusGatewayTimeout,
-	CodeInternal: http.StatusInternalServerError,
+	CodeBadGateway: http.StatusBadGateway, CodeInternal: http.StatusInternalServerError,
 }
 
 // errorOf maps an error from below to what the client sees.
@@ -49,10 +50,21 @@ func errorOf(err error) Error {
 		nf *addressing.NotFoundError
 		am *addressing.AmbiguousError
 		mb *http.MaxBytesError
+		le *router.LegError
+		ia *router.InvalidAnswerError
+		ic *router.InvalidControlError
 	)
 	switch {
 	case errors.As(err, &mb):
 		return Error{Error: "request body too large", Code: CodeTooLarge}
+	case errors.As(err, &le): // before the rest: whatever the leg hit, the leg failed
+		return Error{Error: err.Error(), Code: CodeBadGateway}
+	case errors.Is(err, router.ErrNoPermission):
+		return Error{Error: err.Error(), Code: CodeNotFound}
+	case errors.Is(err, router.ErrPermissionSettled):
+		return Error{Error: err.Error(), Code: CodeConflict}
+	case errors.As(err, &ia), errors.As(err, &ic), errors.Is(err, router.ErrNotControllable):
+		return Error{Error: err.Error(), Code: CodeBadRequest}
 	case errors.As(err, &pe):
 		return Error{Error: err.Error(), Code: CodeBadAddress}
 	case errors.As(err, &nf):

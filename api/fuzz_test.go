@@ -14,7 +14,18 @@ func FuzzRequestBodies(f *testing.F) {
 	f.Add("POST", "/v1/held/abc", `{"action":"deny","reason":"no"}`)
 	f.Add("POST", "/v1/idle", `{"to":"[abcdef]"}`)
 	f.Add("GET", "/v1/messages/x?wait=1&timeout=1ns", ``)
-	h := newTestServer().Handler()
+	f.Add("GET", "/v1/permissions?all=true", ``)
+	f.Add("GET", "/v1/permissions/"+permID("bash"), ``)
+	f.Add("POST", "/v1/permissions/"+permID("bash"), `{"behavior":"allow","updated_input":{"command":"ls"},"rules":[{"tool_name":"Bash","rule_content":"ls"}],"rule_destination":"session"}`)
+	f.Add("POST", "/v1/permissions/"+permID("ask"), `{"behavior":"allow","answers":{"Which approach?":["Option A"],"Which features?":["Logging","Metrics"]}}`)
+	f.Add("POST", "/v1/permissions/"+permID("ask"), `{"behavior":"deny","message":"no"}`)
+	f.Add("POST", "/v1/control", `{"address":"bridge:session_01abc","kind":"set_permission_mode","mode":"plan"}`)
+	f.Add("POST", "/v1/control", `{"address":"review","kind":"interrupt"}`)
+	f.Add("GET", "/v1/resolve?address=fix-the-bug", ``)
+	// A running router with pending prompts on a leg that never fails, so
+	// any 5xx is the API's fault.
+	srv, _ := newPermissionServer(f)
+	h := srv.Handler()
 	f.Fuzz(func(t *testing.T, method, path, body string) {
 		if method != "GET" && method != "POST" {
 			return

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -62,7 +63,10 @@ func NewServer(cfg Config) *Server {
 	s.mux.HandleFunc("POST /v1/held/{id}", s.decide)
 	s.mux.HandleFunc("POST /v1/idle", s.idle)
 	s.mux.HandleFunc("GET /v1/permissions", s.permissions)
+	s.mux.HandleFunc("GET /v1/permissions/{id}", s.getPermission)
 	s.mux.HandleFunc("POST /v1/permissions/{id}", s.answerPermission)
+	s.mux.HandleFunc("POST /v1/control", s.control)
+	s.mux.HandleFunc("GET /v1/resolve", s.resolve)
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	s.mux.HandleFunc("GET /openapi.json", s.openapi)
@@ -460,13 +464,96 @@ func (s *Server) idle(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, res)
 }
 
+// permissions lists the pending prompts, oldest first; ?all=true adds the
+// recently answered and withdrawn ones.
 func (s *Server) permissions(w http.ResponseWriter, r *http.Request) {
-	// The remote legs, which raise permission prompts, are not wired yet.
-	writeJSON(w, http.StatusOK, []any{})
+	all := false
+	if raw := r.URL.Query().Get("all"); raw != "" {
+		v, err := strconv.ParseBool(raw)
+		if err != nil {
+			s.fail(w, errBadRequest(fmt.Sprintf("bad all=%q: want true or false", raw)))
+			return
+		}
+		all = v
+	}
+	ps := s.cfg.Router.Permissions()
+	if all {
+		ps = append(s.cfg.Router.SettledPermissions(), ps...)
+		sort.SliceStable(ps, func(i, j int) bool { return ps[i].Created.Before(ps[j].Created) })
+	}
+	if ps == nil {
+		ps = []message.PermissionRequest{}
+	}
+	writeJSON(w, http.StatusOK, ps)
 }
 
+func (s *Server) getPermission(w http.ResponseWriter, r *http.Request) {
+	p, err := s.cfg.Router.Permission(r.PathValue("id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+// answerPermission answers with the body, a message.PermissionAnswer, and
+// returns the settled prompt.
 func (s *Server) answerPermission(w http.ResponseWriter, r *http.Request) {
-	writeError(w, Error{Error: "no pending permission request " + r.PathValue("id"), Code: CodeNotFound})
+	var a message.PermissionAnswer
+	if err := decode(r, &a); err != nil {
+		s.fail(w, err)
+		return
+	}
+	if a.By == "" {
+		a.By = "api"
+	}
+	p, err := s.cfg.Router.AnswerPermission(r.Context(), r.PathValue("id"), a)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+// ControlBody is the body of POST /v1/control, and its answer.
+type ControlBody struct {
+	Address string              `json:"address"`
+	Kind    message.ControlKind `json:"kind"`
+	Mode    string              `json:"mode,omitempty"`
+	Model   string              `json:"model,omitempty"`
+}
+
+func (s *Server) control(w http.ResponseWriter, r *http.Request) {
+	var b ControlBody
+	if err := decode(r, &b); err != nil {
+		s.fail(w, err)
+		return
+	}
+	if strings.TrimSpace(b.Address) == "" {
+		s.fail(w, errBadRequest(`"address" is required`))
+		return
+	}
+	if err := s.cfg.Router.Control(r.Context(), b.Address, message.Control{Kind: b.Kind, Mode: b.Mode, Model: b.Model}); err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, b)
+}
+
+// resolve says which session ?address= names, as sends and control requests
+// would resolve it.
+func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
+	to := r.URL.Query().Get("address")
+	if strings.TrimSpace(to) == "" {
+		s.fail(w, errBadRequest(`"address" query parameter is required`))
+		return
+	}
+	_, target, err := s.cfg.Router.Resolve(r.Context(), to)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, target)
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -1,11 +1,19 @@
-// Package auth holds the device-signing boundary for events the gateway posts
-// to the claude.ai Sessions API (seed 000, "Event signing"). The real device key
-// cannot be extracted, so the gateway never pretends to hold it: a Signer turns
-// JCS-canonical bytes into an anthropic.ccr.client_event.v1 Attestation, either
-// not at all (NewNoneSigner: the server may classify the event
+// Package auth holds the credentials and the device-signing boundary the
+// gateway uses with the claude.ai Sessions API.
+//
+// Credentials are golang.org/x/oauth2 token sources: a static token, a token
+// file re-read when it changes, the OAuth refresh flow with a configurable
+// token URL, and an opt-in, read-only reuse of an existing Claude Code
+// login's credentials file. Every value holding a secret prints as
+// [redacted].
+//
+// Signing follows seed 000, "Event signing". The real device key cannot be
+// extracted, so the gateway never pretends to hold it: a Signer turns
+// JCS-canonical bytes into an anthropic.ccr.client_event.v1 Attestation,
+// either not at all (NewNoneSigner: the server may classify the event
 // bound_unattested), with an Ed25519 key on disk for self-hosting and tests
 // (NewEd25519FileSigner), or by calling out to a user's program
-// (NewExecSigner). It also documents the session-bind message shapes. It
-// imports nothing of ours; canonicalisation lives with the client in
-// transport/sessionsapi.
+// (NewExecSigner). It also documents the session-bind message shapes.
+// Canonicalisation lives with the client in transport/sessionsapi; this
+// package imports nothing else of ours.
 package auth

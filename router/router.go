@@ -56,6 +56,8 @@ type Router struct {
 
 	bg     sync.WaitGroup // bridge forwards and relays in flight
 	bgSlot chan struct{}  // bounds them
+
+	perms permBroker // permission prompts of the legs' sessions
 }
 
 type outbound struct {
@@ -179,6 +181,11 @@ func (r *Router) handle(ctx context.Context, ev message.Event) {
 	case message.EventDrop:
 		if ev.Drop != nil {
 			r.cfg.Metrics.Drop(ctx, string(ev.Leg), ev.Drop.Reason)
+		}
+	case message.EventPermission:
+		var fresh bool
+		if ev, fresh = r.notePermission(ev); !fresh {
+			return
 		}
 	}
 	r.hub.Publish(ev)

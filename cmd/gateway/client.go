@@ -245,7 +245,50 @@ func runHeld(ctx context.Context, e *env, args []string) int {
 func runRelease(ctx context.Context, e *env, args []string) int {
 	return decide(ctx, e, "release", args)
 }
-func runDeny(ctx context.Context, e *env, args []string) int { return decide(ctx, e, "deny", args) }
+
+// runDeny denies a permission prompt, or else a held message with that id.
+func runDeny(ctx context.Context, e *env, args []string) int {
+	fs := newFlags(e, "deny")
+	sd := stateDirFlag(fs, e)
+	asJSON := fs.Bool("json", false, "print the settled prompt as JSON")
+	msg := fs.String("message", "", "why, told to the session's model (a prompt) or to the sender (a held message)")
+	reason := fs.String("reason", "", "the same as --message")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(e.stderr, "usage: gateway deny ID [--message TEXT]")
+		return exitUsage
+	}
+	if *msg != "" && *reason != "" && *msg != *reason {
+		fmt.Fprintln(e.stderr, "gateway: --message and --reason are the same flag; give one")
+		return exitUsage
+	}
+	text := *msg
+	if text == "" {
+		text = *reason
+	}
+	c := clientFor(*sd)
+	p, err := c.AnswerPermission(ctx, pos[0], message.PermissionAnswer{Behavior: message.BehaviorDeny, Message: text, By: "cli"})
+	if err == nil {
+		return answered(e, *asJSON, "denied", p)
+	}
+	if !isNotFound(err) {
+		return answerFailed(e, *asJSON, err)
+	}
+	// Not a prompt: a held message, as before prompts existed.
+	if err := c.Decide(ctx, pos[0], false, text); err != nil {
+		if isNotFound(err) {
+			return fail(e, fmt.Errorf("no permission prompt or held message has id %s (see gateway permissions, gateway held)", pos[0]))
+		}
+		return fail(e, err)
+	}
+	if *asJSON {
+		printJSON(e.stdout, map[string]string{"id": pos[0], "action": "deny"})
+	}
+	return exitOK
+}
 
 func decide(ctx context.Context, e *env, action string, args []string) int {
 	fs := newFlags(e, action)

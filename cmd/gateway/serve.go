@@ -44,8 +44,13 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	var bridgeOnly multi
 	fs.Var(&bridgeOnly, "bridge-only", "limit the bridge to sessions whose name matches this glob (repeatable)")
 	heldExpiry := fs.String("held-expiry", "5m", "how long the Qwen inbox holds a message: 1m, 5m, 10m or never")
+	remote := remoteFlags(fs, e)
 	if _, err := parse(fs, args); err != nil {
 		return flagErr(err)
+	}
+	if err := remote.check(); err != nil {
+		fmt.Fprintf(e.stderr, "gateway: %v\n", err)
+		return exitUsage
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -78,9 +83,14 @@ func runServe(ctx context.Context, e *env, args []string) int {
 		switch l = strings.TrimSpace(l); l {
 		case "claude", "qwen":
 			enabled[l] = true
-		case "":
+		case "remote":
+			if !remote.enabled() {
+				fmt.Fprintln(e.stderr, "gateway: --legs remote needs credentials: --remote-token-file, --remote-session-key-file or --remote-claude-credentials")
+				return exitUsage
+			}
+		case "", "none":
 		default:
-			fmt.Fprintf(e.stderr, "gateway: --legs: unknown leg %q (want claude, qwen)\n", l)
+			fmt.Fprintf(e.stderr, "gateway: --legs: unknown leg %q (want claude, qwen, remote)\n", l)
 			return exitUsage
 		}
 	}
@@ -90,15 +100,15 @@ func runServe(ctx context.Context, e *env, args []string) int {
 			return exitUsage
 		}
 	}
-	if len(enabled) == 0 {
-		fmt.Fprintln(e.stderr, "gateway: --legs: name at least one leg")
+	if len(enabled) == 0 && !remote.enabled() {
+		fmt.Fprintln(e.stderr, "gateway: --legs: name at least one leg, or give remote credentials")
 		return exitUsage
 	}
 	log := observability.NewLogger(e.stderr, lvl)
 	err = serve(ctx, log, serveConfig{
 		stateDir: *sd, name: *name, apiAddr: *apiAddr, hosts: hosts, mode: m, inbound: pol,
 		qwenInbound: qpol, heldExpiry: qwen.ParseHeldExpiry(*heldExpiry), noClaude: !enabled["claude"], noQwen: !enabled["qwen"], bridge: *bridge, bridgeOnly: bridgeOnly,
-		requireAuth: *requireAuth, settle: *settle, getenv: e.getenv,
+		requireAuth: *requireAuth, settle: *settle, getenv: e.getenv, remote: remote,
 	})
 	if err != nil {
 		log.Error("gateway stopped", "err", err)
@@ -124,6 +134,7 @@ type serveConfig struct {
 	requireAuth bool
 	settle      time.Duration
 	getenv      func(string) string
+	remote      *remoteOpts // nil or without credentials: no remote leg
 }
 
 func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
@@ -145,9 +156,22 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	}
 	defer metrics.Shutdown(context.Background())
 
+	// The remote leg is built first: building it has no side effects, so a
+	// bad credential stops the gateway before it registers anywhere.
+	var remoteLeg router.Leg
+	if c.remote != nil && c.remote.enabled() {
+		l, err := newRemoteLeg(log, c.remote)
+		if err != nil {
+			return fmt.Errorf("remote leg: %w", err)
+		}
+		remoteLeg = l
+	}
 	legs, pool, err := startLegs(log, c)
 	if err != nil {
 		return err
+	}
+	if remoteLeg != nil {
+		legs = append(legs, remoteLeg)
 	}
 	if pool != nil {
 		defer pool.Close()

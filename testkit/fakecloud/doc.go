@@ -1,15 +1,23 @@
 // Package fakecloud is a loopback fake of claude.ai's Sessions API as seed 001
 // describes it: the REST endpoints (sessions, events with after_id paging,
 // share-status, environments) and the subscribe WebSocket, which speaks
-// newline-delimited JSON; and the v2 code-sessions surface INTEROP.md says the
-// current CLI uses instead (list, detail, events post and the Server-Sent
-// Events stream with per-session sequence numbers, resume and ping comments).
-// It checks credentials (bearer token or sessionKey cookie), the organisation
-// and the required anthropic-* headers, lets a test script the server side
-// (Emit pushes assistant, result, can_use_tool or control_cancel_request
-// messages; Permissions lists pending prompts; Answers records permission
-// answers, which are accepted only over HTTP POST as the seed says), and can
-// be told to fail the next requests (401, 403, 429 with Retry-After, 5xx) or
-// to drop or close a subscription or stream. It listens on 127.0.0.1 only and
-// reuses the wire shapes of transport/remotews.
+// newline-delimited JSON with server keep-alives; and the v2 code-sessions
+// surface INTEROP.md says the current CLI uses instead (list, detail, events
+// post, events list by from_sequence_num, ping, and the Server-Sent Events
+// stream with per-session sequence numbers, resume and ping comments). It
+// checks credentials (a bearer token, tokens its OAuth refresh endpoint
+// issued, or the sessionKey cookie), the organisation and the required
+// anthropic-* headers; keeps posts idempotent by event uuid; classifies
+// posted events against a bound device key (attested, bound_unattested, or
+// refused when the client_attestation does not verify); and logs every
+// request with credentials redacted. A test scripts the server side: Emit
+// pushes any message, StreamTurn a streamed turn, Prompt a can_use_tool
+// prompt (answered only over HTTP POST, as the seed says) and CancelPrompt
+// withdraws one; with Options.Echo a built-in worker answers posted user
+// messages, raises prompts for "ask", "bash" and "plan", and honours
+// interrupt, set_model and set_permission_mode. Failure scripts make the next
+// requests answer 401, 403, 429 with Retry-After or 5xx, slow (Delay), or
+// make a subscription or stream close, drop or stall. Time comes from an
+// injectable Clock. It listens on loopback only, reuses the wire shapes of
+// transport/remotews, and as test code may import any package of ours.
 package fakecloud

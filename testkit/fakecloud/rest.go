@@ -3,6 +3,7 @@ package fakecloud
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -39,7 +40,7 @@ func (s *Server) addSession(v Session) *session {
 	if v.Status == "" {
 		v.Status = "active"
 	}
-	ss := &session{Session: v, subs: map[*subscriber]struct{}{}, streams: map[*stream]struct{}{}}
+	ss := &session{Session: v, byUUID: map[string]int{}, subs: map[*subscriber]struct{}{}, streams: map[*stream]struct{}{}}
 	s.sessions[v.ID] = ss
 	s.order = append(s.order, v.ID)
 	return ss
@@ -85,7 +86,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	ss := s.addSession(Session{Title: body.Title, EnvironmentID: body.EnvironmentID, SessionContext: body.SessionContext})
 	for _, e := range initial {
-		if _, err := s.store(ss, e, sourceClient); err != nil {
+		if _, _, err := s.store(ss, e, sourceClient); err != nil {
 			s.mu.Unlock()
 			writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 			return
@@ -153,14 +154,10 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) {
 // cannot silently skip a gap.
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit := defaultLimit
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n <= 0 {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "limit must be a positive integer")
-			return
-		}
-		limit = n
+	limit, err := pageLimit(q.Get("limit"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
 	}
 	s.mu.Lock()
 	ss, ok := s.sessions[r.PathValue("id")]
@@ -193,9 +190,99 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, p)
 }
 
-// postEvents stores each event and streams it to subscribers. A
-// control_response is also recorded as an Answer and resolves the pending
-// can_use_tool prompt with its request_id.
+// pageLimit parses ?limit=: absent is defaultLimit, else a positive integer.
+func pageLimit(v string) (int, error) {
+	if v == "" {
+		return defaultLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, errors.New("limit must be a positive integer")
+	}
+	return n, nil
+}
+
+// listCodeEvents pages through the v2 envelopes of a session:
+// from_sequence_num is the last number the client has (exclusive, as on the
+// stream), so the page starts at the next one; a number beyond the end gives
+// an empty page. first_id and last_id are event ids.
+func (s *Server) listCodeEvents(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, err := pageLimit(q.Get("limit"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
+	}
+	var from uint64
+	if v := q.Get("from_sequence_num"); v != "" {
+		if from, err = strconv.ParseUint(v, 10, 64); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "from_sequence_num must be a non-negative integer")
+			return
+		}
+	}
+	s.mu.Lock()
+	ss, ok := s.sessions[r.PathValue("id")]
+	if !ok {
+		s.mu.Unlock()
+		writeError(w, http.StatusNotFound, "not_found_error", "session not found")
+		return
+	}
+	n := uint64(len(ss.events))
+	start := min(from, n)
+	end := start + min(uint64(limit), n-start)
+	p := page{Data: ss.envelopes(start, end), HasMore: end < n}
+	if end > start {
+		p.FirstID, p.LastID = ss.ids[start], ss.ids[end-1]
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, p)
+}
+
+// ping serves POST /v1/code/sessions/{id}/ping. INTEROP.md names the
+// endpoint; its answer is not known, so this small body is our guess.
+func (s *Server) ping(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	ss, ok := s.sessions[r.PathValue("id")]
+	if ok {
+		ss.pings++
+	}
+	s.mu.Unlock()
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found_error", "session not found")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"type": "pong", "session_id": r.PathValue("id"), "server_time": s.now()})
+}
+
+// Pings returns how many pings the session received.
+func (s *Server) Pings(sessionID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss, ok := s.sessions[sessionID]; ok {
+		return ss.pings
+	}
+	return 0
+}
+
+// Duplicates returns how many posted events the session turned away because
+// it already had their uuid.
+func (s *Server) Duplicates(sessionID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss, ok := s.sessions[sessionID]; ok {
+		return ss.dups
+	}
+	return 0
+}
+
+// postEvents stores each event and streams it to subscribers (both the v1
+// and the v2 path). The whole batch is checked first (each event decodes,
+// each attestation verifies), so a refused post stores nothing. An event
+// whose uuid the session already has is not stored or streamed again: the
+// answer carries the stored copy, which makes a retried post idempotent.
+// A control_response is also recorded as an Answer and resolves the pending
+// can_use_tool prompt with its request_id; a control_request is recorded in
+// Controls. With Echo, the session's worker sees each new event.
 func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Events []json.RawMessage `json:"events"`
@@ -216,6 +303,15 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		msgs[i] = m
 	}
+	classes := make([]Classification, len(body.Events))
+	for i, e := range body.Events {
+		c, err := s.classify(e)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("events[%d]: %v", i, err))
+			return
+		}
+		classes[i] = c
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ss, ok := s.sessions[r.PathValue("id")]
@@ -225,16 +321,26 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	stored := make([]json.RawMessage, 0, len(msgs))
 	for i, m := range msgs {
-		ss.posted = append(ss.posted, m)
-		if m.Kind == remotews.KindControlResponse {
-			ss.answer(m)
+		if j, dup := ss.byUUID[m.UUID]; dup && m.UUID != "" {
+			ss.dups++
+			stored = append(stored, ss.events[j])
+			continue
 		}
-		e, err := s.store(ss, body.Events[i], sourceClient)
+		e, _, err := s.store(ss, body.Events[i], sourceClient)
 		if err != nil { // cannot happen: Decode accepted the object
 			writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 			return
 		}
+		ss.posted = append(ss.posted, m)
+		ss.classes = append(ss.classes, classes[i])
+		switch m.Kind {
+		case remotews.KindControlResponse:
+			ss.answer(m)
+		case remotews.KindControlRequest:
+			ss.controls = append(ss.controls, *m.ControlRequest)
+		}
 		s.broadcast(ss, e)
+		s.toWorker(ss, m, true)
 		stored = append(stored, e)
 	}
 	writeJSON(w, http.StatusOK, page{Data: stored})
@@ -314,13 +420,13 @@ func readBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
-// store gives an event a uuid (when it has none) and a session_id (likewise),
-// appends it to the session with src as its v2 source and returns it as
-// stored; s.mu must be held.
-func (s *Server) store(ss *session, e json.RawMessage, src string) (json.RawMessage, error) {
+// store gives an event a uuid (when it has none), a session_id and a
+// created_at (likewise), appends it to the session with src as its v2
+// source and returns it as stored, with its uuid; s.mu must be held.
+func (s *Server) store(ss *session, e json.RawMessage, src string) (json.RawMessage, string, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(e, &obj); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadLine, err)
+		return nil, "", fmt.Errorf("%w: %v", ErrBadLine, err)
 	}
 	var id string
 	if raw, ok := obj["uuid"]; ok {
@@ -341,11 +447,14 @@ func (s *Server) store(ss *session, e json.RawMessage, src string) (json.RawMess
 	json.Unmarshal(obj["created_at"], &m.createdAt)
 	out, err := json.Marshal(obj)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	out = bytes.TrimSpace(out)
+	if _, ok := ss.byUUID[id]; !ok {
+		ss.byUUID[id] = len(ss.events)
+	}
 	ss.events = append(ss.events, out)
 	ss.ids = append(ss.ids, id)
 	ss.meta = append(ss.meta, m)
-	return out, nil
+	return out, id, nil
 }

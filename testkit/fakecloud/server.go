@@ -2,6 +2,7 @@ package fakecloud
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,10 +49,53 @@ type Options struct {
 	// sheds a consumer that does not keep up.
 	QueueLen int
 	// PingInterval is how often an open v2 event stream sends a ": ping"
-	// comment (default 15 s).
+	// comment (default 15 s; negative: never).
 	PingInterval time.Duration
+	// KeepAlive is how often every subscribe WebSocket gets a server
+	// {"type":"keep_alive"} line (default 30 s; negative: never). Server
+	// keep-alives do not count towards a FailSpec's After.
+	KeepAlive time.Duration
 	// Logf, if not nil, receives one line per refused or unknown request.
 	Logf func(format string, args ...any)
+
+	// Addr is where to listen (default "127.0.0.1:0"). Its host must be a
+	// loopback address or "localhost"; anything else is ErrNotLoopback: the
+	// fake trusts whoever holds the token and must never face a network.
+	Addr string
+	// Clock is the time source of timestamps, the request log, keep-alives,
+	// pings, scripted delays, token lifetimes and the echo pace; nil is the
+	// wall clock. testkit/clock.FakeClock fits.
+	Clock Clock
+
+	// DeviceKey binds every session to the device holding this Ed25519 key.
+	// A posted event carrying a valid "client_attestation" is classified
+	// attested, one carrying none bound_unattested, and one carrying an
+	// invalid one is refused with 400. Nil classifies every event unbound
+	// and ignores attestations.
+	DeviceKey ed25519.PublicKey
+
+	// RefreshToken turns on POST /v1/oauth/token (grant_type=refresh_token):
+	// the current refresh token buys a new access token, accepted like
+	// Token, and a rotated refresh token; the old one stops working.
+	RefreshToken string
+	// ClientID, if set, must be the client_id of a refresh (form field or
+	// HTTP Basic user); if empty any non-empty client_id is taken.
+	ClientID string
+	// TokenLifetime is the expires_in of issued tokens, which also stop
+	// working after it (default one hour).
+	TokenLifetime time.Duration
+	// TokenExpires makes ExpireTokens expire Token as well as issued tokens.
+	TokenExpires bool
+
+	// Echo runs a built-in worker in every session: a posted user message is
+	// answered with a streamed "echo: <text>" turn; "ask ...", "bash CMD"
+	// and "plan" raise AskUserQuestion, Bash and ExitPlanMode prompts first
+	// and reply once they are answered over HTTP; posted interrupt,
+	// set_permission_mode and set_model requests are honoured and answered.
+	Echo bool
+	// EchoPace is the time between the streamed copies of an echo turn
+	// (default 0: all at once). With a pace, an interrupt can land mid-turn.
+	EchoPace time.Duration
 }
 
 // Environment is one entry of the environments list, in the seed's shape.
@@ -76,21 +120,29 @@ type BridgeInfo struct {
 	SpawnMode   *string `json:"spawn_mode"`
 }
 
-// Errors returned by the scripting API.
+// Errors returned by the scripting API and Listen.
 var (
-	ErrNoSession = errors.New("fakecloud: no such session")
-	ErrBadLine   = errors.New("fakecloud: line is not a message")
+	ErrNoSession   = errors.New("fakecloud: no such session")
+	ErrBadLine     = errors.New("fakecloud: line is not a message")
+	ErrNoPrompt    = errors.New("fakecloud: no such pending prompt")
+	ErrNotLoopback = errors.New("fakecloud: listen address is not loopback")
 )
 
 // Server is a running fake.
 type Server struct {
 	opts   Options
+	clock  Clock
 	srv    *http.Server
 	ln     net.Listener
-	ctx    context.Context // cancelled by Close; ends every subscription
+	ctx    context.Context // cancelled by Close; ends every subscription and worker
 	cancel context.CancelFunc
 	done   chan struct{} // closed when Serve returns
-	subWG  sync.WaitGroup
+	// wg counts every request being handled (subscriptions included) and
+	// every echo worker; Close waits for it. Add only under mu, while open.
+	wg sync.WaitGroup
+
+	logMu sync.Mutex
+	log   requestLog
 
 	mu       sync.Mutex
 	closed   bool
@@ -98,19 +150,25 @@ type Server struct {
 	sessions map[string]*session
 	order    []string // session ids in creation order
 	fails    []*FailSpec
+	tokens   tokens
 }
 
 type session struct {
 	Session
 	events   []json.RawMessage // stored events, the order they were added
 	ids      []string          // uuid of each stored event
+	byUUID   map[string]int    // index of the first stored event with a uuid
 	meta     []eventMeta       // v2 envelope fields of each stored event; sequence_num is index+1
 	pending  []remotews.ControlRequest
 	answers  []Answer
 	posted   []remotews.Message
-	controls []remotews.ControlRequest // control requests received over the WebSocket
+	controls []remotews.ControlRequest // control requests received over the WebSocket or posted
+	classes  []Classification          // one per posted event, in post order
+	pings    int
+	dups     int
 	subs     map[*subscriber]struct{}
 	streams  map[*stream]struct{} // open v2 event streams
+	worker   *echoWorker          // nil until Echo's worker is first needed
 }
 
 // Session is a session as the REST endpoints show it. The seed gives no
@@ -150,7 +208,7 @@ func Start(t testing.TB, opts Options) *Server {
 	return s
 }
 
-// Listen runs a fake on 127.0.0.1 until Close.
+// Listen runs a fake on opts.Addr (127.0.0.1, any port, by default) until Close.
 func Listen(opts Options) (*Server, error) {
 	if opts.RequiredHeaders == nil {
 		opts.RequiredHeaders = DefaultRequiredHeaders
@@ -165,17 +223,33 @@ func Listen(opts Options) (*Server, error) {
 	if opts.QueueLen <= 0 {
 		opts.QueueLen = 1024
 	}
-	if opts.PingInterval <= 0 {
+	if opts.PingInterval == 0 {
 		opts.PingInterval = 15 * time.Second
+	}
+	if opts.KeepAlive == 0 {
+		opts.KeepAlive = 30 * time.Second
+	}
+	if opts.TokenLifetime <= 0 {
+		opts.TokenLifetime = time.Hour
 	}
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1:0"
+	}
+	if err := CheckLoopback(opts.Addr); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	s := &Server{opts: opts, ln: ln, done: make(chan struct{}), sessions: map[string]*session{}}
+	s := &Server{opts: opts, clock: opts.Clock, ln: ln, done: make(chan struct{}), sessions: map[string]*session{}}
+	if s.clock == nil {
+		s.clock = wallClock{}
+	}
+	s.tokens = tokens{refresh: opts.RefreshToken, issued: map[string]time.Time{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -183,6 +257,23 @@ func Listen(opts Options) (*Server, error) {
 		s.srv.Serve(ln) // returns ErrServerClosed on Close
 	}()
 	return s, nil
+}
+
+// CheckLoopback reports whether addr (host:port) names a loopback host: a
+// loopback IP or "localhost". It is Listen's check, exported for callers
+// that validate a flag before starting anything.
+func CheckLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNotLoopback, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("%w: %q", ErrNotLoopback, host)
+	}
+	return nil
 }
 
 // URL is the base URL, e.g. http://127.0.0.1:PORT.
@@ -197,7 +288,8 @@ func (s *Server) WebSocketURL(sessionID string, replay bool) string {
 	return u
 }
 
-// Close stops the server, ends every subscription and waits for them.
+// Close stops the server, ends every subscription and echo worker, and
+// waits for every handler and worker to return.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -209,8 +301,18 @@ func (s *Server) Close() error {
 	s.cancel()
 	err := s.srv.Close() // does not touch hijacked WebSocket connections
 	<-s.done
-	s.subWG.Wait()
+	s.wg.Wait()
 	return err
+}
+
+// track counts a handler or worker in s.wg; false once Close has begun.
+// s.mu must be held.
+func (s *Server) track() bool {
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	return true
 }
 
 func (s *Server) routes() http.Handler {
@@ -228,38 +330,88 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/code/sessions", s.listSessions)
 	mux.HandleFunc("GET /v1/code/sessions/{id}", s.getSession)
 	mux.HandleFunc("POST /v1/code/sessions/{id}/events", s.postEvents)
+	mux.HandleFunc("GET /v1/code/sessions/{id}/events", s.listCodeEvents)
 	mux.HandleFunc("GET /v1/code/sessions/{id}/events/stream", s.streamEvents)
+	mux.HandleFunc("POST /v1/code/sessions/{id}/ping", s.ping)
+	mux.HandleFunc("POST "+tokenPath, s.oauthToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws := strings.HasPrefix(r.URL.Path, "/v1/sessions/ws/")
-		if f := s.takeFail(r, false); f != nil {
-			s.opts.Logf("fakecloud: scripted %d for %s %s", f.Status, r.Method, r.URL.Path)
-			if f.RetryAfter > 0 {
-				w.Header().Set("Retry-After", strconv.Itoa(int((f.RetryAfter+time.Second-1)/time.Second)))
-			}
-			writeError(w, f.Status, errorType(f.Status), "scripted failure")
+		s.record(r)
+		s.mu.Lock()
+		open := s.track()
+		s.mu.Unlock()
+		if !open {
+			writeError(w, http.StatusServiceUnavailable, "api_error", "shutting down")
 			return
 		}
-		if status, msg := s.authorize(r, ws); status != 0 {
-			s.opts.Logf("fakecloud: %d %s %s: %s", status, r.Method, r.URL.Path, msg)
-			writeError(w, status, errorType(status), msg)
-			return
+		defer s.wg.Done()
+		ws := strings.HasPrefix(r.URL.Path, "/v1/sessions/ws/")
+		if f := s.takeFail(r, phaseRequest); f != nil {
+			if f.Delay > 0 && !s.sleep(r.Context(), f.Delay) {
+				return
+			}
+			if f.Status == 0 { // a delay only: now answer as usual
+				s.opts.Logf("fakecloud: scripted delay of %v for %s %s", f.Delay, r.Method, r.URL.Path)
+			} else {
+				s.opts.Logf("fakecloud: scripted %d for %s %s", f.Status, r.Method, r.URL.Path)
+				if f.RetryAfter > 0 {
+					w.Header().Set("Retry-After", strconv.Itoa(int((f.RetryAfter+time.Second-1)/time.Second)))
+				}
+				writeError(w, f.Status, errorType(f.Status), "scripted failure")
+				return
+			}
+		}
+		// The token endpoint is how a client without a valid token gets one.
+		if r.URL.Path != tokenPath {
+			if status, msg := s.authorize(r, ws); status != 0 {
+				s.opts.Logf("fakecloud: %d %s %s: %s", status, r.Method, r.URL.Path, msg)
+				writeError(w, status, errorType(status), msg)
+				return
+			}
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// sleep waits d on the clock; false if the request or the server ended first.
+func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
+	ch, t := after(s.clock, d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+	case <-s.ctx.Done():
+	}
+	return false
+}
+
+// isStream says r opens a subscribe WebSocket or a v2 events stream.
+func isStream(r *http.Request) bool {
+	p := r.URL.Path
+	return strings.HasPrefix(p, "/v1/sessions/ws/") ||
+		strings.HasPrefix(p, "/v1/code/sessions/") && strings.HasSuffix(p, "/events/stream")
 }
 
 // authorize checks credentials, then headers, then the organisation: a
 // request with no credentials learns nothing else about what it got wrong.
 func (s *Server) authorize(r *http.Request, ws bool) (int, string) {
 	o := s.opts
-	if o.Token != "" || o.SessionKey != "" {
-		ok := false
-		if o.Token != "" {
-			ok = r.Header.Get("Authorization") == "Bearer "+o.Token
+	if o.Token != "" || o.SessionKey != "" || o.RefreshToken != "" {
+		ok, expired := false, false
+		if tok, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found {
+			switch s.checkToken(tok) {
+			case tokenValid:
+				ok = true
+			case tokenExpired:
+				expired = true
+			}
 		}
 		if !ok && o.SessionKey != "" {
 			c, err := r.Cookie("sessionKey")
 			ok = err == nil && c.Value == o.SessionKey
+		}
+		if !ok && expired {
+			return http.StatusUnauthorized, "OAuth token has expired"
 		}
 		if !ok {
 			return http.StatusUnauthorized, "missing or invalid credentials"
@@ -317,7 +469,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // FailSpec scripts failures for the next Times requests that match Method
-// and Path. Exactly one of Status or a WebSocket failure (Close, Drop) is set.
+// and Path: an HTTP status (with or without a Delay first), a Delay alone,
+// or the end of a stream (Close, Drop or Stall, each with or without a
+// Delay between frames).
 type FailSpec struct {
 	Method string // "" matches any method
 	// Path matches when it is a prefix of the request path; "" matches all.
@@ -338,9 +492,42 @@ type FailSpec struct {
 	Close websocket.StatusCode
 	Drop  bool
 	After int
+
+	// Stall accepts the WebSocket or stream, delivers After frames, then
+	// sends nothing at all: no events, no keep-alives, no ping comments, no
+	// answer to a WebSocket Ping frame (what the client sends is read and
+	// thrown away), until the client goes away or the server closes (Close,
+	// Disconnect). Events stored meanwhile are not sent on it.
+	Stall bool
+
+	// Delay, on a REST request, answers it (or its Status) after this long.
+	// On a WebSocket or stream it is the wait between two frames: a slow
+	// stream. A spec with only a Delay applies to whichever matching
+	// request comes first, REST or stream.
+	Delay time.Duration
 }
 
-func (f *FailSpec) socket() bool { return f.Status == 0 }
+// ends says the spec ends or stalls a stream.
+func (f *FailSpec) ends() bool { return f.Close != 0 || f.Drop || f.Stall }
+
+// failPhase is when a request looks for a failure script.
+type failPhase uint8
+
+const (
+	// phaseRequest: before any check. Statuses apply to every request;
+	// delays alone to REST requests.
+	phaseRequest failPhase = iota + 1
+	// phaseStream: a WebSocket or stream being accepted, after the checks.
+	phaseStream
+)
+
+// appliesTo says whether f is for request r in phase p.
+func (f *FailSpec) appliesTo(r *http.Request, p failPhase) bool {
+	if p == phaseStream {
+		return f.Status == 0
+	}
+	return f.Status != 0 || !isStream(r) && f.Delay > 0 && !f.ends()
+}
 
 // Fail queues a failure script. Specs are tried in the order they were added.
 func (s *Server) Fail(f FailSpec) {
@@ -352,14 +539,12 @@ func (s *Server) Fail(f FailSpec) {
 	s.fails = append(s.fails, &f)
 }
 
-// takeFail consumes one use of the first spec matching r: HTTP-status specs
-// when socket is false, stream specs (only on subscribe and the v2 events
-// stream) when it is true.
-func (s *Server) takeFail(r *http.Request, socket bool) *FailSpec {
+// takeFail consumes one use of the first spec for r in phase p.
+func (s *Server) takeFail(r *http.Request, p failPhase) *FailSpec {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, f := range s.fails {
-		if f.socket() != socket || (f.Method != "" && f.Method != r.Method) || !strings.HasPrefix(r.URL.Path, f.Path) {
+		if !f.appliesTo(r, p) || (f.Method != "" && f.Method != r.Method) || !strings.HasPrefix(r.URL.Path, f.Path) {
 			continue
 		}
 		f.Times--
@@ -372,7 +557,7 @@ func (s *Server) takeFail(r *http.Request, socket bool) *FailSpec {
 	return nil
 }
 
-func (s *Server) now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+func (s *Server) now() string { return s.clock.Now().UTC().Format(time.RFC3339Nano) }
 
 // nextID returns a fresh id with prefix; s.mu must be held.
 func (s *Server) nextID(prefix string) string {

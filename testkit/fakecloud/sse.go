@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 )
 
 // Sources of a v2 event: what the session's worker produced (Emit) or what a
@@ -55,11 +54,11 @@ func (st *stream) stop(c closeReq) {
 	}
 }
 
-// envelopes returns the v2 events of ss with sequence numbers after from;
-// s.mu must be held.
-func (ss *session) envelopes(from uint64) [][]byte {
-	var out [][]byte
-	for i := from; i < uint64(len(ss.events)); i++ {
+// envelopes returns the v2 events of ss with sequence numbers from+1 to
+// to, that is stored indexes from to to-1; s.mu must be held.
+func (ss *session) envelopes(from, to uint64) []json.RawMessage {
+	out := make([]json.RawMessage, 0, to-from)
+	for i := from; i < to; i++ {
 		m := ss.meta[i]
 		b, _ := json.Marshal(v2Event{
 			EventID: ss.ids[i], EventType: m.typ, SequenceNum: i + 1,
@@ -92,7 +91,8 @@ func resumeFrom(r *http.Request) (uint64, error) {
 // streamEvents serves /v1/code/sessions/{id}/events/stream: every stored
 // event after the resume point, then new ones as they are stored, each as
 // "id: <seq>" and "data: <envelope>", with a ": ping" comment every
-// PingInterval. A scripted Close or Drop ends it after After events.
+// PingInterval. A script may slow it (Delay between events), end it after
+// After events (Close cleanly, Drop cut off) or Stall it.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	from, err := resumeFrom(r)
 	if err != nil {
@@ -102,25 +102,19 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	st := &stream{wake: make(chan struct{}, 1), kill: make(chan closeReq, 1)}
 	s.mu.Lock()
 	ss, ok := s.sessions[r.PathValue("id")]
-	if !ok || s.closed {
+	if !ok {
 		s.mu.Unlock()
-		if !ok {
-			writeError(w, http.StatusNotFound, "not_found_error", "session not found")
-		} else {
-			writeError(w, http.StatusServiceUnavailable, "api_error", "shutting down")
-		}
+		writeError(w, http.StatusNotFound, "not_found_error", "session not found")
 		return
 	}
 	ss.streams[st] = struct{}{}
-	s.subWG.Add(1)
 	s.mu.Unlock()
-	defer s.subWG.Done()
 	defer func() {
 		s.mu.Lock()
 		delete(ss.streams, st)
 		s.mu.Unlock()
 	}()
-	fail := s.takeFail(r, true)
+	fail := s.takeFail(r, phaseStream)
 
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -135,24 +129,56 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		rc.Flush()
 		panic(http.ErrAbortHandler)
 	}
+	// wait blocks for d; false (having cut the stream if asked to) when the
+	// stream must end instead.
+	wait := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		case <-r.Context().Done():
+		case <-s.ctx.Done():
+		case k := <-st.kill:
+			if k.code == 0 {
+				cut()
+			}
+		}
+		return false
+	}
 	sent := 0
-	failNow := func() bool {
-		if fail == nil || sent < fail.After {
+	// ended applies an ending script once After events are out: true when
+	// the handler must return.
+	ended := func() bool {
+		if fail == nil || !fail.ends() || sent < fail.After {
 			return false
 		}
-		if fail.Drop {
+		switch {
+		case fail.Drop:
 			cut()
+		case fail.Stall:
+			// Nothing more, not even pings, until someone hangs up.
+			rc.Flush()
+			wait(nil)
 		}
 		return true
 	}
-	tick := time.NewTicker(s.opts.PingInterval)
+	// pace waits Delay between two events.
+	pace := func() bool {
+		if fail == nil || fail.Delay <= 0 || sent == 0 {
+			return true
+		}
+		rc.Flush()
+		ch, t := after(s.clock, fail.Delay)
+		defer t.Stop()
+		return wait(ch)
+	}
+	tick := newTicker(s.clock, s.opts.PingInterval)
 	defer tick.Stop()
 	for {
 		s.mu.Lock()
-		batch := ss.envelopes(from)
+		batch := ss.envelopes(min(from, uint64(len(ss.events))), uint64(len(ss.events)))
 		s.mu.Unlock()
 		for _, b := range batch {
-			if failNow() {
+			if ended() || !pace() {
 				return
 			}
 			from++
@@ -161,7 +187,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 			}
 			sent++
 		}
-		if rc.Flush() != nil || failNow() {
+		if rc.Flush() != nil || ended() {
 			return
 		}
 		select {
@@ -175,7 +201,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		case <-st.wake:
-		case <-tick.C:
+		case <-tick.C():
 			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
 				return
 			}

@@ -1,12 +1,16 @@
 package fakecloud
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -66,30 +70,24 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found_error", "session not found")
 		return
 	}
-	fail := s.takeFail(r, true)
+	fail := s.takeFail(r, phaseStream)
 	// Register before the upgrade, so that a client whose Dial returned
 	// already receives what Emit sends next.
 	sub := &subscriber{out: make(chan []byte, s.opts.QueueLen), kill: make(chan closeReq, 1)}
 	var replay []json.RawMessage
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		writeError(w, http.StatusServiceUnavailable, "api_error", "shutting down")
-		return
-	}
 	ss.subs[sub] = struct{}{}
 	if r.URL.Query().Get("replay") == "true" {
 		replay = append(replay, ss.events...)
 	}
-	s.subWG.Add(1)
 	s.mu.Unlock()
-	defer s.subWG.Done()
 	defer func() {
 		s.mu.Lock()
 		delete(ss.subs, sub)
 		s.mu.Unlock()
 	}()
-	c, err := websocket.Accept(w, r, nil)
+	gw := &gatedWriter{ResponseWriter: w}
+	c, err := websocket.Accept(gw, r, nil)
 	if err != nil {
 		return // Accept has answered
 	}
@@ -101,64 +99,172 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 	go func() {
 		defer close(writerDone)
 		defer cancel() // a closed writer ends the reader too
-		s.write(ctx, c, sub, replay, fail)
+		s.write(ctx, c, sub, replay, fail, gw.conn)
 	}()
 	s.read(ctx, c, ss, sub)
 	cancel()
 	<-writerDone
 }
 
-// write sends replayed then live frames until ctx ends or a close is asked
-// for, applying a scripted WebSocket failure after fail.After frames.
-func (s *Server) write(ctx context.Context, c *websocket.Conn, sub *subscriber, replay []json.RawMessage, fail *FailSpec) {
+// gatedWriter hands websocket.Accept a connection whose reads can be
+// stalled: coder/websocket answers Ping frames inside Read, so the only way
+// to make a stalled server answer nothing is to keep the client's bytes from
+// reaching it.
+type gatedWriter struct {
+	http.ResponseWriter
+	conn *gatedConn
+}
+
+func (g *gatedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(g.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	g.conn = &gatedConn{Conn: c}
+	return g.conn, brw, nil
+}
+
+// gatedConn passes reads through until stalled; from then on what the client
+// sends is read and thrown away, so a hang-up is still seen as an error.
+type gatedConn struct {
+	net.Conn
+	stalled atomic.Bool
+}
+
+func (g *gatedConn) Read(p []byte) (int, error) {
+	for {
+		n, err := g.Conn.Read(p)
+		if !g.stalled.Load() || err != nil {
+			return n, err
+		}
+	}
+}
+
+// write sends replayed then live frames, and a keep_alive every KeepAlive,
+// until ctx ends or a close is asked for. A script may pace the frames
+// (Delay), end the socket after fail.After frames (Close, Drop) or stall it.
+func (s *Server) write(ctx context.Context, c *websocket.Conn, sub *subscriber, replay []json.RawMessage, fail *FailSpec, gate *gatedConn) {
 	sent := 0
 	end := func() bool {
-		if fail == nil || sent < fail.After {
+		if fail == nil || !fail.ends() || sent < fail.After {
 			return false
 		}
-		if fail.Drop {
+		switch {
+		case fail.Stall:
+			s.stall(ctx, c, sub, gate)
+		case fail.Drop:
 			c.CloseNow()
-		} else {
+		default:
 			c.Close(fail.Close, "scripted close")
 		}
 		return true
 	}
-	frame := func(line []byte) bool {
-		if end() {
-			return false
-		}
+	write := func(line []byte) bool {
 		if err := c.Write(ctx, websocket.MessageText, append(bytes.Clone(line), '\n')); err != nil {
 			c.CloseNow()
 			return false
 		}
-		sent++
 		return true
 	}
-	for _, line := range replay {
-		if !frame(line) {
-			return
-		}
+	var delay time.Duration
+	if fail != nil {
+		delay = fail.Delay
 	}
+	// paced is closed when the next frame may go; nil when it may go now.
+	var paced <-chan struct{}
+	var pacer Stopper
+	defer func() {
+		if pacer != nil {
+			pacer.Stop()
+		}
+	}()
+	frame := func(line []byte) bool {
+		if !write(line) {
+			return false
+		}
+		sent++
+		if delay > 0 {
+			paced, pacer = after(s.clock, delay)
+		}
+		return true
+	}
+	ka := newTicker(s.clock, s.opts.KeepAlive)
+	defer ka.Stop()
 	for {
 		if end() {
 			return
 		}
-		select {
-		case <-ctx.Done():
-			c.Close(websocket.StatusGoingAway, "server closing")
-			c.CloseNow()
-			return
-		case k := <-sub.kill:
-			if k.code == 0 {
-				c.CloseNow()
-			} else {
-				c.Close(k.code, k.why)
+		out := sub.out
+		if paced != nil {
+			out = nil
+		}
+		if paced == nil && len(replay) > 0 {
+			select {
+			case <-ctx.Done():
+				goingAway(c)
+				return
+			case k := <-sub.kill:
+				k.apply(c)
+				return
+			default:
 			}
-			return
-		case line := <-sub.out:
+			line := replay[0]
+			replay = replay[1:]
 			if !frame(line) {
 				return
 			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			goingAway(c)
+			return
+		case k := <-sub.kill:
+			k.apply(c)
+			return
+		case <-paced:
+			paced = nil
+		case <-ka.C():
+			if !write([]byte(`{"type":"keep_alive"}`)) {
+				return
+			}
+		case line := <-out:
+			if !frame(line) {
+				return
+			}
+		}
+	}
+}
+
+func goingAway(c *websocket.Conn) {
+	c.Close(websocket.StatusGoingAway, "server closing")
+	c.CloseNow()
+}
+
+func (k closeReq) apply(c *websocket.Conn) {
+	if k.code == 0 {
+		c.CloseNow()
+	} else {
+		c.Close(k.code, k.why)
+	}
+}
+
+// stall holds a socket open and silent: queued frames are thrown away, the
+// client's bytes too (so not even a Ping is answered), until the client hangs
+// up (the reader fails and cancels ctx), the server closes, or Disconnect.
+func (s *Server) stall(ctx context.Context, c *websocket.Conn, sub *subscriber, gate *gatedConn) {
+	if gate != nil {
+		gate.stalled.Store(true)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			c.CloseNow()
+			return
+		case <-sub.kill:
+			c.CloseNow() // a close handshake would need the reader we silenced
+			return
+		case <-sub.out:
 		}
 	}
 }
@@ -188,6 +294,9 @@ func (s *Server) read(ctx context.Context, c *websocket.Conn, ss *session, sub *
 				sub.send([]byte(`{"type":"keep_alive"}`))
 			case remotews.KindControlRequest:
 				sub.send(s.control(ss, m.ControlRequest))
+				s.mu.Lock()
+				s.toWorker(ss, m, false)
+				s.mu.Unlock()
 			default:
 				s.opts.Logf("fakecloud: %s: ignored %s from client over WebSocket", ss.ID, m.Type)
 			}
@@ -200,6 +309,12 @@ func (s *Server) control(ss *session, req *remotews.ControlRequest) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ss.controls = append(ss.controls, *req)
+	return s.controlResponse(ss, req)
+}
+
+// controlResponse builds the success answer to a control request: the
+// initialize answer carries the pending prompts; s.mu must be held.
+func (s *Server) controlResponse(ss *session, req *remotews.ControlRequest) []byte {
 	inner := map[string]any{}
 	if req.Subtype == remotews.SubtypeInitialize {
 		pending := make([]json.RawMessage, 0, len(ss.pending))
@@ -241,29 +356,41 @@ func (s *Server) Emit(sessionID string, line string) error {
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrNoSession, sessionID)
 	}
-	out := bytes.TrimSpace([]byte(line))
+	_, err = s.emitLocked(ss, bytes.TrimSpace([]byte(line)), m)
+	return err
+}
+
+// emitLocked stores (unless keep_alive) and broadcasts a worker message,
+// tracking prompts, and returns the stored uuid; s.mu must be held.
+func (s *Server) emitLocked(ss *session, out []byte, m remotews.Message) (string, error) {
 	switch m.Kind {
 	case remotews.KindKeepAlive:
 		s.broadcast(ss, out)
-		return nil
+		return "", nil
 	case remotews.KindControlRequest:
 		if m.ControlRequest.Subtype == remotews.SubtypeCanUseTool {
 			ss.pending = append(ss.pending, *m.ControlRequest)
 		}
 	case remotews.KindControlCancelRequest:
-		for i, p := range ss.pending {
-			if p.RequestID == m.Cancel.RequestID {
-				ss.pending = append(ss.pending[:i], ss.pending[i+1:]...)
-				break
-			}
-		}
+		ss.withdraw(m.Cancel.RequestID)
 	}
-	e, err := s.store(ss, out, sourceWorker)
+	e, id, err := s.store(ss, out, sourceWorker)
 	if err != nil {
-		return err
+		return "", err
 	}
 	s.broadcast(ss, e)
-	return nil
+	return id, nil
+}
+
+// withdraw removes a pending prompt; false if it was not pending.
+func (ss *session) withdraw(requestID string) bool {
+	for i, p := range ss.pending {
+		if p.RequestID == requestID {
+			ss.pending = append(ss.pending[:i], ss.pending[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // Permissions returns the can_use_tool prompts still waiting for an answer.
@@ -297,7 +424,8 @@ func (s *Server) Posted(sessionID string) []remotews.Message {
 	return nil
 }
 
-// Controls returns the control requests clients sent over the WebSocket.
+// Controls returns the control requests clients sent, over the WebSocket or
+// posted over HTTP (interrupt, set_permission_mode, set_model, ...), in order.
 func (s *Server) Controls(sessionID string) []remotews.ControlRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -313,6 +441,16 @@ func (s *Server) Subscribers(sessionID string) int {
 	defer s.mu.Unlock()
 	if ss, ok := s.sessions[sessionID]; ok {
 		return len(ss.subs)
+	}
+	return 0
+}
+
+// Streams returns how many v2 event streams are open on the session.
+func (s *Server) Streams(sessionID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss, ok := s.sessions[sessionID]; ok {
+		return len(ss.streams)
 	}
 	return 0
 }

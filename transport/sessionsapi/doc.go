@@ -1,10 +1,16 @@
-// Package sessionsapi is the REST client for the claude.ai Sessions API (the
-// /v1/sessions and /v1/code/sessions endpoints of seeds 000 and 001). Its first
-// part is the JCS (RFC 8785) canonicalisation that event payloads go through
-// before they reach the auth.Signer boundary: Canonicalize wraps
-// github.com/gowebpki/jcs and, before it runs, rejects what that library has
-// accepted in the past or that RFC 8785 and I-JSON forbid (invalid UTF-8, lone
-// or reversed surrogates, duplicate object names, nesting beyond MaxDepth), so
-// that two implementations can never sign different bytes for one payload.
-// It imports message and auth at most, never another transport.
+// Package sessionsapi is the REST client for the claude.ai Sessions API: the
+// /v1/sessions endpoints, events and environments of seed 001 and the
+// /v1/code/sessions surface of seed 000 that today's CLI uses. A Client
+// sends the seed's anthropic-* headers, the organisation, OAuth bearer
+// tokens from an oauth2.TokenSource (see package auth) or the web sessionKey
+// cookie, and a W3C traceparent from OpenTelemetry; it retries with
+// exponential backoff and jitter, honours Retry-After, refreshes a refused
+// token once, and never retries a post the server may have acted on unless
+// every event in it carries a stable uuid. Before an event is posted it is
+// canonicalised with Canonicalize (RFC 8785 JCS via github.com/gowebpki/jcs,
+// after our own refusal of invalid UTF-8, lone or reversed surrogates,
+// duplicate names and nesting beyond MaxDepth, so that two implementations
+// can never sign different bytes) and handed to the auth.Signer boundary;
+// AttestationField documents where the attestation travels. It imports
+// message and auth at most, never another transport.
 package sessionsapi

@@ -1,0 +1,509 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"unicode"
+
+	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/router"
+)
+
+const remoteSID = "session_01abc"
+
+// promptLeg is a remote leg that raises prompts when told and records the
+// answers and control requests it is asked to send.
+type promptLeg struct {
+	run chan struct{}
+
+	mu       sync.Mutex
+	in       chan<- message.Event
+	answers  []message.PermissionAnswer
+	controls []message.Control
+	targets  []message.Session
+}
+
+func (l *promptLeg) Name() message.Protocol { return message.ProtocolRemote }
+func (l *promptLeg) Sessions(context.Context) ([]message.Session, error) {
+	return []message.Session{{Address: "bridge:" + remoteSID, Protocol: message.ProtocolRemote, Name: "fix-the-bug",
+		SessionID: remoteSID, Status: "running", Reachable: true}}, nil
+}
+func (l *promptLeg) Send(_ context.Context, m message.Message) (message.Receipt, error) {
+	return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
+}
+func (l *promptLeg) Run(ctx context.Context, in chan<- message.Event) error {
+	l.mu.Lock()
+	l.in = in
+	l.mu.Unlock()
+	close(l.run)
+	<-ctx.Done()
+	return nil
+}
+func (l *promptLeg) Answer(_ context.Context, _ message.PermissionRequest, a message.PermissionAnswer) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.answers = append(l.answers, a)
+	return nil
+}
+func (l *promptLeg) Control(_ context.Context, target message.Session, c message.Control) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.controls = append(l.controls, c)
+	l.targets = append(l.targets, target)
+	return nil
+}
+
+func (l *promptLeg) got() ([]message.PermissionAnswer, []message.Control) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]message.PermissionAnswer(nil), l.answers...), append([]message.Control(nil), l.controls...)
+}
+
+// holdingLeg is a Claude-like leg with one session and held messages.
+type holdingLeg struct {
+	mu      sync.Mutex
+	held    []message.Held
+	decided []string
+}
+
+func (h *holdingLeg) Name() message.Protocol { return message.ProtocolClaude }
+func (h *holdingLeg) Sessions(context.Context) ([]message.Session, error) {
+	return []message.Session{{Address: "uds:/tmp/cc-socks/12.sock", Protocol: message.ProtocolClaude, Name: "review", SessionID: "s-review", Reachable: true}}, nil
+}
+func (h *holdingLeg) Send(_ context.Context, m message.Message) (message.Receipt, error) {
+	return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
+}
+func (h *holdingLeg) Run(ctx context.Context, _ chan<- message.Event) error { <-ctx.Done(); return nil }
+func (h *holdingLeg) Held() []message.Held {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]message.Held(nil), h.held...)
+}
+func (h *holdingLeg) Decide(_ context.Context, id string, release bool, reason string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, m := range h.held {
+		if m.Message.ID == id {
+			h.held = append(h.held[:i], h.held[i+1:]...)
+			h.decided = append(h.decided, fmt.Sprintf("%s release=%v reason=%s", id, release, reason))
+			return nil
+		}
+	}
+	return errors.New("not held")
+}
+
+// promptGateway is an API server and router in-process, on a control socket
+// in a fresh state directory, over a promptLeg and a holdingLeg.
+type promptGateway struct {
+	stateDir string
+	leg      *promptLeg
+	claude   *holdingLeg
+	rt       *router.Router
+}
+
+func startPromptGateway(t *testing.T) *promptGateway {
+	t.Helper()
+	// Short: a socket path must fit in 108 bytes.
+	dir, err := os.MkdirTemp("", "gwp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	g := &promptGateway{stateDir: filepath.Join(dir, "state"), leg: &promptLeg{run: make(chan struct{})}, claude: &holdingLeg{}}
+	if err := os.Mkdir(g.stateDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	g.rt = router.New(router.Config{}, g.claude, g.leg)
+	ln, err := net.Listen("unix", filepath.Join(g.stateDir, "gateway.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: api.NewServer(api.Config{Router: g.rt}).Handler()}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := g.rt.Run(ctx); err != nil {
+			t.Errorf("router: %v", err)
+		}
+	})
+	wg.Go(func() { _ = hs.Serve(ln) })
+	t.Cleanup(func() {
+		hs.Close()
+		cancel()
+		wg.Wait()
+	})
+	<-g.leg.run
+	return g
+}
+
+// raise sends evs from the remote leg and waits until the router has
+// handled them: it handles one leg event at a time, so a marker after them
+// published means they are done.
+func (g *promptGateway) raise(t *testing.T, evs ...message.Event) {
+	t.Helper()
+	_, _, sub := g.rt.Hub().Subscribe(-1)
+	defer sub.Close()
+	g.leg.mu.Lock()
+	in := g.leg.in
+	g.leg.mu.Unlock()
+	for _, ev := range append(evs, message.Event{Type: message.EventSession}) {
+		in <- ev
+	}
+	for ev := range sub.C {
+		if ev.Type == message.EventSession {
+			return
+		}
+	}
+	t.Fatalf("subscription ended: %v", sub.Err())
+}
+
+func (g *promptGateway) cli(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), &env{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }},
+		append(args, "--state-dir", g.stateDir))
+	return out.String(), errb.String(), code
+}
+
+func pendingPrompt(request, tool, input string) message.Event {
+	return message.Event{Type: message.EventPermission, Leg: message.ProtocolRemote, Permission: &message.PermissionRequest{
+		SessionID: remoteSID, Address: "bridge:" + remoteSID, RequestID: request, ToolName: tool, ToolUseID: "toolu_" + request,
+		Input: json.RawMessage(input), State: message.PermissionPending,
+	}}
+}
+
+var testQuestions = []message.Question{
+	{Question: "Which approach?", Header: "Approach", Options: []string{"Option A (Recommended)", "Option B"}},
+	{Question: "Which features?", Header: "Features", MultiSelect: true, Options: []string{"Logging", "Metrics", "Tracing"}},
+}
+
+func questionPrompt(request string) message.Event {
+	ev := pendingPrompt(request, "AskUserQuestion", `{"questions":[]}`)
+	ev.Permission.Questions = testQuestions
+	return ev
+}
+
+// idOf is the short id the router gave a prompt.
+func (g *promptGateway) idOf(t *testing.T, request string) string {
+	t.Helper()
+	for _, p := range append(g.rt.Permissions(), g.rt.SettledPermissions()...) {
+		if p.RequestID == request {
+			return p.ID
+		}
+	}
+	t.Fatalf("no prompt %s", request)
+	return ""
+}
+
+func TestParseRule(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    message.PermissionRule
+		wantErr bool
+	}{
+		{"a bare tool matches every use", "WebFetch", message.PermissionRule{ToolName: "WebFetch"}, false},
+		{"a tool with content keeps the content as written", "Bash(go test ./...)", message.PermissionRule{ToolName: "Bash", RuleContent: "go test ./..."}, false},
+		{"content may hold parentheses", "Bash(echo (a))", message.PermissionRule{ToolName: "Bash", RuleContent: "echo (a)"}, false},
+		{"surrounding spaces are ignored", "  Read(/src/**)  ", message.PermissionRule{ToolName: "Read", RuleContent: "/src/**"}, false},
+		{"an MCP tool name is a tool name", "mcp__github__create_issue", message.PermissionRule{ToolName: "mcp__github__create_issue"}, false},
+		{"an empty rule is refused", "", message.PermissionRule{}, true},
+		{"content without a tool is refused", "(ls)", message.PermissionRule{}, true},
+		{"unclosed content is refused", "Bash(ls", message.PermissionRule{}, true},
+		{"text after the content is refused", "Bash(ls)x", message.PermissionRule{}, true},
+		{"empty content is refused", "Bash()", message.PermissionRule{}, true},
+		{"a tool name with a space is refused", "Bash ls", message.PermissionRule{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseRule(tt.in)
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Fatalf("parseRule(%q) = %+v, %v; want %+v, error %v", tt.in, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestParseAnswers(t *testing.T) {
+	withEquals := append(testQuestions[:2:2], message.Question{Question: "Is a=b?", Options: []string{"Yes", "No"}})
+	tests := []struct {
+		name    string
+		qs      []message.Question
+		specs   []string
+		want    map[string][]string
+		wantErr []string // fragments the error must hold
+	}{
+		{"questions by header and options by label", testQuestions, []string{"Approach=Option B", "Features=Logging"},
+			map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Logging"}}, nil},
+		{"questions by text and number, options by number", testQuestions, []string{"Which approach?=1", "2=3"},
+			map[string][]string{"Which approach?": {"Option A (Recommended)"}, "Which features?": {"Tracing"}}, nil},
+		{"a label matches ignoring case", testQuestions, []string{"approach=option b", "features=METRICS"},
+			map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Metrics"}}, nil},
+		{"a multi-select question takes a repeated question", testQuestions, []string{"Approach=Option B", "Features=Logging", "Features=Metrics"},
+			map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Logging", "Metrics"}}, nil},
+		{"a multi-select question takes a JSON list", testQuestions, []string{"Approach=Option B", `Features=["Logging","Metrics"]`},
+			map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Logging", "Metrics"}}, nil},
+		{"an option chosen twice counts once", testQuestions, []string{"Approach=2", "Features=Logging", "Features=1"},
+			map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Logging"}}, nil},
+		{"a question text holding = is found", withEquals, []string{"Approach=2", "Features=1", "Is a=b?=Yes"},
+			map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Logging"}, "Is a=b?": {"Yes"}}, nil},
+		{"an unanswered question is refused and listed", testQuestions, []string{"Approach=Option B"},
+			nil, []string{"unanswered", `2 "Which features?" (Features, several)`, `1 "Logging"`}},
+		{"an unknown question lists the questions", testQuestions, []string{"Colour=Red", "Approach=1", "Features=1"},
+			nil, []string{`no question "Colour"`, `1 "Which approach?" (Approach)`}},
+		{"an unknown option lists the options", testQuestions, []string{"Approach=Option C", "Features=1"},
+			nil, []string{`no option "Option C"`, `1 "Option A (Recommended)", 2 "Option B"`}},
+		{"an option number out of range is refused", testQuestions, []string{"Approach=3", "Features=1"},
+			nil, []string{`no option "3"`}},
+		{"two options for a single-select question are refused", testQuestions, []string{"Approach=1", "Approach=2", "Features=1"},
+			nil, []string{"takes one option"}},
+		{"a spec without = is refused", testQuestions, []string{"Approach"},
+			nil, []string{"want Question=Option"}},
+		{"a broken JSON list is refused", testQuestions, []string{"Approach=1", `Features=["Logging"`},
+			nil, []string{"JSON list"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseAnswers(tt.qs, tt.specs)
+			if tt.wantErr != nil {
+				if err == nil {
+					t.Fatalf("got %v, want an error", got)
+				}
+				for _, frag := range tt.wantErr {
+					if !strings.Contains(err.Error(), frag) {
+						t.Errorf("error %q does not hold %q", err, frag)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSummaryIsOneLine(t *testing.T) {
+	tests := []struct {
+		name string
+		p    message.PermissionRequest
+		want string
+	}{
+		{"a Bash prompt shows its command", message.PermissionRequest{ToolName: "Bash", Input: json.RawMessage(`{"command":"go test ./...","description":"run tests"}`)}, "go test ./..."},
+		{"a multi-line command is folded", message.PermissionRequest{ToolName: "Bash", Input: json.RawMessage(`{"command":"set -e\n  make\n"}`)}, "set -e make"},
+		{"a question prompt shows its questions", message.PermissionRequest{ToolName: "AskUserQuestion", Questions: testQuestions}, "Which approach? / Which features?"},
+		{"a plan shows its text", message.PermissionRequest{ToolName: "ExitPlanMode", Input: json.RawMessage(`{"plan":"# Plan\n1. fix it"}`)}, "plan: # Plan 1. fix it"},
+		{"an edit shows its file", message.PermissionRequest{ToolName: "Edit", Input: json.RawMessage(`{"file_path":"/src/a.go","old_string":"x"}`)}, "/src/a.go"},
+		{"an unknown tool shows its description", message.PermissionRequest{ToolName: "mcp__x__y", Description: "Does y", Input: json.RawMessage(`{"a":1}`)}, "Does y"},
+		{"an unknown tool without one shows its input", message.PermissionRequest{ToolName: "mcp__x__y", Input: json.RawMessage(`{ "a": 1 }`)}, `{"a":1}`},
+		{"a long one is cut", message.PermissionRequest{ToolName: "Bash", Input: json.RawMessage(`{"command":"` + strings.Repeat("é", 150) + `"}`)}, strings.Repeat("é", summaryWidth-1) + "…"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := summary(tt.p); got != tt.want {
+				t.Fatalf("summary = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPermissionCommands(t *testing.T) {
+	g := startPromptGateway(t)
+	g.raise(t, pendingPrompt("bash", "Bash", `{"command":"go test ./..."}`), questionPrompt("ask"),
+		pendingPrompt("edit", "Edit", `{"file_path":"/src/a.go"}`), pendingPrompt("plan", "ExitPlanMode", `{"plan":"do it"}`))
+	bash, ask, edit, plan := g.idOf(t, "bash"), g.idOf(t, "ask"), g.idOf(t, "edit"), g.idOf(t, "plan")
+
+	t.Run("permissions --json lists each prompt with id, session, tool and input", func(t *testing.T) {
+		out, _, code := g.cli(t, "permissions", "--json")
+		var ps []map[string]any
+		if code != exitOK || json.Unmarshal([]byte(out), &ps) != nil || len(ps) != 4 {
+			t.Fatalf("exit %d: %s", code, out)
+		}
+		if ps[0]["id"] != bash || ps[0]["session_id"] != remoteSID || ps[0]["tool_name"] != "Bash" || ps[0]["input"].(map[string]any)["command"] != "go test ./..." {
+			t.Fatalf("first = %v", ps[0])
+		}
+	})
+	t.Run("permissions prints a table with a summary per prompt", func(t *testing.T) {
+		out, _, code := g.cli(t, "permissions")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if code != exitOK || len(lines) != 5 || !strings.HasPrefix(lines[0], "ID") || !strings.Contains(lines[0], "SUMMARY") {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		if !strings.Contains(lines[1], bash) || !strings.Contains(lines[1], "go test ./...") || !strings.Contains(lines[2], "Which approach? / Which features?") {
+			t.Fatalf("rows:\n%s", out)
+		}
+	})
+	t.Run("a bad rule is a usage error and nothing is sent", func(t *testing.T) {
+		_, errOut, code := g.cli(t, "allow", bash, "--rule", "Bash(ls")
+		if code != exitUsage || !strings.Contains(errOut, "must end with )") {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		_, errOut, code = g.cli(t, "allow", bash, "--input", "[1]")
+		if code != exitUsage || !strings.Contains(errOut, "JSON object") {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		if a, _ := g.leg.got(); len(a) != 0 {
+			t.Fatalf("the leg got %+v", a)
+		}
+	})
+	t.Run("allow sends the input and the rules", func(t *testing.T) {
+		out, errOut, code := g.cli(t, "allow", bash, "--input", `{"command":"go test -race ./..."}`, "--rule", "Bash(go test ./...)", "--rule", "Read", "--rule-destination", "session")
+		if code != exitOK || !strings.Contains(out, "allowed "+bash) {
+			t.Fatalf("exit %d: %s %s", code, out, errOut)
+		}
+		a, _ := g.leg.got()
+		want := []message.PermissionRule{{ToolName: "Bash", RuleContent: "go test ./..."}, {ToolName: "Read"}}
+		if len(a) != 1 || a[0].Behavior != message.BehaviorAllow || string(a[0].UpdatedInput) != `{"command":"go test -race ./..."}` ||
+			fmt.Sprint(a[0].Rules) != fmt.Sprint(want) || a[0].RuleDestination != "session" || a[0].By != "cli" {
+			t.Fatalf("the leg got %+v", a)
+		}
+	})
+	t.Run("a second answer fails and says who answered", func(t *testing.T) {
+		_, errOut, code := g.cli(t, "deny", bash, "--message", "late")
+		if code != exitError || !strings.Contains(errOut, "already answered (allow) by cli") {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		out, _, code := g.cli(t, "allow", bash, "--json")
+		var e api.Error
+		if code != exitError || json.Unmarshal([]byte(out), &e) != nil || e.Code != api.CodeConflict {
+			t.Fatalf("exit %d: %s", code, out)
+		}
+	})
+	t.Run("deny sends the message to the model", func(t *testing.T) {
+		out, _, code := g.cli(t, "deny", edit, "--message", "not that file", "--json")
+		var p message.PermissionRequest
+		if code != exitOK || json.Unmarshal([]byte(out), &p) != nil || p.State != message.PermissionAnswered || p.Answer.Behavior != message.BehaviorDeny {
+			t.Fatalf("exit %d: %s", code, out)
+		}
+		if a, _ := g.leg.got(); a[len(a)-1].Message != "not that file" {
+			t.Fatalf("the leg got %+v", a[len(a)-1])
+		}
+	})
+	t.Run("answer refuses an incomplete answer and lists what is missing", func(t *testing.T) {
+		_, errOut, code := g.cli(t, "answer", ask, "Approach=Option B")
+		if code != exitUsage || !strings.Contains(errOut, "Which features?") || !strings.Contains(errOut, `"Metrics"`) {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+	})
+	t.Run("answer refuses a prompt that asks no question", func(t *testing.T) {
+		_, errOut, code := g.cli(t, "answer", plan, "1=1")
+		if code != exitError || !strings.Contains(errOut, "gateway allow") {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+	})
+	t.Run("answer sends labels by question text", func(t *testing.T) {
+		n, _ := g.leg.got()
+		out, errOut, code := g.cli(t, "answer", ask, "Approach=1", `Features=["Logging","tracing"]`)
+		if code != exitOK || !strings.Contains(out, "answered "+ask) {
+			t.Fatalf("exit %d: %s %s", code, out, errOut)
+		}
+		a, _ := g.leg.got()
+		if len(a) != len(n)+1 {
+			t.Fatalf("the leg got %d answers, want one more", len(a)-len(n))
+		}
+		got := a[len(a)-1]
+		want := map[string][]string{"Which approach?": {"Option A (Recommended)"}, "Which features?": {"Logging", "Tracing"}}
+		if got.Behavior != message.BehaviorAllow || fmt.Sprint(got.Answers) != fmt.Sprint(want) {
+			t.Fatalf("the leg got %+v", got)
+		}
+	})
+	t.Run("permissions --all shows settled prompts with their state", func(t *testing.T) {
+		out, _, code := g.cli(t, "permissions", "--all")
+		if code != exitOK || !strings.Contains(out, "STATE") || strings.Count(out, "answered") != 3 || strings.Count(out, "pending") != 1 {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+	})
+}
+
+func TestDenyFallsBackToHeldMessages(t *testing.T) {
+	g := startPromptGateway(t)
+	g.claude.held = []message.Held{{Message: message.Message{ID: "8f1c", FromName: "work-08"}, Reason: "bypass sender"}}
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		decided  string
+		errorHas string
+	}{
+		{"a held message is denied with --reason", []string{"deny", "8f1c", "--reason", "no thanks"}, exitOK, "8f1c release=false reason=no thanks", ""},
+		{"an id that is neither says so", []string{"deny", "nope"}, exitError, "", "no permission prompt or held message has id nope"},
+		{"--message and --reason that differ are refused", []string{"deny", "x", "--message", "a", "--reason", "b"}, exitUsage, "", "same flag"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errOut, code := g.cli(t, tt.args...)
+			if code != tt.code || !strings.Contains(errOut, tt.errorHas) {
+				t.Fatalf("exit %d, want %d: %s", code, tt.code, errOut)
+			}
+			g.claude.mu.Lock()
+			defer g.claude.mu.Unlock()
+			if tt.decided != "" && (len(g.claude.decided) == 0 || g.claude.decided[len(g.claude.decided)-1] != tt.decided) {
+				t.Fatalf("decided %v, want %q", g.claude.decided, tt.decided)
+			}
+		})
+	}
+}
+
+// FuzzParseRule: a rule parseRule accepts is printed back to the same rule.
+func FuzzParseRule(f *testing.F) {
+	for _, s := range []string{"Bash", "Bash(go test ./...)", "Bash(echo (a))", " Read(/src/**) ", "Bash(", "()", "Bash()x", "mcp__a__b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := parseRule(s)
+		if err != nil {
+			return
+		}
+		if r.ToolName == "" || strings.ContainsAny(r.ToolName, "()") || strings.ContainsFunc(r.ToolName, unicode.IsSpace) {
+			t.Fatalf("%q gave the bad tool name %q", s, r.ToolName)
+		}
+		again, err := parseRule(formatRule(r))
+		if err != nil || again != r {
+			t.Fatalf("%q: %+v printed as %q reads back as %+v, %v", s, r, formatRule(r), again, err)
+		}
+	})
+}
+
+// FuzzParseAnswers: whatever specs parseAnswers accepts answer every
+// question with options it offers, one for a single-select question.
+func FuzzParseAnswers(f *testing.F) {
+	f.Add("Approach=Option B\x00Features=Logging")
+	f.Add("1=1\x002=[\"Logging\",\"Metrics\"]")
+	f.Add("approach=option b\x00Which features?=3\x00features=1")
+	f.Add("Approach=1\x00Approach=2")
+	f.Fuzz(func(t *testing.T, joined string) {
+		got, err := parseAnswers(testQuestions, strings.Split(joined, "\x00"))
+		if err != nil {
+			return
+		}
+		if len(got) != len(testQuestions) {
+			t.Fatalf("%q: answers %v, want one per question", joined, got)
+		}
+		for _, q := range testQuestions {
+			labels := got[q.Question]
+			if len(labels) == 0 || (!q.MultiSelect && len(labels) != 1) {
+				t.Fatalf("%q: %q answered with %v", joined, q.Question, labels)
+			}
+			for i, l := range labels {
+				if !slices.Contains(q.Options, l) || slices.Contains(labels[:i], l) {
+					t.Fatalf("%q: %q answered with %v", joined, q.Question, labels)
+				}
+			}
+		}
+	})
+}

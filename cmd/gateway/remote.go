@@ -1,0 +1,383 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/message"
+)
+
+const remoteUsage = `usage: gateway remote COMMAND
+  sessions [--json]               list remote sessions
+  watch ID [--json] [--since N]   print one remote session's output, prompts and link state
+  interrupt ID                    stop the session's current turn
+  mode ID MODE                    set its permission mode: default, plan, acceptEdits, bypassPermissions
+  model ID MODEL                  set its model
+ID is the session id, bridge:<id>, or any address the gateway resolves.`
+
+func runRemote(ctx context.Context, e *env, args []string) int {
+	i := subcommandAt(args)
+	if i < 0 {
+		if slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "--help" || a == "-help" }) {
+			fmt.Fprintln(e.stdout, remoteUsage)
+			return exitOK
+		}
+		fmt.Fprintln(e.stderr, remoteUsage)
+		return exitUsage
+	}
+	// Flags may come before the subcommand too: `remote --json sessions`.
+	rest := append(slices.Clone(args[:i]), args[i+1:]...)
+	switch args[i] {
+	case "help":
+		fmt.Fprintln(e.stdout, remoteUsage)
+		return exitOK
+	case "sessions":
+		return remoteSessions(ctx, e, rest)
+	case "watch":
+		return remoteWatch(ctx, e, rest)
+	case "interrupt":
+		return remoteControl(ctx, e, "interrupt", message.ControlInterrupt, rest)
+	case "mode":
+		return remoteControl(ctx, e, "mode", message.ControlSetPermissionMode, rest)
+	case "model":
+		return remoteControl(ctx, e, "model", message.ControlSetModel, rest)
+	}
+	fmt.Fprintf(e.stderr, "gateway remote: unknown command %q\n%s\n", args[i], remoteUsage)
+	return exitUsage
+}
+
+// remoteValueFlags are the remote subcommands' flags that take a value.
+var remoteValueFlags = []string{"state-dir", "since"}
+
+// subcommandAt is the index of the first argument that is not a flag or a
+// flag's value; -1 when there is none.
+func subcommandAt(args []string) int {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			if i+1 < len(args) {
+				return i + 1
+			}
+			return -1
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			return i
+		}
+		if name := strings.TrimLeft(a, "-"); !strings.Contains(name, "=") && slices.Contains(remoteValueFlags, name) {
+			i++ // its value
+		}
+	}
+	return -1
+}
+
+func remoteSessions(ctx context.Context, e *env, args []string) int {
+	fs := newFlags(e, "remote sessions")
+	sd := stateDirFlag(fs, e)
+	asJSON := fs.Bool("json", false, "print a JSON array")
+	if pos, err := parse(fs, args); err != nil || len(pos) != 0 {
+		if err != nil {
+			return flagErr(err)
+		}
+		fmt.Fprintln(e.stderr, "usage: gateway remote sessions [--json]")
+		return exitUsage
+	}
+	all, err := clientFor(*sd).Sessions(ctx)
+	if err != nil {
+		return fail(e, err)
+	}
+	ss := []message.Session{}
+	for _, s := range all {
+		if s.Protocol == message.ProtocolRemote {
+			ss = append(ss, s)
+		}
+	}
+	if *asJSON {
+		printJSON(e.stdout, ss)
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSESSION\tSTATUS\tADDRESS")
+	for _, s := range ss {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", orDash(s.Name), s.SessionID, orDash(s.Status), s.Address)
+	}
+	tw.Flush()
+	return exitOK
+}
+
+// remoteAddress turns a bare remote session id into its address; anything
+// else is left for the gateway to resolve.
+func remoteAddress(ctx context.Context, c *api.Client, id string) string {
+	ss, err := c.Sessions(ctx)
+	if err != nil {
+		return id
+	}
+	for _, s := range ss {
+		if s.Protocol == message.ProtocolRemote && s.SessionID == id {
+			return s.Address
+		}
+	}
+	return id
+}
+
+// remoteSessionID finds the remote session id behind id.
+func remoteSessionID(ctx context.Context, c *api.Client, id string) (string, error) {
+	addr := remoteAddress(ctx, c, id)
+	if sid, ok := strings.CutPrefix(addr, "bridge:"); ok && sid != "" {
+		return sid, nil
+	}
+	s, err := c.Resolve(ctx, addr)
+	if err != nil {
+		return "", err
+	}
+	if s.Protocol != message.ProtocolRemote || s.SessionID == "" {
+		return "", fmt.Errorf("%s is a %s session, not a remote one (see gateway remote sessions)", s.Address, s.Protocol)
+	}
+	return s.SessionID, nil
+}
+
+func remoteControl(ctx context.Context, e *env, name string, kind message.ControlKind, args []string) int {
+	fs := newFlags(e, "remote "+name)
+	sd := stateDirFlag(fs, e)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	want, shape := 2, "ID "+strings.ToUpper(name)
+	if kind == message.ControlInterrupt {
+		want, shape = 1, "ID"
+	}
+	if len(pos) != want {
+		fmt.Fprintf(e.stderr, "usage: gateway remote %s %s [--json]\n", name, shape)
+		return exitUsage
+	}
+	c := clientFor(*sd)
+	ctl := message.Control{Kind: kind}
+	switch kind {
+	case message.ControlSetPermissionMode:
+		ctl.Mode = pos[1]
+	case message.ControlSetModel:
+		ctl.Model = pos[1]
+	}
+	addr := remoteAddress(ctx, c, pos[0])
+	if err := c.Control(ctx, addr, ctl); err != nil {
+		var ae *api.APIError
+		if *asJSON && errors.As(err, &ae) {
+			printJSON(e.stdout, ae.Body)
+			return exitError
+		}
+		return fail(e, err)
+	}
+	if *asJSON {
+		printJSON(e.stdout, api.ControlBody{Address: addr, Kind: kind, Mode: ctl.Mode, Model: ctl.Model})
+		return exitOK
+	}
+	switch kind {
+	case message.ControlSetPermissionMode:
+		fmt.Fprintf(e.stdout, "asked %s to switch to permission mode %s\n", addr, ctl.Mode)
+	case message.ControlSetModel:
+		fmt.Fprintf(e.stdout, "asked %s to switch to model %s\n", addr, ctl.Model)
+	default:
+		fmt.Fprintf(e.stdout, "interrupted %s\n", addr)
+	}
+	return exitOK
+}
+
+func remoteWatch(ctx context.Context, e *env, args []string) int {
+	fs := newFlags(e, "remote watch")
+	sd := stateDirFlag(fs, e)
+	asJSON := fs.Bool("json", false, "print one JSON event per line")
+	since := fs.Int64("since", -1, "replay kept events after this id (0 for all kept)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(e.stderr, "usage: gateway remote watch ID [--json] [--since N]")
+		return exitUsage
+	}
+	c := clientFor(*sd)
+	sid, err := remoteSessionID(ctx, c, pos[0])
+	if err != nil {
+		return fail(e, err)
+	}
+	pr := newRemotePrinter(e.stdout)
+	if !*asJSON && *since < 0 {
+		// Prompts raised before the watch started still wait for an answer.
+		ps, err := c.Permissions(ctx, false)
+		if err != nil {
+			return fail(e, err)
+		}
+		for _, p := range ps {
+			if p.SessionID == sid {
+				pr.event(message.Event{Type: message.EventPermission, Time: p.Created, Permission: &p})
+			}
+		}
+	}
+	err = c.Watch(ctx, *since, func(ev message.Event) error {
+		if !aboutSession(ev, sid) {
+			return nil
+		}
+		if *asJSON {
+			b, err := json.Marshal(ev)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(e.stdout, "%s\n", b)
+			return err
+		}
+		pr.event(ev)
+		return nil
+	})
+	pr.endLine()
+	if err == nil || errors.Is(err, context.Canceled) {
+		return exitOK
+	}
+	return fail(e, err)
+}
+
+// aboutSession says whether ev is one of the remote session's own events.
+func aboutSession(ev message.Event, sid string) bool {
+	switch ev.Type {
+	case message.EventRemote:
+		return ev.Remote != nil && ev.Remote.SessionID == sid
+	case message.EventPermission:
+		return ev.Permission != nil && ev.Permission.SessionID == sid
+	case message.EventLink:
+		return ev.Link != nil && ev.Link.SessionID == sid
+	}
+	return false
+}
+
+// keepShown bounds how many assistant messages the printer remembers.
+const keepShown = 256
+
+// remotePrinter prints a remote session's events for people. A streamed
+// assistant message arrives as growing copies under one message id: only
+// the new suffix is printed, so the text reads as it is typed.
+type remotePrinter struct {
+	w     io.Writer
+	open  string            // the message id whose text ends the current line
+	shown map[string]string // text printed so far, by message id
+	order []string          // shown's keys, oldest first
+	// prompted are the pending prompts shown; one watch sees few prompts.
+	prompted map[string]bool
+}
+
+func newRemotePrinter(w io.Writer) *remotePrinter {
+	return &remotePrinter{w: w, shown: map[string]string{}, prompted: map[string]bool{}}
+}
+
+// endLine finishes a streamed message's line.
+func (p *remotePrinter) endLine() {
+	if p.open != "" {
+		fmt.Fprintln(p.w)
+		p.open = ""
+	}
+}
+
+func (p *remotePrinter) event(ev message.Event) {
+	t := ev.Time.Local().Format("15:04:05")
+	switch {
+	case ev.Remote != nil:
+		p.remote(t, ev.Remote)
+	case ev.Permission != nil:
+		p.endLine()
+		switch pr := ev.Permission; pr.State {
+		case message.PermissionPending:
+			if p.prompted[pr.ID] {
+				return // listed when the watch started, or replayed
+			}
+			p.prompted[pr.ID] = true
+			fmt.Fprintf(p.w, "%s ", t)
+			printPrompt(p.w, *pr)
+		case message.PermissionAnswered:
+			how, by := "", ""
+			if pr.Answer != nil {
+				how, by = string(pr.Answer.Behavior), pr.Answer.By
+			}
+			fmt.Fprintf(p.w, "%s permission %s answered: %s by %s\n", t, pr.ID, how, orDash(by))
+		case message.PermissionCancelled:
+			fmt.Fprintf(p.w, "%s permission %s withdrawn by the session\n", t, pr.ID)
+		}
+	case ev.Link != nil:
+		p.endLine()
+		l := ev.Link
+		s := fmt.Sprintf("%s link %s", t, l.State)
+		if l.Attempt > 0 {
+			s += fmt.Sprintf(" (attempt %d)", l.Attempt)
+		}
+		if l.Error != "" {
+			s += ": " + l.Error
+		}
+		fmt.Fprintln(p.w, s)
+	}
+}
+
+func (p *remotePrinter) remote(t string, r *message.RemoteEvent) {
+	switch r.Kind {
+	case "assistant":
+		p.assistant(t, r)
+	case "user", "result":
+		if r.Text != "" {
+			p.endLine()
+			fmt.Fprintf(p.w, "%s %s: %s\n", t, r.Kind, r.Text)
+		}
+	case "control_request", "control_response", "control_cancel_request":
+		// Prompts show as permission events, with their ids.
+	default:
+		if r.Text != "" {
+			p.endLine()
+			fmt.Fprintf(p.w, "%s %s: %s\n", t, r.Kind, r.Text)
+		}
+	}
+}
+
+func (p *remotePrinter) assistant(t string, r *message.RemoteEvent) {
+	if r.MessageID == "" {
+		if r.Text != "" {
+			p.endLine()
+			fmt.Fprintf(p.w, "%s assistant: %s\n", t, r.Text)
+		}
+		return
+	}
+	prev, seen := p.shown[r.MessageID]
+	switch {
+	case seen && strings.HasPrefix(r.Text, prev):
+		if suffix := r.Text[len(prev):]; suffix != "" {
+			if p.open != r.MessageID {
+				p.endLine()
+				fmt.Fprintf(p.w, "%s assistant: …", t)
+			}
+			fmt.Fprint(p.w, suffix)
+			p.open = r.MessageID
+		}
+	case r.Text != "":
+		// New, or its content was replaced: print it whole on a fresh line.
+		p.endLine()
+		fmt.Fprintf(p.w, "%s assistant: %s", t, r.Text)
+		p.open = r.MessageID
+	}
+	p.remember(r.MessageID, r.Text)
+	if r.Final && p.open == r.MessageID {
+		p.endLine()
+	}
+}
+
+func (p *remotePrinter) remember(id, text string) {
+	if _, ok := p.shown[id]; !ok {
+		p.order = append(p.order, id)
+		if len(p.order) > keepShown {
+			delete(p.shown, p.order[0])
+			p.order = p.order[1:]
+		}
+	}
+	p.shown[id] = text
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Default service URLs: the Sessions API for OAuth bearer credentials, the
+// web app for a sessionKey cookie (seed 001 captured the web client).
+const (
+	defaultRemoteURL    = "https://api.anthropic.com"
+	defaultRemoteWebURL = "https://claude.ai"
+)
+
+// remoteOpts are serve's --remote-* flags, each defaulting to its
+// GATEWAY_REMOTE_* variable: a flag given on the command line wins.
+type remoteOpts struct {
+	url            string
+	org            string
+	tokenFile      string
+	sessionKeyFile string
+	claudeCreds    string
+	tokenURL       string
+	follow         multi
+	followSet      bool // --remote-follow was given: it replaces the variable
+	transport      string
+	signer         string
+}
+
+func remoteFlags(fs *flag.FlagSet, e *env) *remoteOpts {
+	o := &remoteOpts{}
+	str := func(p *string, name, usage string) {
+		v := "GATEWAY_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		fs.StringVar(p, name, e.getenv(v), usage+" (env "+v+")")
+	}
+	str(&o.url, "remote-url", "claude.ai service base URL (default "+defaultRemoteURL+", or "+defaultRemoteWebURL+" with a session key)")
+	str(&o.org, "remote-org", "organisation UUID of the remote sessions")
+	str(&o.tokenFile, "remote-token-file", "file holding the OAuth bearer token (raw or JSON; re-read when it changes)")
+	str(&o.sessionKeyFile, "remote-session-key-file", "file holding the claude.ai web sessionKey cookie")
+	str(&o.claudeCreds, "remote-claude-credentials", "opt in to reuse a Claude Code login: its .credentials.json, or \"default\" for ~/.claude/.credentials.json")
+	str(&o.tokenURL, "remote-token-url", "OAuth token URL for refreshing reused Claude Code credentials")
+	str(&o.transport, "remote-transport", "live transport: ws (subscribe WebSocket) or sse (v2 event stream)")
+	str(&o.signer, "remote-signer", "event signer: none, ed25519-file:PATH or exec:COMMAND")
+	if v := e.getenv("GATEWAY_REMOTE_FOLLOW"); v != "" {
+		for _, id := range strings.Split(v, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				o.follow = append(o.follow, id)
+			}
+		}
+	}
+	fs.Func("remote-follow", "remote session id to keep live (repeatable), or all (env GATEWAY_REMOTE_FOLLOW, comma-separated)", func(s string) error {
+		if !o.followSet {
+			o.follow, o.followSet = nil, true // the command line replaces the variable
+		}
+		o.follow = append(o.follow, s)
+		return nil
+	})
+	return o
+}
+
+// enabled says whether any remote credentials were given.
+func (o *remoteOpts) enabled() bool {
+	return o.tokenFile != "" || o.sessionKeyFile != "" || o.claudeCreds != ""
+}
+
+// check validates the flags and fills the defaults.
+func (o *remoteOpts) check() error {
+	n := 0
+	for _, s := range []string{o.tokenFile, o.sessionKeyFile, o.claudeCreds} {
+		if s != "" {
+			n++
+		}
+	}
+	if n > 1 {
+		return errors.New("--remote-token-file, --remote-session-key-file and --remote-claude-credentials exclude each other")
+	}
+	if n == 0 {
+		if len(o.follow) > 0 || o.org != "" {
+			return errors.New("--remote-follow and --remote-org need credentials: --remote-token-file, --remote-session-key-file or --remote-claude-credentials")
+		}
+		return nil
+	}
+	if o.url == "" {
+		o.url = defaultRemoteURL
+		if o.sessionKeyFile != "" {
+			o.url = defaultRemoteWebURL
+		}
+	}
+	u, err := url.Parse(o.url)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		return fmt.Errorf("--remote-url %q: want http(s)://host[:port]", o.url)
+	}
+	o.url = strings.TrimSuffix(o.url, "/")
+	switch o.transport {
+	case "":
+		o.transport = "ws"
+	case "ws", "sse":
+	default:
+		return fmt.Errorf("--remote-transport %q: want ws or sse", o.transport)
+	}
+	for _, id := range o.follow {
+		if id == "all" {
+			continue
+		}
+		if !validRemoteID(id) {
+			return fmt.Errorf("--remote-follow %q: not a session id (or all)", id)
+		}
+	}
+	if o.signer == "" {
+		o.signer = "none"
+	}
+	if o.signer != "none" && !strings.HasPrefix(o.signer, "ed25519-file:") && !strings.HasPrefix(o.signer, "exec:") {
+		return fmt.Errorf("--remote-signer %q: want none, ed25519-file:PATH or exec:COMMAND", o.signer)
+	}
+	return nil
+}
+
+func validRemoteID(id string) bool {
+	if id == "" || len(id) > 200 {
+		return false
+	}
+	for _, r := range id {
+		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}

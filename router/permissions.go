@@ -1,0 +1,499 @@
+package router
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode"
+
+	"github.com/sessiongateway/gateway/message"
+)
+
+// Bounds of the permission broker.
+const (
+	// keepSettledPermissions is how many answered or withdrawn prompts stay
+	// readable (and keep a late repeat of them from coming back as new).
+	keepSettledPermissions = 256
+	// maxPendingPermissions caps the pending list. A prompt beyond it is
+	// refused rather than pushing out one someone may be reading.
+	maxPendingPermissions = 1024
+)
+
+// AskUserQuestion is the tool whose prompts take Answers.
+const AskUserQuestion = "AskUserQuestion"
+
+var (
+	// ErrNoPermission is returned for a permission id the router does not know.
+	ErrNoPermission = errors.New("no permission prompt with that id")
+	// ErrPermissionSettled is returned for a prompt already answered or
+	// withdrawn; the error is a *SettledError saying which and by whom.
+	ErrPermissionSettled = errors.New("the permission prompt is already settled")
+	// ErrNotPrompter means the leg that raised a prompt cannot answer it.
+	ErrNotPrompter = errors.New("the leg cannot answer permission prompts")
+	// ErrNotControllable means the session's leg takes no control requests.
+	ErrNotControllable = errors.New("the session's leg takes no control requests (interrupt, mode, model)")
+)
+
+// SettledError says how a prompt was settled. It matches ErrPermissionSettled.
+type SettledError struct {
+	ID       string
+	State    message.PermissionState
+	Behavior message.Behavior // the answer's verdict, when answered
+	By       string           // who answered, when answered
+}
+
+func (e *SettledError) Error() string {
+	if e.State == message.PermissionCancelled {
+		return fmt.Sprintf("permission %s was withdrawn by the session", e.ID)
+	}
+	by := e.By
+	if by == "" {
+		by = "someone else"
+	}
+	return fmt.Sprintf("permission %s was already answered (%s) by %s", e.ID, e.Behavior, by)
+}
+
+// Is makes errors.Is(err, ErrPermissionSettled) true.
+func (e *SettledError) Is(target error) bool { return target == ErrPermissionSettled }
+
+// LegError is a leg's failure to carry an answer or a control request to
+// its session. The prompt stays pending.
+type LegError struct {
+	Leg message.Protocol
+	Op  string // "answer" or "control"
+	Err error
+}
+
+func (e *LegError) Error() string { return fmt.Sprintf("%s leg: %s: %v", e.Leg, e.Op, e.Err) }
+func (e *LegError) Unwrap() error { return e.Err }
+
+// AnswerProblem says what is wrong with a permission answer.
+type AnswerProblem uint8
+
+const (
+	AnswerBadBehavior     AnswerProblem = iota + 1 // behavior is neither allow nor deny
+	AnswerDenyWithInput                            // a deny carries updated input or answers
+	AnswerInputNotObject                           // updated input is not a JSON object
+	AnswerNotAQuestion                             // answers to a prompt that is not AskUserQuestion
+	AnswerUnknownQuestion                          // an answer names no question of the prompt
+	AnswerMissingQuestion                          // a question of the prompt has no answer
+	AnswerOneOption                                // a single-select question needs exactly one option
+	AnswerNoOption                                 // a multi-select question needs at least one option
+	AnswerUnknownOption                            // a label is not among the question's options
+	AnswerRepeatedOption                           // a label is given twice
+	AnswerBadRule                                  // a rule has an empty or malformed tool name
+	AnswerBadDestination                           // the rule destination is not a settings scope
+)
+
+var answerProblemWire = [...]string{
+	AnswerBadBehavior: "bad-behavior", AnswerDenyWithInput: "deny-with-input",
+	AnswerInputNotObject: "input-not-object", AnswerNotAQuestion: "not-a-question",
+	AnswerUnknownQuestion: "unknown-question", AnswerMissingQuestion: "missing-question",
+	AnswerOneOption: "one-option", AnswerNoOption: "no-option",
+	AnswerUnknownOption: "unknown-option", AnswerRepeatedOption: "repeated-option",
+	AnswerBadRule: "bad-rule", AnswerBadDestination: "bad-destination",
+}
+
+func (p AnswerProblem) String() string {
+	if int(p) < len(answerProblemWire) && answerProblemWire[p] != "" {
+		return answerProblemWire[p]
+	}
+	return fmt.Sprintf("answer-problem-%d", uint8(p))
+}
+
+// InvalidAnswerError is an answer the prompt cannot take. Valid lists what
+// would be accepted (question texts or option labels) when that helps.
+type InvalidAnswerError struct {
+	ID      string
+	Problem AnswerProblem
+	Detail  string
+	Valid   []string
+}
+
+func (e *InvalidAnswerError) Error() string {
+	s := fmt.Sprintf("invalid answer to permission %s: %s", e.ID, e.Detail)
+	if len(e.Valid) > 0 {
+		q := make([]string, len(e.Valid))
+		for i, v := range e.Valid {
+			q[i] = strconv.Quote(v)
+		}
+		s += " (valid: " + strings.Join(q, ", ") + ")"
+	}
+	return s
+}
+
+// InvalidControlError is a control request that cannot be sent.
+type InvalidControlError struct{ Detail string }
+
+func (e *InvalidControlError) Error() string { return "invalid control request: " + e.Detail }
+
+// ruleDestinations are the settings scopes a rule may be written to.
+var ruleDestinations = []string{"localSettings", "userSettings", "projectSettings", "session", "cliArg"}
+
+// permBroker keeps one entry per (session, request id). Its zero value is
+// ready to use.
+type permBroker struct {
+	mu      sync.Mutex
+	byKey   map[permKey]*permEntry
+	byID    map[string]*permEntry
+	pending []*permEntry // arrival order
+	settled []*permEntry // oldest first, at most keepSettledPermissions
+}
+
+type permKey struct{ session, request string }
+
+type permEntry struct {
+	key permKey
+	req message.PermissionRequest
+	// turn holds a token while an answer is in flight, so a second answer
+	// waits and then sees the first one's outcome: the leg is asked once.
+	turn chan struct{}
+}
+
+// notePermission takes a leg's permission event, keeps the broker's entry
+// current and returns the event to publish, restamped with the short id; false
+// when there is nothing new to publish.
+func (r *Router) notePermission(ev message.Event) (message.Event, bool) {
+	p := ev.Permission
+	if p == nil || p.SessionID == "" || p.RequestID == "" {
+		r.log.Debug("permission event without a session or request id dropped")
+		return ev, false
+	}
+	req := *p
+	if req.Leg == "" {
+		req.Leg = ev.Leg
+	}
+	if req.Created.IsZero() {
+		req.Created = r.cfg.Now()
+	}
+	var (
+		out message.PermissionRequest
+		ok  bool
+	)
+	switch req.State {
+	case message.PermissionPending:
+		var err error
+		if out, ok, err = r.perms.add(req); err != nil {
+			r.log.Warn("permission prompt not kept", "session_id", req.SessionID, "request_id", req.RequestID, "err", err)
+		}
+	case message.PermissionCancelled:
+		out, ok = r.perms.cancel(permKey{req.SessionID, req.RequestID})
+	default:
+		// Only the router settles a prompt as answered, after the leg said
+		// the server accepted the answer.
+		r.log.Debug("permission event in an unexpected state dropped", "state", req.State)
+		return ev, false
+	}
+	if !ok {
+		return ev, false
+	}
+	ev.Permission = &out
+	return ev, true
+}
+
+// errTooManyPrompts refuses a prompt when the pending list is full.
+var errTooManyPrompts = fmt.Errorf("%d prompts are already pending; answer some (it can still be answered on claude.ai)", maxPendingPermissions)
+
+// add keeps a new pending prompt; false, with no error, for one it already
+// has.
+func (b *permBroker) add(req message.PermissionRequest) (message.PermissionRequest, bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.byKey == nil {
+		b.byKey, b.byID = map[permKey]*permEntry{}, map[string]*permEntry{}
+	}
+	k := permKey{req.SessionID, req.RequestID}
+	if _, seen := b.byKey[k]; seen {
+		// Raised again after a reconnect or replay, or already settled.
+		return message.PermissionRequest{}, false, nil
+	}
+	if len(b.pending) >= maxPendingPermissions {
+		return message.PermissionRequest{}, false, errTooManyPrompts
+	}
+	req.ID = b.newID(k)
+	req.State = message.PermissionPending
+	req.Answer = nil
+	e := &permEntry{key: k, req: req, turn: make(chan struct{}, 1)}
+	b.byKey[k], b.byID[req.ID] = e, e
+	b.pending = append(b.pending, e)
+	return req, true, nil
+}
+
+// newID is "p" and 6 hex digits of the key's hash, more on a collision.
+func (b *permBroker) newID(k permKey) string {
+	sum := sha256.Sum256([]byte(k.session + "\x00" + k.request))
+	h := hex.EncodeToString(sum[:])
+	for n := 6; n <= len(h); n += 2 {
+		if _, taken := b.byID["p"+h[:n]]; !taken {
+			return "p" + h[:n]
+		}
+	}
+	// Two keys with one sha256: not expected to happen, but never reuse an id.
+	for i := 2; ; i++ {
+		if id := fmt.Sprintf("p%s-%d", h, i); b.byID[id] == nil {
+			return id
+		}
+	}
+}
+
+func (b *permBroker) cancel(k permKey) (message.PermissionRequest, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.byKey[k]
+	if !ok || e.req.State != message.PermissionPending {
+		// Unknown (nothing to withdraw) or already settled: the first
+		// settlement stands.
+		return message.PermissionRequest{}, false
+	}
+	b.settleLocked(e, message.PermissionCancelled, nil)
+	return e.req, true
+}
+
+// settleLocked moves a pending entry into the bounded history.
+func (b *permBroker) settleLocked(e *permEntry, st message.PermissionState, a *message.PermissionAnswer) {
+	e.req.State, e.req.Answer = st, a
+	if i := slices.Index(b.pending, e); i >= 0 {
+		b.pending = slices.Delete(b.pending, i, i+1)
+	}
+	b.settled = append(b.settled, e)
+	for len(b.settled) > keepSettledPermissions {
+		old := b.settled[0]
+		b.settled = slices.Delete(b.settled, 0, 1)
+		delete(b.byKey, old.key)
+		delete(b.byID, old.req.ID)
+	}
+}
+
+func (b *permBroker) get(id string) (*permEntry, message.PermissionRequest, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.byID[id]
+	if !ok {
+		return nil, message.PermissionRequest{}, fmt.Errorf("%w: %s", ErrNoPermission, id)
+	}
+	return e, e.req, nil
+}
+
+func settledErr(req message.PermissionRequest) error {
+	if req.State == message.PermissionPending {
+		return nil
+	}
+	se := &SettledError{ID: req.ID, State: req.State}
+	if req.Answer != nil {
+		se.Behavior, se.By = req.Answer.Behavior, req.Answer.By
+	}
+	return se
+}
+
+func sortByAge(es []*permEntry) []message.PermissionRequest {
+	out := make([]message.PermissionRequest, len(es))
+	for i, e := range es {
+		out[i] = e.req
+	}
+	// Arrival order breaks ties: es is already in it.
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out
+}
+
+// Permissions lists the pending permission prompts, oldest first.
+func (r *Router) Permissions() []message.PermissionRequest {
+	r.perms.mu.Lock()
+	defer r.perms.mu.Unlock()
+	return sortByAge(r.perms.pending)
+}
+
+// SettledPermissions lists the most recently answered or withdrawn prompts,
+// oldest first.
+func (r *Router) SettledPermissions() []message.PermissionRequest {
+	r.perms.mu.Lock()
+	defer r.perms.mu.Unlock()
+	return sortByAge(r.perms.settled)
+}
+
+// Permission returns a pending or recently settled prompt.
+func (r *Router) Permission(id string) (message.PermissionRequest, error) {
+	_, req, err := r.perms.get(id)
+	return req, err
+}
+
+// AnswerPermission checks a against the prompt id, has the prompt's leg send
+// it, and settles the prompt as answered once the leg says the server took
+// it. The first answer wins: a later or concurrent one gets a *SettledError
+// and never reaches the leg. A leg's failure (a *LegError) leaves the prompt
+// pending.
+func (r *Router) AnswerPermission(ctx context.Context, id string, a message.PermissionAnswer) (message.PermissionRequest, error) {
+	e, req, err := r.perms.get(id)
+	if err != nil {
+		return message.PermissionRequest{}, err
+	}
+	if err := settledErr(req); err != nil {
+		return req, err
+	}
+	if err := validateAnswer(req, a); err != nil {
+		return req, err
+	}
+	select {
+	case e.turn <- struct{}{}:
+	case <-ctx.Done():
+		return req, ctx.Err()
+	}
+	defer func() { <-e.turn }()
+	r.perms.mu.Lock()
+	req = e.req // settled by the answer we waited for, or withdrawn meanwhile
+	r.perms.mu.Unlock()
+	if err := settledErr(req); err != nil {
+		return req, err
+	}
+	leg, ok := r.Leg(req.Leg)
+	p, isPrompter := leg.(Prompter)
+	if !ok || !isPrompter {
+		return req, &LegError{Leg: req.Leg, Op: "answer", Err: ErrNotPrompter}
+	}
+	a = cloneAnswer(a)
+	if err := p.Answer(ctx, req, a); err != nil {
+		return req, &LegError{Leg: req.Leg, Op: "answer", Err: err}
+	}
+	r.perms.mu.Lock()
+	if e.req.State != message.PermissionPending {
+		// Withdrawn by the session while the answer was on its way.
+		req = e.req
+		r.perms.mu.Unlock()
+		return req, settledErr(req)
+	}
+	r.perms.settleLocked(e, message.PermissionAnswered, &a)
+	req = e.req
+	r.perms.mu.Unlock()
+	r.hub.Publish(message.Event{Type: message.EventPermission, Leg: req.Leg, Permission: &req})
+	return req, nil
+}
+
+func cloneAnswer(a message.PermissionAnswer) message.PermissionAnswer {
+	a.UpdatedInput = slices.Clone(a.UpdatedInput)
+	a.Rules = slices.Clone(a.Rules)
+	if a.Answers != nil {
+		m := make(map[string][]string, len(a.Answers))
+		for k, v := range a.Answers {
+			m[k] = slices.Clone(v)
+		}
+		a.Answers = m
+	}
+	return a
+}
+
+// validateAnswer checks a against req without asking anyone.
+func validateAnswer(req message.PermissionRequest, a message.PermissionAnswer) error {
+	bad := func(p AnswerProblem, valid []string, format string, args ...any) error {
+		return &InvalidAnswerError{ID: req.ID, Problem: p, Detail: fmt.Sprintf(format, args...), Valid: valid}
+	}
+	switch a.Behavior {
+	case message.BehaviorAllow:
+	case message.BehaviorDeny:
+		if len(a.UpdatedInput) > 0 || len(a.Answers) > 0 {
+			return bad(AnswerDenyWithInput, nil, "a deny takes no updated input or answers, only a message")
+		}
+	default:
+		return bad(AnswerBadBehavior, []string{"allow", "deny"}, "behavior %q: want allow or deny", a.Behavior)
+	}
+	if len(a.UpdatedInput) > 0 {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(a.UpdatedInput, &obj); err != nil || obj == nil {
+			return bad(AnswerInputNotObject, nil, "updated input must be a JSON object")
+		}
+	}
+	for _, rule := range a.Rules {
+		if rule.ToolName == "" || strings.ContainsAny(rule.ToolName, "()") || strings.ContainsFunc(rule.ToolName, unicode.IsSpace) {
+			return bad(AnswerBadRule, nil, "rule tool name %q: want a tool name such as Bash", rule.ToolName)
+		}
+	}
+	if a.RuleDestination != "" && !slices.Contains(ruleDestinations, a.RuleDestination) {
+		return bad(AnswerBadDestination, ruleDestinations, "rule destination %q is not a settings scope", a.RuleDestination)
+	}
+	if len(a.Answers) > 0 {
+		return validateAnswers(req, a.Answers, bad)
+	}
+	return nil
+}
+
+func validateAnswers(req message.PermissionRequest, answers map[string][]string,
+	bad func(AnswerProblem, []string, string, ...any) error) error {
+	if req.ToolName != AskUserQuestion {
+		return bad(AnswerNotAQuestion, nil, "answers are for %s prompts; this one is %s", AskUserQuestion, req.ToolName)
+	}
+	texts := make([]string, len(req.Questions))
+	for i, q := range req.Questions {
+		texts[i] = q.Question
+	}
+	for _, k := range slices.Sorted(maps.Keys(answers)) {
+		if !slices.Contains(texts, k) {
+			return bad(AnswerUnknownQuestion, texts, "no question %q", k)
+		}
+	}
+	for _, q := range req.Questions {
+		labels, ok := answers[q.Question]
+		switch {
+		case !ok:
+			return bad(AnswerMissingQuestion, texts, "question %q has no answer; answer every question", q.Question)
+		case !q.MultiSelect && len(labels) != 1:
+			return bad(AnswerOneOption, q.Options, "question %q takes exactly one option, got %d", q.Question, len(labels))
+		case len(labels) == 0:
+			return bad(AnswerNoOption, q.Options, "question %q needs at least one option", q.Question)
+		}
+		for i, l := range labels {
+			if !slices.Contains(q.Options, l) {
+				return bad(AnswerUnknownOption, q.Options, "question %q has no option %q", q.Question, l)
+			}
+			if slices.Contains(labels[:i], l) {
+				return bad(AnswerRepeatedOption, q.Options, "question %q: option %q is given twice", q.Question, l)
+			}
+		}
+	}
+	return nil
+}
+
+// Control sends c to the session address resolves to, through its leg.
+func (r *Router) Control(ctx context.Context, address string, c message.Control) error {
+	if err := validateControl(c); err != nil {
+		return err
+	}
+	leg, target, err := r.Resolve(ctx, address)
+	if err != nil {
+		return err
+	}
+	ct, ok := leg.(Controllable)
+	if !ok {
+		return fmt.Errorf("%w: %s is a %s session", ErrNotControllable, target.Address, leg.Name())
+	}
+	if err := ct.Control(ctx, target, c); err != nil {
+		return &LegError{Leg: leg.Name(), Op: "control", Err: err}
+	}
+	return nil
+}
+
+func validateControl(c message.Control) error {
+	switch c.Kind {
+	case message.ControlInterrupt:
+		if c.Mode != "" || c.Model != "" {
+			return &InvalidControlError{Detail: "interrupt takes no mode or model"}
+		}
+	case message.ControlSetPermissionMode:
+		if strings.TrimSpace(c.Mode) == "" || c.Model != "" {
+			return &InvalidControlError{Detail: "set_permission_mode needs a mode (default, plan, acceptEdits, bypassPermissions) and no model"}
+		}
+	case message.ControlSetModel:
+		if c.Mode != "" {
+			return &InvalidControlError{Detail: "set_model takes a model (empty for the default), not a mode"}
+		}
+	default:
+		return &InvalidControlError{Detail: fmt.Sprintf("kind %q: want interrupt, set_permission_mode or set_model", c.Kind)}
+	}
+	return nil
+}

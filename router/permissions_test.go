@@ -1,0 +1,611 @@
+package router
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/message"
+)
+
+// promptLeg is a remote-like leg: it raises prompts and records answers
+// and control requests.
+type promptLeg struct {
+	run chan struct{}
+
+	mu         sync.Mutex
+	in         chan<- message.Event
+	answers    []message.PermissionAnswer
+	answerErr  error
+	gate       chan struct{} // when set, Answer waits for it to close
+	entered    chan struct{} // when set, Answer says it was called
+	controls   []message.Control
+	targets    []message.Session
+	controlErr error
+}
+
+const remoteSession = "session_01abc"
+
+func newPromptLeg() *promptLeg { return &promptLeg{run: make(chan struct{})} }
+
+func (l *promptLeg) Name() message.Protocol { return message.ProtocolRemote }
+func (l *promptLeg) Sessions(context.Context) ([]message.Session, error) {
+	return []message.Session{{Address: "bridge:" + remoteSession, Protocol: message.ProtocolRemote, Name: "fix-the-bug", SessionID: remoteSession, Reachable: true}}, nil
+}
+func (l *promptLeg) Send(_ context.Context, m message.Message) (message.Receipt, error) {
+	return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
+}
+func (l *promptLeg) Run(ctx context.Context, in chan<- message.Event) error {
+	l.mu.Lock()
+	l.in = in
+	l.mu.Unlock()
+	close(l.run)
+	<-ctx.Done()
+	return ctx.Err()
+}
+func (l *promptLeg) Answer(ctx context.Context, _ message.PermissionRequest, a message.PermissionAnswer) error {
+	l.mu.Lock()
+	gate, entered := l.gate, l.entered
+	l.mu.Unlock()
+	if entered != nil {
+		entered <- struct{}{}
+	}
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.answers = append(l.answers, a)
+	return l.answerErr
+}
+func (l *promptLeg) Control(_ context.Context, target message.Session, c message.Control) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.targets = append(l.targets, target)
+	l.controls = append(l.controls, c)
+	return l.controlErr
+}
+
+func (l *promptLeg) answered() []message.PermissionAnswer {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]message.PermissionAnswer(nil), l.answers...)
+}
+
+// feed sends evs from the leg and returns the permission events the router
+// published for them. A session event after them marks the end: the router
+// handles one leg event at a time, in order.
+func (l *promptLeg) feed(t *testing.T, r *Router, evs ...message.Event) []message.Event {
+	t.Helper()
+	<-l.run
+	_, _, sub := r.Hub().Subscribe(-1)
+	defer sub.Close()
+	l.mu.Lock()
+	in := l.in
+	l.mu.Unlock()
+	for _, ev := range append(evs, message.Event{Type: message.EventSession}) {
+		in <- ev
+	}
+	var got []message.Event
+	for ev := range sub.C {
+		switch ev.Type {
+		case message.EventSession:
+			return got
+		case message.EventPermission:
+			got = append(got, ev)
+		}
+	}
+	t.Fatalf("subscription ended: %v", sub.Err())
+	return nil
+}
+
+func prompt(session, request, tool string, input string) message.Event {
+	return message.Event{Type: message.EventPermission, Leg: message.ProtocolRemote, Permission: &message.PermissionRequest{
+		SessionID: session, Address: "bridge:" + session, RequestID: request, ToolName: tool,
+		ToolUseID: "toolu_" + request, Input: json.RawMessage(input), State: message.PermissionPending,
+	}}
+}
+
+func withdraw(session, request string) message.Event {
+	return message.Event{Type: message.EventPermission, Leg: message.ProtocolRemote, Permission: &message.PermissionRequest{
+		SessionID: session, RequestID: request, State: message.PermissionCancelled,
+	}}
+}
+
+var askInput = `{"questions":[{"question":"Which approach?","header":"Approach","multiSelect":false,"options":[{"label":"Option A"},{"label":"Option B"}]},` +
+	`{"question":"Which features?","header":"Features","multiSelect":true,"options":[{"label":"Logging"},{"label":"Metrics"}]}]}`
+
+// askPrompt is an AskUserQuestion prompt with its questions decoded, as the
+// remote leg publishes it.
+func askPrompt(request string) message.Event {
+	ev := prompt(remoteSession, request, AskUserQuestion, askInput)
+	ev.Permission.Questions = []message.Question{
+		{Question: "Which approach?", Header: "Approach", Options: []string{"Option A", "Option B"}},
+		{Question: "Which features?", Header: "Features", MultiSelect: true, Options: []string{"Logging", "Metrics"}},
+	}
+	return ev
+}
+
+func shortID(session, request string) string {
+	sum := sha256.Sum256([]byte(session + "\x00" + request))
+	return "p" + hex.EncodeToString(sum[:])[:6]
+}
+
+func requestIDs(ps []message.PermissionRequest) []string {
+	var ids []string
+	for _, p := range ps {
+		ids = append(ids, p.RequestID)
+	}
+	return ids
+}
+
+func states(evs []message.Event) []string {
+	var ss []string
+	for _, ev := range evs {
+		ss = append(ss, ev.Permission.RequestID+":"+string(ev.Permission.State))
+	}
+	return ss
+}
+
+func TestTheBrokerKeepsOnePromptPerSessionAndRequest(t *testing.T) {
+	tests := []struct {
+		name          string
+		events        []message.Event
+		wantPublished []string
+		wantPending   []string
+	}{
+		{"a new prompt is pending and published",
+			[]message.Event{prompt(remoteSession, "r1", "Bash", `{"command":"ls"}`)},
+			[]string{"r1:pending"}, []string{"r1"}},
+		{"a prompt raised again after a reconnect is neither repeated nor republished",
+			[]message.Event{prompt(remoteSession, "r1", "Bash", `{}`), prompt(remoteSession, "r1", "Bash", `{}`)},
+			[]string{"r1:pending"}, []string{"r1"}},
+		{"a withdrawn prompt leaves the pending list",
+			[]message.Event{prompt(remoteSession, "r1", "Bash", `{}`), prompt(remoteSession, "r2", "Edit", `{}`), withdraw(remoteSession, "r1")},
+			[]string{"r1:pending", "r2:pending", "r1:cancelled"}, []string{"r2"}},
+		{"a withdrawal of an unknown prompt is ignored",
+			[]message.Event{withdraw(remoteSession, "nope")},
+			nil, nil},
+		{"a withdrawal repeated after a replay is published once",
+			[]message.Event{prompt(remoteSession, "r1", "Bash", `{}`), withdraw(remoteSession, "r1"), prompt(remoteSession, "r1", "Bash", `{}`), withdraw(remoteSession, "r1")},
+			[]string{"r1:pending", "r1:cancelled"}, nil},
+		{"the same request id in two sessions is two prompts",
+			[]message.Event{prompt("session_a", "r1", "Bash", `{}`), prompt("session_b", "r1", "Bash", `{}`)},
+			[]string{"r1:pending", "r1:pending"}, []string{"r1", "r1"}},
+		{"a prompt without a request id is dropped",
+			[]message.Event{prompt(remoteSession, "", "Bash", `{}`)},
+			nil, nil},
+		{"an answered state from a leg is not taken: only the router settles",
+			[]message.Event{{Type: message.EventPermission, Permission: &message.PermissionRequest{SessionID: remoteSession, RequestID: "r1", State: message.PermissionAnswered}}},
+			nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			leg := newPromptLeg()
+			r := start(t, leg)
+			got := leg.feed(t, r, tt.events...)
+			if fmt.Sprint(states(got)) != fmt.Sprint(tt.wantPublished) {
+				t.Errorf("published %v, want %v", states(got), tt.wantPublished)
+			}
+			for _, ev := range got {
+				p := ev.Permission
+				if p.ID != shortID(p.SessionID, p.RequestID) || p.Leg != message.ProtocolRemote || p.Created.IsZero() {
+					t.Errorf("published %+v: want the short id, the leg and a creation time", p)
+				}
+			}
+			if ids := requestIDs(r.Permissions()); fmt.Sprint(ids) != fmt.Sprint(tt.wantPending) {
+				t.Errorf("pending %v, want %v", ids, tt.wantPending)
+			}
+		})
+	}
+}
+
+func TestAWithdrawnPromptStaysReadableAsCancelled(t *testing.T) {
+	leg := newPromptLeg()
+	r := start(t, leg)
+	leg.feed(t, r, prompt(remoteSession, "r1", "Bash", `{}`), withdraw(remoteSession, "r1"))
+	id := shortID(remoteSession, "r1")
+	p, err := r.Permission(id)
+	if err != nil || p.State != message.PermissionCancelled || p.ToolName != "Bash" {
+		t.Fatalf("Permission = %+v, %v; want the prompt, cancelled", p, err)
+	}
+	if s := r.SettledPermissions(); len(s) != 1 || s[0].ID != id {
+		t.Fatalf("settled = %+v", s)
+	}
+	_, err = r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow})
+	var se *SettledError
+	if !errors.As(err, &se) || se.State != message.PermissionCancelled || !errors.Is(err, ErrPermissionSettled) {
+		t.Fatalf("answering a withdrawn prompt: %v, want a settled error saying cancelled", err)
+	}
+	if n := len(leg.answered()); n != 0 {
+		t.Fatalf("the leg got %d answers for a withdrawn prompt", n)
+	}
+}
+
+func TestPendingPromptsListOldestFirst(t *testing.T) {
+	leg := newPromptLeg()
+	r := start(t, leg)
+	t0 := time.Date(2026, 3, 11, 10, 0, 0, 0, time.UTC)
+	late, early := prompt(remoteSession, "late", "Bash", `{}`), prompt(remoteSession, "early", "Bash", `{}`)
+	late.Permission.Created, early.Permission.Created = t0.Add(time.Minute), t0
+	leg.feed(t, r, late, early, prompt(remoteSession, "unstamped", "Bash", `{}`))
+	if ids := requestIDs(r.Permissions()); fmt.Sprint(ids) != "[early late unstamped]" {
+		t.Fatalf("pending %v, want oldest first", ids)
+	}
+}
+
+func TestShortIDsGrowOnACollision(t *testing.T) {
+	var b permBroker
+	k := permKey{remoteSession, "r1"}
+	sum := sha256.Sum256([]byte(k.session + "\x00" + k.request))
+	h := hex.EncodeToString(sum[:])
+	b.byID = map[string]*permEntry{}
+	if got := b.newID(k); got != "p"+h[:6] {
+		t.Fatalf("id %q, want p and 6 hex digits of the hash", got)
+	}
+	b.byID["p"+h[:6]] = &permEntry{}
+	if got := b.newID(k); got != "p"+h[:8] {
+		t.Fatalf("id %q after a collision, want 8 hex digits", got)
+	}
+}
+
+func TestTheSettledHistoryIsBounded(t *testing.T) {
+	leg := newPromptLeg()
+	r := start(t, leg)
+	n := keepSettledPermissions + 10
+	for i := range n {
+		leg.feed(t, r, prompt(remoteSession, fmt.Sprint(i), "Bash", `{}`), withdraw(remoteSession, fmt.Sprint(i)))
+	}
+	if s := r.SettledPermissions(); len(s) != keepSettledPermissions || s[len(s)-1].RequestID != fmt.Sprint(n-1) {
+		t.Fatalf("kept %d settled, want the last %d", len(s), keepSettledPermissions)
+	}
+	if _, err := r.Permission(shortID(remoteSession, "0")); !errors.Is(err, ErrNoPermission) {
+		t.Fatalf("the oldest settled prompt: %v, want forgotten", err)
+	}
+}
+
+func TestAnswersAreCheckedBeforeTheyReachTheLeg(t *testing.T) {
+	allow := message.BehaviorAllow
+	tests := []struct {
+		name    string
+		prompt  message.Event
+		answer  message.PermissionAnswer
+		problem AnswerProblem // 0: accepted
+	}{
+		{"a plain allow is accepted", prompt(remoteSession, "r", "Bash", `{"command":"ls"}`), message.PermissionAnswer{Behavior: allow}, 0},
+		{"a deny with a message is accepted", prompt(remoteSession, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: message.BehaviorDeny, Message: "not now"}, 0},
+		{"an allow with an object input and a rule is accepted", prompt(remoteSession, "r", "Bash", `{}`),
+			message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`{"command":"ls -l"}`), Rules: []message.PermissionRule{{ToolName: "Bash", RuleContent: "ls:*"}}, RuleDestination: "session"}, 0},
+		{"a missing behavior is refused", prompt(remoteSession, "r", "Bash", `{}`), message.PermissionAnswer{}, AnswerBadBehavior},
+		{"a made-up behavior is refused", prompt(remoteSession, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: "maybe"}, AnswerBadBehavior},
+		{"a deny with input is refused", prompt(remoteSession, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: message.BehaviorDeny, UpdatedInput: json.RawMessage(`{}`)}, AnswerDenyWithInput},
+		{"a deny with answers is refused", askPrompt("r"), message.PermissionAnswer{Behavior: message.BehaviorDeny, Answers: map[string][]string{"Which approach?": {"Option A"}}}, AnswerDenyWithInput},
+		{"an input that is a list is refused", prompt(remoteSession, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`["ls"]`)}, AnswerInputNotObject},
+		{"an input that is null is refused", prompt(remoteSession, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`null`)}, AnswerInputNotObject},
+		{"an input that is not JSON is refused", prompt(remoteSession, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`{`)}, AnswerInputNotObject},
+		{"a rule without a tool is refused", prompt(remoteSession, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Rules: []message.PermissionRule{{RuleContent: "ls"}}}, AnswerBadRule},
+		{"a rule whose tool still has its parentheses is refused", prompt(remoteSession, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Rules: []message.PermissionRule{{ToolName: "Bash(ls)"}}}, AnswerBadRule},
+		{"an unknown rule destination is refused", prompt(remoteSession, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Rules: []message.PermissionRule{{ToolName: "Bash"}}, RuleDestination: "everywhere"}, AnswerBadDestination},
+		{"answers to a prompt that asks no questions are refused", prompt(remoteSession, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Q": {"A"}}}, AnswerNotAQuestion},
+		{"answers to every question are accepted", askPrompt("r"),
+			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Metrics", "Logging"}}}, 0},
+		{"an answer to a question the prompt did not ask is refused", askPrompt("r"),
+			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Logging"}, "Why?": {"x"}}}, AnswerUnknownQuestion},
+		{"a question left unanswered is refused", askPrompt("r"),
+			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option B"}}}, AnswerMissingQuestion},
+		{"two options for a single-select question are refused", askPrompt("r"),
+			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option A", "Option B"}, "Which features?": {"Logging"}}}, AnswerOneOption},
+		{"no option for a multi-select question is refused", askPrompt("r"),
+			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option A"}, "Which features?": {}}}, AnswerNoOption},
+		{"a label that is not an option is refused", askPrompt("r"),
+			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option C"}, "Which features?": {"Logging"}}}, AnswerUnknownOption},
+		{"a label given twice is refused", askPrompt("r"),
+			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option A"}, "Which features?": {"Logging", "Logging"}}}, AnswerRepeatedOption},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			leg := newPromptLeg()
+			r := start(t, leg)
+			pub := leg.feed(t, r, tt.prompt)
+			id := pub[0].Permission.ID
+			got, err := r.AnswerPermission(context.Background(), id, tt.answer)
+			if tt.problem == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.State != message.PermissionAnswered || len(leg.answered()) != 1 {
+					t.Fatalf("state %s, leg answers %d; want answered once", got.State, len(leg.answered()))
+				}
+				return
+			}
+			var ie *InvalidAnswerError
+			if !errors.As(err, &ie) || ie.Problem != tt.problem || ie.ID != id {
+				t.Fatalf("err = %v, want an invalid answer (%s)", err, tt.problem)
+			}
+			if len(leg.answered()) != 0 {
+				t.Fatal("an invalid answer reached the leg")
+			}
+			if p, _ := r.Permission(id); p.State != message.PermissionPending {
+				t.Fatalf("state %s after an invalid answer, want still pending", p.State)
+			}
+		})
+	}
+}
+
+func TestAnsweringSettlesThePromptOnce(t *testing.T) {
+	leg := newPromptLeg()
+	r := start(t, leg)
+	id := leg.feed(t, r, prompt(remoteSession, "r1", "Bash", `{"command":"go test ./..."}`))[0].Permission.ID
+	_, _, sub := r.Hub().Subscribe(-1)
+	defer sub.Close()
+
+	got, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != message.PermissionAnswered || got.Answer == nil || got.Answer.By != "cli" {
+		t.Fatalf("answered = %+v", got)
+	}
+	ev := <-sub.C
+	if ev.Type != message.EventPermission || ev.Permission.ID != id || ev.Permission.State != message.PermissionAnswered {
+		t.Fatalf("published %+v, want the answered prompt", ev)
+	}
+	if len(r.Permissions()) != 0 {
+		t.Fatal("an answered prompt is still pending")
+	}
+	t.Run("a second answer is refused with who answered", func(t *testing.T) {
+		_, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorDeny, By: "api"})
+		var se *SettledError
+		if !errors.As(err, &se) || se.State != message.PermissionAnswered || se.By != "cli" || se.Behavior != message.BehaviorAllow {
+			t.Fatalf("err = %v, want settled: answered (allow) by cli", err)
+		}
+		if n := len(leg.answered()); n != 1 {
+			t.Fatalf("the leg got %d answers, want 1", n)
+		}
+	})
+	t.Run("the prompt raised again after a reconnect stays answered", func(t *testing.T) {
+		if pub := leg.feed(t, r, prompt(remoteSession, "r1", "Bash", `{}`)); len(pub) != 0 {
+			t.Fatalf("republished %v", states(pub))
+		}
+		if p, _ := r.Permission(id); p.State != message.PermissionAnswered {
+			t.Fatalf("state %s", p.State)
+		}
+	})
+	t.Run("a withdrawal after the answer does not undo it", func(t *testing.T) {
+		if pub := leg.feed(t, r, withdraw(remoteSession, "r1")); len(pub) != 0 {
+			t.Fatalf("published %v", states(pub))
+		}
+		if p, _ := r.Permission(id); p.State != message.PermissionAnswered {
+			t.Fatalf("state %s", p.State)
+		}
+	})
+}
+
+func TestConcurrentAnswersReachTheLegOnce(t *testing.T) {
+	leg := newPromptLeg()
+	leg.gate, leg.entered = make(chan struct{}), make(chan struct{}, 1)
+	r := start(t, leg)
+	id := leg.feed(t, r, prompt(remoteSession, "r1", "Bash", `{}`))[0].Permission.ID
+
+	const n = 16
+	errs := make(chan error, n)
+	go func() {
+		_, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "first"})
+		errs <- err
+	}()
+	<-leg.entered // the first answer is in flight
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		wg.Go(func() {
+			_, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorDeny, By: fmt.Sprint(i)})
+			errs <- err
+		})
+	}
+	close(leg.gate)
+	wg.Wait()
+	var ok, settled int
+	for range n {
+		switch err := <-errs; {
+		case err == nil:
+			ok++
+		case errors.Is(err, ErrPermissionSettled):
+			settled++
+		default:
+			t.Errorf("unexpected error: %v", err)
+		}
+	}
+	if ok != 1 || settled != n-1 {
+		t.Fatalf("%d succeeded and %d saw it settled, want 1 and %d", ok, settled, n-1)
+	}
+	if a := leg.answered(); len(a) != 1 || a[0].By != "first" {
+		t.Fatalf("the leg got %+v, want the first answer alone", a)
+	}
+}
+
+func TestALegErrorLeavesThePromptPending(t *testing.T) {
+	leg := newPromptLeg()
+	leg.answerErr = errors.New("429 too many requests")
+	r := start(t, leg)
+	id := leg.feed(t, r, prompt(remoteSession, "r1", "Bash", `{}`))[0].Permission.ID
+	_, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow})
+	var le *LegError
+	if !errors.As(err, &le) || le.Leg != message.ProtocolRemote || le.Op != "answer" {
+		t.Fatalf("err = %v, want a leg error", err)
+	}
+	if p, _ := r.Permission(id); p.State != message.PermissionPending {
+		t.Fatalf("state %s, want pending", p.State)
+	}
+	leg.mu.Lock()
+	leg.answerErr = nil
+	leg.mu.Unlock()
+	if _, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow}); err != nil {
+		t.Fatalf("a retry after the leg recovered: %v", err)
+	}
+}
+
+func TestAPromptWithdrawnWhileItsAnswerIsOnItsWayStaysWithdrawn(t *testing.T) {
+	leg := newPromptLeg()
+	leg.gate, leg.entered = make(chan struct{}), make(chan struct{}, 1)
+	r := start(t, leg)
+	id := leg.feed(t, r, prompt(remoteSession, "r1", "Bash", `{}`))[0].Permission.ID
+	errs := make(chan error, 1)
+	go func() {
+		_, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow})
+		errs <- err
+	}()
+	<-leg.entered
+	leg.feed(t, r, withdraw(remoteSession, "r1"))
+	close(leg.gate)
+	var se *SettledError
+	if err := <-errs; !errors.As(err, &se) || se.State != message.PermissionCancelled {
+		t.Fatalf("err = %v, want settled: withdrawn", err)
+	}
+	if p, _ := r.Permission(id); p.State != message.PermissionCancelled {
+		t.Fatalf("state %s, want cancelled", p.State)
+	}
+}
+
+func TestAnAnswerWaitingItsTurnGivesUpWithItsContext(t *testing.T) {
+	leg := newPromptLeg()
+	leg.gate, leg.entered = make(chan struct{}), make(chan struct{}, 1)
+	r := start(t, leg)
+	id := leg.feed(t, r, prompt(remoteSession, "r1", "Bash", `{}`))[0].Permission.ID
+	first := make(chan error, 1)
+	go func() {
+		_, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow})
+		first <- err
+	}()
+	<-leg.entered
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.AnswerPermission(ctx, id, message.PermissionAnswer{Behavior: message.BehaviorAllow}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want the context's", err)
+	}
+	close(leg.gate)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAnswerErrorsForUnknownIDsAndLegsThatCannotAnswer(t *testing.T) {
+	t.Run("an unknown id is ErrNoPermission", func(t *testing.T) {
+		r := start(t, newPromptLeg())
+		if _, err := r.AnswerPermission(context.Background(), "p000000", message.PermissionAnswer{Behavior: message.BehaviorAllow}); !errors.Is(err, ErrNoPermission) {
+			t.Fatalf("err = %v", err)
+		}
+		if _, err := r.Permission("p000000"); !errors.Is(err, ErrNoPermission) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("a prompt from a leg that cannot answer is a leg error", func(t *testing.T) {
+		leg := newFake() // no Prompter
+		r := start(t, leg)
+		_, _, sub := r.Hub().Subscribe(-1)
+		defer sub.Close()
+		ev := prompt(remoteSession, "r1", "Bash", `{}`)
+		ev.Leg, ev.Permission.Leg = leg.name, ""
+		leg.emit(t, ev)
+		id := (<-sub.C).Permission.ID
+		_, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow})
+		if !errors.Is(err, ErrNotPrompter) {
+			t.Fatalf("err = %v, want ErrNotPrompter", err)
+		}
+	})
+}
+
+func TestControlGoesToTheSessionsLeg(t *testing.T) {
+	tests := []struct {
+		name    string
+		address string
+		control message.Control
+		legErr  error
+		check   func(t *testing.T, err error)
+	}{
+		{"an interrupt by bridge address reaches the remote leg", "bridge:" + remoteSession, message.Control{Kind: message.ControlInterrupt}, nil, nil},
+		{"a mode change by name reaches the remote leg", "fix-the-bug", message.Control{Kind: message.ControlSetPermissionMode, Mode: "plan"}, nil, nil},
+		{"a model change to the default is allowed", "fix-the-bug", message.Control{Kind: message.ControlSetModel}, nil, nil},
+		{"a session of a leg without control requests is refused", "review", message.Control{Kind: message.ControlInterrupt}, nil, func(t *testing.T, err error) {
+			if !errors.Is(err, ErrNotControllable) {
+				t.Fatalf("err = %v, want ErrNotControllable", err)
+			}
+		}},
+		{"a mode change without a mode is refused", "fix-the-bug", message.Control{Kind: message.ControlSetPermissionMode}, nil, func(t *testing.T, err error) {
+			var ie *InvalidControlError
+			if !errors.As(err, &ie) {
+				t.Fatalf("err = %v, want an invalid control", err)
+			}
+		}},
+		{"an unknown kind is refused", "fix-the-bug", message.Control{Kind: "reboot"}, nil, func(t *testing.T, err error) {
+			var ie *InvalidControlError
+			if !errors.As(err, &ie) {
+				t.Fatalf("err = %v, want an invalid control", err)
+			}
+		}},
+		{"an unknown name is not found", "fix-the-bugz", message.Control{Kind: message.ControlInterrupt}, nil, func(t *testing.T, err error) {
+			var nf *addressing.NotFoundError
+			if !errors.As(err, &nf) {
+				t.Fatalf("err = %v, want not found", err)
+			}
+		}},
+		{"a leg failure is a leg error", "fix-the-bug", message.Control{Kind: message.ControlInterrupt}, errors.New("stream down"), func(t *testing.T, err error) {
+			var le *LegError
+			if !errors.As(err, &le) || le.Op != "control" {
+				t.Fatalf("err = %v, want a leg error", err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			leg := newPromptLeg()
+			leg.controlErr = tt.legErr
+			r := start(t, leg, newFake())
+			err := r.Control(context.Background(), tt.address, tt.control)
+			if tt.check != nil {
+				tt.check(t, err)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			leg.mu.Lock()
+			defer leg.mu.Unlock()
+			if len(leg.controls) != 1 || leg.controls[0] != tt.control || leg.targets[0].SessionID != remoteSession {
+				t.Fatalf("leg got %+v for %+v", leg.controls, leg.targets)
+			}
+		})
+	}
+}
+
+func TestAFullPendingListRefusesNewPrompts(t *testing.T) {
+	leg := newPromptLeg()
+	r := start(t, leg)
+	for i := 0; i < maxPendingPermissions; i += 100 {
+		var evs []message.Event
+		for j := i; j < min(i+100, maxPendingPermissions); j++ {
+			evs = append(evs, prompt(remoteSession, fmt.Sprint(j), "Bash", `{}`))
+		}
+		leg.feed(t, r, evs...)
+	}
+	if pub := leg.feed(t, r, prompt(remoteSession, "one-too-many", "Bash", `{}`)); len(pub) != 0 {
+		t.Fatalf("published %v beyond the cap", states(pub))
+	}
+	if n := len(r.Permissions()); n != maxPendingPermissions {
+		t.Fatalf("%d pending, want the cap %d", n, maxPendingPermissions)
+	}
+	// Once one is settled there is room again.
+	leg.feed(t, r, withdraw(remoteSession, "0"))
+	if pub := leg.feed(t, r, prompt(remoteSession, "one-too-many", "Bash", `{}`)); len(pub) != 1 {
+		t.Fatalf("published %v, want the prompt kept now", states(pub))
+	}
+}
