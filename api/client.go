@@ -237,3 +237,29 @@ func (c *Client) Watch(ctx context.Context, lastID int64, fn func(message.Event)
 	}
 	return ErrStreamEnded
 }
+
+// Readiness is GET /readyz's answer: ready overall, and each leg's state
+// ("ready" or why not).
+type Readiness struct {
+	Ready bool              `json:"ready"`
+	Legs  map[string]string `json:"legs"`
+}
+
+// Ready asks whether every leg is ready. A 503 is an answer, not an error.
+func (c *Client) Ready(ctx context.Context) (Readiness, error) {
+	var r Readiness
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/readyz", nil)
+	if err != nil {
+		return r, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return r, fmt.Errorf("gateway not reachable: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusServiceUnavailable {
+		return r, &APIError{Status: resp.StatusCode, Body: Error{Error: resp.Status}}
+	}
+	err = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&r)
+	return r, err
+}

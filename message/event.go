@@ -21,7 +21,7 @@ const (
 // Link is the state of a remote session's live stream.
 type Link struct {
 	SessionID string `json:"session_id"`
-	State     string `json:"state"` // connected, reconnecting, gave_up
+	State     string `json:"state"` // connected, reconnecting, dormant, gave_up
 	Attempt   int    `json:"attempt,omitempty"`
 	Error     string `json:"error,omitempty"`
 }

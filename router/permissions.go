@@ -186,10 +186,20 @@ func (r *Router) notePermission(ev message.Event) (message.Event, bool) {
 			r.log.Warn("permission prompt not kept", "session_id", req.SessionID, "request_id", req.RequestID, "err", err)
 		}
 	case message.PermissionCancelled:
-		out, ok = r.perms.cancel(permKey{req.SessionID, req.RequestID})
+		out, ok = r.perms.cancel(permKey{req.SessionID, req.RequestID}, message.PermissionCancelled, nil)
+	case message.PermissionAnswered:
+		// Answered elsewhere (claude.ai, another client): the leg saw the
+		// answer on the session's stream. The leg leaves out the echoes of
+		// answers sent through the router, which settles those itself.
+		a := message.PermissionAnswer{By: "remote"}
+		if req.Answer != nil {
+			a = *req.Answer
+			if a.By == "" {
+				a.By = "remote"
+			}
+		}
+		out, ok = r.perms.cancel(permKey{req.SessionID, req.RequestID}, message.PermissionAnswered, &a)
 	default:
-		// Only the router settles a prompt as answered, after the leg said
-		// the server accepted the answer.
 		r.log.Debug("permission event in an unexpected state dropped", "state", req.State)
 		return ev, false
 	}
@@ -245,7 +255,9 @@ func (b *permBroker) newID(k permKey) string {
 	}
 }
 
-func (b *permBroker) cancel(k permKey) (message.PermissionRequest, bool) {
+// cancel settles a pending prompt the leg says is over: withdrawn, or
+// answered somewhere else.
+func (b *permBroker) cancel(k permKey, st message.PermissionState, a *message.PermissionAnswer) (message.PermissionRequest, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.byKey[k]
@@ -254,7 +266,7 @@ func (b *permBroker) cancel(k permKey) (message.PermissionRequest, bool) {
 		// settlement stands.
 		return message.PermissionRequest{}, false
 	}
-	b.settleLocked(e, message.PermissionCancelled, nil)
+	b.settleLocked(e, st, a)
 	return e.req, true
 }
 
@@ -363,7 +375,16 @@ func (r *Router) AnswerPermission(ctx context.Context, id string, a message.Perm
 		return req, &LegError{Leg: req.Leg, Op: "answer", Err: err}
 	}
 	r.perms.mu.Lock()
-	if e.req.State != message.PermissionPending {
+	switch e.req.State {
+	case message.PermissionPending:
+	case message.PermissionAnswered:
+		// The leg saw the server echo an answer while ours was on its way:
+		// the server took one, and it holds the first it got. Ours was
+		// accepted, so it is not an error, but the echo already settled it.
+		req = e.req
+		r.perms.mu.Unlock()
+		return req, nil
+	default:
 		// Withdrawn by the session while the answer was on its way.
 		req = e.req
 		r.perms.mu.Unlock()

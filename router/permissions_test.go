@@ -186,9 +186,13 @@ func TestTheBrokerKeepsOnePromptPerSessionAndRequest(t *testing.T) {
 		{"a prompt without a request id is dropped",
 			[]message.Event{prompt(remoteSession, "", "Bash", `{}`)},
 			nil, nil},
-		{"an answered state from a leg is not taken: only the router settles",
+		{"an answer of an unknown prompt seen by a leg is ignored",
 			[]message.Event{{Type: message.EventPermission, Permission: &message.PermissionRequest{SessionID: remoteSession, RequestID: "r1", State: message.PermissionAnswered}}},
 			nil, nil},
+		{"a prompt a leg saw answered elsewhere leaves the pending list as answered",
+			[]message.Event{prompt(remoteSession, "r1", "Bash", `{}`), prompt(remoteSession, "r2", "Bash", `{}`),
+				{Type: message.EventPermission, Permission: &message.PermissionRequest{SessionID: remoteSession, RequestID: "r1", State: message.PermissionAnswered}}},
+			[]string{"r1:pending", "r2:pending", "r1:answered"}, []string{"r2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -182,7 +182,11 @@ func runWatch(ctx context.Context, e *env, args []string) int {
 			_, err = fmt.Fprintf(e.stdout, "%s\n", b)
 			return err
 		}
-		_, err := fmt.Fprintln(e.stdout, humanEvent(ev))
+		line := humanEvent(ev)
+		if line == "" {
+			return nil
+		}
+		_, err := fmt.Fprintln(e.stdout, line)
 		return err
 	})
 	if err == nil || errors.Is(err, context.Canceled) {
@@ -214,6 +218,35 @@ func humanEvent(ev message.Event) string {
 		return fmt.Sprintf("%s idle %s is %s (subscription %s)", t, ev.Idle.Peer, ev.Idle.State, ev.Idle.SubID)
 	case ev.Drop != nil:
 		return fmt.Sprintf("%s drop %s from %s: %s", t, ev.Drop.MsgID, ev.Drop.From, ev.Drop.Reason)
+	case ev.Remote != nil:
+		// Across sessions, streamed copies would interleave: show only
+		// what is complete (`gateway remote watch ID` streams one session).
+		r := ev.Remote
+		if r.Kind == "assistant" && !r.Final || r.Text == "" {
+			return ""
+		}
+		return fmt.Sprintf("%s %s %s: %s", t, r.Address, r.Kind, oneLine(r.Text, 200))
+	case ev.Permission != nil:
+		p := ev.Permission
+		switch p.State {
+		case message.PermissionPending:
+			return fmt.Sprintf("%s %s asks to use %s: %s (answer: gateway allow %s | gateway deny %s --message TEXT)",
+				t, p.Address, p.ToolName, summary(*p), p.ID, p.ID)
+		case message.PermissionAnswered:
+			by := ""
+			if p.Answer != nil {
+				by = string(p.Answer.Behavior) + " by " + orDash(p.Answer.By)
+			}
+			return fmt.Sprintf("%s permission %s answered: %s", t, p.ID, by)
+		}
+		return fmt.Sprintf("%s permission %s withdrawn by %s", t, p.ID, p.Address)
+	case ev.Link != nil:
+		l := ev.Link
+		s := fmt.Sprintf("%s bridge:%s link %s", t, l.SessionID, l.State)
+		if l.Error != "" {
+			s += ": " + l.Error
+		}
+		return s
 	}
 	return fmt.Sprintf("%s %s", t, ev.Type)
 }

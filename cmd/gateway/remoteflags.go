@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/sessiongateway/gateway/transport/remotews"
 )
 
 // Default service URLs: the Sessions API for OAuth bearer credentials, the
@@ -28,6 +30,7 @@ type remoteOpts struct {
 	followSet      bool // --remote-follow was given: it replaces the variable
 	transport      string
 	signer         string
+	tune           func(*remotews.Config) // tests: faster backoff
 }
 
 func remoteFlags(fs *flag.FlagSet, e *env) *remoteOpts {

@@ -66,7 +66,7 @@ func NewSSEReader(r io.Reader, opt SSEOptions) *SSEReader {
 	if opt.MaxLine <= 0 {
 		opt.MaxLine = MaxLine
 	}
-	return &SSEReader{br: bufio.NewReaderSize(r, 64<<10), opt: opt}
+	return &SSEReader{br: bufio.NewReaderSize(r, readBuf), opt: opt}
 }
 
 // LastEventID is the value to send as Last-Event-ID on reconnect. An id in a
@@ -314,3 +314,8 @@ func decimal(s string) (uint64, bool) {
 	n, err := strconv.ParseUint(s, 10, 64)
 	return n, err == nil
 }
+
+// readBuf is the readers' buffer. Longer lines are gathered across reads,
+// so it only bounds what an idle stream holds: with a thousand streams
+// open, 64 KiB each would be 64 MB.
+const readBuf = 4 << 10

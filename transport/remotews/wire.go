@@ -827,7 +827,7 @@ func NewNDJSONReader(r io.Reader, maxLine int) *NDJSONReader {
 	if maxLine <= 0 {
 		maxLine = MaxLine
 	}
-	return &NDJSONReader{br: bufio.NewReaderSize(r, 64<<10), max: maxLine}
+	return &NDJSONReader{br: bufio.NewReaderSize(r, readBuf), max: maxLine}
 }
 
 // Next returns the next message, skipping blank lines. It returns io.EOF at

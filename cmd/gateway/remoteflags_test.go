@@ -1,0 +1,113 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestRemoteFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		wantErr string
+		check   func(t *testing.T, o *remoteOpts)
+	}{
+		{"no credentials means no remote leg", nil, nil, "",
+			func(t *testing.T, o *remoteOpts) {
+				if o.enabled() {
+					t.Error("enabled without credentials")
+				}
+			}},
+		{"a token file defaults to the API URL, the WebSocket and no signer", nil,
+			[]string{"--remote-token-file", "/x/token", "--remote-follow", "all"}, "",
+			func(t *testing.T, o *remoteOpts) {
+				if !o.enabled() || o.url != defaultRemoteURL || o.transport != "ws" || o.signer != "none" || strings.Join(o.follow, ",") != "all" {
+					t.Errorf("opts = %+v", o)
+				}
+			}},
+		{"a session key defaults to the web URL", nil,
+			[]string{"--remote-session-key-file", "/x/key"}, "",
+			func(t *testing.T, o *remoteOpts) {
+				if o.url != defaultRemoteWebURL {
+					t.Errorf("url = %q", o.url)
+				}
+			}},
+		{"every flag can come from its GATEWAY_REMOTE_ variable",
+			map[string]string{"GATEWAY_REMOTE_URL": "http://127.0.0.1:9/", "GATEWAY_REMOTE_ORG": "org-1",
+				"GATEWAY_REMOTE_TOKEN_FILE": "/x/t", "GATEWAY_REMOTE_FOLLOW": "session_a, session_b",
+				"GATEWAY_REMOTE_TRANSPORT": "sse"}, nil, "",
+			func(t *testing.T, o *remoteOpts) {
+				if o.url != "http://127.0.0.1:9" || o.org != "org-1" || o.tokenFile != "/x/t" || o.transport != "sse" ||
+					strings.Join(o.follow, ",") != "session_a,session_b" {
+					t.Errorf("opts = %+v", o)
+				}
+			}},
+		{"a flag wins over its variable, and --remote-follow replaces the variable's list",
+			map[string]string{"GATEWAY_REMOTE_TRANSPORT": "sse", "GATEWAY_REMOTE_FOLLOW": "session_a", "GATEWAY_REMOTE_TOKEN_FILE": "/x/t"},
+			[]string{"--remote-transport", "ws", "--remote-follow", "session_c", "--remote-follow", "session_d"}, "",
+			func(t *testing.T, o *remoteOpts) {
+				if o.transport != "ws" || strings.Join(o.follow, ",") != "session_c,session_d" {
+					t.Errorf("opts = %+v", o)
+				}
+			}},
+		{"two kinds of credentials are refused", nil,
+			[]string{"--remote-token-file", "/a", "--remote-session-key-file", "/b"}, "exclude each other", nil},
+		{"following without credentials is refused", nil, []string{"--remote-follow", "all"}, "need credentials", nil},
+		{"an unknown transport is refused", nil, []string{"--remote-token-file", "/a", "--remote-transport", "grpc"}, "want ws or sse", nil},
+		{"a URL with a path is refused", nil, []string{"--remote-token-file", "/a", "--remote-url", "https://h/v1"}, "want http(s)://host", nil},
+		{"a follow id that is not a session id is refused", nil, []string{"--remote-token-file", "/a", "--remote-follow", "../x"}, "not a session id", nil},
+		{"an unknown signer is refused", nil, []string{"--remote-token-file", "/a", "--remote-signer", "hsm"}, "want none, ed25519-file:PATH or exec:COMMAND", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := &env{stdout: io.Discard, stderr: io.Discard, getenv: func(k string) string { return tt.env[k] }}
+			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			o := remoteFlags(fs, e)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			err := o.check()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("check() = %v, want an error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, o)
+		})
+	}
+}
+
+func TestNewSigner(t *testing.T) {
+	tests := []struct {
+		spec    string
+		wantErr string
+	}{
+		{"none", ""},
+		{"exec:/bin/true --flag", ""},
+		{"exec:", "names no command"},
+		{"ed25519-file:/nonexistent/key", "key file"},
+		{"hsm", "want none"},
+	}
+	for _, tt := range tests {
+		t.Run("signer spec "+tt.spec, func(t *testing.T) {
+			s, err := newSigner(tt.spec)
+			if tt.wantErr == "" {
+				if err != nil || s == nil {
+					t.Fatalf("newSigner = %v, %v", s, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(strings.ToLower(err.Error()), tt.wantErr) {
+				t.Fatalf("newSigner err = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
