@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,13 @@ func BenchmarkRemoteIdleSessions(b *testing.B) {
 				var after runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&after)
+				if f := os.Getenv("GATEWAY_BENCH_HEAP_PROFILE"); f != "" {
+					// Where the bytes go, for whoever tunes this next.
+					if w, err := os.Create(f); err == nil {
+						_ = pprof.WriteHeapProfile(w)
+						w.Close()
+					}
+				}
 				perSession = float64(int64(after.HeapInuse)-int64(before.HeapInuse)) / n
 				goroutines = float64(runtime.NumGoroutine()-g0) / n
 				cancel()

@@ -58,7 +58,8 @@ type LegConfig struct {
 	// ListInterval is how often the session list is refreshed (and, with
 	// FollowAll, new sessions followed); default 30 s.
 	ListInterval time.Duration
-	// Buffer is each stream's update queue; default 64.
+	// Buffer is each stream's update queue; default 16. The stream blocks
+	// when it is full, so more would only cost memory per idle session.
 	Buffer int
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -133,7 +134,7 @@ func NewLeg(cfg LegConfig) (*Leg, error) {
 		cfg.ListInterval = 30 * time.Second
 	}
 	if cfg.Buffer <= 0 {
-		cfg.Buffer = 64
+		cfg.Buffer = 16
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
