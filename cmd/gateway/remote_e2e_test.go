@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/auth"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
 	"github.com/sessiongateway/gateway/transport/remotews"
@@ -362,6 +364,7 @@ func TestARefusedCredentialShowsInReadiness(t *testing.T) {
 				t.Fatal(err)
 			}
 			ro.tune = func(c *remotews.Config) { c.Backoff = func(int) time.Duration { return 10 * time.Millisecond } }
+			ro.listInterval = 100 * time.Millisecond
 			g := startGateway(t, root, func(c *serveConfig) { c.noClaude, c.noQwen, c.bridge, c.remote = true, true, false, ro })
 			t.Cleanup(g.stop)
 			var rd api.Readiness
@@ -389,6 +392,73 @@ func TestARefusedCredentialShowsInReadiness(t *testing.T) {
 			if gaveUp == nil || gaveUp.SessionID != sid {
 				t.Fatalf("no gave_up link event for %s", sid)
 			}
+
+			// Rotating the token file brings the leg back without a restart.
+			if err := os.WriteFile(tokenFile+".new", []byte(e2eToken), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tokenFile+".new", tokenFile); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the remote leg is ready and the session live again", func() bool {
+				rd, err := g.Ready(context.Background())
+				return err == nil && rd.Ready && cloud.Subscribers(sid)+cloud.Streams(sid) > 0
+			})
 		})
 	}
+}
+
+func TestOtherCredentials(t *testing.T) {
+	t.Run("a web session key file reaches the sessions", func(t *testing.T) {
+		cloud := fakecloud.Start(t, fakecloud.Options{SessionKey: "sk-ant-sid01-cookie", OrgUUID: e2eOrg})
+		sid := cloud.CreateSession("by cookie")
+		root := t.TempDir()
+		keyFile := filepath.Join(root, "session-key")
+		if err := os.WriteFile(keyFile, []byte("sk-ant-sid01-cookie\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ro := &remoteOpts{url: cloud.URL(), org: e2eOrg, sessionKeyFile: keyFile, follow: multi{"all"}}
+		if err := ro.check(); err != nil {
+			t.Fatal(err)
+		}
+		g := startGateway(t, root, func(c *serveConfig) { c.noClaude, c.noQwen, c.bridge, c.remote = true, true, false, ro })
+		t.Cleanup(g.stop)
+		eventually(t, "the session is live", func() bool { return cloud.Subscribers(sid) > 0 })
+		if _, errOut, code := runCLI(t, g.stateDir, "send", "bridge:"+sid, "over a cookie"); code != 0 {
+			t.Fatalf("send: %d %s", code, errOut)
+		}
+		for _, r := range cloud.Requests() {
+			if r.Method == "POST" && strings.Contains(r.Path, sid) && r.Header.Get("Cookie") == "" {
+				t.Errorf("the post carried no cookie: %+v", r.Header)
+			}
+		}
+	})
+
+	t.Run("a reused Claude Code login with an expired token is refreshed through the token URL", func(t *testing.T) {
+		cloud := fakecloud.Start(t, fakecloud.Options{Token: "expired-access", TokenExpires: true, OrgUUID: e2eOrg,
+			RefreshToken: "refresh-1", ClientID: auth.ClaudeCodeClientID})
+		cloud.ExpireTokens()
+		sid := cloud.CreateSession("by login")
+		root := t.TempDir()
+		creds := filepath.Join(root, ".credentials.json")
+		body := fmt.Sprintf(`{"claudeAiOauth":{"accessToken":"expired-access","refreshToken":"refresh-1","expiresAt":%d,"scopes":["user:inference"]}}`,
+			time.Now().Add(-time.Hour).UnixMilli())
+		if err := os.WriteFile(creds, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ro := &remoteOpts{url: cloud.URL(), org: e2eOrg, claudeCreds: creds, tokenURL: cloud.URL() + "/v1/oauth/token", follow: multi{sid}, transport: "sse"}
+		if err := ro.check(); err != nil {
+			t.Fatal(err)
+		}
+		g := startGateway(t, root, func(c *serveConfig) { c.noClaude, c.noQwen, c.bridge, c.remote = true, true, false, ro })
+		t.Cleanup(g.stop)
+		eventually(t, "the session is live", func() bool { return cloud.Streams(sid) > 0 })
+		if cloud.Refreshes() == 0 {
+			t.Error("the token was never refreshed")
+		}
+		after, err := os.ReadFile(creds)
+		if err != nil || string(after) != body {
+			t.Errorf("the credentials file changed: %s", after)
+		}
+	})
 }

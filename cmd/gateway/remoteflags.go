@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/sessiongateway/gateway/transport/remotews"
 )
@@ -27,10 +28,13 @@ type remoteOpts struct {
 	claudeCreds    string
 	tokenURL       string
 	follow         multi
-	followSet      bool // --remote-follow was given: it replaces the variable
+	followSet      bool   // --remote-follow was given: it replaces the variable
+	badIdle        string // GATEWAY_REMOTE_IDLE that is not a duration
 	transport      string
 	signer         string
+	idle           time.Duration
 	tune           func(*remotews.Config) // tests: faster backoff
+	listInterval   time.Duration          // tests: faster list refresh
 }
 
 func remoteFlags(fs *flag.FlagSet, e *env) *remoteOpts {
@@ -47,6 +51,15 @@ func remoteFlags(fs *flag.FlagSet, e *env) *remoteOpts {
 	str(&o.tokenURL, "remote-token-url", "OAuth token URL for refreshing reused Claude Code credentials")
 	str(&o.transport, "remote-transport", "live transport: ws (subscribe WebSocket) or sse (v2 event stream)")
 	str(&o.signer, "remote-signer", "event signer: none, ed25519-file:PATH or exec:COMMAND")
+	idle := time.Duration(0)
+	if v := e.getenv("GATEWAY_REMOTE_IDLE"); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			idle = d
+		} else {
+			o.badIdle = v
+		}
+	}
+	fs.DurationVar(&o.idle, "remote-idle", idle, "close a followed session's live connection after this long without a message and poll it once a minute until it speaks (seed 001's web client: 5m); 0 keeps it open (env GATEWAY_REMOTE_IDLE)")
 	if v := e.getenv("GATEWAY_REMOTE_FOLLOW"); v != "" {
 		for _, id := range strings.Split(v, ",") {
 			if id = strings.TrimSpace(id); id != "" {
@@ -71,6 +84,12 @@ func (o *remoteOpts) enabled() bool {
 
 // check validates the flags and fills the defaults.
 func (o *remoteOpts) check() error {
+	if o.badIdle != "" {
+		return fmt.Errorf("GATEWAY_REMOTE_IDLE %q: not a duration (e.g. 5m, or 0 for never)", o.badIdle)
+	}
+	if o.idle < 0 {
+		return fmt.Errorf("--remote-idle %s: want 0 (never) or a positive duration", o.idle)
+	}
 	n := 0
 	for _, s := range []string{o.tokenFile, o.sessionKeyFile, o.claudeCreds} {
 		if s != "" {

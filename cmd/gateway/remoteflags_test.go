@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestRemoteFlags(t *testing.T) {
@@ -53,6 +54,16 @@ func TestRemoteFlags(t *testing.T) {
 					t.Errorf("opts = %+v", o)
 				}
 			}},
+		{"the idle cut-off is off unless asked for, and reads GATEWAY_REMOTE_IDLE",
+			map[string]string{"GATEWAY_REMOTE_IDLE": "5m", "GATEWAY_REMOTE_TOKEN_FILE": "/x/t"}, nil, "",
+			func(t *testing.T, o *remoteOpts) {
+				if o.idle != 5*time.Minute {
+					t.Errorf("idle = %s, want 5m", o.idle)
+				}
+			}},
+		{"a GATEWAY_REMOTE_IDLE that is not a duration is refused",
+			map[string]string{"GATEWAY_REMOTE_IDLE": "soon", "GATEWAY_REMOTE_TOKEN_FILE": "/x/t"}, nil, "not a duration", nil},
+		{"a negative --remote-idle is refused", nil, []string{"--remote-token-file", "/a", "--remote-idle", "-1s"}, "want 0", nil},
 		{"two kinds of credentials are refused", nil,
 			[]string{"--remote-token-file", "/a", "--remote-session-key-file", "/b"}, "exclude each other", nil},
 		{"following without credentials is refused", nil, []string{"--remote-follow", "all"}, "need credentials", nil},

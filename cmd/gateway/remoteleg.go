@@ -11,7 +11,6 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
-	"golang.org/x/oauth2"
 
 	"github.com/sessiongateway/gateway/auth"
 	"github.com/sessiongateway/gateway/transport/remotews"
@@ -102,10 +101,11 @@ func newRemoteLeg(log *slog.Logger, o *remoteOpts) (*remotews.Leg, error) {
 	if opts.Token != nil {
 		// Fail at start on an unreadable or malformed credential rather than
 		// on the first request.
+		// The sources cache on their own terms: a token file is re-read
+		// when it changes, so no ReuseTokenSource around them.
 		if _, err := opts.Token.Token(); err != nil {
 			return nil, fmt.Errorf("remote credentials: %w", err)
 		}
-		opts.Token = oauth2.ReuseTokenSource(nil, opts.Token)
 	}
 	signer, err := newSigner(o.signer)
 	if err != nil {
@@ -119,7 +119,16 @@ func newRemoteLeg(log *slog.Logger, o *remoteOpts) (*remotews.Leg, error) {
 	return remotews.NewLeg(remotews.LegConfig{
 		API: remoteAPI{c: c, v2: o.transport == "sse"}, BaseURL: o.url, OrgUUID: o.org,
 		Transport: remotews.Transport(o.transport), Follow: o.follow, Logger: log.With("leg", "remote"),
-		Tune: o.tune,
+		ListInterval: o.listInterval,
+		Tune: func(c *remotews.Config) {
+			c.IdleTimeout = o.idle
+			if o.idle == 0 {
+				c.IdleTimeout = -1 // the gateway keeps followed sessions live
+			}
+			if o.tune != nil {
+				o.tune(c)
+			}
+		},
 	})
 }
 

@@ -99,13 +99,18 @@ type follow struct {
 // retryable says the stream has ended by giving up on a failure that may
 // pass (not a refusal of credentials or of the session).
 func (f *follow) retryable() bool {
+	var perm *PermanentError
+	return f.ended() && f.err != nil && !errors.As(f.err, &perm)
+}
+
+// ended says the follow's goroutines are done.
+func (f *follow) ended() bool {
 	select {
 	case <-f.done:
+		return true
 	default:
 		return false
 	}
-	var perm *PermanentError
-	return f.err != nil && !errors.As(f.err, &perm)
 }
 
 const maxPosted = 4096
@@ -293,9 +298,22 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 			}
 		}
 		l.mu.Lock()
+		if err == nil {
+			// With FollowAll, a session gone from the list (archived,
+			// deleted) is no longer followed, nor counted by Ready.
+			for id, f := range l.links {
+				if !want[id] {
+					f.cancel()
+					delete(l.links, id)
+				}
+			}
+		}
 		for id := range want {
-			if f, ok := l.links[id]; ok && f.retryable() {
-				delete(l.links, id) // gave up on a passing failure: try afresh
+			if f, ok := l.links[id]; ok && f.ended() && (err == nil || f.retryable()) {
+				// It gave up: try afresh. After a refusal (401, 404) only
+				// once the list works again, so a rotated token file or a
+				// restored session brings it back.
+				delete(l.links, id)
 			}
 			if _, ok := l.links[id]; !ok {
 				l.startLocked(ctx, &wg, id, in)
