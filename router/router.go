@@ -331,6 +331,9 @@ func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions [
 			return l, message.Session{Address: c.Address.String(), Protocol: l.Name()}, false, nil
 		}
 	}
+	if c.Address.Kind == addressing.KindBridge {
+		return nil, message.Session{}, false, fmt.Errorf("%w: %s (remote sessions need `gateway serve` with remote credentials: --remote-token-file, --remote-session-key-file or --remote-claude-credentials)", ErrNoLeg, c.Address)
+	}
 	return nil, message.Session{}, false, fmt.Errorf("%w: %s", ErrNoLeg, c.Address)
 }
 

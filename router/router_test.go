@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -124,6 +125,14 @@ func TestSendResolvesAndTracks(t *testing.T) {
 				t.Errorf("default mode = %v, want prompting", leg.sent[0].Mode)
 			}
 		})
+	}
+}
+
+func TestABridgeAddressWithoutARemoteLegSaysHowToGetOne(t *testing.T) {
+	r := start(t, newFake())
+	_, err := r.Send(context.Background(), SendRequest{To: "bridge:session_01abc", Body: "hi"})
+	if !errors.Is(err, ErrNoLeg) || !strings.Contains(err.Error(), "--remote-token-file") {
+		t.Fatalf("err = %v, want ErrNoLeg naming the remote credential flags", err)
 	}
 }
 

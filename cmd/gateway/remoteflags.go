@@ -127,7 +127,7 @@ func (o *remoteOpts) check() error {
 		if id == "all" {
 			continue
 		}
-		if !validRemoteID(id) {
+		if !remotews.ValidSessionID(id) {
 			return fmt.Errorf("--remote-follow %q: not a session id (or all)", id)
 		}
 	}
@@ -138,16 +138,4 @@ func (o *remoteOpts) check() error {
 		return fmt.Errorf("--remote-signer %q: want none, ed25519-file:PATH or exec:COMMAND", o.signer)
 	}
 	return nil
-}
-
-func validRemoteID(id string) bool {
-	if id == "" || len(id) > 200 {
-		return false
-	}
-	for _, r := range id {
-		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			return false
-		}
-	}
-	return true
 }

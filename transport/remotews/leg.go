@@ -131,7 +131,7 @@ func NewLeg(cfg LegConfig) (*Leg, error) {
 		return nil, fmt.Errorf("remote leg: unknown transport %q (want ws or sse)", cfg.Transport)
 	}
 	for _, id := range cfg.Follow {
-		if id != FollowAll && !validSessionID(id) {
+		if id != FollowAll && !ValidSessionID(id) {
 			return nil, fmt.Errorf("remote leg: %q is not a session id", id)
 		}
 	}
@@ -150,8 +150,9 @@ func NewLeg(cfg LegConfig) (*Leg, error) {
 	return &Leg{cfg: cfg, log: cfg.Logger, links: map[string]*follow{}, posted: map[string]string{}}, nil
 }
 
-// validSessionID accepts what may stand in a URL path segment.
-func validSessionID(id string) bool {
+// ValidSessionID accepts what may stand for a session id in a URL path
+// segment: letters, digits, '_' and '-', at most 200 of them.
+func ValidSessionID(id string) bool {
 	if id == "" || len(id) > 200 {
 		return false
 	}
@@ -169,7 +170,7 @@ func (l *Leg) Name() message.Protocol { return message.ProtocolRemote }
 // Claims takes every bridge: address, listed or not: posting to a session
 // needs no subscription.
 func (l *Leg) Claims(a addressing.Address) bool {
-	return a.Kind == addressing.KindBridge && validSessionID(a.ID)
+	return a.Kind == addressing.KindBridge && ValidSessionID(a.ID)
 }
 
 func (l *Leg) followsAll() bool { return slices.Contains(l.cfg.Follow, FollowAll) }
@@ -612,7 +613,7 @@ func targetID(m message.Message) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if a.Kind != addressing.KindBridge || !validSessionID(a.ID) {
+	if a.Kind != addressing.KindBridge || !ValidSessionID(a.ID) {
 		return "", fmt.Errorf("remote leg: %s is not a bridge: address", m.To)
 	}
 	return a.ID, nil
