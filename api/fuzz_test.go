@@ -22,6 +22,8 @@ func FuzzRequestBodies(f *testing.F) {
 	f.Add("POST", "/v1/control", `{"address":"bridge:session_01abc","kind":"set_permission_mode","mode":"plan"}`)
 	f.Add("POST", "/v1/control", `{"address":"review","kind":"interrupt"}`)
 	f.Add("GET", "/v1/resolve?address=fix-the-bug", ``)
+	f.Add("GET", "/v1/outbox?all=true", ``)
+	f.Add("GET", "/v1/outbox?all=perhaps", ``)
 	// A running router with pending prompts on a leg that never fails, so
 	// any 5xx is the API's fault.
 	srv, _ := newPermissionServer(f)

@@ -22,6 +22,7 @@ var openapiDoc = map[string]any{
 		"/v1/permissions/{id}": ops(op("get", "One permission prompt, pending or recently settled."), op("post", permissionAnswerDoc)),
 		"/v1/control":          op("post", "Send a session a control request: {address, kind: interrupt|set_permission_mode|set_model, mode, model}."),
 		"/v1/resolve":          op("get", "The session ?address= resolves to, as sends and control requests resolve it."),
+		"/v1/outbox":           op("get", "Messages accepted for a remote session and not yet acknowledged by its server, oldest first; ?all=true adds recently acknowledged and failed ones."),
 		"/healthz":             op("get", "The process is alive."),
 		"/readyz":              op("get", "Every enabled leg is ready."),
 		"/metrics":             op("get", "Prometheus text exposition."),

@@ -67,6 +67,7 @@ func NewServer(cfg Config) *Server {
 	s.mux.HandleFunc("POST /v1/permissions/{id}", s.answerPermission)
 	s.mux.HandleFunc("POST /v1/control", s.control)
 	s.mux.HandleFunc("GET /v1/resolve", s.resolve)
+	s.mux.HandleFunc("GET /v1/outbox", s.outbox)
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	s.mux.HandleFunc("GET /openapi.json", s.openapi)

@@ -74,4 +74,10 @@ type Session struct {
 	Version   string    `json:"version,omitempty"`
 	Reachable bool      `json:"reachable"`
 	StartedAt time.Time `json:"started_at,omitempty"`
+	// Title is a remote session's title; Name is the alias name derived
+	// from it.
+	Title string `json:"title,omitempty"`
+	// AliasOf is set on an alias the gateway publishes on a local leg: the
+	// address of the session it stands for (a remote session's bridge:<id>).
+	AliasOf string `json:"alias_of,omitempty"`
 }

@@ -74,6 +74,9 @@ func (r *Router) bridged(name string) bool {
 // bridge forwards a message that arrived at an alias to the session the
 // alias stands for, sent from the alias of its sender on that leg.
 func (r *Router) bridge(ctx context.Context, source Leg, in message.Message) {
+	if err := r.hopCheck(ctx, source, &in); err != nil { // hop guard (router/hop.go): appends our token or drops
+		return
+	}
 	fail := func(reason string) {
 		if h, ok := source.(AliasHost); ok {
 			h.Relay(ctx, in, message.Receipt{MsgID: in.ID, Status: message.StatusFailed, Reason: reason})
@@ -89,19 +92,22 @@ func (r *Router) bridge(ctx context.Context, source Leg, in message.Message) {
 		fail("the bridge does not reach " + target.Name)
 		return
 	}
-	host, ok := targetLeg.(AliasHost)
-	if !ok {
-		fail("the target's leg cannot send as an alias")
-		return
-	}
 	sender := r.senderOf(ctx, source, in)
 	m := message.Message{
 		ID: uuid.NewString(), To: target.Address, ToName: target.Name, ToPID: target.PID,
 		ToSessionID: target.SessionID, Body: in.Body, Mode: in.Mode, FromName: sender.Name,
 		HopChain: in.HopChain, Protocol: targetLeg.Name(), Time: r.cfg.Now(),
 	}
-	sendAs := func(ctx context.Context, m message.Message) (message.Receipt, error) {
-		return host.SendAs(ctx, sender, m)
+	var sendAs func(ctx context.Context, m message.Message) (message.Receipt, error)
+	if host, ok := targetLeg.(AliasHost); ok {
+		sendAs = func(ctx context.Context, m message.Message) (message.Receipt, error) {
+			return host.SendAs(ctx, sender, m)
+		}
+	} else {
+		// A leg without aliases (the remote leg) is told who sent it, so
+		// that its answer can come back through the sender's alias.
+		m.From, m.FromSession = sender.Address, sender.SessionID
+		sendAs = targetLeg.Send
 	}
 	r.dispatch(ctx, targetLeg, m, &forward{source: source, in: in}, sendAs, "bridged")
 	r.log.Info("bridged message", "from", sender.Name, "from_leg", source.Name(), "to", target.Name, "to_leg", targetLeg.Name(), "msg_id", m.ID)

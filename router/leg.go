@@ -57,6 +57,12 @@ type AliasHost interface {
 	Relay(ctx context.Context, in message.Message, rc message.Receipt)
 }
 
+// AliasLister is an AliasHost that lists the aliases it publishes, each
+// with AliasOf set to the address it stands for and Kind AliasKind.
+type AliasLister interface {
+	Aliases() []message.Session
+}
+
 // Prompter is a leg whose sessions ask for permission to use a tool (the
 // remote leg). It publishes each prompt as an EventPermission from Run, in
 // state pending when it appears (again after a reconnect: the router keeps

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +39,10 @@ type Config struct {
 	// BridgeOnly, when not empty, limits the bridge to sessions whose name
 	// matches one of these path.Match patterns.
 	BridgeOnly []string
+	// Approver, when set, is the address (a local session or alias) that
+	// gets each new permission prompt as a message and answers it by
+	// replying allow, deny or answer (see approver.go).
+	Approver string
 }
 
 // Router resolves, sends, tracks and fans out.
@@ -58,6 +63,7 @@ type Router struct {
 	bgSlot chan struct{}  // bounds them
 
 	perms permBroker // permission prompts of the legs' sessions
+	appr  *approver  // nil without Config.Approver
 }
 
 type outbound struct {
@@ -109,7 +115,11 @@ func New(cfg Config, legs ...Leg) *Router {
 	}
 	h := NewHub(cfg.KeepEvents, cfg.WatcherBuf)
 	h.now = cfg.Now
-	return &Router{cfg: cfg, log: cfg.Logger, legs: legs, hub: h, out: map[string]*outbound{}, bgSlot: make(chan struct{}, 32)}
+	r := &Router{cfg: cfg, log: cfg.Logger, legs: legs, hub: h, out: map[string]*outbound{}, bgSlot: make(chan struct{}, 32)}
+	if cfg.Approver != "" {
+		r.appr = newApprover(r, cfg.Approver)
+	}
+	return r
 }
 
 // Hub is the event fan-out.
@@ -177,6 +187,8 @@ func (r *Router) handle(ctx context.Context, ev message.Event) {
 					}
 				})
 			}
+		} else if ev.Message != nil && r.appr != nil {
+			r.appr.inbound(ctx, *ev.Message) // a reply to a prompt, or left alone
 		}
 	case message.EventDrop:
 		if ev.Drop != nil {
@@ -186,6 +198,9 @@ func (r *Router) handle(ctx context.Context, ev message.Event) {
 		var fresh bool
 		if ev, fresh = r.notePermission(ev); !fresh {
 			return
+		}
+		if r.appr != nil {
+			r.appr.permission(ctx, *ev.Permission)
 		}
 	}
 	r.hub.Publish(ev)
@@ -254,6 +269,15 @@ func (r *Router) Sessions(ctx context.Context) []message.Session {
 			continue
 		}
 		all = append(all, ss...)
+		// Aliases of remote sessions are listed (alias_of says what they
+		// stand for); those of local sessions stay hidden, as before.
+		if al, ok := l.(AliasLister); ok {
+			for _, a := range al.Aliases() {
+				if strings.HasPrefix(a.AliasOf, "bridge:") {
+					all = append(all, a)
+				}
+			}
+		}
 	}
 	defer func() {
 		r.mu.Lock()
@@ -307,6 +331,9 @@ func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions [
 	cands := make([]addressing.Candidate, 0, len(sessions))
 	byAddr := map[string]message.Session{}
 	for _, s := range sessions {
+		if s.AliasOf != "" {
+			continue // an alias resolves to what it stands for, not to itself
+		}
 		ca, err := addressing.Parse(s.Address)
 		if err != nil {
 			continue

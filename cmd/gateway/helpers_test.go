@@ -48,7 +48,11 @@ func startGateway(tb testing.TB, root string, opts ...func(*serveConfig)) *testG
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, observability.NewLogger(io.Discard, nil), cfg) }()
+	logTo := io.Writer(io.Discard)
+	if os.Getenv("GATEWAY_TEST_LOG") != "" {
+		logTo = os.Stderr
+	}
+	go func() { done <- serve(ctx, observability.NewLogger(logTo, nil), cfg) }()
 	g.Client = api.NewUnixClient(filepath.Join(g.stateDir, "gateway.sock"))
 	deadline := time.Now().Add(10 * time.Second)
 	for {

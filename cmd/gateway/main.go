@@ -52,6 +52,7 @@ func init() {
 		{"permissions", "list remote sessions' pending permission prompts", runPermissions},
 		{"allow", "allow a permission prompt: allow ID [--input JSON] [--rule RULE]...", runAllow},
 		{"answer", "answer an AskUserQuestion prompt: answer ID \"Question=Option\"...", runAnswer},
+		{"outbox", "list messages waiting for a remote server's acknowledgement: outbox [--all] [--json]", runOutbox},
 		{"remote", "remote sessions: remote sessions | watch ID | interrupt ID | mode ID MODE | model ID MODEL", runRemote},
 		{"demo-cloud", "run a fake claude.ai on loopback to try the remote features", runDemoCloud},
 		{"idle", "ask a peer to say when it is idle: idle ADDRESS [--wait]", runIdle},

@@ -134,7 +134,7 @@ func TestRemoteSessionsAreListedAndReachable(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &ss); err != nil {
 				t.Fatal(err)
 			}
-			if len(ss) != 1 || ss[0].Protocol != message.ProtocolRemote || ss[0].Address != "bridge:"+g.sid || ss[0].Name != "fix the flaky test" {
+			if len(ss) != 1 || ss[0].Protocol != message.ProtocolRemote || ss[0].Address != "bridge:"+g.sid || ss[0].Name != "fix-the-flaky-test" || ss[0].Title != "fix the flaky test" {
 				t.Fatalf("sessions = %+v, want the one remote session", ss)
 			}
 			out, _, _ = runCLI(t, g.stateDir, "remote", "sessions", "--json")

@@ -30,9 +30,12 @@ type remoteOpts struct {
 	follow         multi
 	followSet      bool   // --remote-follow was given: it replaces the variable
 	badIdle        string // GATEWAY_REMOTE_IDLE that is not a duration
+	badAlias       string // a GATEWAY_REMOTE_ALIAS entry that is not ID=NAME
 	transport      string
 	signer         string
 	idle           time.Duration
+	aliases        map[string]string      // --remote-alias ID=NAME
+	reply          string                 // --remote-reply result|assistant
 	tune           func(*remotews.Config) // tests: faster backoff
 	listInterval   time.Duration          // tests: faster list refresh
 }
@@ -60,6 +63,24 @@ func remoteFlags(fs *flag.FlagSet, e *env) *remoteOpts {
 		}
 	}
 	fs.DurationVar(&o.idle, "remote-idle", idle, "close a followed session's live connection after this long without a message and poll it once a minute until it speaks (seed 001's web client: 5m); 0 keeps it open (env GATEWAY_REMOTE_IDLE)")
+	str(&o.reply, "remote-reply", "what of a remote session's answer goes back to a local sender: result (its turn's final text) or assistant (each finished assistant message)")
+	o.aliases = map[string]string{}
+	addAlias := func(v string) error {
+		id, name, ok := strings.Cut(v, "=")
+		if !ok || id == "" || name == "" {
+			return fmt.Errorf("%q: want SESSION_ID=NAME", v)
+		}
+		o.aliases[strings.TrimSpace(id)] = strings.TrimSpace(name)
+		return nil
+	}
+	if v := e.getenv("GATEWAY_REMOTE_ALIAS"); v != "" {
+		for _, a := range strings.Split(v, ",") {
+			if err := addAlias(strings.TrimSpace(a)); err != nil {
+				o.badAlias = "GATEWAY_REMOTE_ALIAS " + err.Error()
+			}
+		}
+	}
+	fs.Func("remote-alias", "fix a remote session's alias name on the local legs: ID=NAME (repeatable; env GATEWAY_REMOTE_ALIAS, comma-separated); the default is derived from its title", addAlias)
 	if v := e.getenv("GATEWAY_REMOTE_FOLLOW"); v != "" {
 		for _, id := range strings.Split(v, ",") {
 			if id = strings.TrimSpace(id); id != "" {
@@ -84,6 +105,21 @@ func (o *remoteOpts) enabled() bool {
 
 // check validates the flags and fills the defaults.
 func (o *remoteOpts) check() error {
+	if o.badAlias != "" {
+		return errors.New(o.badAlias)
+	}
+	switch o.reply {
+	case "":
+		o.reply = "result"
+	case "result", "assistant":
+	default:
+		return fmt.Errorf("--remote-reply %q: want result or assistant", o.reply)
+	}
+	for id := range o.aliases {
+		if !remotews.ValidSessionID(id) {
+			return fmt.Errorf("--remote-alias %s: %q is not a session id", id, id)
+		}
+	}
 	if o.badIdle != "" {
 		return fmt.Errorf("GATEWAY_REMOTE_IDLE %q: not a duration (e.g. 5m, or 0 for never)", o.badIdle)
 	}

@@ -119,7 +119,7 @@ func newRemoteLeg(log *slog.Logger, o *remoteOpts) (*remotews.Leg, error) {
 	return remotews.NewLeg(remotews.LegConfig{
 		API: remoteAPI{c: c, v2: o.transport == "sse"}, BaseURL: o.url, OrgUUID: o.org,
 		Transport: remotews.Transport(o.transport), Follow: o.follow, Logger: log.With("leg", "remote"),
-		ListInterval: o.listInterval,
+		ListInterval: o.listInterval, Aliases: o.aliases, Reply: remotews.ReplyMode(o.reply),
 		Tune: func(c *remotews.Config) {
 			c.IdleTimeout = o.idle
 			if o.idle == 0 {

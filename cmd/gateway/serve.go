@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/observability"
@@ -45,11 +46,18 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	fs.Var(&bridgeOnly, "bridge-only", "limit the bridge to sessions whose name matches this glob (repeatable)")
 	heldExpiry := fs.String("held-expiry", "5m", "how long the Qwen inbox holds a message: 1m, 5m, 10m or never")
 	remote := remoteFlags(fs, e)
+	didFile := didFileFlag(fs, e)
+	approver := fs.String("approver", e.getenv("GATEWAY_APPROVER"), "address of a local session (or alias) that gets each remote permission prompt as a message and answers it by replying allow, deny or answer (env GATEWAY_APPROVER)")
 	if _, err := parse(fs, args); err != nil {
 		return flagErr(err)
 	}
 	if err := remote.check(); err != nil {
 		fmt.Fprintf(e.stderr, "gateway: %v\n", err)
+		return exitUsage
+	}
+	did, err := openDIDFile(*didFile)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "gateway: --did-file: %v\n", err)
 		return exitUsage
 	}
 	var lvl slog.Level
@@ -100,6 +108,12 @@ func runServe(ctx context.Context, e *env, args []string) int {
 			return exitUsage
 		}
 	}
+	if *approver != "" {
+		if _, err := addressing.Parse(*approver); err != nil {
+			fmt.Fprintf(e.stderr, "gateway: --approver: %v\n", err)
+			return exitUsage
+		}
+	}
 	if len(enabled) == 0 && !remote.enabled() {
 		fmt.Fprintln(e.stderr, "gateway: --legs: name at least one leg, or give remote credentials")
 		return exitUsage
@@ -108,7 +122,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	err = serve(ctx, log, serveConfig{
 		stateDir: *sd, name: *name, apiAddr: *apiAddr, hosts: hosts, mode: m, inbound: pol,
 		qwenInbound: qpol, heldExpiry: qwen.ParseHeldExpiry(*heldExpiry), noClaude: !enabled["claude"], noQwen: !enabled["qwen"], bridge: *bridge, bridgeOnly: bridgeOnly,
-		requireAuth: *requireAuth, settle: *settle, getenv: e.getenv, remote: remote,
+		requireAuth: *requireAuth, settle: *settle, getenv: e.getenv, remote: remote, did: did, approver: *approver,
 	})
 	if err != nil {
 		log.Error("gateway stopped", "err", err)
@@ -134,7 +148,9 @@ type serveConfig struct {
 	requireAuth bool
 	settle      time.Duration
 	getenv      func(string) string
-	remote      *remoteOpts // nil or without credentials: no remote leg
+	remote      *remoteOpts            // nil or without credentials: no remote leg
+	did         addressing.DIDResolver // --did-file; nil refuses did: addresses
+	approver    string                 // router.Config.Approver
 }
 
 func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
@@ -164,7 +180,13 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 		if err != nil {
 			return fmt.Errorf("remote leg: %w", err)
 		}
-		remoteLeg = l
+		// A message for a remote session is on disk before it is accepted.
+		ob, closeOutbox, err := durableRemote(log, c.stateDir, l)
+		if err != nil {
+			return err
+		}
+		defer closeOutbox()
+		remoteLeg = ob
 	}
 	legs, pool, err := startLegs(log, c)
 	if err != nil {
@@ -176,7 +198,10 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	if pool != nil {
 		defer pool.Close()
 	}
-	rt := router.New(router.Config{Logger: log, Metrics: metrics, Bridge: c.bridge, BridgeOnly: c.bridgeOnly}, legs...)
+	rt := router.New(router.Config{Logger: log, Metrics: metrics, Bridge: c.bridge, BridgeOnly: c.bridgeOnly, DID: c.did, Approver: c.approver,
+		// What the gateway itself sends (approver notices) attests its own
+		// review class, so a receiver of that class admits it.
+		DefaultMode: c.mode}, legs...)
 	srv := api.NewServer(api.Config{Router: rt, Logger: log, Metrics: metrics.Handler(), Version: version,
 		Token: token, AllowedHosts: c.hosts})
 
@@ -258,7 +283,7 @@ func startLegs(log *slog.Logger, c serveConfig) ([]router.Leg, *claude.AliasPool
 		if err != nil {
 			return nil, nil, fmt.Errorf("registering as a Claude Code peer: %w", err)
 		}
-		if c.bridge && !c.noQwen {
+		if c.bridge && (!c.noQwen || (c.remote != nil && c.remote.enabled())) {
 			exe, err := os.Executable()
 			if err != nil {
 				return nil, nil, fmt.Errorf("alias workers need the gateway's own path: %w", err)

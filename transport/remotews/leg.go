@@ -40,6 +40,14 @@ type RemoteSession struct {
 	Created time.Time
 }
 
+// ReplyMode is what of a remote answer a local sender gets.
+type ReplyMode string
+
+const (
+	ReplyResult    ReplyMode = "result"
+	ReplyAssistant ReplyMode = "assistant"
+)
+
 // FollowAll follows every session the account lists.
 const FollowAll = "all"
 
@@ -52,6 +60,13 @@ type LegConfig struct {
 	Transport Transport
 	// Follow lists the session ids kept live, or FollowAll.
 	Follow []string
+	// Aliases fixes the alias name of sessions by id (serve
+	// --remote-alias ID=NAME); others get one derived from their title.
+	Aliases map[string]string
+	// Reply says what of a remote session's answer goes back to a local
+	// sender: ReplyResult (default) its turn's final result text,
+	// ReplyAssistant each finished assistant message as it streams.
+	Reply ReplyMode
 	// Tune adjusts each session's stream config (timeouts, backoff) after
 	// the leg filled it from NewConfig.
 	Tune func(*Config)
@@ -76,9 +91,10 @@ type Leg struct {
 	listed   []RemoteSession
 	listedAt time.Time
 	listErr  error
-	links    map[string]*follow // followed session id -> its stream
-	posted   map[string]string  // event uuid we posted -> message id, until echoed
-	postedQ  []string           // posted uuids, oldest first, bounding posted
+	links    map[string]*follow   // followed session id -> its stream
+	posted   map[string]postedMsg // event uuid we posted -> what it carried, until echoed
+	postedQ  []string             // posted uuids, oldest first, bounding posted
+	names    map[string]string    // session id -> alias name, from the last listing
 }
 
 // follow is one followed session.
@@ -94,6 +110,28 @@ type follow struct {
 	assistant map[string]Assistant
 	// err is why the stream ended; set before done is closed.
 	err error
+	// Turn tracking, to send a remote answer back to the local senders it
+	// answers: waiting are senders whose message the session has (its echo
+	// came) but whose turn has not begun; current are those of the running
+	// turn, which began with its first assistant message.
+	waiting, current []replyTo
+	turnActive       bool
+}
+
+// replyTo is a local sender waiting for a remote session's answer.
+type replyTo struct {
+	msgID       string
+	from        string // the sender's address
+	fromName    string
+	fromSession string
+	hopChain    []string
+	mode        message.Mode
+}
+
+// postedMsg is what a user event we posted carried.
+type postedMsg struct {
+	msgID string
+	reply *replyTo // nil unless a local session sent it through the bridge
 }
 
 // retryable says the stream has ended by giving up on a failure that may
@@ -113,7 +151,10 @@ func (f *follow) ended() bool {
 	}
 }
 
-const maxPosted = 4096
+const (
+	maxPosted  = 4096
+	maxWaiting = 64 // local senders waiting for one remote session's answer
+)
 
 // NewLeg checks cfg and builds the leg; Run starts following.
 func NewLeg(cfg LegConfig) (*Leg, error) {
@@ -147,7 +188,19 @@ func NewLeg(cfg LegConfig) (*Leg, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Leg{cfg: cfg, log: cfg.Logger, links: map[string]*follow{}, posted: map[string]string{}}, nil
+	switch cfg.Reply {
+	case "":
+		cfg.Reply = ReplyResult
+	case ReplyResult, ReplyAssistant:
+	default:
+		return nil, fmt.Errorf("remote leg: reply mode %q (want result or assistant)", cfg.Reply)
+	}
+	for id, name := range cfg.Aliases {
+		if !ValidSessionID(id) || !validAliasName(name) {
+			return nil, fmt.Errorf("remote leg: alias %s=%s: want SESSION_ID=NAME with a name of letters, digits, '-', '_' or '.'", id, name)
+		}
+	}
+	return &Leg{cfg: cfg, log: cfg.Logger, links: map[string]*follow{}, posted: map[string]postedMsg{}, names: map[string]string{}}, nil
 }
 
 // ValidSessionID accepts what may stand for a session id in a URL path
@@ -212,7 +265,8 @@ func (l *Leg) session(rs RemoteSession) message.Session {
 	s := message.Session{
 		Address:   addressing.Address{Kind: addressing.KindBridge, ID: rs.ID}.String(),
 		Protocol:  message.ProtocolRemote,
-		Name:      rs.Title,
+		Name:      l.aliasName(rs.ID),
+		Title:     rs.Title,
 		Ref:       addressing.Ref(rs.ID),
 		SessionID: rs.ID,
 		Kind:      "remote",
@@ -240,6 +294,7 @@ func (l *Leg) refresh(ctx context.Context) ([]RemoteSession, error) {
 		return nil, fmt.Errorf("remote leg: list sessions: %w", err)
 	}
 	l.listed, l.listedAt = listed, l.cfg.Now()
+	l.names = aliasNames(listed, l.cfg.Aliases)
 	return listed, nil
 }
 
@@ -494,6 +549,11 @@ func (l *Leg) translate(id string, f *follow, u Update) []message.Event {
 	case KindKeepAlive:
 		return nil
 	case KindAssistant:
+		if !f.turnActive {
+			// The first assistant message begins a turn: it answers the
+			// messages the session had by then.
+			f.turnActive, f.current, f.waiting = true, f.waiting, nil
+		}
 		a := *m.Assistant
 		if prev, ok := f.assistant[a.ID]; ok && a.ID != "" {
 			a = MergeAssistant(prev, a)
@@ -507,13 +567,37 @@ func (l *Leg) translate(id string, f *follow, u Update) []message.Event {
 			f.assistant[a.ID] = a
 		}
 		re.MessageID, re.Final, re.Text = a.ID, a.StopReason != "", a.Content.Text()
+		if re.Final && l.cfg.Reply == ReplyAssistant && len(f.current) > 0 && m.ParentToolUseID == "" {
+			return append([]message.Event{remote()}, l.replies(id, f.current, re.Text, now)...)
+		}
 	case KindUser:
 		re.Text = m.User.Content.Text()
-		if ev, ok := l.echoed(re.UUID, now); ok {
+		if ev, reply, ok := l.echoed(re.UUID, now); ok {
+			if reply != nil {
+				if len(f.waiting) >= maxWaiting { // answers that never come
+					f.waiting = f.waiting[1:]
+				}
+				f.waiting = append(f.waiting, *reply)
+			}
 			return []message.Event{remote(), ev}
 		}
 	case KindResult:
 		re.Final, re.Text = true, m.Result.Result
+		to := f.current
+		if !f.turnActive {
+			to = f.waiting // a turn that ended without an assistant message
+			f.waiting = nil
+		}
+		f.turnActive, f.current = false, nil
+		evs := []message.Event{remote()}
+		if l.cfg.Reply == ReplyResult {
+			text := m.Result.Result
+			if m.Result.IsError && text == "" {
+				text = "(the remote session's turn ended with " + m.Result.Subtype + ")"
+			}
+			evs = append(evs, l.replies(id, to, text, now)...)
+		}
+		return evs
 	case KindControlRequest:
 		cr := m.ControlRequest
 		if cr.Subtype != SubtypeCanUseTool {
@@ -578,19 +662,47 @@ func (l *Leg) permission(id, addr string, cr *ControlRequest, now time.Time) mes
 
 // echoed reports a delivered receipt when a user event we posted comes back
 // on the live stream: the server stored it in the session's history.
-func (l *Leg) echoed(eventUUID string, now time.Time) (message.Event, bool) {
+func (l *Leg) echoed(eventUUID string, now time.Time) (message.Event, *replyTo, bool) {
 	if eventUUID == "" {
-		return message.Event{}, false
+		return message.Event{}, nil, false
 	}
 	l.mu.Lock()
-	msgID, ok := l.posted[eventUUID]
+	pm, ok := l.posted[eventUUID]
 	delete(l.posted, eventUUID)
 	l.mu.Unlock()
 	if !ok {
-		return message.Event{}, false
+		return message.Event{}, nil, false
 	}
-	rc := &message.Receipt{MsgID: msgID, Status: message.StatusDelivered, Detail: "in the session's history", Time: now}
-	return message.Event{Type: message.EventReceipt, Leg: message.ProtocolRemote, Time: now, Receipt: rc}, true
+	rc := &message.Receipt{MsgID: pm.msgID, Status: message.StatusDelivered, Detail: "in the session's history", Time: now}
+	return message.Event{Type: message.EventReceipt, Leg: message.ProtocolRemote, Time: now, Receipt: rc}, pm.reply, true
+}
+
+// replies are the messages that carry text, an answer of session id, back
+// to the local senders in to: from the session's alias, through the
+// router's bridge (AliasOf names the sender to deliver to).
+func (l *Leg) replies(id string, to []replyTo, text string, now time.Time) []message.Event {
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	addr := addressing.Address{Kind: addressing.KindBridge, ID: id}.String()
+	name := l.aliasName(id)
+	var evs []message.Event
+	for _, r := range to {
+		if r.mode == message.ModeUnknown {
+			r.mode = message.ModePrompting
+		}
+		m := &message.Message{
+			ID: uuid.NewString(), From: addr, FromName: name, FromSession: id,
+			To: r.from, ToName: r.fromName, ToSessionID: r.fromSession, AliasOf: r.from,
+			// The answer carries the mode of the message it answers: the
+			// remote session's own is not known here, and the receiver
+			// already admitted a sender of that class.
+			Body: text, Mode: r.mode, Attested: true, HopChain: r.hopChain,
+			Protocol: message.ProtocolRemote, Time: now,
+		}
+		evs = append(evs, message.Event{Type: message.EventMessage, Leg: message.ProtocolRemote, Time: now, Message: m})
+	}
+	return evs
 }
 
 // eventNamespace makes event uuids from message ids, so a retried send of
@@ -633,14 +745,20 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 		"uuid":               evUUID,
 		"session_id":         id,
 		"parent_tool_use_id": nil,
-		"message":            map[string]any{"role": "user", "content": m.Body},
+		"message":            map[string]any{"role": "user", "content": attributed(m)},
 	})
 	if err != nil {
 		return message.Receipt{}, err
 	}
+	pm := postedMsg{msgID: m.ID}
+	if m.From != "" {
+		pm.reply = &replyTo{msgID: m.ID, from: m.From, fromName: m.FromName, fromSession: m.FromSession, hopChain: m.HopChain, mode: m.Mode}
+	}
 	l.mu.Lock()
-	l.posted[evUUID] = m.ID
-	l.postedQ = append(l.postedQ, evUUID)
+	if _, again := l.posted[evUUID]; !again {
+		l.postedQ = append(l.postedQ, evUUID)
+	}
+	l.posted[evUUID] = pm
 	if len(l.postedQ) > maxPosted {
 		delete(l.posted, l.postedQ[0])
 		l.postedQ = l.postedQ[1:]
@@ -651,10 +769,22 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 		l.mu.Lock()
 		delete(l.posted, evUUID)
 		l.mu.Unlock()
-		return message.Receipt{MsgID: m.ID, Status: message.StatusFailed, Reason: err.Error(), Time: now}, nil
+		// The error too, so a caller that retries (the outbox) can tell a
+		// refusal (sessionsapi.ErrNotFound, ...) from a passing failure.
+		return message.Receipt{MsgID: m.ID, Status: message.StatusFailed, Reason: err.Error(), Time: now}, err
 	}
 	l.Wake(id) // a dormant stream comes back to hear the answer
 	return message.Receipt{MsgID: m.ID, Status: message.StatusSent, Detail: "accepted by the server", Time: now}, nil
+}
+
+// attributed is the prompt text of m: a message a local session sent
+// through the bridge says who sent it and that the answer goes back.
+func attributed(m message.Message) string {
+	if m.From == "" || m.FromName == "" {
+		return m.Body
+	}
+	return fmt.Sprintf("Message from %s (another coding-agent session, through the gateway). "+
+		"Your final answer to it is sent back to %s.\n\n%s", m.FromName, m.FromName, m.Body)
 }
 
 // answerNamespace makes the uuid of a permission answer from the prompt, so

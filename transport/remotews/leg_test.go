@@ -167,7 +167,7 @@ func TestLegSendPostsAUserEventWithAStableUUID(t *testing.T) {
 	t.Run("a post the server refuses is a failed receipt", func(t *testing.T) {
 		api.postErr = errors.New("403 permission_error")
 		rc, err := l.Send(context.Background(), message.Message{ID: "msg-8", To: "bridge:session_01a", Body: "x"})
-		if err != nil || rc.Status != message.StatusFailed || !strings.Contains(rc.Reason, "403") {
+		if !errors.Is(err, api.postErr) || rc.Status != message.StatusFailed || !strings.Contains(rc.Reason, "403") {
 			t.Errorf("Send = %+v, %v; want failed with the reason", rc, err)
 		}
 		api.postErr = nil
@@ -397,4 +397,132 @@ func TestLegBacklogPublishesOnlyThePromptsStillOpen(t *testing.T) {
 	if strings.Join(got, ",") != "open:pending" {
 		t.Errorf("published %v, want only open:pending", got)
 	}
+}
+
+func TestAliasNames(t *testing.T) {
+	listed := []RemoteSession{
+		{ID: "session_01a", Title: "Fix the flaky test!"},
+		{ID: "session_01b", Title: "fix the FLAKY test"},
+		{ID: "session_01c", Title: ""},
+		{ID: "session_01d", Title: "something else"},
+		{ID: "session_01e", Title: strings.Repeat("very long title ", 10)},
+	}
+	names := aliasNames(listed, map[string]string{"session_01d": "reviewer"})
+	tests := []struct {
+		name, id, want string
+	}{
+		{"a title becomes a lower-case dashed name", "session_01a", "fix-the-flaky-test"},
+		{"a second session with the same name gets its ref appended", "session_01b", "fix-the-flaky-test-" + addressing.Ref("session_01b")},
+		{"a session without a title is named by its ref", "session_01c", "remote-" + addressing.Ref("session_01c")},
+		{"a fixed alias wins over the title", "session_01d", "reviewer"},
+		{"a long title is cut at 40 characters", "session_01e", "very-long-title-very-long-title-very-lon"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := names[tt.id]; got != tt.want {
+				t.Errorf("name of %s = %q, want %q", tt.id, got, tt.want)
+			}
+			if len(names[tt.id]) > maxAliasName+8 {
+				t.Errorf("name %q is too long", names[tt.id])
+			}
+		})
+	}
+	if _, err := NewLeg(LegConfig{API: &stubAPI{}, BaseURL: "http://x", Aliases: map[string]string{"session_01a": "has space"}}); err == nil {
+		t.Error("an alias name with a space was accepted")
+	}
+}
+
+func TestRemoteAnswersGoBackToTheSendersOfTheirTurn(t *testing.T) {
+	user := func(uuid string) string {
+		return `{"type":"user","uuid":"` + uuid + `","message":{"role":"user","content":"x"}}`
+	}
+	assistant := func(uuid, text string, final bool) string {
+		stop := "null"
+		if final {
+			stop = `"end_turn"`
+		}
+		return `{"type":"assistant","uuid":"` + uuid + `","message":{"id":"msg_` + uuid + `","role":"assistant","content":[{"type":"text","text":"` + text + `"}],"stop_reason":` + stop + `}}`
+	}
+	result := func(text string) string { return `{"type":"result","subtype":"success","result":"` + text + `"}` }
+	send := func(t *testing.T, l *Leg, id, from string) {
+		m := message.Message{ID: id, To: "bridge:session_01a", Body: "q from " + from, From: "uds:/run/" + from + ".sock", FromName: from}
+		if rc, err := l.Send(context.Background(), m); err != nil || rc.Status != message.StatusSent {
+			t.Fatalf("Send: %+v %v", rc, err)
+		}
+	}
+	replies := func(evs []message.Event) []string {
+		var out []string
+		for _, ev := range evs {
+			if ev.Type == message.EventMessage {
+				out = append(out, ev.Message.AliasOf+"<-"+ev.Message.Body)
+			}
+		}
+		return out
+	}
+
+	t.Run("the result of a turn goes to the senders whose messages it began with", func(t *testing.T) {
+		api := &stubAPI{}
+		l := newTestLeg(t, api, "session_01a")
+		f := &follow{prompts: map[string]message.PermissionRequest{}, assistant: map[string]Assistant{}}
+		tr := func(line string) []message.Event {
+			return l.translate("session_01a", f, Update{Message: decodeT(t, line)})
+		}
+		send(t, l, "m-a", "alice")
+		tr(user(EventUUID("m-a")))
+		tr(assistant("a1", "thinking", false))
+		send(t, l, "m-b", "bob") // arrives while alice's turn runs
+		tr(user(EventUUID("m-b")))
+		if got := replies(tr(result("answer for alice"))); strings.Join(got, "|") != "uds:/run/alice.sock<-answer for alice" {
+			t.Fatalf("first result went to %v", got)
+		}
+		tr(assistant("a2", "x", false))
+		if got := replies(tr(result("answer for bob"))); strings.Join(got, "|") != "uds:/run/bob.sock<-answer for bob" {
+			t.Fatalf("second result went to %v", got)
+		}
+		if got := replies(tr(result("a turn nobody here asked for"))); len(got) != 0 {
+			t.Errorf("a foreign turn's result went to %v", got)
+		}
+		var posted map[string]any
+		_ = json.Unmarshal(api.posts[0], &posted)
+		if c := posted["message"].(map[string]any)["content"].(string); !strings.HasPrefix(c, "Message from alice") || !strings.HasSuffix(c, "q from alice") {
+			t.Errorf("posted content %q, want it attributed to alice", c)
+		}
+	})
+
+	t.Run("the reply comes from the session's alias name, addressed to the sender", func(t *testing.T) {
+		l := newTestLeg(t, &stubAPI{sessions: []RemoteSession{{ID: "session_01a", Title: "Build bot"}}}, "session_01a")
+		if _, err := l.Sessions(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		f := &follow{prompts: map[string]message.PermissionRequest{}, assistant: map[string]Assistant{}}
+		send(t, l, "m-c", "carol")
+		l.translate("session_01a", f, Update{Message: decodeT(t, user(EventUUID("m-c")))})
+		evs := l.translate("session_01a", f, Update{Message: decodeT(t, result("done"))})
+		m := evs[len(evs)-1].Message
+		if m == nil || m.FromName != "build-bot" || m.From != "bridge:session_01a" || m.To != "uds:/run/carol.sock" || m.ToName != "carol" {
+			t.Fatalf("reply = %+v", m)
+		}
+	})
+
+	t.Run("in assistant mode each finished assistant message goes back as it comes", func(t *testing.T) {
+		l, err := NewLeg(LegConfig{API: &stubAPI{}, BaseURL: "http://x", Follow: []string{"session_01a"}, Reply: ReplyAssistant})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := &follow{prompts: map[string]message.PermissionRequest{}, assistant: map[string]Assistant{}}
+		tr := func(line string) []message.Event {
+			return l.translate("session_01a", f, Update{Message: decodeT(t, line)})
+		}
+		send(t, l, "m-d", "dave")
+		tr(user(EventUUID("m-d")))
+		if got := replies(tr(assistant("a3", "partial", false))); len(got) != 0 {
+			t.Errorf("an unfinished copy went back: %v", got)
+		}
+		if got := replies(tr(assistant("a3", "first part", true))); strings.Join(got, "|") != "uds:/run/dave.sock<-first part" {
+			t.Errorf("the finished message went to %v", got)
+		}
+		if got := replies(tr(result("first part"))); len(got) != 0 {
+			t.Errorf("the result was sent again in assistant mode: %v", got)
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"sync"
 
+	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -199,4 +200,27 @@ func (ap *AliasPool) relay(name string, rc message.Receipt) error {
 	defer w.wmu.Unlock()
 	_, err = w.ctl.Write(append(b, '\n'))
 	return err
+}
+
+// Aliases lists the published aliases that are up, each with the address
+// of the session it stands for.
+func (p *Peer) Aliases() []message.Session {
+	if p.bridge == nil {
+		return nil
+	}
+	p.bridge.mu.Lock()
+	byNm := p.bridge.byNm
+	p.bridge.mu.Unlock()
+	var out []message.Session
+	for _, a := range p.bridge.pool.Aliases() {
+		origin, ok := byNm[a.Name]
+		if !ok {
+			continue // started on demand for a sender, not published
+		}
+		out = append(out, message.Session{
+			Address: a.Address, Protocol: message.ProtocolClaude, Name: a.Name, Ref: addressing.Ref(a.SessionID),
+			SessionID: a.SessionID, PID: a.PID, Kind: KindAlias, Reachable: true, AliasOf: origin.Address,
+		})
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/uds"
 )
@@ -190,4 +191,21 @@ func (p *Peer) Relay(_ context.Context, in message.Message, rc message.Receipt) 
 		}
 	}
 	p.dial(r.from, r.token, f)
+}
+
+// Aliases lists the published alias records, each with the address of the
+// session it stands for. They share the gateway's inbox and are told apart
+// by their session id.
+func (p *Peer) Aliases() []message.Session {
+	p.al.mu.Lock()
+	defer p.al.mu.Unlock()
+	out := make([]message.Session, 0, len(p.al.byKey))
+	for _, al := range p.al.byKey {
+		out = append(out, message.Session{
+			Address: "uds:" + p.socketPath, Protocol: message.ProtocolQwen, Name: al.origin.Name,
+			Ref: addressing.Ref(al.sid), SessionID: al.sid, PID: os.Getpid(), Kind: KindAlias,
+			Reachable: true, AliasOf: al.origin.Address,
+		})
+	}
+	return out
 }

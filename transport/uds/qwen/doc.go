@@ -4,8 +4,10 @@
 // receipt) with a strict parser, the sender-side receipt state machine and the
 // send "mirror" of the receiver's limits, the inbox admission gate in Qwen
 // Code's own order (auth, misaddressed, global and per-sender buckets,
-// duplicate window, settled ids, holds, queue), coalesced drop receipts, and
-// controller and child tokens. It follows the protocol page shipped in
+// duplicate window, settled ids, holds, queue), coalesced drop receipts,
+// controller and child tokens, and one extension of ours: a "hopChain" on
+// user frames, which Qwen Code ignores, so the bridge's loop guard sees a
+// message's relays across this leg. It follows the protocol page shipped in
 // @qwen-code/qwen-code and, where that page and the shipped code disagree, the
 // code (Qwen Code 0.24.4, @qwen-code/sdk 0.1.14); each such place says so.
 // Everything here is a function of its inputs, an injected Clock and injected

@@ -216,9 +216,43 @@ type UserFrame struct {
 	Priority    Priority
 	Content     string // non-empty
 
+	// HopChain is the gateway's own extension, "hopChain": the hop tokens of
+	// the relays the message passed through, oldest first, as the Claude
+	// Code envelope's hop-chain carries them, so that a message bounced
+	// between aliases is seen looping whichever legs it crosses. Qwen Code
+	// has no such field and ignores it (unknown fields are ignored, spec
+	// §4); a chain that is not 1 to MaxHopChain tokens is dropped on read.
+	HopChain []string
+
 	// pinnedEmpty records a frame that carried toSessionId "": a pin that
 	// matches no session, unlike no pin at all.
 	pinnedEmpty bool
+}
+
+// Hop-chain limits, the Claude Code envelope's, so a chain read here can be
+// written there and back.
+const (
+	MaxHopChain = 32 // entries
+	HopTokenLen = 24 // lower-case hex characters in one entry
+)
+
+// ValidHopChain reports whether chain is one a frame may carry: 1 to
+// MaxHopChain entries, each HopTokenLen lower-case hex characters.
+func ValidHopChain(chain []string) bool {
+	if len(chain) == 0 || len(chain) > MaxHopChain {
+		return false
+	}
+	for _, h := range chain {
+		if len(h) != HopTokenLen {
+			return false
+		}
+		for i := 0; i < len(h); i++ {
+			if c := h[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Pin returns the toSessionId the frame carries, and whether it carries
@@ -250,6 +284,8 @@ func (f UserFrame) Validate() error {
 		return fmt.Errorf("%w: priority", ErrBadField)
 	case f.FromMode > message.ModePrompting:
 		return fmt.Errorf("%w: fromMode", ErrBadField)
+	case f.HopChain != nil && !ValidHopChain(f.HopChain):
+		return ErrBadHopChain
 	}
 	return validStrings(f.From, string(f.ReplyToken), f.FromName, f.ToSessionID, f.Content)
 }
@@ -367,6 +403,7 @@ type (
 		ToSessionID *string         `json:"toSessionId,omitempty"`
 		Priority    string          `json:"priority"`
 		Message     userMessageWire `json:"message"`
+		HopChain    []string        `json:"hopChain,omitempty"` // ours, after Qwen Code's keys
 	}
 	statusWireFrame struct {
 		MsgV          int      `json:"msgV"`
@@ -409,7 +446,8 @@ func (f UserFrame) Marshal() ([]byte, error) {
 		MsgV: FrameVersion, MsgID: f.MsgID, Type: lineTypeWire[LineUser],
 		From: f.From, ReplyToken: string(f.ReplyToken), FromName: f.FromName,
 		FromMode: f.FromMode.String(), Priority: f.Priority.String(),
-		Message: userMessageWire{Role: "user", Content: f.Content},
+		Message:  userMessageWire{Role: "user", Content: f.Content},
+		HopChain: f.HopChain,
 	}
 	if id, ok := f.Pin(); ok {
 		w.ToSessionID = &id
@@ -487,6 +525,9 @@ var (
 	ErrUnknownAction = errors.New(`control frame's action is not "delivery_status"`)
 	ErrUnknownStatus = errors.New("unknown delivery status")
 	ErrNoOrigMsgID   = errors.New(`receipt has no "origMsgId"`)
+	// ErrBadHopChain is only ever a writer's error: a reader drops a bad
+	// chain and keeps the frame.
+	ErrBadHopChain = errors.New("hop chain is not 1 to 32 entries of 24 lower-case hex characters")
 )
 
 // IsBlank reports whether a line holds nothing but white space (as
@@ -507,7 +548,9 @@ func IsBlank(line []byte) bool { return jsTrim(string(line)) == "" }
 // Like Qwen Code it accepts any msgV at or below 1, reads an unknown
 // fromMode as none and an unknown priority as next, and on a dropped
 // receipt drops an unknown dropReason and keeps only the valid droppedMsgIds
-// (the first 256). Unknown fields are ignored. An auth line needs only msgV,
+// (the first 256). Unknown fields are ignored. Our own hopChain extension
+// is read when it is valid (ValidHopChain) and otherwise dropped silently,
+// whole: a frame is never refused over a field Qwen Code does not know. An auth line needs only msgV,
 // type and a non-empty string token; a user or control line also needs a
 // valid msgId.
 func ParseLine(b []byte) (Line, error) {
@@ -587,7 +630,32 @@ func parseUser(o object, id string) (UserFrame, error) {
 	default:
 		return UserFrame{}, fmt.Errorf("%w: toSessionId", ErrBadField)
 	}
+	f.HopChain = parseHopChain(o)
 	return f, nil
+}
+
+// parseHopChain reads the hopChain extension: nil unless it is an array
+// that passes ValidHopChain.
+func parseHopChain(o object) []string {
+	if o.kind("hopChain") != kindArray {
+		return nil
+	}
+	var items []any
+	if decodeArray(o["hopChain"], &items) != nil || len(items) > MaxHopChain {
+		return nil
+	}
+	chain := make([]string, 0, len(items))
+	for _, it := range items {
+		s, ok := it.(string)
+		if !ok {
+			return nil
+		}
+		chain = append(chain, s)
+	}
+	if !ValidHopChain(chain) {
+		return nil
+	}
+	return chain
 }
 
 func parseStatus(o object, id string) (StatusFrame, error) {

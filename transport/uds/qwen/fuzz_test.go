@@ -19,6 +19,11 @@ func FuzzParseLine(f *testing.F) {
 		`{"msgV":1,"msgId":"r","type":"control","action":"delivery_status","status":"held","origMsgId":"o","reason":"r\u2028"}`,
 		`{"msgV":-1e400,"type":"auth","token":"t","token":"u"}`,
 		` {"MsgV":1} `, `[]`, ``,
+		// Our hopChain extension: kept when valid, dropped whole otherwise.
+		`{"msgV":1,"msgId":"m-2","type":"user","message":{"role":"user","content":"x"},"hopChain":["0123456789abcdef01234567","abcdefabcdefabcdefabcdef"]}`,
+		`{"msgV":1,"msgId":"m-3","type":"user","message":{"role":"user","content":"x"},"hopChain":["0123456789abcdef0123456",7,null]}`,
+		`{"msgV":1,"msgId":"m-4","type":"user","message":{"role":"user","content":"x"},"hopChain":"0123456789abcdef01234567"}`,
+		`{"msgV":1,"msgId":"m-5","type":"user","message":{"role":"user","content":"x"},"hopChain":[]}`,
 	} {
 		f.Add([]byte(s))
 	}

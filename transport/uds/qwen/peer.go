@@ -283,7 +283,7 @@ func (p *Peer) toMessage(in Inbound) message.Message {
 	m := message.Message{
 		ID: f.MsgID, From: "uds:" + f.From, FromName: f.FromName, Body: f.Content, Mode: f.FromMode,
 		Attested: f.FromMode != message.ModeUnknown, Auth: originAuth[in.Origin.Kind],
-		Protocol: message.ProtocolQwen, Time: p.clk.Now(), ToSessionID: f.ToSessionID,
+		Protocol: message.ProtocolQwen, Time: p.clk.Now(), ToSessionID: f.ToSessionID, HopChain: f.HopChain,
 	}
 	if al, ok := p.al.bySession(f.ToSessionID); ok {
 		m.AliasOf, m.ToName = al.origin.Address, al.origin.Name

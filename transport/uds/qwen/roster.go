@@ -159,6 +159,9 @@ func (p *Peer) Send(ctx context.Context, m message.Message) (message.Receipt, er
 	}
 	f := NewUserFrame(Sender{IPCPath: p.socketPath, IPCToken: p.token, Name: name, Mode: m.Mode}, rec, m.Body)
 	f.MsgID = m.ID
+	if len(m.HopChain) > 0 {
+		f.HopChain = m.HopChain // a forwarded message carries its relays, so a loop is seen
+	}
 	if err := f.Validate(); err != nil {
 		return message.Receipt{}, err
 	}

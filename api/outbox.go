@@ -1,0 +1,59 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/sessiongateway/gateway/outbox"
+)
+
+// Outboxer is a leg with a durable outbox (outbox.Leg wrapping the remote
+// leg).
+type Outboxer interface {
+	Outbox(all bool) ([]outbox.Item, error)
+}
+
+// outbox lists the messages waiting for a server's acknowledgement, oldest
+// first; ?all=true adds the recently acknowledged and failed ones. With no
+// outbox (no remote leg) the list is empty.
+func (s *Server) outbox(w http.ResponseWriter, r *http.Request) {
+	all := false
+	if raw := r.URL.Query().Get("all"); raw != "" {
+		v, err := strconv.ParseBool(raw)
+		if err != nil {
+			s.fail(w, errBadRequest(fmt.Sprintf("bad all=%q: want true or false", raw)))
+			return
+		}
+		all = v
+	}
+	items := []outbox.Item{}
+	for _, l := range s.cfg.Router.Legs() {
+		o, ok := l.(Outboxer)
+		if !ok {
+			continue
+		}
+		its, err := o.Outbox(all)
+		if err != nil {
+			s.fail(w, fmt.Errorf("reading the %s leg's outbox: %w", l.Name(), err))
+			return
+		}
+		items = append(items, its...)
+	}
+	slices.SortStableFunc(items, func(a, b outbox.Item) int { return a.AcceptedAt.Compare(b.AcceptedAt) })
+	writeJSON(w, http.StatusOK, items)
+}
+
+// Outbox lists the messages accepted for a remote session and not yet
+// acknowledged by its server; all adds the recently acknowledged and
+// failed ones.
+func (c *Client) Outbox(ctx context.Context, all bool) ([]outbox.Item, error) {
+	path := "/v1/outbox"
+	if all {
+		path += "?all=true"
+	}
+	var items []outbox.Item
+	return items, c.do(ctx, "GET", path, nil, &items)
+}

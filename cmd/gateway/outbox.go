@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sessiongateway/gateway/outbox"
+	"github.com/sessiongateway/gateway/router"
+	"github.com/sessiongateway/gateway/transport/remotews"
+	"github.com/sessiongateway/gateway/transport/sessionsapi"
+)
+
+// durableRemote wraps the remote leg with the outbox in
+// <state-dir>/outbox.db, so a message for a remote session is on disk
+// before anyone is told it was accepted. The returned func closes the
+// file; call it after the leg's Run has returned.
+func durableRemote(log *slog.Logger, stateDir string, remote router.Leg) (*outbox.Leg, func(), error) {
+	st, err := outbox.Open(filepath.Join(stateDir, outbox.FileName), outbox.Options{Logger: log})
+	if err != nil {
+		return nil, nil, err
+	}
+	leg, err := outbox.New(remote, outbox.Config{Store: st, Logger: log.With("leg", "remote"),
+		Permanent: remoteRefusal, EventUUID: remotews.EventUUID})
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return leg, func() { st.Close() }, nil
+}
+
+// remoteRefusals are the Sessions API's answers that retrying the same
+// request will not change.
+var remoteRefusals = []error{
+	sessionsapi.ErrBadRequest, sessionsapi.ErrUnauthorized, sessionsapi.ErrForbidden,
+	sessionsapi.ErrNotFound, sessionsapi.ErrInvalidEvent, sessionsapi.ErrNoID,
+}
+
+// remoteRefusal says a remote leg's send error refuses the message for good.
+func remoteRefusal(err error) bool {
+	for _, r := range remoteRefusals {
+		if errors.Is(err, r) {
+			return true
+		}
+	}
+	return false
+}
+
+func runOutbox(ctx context.Context, e *env, args []string) int {
+	fs := newFlags(e, "outbox")
+	sd := stateDirFlag(fs, e)
+	asJSON := fs.Bool("json", false, "print a JSON array")
+	all := fs.Bool("all", false, "include recently acknowledged and failed messages")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	if len(pos) != 0 {
+		fmt.Fprintln(e.stderr, "usage: gateway outbox [--all] [--json]")
+		return exitUsage
+	}
+	items, err := clientFor(*sd).Outbox(ctx, *all)
+	if err != nil {
+		return fail(e, err)
+	}
+	if *asJSON {
+		if items == nil {
+			items = []outbox.Item{}
+		}
+		printJSON(e.stdout, items)
+		return exitOK
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tTRIES\tTO\tACCEPTED\tNEXT TRY\tLAST ERROR\tBODY")
+	for _, it := range items {
+		next := "-"
+		if it.State == outbox.StatePending {
+			next = "now"
+			if it.NextAttemptAt.After(now) {
+				next = "in " + it.NextAttemptAt.Sub(now).Round(time.Second).String()
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s ago\t%s\t%s\t%s\n", it.ID, it.State, it.Attempts, it.To,
+			now.Sub(it.AcceptedAt).Round(time.Second), next, orDash(outbox.Preview(cut(it.LastError, 60))), it.Preview)
+	}
+	tw.Flush()
+	return exitOK
+}
+
+// cut shortens s to at most n runes.
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

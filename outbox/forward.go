@@ -1,0 +1,59 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/router"
+)
+
+// The router and the API find a leg's optional abilities by type
+// assertion, so the wrapper offers exactly those the remote leg has (a
+// test checks) and hands each to the inner leg. It is no AliasHost: the
+// bridge sends to a leg without aliases with Send, the sender in From.
+
+// Claims is the inner leg's answer; false when it claims nothing.
+func (l *Leg) Claims(a addressing.Address) bool {
+	c, ok := l.inner.(router.Claimer)
+	return ok && c.Claims(a)
+}
+
+// Answer hands a permission answer to the inner leg: answers go out at
+// once, never through the outbox (a late answer is a wrong answer).
+func (l *Leg) Answer(ctx context.Context, req message.PermissionRequest, a message.PermissionAnswer) error {
+	p, ok := l.inner.(router.Prompter)
+	if !ok {
+		return router.ErrNotPrompter
+	}
+	return p.Answer(ctx, req, a)
+}
+
+// Control hands a control request to the inner leg, at once.
+func (l *Leg) Control(ctx context.Context, target message.Session, c message.Control) error {
+	ct, ok := l.inner.(router.Controllable)
+	if !ok {
+		return fmt.Errorf("%w: %s is a %s session", router.ErrNotControllable, target.Address, l.inner.Name())
+	}
+	return ct.Control(ctx, target, c)
+}
+
+// Wake is the inner leg's (remotews: leave dormancy for a session).
+func (l *Leg) Wake(id string) {
+	if w, ok := l.inner.(interface{ Wake(string) }); ok {
+		w.Wake(id)
+	}
+}
+
+// Ready is not ready when the store cannot take a message (its last write
+// failed, or it is full); else the inner leg's readiness.
+func (l *Leg) Ready() error {
+	if err := l.store.Err(); err != nil {
+		return fmt.Errorf("outbox: %w", err)
+	}
+	if r, ok := l.inner.(interface{ Ready() error }); ok {
+		return r.Ready()
+	}
+	return nil
+}

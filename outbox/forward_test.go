@@ -1,0 +1,114 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/outbox"
+	"github.com/sessiongateway/gateway/router"
+	"github.com/sessiongateway/gateway/transport/remotews"
+)
+
+// ableLeg is an innerLeg with every ability the remote leg has.
+type ableLeg struct {
+	*innerLeg
+	asked []string
+	ready error
+}
+
+func (a *ableLeg) Claims(addressing.Address) bool { a.asked = append(a.asked, "claims"); return true }
+func (a *ableLeg) Answer(context.Context, message.PermissionRequest, message.PermissionAnswer) error {
+	a.asked = append(a.asked, "answer")
+	return nil
+}
+func (a *ableLeg) Control(context.Context, message.Session, message.Control) error {
+	a.asked = append(a.asked, "control")
+	return nil
+}
+func (a *ableLeg) Wake(string)  { a.asked = append(a.asked, "wake") }
+func (a *ableLeg) Ready() error { a.asked = append(a.asked, "ready"); return a.ready }
+
+type abilities interface {
+	Claims(addressing.Address) bool
+	Answer(context.Context, message.PermissionRequest, message.PermissionAnswer) error
+	Control(context.Context, message.Session, message.Control) error
+	Wake(string)
+	Ready() error
+}
+
+func TestAbilitiesAreForwarded(t *testing.T) {
+	ctx := context.Background()
+	call := func(l abilities) []error {
+		l.Claims(addressing.Address{Kind: addressing.KindBridge, ID: "s1"})
+		l.Wake("s1")
+		return []error{
+			l.Answer(ctx, message.PermissionRequest{}, message.PermissionAnswer{Behavior: message.BehaviorAllow}),
+			l.Control(ctx, message.Session{Address: "bridge:s1"}, message.Control{Kind: message.ControlInterrupt}),
+			l.Ready(),
+		}
+	}
+	t.Run("each ability reaches an inner leg that has it", func(t *testing.T) {
+		inner := &ableLeg{innerLeg: newInner(sent)}
+		h := newHarness(t, stateDir(t), inner.innerLeg, outbox.Options{}, outbox.Config{})
+		leg, err := outbox.New(inner, outbox.Config{Store: h.store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !leg.Claims(addressing.Address{Kind: addressing.KindBridge, ID: "x"}) {
+			t.Error("Claims did not give the inner leg's answer")
+		}
+		inner.asked = nil
+		for _, err := range call(leg) {
+			if err != nil {
+				t.Errorf("forwarded call failed: %v", err)
+			}
+		}
+		want := []string{"claims", "wake", "answer", "control", "ready"}
+		if !reflect.DeepEqual(inner.asked, want) {
+			t.Fatalf("inner leg asked %v, want %v", inner.asked, want)
+		}
+		inner.ready = errors.New("session list not fetched yet")
+		if err := leg.Ready(); !errors.Is(err, inner.ready) {
+			t.Fatalf("Ready = %v, want the inner leg's", err)
+		}
+	})
+	t.Run("an inner leg without them refuses as the router expects", func(t *testing.T) {
+		h := newHarness(t, stateDir(t), newInner(sent), outbox.Options{}, outbox.Config{})
+		if h.leg.Claims(addressing.Address{Kind: addressing.KindBridge, ID: "x"}) {
+			t.Error("claimed an address for a leg that claims none")
+		}
+		errs := call(h.leg)
+		if !errors.Is(errs[0], router.ErrNotPrompter) || !errors.Is(errs[1], router.ErrNotControllable) || errs[2] != nil {
+			t.Fatalf("errors %v", errs)
+		}
+	})
+}
+
+// The router and the API look for these by type assertion; the wrapper
+// must offer exactly those the remote leg offers, no fewer (a prompt could
+// not be answered) and no more (an AliasHost would change how the bridge
+// sends to it).
+func TestTheWrapperOffersExactlyTheRemoteLegsAbilities(t *testing.T) {
+	abilities := map[string]reflect.Type{
+		"Claimer":        reflect.TypeFor[router.Claimer](),
+		"Settler":        reflect.TypeFor[router.Settler](),
+		"Holder":         reflect.TypeFor[router.Holder](),
+		"IdleSubscriber": reflect.TypeFor[router.IdleSubscriber](),
+		"AliasHost":      reflect.TypeFor[router.AliasHost](),
+		"Prompter":       reflect.TypeFor[router.Prompter](),
+		"Controllable":   reflect.TypeFor[router.Controllable](),
+		"Readier":        reflect.TypeFor[interface{ Ready() error }](),
+		"Waker":          reflect.TypeFor[interface{ Wake(string) }](),
+	}
+	remote, wrapper := reflect.TypeFor[*remotews.Leg](), reflect.TypeFor[*outbox.Leg]()
+	var _ router.Leg = (*outbox.Leg)(nil)
+	for name, iface := range abilities {
+		if r, w := remote.Implements(iface), wrapper.Implements(iface); r != w {
+			t.Errorf("%s: the remote leg has it: %v, the outbox wrapper: %v", name, r, w)
+		}
+	}
+}

@@ -1,0 +1,394 @@
+package outbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+	"golang.org/x/sys/unix"
+
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/transport/uds"
+)
+
+// FileName is the store's file in the state directory.
+const FileName = "outbox.db"
+
+// Defaults of Options.
+const (
+	DefaultMaxPending   = 10_000
+	DefaultKeepFinished = 1_000
+)
+
+// entryVersion is written into every entry; an entry of another version is
+// not read (a newer gateway wrote it).
+const entryVersion = 1
+
+// maxIDLen bounds a key: bbolt takes 32 KiB, an id is a uuid.
+const maxIDLen = 512
+
+var bucketEntries = []byte("entries")
+
+// Entry is one stored message and where its delivery stands.
+type Entry struct {
+	V           int              `json:"v"`
+	Seq         uint64           `json:"seq"` // acceptance order, across targets
+	Message     message.Message  `json:"message"`
+	Leg         message.Protocol `json:"leg"`
+	State       State            `json:"state"`
+	AcceptedAt  time.Time        `json:"accepted_at"`
+	Attempts    int              `json:"attempts"`
+	Refusals    int              `json:"refusals,omitempty"` // permanent refusals in a row
+	LastError   string           `json:"last_error,omitempty"`
+	NextAttempt time.Time        `json:"next_attempt_at,omitzero"`
+	FinishedAt  time.Time        `json:"finished_at,omitzero"`
+	Failure     FailReason       `json:"failure,omitempty"`
+	// Receipt is the receipt published when the entry was finished.
+	Receipt *message.Receipt `json:"receipt,omitempty"`
+}
+
+// decodeEntry reads a stored entry and checks what the store relies on.
+func decodeEntry(key, v []byte) (Entry, error) {
+	var e Entry
+	if err := json.Unmarshal(v, &e); err != nil {
+		return Entry{}, err
+	}
+	switch {
+	case e.V != entryVersion:
+		return Entry{}, fmt.Errorf("entry version %d, this gateway reads %d", e.V, entryVersion)
+	case e.Message.ID != string(key):
+		return Entry{}, fmt.Errorf("entry holds message %q", e.Message.ID)
+	case e.State < StatePending || e.State > StateFailed:
+		return Entry{}, fmt.Errorf("entry state %v", e.State)
+	}
+	return e, nil
+}
+
+// Options tunes a Store. Zero values take the defaults.
+type Options struct {
+	// MaxPending is how many pending entries the store takes; Add refuses
+	// beyond it with a *FullError.
+	MaxPending int
+	// KeepFinished is how many acked or failed entries are kept for
+	// `gateway outbox --all`; older ones are deleted as new ones finish.
+	KeepFinished int
+	// LockTimeout bounds the wait for the file's lock (another process
+	// has it open); default 1 s.
+	LockTimeout time.Duration
+	Now         func() time.Time
+	Logger      *slog.Logger
+}
+
+// Store is the outbox file. It is safe for concurrent use.
+type Store struct {
+	path string
+	db   *bolt.DB
+	opts Options
+
+	mu       sync.Mutex
+	pending  int
+	finished []string // ids of finished entries, oldest first
+	writeErr error    // the last write's failure, nil once one succeeds
+}
+
+// Open opens or creates the store at path, 0600 in a directory that passes
+// uds.CheckDir. A symlink or anything but a regular file at path is refused.
+func Open(path string, o Options) (*Store, error) {
+	if o.MaxPending <= 0 {
+		o.MaxPending = DefaultMaxPending
+	}
+	if o.KeepFinished <= 0 {
+		o.KeepFinished = DefaultKeepFinished
+	}
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := uds.CheckDir(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("outbox: %w", err)
+	}
+	// Lstat names the problem; openNoFollow is what makes it safe.
+	if fi, err := os.Lstat(path); err == nil {
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return nil, fmt.Errorf("outbox: %s: %w", path, uds.ErrSymlink)
+		case !fi.Mode().IsRegular():
+			return nil, fmt.Errorf("outbox: %s: %w", path, uds.ErrNotRegular)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("outbox: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: o.LockTimeout, OpenFile: openNoFollow})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return nil, fmt.Errorf("outbox: %s is in use by another process", path)
+		}
+		return nil, fmt.Errorf("outbox: open %s: %w (move it aside to start without the messages it holds)", path, err)
+	}
+	s := &Store{path: path, db: db, opts: o}
+	if err := s.load(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("outbox: %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// openNoFollow opens the database file for bbolt without following a
+// symlink, and only a regular file of ours; it tightens the mode to 0600.
+func openNoFollow(name string, flag int, perm os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return nil, fmt.Errorf("%s: %w", name, uds.ErrSymlink)
+		}
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return nil, err
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		err = fmt.Errorf("%s: %w", name, uds.ErrNotRegular)
+	case int(st.Uid) != os.Geteuid():
+		err = fmt.Errorf("%s: %w (owner uid %d)", name, uds.ErrNotOwner, st.Uid)
+	case st.Mode&0o777 != 0o600:
+		err = f.Chmod(0o600)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// load creates the bucket and counts what the file holds.
+func (s *Store) load() error {
+	type done struct {
+		id string
+		at time.Time
+	}
+	var finished []done
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketEntries)
+		if err != nil {
+			return err
+		}
+		return b.ForEach(func(k, v []byte) error {
+			e, err := decodeEntry(k, v)
+			if err != nil {
+				// Left in the file for a person to look at, never delivered.
+				s.opts.Logger.Warn("outbox entry unreadable; skipped", "id", string(k), "err", err)
+				return nil
+			}
+			if e.State == StatePending {
+				s.pending++
+			} else {
+				finished = append(finished, done{e.Message.ID, e.FinishedAt})
+			}
+			return nil
+		})
+	})
+	slices.SortStableFunc(finished, func(a, b done) int { return a.at.Compare(b.at) })
+	for _, d := range finished {
+		s.finished = append(s.finished, d.id)
+	}
+	return err
+}
+
+// Path is the file's path.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the file.
+func (s *Store) Close() error { return s.db.Close() }
+
+// noteWrite remembers whether the last write worked, for Err; s.mu held.
+func (s *Store) noteWrite(err error) {
+	if err == nil || errors.Is(err, ErrExists) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrNoID) {
+		s.writeErr = nil
+		return
+	}
+	s.writeErr = err
+}
+
+// Err is the last write's failure, or a *FullError when the store is full;
+// nil when it takes messages.
+func (s *Store) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.writeErr != nil {
+		return fmt.Errorf("cannot write %s: %w", s.path, s.writeErr)
+	}
+	if s.pending >= s.opts.MaxPending {
+		return &FullError{Pending: s.pending, Max: s.opts.MaxPending}
+	}
+	return nil
+}
+
+// Len says how many entries are pending and how many finished are kept.
+func (s *Store) Len() (pending, finished int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pending, len(s.finished)
+}
+
+// Add stores e as a new pending entry, keyed by its message id, with the
+// next sequence number and AcceptedAt now unless set; it returns the entry
+// as stored.
+// The write is synced to disk before Add returns.
+func (s *Store) Add(e Entry) (Entry, error) {
+	id := e.Message.ID
+	if id == "" || len(id) > maxIDLen {
+		return Entry{}, ErrNoID
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending >= s.opts.MaxPending {
+		return Entry{}, &FullError{Pending: s.pending, Max: s.opts.MaxPending}
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketEntries)
+		if b.Get([]byte(id)) != nil {
+			return fmt.Errorf("%w: %s", ErrExists, id)
+		}
+		seq, err := b.NextSequence()
+		if err != nil {
+			return err
+		}
+		e.V, e.Seq, e.State = entryVersion, seq, StatePending
+		if e.AcceptedAt.IsZero() {
+			e.AcceptedAt = s.opts.Now()
+		}
+		v, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(id), v)
+	})
+	s.noteWrite(err)
+	if err != nil {
+		return Entry{}, err
+	}
+	s.pending++
+	return e, nil
+}
+
+// Get reads the entry of message id.
+func (s *Store) Get(id string) (Entry, error) {
+	var e Entry
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketEntries).Get([]byte(id))
+		if v == nil {
+			return fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		var err error
+		e, err = decodeEntry([]byte(id), v)
+		return err
+	})
+	return e, err
+}
+
+// Update applies f to the entry of message id and writes it back; its
+// message, sequence number and acceptance time stay as stored. An entry
+// that f moves to a final state counts as finished, and the oldest
+// finished entries beyond KeepFinished are deleted in the same write. A
+// finished entry is not changed again.
+func (s *Store) Update(id string, f func(*Entry)) (Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var (
+		out      Entry
+		finished bool
+		drop     []string
+	)
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketEntries)
+		v := b.Get([]byte(id))
+		if v == nil {
+			return fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		old, err := decodeEntry([]byte(id), v)
+		if err != nil {
+			return err
+		}
+		if old.State.Final() {
+			out = old
+			return nil
+		}
+		e := old
+		f(&e)
+		e.V, e.Seq, e.Message, e.AcceptedAt, e.Leg = old.V, old.Seq, old.Message, old.AcceptedAt, old.Leg
+		if !e.State.Final() {
+			e.State = StatePending
+		}
+		nv, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		if err := b.Put([]byte(id), nv); err != nil {
+			return err
+		}
+		if finished = e.State.Final(); finished {
+			if n := len(s.finished) + 1 - s.opts.KeepFinished; n > 0 {
+				drop = s.finished[:n]
+				for _, old := range drop {
+					if err := b.Delete([]byte(old)); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		out = e
+		return nil
+	})
+	s.noteWrite(err)
+	if err != nil {
+		return Entry{}, err
+	}
+	if finished {
+		s.pending--
+		s.finished = append(s.finished[len(drop):], id)
+	}
+	return out, nil
+}
+
+// List returns the pending entries in acceptance order; with all, the kept
+// finished ones too.
+func (s *Store) List(all bool) ([]Entry, error) {
+	var out []Entry
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketEntries).ForEach(func(k, v []byte) error {
+			e, err := decodeEntry(k, v)
+			if err != nil || (!all && e.State != StatePending) {
+				return nil // unreadable entries were logged by Open
+			}
+			out = append(out, e)
+			return nil
+		})
+	})
+	slices.SortFunc(out, func(a, b Entry) int {
+		switch {
+		case a.Seq < b.Seq:
+			return -1
+		case a.Seq > b.Seq:
+			return 1
+		}
+		return 0
+	})
+	return out, err
+}

@@ -1,0 +1,664 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sessiongateway/gateway/message"
+)
+
+const (
+	approverAddr    = "uds:/tmp/cc-socks/12.sock"
+	approverSession = "s-review"
+	strangerAddr    = "uds:/tmp/cc-socks/10.sock"
+)
+
+var msgSeq atomic.Int64
+
+// localLeg is a Claude-like leg with the approver ("review") and a
+// stranger ("work") on it. It hands every message the gateway sends to
+// sent, and can fail the first sends.
+type localLeg struct {
+	sent chan message.Message
+	run  chan struct{}
+
+	mu       sync.Mutex
+	sessions []message.Session
+	failures int // sends still to fail
+	attempts int
+	in       chan<- message.Event
+}
+
+func newLocalLeg() *localLeg {
+	return &localLeg{sent: make(chan message.Message, 256), run: make(chan struct{}), sessions: []message.Session{
+		{Address: strangerAddr, Protocol: message.ProtocolClaude, Name: "work", SessionID: "s-work", PID: 10, Reachable: true},
+		{Address: approverAddr, Protocol: message.ProtocolClaude, Name: "review", SessionID: approverSession, PID: 12, Reachable: true},
+	}}
+}
+
+func (l *localLeg) Name() message.Protocol { return message.ProtocolClaude }
+func (l *localLeg) Sessions(context.Context) ([]message.Session, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]message.Session(nil), l.sessions...), nil
+}
+func (l *localLeg) Send(_ context.Context, m message.Message) (message.Receipt, error) {
+	l.mu.Lock()
+	l.attempts++
+	fail := l.failures > 0
+	if fail {
+		l.failures--
+	}
+	l.mu.Unlock()
+	if fail {
+		return message.Receipt{}, errors.New("connection refused")
+	}
+	l.sent <- m
+	return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
+}
+func (l *localLeg) Run(ctx context.Context, in chan<- message.Event) error {
+	l.mu.Lock()
+	l.in = in
+	l.mu.Unlock()
+	close(l.run)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// say delivers a message from a local session to the gateway itself.
+func (l *localLeg) say(t *testing.T, m message.Message) {
+	t.Helper()
+	<-l.run
+	l.mu.Lock()
+	in := l.in
+	l.mu.Unlock()
+	if m.ID == "" {
+		m.ID = fmt.Sprintf("msg-%d", msgSeq.Add(1))
+	}
+	m.Protocol = message.ProtocolClaude
+	in <- message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &m}
+}
+
+// next is the next message the gateway sent. The timeout only stops a
+// broken test from hanging.
+func (l *localLeg) next(t *testing.T) message.Message {
+	t.Helper()
+	select {
+	case m := <-l.sent:
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gateway sent nothing")
+		return message.Message{}
+	}
+}
+
+// logTap hands every log message to a channel, so a test can wait for a
+// decision that leaves no other trace.
+type logTap struct{ msgs chan string }
+
+func (h logTap) Enabled(context.Context, slog.Level) bool { return true }
+func (h logTap) Handle(_ context.Context, r slog.Record) error {
+	select {
+	case h.msgs <- r.Message:
+	default:
+	}
+	return nil
+}
+func (h logTap) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h logTap) WithGroup(string) slog.Handler      { return h }
+
+func (h logTap) waitFor(t *testing.T, msg string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case m := <-h.msgs:
+			if m == msg {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("never logged %q", msg)
+		}
+	}
+}
+
+// noTimer is a timer that already fired.
+type noTimer struct{}
+
+func (noTimer) Stop() bool { return false }
+
+type approverRig struct {
+	r      *Router
+	remote *promptLeg
+	local  *localLeg
+	log    logTap
+
+	mu     sync.Mutex
+	delays []time.Duration // waits the approver asked the clock for
+}
+
+// startApprover runs a router with the approver "review" over a remote leg
+// that raises prompts and a local leg. Waits take no time.
+func startApprover(t *testing.T) *approverRig {
+	t.Helper()
+	g := &approverRig{remote: newPromptLeg(), local: newLocalLeg(), log: logTap{msgs: make(chan string, 4096)}}
+	g.r = New(Config{Approver: "review", Logger: slog.New(g.log),
+		AfterFunc: func(d time.Duration, f func()) interface{ Stop() bool } {
+			g.mu.Lock()
+			g.delays = append(g.delays, d)
+			g.mu.Unlock()
+			f()
+			return noTimer{}
+		}}, g.remote, g.local)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return g
+}
+
+// raise publishes prompts from the remote leg and returns their ids, after
+// the approver got the notice of each.
+func (g *approverRig) raise(t *testing.T, evs ...message.Event) []string {
+	t.Helper()
+	pub := g.remote.feed(t, g.r, evs...)
+	var ids []string
+	for _, ev := range pub {
+		ids = append(ids, ev.Permission.ID)
+		if m := g.local.next(t); !strings.Contains(m.Body, ev.Permission.ID) {
+			t.Fatalf("notice %q is not about %s", m.Body, ev.Permission.ID)
+		}
+	}
+	return ids
+}
+
+// ask sends body from the approver and returns the gateway's answer.
+func (g *approverRig) ask(t *testing.T, body string) string {
+	t.Helper()
+	g.local.say(t, message.Message{From: approverAddr, FromName: "review", FromSession: approverSession, Body: body})
+	m := g.local.next(t)
+	if m.To != approverAddr {
+		t.Fatalf("the answer went to %s, want the approver", m.To)
+	}
+	return m.Body
+}
+
+func holdsAll(t *testing.T, text string, frags ...string) {
+	t.Helper()
+	for _, f := range frags {
+		if !strings.Contains(text, f) {
+			t.Errorf("%q\ndoes not hold %q", text, f)
+		}
+	}
+}
+
+func TestTheApproverGetsEachPromptWithItsIDAndTheReplyForms(t *testing.T) {
+	id := shortID(remoteSession, "r1")
+	tests := []struct {
+		name  string
+		event message.Event
+		want  []string
+	}{
+		{"a tool prompt shows the session, the tool, its input and allow and deny",
+			func() message.Event {
+				ev := prompt(remoteSession, "r1", "Bash", `{"command":"go test ./...","description":"run the tests"}`)
+				ev.Permission.Description = "Run the\ntests"
+				return ev
+			}(),
+			[]string{"Permission request " + id, `remote session "fix-the-bug" (bridge:session_01abc)`, "the tool Bash wants to run",
+				"Description: Run the tests\n", "\"command\": \"go test ./...\"", "  allow " + id + "\n", "  deny " + id + " <reason>\n", "first answer wins"}},
+		{"a question shows its numbered options and an answer that parses",
+			askPrompt("r1"),
+			[]string{"Question " + id, "1. Which approach? [Approach] (choose one)", "1) Option A", "2) Option B",
+				"2. Which features? [Features] (choose one or more)", "  answer " + id + ` "Approach=Option A" "Features=Logging"` + "\n",
+				`answer ` + id + ` "1=1" "2=1" works too`, `("Features=Logging" "Features=Metrics")`, `Features=["Logging","Metrics"]`, "  deny " + id + " <reason>"}},
+		{"a huge input is cut and says where to read it whole",
+			prompt(remoteSession, "r1", "Write", `{"content":"`+strings.Repeat("x", 5000)+`"}`),
+			[]string{"… (cut: 2000 of ", "bytes shown; `gateway permissions --json` shows it whole)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := startApprover(t)
+			g.remote.feed(t, g.r, tt.event)
+			m := g.local.next(t)
+			if m.To != approverAddr || m.ToSessionID != approverSession {
+				t.Fatalf("sent to %s (%s), want the approver", m.To, m.ToSessionID)
+			}
+			holdsAll(t, m.Body, tt.want...)
+			if len(m.Body) > approverInputCap+2000 {
+				t.Errorf("the notice is %d bytes", len(m.Body))
+			}
+		})
+	}
+}
+
+func TestAPromptThatNeedsNoAnswerAnyMoreIsAnnounced(t *testing.T) {
+	tests := []struct {
+		name  string
+		event message.Event
+		want  string
+	}{
+		{"a withdrawn prompt", withdraw(remoteSession, "r1"), "was withdrawn by the session: nothing to answer."},
+		{"a prompt answered on claude.ai", message.Event{Type: message.EventPermission, Permission: &message.PermissionRequest{
+			SessionID: remoteSession, RequestID: "r1", State: message.PermissionAnswered, Answer: &message.PermissionAnswer{Behavior: message.BehaviorDeny}}},
+			"was answered (deny) by another client of the session (claude.ai): nothing left to answer."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := startApprover(t)
+			id := g.raise(t, prompt(remoteSession, "r1", "Bash", `{"command":"ls"}`))[0]
+			g.remote.feed(t, g.r, tt.event)
+			holdsAll(t, g.local.next(t).Body, "Permission request "+id+" (Bash: ls) "+tt.want)
+		})
+	}
+}
+
+func TestTheApproversReplyAnswersThePrompt(t *testing.T) {
+	bash := func() message.Event { return prompt(remoteSession, "r1", "Bash", `{"command":"ls"}`) }
+	id := shortID(remoteSession, "r1")
+	both := map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Logging", "Metrics"}}
+	tests := []struct {
+		name    string
+		prompt  message.Event
+		reply   string
+		want    message.PermissionAnswer
+		confirm string
+	}{
+		{"allow allows", bash(), "allow " + id,
+			message.PermissionAnswer{Behavior: message.BehaviorAllow}, "Allowed " + id + " (Bash: ls)."},
+		{"a shouted allow in quotes with a slash and a full stop allows", bash(), "\n  \"/ALLOW " + strings.ToUpper(id) + ".\"  \nthanks",
+			message.PermissionAnswer{Behavior: message.BehaviorAllow}, "Allowed " + id},
+		{"an allow in a code block allows", bash(), "```\nallow <" + id + ">\n```",
+			message.PermissionAnswer{Behavior: message.BehaviorAllow}, "Allowed " + id},
+		{"deny with a reason denies and passes the reason on", bash(), "deny " + id + " not on the main branch",
+			message.PermissionAnswer{Behavior: message.BehaviorDeny, Message: "not on the main branch"}, "Denied " + id + " (Bash: ls). The session's model is told: not on the main branch"},
+		{"deny with a quoted reason drops the quotes", bash(), "Deny: " + id + ` "too risky"`,
+			message.PermissionAnswer{Behavior: message.BehaviorDeny, Message: "too risky"}, "Denied " + id},
+		{"deny without a reason denies", bash(), "deny " + id,
+			message.PermissionAnswer{Behavior: message.BehaviorDeny}, "Denied " + id + " (Bash: ls)."},
+		{"answer by header and label, repeating a multi-select question", askPrompt("r1"),
+			"answer " + id + ` "Approach=Option B" "Features=Logging" "Features=Metrics"`,
+			message.PermissionAnswer{Behavior: message.BehaviorAllow, Answers: both}, "Answered " + id + ": Which approach? = Option B; Which features? = Logging, Metrics."},
+		{"answer by numbers with a JSON list", askPrompt("r1"),
+			"answer " + id + ` 1=2 Features=["Logging","Metrics"]`,
+			message.PermissionAnswer{Behavior: message.BehaviorAllow, Answers: both}, "Answered " + id},
+		{"answer by question text in single quotes", askPrompt("r1"),
+			"answer " + id + ` 'Which approach?=option b' '2=[ "Logging", "Metrics" ]'`,
+			message.PermissionAnswer{Behavior: message.BehaviorAllow, Answers: both}, "Answered " + id},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := startApprover(t)
+			g.raise(t, tt.prompt)
+			holdsAll(t, g.ask(t, tt.reply), tt.confirm)
+			tt.want.By = approverAddr
+			if got := g.remote.answered(); len(got) != 1 || !reflect.DeepEqual(got[0], tt.want) {
+				t.Fatalf("the leg got %+v, want %+v", got, tt.want)
+			}
+			if p, _ := g.r.Permission(id); p.State != message.PermissionAnswered {
+				t.Fatalf("state %s, want answered", p.State)
+			}
+		})
+	}
+}
+
+func TestTheExampleAnswerInANoticeAnswersThePrompt(t *testing.T) {
+	g := startApprover(t)
+	g.remote.feed(t, g.r, askPrompt("r1"))
+	var example string
+	for line := range strings.Lines(g.local.next(t).Body) {
+		if strings.HasPrefix(line, "  answer ") {
+			example = line
+		}
+	}
+	holdsAll(t, g.ask(t, example), "Answered ")
+	want := map[string][]string{"Which approach?": {"Option A"}, "Which features?": {"Logging"}}
+	if got := g.remote.answered(); len(got) != 1 || !reflect.DeepEqual(got[0].Answers, want) {
+		t.Fatalf("the leg got %+v, want %v", got, want)
+	}
+}
+
+func TestARepliesThatCannotBeAppliedSayWhatIsExpected(t *testing.T) {
+	id := shortID(remoteSession, "r1")
+	forms := []string{"allow <id>", "deny <id> <reason>", `answer <id> "Question=Option"`, "Pending:\n  " + id}
+	tests := []struct {
+		name   string
+		prompt message.Event
+		reply  string
+		want   []string
+	}{
+		{"a verb without an id", askPrompt("r1"), "allow", append([]string{`could not read your reply "allow": allow needs the request's id`}, forms...)},
+		{"an allow with words after the id", askPrompt("r1"), "allow " + id + " please", append([]string{`allow takes the id alone, but "please" follows it`}, forms...)},
+		{"an id that is no id", askPrompt("r1"), "deny p#1", append([]string{`"p#1" is not a request id`}, forms...)},
+		{"an answer without specs", askPrompt("r1"), "answer " + id, append([]string{`answer needs "Question=Option" after the id`}, forms...)},
+		{"an unclosed quote", askPrompt("r1"), "answer " + id + ` "Approach=Option B`, append([]string{`a "quote" is not closed`}, forms...)},
+		{"an unknown id", askPrompt("r1"), "allow pffffff", append([]string{"there is no permission request pffffff"}, forms...)},
+		{"an option the question does not offer", askPrompt("r1"), "answer " + id + ` "Approach=Option C" Features=1`,
+			[]string{`Not applied: question "Which approach?" has no option "Option C"; options: 1 "Option A", 2 "Option B"`, "  answer " + id + ` "Approach=Option A"`}},
+		{"a question left unanswered", askPrompt("r1"), "answer " + id + " Approach=1",
+			[]string{"Not applied: answer every question; still unanswered:", `2 "Which features?" (Features, several): 1 "Logging", 2 "Metrics"`}},
+		{"an answer to a prompt that asks nothing", prompt(remoteSession, "r1", "Bash", `{}`), "answer " + id + " 1=1",
+			[]string{"Not applied: " + id + " is a Bash request, not a question.", "  allow " + id, "  deny " + id + " <reason>"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := startApprover(t)
+			g.raise(t, tt.prompt)
+			holdsAll(t, g.ask(t, tt.reply), tt.want...)
+			if n := len(g.remote.answered()); n != 0 {
+				t.Fatalf("the leg got %d answers", n)
+			}
+			if p, _ := g.r.Permission(id); p.State != message.PermissionPending {
+				t.Fatalf("state %s, want still pending", p.State)
+			}
+		})
+	}
+}
+
+func TestMessagesThatAreNoRepliesAreLeftAlone(t *testing.T) {
+	tests := []struct {
+		name    string
+		from    message.Message
+		waitLog string // the decision to wait for; "" when it is made before publishing
+	}{
+		{"a reply from another session is ignored", message.Message{From: strangerAddr, FromSession: "s-work"},
+			"reply to a permission prompt from someone other than the approver ignored"},
+		{"a reply claiming no address and another session is ignored", message.Message{FromSession: "s-other"},
+			"reply to a permission prompt from someone other than the approver ignored"},
+		{"the approver's message that starts with no verb is not a reply", message.Message{From: approverAddr}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := startApprover(t)
+			id := g.raise(t, prompt(remoteSession, "r1", "Bash", `{}`))[0]
+			_, _, sub := g.r.Hub().Subscribe(-1)
+			defer sub.Close()
+			m := tt.from
+			m.Body = "allow " + id
+			if tt.waitLog == "" {
+				m.Body = "Thanks! I will allow " + id + " once the tests pass."
+			}
+			g.local.say(t, m)
+			for ev := range sub.C {
+				if ev.Type != message.EventMessage {
+					continue // receipts of the notice
+				}
+				if ev.Message.Body != m.Body {
+					t.Fatalf("published %+v, want the message as it came", ev.Message)
+				}
+				break
+			}
+			if tt.waitLog != "" {
+				g.log.waitFor(t, tt.waitLog)
+			}
+			if n := len(g.remote.answered()); n != 0 {
+				t.Fatalf("the leg got %d answers", n)
+			}
+			select {
+			case sent := <-g.local.sent:
+				t.Fatalf("the gateway answered %s: %q", sent.To, sent.Body)
+			default:
+			}
+		})
+	}
+}
+
+func TestAReplyAfterTheCLIAnsweredIsToldWhoWasFirst(t *testing.T) {
+	g := startApprover(t)
+	id := g.raise(t, prompt(remoteSession, "r1", "Bash", `{}`))[0]
+	if _, err := g.r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	holdsAll(t, g.ask(t, "deny "+id+" no"), "Not applied: permission "+id+" was already answered (allow) by cli.")
+	if got := g.remote.answered(); len(got) != 1 || got[0].By != "cli" {
+		t.Fatalf("the leg got %+v, want the CLI's answer alone", got)
+	}
+}
+
+func TestTheApproverIsRecognisedAfterItRestarts(t *testing.T) {
+	tests := []struct {
+		name string
+		from message.Message
+	}{
+		{"by its new address", message.Message{From: "/tmp/cc-socks/13.sock"}},
+		{"by its new session id when the address says nothing", message.Message{FromSession: "s-review-2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := startApprover(t)
+			id := g.raise(t, prompt(remoteSession, "r1", "Bash", `{}`))[0]
+			holdsAll(t, g.ask(t, "allow pffffff"), "no permission request pffffff") // resolves the first approver
+			g.local.mu.Lock()
+			g.local.sessions[1] = message.Session{Address: "uds:/tmp/cc-socks/13.sock", Protocol: message.ProtocolClaude, Name: "review", SessionID: "s-review-2", PID: 13}
+			g.local.mu.Unlock()
+			m := tt.from
+			m.Body = "allow " + id
+			g.local.say(t, m)
+			got := g.local.next(t)
+			if got.To != "uds:/tmp/cc-socks/13.sock" {
+				t.Fatalf("the answer went to %s, want the restarted approver", got.To)
+			}
+			holdsAll(t, got.Body, "Allowed "+id)
+			if a := g.remote.answered(); len(a) != 1 || a[0].By != "uds:/tmp/cc-socks/13.sock" {
+				t.Fatalf("the leg got %+v", a)
+			}
+		})
+	}
+}
+
+func TestAFailingNoticeIsRetriedAndThenGivenUp(t *testing.T) {
+	tests := []struct {
+		name         string
+		failures     int
+		wantAttempts int
+		wantDelays   []time.Duration
+		delivered    bool
+	}{
+		{"a notice that fails twice is sent the third time", 2, 3, []time.Duration{time.Second, 2 * time.Second}, true},
+		{"a notice that always fails is given up", 100, approverAttempts, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := startApprover(t)
+			g.local.mu.Lock()
+			g.local.failures = tt.failures
+			g.local.mu.Unlock()
+			g.remote.feed(t, g.r, prompt(remoteSession, "r1", "Bash", `{}`))
+			if tt.delivered {
+				holdsAll(t, g.local.next(t).Body, shortID(remoteSession, "r1"))
+			} else {
+				g.log.waitFor(t, "approver notice given up")
+			}
+			g.local.mu.Lock()
+			attempts := g.local.attempts
+			g.local.failures = 0
+			g.local.mu.Unlock()
+			g.mu.Lock()
+			delays := append([]time.Duration(nil), g.delays...)
+			g.mu.Unlock()
+			if attempts != tt.wantAttempts || !reflect.DeepEqual(delays, tt.wantDelays) {
+				t.Fatalf("%d attempts after waits %v, want %d after %v", attempts, delays, tt.wantAttempts, tt.wantDelays)
+			}
+			// The router went on meanwhile, and the next notice goes out.
+			g.raise(t, prompt(remoteSession, "r2", "Bash", `{}`))
+		})
+	}
+}
+
+func TestConcurrentRepliesAndCLIAnswersSettleEachPromptOnce(t *testing.T) {
+	g := startApprover(t)
+	const n = 20
+	var evs []message.Event
+	for i := range n {
+		evs = append(evs, prompt(remoteSession, fmt.Sprint(i), "Bash", `{}`))
+	}
+	ids := g.raise(t, evs...)
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Go(func() { g.local.say(t, message.Message{From: approverAddr, Body: "allow " + id}) })
+		wg.Go(func() {
+			_, err := g.r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli"})
+			if err != nil && !errors.Is(err, ErrPermissionSettled) {
+				t.Errorf("cli answer: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	approverWon := 0
+	for range n {
+		switch body := g.local.next(t).Body; {
+		case strings.HasPrefix(body, "Allowed "):
+			approverWon++
+		case strings.Contains(body, "already answered (allow) by cli"):
+		default:
+			t.Errorf("unexpected answer %q", body)
+		}
+	}
+	answers := g.remote.answered()
+	byApprover := 0
+	for _, a := range answers {
+		if a.By == approverAddr {
+			byApprover++
+		}
+	}
+	if len(answers) != n || byApprover != approverWon {
+		t.Fatalf("the leg got %d answers, %d by the approver; want %d, %d", len(answers), byApprover, n, approverWon)
+	}
+	if len(g.r.Permissions()) != 0 {
+		t.Fatal("prompts are still pending")
+	}
+}
+
+func TestParseReply(t *testing.T) {
+	tests := []struct {
+		name    string
+		body    string
+		want    Reply
+		problem ReplyProblem // 0: parsed
+		notOne  bool         // ErrNotAReply
+	}{
+		{"a plain allow", "allow p1a2b3c", Reply{Verb: VerbAllow, ID: "p1a2b3c"}, 0, false},
+		{"a verb in any case with a colon, an id in brackets", "ALLOW: <P1A2B3C>", Reply{Verb: VerbAllow, ID: "p1a2b3c"}, 0, false},
+		{"a line in backticks after blank lines", "\n\n  `/deny p1 no`  \nmore", Reply{Verb: VerbDeny, ID: "p1", Reason: "no"}, 0, false},
+		{"a deny reason keeps its inner quotes", `deny p1 "no" means "no"`, Reply{Verb: VerbDeny, ID: "p1", Reason: `"no" means "no"`}, 0, false},
+		{"a deny reason loses quotes around all of it", `deny p1 " 'not now' "`, Reply{Verb: VerbDeny, ID: "p1", Reason: "not now"}, 0, false},
+		{"answer specs split like shell words", `answer p1 "Which one?=Option \"B\"" 'a\b' c\ d “e f”`,
+			Reply{Verb: VerbAnswer, ID: "p1", Specs: []string{`Which one?=Option "B"`, `a\b`, "c d", "e f"}}, 0, false},
+		{"a JSON list keeps its quotes and spaces", `answer p1 Features=["A", "B ]"] 1=2`,
+			Reply{Verb: VerbAnswer, ID: "p1", Specs: []string{`Features=["A", "B ]"]`, "1=2"}}, 0, false},
+		{"only the first line counts", "answer p1 1=1\n2=2", Reply{Verb: VerbAnswer, ID: "p1", Specs: []string{"1=1"}}, 0, false},
+		{"a verb inside a word is no verb", "allowed p1", Reply{}, 0, true},
+		{"a verb after other words is no reply", "ok, allow p1", Reply{}, 0, true},
+		{"an empty body is no reply", " \n\t", Reply{}, 0, true},
+		{"a verb alone has no id", "deny", Reply{}, ReplyNoID, false},
+		{"an id with odd characters is refused", "allow p1/../x", Reply{}, ReplyBadID, false},
+		{"an overlong id is refused", "allow p" + strings.Repeat("a", 64), Reply{}, ReplyBadID, false},
+		{"allow takes nothing more", "allow p1 --rule Bash", Reply{}, ReplyExtraWords, false},
+		{"answer needs a spec", "answer p1  ", Reply{}, ReplyNoAnswers, false},
+		{"an unclosed single quote", "answer p1 'x", Reply{}, ReplyUnclosed, false},
+		{"an unclosed list", "answer p1 Q=[\"A\"", Reply{}, ReplyUnclosed, false},
+		{"an unclosed quote in the id", `allow "p1`, Reply{}, ReplyUnclosed, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseReply(tt.body)
+			var re *ReplyError
+			switch {
+			case tt.notOne:
+				if !errors.Is(err, ErrNotAReply) {
+					t.Fatalf("got %+v, %v; want not a reply", got, err)
+				}
+			case tt.problem != 0:
+				if !errors.As(err, &re) || re.Problem != tt.problem {
+					t.Fatalf("got %+v, %v; want the problem %s", got, err, tt.problem)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case !reflect.DeepEqual(got, tt.want):
+				t.Fatalf("got %#v, want %#v", got, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzParseReply: a reply ParseReply accepts is well formed, and printed
+// with String it reads back the same.
+func FuzzParseReply(f *testing.F) {
+	for _, s := range []string{
+		"allow p1a2b3c", "/Allow <P1A2B3C>.", "`deny p1 'too risky'`", `deny p1 "a" and "b"`,
+		`answer p1 "Approach=Option B" Features=["Logging","Metrics"]`, `answer p1 'a\b' c\ d “e f” "x\"y\\"`,
+		"```\nanswer p1 1=1 2=2\n```", "allow", "answer p1 [", "deny p1 \"'x'\"", "allow p1 \x00", "answer p1 \"\"",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseReply(s)
+		if err != nil {
+			return
+		}
+		if !validReplyID(r.ID) || (r.Verb == VerbAnswer) != (len(r.Specs) > 0) ||
+			(r.Verb != VerbDeny && r.Reason != "") || strings.Contains(r.Reason, "\n") {
+			t.Fatalf("%q gave the malformed %#v", s, r)
+		}
+		again, err := ParseReply(r.String())
+		if err != nil || !reflect.DeepEqual(again, r) {
+			t.Fatalf("%q: %#v printed as %q reads back as %#v, %v", s, r, r.String(), again, err)
+		}
+	})
+}
+
+// FuzzAnswerReply: the answers an `answer` reply gives, once ParseAnswers
+// takes them, are ones the broker accepts: the approver never sends the
+// leg an answer the prompt cannot take.
+func FuzzAnswerReply(f *testing.F) {
+	for _, s := range []string{
+		`"Approach=Option B" "Features=Logging" "Features=Metrics"`, `1=2 Features=["Logging","Metrics"]`,
+		`'which approach?=option a' 2=2`, `Approach=1 Approach=2 2=1`, `1=1 2=[]`, `1=1 2=["Logging","Logging"]`,
+	} {
+		f.Add(s)
+	}
+	req := *askPrompt("r1").Permission
+	f.Fuzz(func(t *testing.T, s string) {
+		rep, err := ParseReply("answer p1 " + s)
+		if err != nil {
+			return
+		}
+		answers, err := ParseAnswers(req.Questions, rep.Specs)
+		if err != nil {
+			return
+		}
+		if err := validateAnswer(req, message.PermissionAnswer{Behavior: message.BehaviorAllow, Answers: answers}); err != nil {
+			t.Fatalf("%q gave %v, which the broker refuses: %v", s, answers, err)
+		}
+	})
+}
+
+func TestAnAnswerTheLegCannotCarryLeavesThePromptPendingAndSaysSo(t *testing.T) {
+	g := startApprover(t)
+	g.remote.mu.Lock()
+	g.remote.answerErr = errors.New("429 too many requests")
+	g.remote.mu.Unlock()
+	id := g.raise(t, prompt(remoteSession, "r1", "Bash", `{}`))[0]
+	holdsAll(t, g.ask(t, "allow "+id),
+		"Not applied: the answer could not be delivered to the session (429 too many requests). "+id+" is still pending; reply again to retry.")
+	if p, _ := g.r.Permission(id); p.State != message.PermissionPending {
+		t.Fatalf("state %s, want still pending", p.State)
+	}
+	g.remote.mu.Lock()
+	g.remote.answerErr = nil
+	g.remote.mu.Unlock()
+	holdsAll(t, g.ask(t, "allow "+id), "Allowed "+id)
+}
