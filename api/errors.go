@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/addressing/didfile"
 	"github.com/sessiongateway/gateway/router"
 )
 
@@ -32,6 +33,9 @@ const (
 	CodeTimeout    = "timeout"
 	CodeBadGateway = "bad_gateway" // a leg could not carry a request to its session
 	CodeInternal   = "internal"
+	// CodeUnavailable: a resolver the request needs cannot answer now (a
+	// did file gone missing or broken while serving).
+	CodeUnavailable = "unavailable"
 )
 
 var codeStatus = map[string]int{
@@ -41,6 +45,7 @@ var codeStatus = map[string]int{
 	CodeForbidden: http.StatusForbidden, CodeBadHost: http.StatusMisdirectedRequest,
 	CodeConflict: http.StatusConflict, CodeTimeout: http.StatusGatewayTimeout,
 	CodeBadGateway: http.StatusBadGateway, CodeInternal: http.StatusInternalServerError,
+	CodeUnavailable: http.StatusServiceUnavailable,
 }
 
 // errorOf maps an error from below to what the client sees.
@@ -76,6 +81,8 @@ func errorOf(err error) Error {
 		return Error{Error: err.Error(), Code: CodeNotFound}
 	case errors.Is(err, context.DeadlineExceeded):
 		return Error{Error: err.Error(), Code: CodeTimeout}
+	case errors.Is(err, didfile.ErrUnavailable):
+		return Error{Error: err.Error(), Code: CodeUnavailable}
 	}
 	return Error{Error: err.Error(), Code: CodeInternal}
 }

@@ -54,6 +54,13 @@ type approver struct {
 
 func newApprover(r *Router, addr string) *approver { return &approver{r: r, addr: addr} }
 
+// isApprover says whether by (a PermissionAnswer's By) is the approver.
+func (a *approver) isApprover(by string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return by != "" && (by == a.who.Address || by == a.addr)
+}
+
 // permission takes a prompt event the broker just stamped: a new pending
 // prompt is sent whole, a withdrawn or elsewhere-answered one announced.
 func (a *approver) permission(ctx context.Context, p message.PermissionRequest) {

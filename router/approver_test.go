@@ -422,6 +422,9 @@ func TestAReplyAfterTheCLIAnsweredIsToldWhoWasFirst(t *testing.T) {
 	if _, err := g.r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli"}); err != nil {
 		t.Fatal(err)
 	}
+	// The approver is told at once that the CLI answered...
+	holdsAll(t, g.local.next(t).Body, id, "was answered (allow) by cli: nothing left to answer")
+	// ...and a reply it sends anyway says who was first.
 	holdsAll(t, g.ask(t, "deny "+id+" no"), "Not applied: permission "+id+" was already answered (allow) by cli.")
 	if got := g.remote.answered(); len(got) != 1 || got[0].By != "cli" {
 		t.Fatalf("the leg got %+v, want the CLI's answer alone", got)
@@ -517,12 +520,17 @@ func TestConcurrentRepliesAndCLIAnswersSettleEachPromptOnce(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	approverWon := 0
-	for range n {
+	// Each prompt gets one reply to the approver's answer; those the CLI won
+	// also get a notice that the CLI answered.
+	approverWon, cliWon, notices := 0, 0, 0
+	for approverWon+cliWon < n || notices < cliWon {
 		switch body := g.local.next(t).Body; {
 		case strings.HasPrefix(body, "Allowed "):
 			approverWon++
 		case strings.Contains(body, "already answered (allow) by cli"):
+			cliWon++
+		case strings.Contains(body, "was answered (allow) by cli: nothing left to answer"):
+			notices++
 		default:
 			t.Errorf("unexpected answer %q", body)
 		}

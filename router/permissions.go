@@ -394,6 +394,11 @@ func (r *Router) AnswerPermission(ctx context.Context, id string, a message.Perm
 	req = e.req
 	r.perms.mu.Unlock()
 	r.hub.Publish(message.Event{Type: message.EventPermission, Leg: req.Leg, Permission: &req})
+	if r.appr != nil && !r.appr.isApprover(a.By) {
+		// Answered from the CLI or the API: the approver, who was asked,
+		// hears that it no longer needs to answer.
+		r.appr.permission(ctx, req)
+	}
 	return req, nil
 }
 

@@ -163,6 +163,11 @@ func (r *Resolver) Len() int {
 
 // ResolveDID returns the address the file gives for a, reading the file
 // again first if it changed.
+// ErrUnavailable wraps a resolution that failed because the file is
+// missing or invalid right now (not because it lacks the DID): the
+// service is unavailable until the file is fixed.
+var ErrUnavailable = errors.New("did resolver unavailable")
+
 func (r *Resolver) ResolveDID(ctx context.Context, a addressing.Address) (addressing.Address, error) {
 	if err := ctx.Err(); err != nil {
 		return addressing.Address{}, err
@@ -172,7 +177,7 @@ func (r *Resolver) ResolveDID(ctx context.Context, a addressing.Address) (addres
 	}
 	m, err := r.current()
 	if err != nil {
-		return addressing.Address{}, err
+		return addressing.Address{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	to, ok := m[a.String()]
 	if !ok {

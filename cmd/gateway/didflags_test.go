@@ -132,6 +132,17 @@ func TestSendByDID(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("a DID file removed while serving is a 503, not a 500", func(t *testing.T) {
+		if err := os.Rename(path, path+".gone"); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Rename(path+".gone", path)
+		_, err := g.Send(ctxT(t), api.SendBody{To: "did:web:example.com:alice", Text: "hello?"})
+		var ae *api.APIError
+		if !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable || !strings.Contains(err.Error(), "did") {
+			t.Fatalf("got %v, want a 503 about the did file", err)
+		}
+	})
 	t.Run("without a DID file a DID is refused saying none is configured", func(t *testing.T) {
 		g2 := startGateway(t, t.TempDir())
 		_, err := g2.Send(ctxT(t), api.SendBody{To: "did:web:example.com:alice", Text: "hi"})
