@@ -400,12 +400,25 @@ func (r *Router) Send(ctx context.Context, req SendRequest) (Outbound, error) {
 // dispatch remembers m, writes it with send over leg, and applies the first
 // receipt (failed when the write failed); a forward links it to the message
 // it passes on. It is the one way a message leaves the router.
+// dropper is an error from a leg's Send that stands for a drop: the
+// receiver's published limits would have turned the message away.
+type dropper interface {
+	error
+	DropReason() string
+}
+
 func (r *Router) dispatch(ctx context.Context, leg Leg, m message.Message, fwd *forward,
 	send func(context.Context, message.Message) (message.Receipt, error), dir string) message.Receipt {
 	o := &outbound{msg: m, track: message.NewTracker(), changed: make(chan struct{}), fwd: fwd}
 	r.remember(o)
 	rc, err := send(ctx, m)
-	if err != nil {
+	var dr dropper
+	switch {
+	case errors.As(err, &dr):
+		// Refused before writing because the receiver would drop it: say
+		// so in the receivers' own vocabulary.
+		rc = message.Receipt{MsgID: m.ID, Status: message.StatusDropped, DropReason: dr.DropReason(), Reason: err.Error()}
+	case err != nil:
 		rc = message.Receipt{MsgID: m.ID, Status: message.StatusFailed, Reason: err.Error()}
 	}
 	rc.MsgID = m.ID

@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -162,6 +163,25 @@ func TestReceiptsMoveAMessageThroughItsStates(t *testing.T) {
 	}
 	if len(seq) != 3 || seq[0] != message.StatusSent || seq[1] != message.StatusHeld || seq[2] != message.StatusDelivered {
 		t.Fatalf("receipts = %v, want sent, held, delivered", seq)
+	}
+}
+
+// wouldDrop is a leg's refusal to write what the receiver would drop.
+type wouldDrop struct{ reason string }
+
+func (w wouldDrop) Error() string      { return "not sent: the receiver would drop it" }
+func (w wouldDrop) DropReason() string { return w.reason }
+
+func TestARefusalThatStandsForADropIsReportedAsThatDrop(t *testing.T) {
+	leg := newFake()
+	leg.sendErr = fmt.Errorf("qwen: %w", wouldDrop{"rate-limited"})
+	r := start(t, leg)
+	out, err := r.Send(context.Background(), SendRequest{To: "review", Body: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != message.StatusDropped || out.Receipts[0].DropReason != "rate-limited" || !strings.Contains(out.Receipts[0].Reason, "would drop") {
+		t.Fatalf("got %+v, want dropped: rate-limited with the leg's words", out)
 	}
 }
 

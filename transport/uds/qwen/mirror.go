@@ -44,6 +44,16 @@ func (e *WouldDropError) Error() string {
 	return fmt.Sprintf("not sent: %d messages went to that session in the last %s and its inbox would drop more; put what remains into one message, or wait a little", e.SentInBurst, e.Window)
 }
 
+// DropReason is the drop the receiver would have answered with, so a
+// bridged sender hears "dropped: rate-limited" (or "duplicate") rather
+// than a bare failure.
+func (e *WouldDropError) DropReason() string {
+	if e.Repeat {
+		return "duplicate"
+	}
+	return "rate-limited"
+}
+
 // Unwrap makes errors.Is(err, ErrWouldDrop) true.
 func (e *WouldDropError) Unwrap() error { return ErrWouldDrop }
 
