@@ -17,22 +17,27 @@ type Error struct {
 	Code        string   `json:"code"`
 	Suggestions []string `json:"suggestions,omitempty"`
 	Candidates  []string `json:"candidates,omitempty"`
+	// MissingScope names the scope a 403 wanted.
+	MissingScope string `json:"missing_scope,omitempty"`
+	// RetryAfter is a 429's wait in whole seconds, also in Retry-After.
+	RetryAfter int `json:"retry_after,omitempty"`
 }
 
 // Error codes; the HTTP status is chosen from them in one place, statusOf.
 const (
-	CodeBadRequest = "bad_request"
-	CodeBadAddress = "bad_address"
-	CodeNotFound   = "not_found"
-	CodeAmbiguous  = "ambiguous"
-	CodeTooLarge   = "too_large"
-	CodeUnauth     = "unauthorized"
-	CodeForbidden  = "forbidden"
-	CodeBadHost    = "bad_host"
-	CodeConflict   = "conflict"
-	CodeTimeout    = "timeout"
-	CodeBadGateway = "bad_gateway" // a leg could not carry a request to its session
-	CodeInternal   = "internal"
+	CodeBadRequest  = "bad_request"
+	CodeBadAddress  = "bad_address"
+	CodeNotFound    = "not_found"
+	CodeAmbiguous   = "ambiguous"
+	CodeTooLarge    = "too_large"
+	CodeUnauth      = "unauthorized"
+	CodeForbidden   = "forbidden"
+	CodeBadHost     = "bad_host"
+	CodeConflict    = "conflict"
+	CodeTimeout     = "timeout"
+	CodeBadGateway  = "bad_gateway" // a leg could not carry a request to its session
+	CodeInternal    = "internal"
+	CodeRateLimited = "rate_limited"
 	// CodeUnavailable: a resolver the request needs cannot answer now (a
 	// did file gone missing or broken while serving).
 	CodeUnavailable = "unavailable"
@@ -45,7 +50,7 @@ var codeStatus = map[string]int{
 	CodeForbidden: http.StatusForbidden, CodeBadHost: http.StatusMisdirectedRequest,
 	CodeConflict: http.StatusConflict, CodeTimeout: http.StatusGatewayTimeout,
 	CodeBadGateway: http.StatusBadGateway, CodeInternal: http.StatusInternalServerError,
-	CodeUnavailable: http.StatusServiceUnavailable,
+	CodeUnavailable: http.StatusServiceUnavailable, CodeRateLimited: http.StatusTooManyRequests,
 }
 
 // errorOf maps an error from below to what the client sees.

@@ -2,13 +2,12 @@ package api
 
 import (
 	"context"
-	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -29,24 +28,36 @@ type Config struct {
 	Logger  *slog.Logger
 	Metrics http.Handler // served at /metrics; nil for 404
 	Version string
-	// Token is required as a bearer token on TCP. The Unix socket checks the
-	// peer's uid instead.
+	// Token is the default bearer token on TCP, with every scope. The Unix
+	// socket checks the peer's uid instead and needs no token.
 	Token string
+	// Tokens resolves the other bearer tokens (gateway tokens add) to
+	// their scopes; nil accepts Token alone.
+	Tokens TokenStore
 	// AllowedHosts are the Host header values accepted on TCP, beside the
 	// listen address itself and its localhost spellings.
 	AllowedHosts []string
+	// CORSOrigin is the one browser origin allowed on TCP; empty for none.
+	CORSOrigin string
+	// RateLimit is each TCP client's budget; zero for DefaultRateLimit,
+	// a negative Rate for none.
+	RateLimit RateLimit
+	// TLS, when set, is reloaded by ReloadTLS.
+	TLS   *CertReloader
+	Clock Clock // nil for the wall clock
 	// MaxWait caps ?wait on message reads and sends.
 	MaxWait time.Duration
 }
 
 // Server serves the control API.
 type Server struct {
-	cfg Config
-	log *slog.Logger
-	mux *http.ServeMux
+	cfg   Config
+	log   *slog.Logger
+	mux   *http.ServeMux
+	limit *limiter
 }
 
-// NewServer builds the handlers.
+// NewServer builds the handlers from the route table.
 func NewServer(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -54,66 +65,46 @@ func NewServer(cfg Config) *Server {
 	if cfg.MaxWait == 0 {
 		cfg.MaxWait = 10 * time.Minute
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
-	s.mux.HandleFunc("GET /v1/sessions", s.sessions)
-	s.mux.HandleFunc("POST /v1/messages", s.send)
-	s.mux.HandleFunc("GET /v1/messages/{id}", s.getMessage)
-	s.mux.HandleFunc("GET /v1/events", s.events)
-	s.mux.HandleFunc("GET /v1/held", s.held)
-	s.mux.HandleFunc("POST /v1/held/{id}", s.decide)
-	s.mux.HandleFunc("POST /v1/idle", s.idle)
-	s.mux.HandleFunc("GET /v1/permissions", s.permissions)
-	s.mux.HandleFunc("GET /v1/permissions/{id}", s.getPermission)
-	s.mux.HandleFunc("POST /v1/permissions/{id}", s.answerPermission)
-	s.mux.HandleFunc("POST /v1/control", s.control)
-	s.mux.HandleFunc("GET /v1/resolve", s.resolve)
-	s.mux.HandleFunc("GET /v1/outbox", s.outbox)
-	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.HandleFunc("GET /readyz", s.readyz)
-	s.mux.HandleFunc("GET /openapi.json", s.openapi)
-	s.mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		if cfg.Metrics == nil {
-			writeError(w, Error{Error: "metrics are off", Code: CodeNotFound})
-			return
-		}
-		cfg.Metrics.ServeHTTP(w, r)
-	})
+	if cfg.RateLimit == (RateLimit{}) {
+		cfg.RateLimit = DefaultRateLimit
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = realClock{}
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limit: newLimiter(cfg.RateLimit, cfg.Clock)}
+	for _, rt := range routes {
+		s.mux.Handle(rt.pattern(), s.routeHandler(rt))
+	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Error{Error: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path), Code: CodeNotFound})
 	})
 	return s
 }
 
-// Handler is the bare mux, for tests and the Unix socket.
-func (s *Server) Handler() http.Handler { return s.recoverer(s.mux) }
-
-// TCPHandler adds the bearer token and Host checks for a listener on addr.
-func (s *Server) TCPHandler(addr string) http.Handler {
-	allowed := map[string]bool{addr: true}
-	if _, port, err := net.SplitHostPort(addr); err == nil {
-		for _, h := range []string{"127.0.0.1", "localhost", "[::1]"} {
-			allowed[h+":"+port] = true
-		}
-	}
-	for _, h := range s.cfg.AllowedHosts {
-		allowed[h] = true
-	}
-	next := s.Handler()
+// Handler is the mux with full access, for the Unix socket (whose peers
+// are checked by uid) and tests.
+func (s *Server) Handler() http.Handler {
+	next := s.recoverer(s.mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !allowed[r.Host] {
-			writeError(w, Error{Error: fmt.Sprintf("host %q is not allowed", r.Host), Code: CodeBadHost})
-			return
-		}
-		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || s.cfg.Token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="gateway"`)
-				writeError(w, Error{Error: "missing or wrong bearer token (see <state-dir>/api-token)", Code: CodeUnauth})
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(withGrant(r.Context(), Grant{ID: "unix", Label: "control socket", Scopes: AllScopes})))
 	})
+}
+
+// TLSConfig is the TCP listener's TLS configuration, or nil without TLS.
+func (s *Server) TLSConfig() *tls.Config {
+	if s.cfg.TLS == nil {
+		return nil
+	}
+	return s.cfg.TLS.TLSConfig()
+}
+
+// ReloadTLS reloads the TLS certificate files now (for SIGHUP); without
+// TLS it does nothing. On error the old certificate keeps serving.
+func (s *Server) ReloadTLS() error {
+	if s.cfg.TLS == nil {
+		return nil
+	}
+	return s.cfg.TLS.Reload()
 }
 
 func (s *Server) recoverer(next http.Handler) http.Handler {
@@ -388,7 +379,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 					writeError(w, Error{Error: err.Error(), Code: CodeConflict})
 					return
 				}
-				writeJSON(w, http.StatusOK, map[string]string{"id": id, "action": b.Action})
+				writeJSON(w, http.StatusOK, DecideResult{ID: id, Action: b.Action})
 				return
 			}
 		}
@@ -558,7 +549,7 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.cfg.Version})
+	writeJSON(w, http.StatusOK, Health{Status: "ok", Version: s.cfg.Version})
 }
 
 // Readier is a leg that can say whether it is ready.
@@ -580,5 +571,5 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		code = http.StatusServiceUnavailable
 	}
-	writeJSON(w, code, map[string]any{"ready": ok, "legs": legs})
+	writeJSON(w, code, Readiness{Ready: ok, Legs: legs})
 }

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Secret is a value that must never reach a log: slog prints it as [redacted].
@@ -68,8 +70,27 @@ func redactAttr(_ []string, a slog.Attr) slog.Attr {
 // by type (Secret) and by shape inside strings.
 func NewLogger(w io.Writer, level slog.Leveler) *slog.Logger {
 	h := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: redactAttr})
-	return slog.New(&redactMsg{h})
+	return slog.New(WithTraceIDs(&redactMsg{h}))
 }
+
+// WithTraceIDs wraps h so a record logged with a context that carries a
+// span gets trace_id and span_id attributes: a log line can be found from
+// a trace, and a trace from a log line.
+func WithTraceIDs(h slog.Handler) slog.Handler { return traceIDs{h} }
+
+type traceIDs struct{ slog.Handler }
+
+func (h traceIDs) Handle(ctx context.Context, r slog.Record) error {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		r = r.Clone()
+		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h traceIDs) WithAttrs(as []slog.Attr) slog.Handler { return traceIDs{h.Handler.WithAttrs(as)} }
+
+func (h traceIDs) WithGroup(name string) slog.Handler { return traceIDs{h.Handler.WithGroup(name)} }
 
 // redactMsg redacts the message text too, which ReplaceAttr does not see.
 type redactMsg struct{ slog.Handler }
@@ -88,3 +109,21 @@ func (h *redactMsg) WithAttrs(as []slog.Attr) slog.Handler {
 }
 
 func (h *redactMsg) WithGroup(name string) slog.Handler { return &redactMsg{h.Handler.WithGroup(name)} }
+
+// WithLevel wraps h so records below lv are left out, whatever level h was
+// built with: the level can then be changed while running (SIGHUP). A
+// handler's Handle does not check the level again; the Logger asks Enabled.
+func WithLevel(h slog.Handler, lv slog.Leveler) slog.Handler { return leveled{h, lv} }
+
+type leveled struct {
+	slog.Handler
+	lv slog.Leveler
+}
+
+func (h leveled) Enabled(_ context.Context, l slog.Level) bool { return l >= h.lv.Level() }
+
+func (h leveled) WithAttrs(as []slog.Attr) slog.Handler {
+	return leveled{h.Handler.WithAttrs(as), h.lv}
+}
+
+func (h leveled) WithGroup(name string) slog.Handler { return leveled{h.Handler.WithGroup(name), h.lv} }

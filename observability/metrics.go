@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -16,37 +18,116 @@ import (
 // Metrics holds the gateway's instruments. The zero value is not usable; a nil
 // *Metrics is, and records nothing, so packages need no nil checks.
 type Metrics struct {
-	provider *sdkmetric.MeterProvider
-	registry *prometheus.Registry
-	messages metric.Int64Counter
-	receipts metric.Int64Counter
-	drops    metric.Int64Counter
+	provider   *sdkmetric.MeterProvider
+	registry   *prometheus.Registry
+	messages   metric.Int64Counter
+	receipts   metric.Int64Counter
+	drops      metric.Int64Counter
+	reconnects metric.Int64Counter
+	latency    metric.Float64Histogram
+
+	mu     sync.Mutex
+	gauges Gauges
 }
 
-// NewMetrics builds a meter provider whose readings are served by Handler.
-// Each gateway gets its own registry, so tests can run several side by side.
-func NewMetrics() (*Metrics, error) {
+// Gauges are the readings taken at collection time rather than counted as
+// they happen. Any func may be nil; the gauge is then not reported.
+type Gauges struct {
+	Sessions       func() map[string]int // live sessions by leg
+	PendingPrompts func() int            // permission prompts waiting for an answer
+	OutboxDepth    func() int            // remote messages stored and not yet acknowledged
+}
+
+// routeBuckets suit a local socket write (sub-millisecond) as well as a
+// remote POST retried with backoff (seconds).
+var routeBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+
+// NewMetrics builds a meter provider whose readings are served by Handler,
+// and also pushed by each of readers (OTLP, see NewTelemetry). Each gateway
+// gets its own registry, so tests can run several side by side.
+func NewMetrics(readers ...sdkmetric.Reader) (*Metrics, error) {
 	reg := prometheus.NewRegistry()
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
 	if err != nil {
 		return nil, fmt.Errorf("prometheus exporter: %w", err)
 	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	opts := []sdkmetric.Option{sdkmetric.WithReader(exp)}
+	for _, r := range readers {
+		opts = append(opts, sdkmetric.WithReader(r))
+	}
+	mp := sdkmetric.NewMeterProvider(opts...)
 	m := &Metrics{provider: mp, registry: reg}
-	meter := mp.Meter("github.com/sessiongateway/gateway")
-	if m.messages, err = meter.Int64Counter("gateway.messages", metric.WithDescription("Peer messages by leg and direction (in, out).")); err != nil {
-		return nil, err
-	}
-	if m.receipts, err = meter.Int64Counter("gateway.receipts", metric.WithDescription("Receipts by leg, direction and status.")); err != nil {
-		return nil, err
-	}
-	if m.drops, err = meter.Int64Counter("gateway.drops", metric.WithDescription("Inbound messages turned away, by leg and reason.")); err != nil {
+	if err := m.instruments(mp.Meter("github.com/sessiongateway/gateway")); err != nil {
+		_ = mp.Shutdown(context.Background())
 		return nil, err
 	}
 	return m, nil
 }
 
-// Message counts one message on leg going dir ("in" or "out").
+func (m *Metrics) instruments(meter metric.Meter) error {
+	var err error
+	if m.messages, err = meter.Int64Counter("gateway.messages", metric.WithDescription("Peer messages by leg and direction (in, out, bridged).")); err != nil {
+		return err
+	}
+	if m.receipts, err = meter.Int64Counter("gateway.receipts", metric.WithDescription("Receipts by leg, direction and status.")); err != nil {
+		return err
+	}
+	if m.drops, err = meter.Int64Counter("gateway.drops", metric.WithDescription("Inbound messages turned away, by leg and reason.")); err != nil {
+		return err
+	}
+	if m.reconnects, err = meter.Int64Counter("gateway.remote.reconnects", metric.WithDescription("Times a remote session's live stream was lost and is being re-opened.")); err != nil {
+		return err
+	}
+	if m.latency, err = meter.Float64Histogram("gateway.route.latency", metric.WithUnit("s"),
+		metric.WithDescription("Time from routing a message to its first receipt, by leg and direction."),
+		metric.WithExplicitBucketBoundaries(routeBuckets...)); err != nil {
+		return err
+	}
+	sessions, err := meter.Int64ObservableGauge("gateway.sessions", metric.WithDescription("Live sessions by leg, as last listed."))
+	if err != nil {
+		return err
+	}
+	prompts, err := meter.Int64ObservableGauge("gateway.permissions.pending", metric.WithDescription("Permission prompts waiting for an answer."))
+	if err != nil {
+		return err
+	}
+	depth, err := meter.Int64ObservableGauge("gateway.outbox.depth", metric.WithDescription("Remote messages stored and not yet acknowledged."))
+	if err != nil {
+		return err
+	}
+	_, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		m.mu.Lock()
+		g := m.gauges
+		m.mu.Unlock()
+		if g.Sessions != nil {
+			for leg, n := range g.Sessions() {
+				o.ObserveInt64(sessions, int64(n), metric.WithAttributes(attribute.String("leg", leg)))
+			}
+		}
+		if g.PendingPrompts != nil {
+			o.ObserveInt64(prompts, int64(g.PendingPrompts()))
+		}
+		if g.OutboxDepth != nil {
+			o.ObserveInt64(depth, int64(g.OutboxDepth()))
+		}
+		return nil
+	}, sessions, prompts, depth)
+	return err
+}
+
+// Observe sets where the gauges read from, replacing what was set before.
+// Each func is called at every collection, so it must be cheap and safe to
+// call from any goroutine.
+func (m *Metrics) Observe(g Gauges) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	m.gauges = g
+	m.mu.Unlock()
+}
+
+// Message counts one message on leg going dir ("in", "out" or "bridged").
 func (m *Metrics) Message(ctx context.Context, leg, dir string) {
 	if m == nil {
 		return
@@ -71,12 +152,31 @@ func (m *Metrics) Drop(ctx context.Context, leg, reason string) {
 	m.drops.Add(ctx, 1, metric.WithAttributes(attribute.String("leg", leg), attribute.String("reason", reason)))
 }
 
+// Reconnect counts one lost live stream of a remote session on leg.
+func (m *Metrics) Reconnect(ctx context.Context, leg string) {
+	if m == nil {
+		return
+	}
+	m.reconnects.Add(ctx, 1, metric.WithAttributes(attribute.String("leg", leg)))
+}
+
+// RouteLatency records how long a message routed over leg took to its first
+// receipt, and which status that receipt had.
+func (m *Metrics) RouteLatency(ctx context.Context, leg, dir, status string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.latency.Record(ctx, d.Seconds(), metric.WithAttributes(attribute.String("leg", leg),
+		attribute.String("direction", dir), attribute.String("status", status)))
+}
+
 // Handler serves the Prometheus text exposition.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 }
 
-// Shutdown flushes and stops the provider.
+// Shutdown flushes and stops the provider, pushing a last reading to any
+// OTLP collector.
 func (m *Metrics) Shutdown(ctx context.Context) error {
 	if m == nil {
 		return nil

@@ -22,6 +22,7 @@ type Hub struct {
 	subs    map[*Sub]struct{}
 	bufSize int
 	now     func() time.Time
+	closed  error // set by CloseAll: later subscriptions end at once
 }
 
 // NewHub keeps the last keep events and gives each subscriber a queue of buf.
@@ -111,6 +112,9 @@ func (h *Hub) Subscribe(lastID int64) (replay []message.Event, gap bool, sub *Su
 	c := make(chan message.Event, h.bufSize)
 	sub = &Sub{C: c, c: c, hub: h}
 	h.subs[sub] = struct{}{}
+	if h.closed != nil {
+		sub.closeLocked(h.closed)
+	}
 	return replay, gap, sub
 }
 

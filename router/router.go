@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sessiongateway/gateway/addressing"
@@ -22,6 +23,7 @@ import (
 type Config struct {
 	Logger      *slog.Logger
 	Metrics     *observability.Metrics
+	Tracer      trace.Tracer // one span per routed message; nil traces nothing
 	DID         addressing.DIDResolver
 	KeepEvents  int           // events kept for replay; default 1024
 	WatcherBuf  int           // per-watcher queue; default 256
@@ -71,7 +73,8 @@ type outbound struct {
 	track   *message.Tracker
 	changed chan struct{} // closed and replaced on every move
 	settle  interface{ Stop() bool }
-	fwd     *forward // set when the bridge forwarded this message
+	fwd     *forward   // set when the bridge forwarded this message
+	span    trace.Span // open from dispatch until a final status (telemetry.go)
 }
 
 // Outbound is a snapshot of one sent message and where it stands.
@@ -160,6 +163,7 @@ func (r *Router) Run(ctx context.Context) error {
 		if o.settle != nil {
 			o.settle.Stop()
 		}
+		o.endSpan(statusStopped)
 	}
 	r.mu.Unlock()
 	return err
@@ -190,6 +194,8 @@ func (r *Router) handle(ctx context.Context, ev message.Event) {
 		} else if ev.Message != nil && r.appr != nil {
 			r.appr.inbound(ctx, *ev.Message) // a reply to a prompt, or left alone
 		}
+	case message.EventLink:
+		r.noteLink(ctx, ev)
 	case message.EventDrop:
 		if ev.Drop != nil {
 			r.cfg.Metrics.Drop(ctx, string(ev.Leg), ev.Drop.Reason)
@@ -237,6 +243,7 @@ func (r *Router) apply(rc message.Receipt) bool {
 		r.mu.Unlock()
 		return false
 	}
+	o.endSpanIfFinal()
 	if o.settle != nil && rc.Status != message.StatusSent {
 		o.settle.Stop()
 		o.settle = nil
@@ -411,6 +418,7 @@ func (r *Router) dispatch(ctx context.Context, leg Leg, m message.Message, fwd *
 	send func(context.Context, message.Message) (message.Receipt, error), dir string) message.Receipt {
 	o := &outbound{msg: m, track: message.NewTracker(), changed: make(chan struct{}), fwd: fwd}
 	r.remember(o)
+	ctx, traced := r.traceRoute(ctx, leg, o, dir)
 	rc, err := send(ctx, m)
 	var dr dropper
 	switch {
@@ -422,6 +430,7 @@ func (r *Router) dispatch(ctx context.Context, leg Leg, m message.Message, fwd *
 		rc = message.Receipt{MsgID: m.ID, Status: message.StatusFailed, Reason: err.Error()}
 	}
 	rc.MsgID = m.ID
+	traced(rc)
 	r.cfg.Metrics.Message(ctx, string(leg.Name()), dir)
 	r.apply(rc)
 	r.settleLater(leg, o, rc)
@@ -459,6 +468,7 @@ func (r *Router) remember(o *outbound) {
 		if oo := r.out[old]; oo != nil && oo.settle != nil {
 			oo.settle.Stop()
 		}
+		r.out[old].endSpan(statusForgotten)
 		delete(r.out, old)
 	}
 }

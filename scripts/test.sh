@@ -21,6 +21,8 @@ go vet ./...
 echo "== staticcheck"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
+echo "== container image"; bash scripts/image-test.sh
+
 echo "== go test -race (interop on)"
 export GATEWAY_INTEROP=1
 export GATEWAY_CLAUDE_BIN="${GATEWAY_CLAUDE_BIN:-${GATEWAY_INTEROP_CACHE:-$HOME/.cache/gateway-interop}/claude/node_modules/.bin/claude}"

@@ -7,9 +7,10 @@ import (
 	"github.com/sessiongateway/gateway/addressing/didfile"
 )
 
-// didFileFlag registers serve's --did-file, defaulting to GATEWAY_DID_FILE.
-func didFileFlag(fs *flag.FlagSet, e *env) *string {
-	return fs.String("did-file", e.getenv("GATEWAY_DID_FILE"),
+// didFileFlag registers serve's --did-file (env GATEWAY_DID_FILE through
+// the configuration layer).
+func didFileFlag(fs *flag.FlagSet, _ *env) *string {
+	return fs.String("did-file", "",
 		`JSON file mapping did: addresses to session addresses, {"did:web:example.com:alice": "work-08"}; re-read when it changes; must not be a symlink or writable by group or others (env GATEWAY_DID_FILE)`)
 }
 

@@ -55,7 +55,7 @@ func TestDIDFileFlag(t *testing.T) {
 			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 			fs.SetOutput(io.Discard)
 			p := didFileFlag(fs, e)
-			if err := fs.Parse(tt.args); err != nil {
+			if _, _, err := loadSettings(fs, e, tt.args); err != nil {
 				t.Fatal(err)
 			}
 			r, err := openDIDFile(*p)

@@ -43,6 +43,7 @@ var commands []command
 func init() {
 	commands = []command{
 		{"serve", "run the gateway in the foreground", runServe},
+		{"config", "print serve's effective configuration and where each value came from, secrets redacted", runConfig},
 		{"sessions", "list every reachable session", runSessions},
 		{"send", "send a message: send ADDRESS TEXT", runSend},
 		{"watch", "print events as they happen", runWatch},
@@ -57,6 +58,8 @@ func init() {
 		{"demo-cloud", "run a fake claude.ai on loopback to try the remote features", runDemoCloud},
 		{"idle", "ask a peer to say when it is idle: idle ADDRESS [--wait]", runIdle},
 		{"controllers", "manage trusted controller tokens for the Qwen inbox: add --label X | list | remove ID", runControllers},
+		{"tokens", "manage scoped bearer tokens for the TCP API: add --label L --scope read,send,approve | list | remove ID", runTokens},
+		{"health", "exit 0 when the running gateway answers /healthz (--ready: /readyz)", runHealth},
 		{"version", "print the version", runVersion},
 	}
 }

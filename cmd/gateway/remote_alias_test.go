@@ -138,7 +138,8 @@ func TestLocalSessionsReachRemoteSessionsByAlias(t *testing.T) {
 	})
 
 	t.Run("the alias name resolves to the remote session, not to its aliases", func(t *testing.T) {
-		out, errOut, code := runCLI(t, g.stateDir, "send", "fix-the-flaky-test", "by name", "--json")
+		// --wait: its post must be done before the next subtest scripts refusals.
+		out, errOut, code := runCLI(t, g.stateDir, "send", "fix-the-flaky-test", "by name", "--json", "--wait", "--timeout", "10s")
 		if code != 0 {
 			t.Fatalf("send by alias name: exit %d: %s %s", code, out, errOut)
 		}

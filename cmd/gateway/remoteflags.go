@@ -18,8 +18,9 @@ const (
 	defaultRemoteWebURL = "https://claude.ai"
 )
 
-// remoteOpts are serve's --remote-* flags, each defaulting to its
-// GATEWAY_REMOTE_* variable: a flag given on the command line wins.
+// remoteOpts are serve's --remote-* flags; the configuration layer
+// (config.go) fills each from its GATEWAY_REMOTE_* variable or the config
+// file when the command line leaves it alone.
 type remoteOpts struct {
 	url            string
 	org            string
@@ -28,9 +29,6 @@ type remoteOpts struct {
 	claudeCreds    string
 	tokenURL       string
 	follow         multi
-	followSet      bool   // --remote-follow was given: it replaces the variable
-	badIdle        string // GATEWAY_REMOTE_IDLE that is not a duration
-	badAlias       string // a GATEWAY_REMOTE_ALIAS entry that is not ID=NAME
 	transport      string
 	signer         string
 	idle           time.Duration
@@ -44,7 +42,7 @@ func remoteFlags(fs *flag.FlagSet, e *env) *remoteOpts {
 	o := &remoteOpts{}
 	str := func(p *string, name, usage string) {
 		v := "GATEWAY_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
-		fs.StringVar(p, name, e.getenv(v), usage+" (env "+v+")")
+		fs.StringVar(p, name, "", usage+" (env "+v+")")
 	}
 	str(&o.url, "remote-url", "claude.ai service base URL (default "+defaultRemoteURL+", or "+defaultRemoteWebURL+" with a session key)")
 	str(&o.org, "remote-org", "organisation UUID of the remote sessions")
@@ -54,15 +52,7 @@ func remoteFlags(fs *flag.FlagSet, e *env) *remoteOpts {
 	str(&o.tokenURL, "remote-token-url", "OAuth token URL for refreshing reused Claude Code credentials")
 	str(&o.transport, "remote-transport", "live transport: ws (subscribe WebSocket) or sse (v2 event stream)")
 	str(&o.signer, "remote-signer", "event signer: none, ed25519-file:PATH or exec:COMMAND")
-	idle := time.Duration(0)
-	if v := e.getenv("GATEWAY_REMOTE_IDLE"); v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
-			idle = d
-		} else {
-			o.badIdle = v
-		}
-	}
-	fs.DurationVar(&o.idle, "remote-idle", idle, "close a followed session's live connection after this long without a message and poll it once a minute until it speaks (seed 001's web client: 5m); 0 keeps it open (env GATEWAY_REMOTE_IDLE)")
+	fs.DurationVar(&o.idle, "remote-idle", 0, "close a followed session's live connection after this long without a message and poll it once a minute until it speaks (seed 001's web client: 5m); 0 keeps it open (env GATEWAY_REMOTE_IDLE)")
 	str(&o.reply, "remote-reply", "what of a remote session's answer goes back to a local sender: result (its turn's final text) or assistant (each finished assistant message)")
 	o.aliases = map[string]string{}
 	addAlias := func(v string) error {
@@ -73,28 +63,8 @@ func remoteFlags(fs *flag.FlagSet, e *env) *remoteOpts {
 		o.aliases[strings.TrimSpace(id)] = strings.TrimSpace(name)
 		return nil
 	}
-	if v := e.getenv("GATEWAY_REMOTE_ALIAS"); v != "" {
-		for _, a := range strings.Split(v, ",") {
-			if err := addAlias(strings.TrimSpace(a)); err != nil {
-				o.badAlias = "GATEWAY_REMOTE_ALIAS " + err.Error()
-			}
-		}
-	}
 	fs.Func("remote-alias", "fix a remote session's alias name on the local legs: ID=NAME (repeatable; env GATEWAY_REMOTE_ALIAS, comma-separated); the default is derived from its title", addAlias)
-	if v := e.getenv("GATEWAY_REMOTE_FOLLOW"); v != "" {
-		for _, id := range strings.Split(v, ",") {
-			if id = strings.TrimSpace(id); id != "" {
-				o.follow = append(o.follow, id)
-			}
-		}
-	}
-	fs.Func("remote-follow", "remote session id to keep live (repeatable), or all (env GATEWAY_REMOTE_FOLLOW, comma-separated)", func(s string) error {
-		if !o.followSet {
-			o.follow, o.followSet = nil, true // the command line replaces the variable
-		}
-		o.follow = append(o.follow, s)
-		return nil
-	})
+	fs.Var(&o.follow, "remote-follow", "remote session id to keep live (repeatable), or all (env GATEWAY_REMOTE_FOLLOW, comma-separated)")
 	return o
 }
 
@@ -105,9 +75,6 @@ func (o *remoteOpts) enabled() bool {
 
 // check validates the flags and fills the defaults.
 func (o *remoteOpts) check() error {
-	if o.badAlias != "" {
-		return errors.New(o.badAlias)
-	}
 	switch o.reply {
 	case "":
 		o.reply = "result"
@@ -119,9 +86,6 @@ func (o *remoteOpts) check() error {
 		if !remotews.ValidSessionID(id) {
 			return fmt.Errorf("--remote-alias %s: %q is not a session id", id, id)
 		}
-	}
-	if o.badIdle != "" {
-		return fmt.Errorf("GATEWAY_REMOTE_IDLE %q: not a duration (e.g. 5m, or 0 for never)", o.badIdle)
 	}
 	if o.idle < 0 {
 		return fmt.Errorf("--remote-idle %s: want 0 (never) or a positive duration", o.idle)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -16,8 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/message"
@@ -29,7 +28,35 @@ import (
 )
 
 func runServe(ctx context.Context, e *env, args []string) int {
-	fs := newFlags(e, "serve")
+	plan, code := setupServe(e, "serve", args, nil)
+	if plan == nil {
+		return code
+	}
+	log := observability.NewLogger(e.stderr, plan.logLevel)
+	if err := serve(ctx, log, plan.cfg); err != nil {
+		log.Error("gateway stopped", "err", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// servePlan is serve's checked configuration: what serve runs, and what
+// `gateway config` prints.
+type servePlan struct {
+	cfg      serveConfig
+	logLevel slog.Level
+	settings *settings
+}
+
+// setupServe registers serve's flags (and the command's own, via extra),
+// fills them from every configuration layer and checks the result. It
+// starts nothing; on a bad configuration it prints why and returns nil with
+// the exit code. A new serve flag is one xxxFlags(fs, e) call line here: the
+// configuration layer finds it with fs.VisitAll.
+func setupServe(e *env, cmd string, args []string, extra func(*flag.FlagSet)) (*servePlan, int) {
+	fs := newFlags(e, cmd)
+	fs.Usage = serveUsage(fs, cmd)
+	configFlag(fs)
 	sd := stateDirFlag(fs, e)
 	name := fs.String("name", "gateway", "name to register under on the local legs")
 	apiAddr := fs.String("api", "", "also serve the control API on this loopback TCP address (bearer token from <state-dir>/api-token)")
@@ -47,44 +74,53 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	heldExpiry := fs.String("held-expiry", "5m", "how long the Qwen inbox holds a message: 1m, 5m, 10m or never")
 	remote := remoteFlags(fs, e)
 	didFile := didFileFlag(fs, e)
-	approver := fs.String("approver", e.getenv("GATEWAY_APPROVER"), "address of a local session (or alias) that gets each remote permission prompt as a message and answers it by replying allow, deny or answer (env GATEWAY_APPROVER)")
-	if _, err := parse(fs, args); err != nil {
-		return flagErr(err)
+	life := lifecycleFlags(fs, e)
+	apiHard := apiFlags(fs, e)
+	approver := fs.String("approver", "", "address of a local session (or alias) that gets each remote permission prompt as a message and answers it by replying allow, deny or answer (env GATEWAY_APPROVER)")
+	own := commandFlags(fs, extra)
+	st, _, err := loadSettings(fs, e, args, own...)
+	if err != nil {
+		var pe *flagParseError
+		if errors.As(err, &pe) {
+			return nil, flagErr(err) // the flag package has said why
+		}
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(e.stderr, "gateway: %s\n", line)
+		}
+		return nil, exitUsage
+	}
+	// A check names the flag; annotate adds the file line or variable it came from.
+	fail := func(format string, a ...any) (*servePlan, int) {
+		fmt.Fprintf(e.stderr, "gateway: %s\n", st.annotate(fmt.Sprintf(format, a...)))
+		return nil, exitUsage
 	}
 	if err := remote.check(); err != nil {
-		fmt.Fprintf(e.stderr, "gateway: %v\n", err)
-		return exitUsage
+		return fail("%v", err)
 	}
 	did, err := openDIDFile(*didFile)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "gateway: --did-file: %v\n", err)
-		return exitUsage
+		return fail("--did-file: %v", err)
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintf(e.stderr, "gateway: --log-level %q: want debug, info, warn or error\n", *logLevel)
-		return exitUsage
+		return fail("--log-level %q: want debug, info, warn or error", *logLevel)
 	}
 	m, err := message.ParseMode(*mode)
 	if err != nil || m == message.ModeUnknown {
-		fmt.Fprintf(e.stderr, "gateway: --mode %q: want bypass or prompting\n", *mode)
-		return exitUsage
+		return fail("--mode %q: want bypass or prompting", *mode)
 	}
 	pol, err := claude.ParsePolicy(*inbound)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "gateway: --inbound: %v\n", err)
-		return exitUsage
+		return fail("--inbound: %v", err)
 	}
 	qpol, err := qwen.ParsePolicy(*inbound)
 	if err != nil && *inbound != "parity" {
-		fmt.Fprintf(e.stderr, "gateway: --inbound: %v\n", err)
-		return exitUsage
+		return fail("--inbound: %v", err)
 	}
 	switch *heldExpiry {
 	case "1m", "5m", "10m", "never":
 	default:
-		fmt.Fprintf(e.stderr, "gateway: --held-expiry %q: want 1m, 5m, 10m or never\n", *heldExpiry)
-		return exitUsage
+		return fail("--held-expiry %q: want 1m, 5m, 10m or never", *heldExpiry)
 	}
 	enabled := map[string]bool{}
 	for _, l := range strings.Split(*legs, ",") {
@@ -93,42 +129,32 @@ func runServe(ctx context.Context, e *env, args []string) int {
 			enabled[l] = true
 		case "remote":
 			if !remote.enabled() {
-				fmt.Fprintln(e.stderr, "gateway: --legs remote needs credentials: --remote-token-file, --remote-session-key-file or --remote-claude-credentials")
-				return exitUsage
+				return fail("--legs remote needs credentials: --remote-token-file, --remote-session-key-file or --remote-claude-credentials")
 			}
 		case "", "none":
 		default:
-			fmt.Fprintf(e.stderr, "gateway: --legs: unknown leg %q (want claude, qwen, remote)\n", l)
-			return exitUsage
+			return fail("--legs: unknown leg %q (want claude, qwen, remote)", l)
 		}
 	}
 	for _, p := range bridgeOnly {
 		if _, err := path.Match(p, ""); err != nil {
-			fmt.Fprintf(e.stderr, "gateway: --bridge-only %q: %v\n", p, err)
-			return exitUsage
+			return fail("--bridge-only %q: %v", p, err)
 		}
 	}
 	if *approver != "" {
 		if _, err := addressing.Parse(*approver); err != nil {
-			fmt.Fprintf(e.stderr, "gateway: --approver: %v\n", err)
-			return exitUsage
+			return fail("--approver: %v", err)
 		}
 	}
 	if len(enabled) == 0 && !remote.enabled() {
-		fmt.Fprintln(e.stderr, "gateway: --legs: name at least one leg, or give remote credentials")
-		return exitUsage
+		return fail("--legs: name at least one leg, or give remote credentials")
 	}
-	log := observability.NewLogger(e.stderr, lvl)
-	err = serve(ctx, log, serveConfig{
+	return &servePlan{logLevel: lvl, settings: st, cfg: serveConfig{
 		stateDir: *sd, name: *name, apiAddr: *apiAddr, hosts: hosts, mode: m, inbound: pol,
 		qwenInbound: qpol, heldExpiry: qwen.ParseHeldExpiry(*heldExpiry), noClaude: !enabled["claude"], noQwen: !enabled["qwen"], bridge: *bridge, bridgeOnly: bridgeOnly,
 		requireAuth: *requireAuth, settle: *settle, getenv: e.getenv, remote: remote, did: did, approver: *approver,
-	})
-	if err != nil {
-		log.Error("gateway stopped", "err", err)
-		return exitError
-	}
-	return exitOK
+		life: life, api: apiHard,
+	}}, 0
 }
 
 type serveConfig struct {
@@ -151,6 +177,8 @@ type serveConfig struct {
 	remote      *remoteOpts            // nil or without credentials: no remote leg
 	did         addressing.DIDResolver // --did-file; nil refuses did: addresses
 	approver    string                 // router.Config.Approver
+	life        *lifecycleOpts         // --grace and SIGHUP; nil takes the defaults
+	api         *apiOpts               // TLS, CORS and rate limits of --api; nil takes the defaults
 }
 
 func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
@@ -166,11 +194,26 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	if err != nil {
 		return err
 	}
-	metrics, err := observability.NewMetrics()
+	life := c.life
+	if life == nil {
+		life = &lifecycleOpts{grace: defaultGrace}
+	}
+	log, level := leveled(log)
+	tel, err := observability.NewTelemetry(ctx, observability.TelemetryConfig{Getenv: c.getenv, Version: version})
 	if err != nil {
 		return err
 	}
-	defer metrics.Shutdown(context.Background())
+	defer func() {
+		// Bounded: an unreachable OTLP collector must not hold up the exit.
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = tel.Shutdown(sctx)
+	}()
+	if len(tel.OTLP) > 0 {
+		log.Info("exporting telemetry over OTLP", "signals", tel.OTLP)
+	}
+	metrics := tel.Metrics
+	var outboxDepth func() int
 
 	// The remote leg is built first: building it has no side effects, so a
 	// bad credential stops the gateway before it registers anywhere.
@@ -187,6 +230,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 		}
 		defer closeOutbox()
 		remoteLeg = ob
+		outboxDepth = func() int { items, _ := ob.Outbox(false); return len(items) }
 	}
 	legs, pool, err := startLegs(log, c)
 	if err != nil {
@@ -198,15 +242,21 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	if pool != nil {
 		defer pool.Close()
 	}
-	rt := router.New(router.Config{Logger: log, Metrics: metrics, Bridge: c.bridge, BridgeOnly: c.bridgeOnly, DID: c.did, Approver: c.approver,
+	rt := router.New(router.Config{Logger: log, Metrics: metrics, Tracer: tel.Tracer(), Bridge: c.bridge, BridgeOnly: c.bridgeOnly, DID: c.did, Approver: c.approver,
 		// What the gateway itself sends (approver notices) attests its own
 		// review class, so a receiver of that class admits it.
 		DefaultMode: c.mode}, legs...)
-	srv := api.NewServer(api.Config{Router: rt, Logger: log, Metrics: metrics.Handler(), Version: version,
+	gauges := rt.Gauges()
+	gauges.OutboxDepth = outboxDepth
+	metrics.Observe(gauges)
+	srv, err := newAPIServer(c, api.Config{Router: rt, Logger: log, Metrics: metrics.Handler(), Version: version,
 		Token: token, AllowedHosts: c.hosts})
 
 	sockPath := filepath.Join(c.stateDir, "gateway.sock")
-	uln, err := listenControl(sockPath)
+	var uln net.Listener
+	if err == nil {
+		uln, err = listenControl(sockPath)
+	}
 	if err != nil {
 		// The legs are registered but not yet run: take them down again.
 		cctx, cancel := context.WithCancel(ctx)
@@ -216,40 +266,23 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 		}
 		return err
 	}
-	servers := []*http.Server{{Handler: srv.Handler(), ConnContext: uidCheck, ReadHeaderTimeout: 10 * time.Second}}
+	unixSrv := api.NewHTTPServer(srv.Handler())
+	unixSrv.ConnContext = uidCheck
+	servers := []*http.Server{unixSrv}
 	listeners := []net.Listener{uln}
 	if c.apiAddr != "" {
-		tln, err := net.Listen("tcp", c.apiAddr)
+		tln, err := listenAPI(c.apiAddr, srv)
 		if err != nil {
 			uln.Close()
-			return fmt.Errorf("--api %s: %w", c.apiAddr, err)
+			return err
 		}
-		servers = append(servers, &http.Server{Handler: srv.TCPHandler(tln.Addr().String()), ReadHeaderTimeout: 10 * time.Second})
+		servers = append(servers, api.NewHTTPServer(srv.TCPHandler(tln.Addr().String())))
 		listeners = append(listeners, tln)
-		log.Info("control API on TCP", "addr", tln.Addr().String())
+		log.Info("control API on TCP", "addr", tln.Addr().String(), "tls", srv.TLSConfig() != nil)
 	}
 	log.Info("gateway serving", "state_dir", c.stateDir, "control_socket", sockPath, "version", version)
 
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return rt.Run(gctx) })
-	for i, s := range servers {
-		g.Go(func() error {
-			if err := s.Serve(listeners[i]); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
-		})
-	}
-	g.Go(func() error {
-		<-gctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		for _, s := range servers {
-			_ = s.Shutdown(sctx)
-		}
-		return nil
-	})
-	err = g.Wait()
+	err = runUntilStopped(ctx, log, life.grace, rt, servers, listeners, outboxDepth, life.reloaders(level, srv))
 	log.Info("gateway stopped")
 	return err
 }

@@ -132,7 +132,7 @@ func (c *Client) do(ctx context.Context, r request) (_ []byte, err error) {
 		if api != nil && api.Status == http.StatusUnauthorized && free == 0 {
 			if rs, ok := c.token.(auth.Refreshable); ok && c.refreshed(rs, tok) {
 				free++
-				c.log.Info("sessionsapi: token refused, retrying with a fresh one", "op", r.op)
+				c.log.InfoContext(ctx, "sessionsapi: token refused, retrying with a fresh one", "op", r.op)
 				continue
 			}
 		}
@@ -143,7 +143,7 @@ func (c *Client) do(ctx context.Context, r request) (_ []byte, err error) {
 		if !ok {
 			return nil, c.fail(r, err, sends)
 		}
-		c.log.Info("sessionsapi: retrying", "op", r.op, "attempt", sends+1, "wait", wait, "err", err)
+		c.log.InfoContext(ctx, "sessionsapi: retrying", "op", r.op, "attempt", sends+1, "wait", wait, "err", err)
 		if err := c.clock.Sleep(ctx, wait); err != nil {
 			return nil, c.fail(r, err, sends)
 		}

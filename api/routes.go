@@ -1,0 +1,243 @@
+package api
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/outbox"
+	"github.com/sessiongateway/gateway/router"
+)
+
+// route is one endpoint. The mux is built from routes and the OpenAPI
+// document is generated from them, so the two cannot drift.
+type route struct {
+	method, path, summary string
+	// scope a token needs on TCP; 0 means public (probes).
+	scope  Scope
+	query  []param
+	in     any // the JSON request body's Go type, or nil
+	out    any // the success body's Go type, or nil
+	status int // the success status; 0 for 200
+	// produces is the success media type when it is not JSON.
+	produces string
+	// long routes stream or wait (?wait, "wait": true): they get no read or
+	// write deadline once their body is read; their own timeouts bound them.
+	long   bool
+	handle func(*Server, http.ResponseWriter, *http.Request)
+}
+
+type param struct{ name, typ, doc string }
+
+var (
+	qAll  = param{"all", "boolean", "also list recently settled entries"}
+	qWait = []param{{"wait", "boolean", "block until a final receipt"}, {"timeout", "string", "how long to wait, a Go duration (default 30s)"}}
+)
+
+// Health is GET /healthz's answer.
+type Health struct {
+	Status  string `json:"status"`
+	Version string `json:"version"`
+}
+
+// DecideResult answers POST /v1/held/{id}.
+type DecideResult struct {
+	ID     string `json:"id"`
+	Action string `json:"action"`
+}
+
+// routes is the API. Held decisions need approve, not send: releasing a held
+// message lets it past the gate that held it, as answering a prompt does.
+// It is filled in init because /openapi.json's handler reads it.
+var routes []route
+
+func init() {
+	routes = []route{
+		{method: "GET", path: "/v1/sessions", summary: "List every reachable session on every leg.", scope: ScopeRead,
+			out: []message.Session{}, handle: (*Server).sessions},
+		{method: "POST", path: "/v1/messages", summary: "Send a message to an address; with wait, block until a final receipt.", scope: ScopeSend,
+			in: SendBody{}, out: router.Outbound{}, status: http.StatusCreated, long: true, handle: (*Server).send},
+		{method: "GET", path: "/v1/messages/{id}", summary: "Where a sent message stands; ?wait=1&timeout=30s blocks until final.", scope: ScopeRead,
+			query: qWait, out: router.Outbound{}, long: true, handle: (*Server).getMessage},
+		{method: "GET", path: "/v1/events", summary: "Server-sent events with ids; Last-Event-ID (or ?last_event_id) replays what was kept. Each data line is an Event.", scope: ScopeRead,
+			query: []param{{"last_event_id", "integer", "replay events after this id"}}, out: message.Event{}, produces: "text/event-stream", long: true, handle: (*Server).events},
+		{method: "GET", path: "/v1/held", summary: "Inbound messages held for a decision.", scope: ScopeRead,
+			out: []message.Held{}, handle: (*Server).held},
+		{method: "POST", path: "/v1/held/{id}", summary: "Release or deny a held message.", scope: ScopeApprove,
+			in: DecideBody{}, out: DecideResult{}, handle: (*Server).decide},
+		{method: "POST", path: "/v1/idle", summary: "Subscribe to a peer's idle notice; it arrives as an idle event, or in the answer with wait.", scope: ScopeSend,
+			in: IdleBody{}, out: IdleResult{}, status: http.StatusCreated, long: true, handle: (*Server).idle},
+		{method: "GET", path: "/v1/permissions", summary: "Pending permission prompts of remote sessions, oldest first; ?all=true adds recently settled ones.", scope: ScopeRead,
+			query: []param{qAll}, out: []message.PermissionRequest{}, handle: (*Server).permissions},
+		{method: "GET", path: "/v1/permissions/{id}", summary: "One permission prompt, pending or recently settled.", scope: ScopeRead,
+			out: message.PermissionRequest{}, handle: (*Server).getPermission},
+		{method: "POST", path: "/v1/permissions/{id}", summary: "Answer a pending prompt; 200 with the settled prompt, 404 unknown, 409 already settled, 400 invalid, 502 the leg could not deliver it.", scope: ScopeApprove,
+			in: message.PermissionAnswer{}, out: message.PermissionRequest{}, handle: (*Server).answerPermission},
+		{method: "POST", path: "/v1/control", summary: "Send a session a control request: interrupt, set_permission_mode or set_model.", scope: ScopeApprove,
+			in: ControlBody{}, out: ControlBody{}, handle: (*Server).control},
+		{method: "GET", path: "/v1/resolve", summary: "The session ?address= resolves to, as sends and control requests resolve it.", scope: ScopeRead,
+			query: []param{{"address", "string", "the address to resolve (required)"}}, out: message.Session{}, handle: (*Server).resolve},
+		{method: "GET", path: "/v1/outbox", summary: "Messages accepted for a remote session and not yet acknowledged by its server, oldest first; ?all=true adds recently acknowledged and failed ones.", scope: ScopeRead,
+			query: []param{qAll}, out: []outbox.Item{}, handle: (*Server).outbox},
+		{method: "GET", path: "/healthz", summary: "The process is alive. No token needed.",
+			out: Health{}, handle: (*Server).healthz},
+		{method: "GET", path: "/readyz", summary: "Every enabled leg is ready (503 when not), with each leg's state. No token needed.",
+			out: Readiness{}, handle: (*Server).readyz},
+		{method: "GET", path: "/metrics", summary: "Prometheus text exposition.", scope: ScopeRead,
+			produces: "text/plain", handle: (*Server).metrics},
+		{method: "GET", path: "/openapi.json", summary: "This document.", scope: ScopeRead,
+			out: map[string]any{}, handle: (*Server).openapi},
+	}
+}
+
+// pattern is the route's http.ServeMux pattern.
+func (rt route) pattern() string { return rt.method + " " + rt.path }
+
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Metrics == nil {
+		writeError(w, Error{Error: "metrics are off", Code: CodeNotFound})
+		return
+	}
+	s.cfg.Metrics.ServeHTTP(w, r)
+}
+
+// routeHandler is one route's handler with its scope check and, for long
+// routes, the deadlines lifted once the body is in.
+func (s *Server) routeHandler(rt route) http.Handler {
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) })
+	if rt.long {
+		h = unbounded(h)
+	}
+	if rt.scope != 0 {
+		h = requireScope(rt.scope, h)
+	}
+	return h
+}
+
+// unbounded reads the (capped) body under the server's read timeout, then
+// lifts the connection's deadlines: a stream or a wait ends by its own
+// timeout or the client leaving. Without this, ReadTimeout would cancel the
+// request's context mid-stream.
+func unbounded(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				writeError(w, errorOf(err))
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Time{}) // unsupported by test recorders: nothing to lift there
+		_ = rc.SetWriteDeadline(time.Time{})
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Timeouts and caps of every listener's http.Server.
+const (
+	ReadHeaderTimeout = 10 * time.Second
+	ReadTimeout       = 30 * time.Second // whole request, body included
+	WriteTimeout      = 60 * time.Second // except long routes
+	IdleTimeout       = 2 * time.Minute
+	MaxHeaderBytes    = 64 << 10
+)
+
+// NewHTTPServer wraps h with the timeouts and header cap every listener
+// gets.
+func NewHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler: h, ReadHeaderTimeout: ReadHeaderTimeout, ReadTimeout: ReadTimeout,
+		WriteTimeout: WriteTimeout, IdleTimeout: IdleTimeout, MaxHeaderBytes: MaxHeaderBytes,
+	}
+}
+
+// TCPHandler adds, for a listener on addr: the Host allowlist, CORS for the
+// configured origin only, bearer tokens with scopes (/healthz and /readyz
+// need none) and per-client rate limits.
+func (s *Server) TCPHandler(addr string) http.Handler {
+	allowed := map[string]bool{addr: true}
+	if _, port, err := net.SplitHostPort(addr); err == nil {
+		for _, h := range []string{"127.0.0.1", "localhost", "[::1]"} {
+			allowed[h+":"+port] = true
+		}
+	}
+	for _, h := range s.cfg.AllowedHosts {
+		allowed[h] = true
+	}
+	public := map[string]bool{}
+	for _, rt := range routes {
+		if rt.scope == 0 {
+			public[rt.path] = true
+		}
+	}
+	next := s.recoverer(s.mux)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !allowed[r.Host] {
+			writeError(w, Error{Error: fmt.Sprintf("host %q is not allowed (see --allow-host)", r.Host), Code: CodeBadHost})
+			return
+		}
+		if s.cors(w, r) {
+			return
+		}
+		g, ok := s.authenticate(r)
+		key := "grant:" + g.ID
+		if !ok {
+			key = "ip:" + remoteIP(r)
+		}
+		if allow, wait := s.limit.allow(key); !allow {
+			secs := retryAfter(wait)
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			writeError(w, Error{Error: fmt.Sprintf("too many requests: retry in %ds", secs), Code: CodeRateLimited, RetryAfter: secs})
+			return
+		}
+		if !ok && !(public[r.URL.Path] && (r.Method == http.MethodGet || r.Method == http.MethodHead)) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="gateway"`)
+			writeError(w, Error{Error: "missing or wrong bearer token (see <state-dir>/api-token or gateway tokens add)", Code: CodeUnauth})
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(withGrant(r.Context(), g)))
+	})
+}
+
+func remoteIP(r *http.Request) string {
+	if h, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return h
+	}
+	return r.RemoteAddr
+}
+
+// cors answers for the one configured origin, and handles its preflight;
+// it reports whether the request is answered. With no origin configured
+// nothing is added and browsers keep their same-origin rule.
+func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if s.cfg.CORSOrigin == "" || origin == "" {
+		return false
+	}
+	preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
+	w.Header().Add("Vary", "Origin")
+	if origin != s.cfg.CORSOrigin {
+		if preflight {
+			writeError(w, Error{Error: fmt.Sprintf("origin %q is not allowed", origin), Code: CodeForbidden})
+			return true
+		}
+		return false
+	}
+	w.Header().Set("Access-Control-Allow-Origin", origin)
+	if !preflight {
+		w.Header().Set("Access-Control-Expose-Headers", "Retry-After")
+		return false
+	}
+	w.Header().Set("Access-Control-Allow-Methods", "GET, POST")
+	w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID")
+	w.Header().Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}

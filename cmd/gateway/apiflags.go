@@ -1,0 +1,95 @@
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"net"
+	"net/url"
+
+	"github.com/sessiongateway/gateway/api"
+)
+
+// apiOpts are serve's flags hardening the TCP control API (--api); the
+// configuration layer fills each from its GATEWAY_* variable or the config
+// file when the command line leaves it alone.
+type apiOpts struct {
+	tlsCert, tlsKey string
+	corsOrigin      string
+	rate            float64
+	burst           int
+}
+
+func apiFlags(fs *flag.FlagSet, _ *env) *apiOpts {
+	o := &apiOpts{}
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve --api over TLS 1.2+ with this PEM certificate (chain) file; re-read when it changes or on SIGHUP (env GATEWAY_TLS_CERT)")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "the PEM private key of --tls-cert (env GATEWAY_TLS_KEY)")
+	fs.StringVar(&o.corsOrigin, "cors-origin", "", "the one browser origin allowed to call --api, like https://ui.example; none by default (env GATEWAY_CORS_ORIGIN)")
+	fs.Float64Var(&o.rate, "api-rate", api.DefaultRateLimit.Rate, "requests a second each --api client (token, or IP before one) may make on average; negative for no limit (env GATEWAY_API_RATE)")
+	fs.IntVar(&o.burst, "api-burst", api.DefaultRateLimit.Burst, "requests each --api client may make at once (env GATEWAY_API_BURST)")
+	return o
+}
+
+// check validates the flags against --api.
+func (o *apiOpts) check(apiAddr string) error {
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return fmt.Errorf("--tls-cert and --tls-key go together")
+	}
+	if o.tlsCert != "" && apiAddr == "" {
+		return fmt.Errorf("--tls-cert needs --api: the Unix socket has no TLS")
+	}
+	if o.corsOrigin != "" {
+		u, err := url.Parse(o.corsOrigin)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			return fmt.Errorf("--cors-origin %q: want an origin like https://ui.example", o.corsOrigin)
+		}
+	}
+	if o.rate > 0 && o.burst < 1 {
+		return fmt.Errorf("--api-burst %d: want at least 1", o.burst)
+	}
+	return nil
+}
+
+// rateLimit is the api.Config value: a negative rate turns limits off.
+func (o *apiOpts) rateLimit() api.RateLimit {
+	if o.rate <= 0 {
+		return api.RateLimit{Rate: -1}
+	}
+	return api.RateLimit{Rate: o.rate, Burst: o.burst}
+}
+
+// newAPIServer checks the --api hardening flags, loads the TLS certificate
+// and builds the server: cfg with c.api's TLS, CORS, rate limits and the
+// scoped tokens of <state-dir>/api-tokens.json.
+func newAPIServer(c serveConfig, cfg api.Config) (*api.Server, error) {
+	o := c.api
+	if o == nil {
+		o = &apiOpts{rate: api.DefaultRateLimit.Rate, burst: api.DefaultRateLimit.Burst}
+	}
+	if err := o.check(c.apiAddr); err != nil {
+		return nil, err
+	}
+	if o.tlsCert != "" {
+		cr, err := api.NewCertReloader(o.tlsCert, o.tlsKey)
+		if err != nil {
+			return nil, err
+		}
+		cfg.TLS = cr
+	}
+	cfg.Tokens = newAPITokenStore(c.stateDir, nil)
+	cfg.CORSOrigin = o.corsOrigin
+	cfg.RateLimit = o.rateLimit()
+	return api.NewServer(cfg), nil
+}
+
+// listenAPI opens --api, with the server's TLS when it has a certificate.
+func listenAPI(addr string, srv *api.Server) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--api %s: %w", addr, err)
+	}
+	if tc := srv.TLSConfig(); tc != nil {
+		ln = tls.NewListener(ln, tc)
+	}
+	return ln, nil
+}

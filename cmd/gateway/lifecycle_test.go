@@ -1,0 +1,452 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/outbox"
+	"github.com/sessiongateway/gateway/testkit/fakeclaude"
+	"github.com/sessiongateway/gateway/transport/uds/claude"
+)
+
+// sigGateway is `gateway serve` run as a child process (this test binary
+// re-executed, see TestMain), so a test can send it real signals.
+type sigGateway struct {
+	*api.Client
+	cmd       *exec.Cmd
+	stateDir  string
+	configDir string
+	runtime   string
+	stderr    *syncBuffer
+	exited    chan struct{} // closed once the process was reaped
+	waitErr   error         // how it exited, once exited is closed
+}
+
+func startSignalled(t *testing.T, root string, args ...string) *sigGateway {
+	t.Helper()
+	g := &sigGateway{stateDir: filepath.Join(root, "state"), configDir: filepath.Join(root, "claude"),
+		runtime: filepath.Join(root, "run"), stderr: &syncBuffer{}, exited: make(chan struct{})}
+	for _, d := range []string{g.configDir, g.runtime} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GATEWAY_") && !strings.HasPrefix(kv, "OTEL_") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "GATEWAY_TEST_AS_GATEWAY=1", "CLAUDE_CONFIG_DIR="+g.configDir,
+		"XDG_RUNTIME_DIR="+g.runtime, "HOME="+root, "TMPDIR="+root)
+	g.cmd = exec.Command(os.Args[0], append([]string{"serve", "--state-dir", g.stateDir, "--log-level", "debug"}, args...)...)
+	g.cmd.Env = env
+	g.cmd.Stderr = g.stderr
+	if err := g.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { g.waitErr = g.cmd.Wait(); close(g.exited) }()
+	t.Cleanup(func() {
+		_ = g.cmd.Process.Kill()
+		<-g.exited
+		if t.Failed() {
+			t.Logf("gateway stderr:\n%s", g.stderr.String())
+		}
+	})
+	g.Client = api.NewUnixClient(filepath.Join(g.stateDir, "gateway.sock"))
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := g.Sessions(ctx)
+		cancel()
+		if err == nil {
+			return g
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway is not answering: %v\n%s", err, g.stderr.String())
+		}
+	}
+}
+
+// address is the gateway's own uds: address, from its registry entry.
+func (g *sigGateway) address(t *testing.T) string {
+	t.Helper()
+	ents, _ := filepath.Glob(filepath.Join(g.configDir, "sessions", "*.json"))
+	for _, f := range ents {
+		b, _ := os.ReadFile(f)
+		if e, err := claude.ParseEntry(b); err == nil && e.Name == "gateway" && e.PID == g.cmd.Process.Pid {
+			return "uds:" + e.MessagingSocketPath
+		}
+	}
+	t.Fatal("the gateway's registry entry is missing")
+	return ""
+}
+
+// sentOK is a message the API returned an id for.
+type sentOK struct {
+	body string
+	out  message.Status
+}
+
+func TestSIGTERMDuringTrafficLosesNothingAcceptedAndDeregisters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the gateway as a child process")
+	}
+	const grace = 5 * time.Second
+	root := t.TempDir()
+	g := startSignalled(t, root, "--legs", "claude", "--bridge=false", "--grace", grace.String(), "--settle", "300ms")
+	fk := fakeclaude.Start(t, fakeclaude.Config{Name: "work-08", ConfigDir: g.configDir, RuntimeDir: g.runtime})
+	gwAddr := g.address(t)
+	gwSocket := strings.TrimPrefix(gwAddr, "uds:")
+	regBefore, _ := filepath.Glob(filepath.Join(g.configDir, "sessions", "*"))
+
+	// A peer subscribed to the gateway's idle notices must hear exited.
+	if err := fk.SendFrame(ctxT(t), gwAddr, claude.NewNotifyWhenIdle(fk.Address(), "sub-1", "prompting")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fk.WaitControl(ctxT(t), func(f claude.Frame) bool {
+		return f.Action == claude.ActionPeerIdleNotice && f.OrigMsgID == "sub-1" && f.State == "idle"
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	// SIGHUP reloads and leaves the gateway serving.
+	if err := g.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(g.stderr.String(), "SIGHUP: reloaded"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("SIGHUP was not logged as a reload")
+		}
+	}
+	if _, err := g.Sessions(ctxT(t)); err != nil {
+		t.Fatalf("after SIGHUP the gateway does not answer: %v", err)
+	}
+
+	// Three senders stream messages (fewer than the receiver's 30-message
+	// burst, so none is paced away) while SIGTERM arrives. Each send waits
+	// for its final receipt (the 300 ms settle window), so sends are in
+	// flight when the signal comes: they must finish, not be cut.
+	const senders, each = 3, 8
+	var (
+		mu      sync.Mutex
+		ok      []sentOK
+		wg      sync.WaitGroup
+		sigOnce sync.Once
+		sigAt   time.Time
+	)
+	for s := range senders {
+		wg.Go(func() {
+			for i := range each {
+				body := fmt.Sprintf("sender %d message %d", s, i)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				out, err := g.Send(ctx, api.SendBody{To: fk.Address(), Text: body, Wait: true, Timeout: "3s"})
+				cancel()
+				if err != nil {
+					return // refused: the gateway stopped accepting
+				}
+				mu.Lock()
+				ok = append(ok, sentOK{body: body, out: out.Status})
+				n := len(ok)
+				mu.Unlock()
+				if n == senders*2 {
+					sigOnce.Do(func() {
+						sigAt = time.Now()
+						if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+							t.Error(err)
+						}
+					})
+				}
+			}
+		})
+	}
+	wg.Wait()
+	sigOnce.Do(func() { // every send finished before the signal: send it now
+		sigAt = time.Now()
+		_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	})
+	var err error
+	select {
+	case <-g.exited:
+		err = g.waitErr
+	case <-time.After(grace + 5*time.Second):
+		t.Fatalf("the gateway did not exit within its grace period of %v", grace)
+	}
+	took := time.Since(sigAt)
+	t.Logf("%d of %d messages accepted; exit %v after SIGTERM", len(ok), senders*each, took)
+
+	t.Run("the process exits 0 within the grace period", func(t *testing.T) {
+		if err != nil {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				t.Fatalf("exit code %d", ee.ExitCode())
+			}
+			t.Fatal(err)
+		}
+		if took > grace+time.Second { // a second for the process to be reaped
+			t.Errorf("took %v after SIGTERM, grace is %v", took, grace)
+		}
+	})
+	t.Run("every message the API accepted was written to its receiver", func(t *testing.T) {
+		if len(ok) < senders*2 {
+			t.Fatalf("only %d messages sentOK before the signal", len(ok))
+		}
+		got := map[string]bool{}
+		for _, r := range fk.Received() {
+			for _, a := range ok {
+				if strings.Contains(r.Content.Raw, a.body) {
+					got[a.body] = true
+				}
+			}
+		}
+		for _, a := range ok {
+			if a.out == message.StatusFailed || a.out == message.StatusDropped {
+				t.Errorf("%q was sentOK as %v", a.body, a.out)
+			}
+			if !got[a.body] {
+				t.Errorf("%q was sentOK (%v) but never arrived", a.body, a.out)
+			}
+		}
+	})
+	t.Run("idle subscribers heard exited", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if _, err := fk.WaitControl(ctx, func(f claude.Frame) bool {
+			return f.Action == claude.ActionPeerIdleNotice && f.OrigMsgID == "sub-1" && f.State == "exited"
+		}); err != nil {
+			t.Fatal("no exited notice:", err)
+		}
+	})
+	t.Run("the registry entry, key file and sockets are gone", func(t *testing.T) {
+		regAfter, _ := filepath.Glob(filepath.Join(g.configDir, "sessions", "*"))
+		if len(regAfter) != len(regBefore)-2 {
+			t.Errorf("registration files before %v, after %v: want the gateway's entry and key gone", regBefore, regAfter)
+		}
+		for _, f := range []string{gwSocket, filepath.Join(g.stateDir, "gateway.sock")} {
+			if _, err := os.Lstat(f); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s is still there (%v)", f, err)
+			}
+		}
+	})
+	t.Run("the log says it drained and stopped", func(t *testing.T) {
+		log := g.stderr.String()
+		for _, want := range []string{"stopping: draining the API", "deregistered Claude Code peer", "gateway stopped"} {
+			if !strings.Contains(log, want) {
+				t.Errorf("no %q in the log", want)
+			}
+		}
+	})
+}
+
+func TestSIGHUPReloads(t *testing.T) {
+	tests := []struct {
+		name      string
+		env       string
+		tls       error // nil: reloads fine
+		wantLevel slog.Level
+		wantLog   []string
+	}{
+		{"GATEWAY_LOG_LEVEL moves the level", "debug", nil, slog.LevelDebug,
+			[]string{`"what":"log level","now":"debug"`, `"what":"TLS certificate","now":"reloaded"`}},
+		{"without GATEWAY_LOG_LEVEL the level stays", "", nil, slog.LevelWarn,
+			[]string{`"what":"log level","now":"unchanged"`}},
+		{"a bad level is refused and the old one kept", "loud", nil, slog.LevelWarn,
+			[]string{`reload failed`, `GATEWAY_LOG_LEVEL \"loud\"`}},
+		{"a failing TLS reload is logged and the rest still reloads", "error", errors.New("no such file"), slog.LevelError,
+			[]string{`"what":"TLS certificate","err":"no such file"`, `"what":"log level","now":"error"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := &env{getenv: func(k string) string {
+				if k == "GATEWAY_LOG_LEVEL" {
+					return tt.env
+				}
+				return ""
+			}}
+			o := lifecycleFlags(newFlags(e, "serve"), e)
+			lv := new(slog.LevelVar)
+			lv.Set(slog.LevelWarn)
+			var buf syncBuffer
+			log := slog.New(slog.NewJSONHandler(&buf, nil))
+			rs := o.reloaders(lv, tlsReloader{tt.tls})
+			hup := make(chan os.Signal, 1)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); reloadOn(ctx, log, hup, rs) }()
+			hup <- syscall.SIGHUP
+			for deadline := time.Now().Add(5 * time.Second); strings.Count(buf.String(), "\n") < len(rs); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("not every reloader logged: %s", buf.String())
+				}
+			}
+			cancel()
+			<-done
+			if lv.Level() != tt.wantLevel {
+				t.Errorf("level %v, want %v", lv.Level(), tt.wantLevel)
+			}
+			for _, w := range tt.wantLog {
+				if !strings.Contains(buf.String(), w) {
+					t.Errorf("no %s in the log:\n%s", w, buf.String())
+				}
+			}
+		})
+	}
+}
+
+type tlsReloader struct{ err error }
+
+func (r tlsReloader) ReloadTLS() error { return r.err }
+
+func TestGraceFlag(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    time.Duration
+		wantErr bool
+	}{
+		{"no flag gives 10s", nil, 10 * time.Second, false},
+		{"a positive duration is taken", []string{"--grace", "3s"}, 3 * time.Second, false},
+		{"zero is refused", []string{"--grace", "0s"}, 0, true},
+		{"a negative duration is refused", []string{"--grace", "-1s"}, 0, true},
+		{"a bare number is refused", []string{"--grace", "10"}, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := &env{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
+			fs := newFlags(e, "serve")
+			o := lifecycleFlags(fs, e)
+			err := fs.Parse(tt.args)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
+			}
+			if err == nil && o.grace != tt.want {
+				t.Errorf("grace = %v, want %v", o.grace, tt.want)
+			}
+		})
+	}
+}
+
+// plainServer is an API server without TLS.
+type plainServer struct{ tlsReloader }
+
+func (plainServer) TLSConfig() *tls.Config { return nil }
+
+func TestATLSReloadIsOnlyListedWhenTheAPIServesTLS(t *testing.T) {
+	tests := []struct {
+		name string
+		srv  any
+		want int
+	}{
+		{"a server serving TLS gets a TLS reload", tlsReloader{}, 2},
+		{"a server without TLS gets none", plainServer{}, 1},
+		{"a server that cannot reload gets none", struct{}{}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := &lifecycleOpts{grace: defaultGrace}
+			if got := len(o.reloaders(new(slog.LevelVar), tt.srv)); got != tt.want {
+				t.Fatalf("%d reloaders, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSIGTERMFlushesTheOutboxOrKeepsItStored(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the gateway as a child process")
+	}
+	const n, grace = 5, 6 * time.Second
+	tests := []struct {
+		name string
+		// before and atSignal are what the server does with posts before
+		// and from the signal on.
+		before, atSignal postMode
+		wantKept         int // messages still in the outbox after exit
+		wantOnSrv        int // messages the server stored
+	}{
+		{"messages waiting on a server that answers again are delivered before exit", postHold, postPass, 0, n},
+		{"messages a server keeps refusing stay stored, and the exit is still in time", postRefuse, postRefuse, n, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newOutboxCloud(t)
+			// The first post is held or refused: the rest of the lane waits
+			// behind it, so all are pending at the signal.
+			c.proxy.setMode(tt.before)
+			root := t.TempDir()
+			g := startSignalled(t, root, "--legs", "remote", "--remote-url", c.proxy.url, "--remote-org", e2eOrg,
+				"--remote-token-file", c.tokenFile, "--remote-follow", c.sid, "--grace", grace.String())
+			for i := range n {
+				out, err := g.Send(ctxT(t), api.SendBody{To: "bridge:" + c.sid, Text: fmt.Sprintf("flushed message %d", i)})
+				if err != nil || !accepted(out.Status) {
+					t.Fatalf("send %d: %+v %v, want it accepted", i, out, err)
+				}
+			}
+			waitUntil(t, 20*time.Second, "the first post reached the server", func() bool { return c.proxy.saw("flushed message 0") })
+			sigAt := time.Now()
+			if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			c.proxy.setMode(tt.atSignal)
+			select {
+			case <-g.exited:
+			case <-time.After(grace + 5*time.Second):
+				t.Fatalf("the gateway did not exit within its grace period of %v", grace)
+			}
+			if g.waitErr != nil {
+				t.Fatalf("exit: %v", g.waitErr)
+			}
+			if took := time.Since(sigAt); took > grace+time.Second {
+				t.Errorf("took %v after SIGTERM, grace is %v", took, grace)
+			}
+			if kept := storedPending(t, g.stateDir); kept != tt.wantKept {
+				t.Errorf("%d messages still in the outbox, want %d", kept, tt.wantKept)
+			}
+			if stored := len(c.users()); stored != tt.wantOnSrv {
+				t.Errorf("the server stored %d messages, want %d", stored, tt.wantOnSrv)
+			}
+		})
+	}
+}
+
+// storedPending counts the messages a stopped gateway's outbox still holds.
+func storedPending(t *testing.T, stateDir string) int {
+	t.Helper()
+	st, err := outbox.Open(filepath.Join(stateDir, outbox.FileName), outbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	es, err := st.List(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(es)
+}
+
+func TestGraceIsADurationToTheConfigLayer(t *testing.T) {
+	e := &env{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
+	fs := newFlags(e, "serve")
+	lifecycleFlags(fs, e)
+	g, ok := fs.Lookup("grace").Value.(flag.Getter)
+	if !ok {
+		t.Fatal("--grace is no flag.Getter: a config file would have to give it as a list")
+	}
+	if _, ok := g.Get().(time.Duration); !ok {
+		t.Fatalf("--grace gets a %T, want a time.Duration", g.Get())
+	}
+}
