@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -199,8 +200,11 @@ func TestRealQwenTUIReceiptsForGatewaySends(t *testing.T) {
 		if first.Status != message.StatusDelivered {
 			t.Fatalf("first send %+v", first)
 		}
+		// Refused before writing, in the receiver's own words: dropped,
+		// duplicate, with the mirror's explanation.
 		o, code := sendJSON(t, g, s.Name(), body, "--wait", "--timeout", "20s")
-		if code == 0 || o.Status != message.StatusFailed {
+		if code == 0 || o.Status != message.StatusDropped || len(o.Receipts) == 0 ||
+			o.Receipts[len(o.Receipts)-1].DropReason != "duplicate" || !strings.Contains(o.Receipts[len(o.Receipts)-1].Reason, "not sent") {
 			t.Fatalf("a repeat inside the window was not refused by the sender: exit %d %+v", code, o)
 		}
 		o, _ = sendJSON(t, g, s.Name(), body, "--unpaced", "--wait", "--timeout", "20s")

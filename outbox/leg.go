@@ -268,6 +268,11 @@ func (l *Leg) deliver(ctx context.Context, in chan<- message.Event) {
 		case <-l.kick:
 		case r := <-results:
 			inflight--
+			if ctx.Err() != nil && !r.acked() {
+				// Cut short by the shutdown, which select may have seen
+				// second: it does not count, as in the drain below.
+				return
+			}
 			if ev, ok := l.record(r); ok {
 				select {
 				case in <- ev:

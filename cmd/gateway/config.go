@@ -784,8 +784,7 @@ func printSettings(w io.Writer, st *settings, asJSON bool) error {
 
 // runConfig is `gateway config`: serve's flags and checks, then a print
 // of the result instead of a start.
-func runConfig(ctx context.Context, e *env, args []string) int {
-	_ = ctx // nothing here waits: config starts nothing
+func runConfig(_ context.Context, e *env, args []string) int {
 	var asJSON *bool
 	setup, code := setupServe(e, "config", args, func(fs *flag.FlagSet) {
 		asJSON = fs.Bool("json", false, "print JSON: [{key, value, source, origin, file}]")
