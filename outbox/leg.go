@@ -11,6 +11,8 @@ import (
 	"unicode"
 
 	"github.com/cenkalti/backoff/v4"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sessiongateway/gateway/message"
@@ -177,7 +179,9 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	// Under l.mu, so the lane's order is the store's order.
-	e, err := l.store.Add(Entry{Message: m, Leg: l.inner.Name(), AcceptedAt: l.clock.Now()})
+	trace := propagation.MapCarrier{}
+	otel.GetTextMapPropagator().Inject(ctx, trace)
+	e, err := l.store.Add(Entry{Message: m, Leg: l.inner.Name(), AcceptedAt: l.clock.Now(), Trace: trace})
 	if err != nil {
 		err = fmt.Errorf("not accepted: %w", err)
 		return message.Receipt{MsgID: m.ID, Status: message.StatusFailed, Reason: err.Error(), Time: l.clock.Now()}, err
@@ -301,6 +305,9 @@ func (l *Leg) attempt(ctx context.Context, target, id string) result {
 	defer cancel()
 	t := l.clock.AfterFunc(l.cfg.AttemptTimeout, cancel)
 	defer t.Stop()
+	if len(e.Trace) > 0 {
+		ctx = otel.GetTextMapPropagator().Extract(ctx, propagation.MapCarrier(e.Trace))
+	}
 	// The whole message as accepted: the same id (so the same event uuid)
 	// and the same sender, whom the inner leg may route an answer back to.
 	r.rc, r.err = l.inner.Send(ctx, e.Message)

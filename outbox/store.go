@@ -54,6 +54,10 @@ type Entry struct {
 	Failure     FailReason       `json:"failure,omitempty"`
 	// Receipt is the receipt published when the entry was finished.
 	Receipt *message.Receipt `json:"receipt,omitempty"`
+	// Trace is the W3C trace context (traceparent, tracestate) of the
+	// send that stored the entry, so every attempt, after a restart too,
+	// posts within the routed message's trace.
+	Trace map[string]string `json:"trace,omitempty"`
 }
 
 // decodeEntry reads a stored entry and checks what the store relies on.

@@ -59,7 +59,7 @@ func setupServe(e *env, cmd string, args []string, extra func(*flag.FlagSet)) (*
 	configFlag(fs)
 	sd := stateDirFlag(fs, e)
 	name := fs.String("name", "gateway", "name to register under on the local legs")
-	apiAddr := fs.String("api", "", "also serve the control API on this loopback TCP address (bearer token from <state-dir>/api-token)")
+	apiAddr := fs.String("api", "", "also serve the control API on this TCP address: bearer tokens (<state-dir>/api-token, or scoped ones from `gateway tokens`), Host allowlist (--allow-host), TLS with --tls-cert/--tls-key off loopback")
 	var hosts multi
 	fs.Var(&hosts, "allow-host", "extra Host header value accepted on --api (repeatable)")
 	mode := fs.String("mode", "prompting", "the gateway's own review class for inbound mode parity: bypass or prompting")
@@ -96,6 +96,9 @@ func setupServe(e *env, cmd string, args []string, extra func(*flag.FlagSet)) (*
 	}
 	if err := remote.check(); err != nil {
 		return fail("%v", err)
+	}
+	if err := apiHard.check(*apiAddr); err != nil {
+		return fail("%v", err) // also caught by `gateway config`
 	}
 	did, err := openDIDFile(*didFile)
 	if err != nil {

@@ -26,10 +26,20 @@ import (
 )
 
 // TestARoutedMessagesTraceReachesTheRemotePOST routes a message to a remote
-// session straight over the remote leg (no outbox: its retry worker posts
-// from its own context, see the report) and checks the POST carried the
-// traceparent of the message's span.
+// session, straight over the remote leg and through the durable outbox
+// (whose worker posts later, from the trace context stored with the entry),
+// and checks the POST carried the traceparent of the message's span.
 func TestARoutedMessagesTraceReachesTheRemotePOST(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		name := "straight over the remote leg"
+		if durable {
+			name = "through the durable outbox"
+		}
+		t.Run(name, func(t *testing.T) { traceReachesPOST(t, durable) })
+	}
+}
+
+func traceReachesPOST(t *testing.T, durable bool) {
 	cloud := fakecloud.Start(t, fakecloud.Options{Token: e2eToken, OrgUUID: e2eOrg})
 	sid := cloud.CreateSession("trace me")
 	root := t.TempDir()
@@ -46,13 +56,26 @@ func TestARoutedMessagesTraceReachesTheRemotePOST(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var routed router.Leg = leg
+	if durable {
+		state := filepath.Join(root, "state")
+		if err := os.Mkdir(state, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		ob, closeStore, err := durableRemote(log, state, leg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(closeStore)
+		routed = ob
+	}
 	spans := tracetest.NewInMemoryExporter()
 	tel, err := observability.NewTelemetry(context.Background(), observability.TelemetryConfig{Spans: spans})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
-	rt := router.New(router.Config{Logger: log, Metrics: tel.Metrics, Tracer: tel.Tracer()}, leg)
+	rt := router.New(router.Config{Logger: log, Metrics: tel.Metrics, Tracer: tel.Tracer()}, routed)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- rt.Run(ctx) }()
@@ -63,6 +86,14 @@ func TestARoutedMessagesTraceReachesTheRemotePOST(t *testing.T) {
 	eventually(t, "the remote session takes a message", func() bool {
 		out, err = rt.Send(context.Background(), router.SendRequest{To: "bridge:" + sid, Body: "hello from a span"})
 		return err == nil && out.Status != message.StatusFailed
+	})
+	eventually(t, "the post reached the session", func() bool {
+		for _, m := range cloud.Posted(sid) {
+			if m.User != nil && m.User.Content.Text() == "hello from a span" {
+				return true
+			}
+		}
+		return false
 	})
 	stop() // ends the message's span, which waits for a final status otherwise
 	var route *tracetest.SpanStub
