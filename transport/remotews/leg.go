@@ -423,7 +423,7 @@ func (l *Leg) run(ctx context.Context, id string, f *follow, updates chan<- Upda
 	if l.cfg.Tune != nil {
 		l.cfg.Tune(&sc)
 	}
-	afterID, afterSeq, err := l.backlog(ctx, id, f, in)
+	afterID, afterSeq, seen, err := l.backlog(ctx, id, f, in)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -431,7 +431,7 @@ func (l *Leg) run(ctx context.Context, id string, f *follow, updates chan<- Upda
 		// The stream then delivers the whole history itself.
 		l.log.Warn("reading the session's history failed; following it from its start", "session", id, "err", err)
 	} else {
-		sc.ResumeAfterID, sc.ResumeAfterSeq = afterID, afterSeq
+		sc.ResumeAfterID, sc.ResumeAfterSeq, sc.Seen = afterID, afterSeq, seen
 	}
 	st, err := NewStream(sc)
 	if err != nil {
@@ -446,11 +446,13 @@ func (l *Leg) run(ctx context.Context, id string, f *follow, updates chan<- Upda
 // backlog pages through the session's history up to now. Its events are
 // not published (a session may have thousands): only the permission prompts
 // still open at its end are, so a prompt raised before the gateway started
-// can be answered. It returns the resume point for the live stream.
-func (l *Leg) backlog(ctx context.Context, id string, f *follow, in chan<- message.Event) (string, uint64, error) {
+// can be answered. It returns the resume point for the live stream and, on
+// the WebSocket, the uuids read, so the stream need not read them again.
+func (l *Leg) backlog(ctx context.Context, id string, f *follow, in chan<- message.Event) (string, uint64, []string, error) {
 	var (
 		afterID  string
 		afterSeq uint64
+		seen     []string // WebSocket uuids, for the stream's de-dup window
 		n        int
 	)
 	for {
@@ -465,22 +467,26 @@ func (l *Leg) backlog(ctx context.Context, id string, f *follow, in chan<- messa
 			page, more, err = l.cfg.API.EventsAfter(ctx, id, afterID)
 		}
 		if err != nil {
-			return "", 0, err
+			return "", 0, nil, err
 		}
 		for _, raw := range page {
 			var m Message
 			if l.cfg.Transport == TransportSSE {
 				v, err := DecodeV2(Event{Data: string(raw)})
 				if err != nil {
-					return "", 0, fmt.Errorf("history event after %d: %w", afterSeq, err)
+					return "", 0, nil, fmt.Errorf("history event after %d: %w", afterSeq, err)
 				}
 				m, afterSeq = v.Message, v.SequenceNum
 			} else {
 				if m, err = Decode(raw); err != nil {
-					return "", 0, fmt.Errorf("history event after %q: %w", afterID, err)
+					return "", 0, nil, fmt.Errorf("history event after %q: %w", afterID, err)
 				}
 				if m.UUID != "" {
 					afterID = m.UUID
+					seen = append(seen, m.UUID)
+					if len(seen) > 2*DefaultDedupWindow { // keep the newest; the stream takes its window's worth
+						seen = append(seen[:0], seen[len(seen)-DefaultDedupWindow:]...)
+					}
 				}
 			}
 			n++
@@ -494,7 +500,7 @@ func (l *Leg) backlog(ctx context.Context, id string, f *follow, in chan<- messa
 	for _, req := range f.prompts {
 		emit(ctx, in, message.Event{Type: message.EventPermission, Leg: message.ProtocolRemote, Time: l.cfg.Now(), Permission: &req})
 	}
-	return afterID, afterSeq, nil
+	return afterID, afterSeq, seen, nil
 }
 
 // track keeps f.prompts current with one history event.

@@ -382,9 +382,12 @@ func TestLegBacklogPublishesOnlyThePromptsStillOpen(t *testing.T) {
 	l := newTestLeg(t, api, "session_01a")
 	f := &follow{prompts: map[string]message.PermissionRequest{}, assistant: map[string]Assistant{}}
 	in := make(chan message.Event, 16)
-	afterID, _, err := l.backlog(context.Background(), "session_01a", f, in)
+	afterID, _, seen, err := l.backlog(context.Background(), "session_01a", f, in)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if strings.Join(seen, ",") != "u1,u2,u3,u4,u5,u6,u7" {
+		t.Errorf("seen = %v, want every uuid read, for the stream's de-dup window", seen)
 	}
 	if afterID != "u7" {
 		t.Errorf("resume after %q, want the last event u7", afterID)

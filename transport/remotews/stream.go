@@ -88,6 +88,11 @@ type Config struct {
 	// of the session: with History, the whole history is delivered first.
 	ResumeAfterID  string
 	ResumeAfterSeq uint64
+	// Seen are the uuids of events the caller already has, oldest first
+	// (the newest DedupWindow are kept). Given with ResumeAfterID, they fill
+	// the de-dup window against the server's replay, so the stream need not
+	// read History up to the resume point for that.
+	Seen []string
 
 	OpenTimeout time.Duration // 5 s: connection failed if not open by then
 	// KeepAlive is how often the client sends {"type":"keep_alive"} on the
@@ -256,7 +261,10 @@ func NewStream(cfg Config) (*Stream, error) {
 		http: &hc, wake: make(chan struct{}, 1),
 		win: newWindow(cfg.DedupWindow), lastID: cfg.ResumeAfterID, lastSeq: cfg.ResumeAfterSeq,
 	}
-	if cfg.Transport == TransportWS && cfg.History != nil && cfg.ResumeAfterID != "" {
+	for _, id := range cfg.Seen[max(0, len(cfg.Seen)-cfg.DedupWindow):] {
+		s.win.add(id)
+	}
+	if cfg.Transport == TransportWS && cfg.History != nil && cfg.ResumeAfterID != "" && len(cfg.Seen) == 0 {
 		// The server's replay may resend events from before the resume
 		// point; reading History up to it first puts them in the window.
 		s.primeTo, s.lastID = cfg.ResumeAfterID, ""

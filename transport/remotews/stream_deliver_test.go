@@ -262,3 +262,21 @@ func TestASlowConsumerLosesNothing(t *testing.T) {
 }
 
 func idN(i int) string { return fmt.Sprintf("evt_%04d", i) }
+
+func TestSeenUUIDsSpareTheHistoryReadAtAWebSocketResume(t *testing.T) {
+	c := newCloud(t, fakecloud.Options{})
+	var seen []string
+	for i := range 250 { // three pages of History
+		seen = append(seen, idN(i))
+		c.emit(t, assistant(idN(i), "stored"))
+	}
+	cfg := c.config(remotews.TransportWS)
+	h := cfg.History.(*restHistory)
+	cfg.ResumeAfterID, cfg.Seen = seen[len(seen)-1], seen
+	r := startStream(t, cfg)
+	c.emit(t, assistant("evt_live", "live"))
+	r.collect([]string{"evt_live"}) // the server's replay of the 250 is not delivered
+	if n := h.calls.Load(); n > 1 {
+		t.Errorf("History was read %d times; with the seen uuids given, one read after the resume point is enough", n)
+	}
+}
