@@ -17,6 +17,7 @@ import (
 
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
+	"github.com/sessiongateway/gateway/transport/uds"
 )
 
 // QueuedDetail is the Detail of the receipt Send returns.
@@ -96,7 +97,7 @@ func New(inner router.Leg, cfg Config) (*Leg, error) {
 		return nil, errors.New("outbox: New needs an inner leg and a store")
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = realClock{}
+		cfg.Clock = uds.RealClock{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -3,24 +3,18 @@ package fakecloud
 import (
 	"sync"
 	"time"
+
+	"github.com/sessiongateway/gateway/transport/uds"
 )
 
-// Stopper cancels a pending AfterFunc; *time.Timer is one. It is an alias so
-// that testkit/clock.FakeClock satisfies Clock without importing this package.
-type Stopper = interface{ Stop() bool }
+// Stopper cancels a pending AfterFunc.
+type Stopper = uds.Stopper
 
 // Clock is the fake's time source: timestamps, the request log, keep-alives,
 // pings, scripted delays, token lifetimes and the echo worker's pace all read
-// it. testkit/clock.FakeClock lets a test move time by hand.
-type Clock interface {
-	Now() time.Time
-	AfterFunc(d time.Duration, f func()) Stopper
-}
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time                              { return time.Now() }
-func (wallClock) AfterFunc(d time.Duration, f func()) Stopper { return time.AfterFunc(d, f) }
+// it. It is the local legs' clock, so testkit/clock.FakeClock lets a test
+// move time by hand.
+type Clock = uds.Clock
 
 // after returns a channel closed d from now on c, and the timer, which the
 // caller stops when it stops waiting.

@@ -17,6 +17,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sessiongateway/gateway/transport/remotews"
+	"github.com/sessiongateway/gateway/transport/uds"
 )
 
 // DefaultRequiredHeaders are the headers seed 001 lists as sent on every REST
@@ -247,7 +248,7 @@ func Listen(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, clock: opts.Clock, ln: ln, done: make(chan struct{}), sessions: map[string]*session{}}
 	if s.clock == nil {
-		s.clock = wallClock{}
+		s.clock = uds.RealClock{}
 	}
 	s.tokens = tokens{refresh: opts.RefreshToken, issued: map[string]time.Time{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
