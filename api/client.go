@@ -248,18 +248,36 @@ type Readiness struct {
 // Ready asks whether every leg is ready. A 503 is an answer, not an error.
 func (c *Client) Ready(ctx context.Context) (Readiness, error) {
 	var r Readiness
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/readyz", nil)
+	status, body, err := c.Probe(ctx, "/readyz")
 	if err != nil {
 		return r, err
 	}
+	if status != http.StatusOK && status != http.StatusServiceUnavailable {
+		return r, &APIError{Status: status, Body: Error{Error: http.StatusText(status)}}
+	}
+	err = json.Unmarshal(body, &r)
+	return r, err
+}
+
+// maxProbeBody caps what Probe reads: health answers are a few hundred bytes.
+const maxProbeBody = 64 << 10
+
+// Probe GETs path and returns the status and the (capped) answer as they
+// are, whatever the status: for health checks, which need no token and read
+// a 503 as an answer.
+func (c *Client) Probe(ctx context.Context, path string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return 0, nil, err
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return r, fmt.Errorf("gateway not reachable: %w", err)
+		return 0, nil, fmt.Errorf("gateway not reachable (is `gateway serve` running with the same --state-dir?): %w", err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusServiceUnavailable {
-		return r, &APIError{Status: resp.StatusCode, Body: Error{Error: resp.Status}}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxProbeBody))
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s: reading the answer: %w", path, err)
 	}
-	err = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&r)
-	return r, err
+	return resp.StatusCode, b, nil
 }

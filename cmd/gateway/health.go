@@ -4,12 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/sessiongateway/gateway/api"
 )
 
 // runHealth is a probe for service managers and the container HEALTHCHECK:
@@ -34,10 +33,14 @@ func runHealth(ctx context.Context, e *env, args []string) int {
 	if *ready {
 		path = "/readyz"
 	}
-	target, client := probeTarget(*sd, *base)
+	c := clientFor(*sd)
+	if *base != "" {
+		// /healthz and /readyz answer without a token: probes need no secret.
+		c = api.NewTCPClient(*base, "")
+	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	body, err := probe(ctx, client, target, path)
+	body, err := probe(ctx, c, path)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "gateway: health: %v\n", err)
 		return exitError
@@ -46,44 +49,17 @@ func runHealth(ctx context.Context, e *env, args []string) int {
 	return exitOK
 }
 
-// probeTarget picks the base URL and client: the control socket of the
-// state directory unless a TCP base URL is given. Neither needs the API
-// token: /healthz and /readyz answer without one so probes need no secret.
-func probeTarget(stateDir, base string) (string, *http.Client) {
-	if base != "" {
-		return strings.TrimSuffix(base, "/"), &http.Client{}
-	}
-	sock := filepath.Join(stateDir, "gateway.sock")
-	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", sock)
-	}}
-	return "http://gateway", &http.Client{Transport: tr}
-}
-
-// maxProbeBody caps what a probe reads: the answers are a few hundred bytes.
-const maxProbeBody = 64 << 10
-
-// probe GETs base+path and returns the compact JSON answer on 200; any
-// other status is an error carrying the answer, so a 503 from /readyz says
-// which leg is not ready.
-func probe(ctx context.Context, c *http.Client, base, path string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+// probe returns the compact JSON answer of path on 200; any other status
+// is an error carrying the answer, so a 503 from /readyz says which leg is
+// not ready.
+func probe(ctx context.Context, c *api.Client, path string) (string, error) {
+	status, b, err := c.Probe(ctx, path)
 	if err != nil {
 		return "", err
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("gateway not reachable (is `gateway serve` running with the same --state-dir?): %w", err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxProbeBody))
-	if err != nil {
-		return "", fmt.Errorf("%s: reading the answer: %w", path, err)
-	}
 	text := compactJSON(b)
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("%s answered %s: %s", path, resp.Status, text)
+	if status != http.StatusOK {
+		return "", fmt.Errorf("%s answered %d %s: %s", path, status, http.StatusText(status), text)
 	}
 	return text, nil
 }
