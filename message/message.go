@@ -67,8 +67,8 @@ type Session struct {
 	Ref       string    `json:"ref"`
 	NativeRef string    `json:"native_ref,omitempty"` // the ref the session's own CLI shows, when different
 	SessionID string    `json:"session_id"`
-	PID       int       `json:"pid,omitempty"`
-	Kind      string    `json:"kind,omitempty"`
+	PID       int       `json:"pid"` // 0 when no local process stands for it (remote sessions)
+	Kind      string    `json:"kind"`
 	Status    string    `json:"status,omitempty"`
 	Cwd       string    `json:"cwd,omitempty"`
 	Version   string    `json:"version,omitempty"`

@@ -377,6 +377,7 @@ func runIdle(ctx context.Context, e *env, args []string) int {
 
 func runVersion(ctx context.Context, e *env, args []string) int {
 	fs := newFlags(e, "version")
+	_ = stateDirFlag(fs, e) // accepted like every command's; the version is the binary's own
 	asJSON := fs.Bool("json", false, "print JSON")
 	if _, err := parse(fs, args); err != nil {
 		return flagErr(err)

@@ -235,7 +235,11 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 		remoteLeg = ob
 		outboxDepth = func() int { items, _ := ob.Outbox(false); return len(items) }
 	}
-	legs, pool, err := startLegs(log, c)
+	others := 0
+	if remoteLeg != nil {
+		others = 1
+	}
+	legs, pool, err := startLegs(log, c, metrics, others)
 	if err != nil {
 		return err
 	}
@@ -261,12 +265,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 		uln, err = listenControl(sockPath)
 	}
 	if err != nil {
-		// The legs are registered but not yet run: take them down again.
-		cctx, cancel := context.WithCancel(ctx)
-		cancel()
-		for _, l := range legs {
-			_ = l.Run(cctx, make(chan message.Event, 64))
-		}
+		deregister(legs...) // registered but not yet run
 		return err
 	}
 	unixSrv := api.NewHTTPServer(srv.Handler())
@@ -290,83 +289,112 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	return err
 }
 
-// startLegs registers the gateway on every enabled local leg; when one
-// fails, those already registered are taken down again.
-func startLegs(log *slog.Logger, c serveConfig) ([]router.Leg, *claude.AliasPool, error) {
+// startLegs registers the gateway on every enabled local leg it can. A leg
+// that cannot register is logged and left out (DESIGN: "registers on every
+// local leg it can"), so a broken ~/.qwen does not keep Claude Code sessions
+// from the gateway; it is an error only when no leg at all would serve
+// (others counts the legs built elsewhere, the remote one).
+func startLegs(log *slog.Logger, c serveConfig, metrics *observability.Metrics, others int) ([]router.Leg, *claude.AliasPool, error) {
 	var legs []router.Leg
 	var pool *claude.AliasPool
-	undo := func() {
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		for _, l := range legs {
-			_ = l.Run(ctx, make(chan message.Event, 64))
-		}
+	var failed []error
+	counted := func(leg message.Protocol) func(message.Status) {
+		return func(st message.Status) { metrics.Receipt(context.Background(), string(leg), "out", st.String()) }
 	}
 	if !c.noClaude {
-		cfgDir := c.getenv("CLAUDE_CONFIG_DIR")
-		if cfgDir == "" {
-			d, err := claude.ConfigDir()
-			if err != nil {
-				return nil, nil, err
-			}
-			cfgDir = d
-		}
-		peer, err := claude.Register(claude.Config{
-			Name: c.name, ConfigDir: cfgDir, RuntimeDir: c.getenv("XDG_RUNTIME_DIR"),
-			Version: version, Mode: c.mode, Inbound: c.inbound, RequireAuth: c.requireAuth,
-			Settle: c.settle, Logger: log, UploadsDir: filepath.Join(c.stateDir, "uploads"),
-		})
+		peer, p, err := startClaude(log, c, counted(message.ProtocolClaude))
 		if err != nil {
-			return nil, nil, fmt.Errorf("registering as a Claude Code peer: %w", err)
+			log.Error("not registered as a Claude Code peer; serving without that leg", "err", err)
+			failed = append(failed, fmt.Errorf("registering as a Claude Code peer: %w", err))
+		} else {
+			legs, pool = append(legs, peer), p
 		}
-		if c.bridge && (!c.noQwen || (c.remote != nil && c.remote.enabled())) {
-			exe, err := os.Executable()
-			if err != nil {
-				return nil, nil, fmt.Errorf("alias workers need the gateway's own path: %w", err)
-			}
-			env := append(os.Environ(), "CLAUDE_CONFIG_DIR="+cfgDir, "XDG_RUNTIME_DIR="+c.getenv("XDG_RUNTIME_DIR"))
-			env = append(env, c.workerEnv...)
-			pool = claude.NewAliasPool(claude.PoolConfig{
-				Command: func(name string) *exec.Cmd {
-					cmd := exec.Command(exe, "alias-worker", "--name", name, "--mode", c.mode.String())
-					cmd.Env = env
-					cmd.Stderr = os.Stderr
-					return cmd
-				},
-				Events:    peer.OnAliasEvent,
-				IdleAfter: 10 * time.Minute, // for aliases started on demand; published ones live as long as their session
-				Logger:    log,
-			})
-			peer.EnableAliases(pool)
-		}
-		legs = append(legs, peer)
 	}
 	if !c.noQwen {
-		home, _ := os.UserHomeDir()
-		if h := c.getenv("HOME"); h != "" {
-			home = h
-		}
-		cwd, _ := os.Getwd()
-		tmp := qwen.NodeTmpDir(c.getenv)
-		qhome := qwen.HomeDir(c.getenv("QWEN_HOME"), home, cwd, tmp)
-		peer, err := qwen.Register(qwen.PeerConfig{
-			Name: c.name, Home: qhome, RuntimeDir: c.getenv("XDG_RUNTIME_DIR"), TmpDir: tmp,
-			Mode: c.mode, Inbound: c.qwenInbound, HeldExpiry: c.heldExpiry, Logger: log,
-			Controllers: []qwen.ControllerVerifier{
-				qwen.NewControllers(controllersPath(c.stateDir), qwen.RealClock{}),
-				qwen.NewControllers(qwen.ControllersFile(qhome), qwen.RealClock{}),
-			},
-		})
+		peer, err := startQwen(log, c, counted(message.ProtocolQwen))
 		if err != nil {
-			undo()
-			if pool != nil {
-				pool.Close()
-			}
-			return nil, nil, fmt.Errorf("registering as a Qwen Code peer: %w", err)
+			log.Error("not registered as a Qwen Code peer; serving without that leg", "err", err)
+			failed = append(failed, fmt.Errorf("registering as a Qwen Code peer: %w", err))
+		} else {
+			legs = append(legs, peer)
 		}
-		legs = append(legs, peer)
+	}
+	if len(legs)+others == 0 && len(failed) > 0 {
+		return nil, nil, errors.Join(failed...)
 	}
 	return legs, pool, nil
+}
+
+func startClaude(log *slog.Logger, c serveConfig, receiptSent func(message.Status)) (*claude.Peer, *claude.AliasPool, error) {
+	cfgDir := c.getenv("CLAUDE_CONFIG_DIR")
+	if cfgDir == "" {
+		d, err := claude.ConfigDir()
+		if err != nil {
+			return nil, nil, err
+		}
+		cfgDir = d
+	}
+	peer, err := claude.Register(claude.Config{
+		Name: c.name, ConfigDir: cfgDir, RuntimeDir: c.getenv("XDG_RUNTIME_DIR"),
+		Version: version, Mode: c.mode, Inbound: c.inbound, RequireAuth: c.requireAuth,
+		Settle: c.settle, Logger: log, UploadsDir: filepath.Join(c.stateDir, "uploads"),
+		ReceiptSent: receiptSent,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if !c.bridge || (c.noQwen && (c.remote == nil || !c.remote.enabled())) {
+		return peer, nil, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		deregister(peer)
+		return nil, nil, fmt.Errorf("alias workers need the gateway's own path: %w", err)
+	}
+	env := append(os.Environ(), "CLAUDE_CONFIG_DIR="+cfgDir, "XDG_RUNTIME_DIR="+c.getenv("XDG_RUNTIME_DIR"))
+	env = append(env, c.workerEnv...)
+	pool := claude.NewAliasPool(claude.PoolConfig{
+		Command: func(name string) *exec.Cmd {
+			cmd := exec.Command(exe, "alias-worker", "--name", name, "--mode", c.mode.String())
+			cmd.Env = env
+			cmd.Stderr = os.Stderr
+			return cmd
+		},
+		Events:    peer.OnAliasEvent,
+		IdleAfter: 10 * time.Minute, // for aliases started on demand; published ones live as long as their session
+		Logger:    log,
+	})
+	peer.EnableAliases(pool)
+	return peer, pool, nil
+}
+
+func startQwen(log *slog.Logger, c serveConfig, receiptSent func(message.Status)) (*qwen.Peer, error) {
+	home, _ := os.UserHomeDir()
+	if h := c.getenv("HOME"); h != "" {
+		home = h
+	}
+	cwd, _ := os.Getwd()
+	tmp := qwen.NodeTmpDir(c.getenv)
+	qhome := qwen.HomeDir(c.getenv("QWEN_HOME"), home, cwd, tmp)
+	return qwen.Register(qwen.PeerConfig{
+		Name: c.name, Home: qhome, RuntimeDir: c.getenv("XDG_RUNTIME_DIR"), TmpDir: tmp,
+		Mode: c.mode, Inbound: c.qwenInbound, HeldExpiry: c.heldExpiry, Logger: log,
+		Controllers: []qwen.ControllerVerifier{
+			qwen.NewControllers(controllersPath(c.stateDir), qwen.RealClock{}),
+			qwen.NewControllers(qwen.ControllersFile(qhome), qwen.RealClock{}),
+		},
+		ReceiptSent: receiptSent,
+	})
+}
+
+// deregister takes down a leg that registered but will not run: running it
+// with a cancelled context removes its files.
+func deregister(legs ...router.Leg) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, l := range legs {
+		_ = l.Run(ctx, make(chan message.Event, 64))
+	}
 }
 
 func controllersPath(stateDir string) string { return filepath.Join(stateDir, "controllers.json") }

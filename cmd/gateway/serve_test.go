@@ -3,18 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
-	"net/http"
-
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"github.com/google/uuid"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-	"github.com/sessiongateway/gateway/transport/uds"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,10 +17,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/observability"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
+	"github.com/sessiongateway/gateway/transport/uds"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
 )
 
@@ -539,6 +541,18 @@ func TestMetricsMoveAsMessagesFlow(t *testing.T) {
 	if v := value("gateway_drops_total", map[string]string{"leg": "claude", "reason": "duplicate"}); v != 1 {
 		t.Errorf("duplicate drops = %v, want 1", v)
 	}
+	// The dropped receipt goes to the sender on its own connection, after
+	// the drop event: wait for the fake to have it, then for the counter.
+	if _, err := fk.WaitControl(ctxT(t), func(f claude.Frame) bool { return f.Status == claude.WireDropped }); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{"leg": "claude", "direction": "out", "status": "dropped"}
+	for deadline := time.Now().Add(5 * time.Second); value("gateway_receipts_total", out) != 1; fams = scrape(t, g) {
+		if time.Now().After(deadline) {
+			t.Fatalf("receipts out dropped = %v, want 1", value("gateway_receipts_total", out))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func scrape(t *testing.T, g *testGateway) map[string]*dto.MetricFamily {
@@ -558,4 +572,44 @@ func scrape(t *testing.T, g *testGateway) map[string]*dto.MetricFamily {
 		t.Fatalf("metrics do not parse: %v", err)
 	}
 	return fams
+}
+
+func TestALegThatCannotRegisterIsLeftOutAndTheOthersServe(t *testing.T) {
+	root := t.TempDir()
+	// Qwen's home is a file: the Qwen leg cannot register there.
+	if err := os.WriteFile(filepath.Join(root, "qwen"), []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, root)
+	fk := newFake(t, g, "work-08", message.ModePrompting)
+	out, err := g.Send(ctxT(t), api.SendBody{To: "work-08", Text: "still here", Wait: true, Timeout: "5s"})
+	if err != nil || out.Status != message.StatusDelivered {
+		t.Fatalf("send through the Claude leg = %+v, %v", out, err)
+	}
+	if _, err := fk.WaitReceived(ctxT(t), func(r fakeclaude.Received) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	ready, err := g.Ready(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ready.Legs[string(message.ProtocolQwen)]; ok || !ready.Ready {
+		t.Fatalf("readiness = %+v, want ready without a Qwen leg", ready)
+	}
+}
+
+func TestServeFailsWhenNoLegCanRegister(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{"qwen", "claude"} {
+		if err := os.WriteFile(filepath.Join(root, f), []byte("not a directory"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := map[string]string{"CLAUDE_CONFIG_DIR": filepath.Join(root, "claude"), "QWEN_HOME": filepath.Join(root, "qwen"),
+		"XDG_RUNTIME_DIR": root, "HOME": root, "TMPDIR": root}
+	err := serve(ctxT(t), observability.NewLogger(io.Discard, nil), serveConfig{stateDir: filepath.Join(root, "state"), name: "gateway",
+		mode: message.ModePrompting, getenv: func(k string) string { return env[k] }})
+	if err == nil || !strings.Contains(err.Error(), "Claude Code") || !strings.Contains(err.Error(), "Qwen Code") {
+		t.Fatalf("serve = %v, want an error naming both legs", err)
+	}
 }

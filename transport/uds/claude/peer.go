@@ -78,6 +78,9 @@ type Config struct {
 	UploadsDir string
 	// Kind is written into the registry entry; default KindGateway.
 	Kind string
+	// ReceiptSent, when set, hears the status of each receipt written to a
+	// sender (for the receipts counter); it must not block.
+	ReceiptSent func(message.Status)
 }
 
 // Registry kinds the gateway writes: itself, and its alias workers.

@@ -228,5 +228,9 @@ func (p *Peer) receipt(ctx context.Context, reply string, f Frame) {
 			return
 		}
 		p.log.Info("receipt not delivered", "to", reply, "status", f.Status, "action", f.Action, "err", err)
+		return
+	}
+	if st, ok := StatusOf(f.Status, f.StatusDetail); ok && f.Action == ActionPeerMessageStatus && p.cfg.ReceiptSent != nil {
+		p.cfg.ReceiptSent(st)
 	}
 }

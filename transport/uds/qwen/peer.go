@@ -35,6 +35,9 @@ type PeerConfig struct {
 	// Controllers are the grants whose tokens our inbox accepts as
 	// trusted programs: the gateway's own store, and Qwen's own.
 	Controllers []ControllerVerifier
+	// ReceiptSent, when set, hears the status of each receipt written to a
+	// sender (for the receipts counter); it must not block.
+	ReceiptSent func(message.Status)
 }
 
 // Peer is the gateway registered as a Qwen Code session of kind external.
@@ -387,6 +390,10 @@ func (p *Peer) dial(to string, token Token, f Frame) {
 		defer cancel()
 		if err := uds.DialWrite(ctx, to, payload); err != nil {
 			p.log.Debug("qwen receipt not delivered", "to", to, "err", err)
+			return
+		}
+		if sf, ok := f.(StatusFrame); ok && p.cfg.ReceiptSent != nil {
+			p.cfg.ReceiptSent(sf.Status.Model())
 		}
 	}()
 }

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sessiongateway/gateway/message"
+)
+
+// The CLI's output and exit codes are a contract scripts rely on (DESIGN.md):
+// these tests run the real subcommands against an in-process gateway.
+
+var msgIDLine = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\n$`)
+
+func TestSendExitCodesAndOutput(t *testing.T) {
+	g := startGateway(t, t.TempDir())
+	newFake(t, g, "work-08", message.ModePrompting)
+	newFake(t, g, "twin", message.ModePrompting)
+	newFake(t, g, "twin", message.ModePrompting)
+
+	t.Run("a plain send prints only the message id and exits 0", func(t *testing.T) {
+		out, errOut, code := runCLI(t, g.stateDir, "send", "work-08", "plain hello")
+		if code != exitOK || !msgIDLine.MatchString(out) {
+			t.Fatalf("exit %d, stdout %q, stderr %q; want 0 and one message id", code, out, errOut)
+		}
+	})
+	t.Run("a waited send that is delivered prints the id and delivered and exits 0", func(t *testing.T) {
+		out, errOut, code := runCLI(t, g.stateDir, "send", "work-08", "waited hello", "--wait", "--timeout", "5s")
+		if code != exitOK || !regexp.MustCompile(`^[0-9a-f-]{36} delivered\b`).MatchString(out) {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+		}
+	})
+	t.Run("a waited repeat that the receiver drops exits 3 and names the reason", func(t *testing.T) {
+		if _, _, code := runCLI(t, g.stateDir, "send", "work-08", "same text twice", "--wait", "--timeout", "5s"); code != exitOK {
+			t.Fatalf("first send exit %d", code)
+		}
+		out, errOut, code := runCLI(t, g.stateDir, "send", "work-08", "same text twice", "--wait", "--timeout", "5s", "--unpaced")
+		if code != exitNotDelivered || !strings.Contains(out, " dropped (duplicate)") {
+			t.Fatalf("exit %d, stdout %q, stderr %q; want 3 and dropped (duplicate)", code, out, errOut)
+		}
+	})
+	t.Run("a waited bypass send that stays held exits 4 and says it is not final", func(t *testing.T) {
+		out, errOut, code := runCLI(t, g.stateDir, "send", "work-08", "bypass hello", "--mode", "bypass", "--wait", "--timeout", "500ms")
+		if code != exitPending || !strings.Contains(out, " held") || !strings.Contains(out, "[not final]") {
+			t.Fatalf("exit %d, stdout %q, stderr %q; want 4 and held [not final]", code, out, errOut)
+		}
+	})
+	t.Run("an unknown name exits 1 and suggests a name that resolves", func(t *testing.T) {
+		_, errOut, code := runCLI(t, g.stateDir, "send", "work-8", "hello")
+		if code != exitError || !strings.Contains(errOut, "work-08") {
+			t.Fatalf("exit %d, stderr %q; want 1 and a suggestion of work-08", code, errOut)
+		}
+	})
+	t.Run("an ambiguous name exits 1 and lists candidates that each resolve to one session", func(t *testing.T) {
+		out, _, code := runCLI(t, g.stateDir, "send", "twin", "hello", "--json")
+		if code != exitError {
+			t.Fatalf("exit %d, want 1", code)
+		}
+		var body struct {
+			Error      string   `json:"error"`
+			Candidates []string `json:"candidates"`
+		}
+		if err := json.Unmarshal([]byte(out), &body); err != nil || len(body.Candidates) != 2 {
+			t.Fatalf("body %q (%v); want two candidates", out, err)
+		}
+		seen := map[string]bool{}
+		for _, c := range body.Candidates {
+			s, err := g.Resolve(ctxT(t), c)
+			if err != nil {
+				t.Fatalf("candidate %q does not resolve: %v", c, err)
+			}
+			seen[s.Address] = true
+		}
+		if len(seen) != 2 {
+			t.Fatalf("candidates %q name %d sessions, want 2", body.Candidates, len(seen))
+		}
+	})
+	t.Run("a bad mode is a usage error, exit 2", func(t *testing.T) {
+		if _, _, code := runCLI(t, g.stateDir, "send", "work-08", "hello", "--mode", "yolo"); code != exitUsage {
+			t.Fatalf("exit %d, want 2", code)
+		}
+	})
+	t.Run("a missing text is a usage error, exit 2", func(t *testing.T) {
+		if _, _, code := runCLI(t, g.stateDir, "send", "work-08"); code != exitUsage {
+			t.Fatalf("exit %d, want 2", code)
+		}
+	})
+	t.Run("with no gateway running, send exits 1 and says how to start one", func(t *testing.T) {
+		_, errOut, code := runCLI(t, filepath.Join(t.TempDir(), "none"), "send", "work-08", "hello")
+		if code != exitError || !strings.Contains(errOut, "gateway serve") {
+			t.Fatalf("exit %d, stderr %q", code, errOut)
+		}
+	})
+}
+
+func TestSessionsJSONHasEveryContractKey(t *testing.T) {
+	g := startGateway(t, t.TempDir())
+	newFake(t, g, "work-08", message.ModePrompting)
+	out, errOut, code := runCLI(t, g.stateDir, "sessions", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	var entries []map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &entries); err != nil || len(entries) != 1 {
+		t.Fatalf("stdout %q (%v); want one entry", out, err)
+	}
+	for _, key := range []string{"address", "protocol", "name", "ref", "session_id", "pid", "kind", "reachable"} {
+		if _, ok := entries[0][key]; !ok {
+			t.Errorf("entry %s lacks %q", out, key)
+		}
+	}
+
+	t.Run("the table shows the name, ref and protocol", func(t *testing.T) {
+		out, _, code := runCLI(t, g.stateDir, "sessions")
+		var ref string
+		_ = json.Unmarshal(entries[0]["ref"], &ref)
+		if code != exitOK || !regexp.MustCompile(`(?m)^work-08\s+`+ref+`\s+claude\s`).MatchString(out) {
+			t.Fatalf("exit %d, table %q", code, out)
+		}
+	})
+	t.Run("with no session, --json prints an empty array, not null", func(t *testing.T) {
+		empty := startGateway(t, t.TempDir())
+		out, _, code := runCLI(t, empty.stateDir, "sessions", "--json")
+		if code != exitOK || strings.TrimSpace(out) != "[]" {
+			t.Fatalf("exit %d, stdout %q", code, out)
+		}
+	})
+}
+
+func TestWatchPrintsAMessageWithTheSendersName(t *testing.T) {
+	g := startGateway(t, t.TempDir())
+	fk := newFake(t, g, "work-08", message.ModePrompting)
+	if _, err := fk.Send(ctxT(t), gatewayAddress(t, g), "ping from work", message.ModePrompting); err != nil {
+		t.Fatal(err)
+	}
+	// --since 0 replays the kept event, so watch has something to print
+	// without racing the send; the test's context ends the watch.
+	var out string
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out, "message from work-08: ping from work") {
+		if time.Now().After(deadline) {
+			t.Fatalf("watch printed %q", out)
+		}
+		out = watchOnce(t, g.stateDir)
+	}
+}
+
+// watchOnce runs `gateway watch --since 0` for a short while and returns
+// what it printed.
+func watchOnce(t *testing.T, stateDir string) string {
+	t.Helper()
+	// Cancelled, as an interrupt does: watch then exits 0.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer time.AfterFunc(300*time.Millisecond, cancel).Stop()
+	var out, errb bytes.Buffer
+	e := &env{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
+	code := run(ctx, e, []string{"watch", "--since", "0", "--state-dir", stateDir})
+	if code != exitOK {
+		t.Fatalf("watch exit %d: %s", code, errb.String())
+	}
+	return out.String()
+}
+
+func TestTheStateDirectoryKeepsItsSecretsPrivate(t *testing.T) {
+	g := startGateway(t, t.TempDir(), func(c *serveConfig) { c.apiAddr = "127.0.0.1:0" })
+	tests := []struct {
+		name string
+		path string
+		want os.FileMode
+	}{
+		{"the state directory is 0700", g.stateDir, os.ModeDir | 0o700},
+		{"the control socket is 0600", filepath.Join(g.stateDir, "gateway.sock"), os.ModeSocket | 0o600},
+		{"the API token is 0600", filepath.Join(g.stateDir, "api-token"), 0o600},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fi, err := os.Lstat(tt.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fi.Mode() & (os.ModeType | os.ModePerm); got != tt.want {
+				t.Fatalf("mode = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEveryCommandTakesTheStateDirFlag(t *testing.T) {
+	for _, c := range commands {
+		t.Run(c.name+" accepts --state-dir", func(t *testing.T) {
+			if _, errOut, code := runCLI(t, t.TempDir(), c.name, "--state-dir", t.TempDir(), "-h"); code != exitOK {
+				t.Fatalf("exit %d, stderr %q", code, errOut)
+			}
+		})
+	}
+}
