@@ -25,19 +25,20 @@ type Error struct {
 
 // Error codes; the HTTP status is chosen from them in one place, statusOf.
 const (
-	CodeBadRequest  = "bad_request"
-	CodeBadAddress  = "bad_address"
-	CodeNotFound    = "not_found"
-	CodeAmbiguous   = "ambiguous"
-	CodeTooLarge    = "too_large"
-	CodeUnauth      = "unauthorized"
-	CodeForbidden   = "forbidden"
-	CodeBadHost     = "bad_host"
-	CodeConflict    = "conflict"
-	CodeTimeout     = "timeout"
-	CodeBadGateway  = "bad_gateway" // a leg could not carry a request to its session
-	CodeInternal    = "internal"
-	CodeRateLimited = "rate_limited"
+	CodeBadRequest       = "bad_request"
+	CodeBadAddress       = "bad_address"
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeAmbiguous        = "ambiguous"
+	CodeTooLarge         = "too_large"
+	CodeUnauth           = "unauthorized"
+	CodeForbidden        = "forbidden"
+	CodeBadHost          = "bad_host"
+	CodeConflict         = "conflict"
+	CodeTimeout          = "timeout"
+	CodeBadGateway       = "bad_gateway" // a leg could not carry a request to its session
+	CodeInternal         = "internal"
+	CodeRateLimited      = "rate_limited"
 	// CodeUnavailable: a resolver the request needs cannot answer now (a
 	// did file gone missing or broken while serving).
 	CodeUnavailable = "unavailable"
@@ -45,7 +46,7 @@ const (
 
 var codeStatus = map[string]int{
 	CodeBadRequest: http.StatusBadRequest, CodeBadAddress: http.StatusBadRequest,
-	CodeNotFound: http.StatusNotFound, CodeAmbiguous: http.StatusConflict,
+	CodeNotFound: http.StatusNotFound, CodeMethodNotAllowed: http.StatusMethodNotAllowed, CodeAmbiguous: http.StatusConflict,
 	CodeTooLarge: http.StatusRequestEntityTooLarge, CodeUnauth: http.StatusUnauthorized,
 	CodeForbidden: http.StatusForbidden, CodeBadHost: http.StatusMisdirectedRequest,
 	CodeConflict: http.StatusConflict, CodeTimeout: http.StatusGatewayTimeout,

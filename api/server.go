@@ -72,10 +72,23 @@ func NewServer(cfg Config) *Server {
 		cfg.Clock = realClock{}
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limit: newLimiter(cfg.RateLimit, cfg.Clock)}
+	// paths knows every route's path whatever the method, so a known path
+	// asked with the wrong method is a 405 naming the right ones.
+	paths, allowed := http.NewServeMux(), map[string][]string{}
 	for _, rt := range routes {
 		s.mux.Handle(rt.pattern(), s.routeHandler(rt))
+		if allowed[rt.path] == nil {
+			paths.Handle(rt.path, http.NotFoundHandler())
+		}
+		allowed[rt.path] = append(allowed[rt.path], rt.method)
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if _, pat := paths.Handler(r); pat != "" {
+			methods := strings.Join(allowed[pat], ", ")
+			w.Header().Set("Allow", methods)
+			writeError(w, Error{Error: fmt.Sprintf("%s %s: method not allowed (allowed: %s)", r.Method, r.URL.Path, methods), Code: CodeMethodNotAllowed})
+			return
+		}
 		writeError(w, Error{Error: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path), Code: CodeNotFound})
 	})
 	return s

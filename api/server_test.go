@@ -55,6 +55,8 @@ func TestBadInputGetsA4xxWithAJSONError(t *testing.T) {
 		{"a bad Last-Event-ID is 400", "GET", "/v1/events?last_event_id=-4", ``, 400, CodeBadRequest},
 		{"a held decision without an action is 400", "POST", "/v1/held/x", `{}`, 400, CodeBadRequest},
 		{"an unknown endpoint is 404", "GET", "/v2/nothing", ``, 404, CodeNotFound},
+		{"a known path with the wrong method is 405", "DELETE", "/v1/sessions", ``, 405, CodeMethodNotAllowed},
+		{"a known pattern with the wrong method is 405", "PUT", "/v1/messages/abc", ``, 405, CodeMethodNotAllowed},
 	}
 	h := newTestServer().Handler()
 	for _, tt := range tests {
@@ -76,6 +78,10 @@ func TestBadInputGetsA4xxWithAJSONError(t *testing.T) {
 			case CodeNotFound:
 				if strings.Contains(tt.name, "suggestions") && len(e.Suggestions) == 0 {
 					t.Errorf("no suggestions")
+				}
+			case CodeMethodNotAllowed:
+				if rec.Header().Get("Allow") == "" || !strings.Contains(e.Error, rec.Header().Get("Allow")) {
+					t.Errorf("Allow = %q, error %q: want the allowed methods in both", rec.Header().Get("Allow"), e.Error)
 				}
 			}
 		})

@@ -2,6 +2,7 @@ package observability
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"regexp"
@@ -22,9 +23,10 @@ const redacted = "[redacted]"
 // so a token logged by mistake under an obvious name still stays secret.
 var secretKeys = []string{"token", "secret", "password", "authorization", "cookie", "api_key", "apikey"}
 
-// tokenPattern catches token-shaped values inside free text: the auth line
-// of the peer protocol and bearer headers.
-var tokenPattern = regexp.MustCompile(`("token"\s*:\s*")[^"]*(")|((?i:bearer)\s+)[A-Za-z0-9._~+/=-]+|(qpc_)[0-9a-f]+`)
+// tokenPattern catches token-shaped values inside free text: JSON fields
+// named like secrets (the auth line of the peer protocols, a key file or
+// record printed whole), bearer headers and Qwen controller tokens.
+var tokenPattern = regexp.MustCompile(`("[^"]*(?i:token|secret|password|authorization|cookie|api_?key)"\s*:\s*")[^"]*(")|((?i:bearer)\s+)[A-Za-z0-9._~+/=-]+|(qpc_)[0-9a-f]+`)
 
 // RedactText replaces token-shaped substrings of s.
 func RedactText(s string) string {
@@ -58,12 +60,34 @@ func redactAttr(_ []string, a slog.Attr) slog.Attr {
 	if isSecretKey(a.Key) {
 		return slog.String(a.Key, redacted)
 	}
-	if a.Value.Kind() == slog.KindString {
-		if s := a.Value.String(); strings.ContainsAny(s, "\"_") || strings.Contains(strings.ToLower(s), "bearer") {
+	switch a.Value.Kind() {
+	case slog.KindString:
+		if s := a.Value.String(); mayHoldToken(s) {
 			return slog.String(a.Key, RedactText(s))
 		}
+	case slog.KindAny:
+		return slog.Attr{Key: a.Key, Value: redactAny(a.Value.Any())}
 	}
 	return a
+}
+
+func mayHoldToken(s string) bool {
+	return strings.ContainsAny(s, "\"_") || strings.Contains(strings.ToLower(s), "bearer")
+}
+
+// redactAny redacts what the JSON handler would print for v: an error's
+// text (an error may quote an auth line), or a value's JSON encoding (a
+// struct with a token field).
+func redactAny(v any) slog.Value {
+	switch v := v.(type) {
+	case error:
+		return slog.StringValue(RedactText(v.Error()))
+	}
+	b, err := json.Marshal(v)
+	if err != nil || !mayHoldToken(string(b)) {
+		return slog.AnyValue(v)
+	}
+	return slog.AnyValue(json.RawMessage(RedactText(string(b))))
 }
 
 // NewLogger returns a JSON logger on w that redacts secrets by attribute name,

@@ -276,6 +276,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 		tln, err := listenAPI(c.apiAddr, srv)
 		if err != nil {
 			uln.Close()
+			deregister(legs...)
 			return err
 		}
 		servers = append(servers, api.NewHTTPServer(srv.TCPHandler(tln.Addr().String())))

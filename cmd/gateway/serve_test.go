@@ -613,3 +613,25 @@ func TestServeFailsWhenNoLegCanRegister(t *testing.T) {
 		t.Fatalf("serve = %v, want an error naming both legs", err)
 	}
 }
+
+func TestAServeThatCannotStartLeavesNoRegistration(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	root := t.TempDir()
+	env := map[string]string{"CLAUDE_CONFIG_DIR": filepath.Join(root, "claude"), "QWEN_HOME": filepath.Join(root, "qwen"),
+		"XDG_RUNTIME_DIR": filepath.Join(root, "run"), "HOME": root, "TMPDIR": root}
+	err = serve(ctxT(t), observability.NewLogger(io.Discard, nil), serveConfig{stateDir: filepath.Join(root, "state"), name: "gateway",
+		mode: message.ModePrompting, getenv: func(k string) string { return env[k] }, apiAddr: busy.Addr().String()})
+	if err == nil {
+		t.Fatal("serve started on an address already in use")
+	}
+	for _, dir := range []string{filepath.Join(root, "claude", "sessions"), filepath.Join(root, "qwen", "sessions"), filepath.Join(root, "run", "cc-socks")} {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			t.Errorf("%s left behind after a failed start", filepath.Join(dir, e.Name()))
+		}
+	}
+}
