@@ -27,3 +27,6 @@ echo "== go test -race (interop on)"
 export GATEWAY_INTEROP=1
 export GATEWAY_CLAUDE_BIN="${GATEWAY_CLAUDE_BIN:-${GATEWAY_INTEROP_CACHE:-$HOME/.cache/gateway-interop}/claude/node_modules/.bin/claude}"
 go test -race -count=1 -timeout 30m ./...
+
+echo "== benchmarks, one iteration each (a benchmark that breaks fails here; figures are read by hand)"
+go test -run '^$' -bench . -benchtime 1x -count=1 -timeout 10m ./...
