@@ -169,6 +169,11 @@ func TestServeHardensTheTCPAPI(t *testing.T) {
 		c.apiAddr = addr
 		c.api = &apiOpts{tlsCert: certFile, tlsKey: keyFile, rate: 100, burst: 100}
 	})
+	b, err := os.ReadFile(filepath.Join(sd, "api-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaultTok := strings.TrimSpace(string(b))
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	do := func(method, path, tok string) int {
 		req, _ := http.NewRequestWithContext(context.Background(), method, "https://"+addr+path, strings.NewReader(`{"behavior":"deny","message":"no"}`))
@@ -190,6 +195,9 @@ func TestServeHardensTheTCPAPI(t *testing.T) {
 		{"sessions need a token", "GET", "/v1/sessions", "", 401},
 		{"a read token minted by the CLI lists sessions", "GET", "/v1/sessions", readTok, 200},
 		{"a read token cannot answer a permission prompt", "POST", "/v1/permissions/p123456", readTok, 403},
+		{"the default token from <state-dir>/api-token lists sessions", "GET", "/v1/sessions", defaultTok, 200},
+		{"the default token may answer prompts (this one is unknown)", "POST", "/v1/permissions/p123456", defaultTok, 404},
+		{"a wrong token is refused", "GET", "/v1/sessions", defaultTok + "x", 401},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
