@@ -1,35 +1,26 @@
 package main
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/testkit/fakeqwen"
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 
-// qwenPeer is a second Qwen peer in the test process, standing in for a
-// Qwen Code session: it shares the gateway's Qwen home, so each lists the
-// other (its record takes the <pid>-<8 hex> name beside the gateway's).
+// qwenPeer is a fake Qwen Code session in the test process (testkit/fakeqwen)
+// sharing the gateway's Qwen home, so each lists the other.
 type qwenPeer struct {
 	*qwen.Peer
-	events chan message.Event
+	events <-chan message.Event
 }
 
 func newQwenPeer(t *testing.T, g *testGateway, name string, mode message.Mode) *qwenPeer {
 	t.Helper()
-	p, err := qwen.Register(qwen.PeerConfig{Name: name, Home: g.qwenHome, RuntimeDir: g.runtime, TmpDir: t.TempDir(), Mode: mode})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := &qwenPeer{Peer: p, events: make(chan message.Event, 64)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx, q.events) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return q
+	f := fakeqwen.Start(t, fakeqwen.Config{Name: name, Home: g.qwenHome, RuntimeDir: g.runtime, Mode: mode})
+	return &qwenPeer{Peer: f.Peer, events: f.Events()}
 }
 
 func (q *qwenPeer) wait(t *testing.T, pred func(message.Event) bool) message.Event {

@@ -1,0 +1,85 @@
+// Package fakeqwen runs an in-process stand-in for a Qwen Code session: a
+// record in a Qwen home and an inbox socket that admits frames in Qwen
+// Code's order and answers with its receipts. It is the gateway's own Qwen
+// leg (which follows the spec and is checked against the real CLI and SDK
+// in interop/) registered under another name, so fast tests can list it,
+// send to it, and see what reached it without Node.
+//
+// Its record shares the test process's pid, so it takes the
+// <pid>-<8 hex>.json name the spec gives a second record of one process.
+package fakeqwen
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/transport/uds/qwen"
+)
+
+// Config places the fake session.
+type Config struct {
+	Name       string
+	Home       string       // the Qwen home its record goes in (sessions/ below it)
+	RuntimeDir string       // XDG_RUNTIME_DIR for its inbox
+	TmpDir     string       // Node's temp dir stand-in; default a test temp dir
+	Mode       message.Mode // review class for mode parity; default prompting
+	Inbound    qwen.Policy  // crossSessionInbound; unset is mode parity
+}
+
+// Peer is a running fake session. Its events (messages that reached it,
+// receipts for what it sent, held messages) are in Events.
+type Peer struct {
+	*qwen.Peer
+	events chan message.Event
+}
+
+// Start registers the fake and runs its inbox until the test ends.
+func Start(tb testing.TB, cfg Config) *Peer {
+	tb.Helper()
+	if cfg.TmpDir == "" {
+		cfg.TmpDir = tb.TempDir()
+	}
+	p, err := qwen.Register(qwen.PeerConfig{Name: cfg.Name, Home: cfg.Home, RuntimeDir: cfg.RuntimeDir,
+		TmpDir: cfg.TmpDir, Mode: cfg.Mode, Inbound: cfg.Inbound})
+	if err != nil {
+		tb.Fatalf("fakeqwen: %v", err)
+	}
+	f := &Peer{Peer: p, events: make(chan message.Event, 256)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx, f.events) }()
+	tb.Cleanup(func() { cancel(); <-done })
+	return f
+}
+
+// Events is what reached the fake, in order. Full, the leg waits: tests
+// that ignore events should not send it more than the buffer holds (256).
+func (f *Peer) Events() <-chan message.Event { return f.events }
+
+// Address is the fake's inbox address, as `gateway sessions` lists it.
+func (f *Peer) Address() string { return "uds:" + f.SocketPath() }
+
+// ErrTimeout is returned by Wait when nothing matched in time.
+var ErrTimeout = errors.New("fakeqwen: no matching event in time")
+
+// Wait returns the first event that matches pred, skipping others, or
+// ErrTimeout after d.
+func (f *Peer) Wait(ctx context.Context, d time.Duration, pred func(message.Event) bool) (message.Event, error) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case ev := <-f.events:
+			if pred(ev) {
+				return ev, nil
+			}
+		case <-t.C:
+			return message.Event{}, ErrTimeout
+		case <-ctx.Done():
+			return message.Event{}, ctx.Err()
+		}
+	}
+}
