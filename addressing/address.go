@@ -56,7 +56,7 @@ var (
 func (a Address) String() string {
 	switch a.Kind {
 	case KindUDS:
-		return "uds:" + a.Path
+		return UDS(a.Path)
 	case KindPipe:
 		return a.Path
 	case KindBridge:
@@ -87,8 +87,9 @@ func wireSafeByte(b byte) bool {
 }
 
 // WireSafe reports whether String() fits Claude Code's from= grammar:
-// [A-Za-z0-9%:_/.-], at most 300 bytes. Parse accepts socket paths outside
-// that charset; a peer would reject them as a reply address.
+// [A-Za-z0-9%:_/.-], at most 300 bytes. String percent-encodes socket paths,
+// so every uds: address Parse accepts is wire safe unless its path holds a
+// backslash, which Claude Code leaves unencoded.
 func (a Address) WireSafe() bool {
 	s := a.String()
 	if s == "" || len(s) > wireMax {

@@ -46,6 +46,7 @@ const (
 	ReasonNameChar
 	ReasonNameSpace
 	ReasonNamePrefix
+	ReasonPathEncoding
 )
 
 // parseReasons holds each reason's wire spelling and the sentence a user reads.
@@ -66,6 +67,7 @@ var parseReasons = [...]struct{ wire, text string }{
 	ReasonNameChar:        {"name-char", `a name cannot contain control characters or " < > [ ]`},
 	ReasonNameSpace:       {"name-space", "a name cannot start or end with a space"},
 	ReasonNamePrefix:      {"name-prefix", `a name cannot start with uds:, bridge:, did:, name:, / or \`},
+	ReasonPathEncoding:    {"path-encoding", "a socket path must be valid UTF-8"},
 }
 
 // String is the reason's wire spelling, for logs and API error codes.
@@ -100,7 +102,7 @@ func (e *ParseError) Error() string {
 // Parse reads an address, ignoring surrounding white space. Forms, tried in
 // this order:
 //
-//	uds:/abs/path          KindUDS (any path bytes but NUL; see WireSafe)
+//	uds:/abs/path          KindUDS; %XX escapes are decoded (see UnescapePath)
 //	bridge:ID              KindBridge
 //	did:METHOD:ID          KindDID (W3C DID core syntax)
 //	\\.\pipe\NAME          KindPipe; //./pipe/NAME is read the same way
@@ -124,7 +126,7 @@ func Parse(s string) (Address, error) {
 	if len(s) > maxAddress {
 		return fail(ReasonTooLong)
 	}
-	if p, ok := strings.CutPrefix(s, "uds:"); ok {
+	if p, ok := SocketOf(s); ok {
 		if r := checkPath(p); r != 0 {
 			return fail(r)
 		}
@@ -198,7 +200,9 @@ func parseNameRef(s string) (Address, ParseReason) {
 
 func checkPath(p string) ParseReason {
 	switch {
-	case len("uds:")+len(p) > maxUDS:
+	case !utf8.ValidString(p):
+		return ReasonPathEncoding
+	case len(UDS(p)) > maxUDS:
 		return ReasonTooLong
 	case !strings.HasPrefix(p, "/"):
 		return ReasonPathNotAbsolute

@@ -83,8 +83,10 @@ func errorOf(err error) Error {
 	case errors.As(err, &am):
 		return Error{Error: err.Error(), Code: CodeAmbiguous, Candidates: am.Candidates}
 	case errors.Is(err, router.ErrNoLeg), errors.Is(err, router.ErrUnknownMessage),
-		errors.Is(err, addressing.ErrNoDIDResolver), errors.Is(err, addressing.ErrUnsupported):
+		errors.Is(err, addressing.ErrNoDIDResolver):
 		return Error{Error: err.Error(), Code: CodeNotFound}
+	case errors.Is(err, addressing.ErrUnsupported): // a pipe address off Windows
+		return Error{Error: err.Error(), Code: CodeBadAddress}
 	case errors.Is(err, context.DeadlineExceeded):
 		return Error{Error: err.Error(), Code: CodeTimeout}
 	case errors.Is(err, didfile.ErrUnavailable):

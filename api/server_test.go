@@ -47,6 +47,7 @@ func TestBadInputGetsA4xxWithAJSONError(t *testing.T) {
 		{"a missing text is 400", "POST", "/v1/messages", `{"to":"review"}`, 400, CodeBadRequest},
 		{"a bad mode is 400", "POST", "/v1/messages", `{"to":"review","text":"x","mode":"yolo"}`, 400, CodeBadRequest},
 		{"an unparsable address is 400", "POST", "/v1/messages", `{"to":"uds:relative","text":"x"}`, 400, CodeBadAddress},
+		{"a windows pipe is 400 unsupported here", "POST", "/v1/messages", `{"to":"\\\\.\\pipe\\work","text":"x"}`, 400, CodeBadAddress},
 		{"an unknown name is 404 with suggestions", "POST", "/v1/messages", `{"to":"reviw","text":"x"}`, 404, CodeNotFound},
 		{"an ambiguous name is 409 with candidates", "POST", "/v1/messages", `{"to":"work","text":"x"}`, 409, CodeAmbiguous},
 		{"an oversized body is 413", "POST", "/v1/messages", `{"to":"review","text":"` + strings.Repeat("a", MaxBody) + `"}`, 413, CodeTooLarge},

@@ -2,6 +2,7 @@ package interop
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/sessiongateway/gateway/interop/claudecli"
 	"github.com/sessiongateway/gateway/interop/qwencli"
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/testkit/fakeanthropic"
 	"github.com/sessiongateway/gateway/testkit/fakeopenai"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
@@ -61,7 +63,8 @@ func TestClaudeAndQwenExchangeAMessageAndItsAnswer(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if _, err := qmodel.WaitContains(ctx, ping); err != nil {
+	qreq, err := qmodel.WaitContains(ctx, ping)
+	if err != nil {
 		t.Fatalf("the Qwen session never got the Claude session's message: %v", err)
 	}
 	req, err := cmodel.WaitContains(ctx, pong)
@@ -70,6 +73,142 @@ func TestClaudeAndQwenExchangeAMessageAndItsAnswer(t *testing.T) {
 	}
 	if !strings.Contains(req.Text(), `from-name="`+qs.Name()+`"`) {
 		t.Errorf("the answer does not come from the Qwen session's name: %s", req.Text())
+	}
+	// The Qwen session sees the Claude sender's name.
+	if !strings.Contains(qreq.Text(), `name="work-it">`+"\n"+ping) {
+		t.Errorf("the Qwen session does not see the message as from work-it: %s", qreq.Text())
+	}
+	// The receipts each sender gets. The real Qwen TUI answered the
+	// forwarded ping with its own delivered receipt; the real Claude session
+	// sends none for a clean delivery, so the forwarded pong is delivered by
+	// inference after the settle window.
+	toQwen, toClaude := bridgedID(t, g, "work-it"), bridgedID(t, g, qs.Name())
+	waitStatus(t, g, toQwen, func(o router.Outbound) bool {
+		last := o.Receipts[len(o.Receipts)-1]
+		return o.Status == message.StatusDelivered && last.From == "uds:"+qs.IPCPath() && last.Detail == ""
+	})
+	waitStatus(t, g, toClaude, func(o router.Outbound) bool {
+		return o.Status == message.StatusDelivered && o.Receipts[len(o.Receipts)-1].Detail == "inferred"
+	})
+	// Both relays are a clean delivery, which neither real sender shows:
+	// Claude's CLI gives its model a notice only for held, denied, expired,
+	// refused, dropped and released-after-hold, and Qwen's TUI prints a
+	// delivered receipt only after a hold. So the Claude model must have
+	// seen no delivery notice at all.
+	for _, r := range cmodel.Requests() {
+		if txt := r.LastUser().Text(); strings.Contains(txt, "[Cross-session delivery notice]") && !strings.Contains(txt, `"success":true`) {
+			t.Errorf("the Claude sender got a delivery notice for a clean delivery: %s", txt)
+		}
+	}
+}
+
+// bridgedID is the id of the message the gateway forwarded for the sender
+// named from, read from its log (the control API lists no forwards).
+func bridgedID(t *testing.T, g *gateway, from string) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for line := range strings.Lines(g.logs.String()) {
+			var rec struct {
+				Msg   string `json:"msg"`
+				From  string `json:"from"`
+				MsgID string `json:"msg_id"`
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "bridged message" && rec.From == from {
+				return rec.MsgID
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway never logged a message bridged from %s", from)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitStatus waits until the sent message id satisfies ok.
+func waitStatus(t *testing.T, g *gateway, id string, ok func(router.Outbound) bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		o := messageState(t, g, id)
+		if len(o.Receipts) > 0 && ok(o) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("message %s: status %v, receipts %+v", id, o.Status, o.Receipts)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Receipts cross the bridge both ways, as each real CLI's own: a prompting
+// Claude session's message is held by a yolo Qwen session and the Claude
+// model gets the held notice; the Qwen session's answer is held by the
+// Claude session, whose person then denies it, and the Qwen TUI prints the
+// held and the declined receipt.
+func TestHeldAndDeniedReceiptsCrossTheBridge(t *testing.T) {
+	needInterop(t)
+	needQwen(t)
+	w := newWorld(t)
+	ping := "ping-" + uuid.NewString()[:8]
+	pong := "pong-" + uuid.NewString()[:8]
+	qtrigger, ctrigger := "please-message-claude", "please-ping-qwen"
+
+	qmodel := fakeopenai.Start(t, fakeopenai.CallToolOnce(qtrigger, fakeopenai.SendMessageCall("work-it", pong), "sent"))
+	qs := startQwenTUI(t, w, qmodel, qwencli.ModeYolo)
+	cmodel := fakeanthropic.Start(t, fakeanthropic.Rules(fakeanthropic.Text("ok"),
+		fakeanthropic.CallTools(ctrigger, []fakeanthropic.Call{{Tool: "SendMessage", Input: fmt.Sprintf(`{"to":%q,"message":%q}`, qs.Name(), ping)}}, "sent")))
+	g := startGateway(t, w, "gateway-it")
+	cs := startClaude(t, w, cmodel, "work-it")
+	waitAlias(t, g, qs.Name())
+	waitQwenAlias(t, w, "work-it")
+
+	t.Run("Qwen's held reaches the Claude sender as its held notice", func(t *testing.T) {
+		if err := cs.SendUserTurn(ctrigger); err != nil {
+			t.Fatal(err)
+		}
+		waitNotice(t, cmodel, "was held by that session")
+		if qmodel.Contains(ping) {
+			t.Fatal("the held message reached the Qwen model")
+		}
+	})
+	t.Run("Claude's held and denied reach the Qwen sender as its receipts", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		var hold claudecli.Hold
+		triggerQwenSend(t, qs, qmodel, qtrigger, func() bool {
+			c, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+			defer cancel()
+			h, err := cs.WaitHold(c, func(h claudecli.Hold) bool { return h.State == "held" })
+			hold = h
+			return err == nil
+		})
+		if hold.FromName != qs.Name() {
+			t.Errorf("the Claude session shows the hold from %q, want %q", hold.FromName, qs.Name())
+		}
+		waitScreen(t, qs, "Message to work-it: Your message is held for the recipient user to review")
+		if _, err := cs.DecideHold(ctx, hold.HoldID, false); err != nil {
+			t.Fatal(err)
+		}
+		waitScreen(t, qs, "Message to work-it: The recipient declined your message")
+	})
+}
+
+// waitScreen waits until the TUI's screen shows want, however the terminal
+// wrapped it.
+func waitScreen(t *testing.T, s *qwencli.Session, want string) {
+	t.Helper()
+	squash := func(s string) string { return strings.Join(strings.Fields(s), "") }
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		screen, err := s.Screen()
+		if err == nil && strings.Contains(squash(screen), squash(want)) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the TUI never showed %q:\n%s", want, screen)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

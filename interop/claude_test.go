@@ -94,10 +94,14 @@ func TestABypassSendIsHeldAndTheRealReceiptsFollowTheDecision(t *testing.T) {
 			api := fakeanthropic.Start(t, nil)
 			s := startClaude(t, w, api, "work-it")
 			g := startGateway(t, w, "gateway-it")
-			o, code := sendJSON(t, g, "work-it", "bypass hello", "--mode", "bypass", "--wait", "--timeout", "10s")
-			if code != 4 || o.Status != message.StatusHeld {
-				t.Fatalf("exit %d, outbound %+v; want held (not final, exit 4)", code, o)
+			// Held is not final, so --wait would sit out its whole timeout:
+			// poll for it instead.
+			o, code := sendJSON(t, g, "work-it", "bypass hello", "--mode", "bypass")
+			if code != 0 {
+				t.Fatalf("exit %d, outbound %+v", code, o)
 			}
+			waitStatus(t, g, o.Message.ID, func(o router.Outbound) bool { return o.Status == message.StatusHeld })
+			o = messageState(t, g, o.Message.ID)
 			held := o.Receipts[len(o.Receipts)-1]
 			if held.Reason == "" || !strings.HasPrefix(held.From, "uds:") {
 				t.Errorf("held receipt = %+v, want the real CLI's reason and address", held)
@@ -214,4 +218,151 @@ func TestShutdownLeavesNoRegistration(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(w.stateDir, "gateway.sock")); err == nil {
 		t.Fatal("control socket left behind")
 	}
+}
+
+// startBypassSender starts a scripted real Claude session in the bypass review class
+// whose model, on trigger, sends body to the gateway by name.
+func startBypassSender(t *testing.T, w *world, trigger, body string) (*claudecli.Session, *fakeanthropic.Server) {
+	t.Helper()
+	in := fmt.Sprintf(`{"to":"gateway-it","message":%q}`, body)
+	model := fakeanthropic.Start(t, fakeanthropic.Rules(fakeanthropic.Text("ok"),
+		fakeanthropic.CallTools(trigger, []fakeanthropic.Call{{Tool: "SendMessage", Input: in}}, "sent")))
+	s := claudecli.Start(t, claudecli.Options{
+		APIURL: model.URL(), Name: "work-it", ConfigDir: w.configDir, XDGRuntimeDir: w.runtime,
+		Args: []string{"--permission-mode", "bypassPermissions"}, Env: []string{"IS_SANDBOX=1"},
+	})
+	return s, model
+}
+
+// waitNotice waits for the real session to pass its model a
+// [Cross-session delivery notice] containing want: the CLI accepted our
+// receipt (auth line, from, orig_msg_id) and turned it into a turn. want
+// must not occur in the SendMessage tool result, which promises a notice.
+func waitNotice(t *testing.T, model *fakeanthropic.Server, want string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	req, err := model.WaitRequest(ctx, func(r fakeanthropic.Request) bool {
+		txt := r.LastUser().Text()
+		return strings.Contains(txt, "[Cross-session delivery notice]") && strings.Contains(txt, want)
+	})
+	if err != nil {
+		t.Fatalf("the real session's model never saw a delivery notice with %q: %v", want, err)
+	}
+	return req.LastUser().Text()
+}
+
+// The gateway's own receipts reach a real Claude Code session: held, then
+// denied, a repeat dropped as a duplicate, and refused by a gateway that
+// refuses everything, each as the CLI's own delivery notice.
+func TestTheGatewaysReceiptsReachARealClaudeSession(t *testing.T) {
+	t.Run("held by a prompting gateway, then denied, then a repeat dropped as a duplicate", func(t *testing.T) {
+		needInterop(t)
+		w := newWorld(t)
+		trigger := "please-message-the-gateway"
+		body := "held hello " + uuid.NewString()[:8]
+		g := startGateway(t, w, "gateway-it")
+		watch := g.watch(t)
+		s, model := startBypassSender(t, w, trigger, body)
+		if err := s.SendUserTurn(trigger); err != nil {
+			t.Fatal(err)
+		}
+		held := watch.wait(t, 90*time.Second, func(ev message.Event) bool {
+			return ev.Type == message.EventHeld && ev.Held != nil && ev.Held.Message.Body == body
+		})
+		id := held.Held.Message.ID
+		notice := waitNotice(t, model, "was held by that session")
+		if !strings.Contains(notice, "msg_id: "+id) {
+			t.Errorf("the held notice is not about %s: %s", id, notice)
+		}
+		if _, _, err := g.run(t, "deny", held.Held.Message.ID); err != nil {
+			t.Fatal(err)
+		}
+		notice = waitNotice(t, model, "was denied by the recipient user")
+		if !strings.Contains(notice, "msg_id: "+id) {
+			t.Errorf("the denied notice is not about %s: %s", id, notice)
+		}
+		// The same body again within 30 s: the gateway's guard drops it.
+		if err := s.SendUserTurn(trigger); err != nil {
+			t.Fatal(err)
+		}
+		drop := watch.wait(t, 60*time.Second, func(ev message.Event) bool {
+			return ev.Type == message.EventDrop && ev.Drop != nil && ev.Drop.Reason == "duplicate"
+		})
+		notice = waitNotice(t, model, "dropped at that session's inbox")
+		if !strings.Contains(notice, "msg_id: "+drop.Drop.MsgID) || !strings.Contains(notice, "it repeated your previous message") {
+			t.Errorf("the dropped notice is not about the duplicate %s: %s", drop.Drop.MsgID, notice)
+		}
+	})
+	t.Run("held by a prompting gateway, then released", func(t *testing.T) {
+		needInterop(t)
+		w := newWorld(t)
+		trigger := "please-message-the-gateway"
+		body := "released hello " + uuid.NewString()[:8]
+		g := startGateway(t, w, "gateway-it")
+		watch := g.watch(t)
+		s, model := startBypassSender(t, w, trigger, body)
+		if err := s.SendUserTurn(trigger); err != nil {
+			t.Fatal(err)
+		}
+		held := watch.wait(t, 90*time.Second, func(ev message.Event) bool {
+			return ev.Type == message.EventHeld && ev.Held != nil && ev.Held.Message.Body == body
+		})
+		waitNotice(t, model, "was held by that session")
+		if _, _, err := g.run(t, "release", held.Held.Message.ID); err != nil {
+			t.Fatal(err)
+		}
+		notice := waitNotice(t, model, "was approved and released to that session")
+		if !strings.Contains(notice, "msg_id: "+held.Held.Message.ID) {
+			t.Errorf("the released notice is not about %s: %s", held.Held.Message.ID, notice)
+		}
+	})
+	t.Run("refused by a gateway that refuses inbound messages", func(t *testing.T) {
+		needInterop(t)
+		w := newWorld(t)
+		trigger := "please-message-the-gateway"
+		g := startGateway(t, w, "gateway-it", "--inbound", "refuse")
+		watch := g.watch(t)
+		s, model := startBypassSender(t, w, trigger, "refused hello "+uuid.NewString()[:8])
+		if err := s.SendUserTurn(trigger); err != nil {
+			t.Fatal(err)
+		}
+		// Refused goes out as expired + status_detail "refused", which the
+		// CLI reads as refused, not as an expired hold.
+		drop := watch.wait(t, 60*time.Second, func(ev message.Event) bool { return ev.Type == message.EventDrop && ev.Drop != nil })
+		notice := waitNotice(t, model, "was refused")
+		if !strings.Contains(notice, "msg_id: "+drop.Drop.MsgID) || !strings.Contains(notice, "not accepting cross-session messages") {
+			t.Errorf("the refused notice is not about %s: %s", drop.Drop.MsgID, notice)
+		}
+	})
+}
+
+// A real session subscribes to the gateway's idle state on its own, with
+// SendMessage's notify_when_idle, and gets the gateway's peer_idle_notice.
+func TestARealSessionSubscribesToTheGatewaysIdleState(t *testing.T) {
+	needInterop(t)
+	w := newWorld(t)
+	trigger := "please-watch-the-gateway"
+	model := fakeanthropic.Start(t, fakeanthropic.Rules(fakeanthropic.Text("ok"),
+		fakeanthropic.CallTools(trigger, []fakeanthropic.Call{{Tool: "SendMessage", Input: `{"to":"gateway-it","notify_when_idle":true}`}}, "subscribed")))
+	startGateway(t, w, "gateway-it")
+	s := startClaude(t, w, model, "work-it")
+	if err := s.SendUserTurn(trigger); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// The subscription is made only to a peer whose registry entry lists
+	// the notify_idle feature; the tool result says it was made.
+	if _, err := model.WaitContains(ctx, `Subscribed — you will get one notice here when \"gateway-it\" is next idle`); err != nil {
+		t.Fatalf("the real SendMessage did not subscribe: %v", err)
+	}
+	// The gateway is idle, so it answers at once; the notice starts a turn.
+	req, err := model.WaitRequest(ctx, func(r fakeanthropic.Request) bool {
+		return strings.Contains(r.LastUser().Text(), `[Cross-session idle notice] "gateway-it", which you asked to be notified about, is idle now`)
+	})
+	if err != nil {
+		t.Fatalf("the gateway's idle notice never reached the real session's model: %v", err)
+	}
+	t.Logf("notice: %s", req.LastUser().Text())
 }

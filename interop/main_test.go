@@ -245,6 +245,18 @@ func (g *gateway) watch(t *testing.T) *watcher {
 	return w
 }
 
+// find returns the first event so far that pred accepts, without waiting.
+func (w *watcher) find(pred func(message.Event) bool) (message.Event, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, ev := range w.events {
+		if pred(ev) {
+			return ev, true
+		}
+	}
+	return message.Event{}, false
+}
+
 func (w *watcher) wait(t *testing.T, d time.Duration, pred func(message.Event) bool) message.Event {
 	t.Helper()
 	timeout := time.After(d)

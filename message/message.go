@@ -36,6 +36,7 @@ type Message struct {
 	HopChain    []string     `json:"hop_chain,omitempty"`
 	Attested    bool         `json:"attested"` // envelope parsed and round-tripped
 	Auth        AuthClass    `json:"auth,omitempty"`
+	Controller  string       `json:"controller,omitempty"` // with AuthController: the grant's label
 	Protocol    Protocol     `json:"protocol,omitempty"`
 	Attachments []Attachment `json:"attachments,omitempty"`
 	Plugin      string       `json:"from_plugin,omitempty"`

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -83,7 +84,7 @@ func (r *Router) bridge(ctx context.Context, source Leg, in message.Message) {
 		}
 		r.log.Info("bridged message not forwarded", "msg_id", in.ID, "to", in.AliasOf, "reason", reason)
 	}
-	targetLeg, target, err := r.Resolve(ctx, in.AliasOf)
+	targetLeg, target, err := r.resolveAlias(ctx, in)
 	if err != nil {
 		fail(err.Error())
 		return
@@ -124,4 +125,45 @@ func (r *Router) senderOf(ctx context.Context, source Leg, in message.Message) m
 		}
 	}
 	return message.Session{Address: in.From, Name: in.FromName, Protocol: source.Name(), SessionID: in.FromSession}
+}
+
+// resolveAlias finds the session the alias in arrived at stands for. The
+// alias gives that session's address (AliasOf) and name (ToName): Qwen
+// sessions hosted by one process share one inbox address, so the address
+// alone can name several, and the name picks the one the alias was
+// published for. Anything else resolves as an address would.
+func (r *Router) resolveAlias(ctx context.Context, in message.Message) (Leg, message.Session, error) {
+	if in.ToName != "" {
+		if cached, ok := r.cachedRoster(); ok {
+			if l, s, ok := r.pinned(in.AliasOf, in.ToName, cached); ok {
+				return l, s, nil
+			}
+		}
+		if l, s, ok := r.pinned(in.AliasOf, in.ToName, r.Sessions(ctx)); ok {
+			return l, s, nil
+		}
+	}
+	return r.Resolve(ctx, in.AliasOf)
+}
+
+// pinned is the one listed session at address whose name is name.
+func (r *Router) pinned(address, name string, sessions []message.Session) (Leg, message.Session, bool) {
+	a, err := addressing.Parse(address)
+	if err != nil {
+		return nil, message.Session{}, false
+	}
+	var hit []message.Session
+	for _, s := range sessions {
+		if s.AliasOf != "" || s.Name != name {
+			continue
+		}
+		if sa, err := addressing.Parse(s.Address); err == nil && sa == a {
+			hit = append(hit, s)
+		}
+	}
+	if len(hit) != 1 {
+		return nil, message.Session{}, false
+	}
+	l, ok := r.Leg(hit[0].Protocol)
+	return l, hit[0], ok
 }

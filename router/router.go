@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -315,6 +316,12 @@ func (r *Router) Resolve(ctx context.Context, to string) (Leg, message.Session, 
 	if err != nil {
 		return nil, message.Session{}, err
 	}
+	if a.Kind == addressing.KindPipe {
+		// A Windows pipe parses everywhere but is dialable only there.
+		if err := a.Dialable(); err != nil {
+			return nil, message.Session{}, fmt.Errorf("%s: %w", to, err)
+		}
+	}
 	if cached, ok := r.cachedRoster(); ok {
 		l, s, inRoster, err := r.resolveIn(ctx, a, cached)
 		if err == nil && inRoster {
@@ -335,8 +342,11 @@ func (r *Router) cachedRoster() ([]message.Session, bool) {
 }
 
 func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions []message.Session) (Leg, message.Session, bool, error) {
+	// Candidates and sessions are kept side by side, not keyed by address:
+	// several Qwen sessions of one process share one inbox address and are
+	// told apart only by their session id.
 	cands := make([]addressing.Candidate, 0, len(sessions))
-	byAddr := map[string]message.Session{}
+	listed := make([]message.Session, 0, len(sessions))
 	for _, s := range sessions {
 		if s.AliasOf != "" {
 			continue // an alias resolves to what it stands for, not to itself
@@ -345,18 +355,16 @@ func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions [
 		if err != nil {
 			continue
 		}
-		cands = append(cands, addressing.Candidate{Address: ca, Name: s.Name, SessionID: s.SessionID, Protocol: string(s.Protocol), NativeRef: s.NativeRef})
-		byAddr[ca.String()] = s
+		cands = append(cands, candidateOf(ca, s))
+		listed = append(listed, s)
 	}
 	c, err := addressing.ResolveContext(ctx, a, cands, r.cfg.DID)
 	if err != nil {
 		return nil, message.Session{}, false, err
 	}
-	if s, ok := byAddr[c.Address.String()]; ok {
-		for _, l := range r.legs {
-			if l.Name() == s.Protocol {
-				return l, s, true, nil
-			}
+	if i := slices.Index(cands, c); i >= 0 {
+		if l, ok := r.Leg(listed[i].Protocol); ok {
+			return l, listed[i], true, nil
 		}
 	}
 	// Not in any roster: a leg may still claim the raw address.
@@ -369,6 +377,10 @@ func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions [
 		return nil, message.Session{}, false, fmt.Errorf("%w: %s (remote sessions need `gateway serve` with remote credentials: --remote-token-file, --remote-session-key-file or --remote-claude-credentials)", ErrNoLeg, c.Address)
 	}
 	return nil, message.Session{}, false, fmt.Errorf("%w: %s", ErrNoLeg, c.Address)
+}
+
+func candidateOf(a addressing.Address, s message.Session) addressing.Candidate {
+	return addressing.Candidate{Address: a, Name: s.Name, SessionID: s.SessionID, Protocol: string(s.Protocol), NativeRef: s.NativeRef}
 }
 
 // SendRequest is what a client asks to send.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
@@ -24,7 +25,7 @@ func claudeAlias(t *testing.T, g *testGateway, name string) string {
 				continue
 			}
 			if e, err := claude.ParseEntry(b); err == nil && e.Name == name && e.Kind == claude.KindAlias {
-				return "uds:" + e.MessagingSocketPath
+				return addressing.UDS(e.MessagingSocketPath)
 			}
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -208,6 +208,9 @@ func humanEvent(ev message.Event) string {
 		if !m.Attested {
 			tag = " (unattested)"
 		}
+		if m.Controller != "" {
+			tag += " (controller " + m.Controller + ")"
+		}
 		return fmt.Sprintf("%s message from %s%s: %s", t, from, tag, m.Body)
 	case ev.Receipt != nil:
 		r := ev.Receipt

@@ -114,13 +114,17 @@ func TestSIGTERMDuringTrafficLosesNothingAcceptedAndDeregisters(t *testing.T) {
 	gwSocket := strings.TrimPrefix(gwAddr, "uds:")
 	regBefore, _ := filepath.Glob(filepath.Join(g.configDir, "sessions", "*"))
 
-	// A peer subscribed to the gateway's idle notices must hear exited.
-	if err := fk.SendFrame(ctxT(t), gwAddr, claude.NewNotifyWhenIdle(fk.Address(), "sub-1", "prompting")); err != nil {
+	// A peer subscribed to the gateway's idle notices and not yet answered
+	// must hear exited: a pending hold defers the idle notice (as in Claude
+	// Code), so the subscription is still open at SIGTERM.
+	held, err := fk.Send(ctxT(t), gwAddr, "hold me", message.ModeBypass)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fk.WaitControl(ctxT(t), func(f claude.Frame) bool {
-		return f.Action == claude.ActionPeerIdleNotice && f.OrigMsgID == "sub-1" && f.State == "idle"
-	}); err != nil {
+	if _, err := fk.WaitControl(ctxT(t), func(f claude.Frame) bool { return f.OrigMsgID == held && f.Status == claude.WireHeld }); err != nil {
+		t.Fatal(err)
+	}
+	if err := fk.SendFrame(ctxT(t), gwAddr, claude.NewNotifyWhenIdle(fk.Address(), "sub-1", "prompting")); err != nil {
 		t.Fatal(err)
 	}
 
@@ -179,7 +183,6 @@ func TestSIGTERMDuringTrafficLosesNothingAcceptedAndDeregisters(t *testing.T) {
 		sigAt = time.Now()
 		_ = g.cmd.Process.Signal(syscall.SIGTERM)
 	})
-	var err error
 	select {
 	case <-g.exited:
 		err = g.waitErr

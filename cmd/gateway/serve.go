@@ -302,8 +302,23 @@ func startLegs(log *slog.Logger, c serveConfig, metrics *observability.Metrics, 
 	counted := func(leg message.Protocol) func(message.Status) {
 		return func(st message.Status) { metrics.Receipt(context.Background(), string(leg), "out", st.String()) }
 	}
+	// Qwen registers first so the processes the Claude leg starts (alias
+	// workers) get the Qwen inbox's child token: processes the gateway starts
+	// are its own, as the spec's child token says. The leg order stays
+	// Claude, then Qwen.
+	var qwenLeg router.Leg
+	var childEnv []string
+	if !c.noQwen {
+		peer, err := startQwen(log, c, counted(message.ProtocolQwen))
+		if err != nil {
+			log.Error("not registered as a Qwen Code peer; serving without that leg", "err", err)
+			failed = append(failed, fmt.Errorf("registering as a Qwen Code peer: %w", err))
+		} else {
+			qwenLeg, childEnv = peer, peer.ChildEnv()
+		}
+	}
 	if !c.noClaude {
-		peer, p, err := startClaude(log, c, counted(message.ProtocolClaude))
+		peer, p, err := startClaude(log, c, childEnv, counted(message.ProtocolClaude))
 		if err != nil {
 			log.Error("not registered as a Claude Code peer; serving without that leg", "err", err)
 			failed = append(failed, fmt.Errorf("registering as a Claude Code peer: %w", err))
@@ -311,14 +326,8 @@ func startLegs(log *slog.Logger, c serveConfig, metrics *observability.Metrics, 
 			legs, pool = append(legs, peer), p
 		}
 	}
-	if !c.noQwen {
-		peer, err := startQwen(log, c, counted(message.ProtocolQwen))
-		if err != nil {
-			log.Error("not registered as a Qwen Code peer; serving without that leg", "err", err)
-			failed = append(failed, fmt.Errorf("registering as a Qwen Code peer: %w", err))
-		} else {
-			legs = append(legs, peer)
-		}
+	if qwenLeg != nil {
+		legs = append(legs, qwenLeg)
 	}
 	if len(legs)+others == 0 && len(failed) > 0 {
 		return nil, nil, errors.Join(failed...)
@@ -326,7 +335,7 @@ func startLegs(log *slog.Logger, c serveConfig, metrics *observability.Metrics, 
 	return legs, pool, nil
 }
 
-func startClaude(log *slog.Logger, c serveConfig, receiptSent func(message.Status)) (*claude.Peer, *claude.AliasPool, error) {
+func startClaude(log *slog.Logger, c serveConfig, childEnv []string, receiptSent func(message.Status)) (*claude.Peer, *claude.AliasPool, error) {
 	cfgDir := c.getenv("CLAUDE_CONFIG_DIR")
 	if cfgDir == "" {
 		d, err := claude.ConfigDir()
@@ -353,6 +362,7 @@ func startClaude(log *slog.Logger, c serveConfig, receiptSent func(message.Statu
 		return nil, nil, fmt.Errorf("alias workers need the gateway's own path: %w", err)
 	}
 	env := append(os.Environ(), "CLAUDE_CONFIG_DIR="+cfgDir, "XDG_RUNTIME_DIR="+c.getenv("XDG_RUNTIME_DIR"))
+	env = append(env, childEnv...) // the Qwen inbox and its child token; later entries win over inherited ones
 	env = append(env, c.workerEnv...)
 	pool := claude.NewAliasPool(claude.PoolConfig{
 		Command: func(name string) *exec.Cmd {

@@ -192,7 +192,7 @@ func gatewayAddress(t *testing.T, g *testGateway) string {
 		b, _ := os.ReadFile(f)
 		e, err := claude.ParseEntry(b)
 		if err == nil && e.Name == "gateway" && e.PID == os.Getpid() {
-			return "uds:" + e.MessagingSocketPath
+			return addressing.UDS(e.MessagingSocketPath)
 		}
 	}
 	t.Fatal("the gateway's registry entry is missing")
@@ -306,9 +306,9 @@ func TestIdleNoticesBothWays(t *testing.T) {
 			t.Fatalf("result = %+v", res)
 		}
 	})
-	t.Run("a peer asks the gateway and hears idle, then exited on shutdown", func(t *testing.T) {
-		sub := claude.NewNotifyWhenIdle(fk.Address(), "sub-1", "prompting")
-		if err := fk.SendFrame(ctxT(t), gatewayAddress(t, g), sub); err != nil {
+	t.Run("a peer asks the gateway and hears idle once; one still waiting at shutdown hears exited", func(t *testing.T) {
+		gw := gatewayAddress(t, g)
+		if err := fk.SendFrame(ctxT(t), gw, claude.NewNotifyWhenIdle(fk.Address(), "sub-1", "prompting")); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := fk.WaitControl(ctxT(t), func(f claude.Frame) bool {
@@ -316,11 +316,31 @@ func TestIdleNoticesBothWays(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
+		// A pending hold defers the idle notice, as in Claude Code: sub-2
+		// is still waiting when the gateway stops.
+		held, err := fk.Send(ctxT(t), gw, "hold me", message.ModeBypass)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fk.WaitControl(ctxT(t), func(f claude.Frame) bool { return f.OrigMsgID == held && f.Status == claude.WireHeld }); err != nil {
+			t.Fatal(err)
+		}
+		if err := fk.SendFrame(ctxT(t), gw, claude.NewNotifyWhenIdle(fk.Address(), "sub-2", "prompting")); err != nil {
+			t.Fatal(err)
+		}
 		g.stop()
 		if _, err := fk.WaitControl(ctxT(t), func(f claude.Frame) bool {
-			return f.Action == claude.ActionPeerIdleNotice && f.OrigMsgID == "sub-1" && f.State == "exited"
+			return f.Action == claude.ActionPeerIdleNotice && f.OrigMsgID == "sub-2" && f.State == "exited"
 		}); err != nil {
 			t.Fatal(err)
+		}
+		for _, f := range fk.Control() {
+			if f.Action == claude.ActionPeerIdleNotice && f.OrigMsgID == "sub-1" && f.State == "exited" {
+				t.Fatal("sub-1 heard a second notice (exited); Claude Code sends one per subscription")
+			}
+			if f.Action == claude.ActionPeerIdleNotice && f.OrigMsgID == "sub-2" && f.State == "idle" {
+				t.Fatal("sub-2 heard idle while a hold was pending")
+			}
 		}
 	})
 }
@@ -413,7 +433,7 @@ func TestRequireAuthRefusesUnauthenticatedSenders(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := waitEvent(t, events, func(ev message.Event) bool { return ev.Type == message.EventDrop || ev.Type == message.EventMessage })
-	if ev.Type != message.EventDrop || ev.Drop.Reason != claude.DropUnauthenticated {
+	if ev.Type != message.EventDrop || ev.Drop.Reason != claude.DropNoAuth.String() {
 		t.Fatalf("event = %+v, want a drop for want of auth", ev)
 	}
 	if _, err := fk.Send(ctxT(t), gatewayAddress(t, g), "with token", message.ModePrompting); err != nil {

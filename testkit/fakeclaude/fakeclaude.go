@@ -24,6 +24,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/uds"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
@@ -82,7 +83,7 @@ func Start(t testing.TB, cfg Config) *Peer {
 		changed: make(chan struct{}), replyTo: map[string]string{}}
 	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
 	p.socket = claude.SocketPath(cfg.RuntimeDir, "", p.pid, os.Geteuid())
-	p.addr = "uds:" + p.socket
+	p.addr = addressing.UDS(p.socket)
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	p.token = hex.EncodeToString(b)
@@ -195,7 +196,7 @@ func (p *Peer) onUser(ctx context.Context, auth message.AuthClass, pid int, f cl
 		return
 	}
 	c := claude.ParseContent(f.Message.Content)
-	reply := strings.TrimPrefix(f.From, "uds:")
+	reply, _ := addressing.SocketOf(f.From)
 	if reason, dropped := p.guard.Admit(f.From, c.Envelope.Body, c.Envelope.HopChain, 0); dropped {
 		p.send(ctx, reply, claude.NewDropReceipt(p.addr, f.MsgID, reason))
 		return
@@ -224,7 +225,8 @@ func (p *Peer) onControl(ctx context.Context, auth message.AuthClass, f claude.F
 	p.notify()
 	p.mu.Unlock()
 	if f.Action == claude.ActionNotifyWhenIdle {
-		p.send(ctx, strings.TrimPrefix(f.From, "uds:"),
+		reply, _ := addressing.SocketOf(f.From)
+		p.send(ctx, reply,
 			claude.NewIdleNotice(p.addr, f.MsgID, claude.IdleStateIdle, time.Now().UnixMilli(), "done", p.cfg.Mode.String()))
 	}
 }
@@ -326,7 +328,7 @@ func (p *Peer) Send(ctx context.Context, toAddr, text string, mode message.Mode)
 
 // SendFrame sends any frame, with an auth line when the target has a key.
 func (p *Peer) SendFrame(ctx context.Context, toAddr string, f claude.Frame) error {
-	path := strings.TrimPrefix(toAddr, "uds:")
+	path, _ := addressing.SocketOf(toAddr)
 	fb, err := f.Marshal()
 	if err != nil {
 		return err

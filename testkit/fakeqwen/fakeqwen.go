@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
@@ -60,7 +61,7 @@ func Start(tb testing.TB, cfg Config) *Peer {
 func (f *Peer) Events() <-chan message.Event { return f.events }
 
 // Address is the fake's inbox address, as `gateway sessions` lists it.
-func (f *Peer) Address() string { return "uds:" + f.SocketPath() }
+func (f *Peer) Address() string { return addressing.UDS(f.SocketPath()) }
 
 // ErrTimeout is returned by Wait when nothing matched in time.
 var ErrTimeout = errors.New("fakeqwen: no matching event in time")

@@ -3,6 +3,7 @@ package fakeqwen
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +14,9 @@ import (
 )
 
 func TestTwoFakesFindAndMessageEachOther(t *testing.T) {
-	root := t.TempDir()
+	// A space in the path: uds: addresses percent-encode it, as Claude
+	// Code's do, and every hop must decode it again.
+	root := filepath.Join(t.TempDir(), "with space")
 	home, run := filepath.Join(root, "qwen"), filepath.Join(root, "run")
 	alice := Start(t, Config{Name: "alice", Home: home, RuntimeDir: run})
 	bob := Start(t, Config{Name: "bob", Home: home, RuntimeDir: run})
@@ -30,7 +33,7 @@ func TestTwoFakesFindAndMessageEachOther(t *testing.T) {
 			to = s
 		}
 	}
-	if to.Address != bob.Address() || to.SessionID != bob.SessionID() {
+	if to.Address != bob.Address() || to.SessionID != bob.SessionID() || !strings.Contains(to.Address, "with%20space") {
 		t.Fatalf("alice lists %+v, want bob at %s", ss, bob.Address())
 	}
 

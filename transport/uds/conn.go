@@ -37,6 +37,7 @@ type Conn struct {
 
 	firstDeadline time.Time // the first line must be complete by then
 	first         bool      // the first line is still to come
+	markDeadline  time.Time // with RearmOnMark: the deadline Mark last set
 	err           error     // sticky: once set, ReadLine returns it forever
 
 	mu   sync.Mutex // orders our deadline updates against shutdown's
@@ -53,6 +54,15 @@ func newConn(ctx context.Context, uc *net.UnixConn, cred Cred, lim Limits, stats
 		br:            bufio.NewReaderSize(uc, readBufSize),
 		firstDeadline: time.Now().Add(lim.FirstLineTimeout),
 		first:         true,
+	}
+}
+
+// Mark says the line just read counted (with Limits.Rearm RearmOnMark: an
+// accepted auth line, a frame that parsed): the read deadline moves to
+// LineTimeout from now. Without RearmOnMark it does nothing.
+func (c *Conn) Mark() {
+	if c.lim.Rearm == RearmOnMark {
+		c.markDeadline = time.Now().Add(c.lim.LineTimeout)
 	}
 }
 
@@ -79,7 +89,12 @@ func (c *Conn) arm() error {
 		return c.ctx.Err()
 	}
 	d := c.firstDeadline
-	if !c.first {
+	switch {
+	case c.lim.Rearm == RearmOnMark:
+		if !c.markDeadline.IsZero() {
+			d = c.markDeadline
+		}
+	case !c.first:
 		d = time.Now().Add(c.lim.LineTimeout)
 	}
 	return c.UnixConn.SetReadDeadline(d)
@@ -111,6 +126,7 @@ func (c *Conn) ReadLine() ([]byte, error) {
 // over-long line is refused as soon as it is over, not when its '\n' arrives.
 func (c *Conn) readLine() ([]byte, error) {
 	var line []byte
+	units := 0
 	for {
 		if c.br.Buffered() == 0 {
 			// Peek(1) blocks for at most one read from the socket.
@@ -127,7 +143,12 @@ func (c *Conn) readLine() ([]byte, error) {
 		if i >= 0 {
 			n = i
 		}
-		if len(line)+n > c.lim.MaxLine {
+		if c.lim.Units == UnitUTF16 {
+			units += utf16Units(chunk[:n])
+			if units > c.lim.MaxLine || len(line)+n > 3*c.lim.MaxLine {
+				return nil, ErrLineTooLong
+			}
+		} else if len(line)+n > c.lim.MaxLine {
 			return nil, ErrLineTooLong
 		}
 		line = append(line, chunk[:n]...)
@@ -142,6 +163,22 @@ func (c *Conn) readLine() ([]byte, error) {
 	}
 }
 
+// utf16Units counts the UTF-16 code units of UTF-8 text, byte by byte so a
+// character split across reads is counted once: one for each byte that
+// starts a sequence, one more for a 4-byte one (a surrogate pair).
+func utf16Units(b []byte) int {
+	n := 0
+	for _, x := range b {
+		if x&0xC0 != 0x80 {
+			n++
+		}
+		if x >= 0xF0 {
+			n++
+		}
+	}
+	return n
+}
+
 // classify turns a read failure into ReadLine's error, counting and closing
 // for the caps.
 func (c *Conn) classify(err error) error {
@@ -149,7 +186,11 @@ func (c *Conn) classify(err error) error {
 	case errors.Is(err, ErrLineTooLong):
 		c.stats.tooLong.Add(1)
 		_ = c.UnixConn.Close()
-		return fmt.Errorf("uds: read line: %w (max %d bytes)", ErrLineTooLong, c.lim.MaxLine)
+		unit := "bytes"
+		if c.lim.Units == UnitUTF16 {
+			unit = "UTF-16 code units"
+		}
+		return fmt.Errorf("uds: read line: %w (max %d %s)", ErrLineTooLong, c.lim.MaxLine, unit)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		if c.isShut() {
 			return c.ctx.Err()

@@ -22,7 +22,41 @@ type Limits struct {
 	FirstLineTimeout time.Duration // default 30 s from accept to complete the first line
 	LineTimeout      time.Duration // default 30 s to complete each later line
 	MaxConns         int           // default 64 concurrent; excess conns are accepted, closed at once, counted
+	// Units is what MaxLine counts: bytes (Claude Code) or, for Qwen Code,
+	// UTF-16 code units of the line read as UTF-8.
+	Units LineUnits
+	// Rearm is what restarts the read deadline: every completed line
+	// (Claude Code), or only a line the handler accepted (Qwen Code: junk
+	// lines do not extend the deadline).
+	Rearm Rearm
 }
+
+// LineUnits is what Limits.MaxLine counts.
+type LineUnits uint8
+
+const (
+	UnitBytes LineUnits = iota // bytes, the default
+	// UnitUTF16 counts UTF-16 code units, as a JavaScript string's length:
+	// one per character, two for one outside the Basic Multilingual Plane.
+	// A byte that cannot start a UTF-8 sequence counts nothing, so bytes
+	// are capped too, at 3×MaxLine, which valid text within MaxLine never
+	// reaches.
+	UnitUTF16
+)
+
+// Rearm is what restarts a connection's read deadline.
+type Rearm uint8
+
+const (
+	// RearmEachLine: the first line must complete within FirstLineTimeout
+	// of the accept, each later one within LineTimeout of the last.
+	RearmEachLine Rearm = iota
+	// RearmOnMark: the deadline is FirstLineTimeout after the accept, and
+	// moves to LineTimeout from now only when the handler calls Conn.Mark
+	// for a line it accepted, so a peer sending junk lines is cut off as
+	// one sending nothing would be.
+	RearmOnMark
+)
 
 // Defaults for Limits.
 const (

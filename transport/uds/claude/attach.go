@@ -20,8 +20,8 @@ import (
 
 // Attachment caps of the real CLI.
 const (
-	MaxFileSize       = 30 << 20
-	MaxFilesPerMessge = 16
+	MaxFileSize        = 30 << 20
+	MaxFilesPerMessage = 16
 )
 
 // ErrAttachment wraps every attachment refusal.
@@ -33,8 +33,8 @@ func (p *Peer) stage(src []message.Attachment) ([]message.Attachment, error) {
 	if len(src) == 0 {
 		return nil, nil
 	}
-	if len(src) > MaxFilesPerMessge {
-		return nil, fmt.Errorf("%w: %d files, at most %d per message", ErrAttachment, len(src), MaxFilesPerMessge)
+	if len(src) > MaxFilesPerMessage {
+		return nil, fmt.Errorf("%w: %d files, at most %d per message", ErrAttachment, len(src), MaxFilesPerMessage)
 	}
 	if err := uds.EnsureDir(p.cfg.SpoolDir); err != nil {
 		return nil, fmt.Errorf("%w: spool: %v", ErrAttachment, err)
@@ -108,7 +108,7 @@ func safeFileName(n string) string {
 func (p *Peer) acceptAttachments(msgID string, in []message.Attachment) []message.Attachment {
 	var out []message.Attachment
 	for i, a := range in {
-		if i >= MaxFilesPerMessge {
+		if i >= MaxFilesPerMessage {
 			p.log.Info("attachments past the cap ignored", "msg_id", msgID, "count", len(in))
 			break
 		}

@@ -22,14 +22,14 @@ type replyBook struct {
 }
 
 type replyState struct {
-	reply string
+	reply replyTo
 	held  bool
 }
 
 const maxReplyBook = 4096
 
-func (b *replyBook) remember(msgID, reply string) {
-	if msgID == "" || reply == "" {
+func (b *replyBook) remember(msgID string, reply replyTo) {
+	if msgID == "" || reply.path == "" {
 		return
 	}
 	b.mu.Lock()
@@ -76,7 +76,7 @@ func receiptFor(from, msgID string, rc message.Receipt, wasHeld bool) (Frame, bo
 	case message.StatusFailed:
 		return NewStatusReceipt(from, msgID, WireExpired, "failed", rc.Reason), true
 	case message.StatusDropped:
-		if r, err := ParseDropReason(rc.DropReason); err == nil {
+		if r, err := ParseDropReason(rc.DropReason); err == nil && r.guardReason() {
 			return NewDropReceipt(from, msgID, r), true
 		}
 		return NewStatusReceipt(from, msgID, WireDropped, "", rc.Reason), true

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -11,7 +12,7 @@ import (
 
 type idleSub struct {
 	msgID string
-	reply string
+	reply replyTo
 	added time.Time
 }
 
@@ -24,19 +25,44 @@ func (p *Peer) handleControl(ctx context.Context, in *inbound, f *Frame) {
 			return
 		}
 		rc.Time = p.clock.Now()
-		p.emit(ctx, message.Event{Type: message.EventReceipt, Receipt: &rc})
+		// A coalesced drop receipt speaks for orig_msg_id and every id it
+		// lists, as the real CLI reads it; each must be a message we sent
+		// to the receipt's sender.
+		ids := []string{f.OrigMsgID}
+		if rc.Status == message.StatusDropped {
+			for _, id := range f.DroppedMsgIDs {
+				if len(ids) > dropBatchMax {
+					break // the real CLI lists at most 256; more is not a receipt we owe belief
+				}
+				if !slices.Contains(ids, id) {
+					ids = append(ids, id)
+				}
+			}
+		}
+		for _, id := range ids {
+			if !p.sent.from(id, f.From) {
+				p.log.Info("receipt ignored: not from the socket that message went to", "orig_msg_id", id, "from", f.From, "status", f.Status)
+				continue
+			}
+			r := rc
+			r.MsgID = id
+			p.emit(ctx, message.Event{Type: message.EventReceipt, Receipt: &r})
+		}
 	case ActionNotifyWhenIdle:
-		if in.reply == "" {
+		if in.reply.path == "" {
 			in.reply = p.verifyReply(f.From, in.cred.PID)
 		}
-		if in.reply == "" || f.MsgID == "" {
+		if in.reply.path == "" || f.MsgID == "" {
 			p.log.Debug("idle subscription from an unvettable address ignored", "from", f.From)
 			return
 		}
 		s := idleSub{msgID: f.MsgID, reply: in.reply, added: p.clock.Now()}
-		p.addIdleSub(s)
-		// The gateway runs no turns: it is idle now.
-		p.sendIdleNotice(ctx, s, "idle")
+		// The gateway runs no turns, so it is idle now, unless a hold is
+		// pending: like the real CLI, the notice then waits until the last
+		// hold is decided, or becomes exited at shutdown.
+		if p.addIdleSub(s) {
+			p.sendIdleNotice(ctx, s, IdleStateIdle)
+		}
 	case ActionPeerIdleNotice:
 		n := message.IdleNotice{Peer: f.From, State: f.State, Detail: f.Detail, SubID: f.OrigMsgID}
 		if f.FinishedAt > 0 {
@@ -50,9 +76,14 @@ func (p *Peer) handleControl(ctx context.Context, in *inbound, f *Frame) {
 	}
 }
 
-func (p *Peer) addIdleSub(s idleSub) {
+// addIdleSub answers now (true) when no hold is pending; otherwise it keeps
+// s until the holds are decided. Each subscription gets one notice.
+func (p *Peer) addIdleSub(s idleSub) (answerNow bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if len(p.held) == 0 && !p.closed {
+		return true
+	}
 	if len(p.idleSubs) >= maxIdleSubs {
 		var oldest string
 		for id, o := range p.idleSubs {
@@ -63,6 +94,26 @@ func (p *Peer) addIdleSub(s idleSub) {
 		delete(p.idleSubs, oldest)
 	}
 	p.idleSubs[s.msgID] = s
+	return false
+}
+
+// idleAgain answers the subscriptions that waited for the holds, once the
+// last one is decided.
+func (p *Peer) idleAgain(ctx context.Context) {
+	p.mu.Lock()
+	if len(p.held) > 0 || p.closed || len(p.idleSubs) == 0 {
+		p.mu.Unlock()
+		return
+	}
+	subs := make([]idleSub, 0, len(p.idleSubs))
+	for _, s := range p.idleSubs {
+		subs = append(subs, s)
+	}
+	clear(p.idleSubs)
+	p.mu.Unlock()
+	for _, s := range subs {
+		p.sendIdleNotice(ctx, s, IdleStateIdle)
+	}
 }
 
 func (p *Peer) sendIdleNotice(ctx context.Context, s idleSub, state string) {

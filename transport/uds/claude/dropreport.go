@@ -27,7 +27,7 @@ type dropKey struct {
 
 type dropState struct {
 	lastImmediate time.Time
-	reply         string
+	reply         replyTo
 	pending       []string
 	timer         Stopper
 }
@@ -36,7 +36,7 @@ type dropState struct {
 type dropReporter struct {
 	clock Clock
 	from  string
-	send  func(ctx context.Context, reply string, f Frame)
+	send  func(ctx context.Context, reply replyTo, f Frame)
 
 	mu     sync.Mutex
 	state  map[dropKey]*dropState
@@ -44,7 +44,7 @@ type dropReporter struct {
 	closed bool
 }
 
-func newDropReporter(clk Clock, from string, send func(ctx context.Context, reply string, f Frame)) *dropReporter {
+func newDropReporter(clk Clock, from string, send func(ctx context.Context, reply replyTo, f Frame)) *dropReporter {
 	return &dropReporter{clock: clk, from: from, send: send, state: map[dropKey]*dropState{}}
 }
 
@@ -65,8 +65,8 @@ func (d *dropReporter) spend(now time.Time) bool {
 }
 
 // report records one dropped message from sender, answerable at reply.
-func (d *dropReporter) report(ctx context.Context, sender, reply, msgID string, reason DropReason) {
-	if reply == "" {
+func (d *dropReporter) report(ctx context.Context, sender string, reply replyTo, msgID string, reason DropReason) {
+	if reply.path == "" {
 		return // unvettable senders get no receipts at all
 	}
 	now := d.clock.Now()

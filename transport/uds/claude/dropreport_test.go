@@ -2,6 +2,7 @@ package claude
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -9,8 +10,10 @@ import (
 	"github.com/sessiongateway/gateway/testkit/clock"
 )
 
+var testReply = replyTo{path: "/r.sock", pid: 1}
+
 type sentReceipt struct {
-	reply string
+	reply replyTo
 	f     Frame
 }
 
@@ -18,7 +21,7 @@ func newTestReporter() (*dropReporter, *clock.FakeClock, func() []sentReceipt) {
 	clk := clock.NewFakeClock(time.Unix(1_000_000, 0))
 	var mu sync.Mutex
 	var sent []sentReceipt
-	d := newDropReporter(clk, "uds:/me.sock", func(_ context.Context, reply string, f Frame) {
+	d := newDropReporter(clk, "uds:/me.sock", func(_ context.Context, reply replyTo, f Frame) {
 		mu.Lock()
 		defer mu.Unlock()
 		sent = append(sent, sentReceipt{reply, f})
@@ -35,10 +38,18 @@ func TestDropReceiptsAreCoalesced(t *testing.T) {
 	t.Run("the first drop is reported at once and later ones in one batch", func(t *testing.T) {
 		d, clk, sent := newTestReporter()
 		for _, id := range []string{"a", "b", "c", "d"} {
-			d.report(ctx, "from:x", "/r.sock", id, DropRateLimited)
+			d.report(ctx, "from:x", testReply, id, DropRateLimited)
 		}
 		if got := sent(); len(got) != 1 || got[0].f.OrigMsgID != "a" || len(got[0].f.DroppedMsgIDs) != 0 || got[0].f.DropReason != "rate-limited" {
 			t.Fatalf("before the batch: %+v", got)
+		}
+		// Claude Code's immediate receipt carries droppedMsgIds: [], on the wire.
+		b, err := sent()[0].f.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), `"drop_reason":"rate-limited","dropped_msg_ids":[]`) {
+			t.Fatalf("immediate receipt %s lacks \"dropped_msg_ids\":[]", b)
 		}
 		clk.Advance(dropBatchDelay)
 		got := sent()
@@ -51,17 +62,17 @@ func TestDropReceiptsAreCoalesced(t *testing.T) {
 	})
 	t.Run("another reason from the same sender is reported at once", func(t *testing.T) {
 		d, _, sent := newTestReporter()
-		d.report(ctx, "from:x", "/r.sock", "a", DropRateLimited)
-		d.report(ctx, "from:x", "/r.sock", "b", DropDuplicate)
+		d.report(ctx, "from:x", testReply, "a", DropRateLimited)
+		d.report(ctx, "from:x", testReply, "b", DropDuplicate)
 		if got := sent(); len(got) != 2 {
 			t.Fatalf("%d receipts, want 2", len(got))
 		}
 	})
 	t.Run("a minute later a drop is reported at once again", func(t *testing.T) {
 		d, clk, sent := newTestReporter()
-		d.report(ctx, "from:x", "/r.sock", "a", DropDuplicate)
+		d.report(ctx, "from:x", testReply, "a", DropDuplicate)
 		clk.Advance(dropImmediateEvery)
-		d.report(ctx, "from:x", "/r.sock", "b", DropDuplicate)
+		d.report(ctx, "from:x", testReply, "b", DropDuplicate)
 		if got := sent(); len(got) != 2 || got[1].f.OrigMsgID != "b" {
 			t.Fatalf("receipts = %+v", got)
 		}
@@ -69,7 +80,7 @@ func TestDropReceiptsAreCoalesced(t *testing.T) {
 	t.Run("no more than 40 receipts go out a minute", func(t *testing.T) {
 		d, _, sent := newTestReporter()
 		for i := range 100 {
-			d.report(ctx, "from:"+string(rune('A'+i)), "/r.sock", "m", DropDuplicate)
+			d.report(ctx, "from:"+string(rune('A'+i)), testReply, "m", DropDuplicate)
 		}
 		if got := len(sent()); got != dropBudget {
 			t.Fatalf("%d receipts, want %d", got, dropBudget)
@@ -77,15 +88,15 @@ func TestDropReceiptsAreCoalesced(t *testing.T) {
 	})
 	t.Run("an unvettable sender gets nothing", func(t *testing.T) {
 		d, _, sent := newTestReporter()
-		d.report(ctx, "from:x", "", "a", DropDuplicate)
+		d.report(ctx, "from:x", replyTo{}, "a", DropDuplicate)
 		if got := len(sent()); got != 0 {
 			t.Fatalf("%d receipts, want 0", got)
 		}
 	})
 	t.Run("after close nothing more is sent", func(t *testing.T) {
 		d, clk, sent := newTestReporter()
-		d.report(ctx, "from:x", "/r.sock", "a", DropDuplicate)
-		d.report(ctx, "from:x", "/r.sock", "b", DropDuplicate)
+		d.report(ctx, "from:x", testReply, "a", DropDuplicate)
+		d.report(ctx, "from:x", testReply, "b", DropDuplicate)
 		d.close()
 		clk.Advance(dropBatchDelay)
 		if got := len(sent()); got != 1 {

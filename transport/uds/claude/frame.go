@@ -170,11 +170,11 @@ type Frame struct {
 	StatusDetail  string     `json:"status_detail,omitempty"`
 	Reason        string     `json:"reason,omitempty"` // receipt text; "resume"|"claim" on a yield request
 	OrigMsgID     string     `json:"orig_msg_id,omitempty"`
-	DropReason    string     `json:"drop_reason,omitempty"` // see ParseDropReason
-	DroppedMsgIDs []string   `json:"dropped_msg_ids,omitempty"`
-	State         string     `json:"state,omitempty"`       // idle notice: IdleStateIdle or IdleStateExited
-	FinishedAt    int64      `json:"finished_at,omitempty"` // idle notice: epoch ms of the last turn's end
-	Detail        string     `json:"detail,omitempty"`      // idle notice: preview of the last reply
+	DropReason    string     `json:"drop_reason,omitempty"`    // see ParseDropReason
+	DroppedMsgIDs []string   `json:"dropped_msg_ids,omitzero"` // nil is left out; empty prints []
+	State         string     `json:"state,omitempty"`          // idle notice: IdleStateIdle or IdleStateExited
+	FinishedAt    int64      `json:"finished_at,omitempty"`    // idle notice: epoch ms of the last turn's end
+	Detail        string     `json:"detail,omitempty"`         // idle notice: preview of the last reply
 	FromMode      string     `json:"from_mode,omitempty"`
 	Name          string     `json:"name,omitempty"` // rename
 
@@ -250,11 +250,15 @@ func NewReceipt(from, origMsgID string, s message.Status, reason string) (f Fram
 
 // NewDropReceipt builds a dropped receipt about origMsgID with the drop reason
 // and the ids of the messages it covers (Claude Code coalesces later drops from
-// one sender into one receipt; the first goes out at once with none).
+// one sender into one receipt; the first goes out at once with none, and
+// then carries "dropped_msg_ids":[], as Claude Code's does).
 func NewDropReceipt(from, origMsgID string, r DropReason, droppedMsgIDs ...string) Frame {
 	f := NewStatusReceipt(from, origMsgID, WireDropped, "", "")
 	f.DropReason = r.String()
 	f.DroppedMsgIDs = droppedMsgIDs
+	if f.DroppedMsgIDs == nil {
+		f.DroppedMsgIDs = []string{}
+	}
 	return f
 }
 

@@ -62,8 +62,12 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// DropReason says why an inbox turned a message away before any policy ran.
-// Its wire spelling is the drop_reason of a dropped receipt.
+// DropReason says why an inbound message was not delivered. The first five
+// are the guard's, turned away before any policy ran; their wire spelling is
+// the drop_reason of a dropped receipt. The rest name what happened to a
+// message after the guard, in drop events only: a person denied it, its hold
+// expired, the inbound policy refused it, or --require-auth refused an
+// unauthenticated sender.
 type DropReason uint8
 
 const (
@@ -72,12 +76,26 @@ const (
 	DropHopLoop
 	DropHopRunaway
 	DropQueueFull
+	DropDenied
+	DropExpired
+	DropRefused
+	DropNoAuth
 )
 
 var dropWire = [...]string{
 	DropDuplicate: "duplicate", DropRateLimited: "rate-limited",
 	DropHopLoop: "hop-loop", DropHopRunaway: "hop-runaway", DropQueueFull: "queue-full",
+	DropDenied: "denied", DropExpired: "expired", DropRefused: "refused",
+	DropNoAuth: DropUnauthenticated,
 }
+
+// DropUnauthenticated is DropNoAuth's wire spelling, kept as a string for
+// callers that compare a message.Drop's Reason with it.
+const DropUnauthenticated = "unauthenticated"
+
+// guardReason reports whether r is one the guard gives, the only ones a
+// dropped receipt may carry.
+func (r DropReason) guardReason() bool { return r >= DropDuplicate && r <= DropQueueFull }
 
 // String returns the wire spelling.
 func (r DropReason) String() string {

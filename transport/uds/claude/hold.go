@@ -10,7 +10,7 @@ import (
 
 type heldMsg struct {
 	h     message.Held
-	reply string
+	reply replyTo
 	timer Stopper
 }
 
@@ -19,7 +19,7 @@ var ErrNotHeld = errors.New("no held message with that id")
 
 // hold parks m for a person, tells the sender (held), and expires it after
 // HoldTTL (expired).
-func (p *Peer) hold(ctx context.Context, reply string, m message.Message, reason string) {
+func (p *Peer) hold(ctx context.Context, reply replyTo, m message.Message, reason string) {
 	now := p.clock.Now()
 	hm := &heldMsg{h: message.Held{Message: m, Reason: reason, Since: now, Expires: now.Add(p.cfg.HoldTTL)}, reply: reply}
 	p.mu.Lock()
@@ -72,13 +72,15 @@ func (p *Peer) Decide(ctx context.Context, id string, release bool, reason strin
 		p.receipt(ctx, hm.reply, NewStatusReceipt(p.addr, id, WireDelivered, "", "Released by the gateway's operator"))
 		m := hm.h.Message
 		p.emit(ctx, message.Event{Type: message.EventMessage, Message: &m})
+		p.idleAgain(ctx)
 		return nil
 	}
 	if reason == "" {
 		reason = "Denied by the gateway's operator"
 	}
 	p.receipt(ctx, hm.reply, NewStatusReceipt(p.addr, id, WireDenied, "", reason))
-	p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: id, From: hm.h.Message.From, Reason: "denied"}})
+	p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: id, From: hm.h.Message.From, Reason: DropDenied.String()}})
+	p.idleAgain(ctx)
 	return nil
 }
 
@@ -90,5 +92,6 @@ func (p *Peer) expire(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), receiptTimeout)
 	defer cancel()
 	p.receipt(ctx, hm.reply, NewStatusReceipt(p.addr, id, WireExpired, "", "The hold was not decided in time"))
-	p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: id, From: hm.h.Message.From, Reason: "expired"}})
+	p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: id, From: hm.h.Message.From, Reason: DropExpired.String()}})
+	p.idleAgain(ctx)
 }

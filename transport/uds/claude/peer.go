@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/uds"
 )
@@ -111,6 +112,7 @@ type Peer struct {
 	guard       *Guard
 	drops       *dropReporter
 	replies     replyBook
+	sent        outstanding // where our messages went, to vet their receipts
 	bridge      *bridgeHost
 	ln          *uds.Listener
 
@@ -174,6 +176,9 @@ func Register(cfg Config) (*Peer, error) {
 	if cfg.Kind == "" {
 		cfg.Kind = KindGateway
 	}
+	if cfg.Version == "" {
+		cfg.Version = "dev" // the real CLI always writes a version
+	}
 	if cfg.SpoolDir == "" {
 		cfg.SpoolDir = filepath.Join(cfg.ConfigDir, "file-transfers")
 	}
@@ -195,7 +200,7 @@ func Register(cfg Config) (*Peer, error) {
 	p.pidDomain = fmt.Sprintf("linux:%s:pid:[%d]", id.MachineID, id.PidNS)
 
 	p.socketPath = SocketPath(cfg.RuntimeDir, cfg.TmpDir, p.pid, p.uid)
-	p.addr = "uds:" + p.socketPath
+	p.addr = addressing.UDS(p.socketPath) // percent-encoded, as the real CLI prints it
 	if p.peerToken, err = randHex(16); err != nil {
 		return nil, err
 	}
@@ -234,20 +239,25 @@ func Register(cfg Config) (*Peer, error) {
 
 func validName(n string) error {
 	if n != SanitizeName(n) || n == "" {
-		return fmt.Errorf("name %q: use 1-80 characters without quotes, angle brackets or control characters", n)
+		return fmt.Errorf("name %q: use 1-%d characters without quotes, angle brackets or control characters", n, MaxNameRunes)
 	}
 	return nil
 }
 
+// writeFiles claims the key file, then the registry entry. keyPath and
+// regPath are set only once the claim succeeded, so removeFiles, on this
+// error path and at shutdown, removes our files and never the ones a claim
+// refused to touch (another live process's).
 func (p *Peer) writeFiles() error {
-	p.keyPath = filepath.Join(p.sessionsDir, KeyFileName(p.pid, p.socketPath))
+	keyPath := filepath.Join(p.sessionsDir, KeyFileName(p.pid, p.socketPath))
 	kb, err := json.Marshal(KeyFile{PeerToken: p.peerToken, ProcStart: p.procStart, PidDomain: p.pidDomain})
 	if err != nil {
 		return err
 	}
-	if err := p.claimFile(p.keyPath, kb); err != nil {
+	if err := p.claimFile(keyPath, kb); err != nil {
 		return fmt.Errorf("key file: %w", err)
 	}
+	p.keyPath = keyPath
 	now := p.startedAt.UnixMilli()
 	e := Entry{
 		PID: p.pid, SessionID: p.sessionID, Cwd: p.cfg.Cwd, StartedAt: now,
@@ -261,10 +271,11 @@ func (p *Peer) writeFiles() error {
 	if err != nil {
 		return err
 	}
-	p.regPath = filepath.Join(p.sessionsDir, strconv.Itoa(p.pid)+".json")
-	if err := p.claimFile(p.regPath, eb); err != nil {
+	regPath := filepath.Join(p.sessionsDir, strconv.Itoa(p.pid)+".json")
+	if err := p.claimFile(regPath, eb); err != nil {
 		return fmt.Errorf("registry entry: %w", err)
 	}
+	p.regPath = regPath
 	return nil
 }
 
@@ -279,22 +290,27 @@ func (p *Peer) claimFile(path string, data []byte) error {
 	if !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	old, rerr := uds.ReadFileCapped(path, maxEntry)
-	if rerr == nil {
-		var o struct {
-			ProcStart string `json:"procStart"`
-			PidDomain string `json:"pidDomain"`
+	old, err := uds.ReadFileCapped(path, maxEntry)
+	if err != nil {
+		// A symlink, a non-regular or an oversized file is nothing we wrote
+		// and nothing we may replace.
+		return fmt.Errorf("%s exists and cannot be checked: %w", path, err)
+	}
+	// Read the fields as ParseEntry does (exact keys, wrong types absent),
+	// so a record the real CLI would see as another's is refused here too.
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(old, &raw) == nil {
+		procStart, _ := stringField(raw, "procStart")
+		pidDomain, _ := stringField(raw, "pidDomain")
+		if pidDomain != "" && pidDomain != p.pidDomain {
+			return fmt.Errorf("%s: %w (pid domain %s)", path, ErrLiveOwner, pidDomain)
 		}
-		if json.Unmarshal(old, &o) == nil {
-			if o.PidDomain != "" && o.PidDomain != p.pidDomain {
-				return fmt.Errorf("%s: %w (pid domain %s)", path, ErrLiveOwner, o.PidDomain)
-			}
-			if o.ProcStart == p.procStart {
-				return fmt.Errorf("%s: %w (this very process registered twice)", path, ErrLiveOwner)
-			}
+		if procStart == p.procStart {
+			return fmt.Errorf("%s: %w (this very process registered twice)", path, ErrLiveOwner)
 		}
 	}
-	// Same pid domain, other start time: the file of a dead earlier holder of our pid.
+	// Same pid domain, other start time (or no record at all): the file of a
+	// dead earlier holder of our pid, since in our pid namespace we hold it now.
 	p.log.Info("replacing a stale file left by an earlier process with our pid", "file", path)
 	return uds.WriteFileAtomic(path, data)
 }
@@ -404,10 +420,8 @@ func (p *Peer) shutdown() {
 // emit hands an event to the router (see uds.Outbox).
 func (p *Peer) emit(ctx context.Context, ev message.Event) { p.outbox.Emit(ctx, ev) }
 
-// queued is how many inbound messages wait: held ones and those not yet
-// taken by the router. It feeds the guard's queue-full check.
-func (p *Peer) queued() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.held) + p.outbox.Pending()
-}
+// queued is how many inbound messages wait for the router to take them. It
+// feeds the guard's queue-full check. Held messages do not count: the real
+// CLI counts only its command queue (held ones are parked apart, in
+// inbound.held), as seed 000 says.
+func (p *Peer) queued() int { return p.outbox.Pending() }

@@ -7,9 +7,9 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/uds"
 )
@@ -18,7 +18,18 @@ import (
 type inbound struct {
 	auth  message.AuthClass
 	cred  uds.Cred
-	reply string // verified reply socket path, or "" when unvettable
+	reply replyTo // verified reply socket, or zero when unvettable
+}
+
+// replyTo is a verified reply socket: its path, and the process (pid and
+// start time) that had it bound when the message arrived. Like the real CLI
+// (expectPeerPid, expectPeerProcStart), every later write to it checks that
+// the same process still holds it, so a socket re-bound by another process
+// after its sender exited hears nothing about the sender's messages.
+type replyTo struct {
+	path      string
+	pid       int
+	procStart string
 }
 
 // serveConn reads an optional auth line, then frames until EOF.
@@ -45,20 +56,21 @@ func (p *Peer) serveConn(ctx context.Context, c *uds.Conn) {
 			first = false
 			continue
 		}
-		if in.auth == message.AuthUnauthenticated && p.cfg.RequireAuth {
+		first = false
+		// --require-auth guards what reaches a person: user frames. The
+		// real CLI sends receipts and idle notices without an auth line
+		// whenever our key file is not in its own sessions directory, so
+		// refusing those would turn a hold into a "delivered".
+		if in.auth == message.AuthUnauthenticated && p.cfg.RequireAuth && l.Frame.Type == TypeUser {
 			// Refused without a receipt: an unauthenticated sender's reply
 			// address is not one we trust to write to.
-			p.log.Info("unauthenticated connection refused (--require-auth)", "pid", c.Cred.PID, "from", l.Frame.From)
-			p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: l.Frame.MsgID, From: l.Frame.From, Reason: DropUnauthenticated}})
+			p.log.Info("unauthenticated message refused (--require-auth)", "pid", c.Cred.PID, "from", l.Frame.From)
+			p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: l.Frame.MsgID, From: l.Frame.From, Reason: DropNoAuth.String()}})
 			return
 		}
-		first = false
 		p.handleFrame(ctx, &in, l.Frame)
 	}
 }
-
-// DropUnauthenticated is the drop reason of a frame refused by --require-auth.
-const DropUnauthenticated = "unauthenticated"
 
 // classify compares a presented token with ours in constant time. A wrong
 // token is unauthenticated, not an error: the real CLI on Linux delivers it.
@@ -87,23 +99,39 @@ func (p *Peer) handleFrame(ctx context.Context, in *inbound, f *Frame) {
 	}
 }
 
-// verifyReply returns the sender's reply socket path when it is one the real
-// CLI would answer: an allowed place and name, and bound by the very process
-// that connected. Otherwise "" and receipts are not sent.
-func (p *Peer) verifyReply(from string, pid int) string {
-	path, ok := strings.CutPrefix(from, "uds:")
+// verifyReply returns the sender's reply socket when it is one the real CLI
+// would answer: a uds: address (percent-decoded) in an allowed place with an
+// allowed name, bound by the very process that connected. Otherwise the zero
+// replyTo, and receipts are not sent.
+func (p *Peer) verifyReply(from string, pid int) replyTo {
+	path, ok := addressing.SocketOf(from)
 	if !ok || pid <= 0 {
-		return ""
+		return replyTo{}
 	}
 	if !replyPathOK(path, filepath.Dir(p.socketPath), ReplyDirs(p.uid, p.cfg.RuntimeDir, p.cfg.TmpDir)) {
-		return ""
+		return replyTo{}
 	}
 	owned, err := socketOwnedBy(path, pid)
 	if err != nil || !owned {
 		p.log.Debug("unvettable reply target", "from", from, "pid", pid, "err", err)
-		return ""
+		return replyTo{}
 	}
-	return path
+	ticks, err := uds.StartTicks(pid)
+	if err != nil {
+		p.log.Debug("unvettable reply target: no start time", "from", from, "pid", pid, "err", err)
+		return replyTo{}
+	}
+	return replyTo{path: path, pid: pid, procStart: strconv.FormatUint(ticks, 10)}
+}
+
+// stillOwned reports whether r's socket is still bound by the process that
+// had it when the message arrived: same pid, same start time.
+func (p *Peer) stillOwned(r replyTo) bool {
+	if !procStartMatches(r.pid, r.procStart) {
+		return false
+	}
+	owned, err := socketOwnedBy(r.path, r.pid)
+	return err == nil && owned
 }
 
 func (p *Peer) handleUser(ctx context.Context, in *inbound, f *Frame) {
@@ -115,7 +143,7 @@ func (p *Peer) handleUser(ctx context.Context, in *inbound, f *Frame) {
 		p.log.Debug("user frame without a message ignored")
 		return
 	}
-	if in.reply == "" {
+	if in.reply.path == "" {
 		in.reply = p.verifyReply(f.From, in.cred.PID)
 	}
 	p.replies.remember(f.MsgID, in.reply)
@@ -153,9 +181,9 @@ func (p *Peer) handleUser(ctx context.Context, in *inbound, f *Frame) {
 		p.emit(ctx, message.Event{Type: message.EventMessage, Message: &m})
 	case verdictRefuse:
 		p.log.Info("inbound message refused by policy", "from", sender, "msg_id", f.MsgID)
-		p.receipt(ctx, in.reply, NewStatusReceipt(p.addr, f.MsgID, WireExpired, "refused",
+		p.receipt(ctx, in.reply, NewStatusReceipt(p.addr, f.MsgID, WireExpired, DetailRefused,
 			"This session refuses inbound cross-session messages"))
-		p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: f.MsgID, From: m.From, Reason: "refused"}})
+		p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: f.MsgID, From: m.From, Reason: DropRefused.String()}})
 	case verdictHold:
 		p.hold(ctx, in.reply, m, p.holdReason(m))
 	}
@@ -215,19 +243,25 @@ const receiptTimeout = 5 * time.Second
 // receipt sends one control line to a verified reply socket on a new
 // connection. Like the real CLI, it starts with an auth line carrying the
 // sender's own peerToken when the sender's key file is in our registry, and
-// has none otherwise. Unvettable senders get nothing.
-func (p *Peer) receipt(ctx context.Context, reply string, f Frame) {
-	if reply == "" {
+// has none otherwise. Unvettable senders get nothing, and neither does a
+// socket that another process holds by now.
+func (p *Peer) receipt(ctx context.Context, reply replyTo, f Frame) {
+	if reply.path == "" {
+		return
+	}
+	if !p.stillOwned(reply) {
+		p.log.Info("receipt not sent: the reply socket no longer belongs to the sender's process",
+			"to", reply.path, "pid", reply.pid, "action", f.Action, "status", f.Status)
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, receiptTimeout)
 	defer cancel()
-	if err := p.write(ctx, reply, 0, f); err != nil {
+	if err := p.write(ctx, reply.path, 0, f); err != nil {
 		if errors.Is(err, ErrStaleKey) {
-			p.log.Info("receipt not sent: the reply socket's key belongs to another process", "to", reply)
+			p.log.Info("receipt not sent: the reply socket's key belongs to another process", "to", reply.path)
 			return
 		}
-		p.log.Info("receipt not delivered", "to", reply, "status", f.Status, "action", f.Action, "err", err)
+		p.log.Info("receipt not delivered", "to", reply.path, "status", f.Status, "action", f.Action, "err", err)
 		return
 	}
 	if st, ok := StatusOf(f.Status, f.StatusDetail); ok && f.Action == ActionPeerMessageStatus && p.cfg.ReceiptSent != nil {

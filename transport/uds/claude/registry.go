@@ -35,6 +35,14 @@ type Entry struct {
 	UpdatedAt           int64    `json:"updatedAt,omitempty"`
 	StatusUpdatedAt     int64    `json:"statusUpdatedAt,omitempty"`
 	BridgeSessionID     string   `json:"bridgeSessionId,omitempty"`
+
+	// What the real CLI's roster tells apart and a string field cannot:
+	// a procStart or pidDomain that is present but empty (judged, and
+	// never matching) from one that is absent (not judged), and a spare or
+	// parked session (never listed). ParseEntry fills them.
+	hasProcStart bool
+	hasPidDomain bool
+	parked       bool
 }
 
 // KeyFile is <pid>.<sha256 of socket path>.key.
@@ -45,27 +53,59 @@ type KeyFile struct {
 }
 
 // maxEntry and maxKey cap what we read from files anyone of the user may
-// have written: the real CLI reads key files with a 4 KiB cap.
+// have written, as the real CLI does: 256 KiB per entry, 4 KiB per key file.
 const (
-	maxEntry = 64 << 10
+	maxEntry = 256 << 10
 	maxKey   = 4 << 10
 )
 
 // knownStatus and knownNameSource are whitelisted on read like the real CLI:
 // other values read as empty.
 var (
-	knownStatus     = map[string]bool{"idle": true, "busy": true, "waiting": true}
-	knownNameSource = map[string]bool{"user": true, "derived": true}
+	knownStatus     = map[string]bool{"idle": true, "busy": true, "shell": true, "waiting": true}
+	knownNameSource = map[string]bool{"user": true, "peer": true, "derived": true, "collision": true, "auto": true, "hook": true}
 )
 
 // ParseEntry decodes a registry record and checks what the roster relies on.
+// It reads fields as the real CLI does: keys match exactly (not the way
+// encoding/json folds case), and a field of the wrong type reads as absent
+// rather than spoiling the record. Only pid is required.
 func ParseEntry(b []byte) (Entry, error) {
-	var e Entry
-	if err := json.Unmarshal(b, &e); err != nil {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
 		return Entry{}, fmt.Errorf("registry entry: %w", err)
 	}
-	if e.PID <= 0 {
+	var e Entry
+	if !decodeField(raw, "pid", &e.PID) || e.PID <= 0 {
 		return Entry{}, errors.New("registry entry: no pid")
+	}
+	e.ProcStart, e.hasProcStart = stringField(raw, "procStart")
+	e.PidDomain, e.hasPidDomain = stringField(raw, "pidDomain")
+	for key, dst := range map[string]*string{
+		"sessionId": &e.SessionID, "cwd": &e.Cwd, "version": &e.Version, "kind": &e.Kind,
+		"entrypoint": &e.Entrypoint, "messagingSocketPath": &e.MessagingSocketPath, "name": &e.Name,
+		"nameSource": &e.NameSource, "status": &e.Status, "bridgeSessionId": &e.BridgeSessionID,
+	} {
+		*dst, _ = stringField(raw, key)
+	}
+	for key, dst := range map[string]*int64{
+		"startedAt": &e.StartedAt, "nameSince": &e.NameSince, "updatedAt": &e.UpdatedAt, "statusUpdatedAt": &e.StatusUpdatedAt,
+	} {
+		if !decodeField(raw, key, dst) {
+			*dst = 0
+		}
+	}
+	if !decodeField(raw, "peerProtocol", &e.PeerProtocol) {
+		e.PeerProtocol = 0
+	}
+	var features []json.RawMessage
+	if decodeField(raw, "peerFeatures", &features) {
+		for _, f := range features {
+			var s string
+			if isJSONString(f) && json.Unmarshal(f, &s) == nil {
+				e.PeerFeatures = append(e.PeerFeatures, s)
+			}
+		}
 	}
 	if !knownStatus[e.Status] {
 		e.Status = ""
@@ -73,8 +113,29 @@ func ParseEntry(b []byte) (Entry, error) {
 	if !knownNameSource[e.NameSource] {
 		e.NameSource = ""
 	}
+	// The real CLI: spare === true, or any string parkedJobId.
+	e.parked = string(raw["spare"]) == "true" || isJSONString(raw["parkedJobId"])
 	return e, nil
 }
+
+// stringField reads key when it holds a JSON string.
+func stringField(raw map[string]json.RawMessage, key string) (string, bool) {
+	var s string
+	if !isJSONString(raw[key]) || json.Unmarshal(raw[key], &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// decodeField decodes key into dst; false when it is absent, null or of
+// another type.
+func decodeField(raw map[string]json.RawMessage, key string, dst any) bool {
+	v, ok := raw[key]
+	return ok && string(v) != "null" && json.Unmarshal(v, dst) == nil
+}
+
+// isJSONString: the raw value is a string (null and absent are not).
+func isJSONString(v json.RawMessage) bool { return len(v) > 0 && v[0] == '"' }
 
 // ParseKeyFile decodes a key file.
 func ParseKeyFile(b []byte) (KeyFile, error) {
@@ -88,7 +149,7 @@ func ParseKeyFile(b []byte) (KeyFile, error) {
 	return k, nil
 }
 
-// entryFileName matches <pid>.json, the only records the roster reads.
+// entryPID matches <pid>.json, the only records the roster reads.
 func entryPID(name string) (int, bool) {
 	s, ok := strings.CutSuffix(name, ".json")
 	if !ok || s == "" {
@@ -100,7 +161,8 @@ func entryPID(name string) (int, bool) {
 		}
 	}
 	pid, err := strconv.Atoi(s)
-	return pid, err == nil && pid > 0
+	// Canonical only, like the real CLI: 042.json is not pid 42's entry.
+	return pid, err == nil && pid > 0 && strconv.Itoa(pid) == s
 }
 
 // readEntries reads every <pid>.json in dir; bad ones are reported by name.

@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -20,6 +21,23 @@ func TestParseEntry(t *testing.T) {
 		{"an unknown status reads as empty", `{"pid":42,"status":"exploding"}`, false, func(e Entry) bool { return e.Status == "" }},
 		{"an unknown name source reads as empty", `{"pid":42,"nameSource":"hacker"}`, false, func(e Entry) bool { return e.NameSource == "" }},
 		{"unknown fields are ignored", `{"pid":42,"future":{"x":1}}`, false, func(e Entry) bool { return e.PID == 42 }},
+		{"keys match exactly, not folded by case", `{"pid":42,"proCStArt":"9","Name":"x"}`, false,
+			func(e Entry) bool { return e.ProcStart == "" && !e.hasProcStart && e.Name == "" }},
+		{"a field of the wrong type reads as absent", `{"pid":42,"name":5,"procStart":123,"startedAt":"x","peerFeatures":"notify_idle","peerProtocol":"1"}`, false,
+			func(e Entry) bool {
+				return e.Name == "" && e.ProcStart == "" && !e.hasProcStart && e.StartedAt == 0 && e.PeerFeatures == nil && e.PeerProtocol == 0
+			}},
+		{"peer features keep only strings", `{"pid":42,"peerFeatures":["notify_idle",3,"artifact_yield"]}`, false,
+			func(e Entry) bool { return slices.Equal(e.PeerFeatures, []string{"notify_idle", "artifact_yield"}) }},
+		{"numbers and strings are read", `{"pid":42,"startedAt":1795980851827,"peerProtocol":1,"cwd":"/w","kind":"gateway-alias"}`, false,
+			func(e Entry) bool {
+				return e.StartedAt == 1795980851827 && e.PeerProtocol == 1 && e.Cwd == "/w" && e.Kind == KindAlias
+			}},
+		{"the shell status is known", `{"pid":42,"status":"shell"}`, false, func(e Entry) bool { return e.Status == "shell" }},
+		{"a peer-given name source is known", `{"pid":42,"nameSource":"peer"}`, false, func(e Entry) bool { return e.NameSource == "peer" }},
+		{"the last of duplicate keys wins, as in JSON.parse", `{"pid":42,"name":"a","name":"b"}`, false, func(e Entry) bool { return e.Name == "b" }},
+		{"null is not an entry", `null`, true, nil},
+		{"an array is not an entry", `[{"pid":42}]`, true, nil},
 		{"no pid is an error", `{"sessionId":"s"}`, true, nil},
 		{"a negative pid is an error", `{"pid":-3}`, true, nil},
 		{"a pid of the wrong type is an error", `{"pid":"42"}`, true, nil},
@@ -41,9 +59,16 @@ func TestParseEntry(t *testing.T) {
 func FuzzParseEntry(f *testing.F) {
 	f.Add([]byte(`{"pid":42,"sessionId":"s","procStart":"123","messagingSocketPath":"/tmp/cc-socks/42.sock"}`))
 	f.Add([]byte(`{"peerToken":"00","procStart":"1","pidDomain":"linux:x:pid:[1]"}`))
+	f.Add([]byte(`{"pid":7,"procStart":"","pidDomain":null,"spare":true,"parkedJobId":""}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if e, err := ParseEntry(b); err == nil && e.PID <= 0 {
-			t.Fatalf("accepted pid %d", e.PID)
+		if e, err := ParseEntry(b); err == nil {
+			if e.PID <= 0 {
+				t.Fatalf("accepted pid %d", e.PID)
+			}
+			// An absent field can only read as empty.
+			if (!e.hasProcStart && e.ProcStart != "") || (!e.hasPidDomain && e.PidDomain != "") {
+				t.Fatalf("a non-empty field read as absent: %+v", e)
+			}
 		}
 		if k, err := ParseKeyFile(b); err == nil && k.PeerToken == "" {
 			t.Fatal("accepted a key without a token")
@@ -57,7 +82,8 @@ func TestEntryFileNames(t *testing.T) {
 		ok   bool
 	}{
 		{"42.json", true}, {"42-deadbeef.json", false}, {"x.json", false}, {".json", false},
-		{"42.json.tmp", false}, {"0.json", false}, {"42.key", false},
+		{"42.json.tmp", false}, {"0.json", false}, {"42.key", false}, {"042.json", false},
+		{"99999999999999999999.json", false},
 	}
 	for _, tt := range tests {
 		if _, ok := entryPID(tt.name); ok != tt.ok {

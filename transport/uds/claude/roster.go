@@ -22,48 +22,86 @@ const (
 	livenessAlive    liveness = iota + 1
 	livenessDead              // no such pid: safe to sweep
 	livenessRecycled          // pid alive but started at another time: skip, never sweep
-	livenessUnknown           // another machine or pid namespace: cannot tell
+	livenessUnknown           // another (or no) pid domain, no procStart, or unreadable: the probe decides
 )
 
-// checkProc decides an entry's liveness from its pid, procStart and pidDomain.
+// checkProc decides an entry's liveness from its pid, procStart and pidDomain
+// the way the real CLI's roster does: only an entry that names our own pid
+// domain can be judged; one that names another (or none, or an empty one)
+// is unknown, and the connect probe decides. A live pid whose start time
+// cannot be read, or an entry without procStart, is unknown too; a procStart
+// that is present but differs, even an empty one, is a recycled pid.
 func (p *Peer) checkProc(e Entry) liveness {
-	if e.PidDomain != "" && p.pidDomain != "" && e.PidDomain != p.pidDomain {
+	if e.PidDomain != p.pidDomain || p.pidDomain == "" {
 		return livenessUnknown
 	}
 	if !uds.Alive(e.PID) {
 		return livenessDead
 	}
-	if e.ProcStart == "" {
+	if e.ProcStart == "" && !e.hasProcStart {
 		return livenessUnknown
 	}
-	if procStartMatches(e.PID, e.ProcStart) {
+	switch procStartCheck(e.PID, e.ProcStart) {
+	case startMatches:
 		return livenessAlive
+	case startUnreadable:
+		return livenessUnknown
 	}
 	return livenessRecycled
 }
 
-// procStartMatches accepts both spellings: Linux start ticks (what the real
-// CLI writes on Linux) and `LC_ALL=C TZ=UTC ps -o lstart=` (seed 000, macOS).
+// sweepable is the real CLI's second chance at a sweep: an entry the probe
+// found silent is removed when its pid is gone and it names our pid domain,
+// or none at all.
+func (p *Peer) sweepable(e Entry) bool {
+	return e.PidDomain == p.pidDomain || (e.PidDomain == "" && !e.hasPidDomain)
+}
+
+// startCheck is what reading a live pid's start time told us.
+type startCheck uint8
+
+const (
+	startMatches startCheck = iota + 1
+	startDiffers
+	startUnreadable // e.g. /proc mounted with hidepid: nothing proven
+)
+
+// procStartMatches reports whether pid started when procStart says.
 func procStartMatches(pid int, procStart string) bool {
+	return procStartCheck(pid, procStart) == startMatches
+}
+
+// procStartCheck accepts both spellings: Linux start ticks (what the real
+// CLI writes on Linux, compared as exact strings like it does) and
+// `LC_ALL=C TZ=UTC ps -o lstart=` (seed 000, macOS).
+func procStartCheck(pid int, procStart string) startCheck {
 	if isDigits(procStart) {
 		ticks, err := uds.StartTicks(pid)
-		return err == nil && strconv.FormatUint(ticks, 10) == procStart
+		if err != nil {
+			return startUnreadable
+		}
+		if strconv.FormatUint(ticks, 10) == procStart {
+			return startMatches
+		}
+		return startDiffers
 	}
 	want, err := time.Parse(time.ANSIC, strings.TrimSpace(procStart))
 	if err != nil {
-		return false
+		return startDiffers
 	}
 	got, err := uds.Lstart(pid)
 	if err != nil {
-		return false
+		return startUnreadable
 	}
 	have, err := time.Parse(time.ANSIC, got)
 	if err != nil {
-		return false
+		return startUnreadable
 	}
 	// ps truncates while we compute from ticks: allow one second either way.
-	d := have.Sub(want)
-	return d >= -time.Second && d <= time.Second
+	if d := have.Sub(want); d >= -time.Second && d <= time.Second {
+		return startMatches
+	}
+	return startDiffers
 }
 
 func isDigits(s string) bool {
@@ -78,11 +116,18 @@ func isDigits(s string) bool {
 	return true
 }
 
-// probeTimeout bounds the connect probe per socket.
-const probeTimeout = 500 * time.Millisecond
+// probeTimeout bounds the connect probe per socket (the real CLI gives it
+// 250 ms). A variable, like probeSocket, so tests can hold a probe open.
+var probeTimeout = 500 * time.Millisecond
 
-// Sessions lists every live Claude Code peer on this machine but ourselves.
-// Dead entries are swept; recycled and foreign ones are skipped.
+// probeSocket is the liveness probe: an empty connection, like the real CLI's.
+var probeSocket = uds.Probe
+
+// Sessions lists every live Claude Code peer on this machine but ourselves,
+// by the real CLI's rules: an entry with a socket, not ours, not spare or
+// parked, not a recycled pid, whose socket accepts a bounded connect probe.
+// Entries of another pid namespace are judged by the probe alone. Entries
+// proven dead are swept; recycled and foreign ones never are.
 func (p *Peer) Sessions(ctx context.Context) ([]message.Session, error) {
 	entries, bad, err := readEntries(p.sessionsDir)
 	if err != nil {
@@ -118,7 +163,9 @@ func (p *Peer) Sessions(ctx context.Context) ([]message.Session, error) {
 }
 
 func (p *Peer) rosterEntry(ctx context.Context, e Entry) (message.Session, bool) {
-	if e.PID == p.pid || e.MessagingSocketPath == "" || e.MessagingSocketPath == p.socketPath {
+	// Like the real CLI: no socket, our own entry, and spare or parked
+	// sessions (placeholders, not someone to talk to) are never listed.
+	if e.PID == p.pid || e.MessagingSocketPath == "" || e.MessagingSocketPath == p.socketPath || e.parked {
 		return message.Session{}, false
 	}
 	if _, ppid, err := uds.ProcState(e.PID); err == nil && e.Kind == KindAlias && ppid == p.pid {
@@ -136,12 +183,15 @@ func (p *Peer) rosterEntry(ctx context.Context, e Entry) (message.Session, bool)
 	}
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	if err := uds.Probe(pctx, e.MessagingSocketPath); err != nil {
+	if err := probeSocket(pctx, e.MessagingSocketPath); err != nil {
 		p.log.Debug("peer socket does not answer", "pid", e.PID, "err", err)
+		if p.sweepable(e) && !uds.Alive(e.PID) {
+			p.sweep(e)
+		}
 		return message.Session{}, false
 	}
 	s := message.Session{
-		Address:   "uds:" + e.MessagingSocketPath,
+		Address:   addressing.UDS(e.MessagingSocketPath),
 		Protocol:  message.ProtocolClaude,
 		Name:      e.Name,
 		Ref:       addressing.Ref(e.SessionID),

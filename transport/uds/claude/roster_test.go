@@ -58,16 +58,21 @@ func TestCheckProcClassifiesEntries(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
+	const ours, other = "linux:m:pid:[1]", "linux:m:pid:[2]"
 	tests := []struct {
 		name string
 		e    Entry
 		want liveness
 	}{
-		{"a live pid with its start time is alive", Entry{PID: child.Process.Pid, ProcStart: strconv.FormatUint(ticks, 10)}, livenessAlive},
-		{"a live pid with another start time is recycled", Entry{PID: child.Process.Pid, ProcStart: "1"}, livenessRecycled},
-		{"a gone pid is dead", Entry{PID: dead.Process.Pid, ProcStart: "1"}, livenessDead},
-		{"another pid namespace cannot be judged", Entry{PID: dead.Process.Pid, ProcStart: "1", PidDomain: "linux:m:pid:[2]"}, livenessUnknown},
-		{"a live pid without a start time cannot be judged", Entry{PID: child.Process.Pid}, livenessUnknown},
+		{"a live pid with its start time is alive", Entry{PID: child.Process.Pid, ProcStart: strconv.FormatUint(ticks, 10), PidDomain: ours}, livenessAlive},
+		{"a live pid with another start time is recycled", Entry{PID: child.Process.Pid, ProcStart: "1", PidDomain: ours}, livenessRecycled},
+		{"a live pid with an empty start time (present, not absent) is recycled", Entry{PID: child.Process.Pid, PidDomain: ours, hasProcStart: true}, livenessRecycled},
+		{"a gone pid is dead", Entry{PID: dead.Process.Pid, ProcStart: "1", PidDomain: ours}, livenessDead},
+		{"another pid namespace cannot be judged", Entry{PID: dead.Process.Pid, ProcStart: "1", PidDomain: other}, livenessUnknown},
+		{"another pid namespace cannot be judged even for a live pid", Entry{PID: child.Process.Pid, ProcStart: "1", PidDomain: other}, livenessUnknown},
+		{"an entry without pid domain cannot be judged (the real CLI probes it)", Entry{PID: dead.Process.Pid, ProcStart: "1"}, livenessUnknown},
+		{"an empty pid domain is another one", Entry{PID: dead.Process.Pid, ProcStart: "1", hasPidDomain: true}, livenessUnknown},
+		{"a live pid without a start time cannot be judged", Entry{PID: child.Process.Pid, PidDomain: ours}, livenessUnknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

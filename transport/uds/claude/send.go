@@ -8,8 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
+	"sync"
 
+	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/uds"
 )
@@ -23,8 +24,9 @@ var ErrTooLarge = errors.New("message_too_large: the frame exceeds the 1 MiB lin
 // ErrStaleKey means the target's key file belongs to an earlier process.
 var ErrStaleKey = errors.New("the target's key file belongs to another process (recycled pid): refusing to send")
 
+// socketOf reads the socket path of a uds: address, percent-decoded.
 func socketOf(address string) (string, error) {
-	path, ok := strings.CutPrefix(address, "uds:")
+	path, ok := addressing.SocketOf(address)
 	if !ok || !filepath.IsAbs(path) {
 		return "", fmt.Errorf("not a uds: address: %q", address)
 	}
@@ -59,7 +61,9 @@ func (p *Peer) Send(ctx context.Context, m message.Message) (message.Receipt, er
 		return message.Receipt{}, err
 	}
 	f := NewUserFrame(p.addr, m.ID, env, atts)
+	p.sent.add(m.ID, path)
 	if err := p.write(ctx, path, m.ToPID, f); err != nil {
+		p.sent.forget(m.ID)
 		removeStaged(atts)
 		return message.Receipt{}, err
 	}
@@ -140,4 +144,55 @@ func removeStaged(atts []message.Attachment) {
 	for _, a := range atts {
 		_ = os.Remove(a.Path)
 	}
+}
+
+// maxOutstanding bounds the sends whose receipts we still accept; the oldest
+// is forgotten first. The real CLI keeps 200; a gateway sends for many.
+const maxOutstanding = 4096
+
+// outstanding remembers where each message we sent went, so a receipt about
+// it is believed only when it comes from that socket: knowing a message id
+// is not enough to forge its outcome.
+type outstanding struct {
+	mu    sync.Mutex
+	to    map[string]string // msg_id -> target socket path
+	order []string
+}
+
+func (o *outstanding) add(msgID, path string) {
+	if msgID == "" {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.to == nil {
+		o.to = map[string]string{}
+	}
+	if _, ok := o.to[msgID]; !ok {
+		o.order = append(o.order, msgID)
+	}
+	o.to[msgID] = path
+	for len(o.order) > maxOutstanding {
+		delete(o.to, o.order[0])
+		o.order = o.order[1:]
+	}
+}
+
+func (o *outstanding) forget(msgID string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.to, msgID)
+}
+
+// from reports whether a receipt about msgID may come from the uds: address
+// from: the message went to that very socket.
+func (o *outstanding) from(msgID, from string) bool {
+	path, ok := addressing.SocketOf(from)
+	if !ok {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	to, ok := o.to[msgID]
+	return ok && to == path
 }

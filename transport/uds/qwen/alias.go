@@ -36,13 +36,18 @@ type replyTo struct {
 const maxReplies = 4096
 
 type aliases struct {
-	mu      sync.Mutex
-	byKey   map[string]*alias // by origin address
+	mu    sync.Mutex
+	byKey map[string]*alias // by originKey
+
 	bySID   map[string]*alias
 	paths   map[string]bool
 	replies map[string]replyTo
 	order   []string
 }
+
+// originKey tells the sessions we alias apart: by address and session id,
+// since sessions of one process may share an address.
+func originKey(s message.Session) string { return s.Address + "\x00" + s.SessionID }
 
 func newAliases() *aliases {
 	return &aliases{byKey: map[string]*alias{}, bySID: map[string]*alias{}, paths: map[string]bool{}, replies: map[string]replyTo{}}
@@ -87,7 +92,7 @@ func (p *Peer) SyncAliases(_ context.Context, others []message.Session) error {
 	want := map[string]message.Session{}
 	for _, s := range others {
 		if s.Name != "" && s.Name != p.cfg.Name {
-			want[s.Address] = s
+			want[originKey(s)] = s
 		}
 	}
 	p.al.mu.Lock()
@@ -121,7 +126,7 @@ func (p *Peer) SyncAliases(_ context.Context, others []message.Session) error {
 			continue
 		}
 		p.al.mu.Lock()
-		p.al.byKey[s.Address], p.al.bySID[al.sid], p.al.paths[al.path] = al, al, true
+		p.al.byKey[originKey(s)], p.al.bySID[al.sid], p.al.paths[al.path] = al, al, true
 		p.al.mu.Unlock()
 		p.log.Info("published qwen alias", "name", s.Name, "for", s.Address)
 	}
@@ -202,7 +207,7 @@ func (p *Peer) Aliases() []message.Session {
 	out := make([]message.Session, 0, len(p.al.byKey))
 	for _, al := range p.al.byKey {
 		out = append(out, message.Session{
-			Address: "uds:" + p.socketPath, Protocol: message.ProtocolQwen, Name: al.origin.Name,
+			Address: addressing.UDS(p.socketPath), Protocol: message.ProtocolQwen, Name: al.origin.Name,
 			Ref: addressing.Ref(al.sid), SessionID: al.sid, PID: os.Getpid(), Kind: KindAlias,
 			Reachable: true, AliasOf: al.origin.Address,
 		})

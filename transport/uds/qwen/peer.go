@@ -63,6 +63,11 @@ type Peer struct {
 
 	sendSem chan struct{} // bounds receipt dials, as Qwen bounds concurrent sends
 
+	// notices (drops and holds, for watchers and metrics) wait here for
+	// the router, so a router slow to read never stalls a sender's
+	// connection; when it is full a notice is lost, not waited for.
+	notices chan message.Event
+
 	outbox *uds.Outbox
 	wg     sync.WaitGroup // receipt dials in flight
 }
@@ -70,6 +75,9 @@ type Peer struct {
 // maxReceiptDials bounds concurrent receipt connections; past it a receipt
 // is lost (receipts are best effort on the receiver's side).
 const maxReceiptDials = 64
+
+// maxNotices bounds drop and hold notices waiting for the router.
+const maxNotices = 256
 
 // sendTimeout bounds one dial + write, as Qwen Code's 5 s.
 const sendTimeout = 5 * time.Second
@@ -101,10 +109,14 @@ func Register(cfg PeerConfig) (*Peer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	// Spec §2: the 1 MiB cap counts UTF-16 code units, and only a line
+	// that is accepted (the auth line, a frame that parses) extends the
+	// 30 s deadline.
+	cfg.Socket.Units, cfg.Socket.Rearm = uds.UnitUTF16, uds.RearmOnMark
 	p := &Peer{
 		cfg: cfg, log: cfg.Logger.With("leg", "qwen"), clk: cfg.Clock, pid: os.Getpid(),
 		sessionID: uuid.NewString(), sessions: SessionsDir(cfg.Home), facts: HostFacts{},
-		sendSem: make(chan struct{}, maxReceiptDials), al: newAliases(),
+		sendSem: make(chan struct{}, maxReceiptDials), al: newAliases(), notices: make(chan message.Event, maxNotices),
 		outbox: uds.NewOutbox(message.ProtocolQwen, cfg.Clock.Now),
 	}
 	p.token, p.childToken = NewIPCToken(), NewChildToken()
@@ -246,9 +258,18 @@ func (p *Peer) Run(ctx context.Context, out chan<- message.Event) error {
 			p.emit(ctx, message.Event{Type: message.EventMessage, Message: &m})
 		}
 	}()
+	noticed := make(chan struct{})
+	go func() {
+		defer close(noticed)
+		for ev := range p.notices {
+			p.emit(ctx, ev)
+		}
+	}()
 	err := p.ln.Serve(ctx, p.serveConn)
 	p.gate.Shutdown()
 	<-deliveries
+	close(p.notices) // Serve has returned: no connection can notice more
+	<-noticed
 	flushed := make(chan struct{})
 	go func() { p.drops.Flush(); close(flushed) }()
 	select {
@@ -284,9 +305,12 @@ var originAuth = map[AuthKind]message.AuthClass{
 func (p *Peer) toMessage(in Inbound) message.Message {
 	f := in.Frame
 	m := message.Message{
-		ID: f.MsgID, From: "uds:" + f.From, FromName: f.FromName, Body: f.Content, Mode: f.FromMode,
+		ID: f.MsgID, From: addressing.UDS(f.From), FromName: f.FromName, Body: f.Content, Mode: f.FromMode,
 		Attested: f.FromMode != message.ModeUnknown, Auth: originAuth[in.Origin.Kind],
 		Protocol: message.ProtocolQwen, Time: p.clk.Now(), ToSessionID: f.ToSessionID, HopChain: f.HopChain,
+	}
+	if in.Origin.Kind == AuthController {
+		m.Controller = in.Origin.Controller.Label
 	}
 	if al, ok := p.al.bySession(f.ToSessionID); ok {
 		m.AliasOf, m.ToName = al.origin.Address, al.origin.Name
@@ -315,6 +339,7 @@ func (p *Peer) serveConn(ctx context.Context, c *uds.Conn) {
 				return
 			}
 			origin, authed = o, true
+			c.Mark()
 			continue
 		}
 		l, err := ParseLine(line)
@@ -322,12 +347,15 @@ func (p *Peer) serveConn(ctx context.Context, c *uds.Conn) {
 			p.log.Debug("qwen inbox: bad line ignored", "err", err)
 			continue
 		}
+		if l.User != nil || l.Status != nil {
+			c.Mark() // junk (and a second auth line) does not extend the deadline
+		}
 		switch {
 		case l.User != nil:
 			in := Inbound{Frame: *l.User, Origin: origin}
 			if d := p.gate.Admit(in); d.Outcome == OutcomeHeld && d.Cause != 0 {
 				m := p.toMessage(in)
-				p.emit(ctx, message.Event{Type: message.EventHeld, Held: &message.Held{
+				p.notice(message.Event{Type: message.EventHeld, Held: &message.Held{
 					Message: m, Reason: d.Cause.String(), Since: p.clk.Now(), Expires: p.clk.Now().Add(p.cfg.HeldExpiry)}})
 			}
 		case l.Status != nil:
@@ -335,7 +363,7 @@ func (p *Peer) serveConn(ctx context.Context, c *uds.Conn) {
 			p.mirror.Observe(moves)
 			for _, mv := range moves {
 				rc := mv.Receipt
-				rc.From = "uds:" + l.Status.From
+				rc.From = addressing.UDS(l.Status.From)
 				p.emit(ctx, message.Event{Type: message.EventReceipt, Receipt: &rc})
 			}
 		}
@@ -359,7 +387,18 @@ func (p *Peer) report(r Report) {
 func (p *Peer) dropped(in Inbound, reason DropReason) {
 	p.drops.Note(in, reason)
 	m := p.toMessage(in)
-	p.emit(context.Background(), message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: m.ID, From: m.From, Reason: reason.String()}})
+	p.notice(message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: m.ID, From: m.From, Reason: reason.String()}})
+}
+
+// notice queues a drop or hold notice for the router; when the queue is
+// full it is lost (the sender's receipt does not depend on it). Called
+// only from a connection, so never after Run closes the queue.
+func (p *Peer) notice(ev message.Event) {
+	select {
+	case p.notices <- ev:
+	default:
+		p.log.Warn("qwen inbox: notice lost, the router is not keeping up", "type", ev.Type)
+	}
 }
 
 func (p *Peer) sendDropReceipt(r DropReceipt) {

@@ -7,10 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/uds"
 )
@@ -101,7 +101,7 @@ func (p *Peer) Sessions(ctx context.Context) ([]message.Session, error) {
 		}
 		r := l.rec
 		s := message.Session{
-			Address: "uds:" + r.IPCPath, Protocol: message.ProtocolQwen, Name: r.Name, Ref: r.Ref(),
+			Address: addressing.UDS(r.IPCPath), Protocol: message.ProtocolQwen, Name: r.Name, Ref: r.Ref(),
 			SessionID: r.SessionID, PID: r.PID, Kind: r.DisplayKind(), Cwd: r.Cwd, Version: r.QwenVersion,
 			Reachable: true,
 		}
@@ -145,7 +145,7 @@ func (p *Peer) target(path, sessionID string) (Record, error) {
 // ipcToken, then the user frame with toSessionId, our inbox and replyToken.
 // A send the receiver's published limits would only drop is refused here.
 func (p *Peer) Send(ctx context.Context, m message.Message) (message.Receipt, error) {
-	path, ok := strings.CutPrefix(m.To, "uds:")
+	path, ok := addressing.SocketOf(m.To)
 	if !ok || !IsLocalIPCPath(path) {
 		return message.Receipt{}, fmt.Errorf("not a qwen inbox address: %q", m.To)
 	}

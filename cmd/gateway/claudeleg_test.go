@@ -1,0 +1,160 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/testkit/fakeclaude"
+	"github.com/sessiongateway/gateway/transport/uds/claude"
+)
+
+// shortRoot is a fresh directory under /tmp ending in sub: socket paths
+// under it stay below the 103-byte fallback, which t.TempDir's may not.
+func shortRoot(t *testing.T, sub string) string {
+	t.Helper()
+	d, err := os.MkdirTemp("/tmp", "gw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	root := filepath.Join(d, sub)
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func TestRequireAuthStillHearsReceiptsAndIdleNotices(t *testing.T) {
+	g := startGateway(t, t.TempDir(), func(c *serveConfig) { c.requireAuth = true })
+	// NoKey: like a real session registered elsewhere, the fake neither
+	// has a key file nor sends an auth line with its receipts.
+	fk := fakeclaude.Start(t, fakeclaude.Config{Name: "elsewhere", ConfigDir: g.configDir, RuntimeDir: g.runtime, Mode: message.ModePrompting, NoKey: true})
+	t.Run("a bypass send the peer holds is reported held", func(t *testing.T) {
+		out, err := g.Send(ctxT(t), api.SendBody{To: "elsewhere", Text: "held please", Mode: "bypass", Wait: true, Timeout: "1s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Status != message.StatusHeld {
+			t.Fatalf("status = %v, want held", out.Status)
+		}
+	})
+	t.Run("an idle subscription gets its notice", func(t *testing.T) {
+		res, err := g.NotifyWhenIdle(ctxT(t), api.IdleBody{To: "elsewhere", Wait: true, Timeout: "5s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Notice == nil || res.Notice.State != "idle" || res.Notice.Peer != fk.Address() {
+			t.Fatalf("result = %+v", res)
+		}
+	})
+}
+
+func TestARuntimeDirWithASpaceWorks(t *testing.T) {
+	g := startGateway(t, shortRoot(t, "my dir"))
+	fk := newFake(t, g, "spaced", message.ModePrompting)
+	if !strings.Contains(fk.Address(), "%20") {
+		t.Fatalf("the fake's address %q is not percent-encoded", fk.Address())
+	}
+	t.Run("sessions lists the peer at its encoded address", func(t *testing.T) {
+		ss, err := g.Sessions(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var found bool
+		for _, s := range ss {
+			found = found || s.Address == fk.Address()
+		}
+		if !found {
+			t.Fatalf("sessions = %+v, want %s", ss, fk.Address())
+		}
+	})
+	t.Run("a send goes out from the encoded address and its hold is reported", func(t *testing.T) {
+		out, err := g.Send(ctxT(t), api.SendBody{To: "spaced", Text: "across a space", Mode: "bypass", Wait: true, Timeout: "1s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Status != message.StatusHeld {
+			t.Fatalf("status = %v, want held", out.Status)
+		}
+		r, err := fk.WaitReceived(ctxT(t), func(r fakeclaude.Received) bool { return r.Frame.MsgID == out.Message.ID })
+		if err != nil {
+			t.Fatal(err)
+		}
+		path, ok := addressing.SocketOf(r.Frame.From)
+		if !ok || !strings.Contains(r.Frame.From, "%20") || !strings.Contains(path, "my dir") || !r.Content.Attested {
+			t.Fatalf("frame from %q (path %q), attested %v", r.Frame.From, path, r.Content.Attested)
+		}
+	})
+	t.Run("a message from the peer reaches watch", func(t *testing.T) {
+		events := collect(t, g)
+		if _, err := fk.Send(ctxT(t), gatewayAddress(t, g), "hello from a spaced dir", message.ModePrompting); err != nil {
+			t.Fatal(err)
+		}
+		ev := waitEvent(t, events, func(ev message.Event) bool { return ev.Type == message.EventMessage })
+		if ev.Message.From != fk.Address() || ev.Message.FromName != "spaced" {
+			t.Fatalf("message = %+v", ev.Message)
+		}
+	})
+}
+
+// Like the real CLI (FINDINGS.md §4): one notice per subscription; a
+// pending hold defers "idle", and at shutdown only the subscriptions not yet
+// answered hear "exited".
+func TestIdleSubscribersHearOneNoticeEach(t *testing.T) {
+	g := startGateway(t, t.TempDir())
+	fk := newFake(t, g, "work-08", message.ModePrompting)
+	gw := gatewayAddress(t, g)
+	subscribe := func(t *testing.T, id string) {
+		t.Helper()
+		if err := fk.SendFrame(ctxT(t), gw, claude.NewNotifyWhenIdle(fk.Address(), id, "prompting")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	isNotice := func(id, state string) func(claude.Frame) bool {
+		return func(f claude.Frame) bool {
+			return f.Action == claude.ActionPeerIdleNotice && f.OrigMsgID == id && f.State == state
+		}
+	}
+	subscribe(t, "sub-idle")
+	if _, err := fk.WaitControl(ctxT(t), isNotice("sub-idle", claude.IdleStateIdle)); err != nil {
+		t.Fatal(err)
+	}
+	// A bypass message to the prompting gateway is held; a subscription
+	// made now is not answered while it waits.
+	if _, err := fk.Send(ctxT(t), gw, "hold me", message.ModeBypass); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fk.WaitControl(ctxT(t), func(f claude.Frame) bool { return f.Status == claude.WireHeld }); err != nil {
+		t.Fatal(err)
+	}
+	subscribe(t, "sub-held")
+	g.stop()
+	if _, err := fk.WaitControl(ctxT(t), isNotice("sub-held", claude.IdleStateExited)); err != nil {
+		t.Fatal(err)
+	}
+	// A frame of our own, sent after shutdown, arrives after everything
+	// the gateway sent on its way out.
+	if err := fk.SendFrame(ctxT(t), fk.Address(), claude.NewNotifyWhenIdle(gw, "sentinel", "prompting")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fk.WaitControl(ctxT(t), func(f claude.Frame) bool { return f.MsgID == "sentinel" }); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, f := range fk.Control() {
+		if f.Action == claude.ActionPeerIdleNotice {
+			got[f.OrigMsgID] = append(got[f.OrigMsgID], f.State)
+		}
+	}
+	if s := got["sub-idle"]; len(s) != 1 || s[0] != claude.IdleStateIdle {
+		t.Errorf("sub-idle notices = %v, want [idle]", s)
+	}
+	if s := got["sub-held"]; len(s) != 1 || s[0] != claude.IdleStateExited {
+		t.Errorf("sub-held notices = %v, want [exited]", s)
+	}
+}
