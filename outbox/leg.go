@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -79,6 +80,8 @@ type Leg struct {
 
 	mu    sync.Mutex
 	lanes map[string]*lane // by target address
+
+	resumed []message.Message // pending when opened; set by New only
 }
 
 // lane is one target's queue: only its head is attempted, one attempt at
@@ -135,6 +138,7 @@ func New(inner router.Leg, cfg Config) (*Leg, error) {
 	for _, e := range pending {
 		// A restart is a reason to try again now, whatever the backoff said.
 		l.laneFor(e.Message.To).ids = append(l.laneFor(e.Message.To).ids, e.Message.ID)
+		l.resumed = append(l.resumed, e.Message)
 	}
 	if len(pending) > 0 {
 		l.log.Info("outbox: resuming pending messages", "count", len(pending), "file", cfg.Store.Path())
@@ -164,6 +168,11 @@ func (l *Leg) poke() {
 	default:
 	}
 }
+
+// Resumed lists the messages this outbox found still pending when it was
+// opened (accepted before a restart); the router tracks them again so
+// their receipts reach watchers and GET /v1/messages/{id}.
+func (l *Leg) Resumed() []message.Message { return slices.Clone(l.resumed) }
 
 // Name is the inner leg's.
 func (l *Leg) Name() message.Protocol { return l.inner.Name() }

@@ -132,8 +132,22 @@ func (r *Router) Hub() *Hub { return r.hub }
 // Legs lists the legs in the order given to New.
 func (r *Router) Legs() []Leg { return r.legs }
 
+// Resumer is a leg that carries messages accepted before a restart (a
+// durable outbox): the router tracks them again, so their receipts reach
+// watchers and Message, as any send's do.
+type Resumer interface {
+	Resumed() []message.Message
+}
+
 // Run runs every leg and the event pump until ctx ends or a leg fails.
 func (r *Router) Run(ctx context.Context) error {
+	for _, l := range r.legs {
+		if rs, ok := l.(Resumer); ok {
+			for _, m := range rs.Resumed() {
+				r.remember(&outbound{msg: m, track: message.NewTracker(), changed: make(chan struct{})})
+			}
+		}
+	}
 	in := make(chan message.Event, r.cfg.EventQueue)
 	g, ctx := errgroup.WithContext(ctx)
 	for _, l := range r.legs {

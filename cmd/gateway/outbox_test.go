@@ -23,6 +23,7 @@ import (
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/outbox"
+	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
 	"github.com/sessiongateway/gateway/transport/remotews"
 	"github.com/sessiongateway/gateway/transport/sessionsapi"
@@ -381,6 +382,20 @@ func TestAcceptedMessagesSurviveKill9(t *testing.T) {
 			waitUntil(t, 30*time.Second, "every message reached the server", func() bool { return len(c.users()) >= n })
 			waitUntil(t, 10*time.Second, "the outbox is empty", func() bool { return len(outboxJSON(t, stateDir)) == 0 })
 
+			t.Run("the restarted gateway tracks the resumed messages again, so their receipts are heard", func(t *testing.T) {
+				cl := api.NewUnixClient(filepath.Join(stateDir, "gateway.sock"))
+				for _, id := range ids {
+					var o router.Outbound
+					waitUntil(t, 10*time.Second, "a resumed message is sent", func() bool {
+						var err error
+						o, err = cl.Message(ctxT(t), id)
+						return err == nil && (o.Status == message.StatusSent || o.Status == message.StatusDelivered)
+					})
+					if o.Message.ID != id {
+						t.Fatalf("message %s = %+v", id, o)
+					}
+				}
+			})
 			t.Run("every accepted message is stored once, in order, under the uuid of its id", func(t *testing.T) {
 				users := c.users()
 				if len(users) != n {
