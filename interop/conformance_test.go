@@ -282,6 +282,18 @@ var claudeChecks = []struct {
 		deny()
 		waitStatus(t, g, id, func(o router.Outbound) bool { return o.Status == message.StatusDenied })
 	}},
+	{"PROBE a pending hold defers the idle notice", func(t *testing.T, g *gateway, p claudePeer) {
+		body := "probe-bypass-" + uuid.NewString()[:8]
+		o, _ := sendJSON(t, g, p.Name(), body, "--mode", "bypass")
+		waitStatus(t, g, o.Message.ID, func(o router.Outbound) bool { return o.Status == message.StatusHeld })
+		_, deny := p.WaitHeld(t, o.Message.ID, body)
+		out, code, err := g.run(t, "idle", p.Name(), "--wait", "--timeout", "4s", "--json")
+		t.Logf("PROBE with a pending hold: exit %d err %v out %s", code, err, out)
+		deny()
+		waitStatus(t, g, o.Message.ID, func(o router.Outbound) bool { return o.Status == message.StatusDenied })
+		out, code, err = g.run(t, "idle", p.Name(), "--wait", "--timeout", "20s", "--json")
+		t.Logf("PROBE after the denial: exit %d err %v out %s", code, err, out)
+	}},
 	{"a repeated body within 30 s is dropped duplicate", func(t *testing.T, g *gateway, p claudePeer) {
 		body := "conformance-dup-" + uuid.NewString()[:8]
 		first, _ := sendJSON(t, g, p.Name(), body, "--wait", "--timeout", "20s")

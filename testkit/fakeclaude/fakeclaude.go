@@ -1,8 +1,10 @@
 // Package fakeclaude is an in-process fake of a Claude Code session's peer
 // socket, for fast tests: it registers like the real CLI (socket, key file,
 // registry entry under a live stand-in pid), applies the mode-parity hold,
-// sends receipts to verified senders, answers idle subscriptions, and sends
-// messages of its own. It is built from our own protocol code, so it can only
+// sends receipts, answers idle subscriptions, and sends messages of its own
+// with the envelope the real CLI writes (from, from-name, from-mode: no
+// from-session). Unlike the real CLI it does not verify that a reply address
+// belongs to the connecting process: tests connect from their own process. It is built from our own protocol code, so it can only
 // agree with us: the interop tests against the real CLI are the judges.
 package fakeclaude
 
@@ -322,7 +324,7 @@ func (p *Peer) WaitControlAuth(ctx context.Context, pred func(claude.Frame) bool
 // target's token when its key file is in the same sessions directory.
 func (p *Peer) Send(ctx context.Context, toAddr, text string, mode message.Mode) (string, error) {
 	id := uuid.NewString()
-	env := claude.Envelope{From: p.addr, FromSession: p.sessionID, FromName: p.cfg.Name, FromMode: mode.String(), Body: text}
+	env := claude.Envelope{From: p.addr, FromName: p.cfg.Name, FromMode: mode.String(), Body: text}
 	return id, p.SendFrame(ctx, toAddr, claude.NewUserFrame(p.addr, id, env, nil))
 }
 
