@@ -168,12 +168,13 @@ func (p fakeClaudePeer) WaitHeld(t *testing.T, id, body string) (string, func())
 // a loopback fake answering "ok".
 type realClaudePeer struct {
 	*claudecli.Session
-	model *fakeanthropic.Server
+	model   *fakeanthropic.Server
+	decided map[string]bool // hold ids already decided, so each check finds its own
 }
 
 func startRealClaude(t *testing.T, w *world, name string) claudePeer {
 	model := fakeanthropic.Start(t, nil)
-	return realClaudePeer{startClaude(t, w, model, name), model}
+	return realClaudePeer{startClaude(t, w, model, name), model, map[string]bool{}}
 }
 
 func (p realClaudePeer) WaitTurn(t *testing.T, body string) claude.Envelope {
@@ -192,11 +193,13 @@ func (p realClaudePeer) WaitTurn(t *testing.T, body string) claude.Envelope {
 func (p realClaudePeer) WaitHeld(t *testing.T, _, _ string) (string, func()) {
 	t.Helper()
 	// The stream-json hold event names neither the frame's msg_id nor its
-	// body; the suite holds one message per session, so the first hold is it.
-	h, err := p.WaitHold(ctxFor(t, 30*time.Second), func(h claudecli.Hold) bool { return h.State == "held" })
+	// body; the checks hold one message at a time, so the first hold not yet
+	// decided is this one.
+	h, err := p.WaitHold(ctxFor(t, 30*time.Second), func(h claudecli.Hold) bool { return h.State == "held" && !p.decided[h.HoldID] })
 	if err != nil {
 		t.Fatalf("the real session never reported a hold: %v", err)
 	}
+	p.decided[h.HoldID] = true
 	return h.FromName, func() {
 		if _, err := p.DecideHold(ctxFor(t, 30*time.Second), h.HoldID, false); err != nil {
 			t.Fatal(err)
@@ -220,13 +223,9 @@ func envelopeAround(text, body string) (claude.Envelope, error) {
 	return claude.ParseEnvelope(text[start : i+stop+len(end)])
 }
 
-// claudeChecks run in order against one peer and one gateway. The idle
-// check comes before the held one on purpose, and here is the one
-// difference between fakeclaude and the real CLI this suite would show
-// otherwise: once a hold has been pending, the real CLI 2.1.332 answers no
-// notify_when_idle (neither those made while the hold waits nor those made
-// after the person denied it) until its next turn ends; fakeclaude answers
-// every subscription at once.
+// claudeChecks run in order against one peer and one gateway. A pending
+// hold defers the real CLI's idle notices (FINDINGS.md §4), and fakeclaude's:
+// one check pins that.
 var claudeChecks = []struct {
 	name string
 	run  func(t *testing.T, g *gateway, p claudePeer)
@@ -286,6 +285,30 @@ var claudeChecks = []struct {
 		}
 		deny()
 		waitStatus(t, g, id, func(o router.Outbound) bool { return o.Status == message.StatusDenied })
+	}},
+	{"while a hold is pending, an idle notice waits for the decision", func(t *testing.T, g *gateway, p claudePeer) {
+		body := "conformance-hold-idle-" + uuid.NewString()[:8]
+		o, code := sendJSON(t, g, p.Name(), body, "--mode", "bypass")
+		if code != 0 {
+			t.Fatalf("exit %d, outbound %+v", code, o)
+		}
+		waitStatus(t, g, o.Message.ID, func(o router.Outbound) bool { return o.Status == message.StatusHeld })
+		_, deny := p.WaitHeld(t, o.Message.ID, body)
+		if _, code, _ := g.run(t, "idle", p.Name(), "--wait", "--timeout", "3s", "--json"); code != 4 {
+			t.Fatalf("idle with a hold pending: exit %d, want 4 (no notice while the hold waits)", code)
+		}
+		deny()
+		waitStatus(t, g, o.Message.ID, func(o router.Outbound) bool { return o.Status == message.StatusDenied })
+		// After a denial the real CLI answers at its next turn's end (or ~30 s
+		// later on its own): run a turn rather than wait.
+		turn := "conformance-after-hold-" + uuid.NewString()[:8]
+		if o, code := sendJSON(t, g, p.Name(), turn, "--mode", "prompting", "--wait", "--timeout", "20s"); code != 0 || o.Status != message.StatusDelivered {
+			t.Fatalf("exit %d, outbound %+v", code, o)
+		}
+		p.WaitTurn(t, turn)
+		if out, code, err := g.run(t, "idle", p.Name(), "--wait", "--timeout", "60s", "--json"); err != nil || code != 0 {
+			t.Fatalf("idle once the hold was decided: exit %d (%v): %s", code, err, out)
+		}
 	}},
 	{"a repeated body within 30 s is dropped duplicate", func(t *testing.T, g *gateway, p claudePeer) {
 		body := "conformance-dup-" + uuid.NewString()[:8]

@@ -67,6 +67,10 @@ type Peer struct {
 	control  []claude.Frame // control frames that arrived (receipts, notices)
 	ctlAuth  []message.AuthClass
 	replyTo  map[string]string
+	// Like Claude Code 2.1.332, idle subscriptions wait while a held
+	// message is undecided.
+	pendingHolds int
+	idleWaiters  []claude.Frame
 }
 
 // Start registers a fake session and serves it until the test ends.
@@ -213,10 +217,21 @@ func (p *Peer) onUser(ctx context.Context, auth message.AuthClass, pid int, f cl
 	p.mu.Lock()
 	p.received = append(p.received, Received{Auth: auth, Frame: f, Content: c, Held: held, SenderID: pid})
 	p.replyTo[f.MsgID] = reply
+	if held {
+		p.pendingHolds++
+	}
 	p.notify()
 	p.mu.Unlock()
 	if held {
 		p.send(ctx, reply, claude.NewStatusReceipt(p.addr, f.MsgID, claude.WireHeld, "", ""))
+	}
+}
+
+func (p *Peer) answerIdle(ctx context.Context, subs []claude.Frame) {
+	for _, f := range subs {
+		reply, _ := addressing.SocketOf(f.From)
+		p.send(ctx, reply,
+			claude.NewIdleNotice(p.addr, f.MsgID, claude.IdleStateIdle, time.Now().UnixMilli(), "done", p.cfg.Mode.String()))
 	}
 }
 
@@ -227,9 +242,15 @@ func (p *Peer) onControl(ctx context.Context, auth message.AuthClass, f claude.F
 	p.notify()
 	p.mu.Unlock()
 	if f.Action == claude.ActionNotifyWhenIdle {
-		reply, _ := addressing.SocketOf(f.From)
-		p.send(ctx, reply,
-			claude.NewIdleNotice(p.addr, f.MsgID, claude.IdleStateIdle, time.Now().UnixMilli(), "done", p.cfg.Mode.String()))
+		p.mu.Lock()
+		deferred := p.pendingHolds > 0
+		if deferred {
+			p.idleWaiters = append(p.idleWaiters, f)
+		}
+		p.mu.Unlock()
+		if !deferred {
+			p.answerIdle(ctx, []claude.Frame{f})
+		}
 	}
 }
 
@@ -243,16 +264,25 @@ func (p *Peer) send(ctx context.Context, path string, f claude.Frame) {
 	_ = uds.DialWrite(ctx, path, append(b, '\n'))
 }
 
-// Decide releases (delivered) or denies (denied) a held message.
+// Decide releases (delivered) or denies (denied) a held message; the last
+// decision answers the idle subscriptions the holds deferred.
 func (p *Peer) Decide(ctx context.Context, msgID string, release bool) {
 	p.mu.Lock()
 	reply := p.replyTo[msgID]
+	var waiters []claude.Frame
+	if p.pendingHolds > 0 {
+		p.pendingHolds--
+		if p.pendingHolds == 0 {
+			waiters, p.idleWaiters = p.idleWaiters, nil
+		}
+	}
 	p.mu.Unlock()
 	st := claude.WireDenied
 	if release {
 		st = claude.WireDelivered
 	}
 	p.send(ctx, reply, claude.NewStatusReceipt(p.addr, msgID, st, "", ""))
+	p.answerIdle(ctx, waiters)
 }
 
 // Received lists the user frames that arrived.

@@ -175,3 +175,36 @@ func TestNotifyWhenIdleIsAnsweredWithAnIdleNotice(t *testing.T) {
 		t.Errorf("the fake recorded %+v, want the one subscription", got)
 	}
 }
+
+func TestAPendingHoldDefersIdleNoticesUntilItIsDecided(t *testing.T) {
+	d := newDirs(t)
+	to := d.start(t, "to", message.ModePrompting)
+	from := d.start(t, "from", message.ModePrompting)
+	noticed := func(id string) bool {
+		for _, f := range from.Control() {
+			if f.OrigMsgID == id && f.Action == claude.ActionPeerIdleNotice {
+				return true
+			}
+		}
+		return false
+	}
+	held, err := from.Send(ctxT(t), to.Address(), "hold me", message.ModeBypass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := from.WaitControl(ctxT(t), func(f claude.Frame) bool { return f.OrigMsgID == held && f.Status == claude.WireHeld }); err != nil {
+		t.Fatal(err)
+	}
+	sub := uuid.NewString()
+	if err := from.SendFrame(ctxT(t), to.Address(), claude.NewNotifyWhenIdle(from.Address(), sub, "prompting")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // an immediate answer would have come by now
+	if noticed(sub) {
+		t.Fatal("an idle notice came while a hold was pending")
+	}
+	to.Decide(ctxT(t), held, false)
+	if _, err := from.WaitControl(ctxT(t), func(f claude.Frame) bool { return f.OrigMsgID == sub && f.Action == claude.ActionPeerIdleNotice }); err != nil {
+		t.Fatalf("the decision did not answer the deferred subscription: %v", err)
+	}
+}
