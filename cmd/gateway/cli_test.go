@@ -201,3 +201,17 @@ func TestEveryCommandTakesTheStateDirFlag(t *testing.T) {
 		})
 	}
 }
+
+func TestVersionPrintsTheBuildsVersion(t *testing.T) {
+	out, _, code := runCLI(t, t.TempDir(), "version")
+	if code != exitOK || out != "gateway "+version+"\n" {
+		t.Fatalf("exit %d, %q", code, out)
+	}
+	out, _, code = runCLI(t, t.TempDir(), "version", "--json")
+	var v struct {
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); code != exitOK || err != nil || v.Version != version {
+		t.Fatalf("exit %d, %q (%v); want {\"version\": %q}", code, out, err, version)
+	}
+}

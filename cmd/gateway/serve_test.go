@@ -494,7 +494,7 @@ func TestAttachmentCapsAreEnforced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Truncate(claude.MaxFileSize + 1); err != nil {
+	if err := f.Truncate(30<<20 + 1); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

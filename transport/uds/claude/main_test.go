@@ -8,11 +8,15 @@ import (
 )
 
 // No test leaves a goroutine behind. The test binary doubles as the parent
-// process of the parent-death test (see pdeathsig_test.go).
+// process of the parent-death test (pdeathsig_test.go) and as a sender in a
+// process of its own (replyowner_test.go).
 func TestMain(m *testing.M) {
 	if os.Getenv(poolParentEnv) == "1" {
 		runPoolParent()
 		return
+	}
+	if path := os.Getenv(dialEnv); path != "" {
+		os.Exit(runDialer(path))
 	}
 	goleak.VerifyTestMain(m)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -376,8 +377,8 @@ func TestAttachmentSizeCap(t *testing.T) {
 		size int64
 		ok   bool
 	}{
-		{"exactly 30 MiB is accepted", MaxFileSize, true},
-		{"30 MiB and one byte is refused", MaxFileSize + 1, false},
+		{"exactly 30 MiB is accepted", 30 << 20, true},
+		{"30 MiB and one byte is refused", 30<<20 + 1, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -400,6 +401,38 @@ func TestAttachmentSizeCap(t *testing.T) {
 			}
 			if !errors.Is(err, ErrAttachment) {
 				t.Fatalf("err = %v, want ErrAttachment", err)
+			}
+		})
+	}
+}
+
+func TestAttachmentCountCap(t *testing.T) {
+	r := startRig(t, Config{})
+	dir := t.TempDir()
+	files := func(n int) []message.Attachment {
+		var atts []message.Attachment
+		for i := range n {
+			p := filepath.Join(dir, strconv.Itoa(i)+".txt")
+			if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			atts = append(atts, message.Attachment{Path: p})
+		}
+		return atts
+	}
+	tests := []struct {
+		name string
+		n    int
+		ok   bool
+	}{
+		{"16 files are accepted", 16, true},
+		{"17 files are refused", 17, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			atts, err := r.p.stage(files(tt.n))
+			if tt.ok != (err == nil) || (tt.ok && len(atts) != tt.n) {
+				t.Fatalf("staging %d files: %d staged, err %v", tt.n, len(atts), err)
 			}
 		})
 	}
