@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -53,9 +52,14 @@ func TestMaxLineInUTF16CodeUnits(t *testing.T) {
 	}
 }
 
-// markLines is recordLines that marks every line starting with "ok".
-func markLines(out chan<- lineResult) Handler {
+// stepLines is a handler that reads lines, marks every one starting with
+// "ok", and answers each on acks: true once the line was read more than
+// timeout after the handler started, that is, after the connection's first
+// deadline (set before the handler runs) had passed. It ends with the error
+// that stopped ReadLine, on out.
+func stepLines(timeout time.Duration, acks chan<- bool, out chan<- lineResult) Handler {
 	return func(ctx context.Context, c *Conn) {
+		start := time.Now()
 		var r lineResult
 		for {
 			line, err := c.ReadLine()
@@ -67,6 +71,7 @@ func markLines(out chan<- lineResult) Handler {
 				c.Mark()
 			}
 			r.lines = append(r.lines, string(line))
+			acks <- time.Since(start) > timeout
 		}
 		out <- r
 		<-ctx.Done()
@@ -74,21 +79,15 @@ func markLines(out chan<- lineResult) Handler {
 }
 
 func TestWhatRearmsTheReadDeadline(t *testing.T) {
-	const short = 300 * time.Millisecond
-	// The client writes a line every short/6 for 10×short, then closes: a
-	// connection whose deadline it keeps moving ends in io.EOF, one whose
-	// deadline it cannot move ends in ErrTimeout long before.
-	trickle := func(line string) func(c *net.UnixConn) {
-		return func(c *net.UnixConn) {
-			for range 60 {
-				if _, err := io.WriteString(c, line+"\n"); err != nil {
-					return
-				}
-				time.Sleep(short / 6)
-			}
-			_ = c.CloseWrite()
-		}
-	}
+	// The client writes a line, waits until the server has read it, pauses
+	// briefly and writes the next, so every read needs a fresh deadline and
+	// no gap comes near the timeout, however loaded the machine (a gap of
+	// 2 s would be needed to fail spuriously). It closes once the server has
+	// read a line past the connection's first deadline: a connection whose
+	// deadline the lines move then ends in io.EOF, read after that first
+	// deadline; one whose deadline they cannot move ends in ErrTimeout.
+	const timeout = 2 * time.Second
+	const pause = 10 * time.Millisecond
 	tests := []struct {
 		name    string
 		rearm   Rearm
@@ -101,12 +100,31 @@ func TestWhatRearmsTheReadDeadline(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			acks := make(chan bool)
 			out := make(chan lineResult, 1)
-			lim := Limits{FirstLineTimeout: short, LineTimeout: short, Rearm: tt.rearm}
-			s := serve(t, filepath.Join(privateDir(t), "r.sock"), lim, markLines(out))
+			lim := Limits{FirstLineTimeout: timeout, LineTimeout: timeout, Rearm: tt.rearm}
+			s := serve(t, filepath.Join(privateDir(t), "r.sock"), lim, stepLines(timeout, acks, out))
 			c := dialT(t, s.Path())
-			go trickle(tt.line)(c)
-			r := <-out
+			var r lineResult
+		steps:
+			for {
+				if _, err := io.WriteString(c, tt.line+"\n"); err != nil {
+					r = <-out // the server gave up on us
+					break
+				}
+				select {
+				case late := <-acks:
+					if late {
+						_ = c.CloseWrite()
+						r = <-out
+						break steps
+					}
+				case r = <-out:
+					break steps
+				}
+				time.Sleep(pause)
+			}
 			if !errors.Is(r.err, tt.wantErr) {
 				t.Fatalf("ended with %v after %d lines, want %v", r.err, len(r.lines), tt.wantErr)
 			}

@@ -54,11 +54,12 @@ func TestDropReceipts(t *testing.T) {
 			r.d.Note(dropIn("a", fmt.Sprint("m", i)), DropRateLimited)
 		}
 		r.take()
-		r.clk.Advance(DropReceiptTrail - time.Millisecond)
+		// Literal times: the constant is what this checks.
+		r.clk.Advance(4900 * time.Millisecond)
 		if got := r.take(); got != nil {
-			t.Fatalf("early: %+v", got)
+			t.Fatalf("early, at 4.9 s: %+v", got)
 		}
-		r.clk.Advance(time.Millisecond)
+		r.clk.Advance(100 * time.Millisecond)
 		got := r.take()
 		want := []DropReceipt{{To: "/socks/a.sock", ReplyToken: "rt-a", OrigMsgID: "m1", Reason: DropRateLimited, DroppedMsgIDs: []string{"m2", "m3"}}}
 		if !reflect.DeepEqual(got, want) {
@@ -150,6 +151,39 @@ func TestDropReceipts(t *testing.T) {
 		}
 		if r.clk.Pending() != 0 {
 			t.Fatal("an abandoned batch still has a timer")
+		}
+	})
+	t.Run("a held-back batch is kept until its first drop is 2 minutes old and abandoned then", func(t *testing.T) {
+		r := newDropRig(t)
+		fill := func() {
+			t.Helper()
+			for i := range MaxDropReceiptsPerWindow {
+				r.d.Note(dropIn(fmt.Sprint("f", i, "-", r.clk.Now().Unix()), "m"), DropRateLimited)
+			}
+			if got := r.take(); len(got) != MaxDropReceiptsPerWindow {
+				t.Fatalf("%d receipts", len(got))
+			}
+		}
+		fill() // the window starting at 0 s is spent
+		r.clk.Advance(3 * time.Second)
+		r.d.Note(dropIn("late", "m"), DropRateLimited) // batched; retries at 8 s, 13 s, ..., 118 s, 123 s
+		r.clk.Advance(57 * time.Second)
+		fill() // at 60 s: the next window, spent too, until 120 s
+		r.clk.Advance(58 * time.Second)
+		if got := r.take(); got != nil {
+			t.Fatalf("sent over budget: %+v", got)
+		}
+		if r.clk.Pending() != 1 {
+			t.Fatal("at 118 s (first drop 115 s old) the batch was abandoned already")
+		}
+		// At 123 s the window has rolled and would take it, but its first
+		// drop is 120 s old.
+		r.clk.Advance(5 * time.Second)
+		if got := r.take(); got != nil {
+			t.Fatalf("a batch 2 minutes old went out: %+v", got)
+		}
+		if r.clk.Pending() != 0 {
+			t.Fatal("a batch 2 minutes old still has a timer")
 		}
 	})
 	t.Run("Flush sends what waits, budget or not", func(t *testing.T) {

@@ -720,3 +720,42 @@ func TestGateIsSafeForConcurrentUse(t *testing.T) {
 		t.Fatalf("outcomes %v", outcomes)
 	}
 }
+
+// The checks run in Qwen Code's order (INTEROP.md): global bucket,
+// duplicate, per-sender bucket, settled ids. Each case reaches two of them
+// at once, so that the first one decides.
+func TestGateAdmissionOrder(t *testing.T) {
+	t.Run("a sender with an empty bucket re-sending its previous body gets duplicate, not rate-limited", func(t *testing.T) {
+		r := newRig(t, nil)
+		for i := range 30 {
+			want(t, r.admit(msg("a", fmt.Sprint("m", i), fmt.Sprint("body ", i))), OutcomeDelivered)
+			r.drain()
+		}
+		want(t, r.admit(msg("a", "fresh", "another body")), OutcomeDropped, DropRateLimited) // the bucket is empty
+		want(t, r.admit(msg("a", "again", "body 29")), OutcomeDropped, DropDuplicate)
+	})
+	t.Run("with the global bucket empty a repeated body gets rate-limited, not duplicate", func(t *testing.T) {
+		r := newRig(t, nil)
+		for i := range 32 {
+			want(t, r.admit(msg(fmt.Sprint("s", i), fmt.Sprint("m", i), fmt.Sprint("body ", i))), OutcomeDelivered)
+			r.drain()
+		}
+		want(t, r.admit(msg("s0", "again", "body 0")), OutcomeDropped, DropRateLimited)
+		r.clk.Advance(time.Second) // one global token back: now the duplicate check decides
+		want(t, r.admit(msg("s0", "again2", "body 0")), OutcomeDropped, DropDuplicate)
+	})
+	t.Run("with the sender's bucket empty a re-sent settled id is dropped rate-limited, not given its old verdict", func(t *testing.T) {
+		r := newRig(t, nil)
+		for i := range 30 {
+			want(t, r.admit(msg("a", fmt.Sprint("m", i), fmt.Sprint("body ", i))), OutcomeDelivered)
+			r.drain()
+		}
+		r.takeReports()
+		want(t, r.admit(msg("a", "m0", "a new body")), OutcomeDropped, DropRateLimited)
+		if got := r.takeReports(); got != nil {
+			t.Fatalf("a dropped re-send was reported as %v", got)
+		}
+		r.clk.Advance(2 * time.Second) // one token back: now the settled id decides
+		want(t, r.admit(msg("a", "m0", "a newer body")), OutcomeRepeated, StatusDelivered)
+	})
+}

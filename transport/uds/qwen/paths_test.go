@@ -72,13 +72,13 @@ func TestInboxCandidates(t *testing.T) {
 		}
 	})
 	t.Run("a candidate over 103 bytes is skipped, one of exactly 103 is kept", func(t *testing.T) {
-		suffix := "/qwen-socks/1.sock"
-		exact := "/" + strings.Repeat("r", MaxSocketPathBytes-len(suffix)-1)
+		// Literal lengths, not the constant: the constant is what this checks.
+		exact := "/" + strings.Repeat("r", 84) // + "/qwen-socks/1.sock" is 103 bytes
 		got := InboxCandidates(exact, "/tmp", 1, nonce)
-		if len(got) != 2 || len(got[0]) != MaxSocketPathBytes {
+		if len(got) != 2 || len(got[0]) != 103 {
 			t.Fatalf("got %v", got)
 		}
-		got = InboxCandidates(exact+"r", exact+"r", 1, nonce)
+		got = InboxCandidates(exact+"r", exact+"r", 1, nonce) // 104 bytes each
 		if !reflect.DeepEqual(got, []string{"/tmp/qwen-socks-" + nonce + "/1.sock"}) {
 			t.Fatalf("got %v", got)
 		}
@@ -94,9 +94,12 @@ func TestInboxCandidates(t *testing.T) {
 		if !ok || got != "/run/user/1/qwen-socks/41-0a0b0c0d.sock" {
 			t.Fatalf("got %q %v", got, ok)
 		}
-		long := "/" + strings.Repeat("d", 90) + "/41.sock"
-		if _, ok := SiblingSocketPath(long, "0a0b0c0d"); ok {
-			t.Fatal("an over-long sibling was offered")
+		dir := "/" + strings.Repeat("d", 85) // + "/41-0a0b0c0d.sock" is 103 bytes
+		if got, ok := SiblingSocketPath(dir+"/41.sock", "0a0b0c0d"); !ok || len(got) != 103 {
+			t.Fatalf("a 103-byte sibling was refused: %q %v", got, ok)
+		}
+		if got, ok := SiblingSocketPath(dir+"d/41.sock", "0a0b0c0d"); ok {
+			t.Fatalf("a 104-byte sibling was offered: %q", got)
 		}
 	})
 	t.Run("nonces and suffixes are fresh hex", func(t *testing.T) {

@@ -2,12 +2,15 @@ package qwen
 
 import (
 	"context"
+	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -88,6 +91,29 @@ func TestOurRecordFile(t *testing.T) {
 		rec := readRecord(t, p.RecordPath())
 		if rec.SessionID != p.SessionID() || rec.IPCPath != p.SocketPath() || rec.Kind != KindExternal || !isHexToken(string(rec.IPCToken), 64) {
 			t.Fatalf("record = %+v", rec)
+		}
+	})
+
+	t.Run("holds exactly the spec's keys, with a null qwenVersion and kind external", func(t *testing.T) {
+		p := registerTestPeer(t, PeerConfig{})
+		runPeer(t, p)
+		b, err := os.ReadFile(p.RecordPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal(b, &raw); err != nil {
+			t.Fatal(err)
+		}
+		keys := slices.Sorted(maps.Keys(raw))
+		wantKeys := []string{"cwd", "ipcPath", "ipcToken", "kind", "name", "pid", "pidNs", "procStart", "qwenVersion", "schemaVersion", "sessionId", "startedAt"}
+		if !slices.Equal(keys, wantKeys) {
+			t.Fatalf("keys %v, want %v", keys, wantKeys)
+		}
+		for key, want := range map[string]string{"qwenVersion": `null`, "kind": `"external"`, "schemaVersion": `1`} {
+			if got := string(raw[key]); got != want {
+				t.Errorf("%s is %s, want %s", key, got, want)
+			}
 		}
 	})
 
