@@ -34,15 +34,7 @@ func TestRequireAuthStillHearsReceiptsAndIdleNotices(t *testing.T) {
 	// NoKey: like a real session registered elsewhere, the fake neither
 	// has a key file nor sends an auth line with its receipts.
 	fk := fakeclaude.Start(t, fakeclaude.Config{Name: "elsewhere", ConfigDir: g.configDir, RuntimeDir: g.runtime, Mode: message.ModePrompting, NoKey: true})
-	t.Run("a bypass send the peer holds is reported held", func(t *testing.T) {
-		out, err := g.Send(ctxT(t), api.SendBody{To: "elsewhere", Text: "held please", Mode: "bypass", Wait: true, Timeout: "1s"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out.Status != message.StatusHeld {
-			t.Fatalf("status = %v, want held", out.Status)
-		}
-	})
+	// Idle first: a hold pending at the peer defers its idle notices.
 	t.Run("an idle subscription gets its notice", func(t *testing.T) {
 		res, err := g.NotifyWhenIdle(ctxT(t), api.IdleBody{To: "elsewhere", Wait: true, Timeout: "5s"})
 		if err != nil {
@@ -50,6 +42,15 @@ func TestRequireAuthStillHearsReceiptsAndIdleNotices(t *testing.T) {
 		}
 		if res.Notice == nil || res.Notice.State != "idle" || res.Notice.Peer != fk.Address() {
 			t.Fatalf("result = %+v", res)
+		}
+	})
+	t.Run("a bypass send the peer holds is reported held", func(t *testing.T) {
+		out, err := g.Send(ctxT(t), api.SendBody{To: "elsewhere", Text: "held please", Mode: "bypass", Wait: true, Timeout: "1s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Status != message.StatusHeld {
+			t.Fatalf("status = %v, want held", out.Status)
 		}
 	})
 }
