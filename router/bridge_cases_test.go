@@ -1,0 +1,119 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sessiongateway/gateway/message"
+)
+
+func runBridge(t *testing.T, cfg Config, cl, qw *hostLeg) {
+	t.Helper()
+	cfg.Bridge, cfg.BridgeInterval = true, time.Hour
+	r := New(cfg, cl, qw)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	<-cl.run
+}
+
+func waitAny(cl, qw *hostLeg) {
+	deadline := time.Now().Add(3 * time.Second)
+	for len(qw.sends()) == 0 && len(cl.relays()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Two sessions of one process share an address; the sender's own name picks it.
+func TestAForwardNamesTheSenderAmongSessionsSharingAnInbox(t *testing.T) {
+	a := message.Session{Address: sharedInbox, Protocol: message.ProtocolQwen, Name: "first", SessionID: "q1"}
+	b := message.Session{Address: sharedInbox, Protocol: message.ProtocolQwen, Name: "second", SessionID: "q2"}
+	qw := &hostLeg{fakeLeg: qwenLeg(a, b)}
+	cl := &hostLeg{fakeLeg: claudeLeg(claudeWork)}
+	runBridge(t, Config{}, qw, cl)
+	qw.fakeLeg.emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolQwen, Message: &message.Message{
+		ID: "m", From: sharedInbox, FromName: "second", Body: "hi", Mode: message.ModePrompting, Protocol: message.ProtocolQwen, AliasOf: claudeWork.Address, ToName: "work"}})
+	waitAny(qw, cl)
+	if s := cl.sends(); len(s) != 1 || s[0].FromName != "second" {
+		t.Fatalf("forwarded %+v, want from second", s)
+	}
+}
+
+// Two sessions at one address with one name: ambiguous, not the first.
+func TestTwoSessionsWithOneNameAtOneInboxAreNotGuessedBetween(t *testing.T) {
+	a := message.Session{Address: sharedInbox, Protocol: message.ProtocolQwen, Name: "dup", SessionID: "q1"}
+	b := message.Session{Address: sharedInbox, Protocol: message.ProtocolQwen, Name: "dup", SessionID: "q2"}
+	sender := message.Session{Address: "uds:/tmp/cc-socks/30.sock", Protocol: message.ProtocolClaude, Name: "lead", SessionID: "c-lead"}
+	cl := &hostLeg{fakeLeg: claudeLeg(sender)}
+	qw := &hostLeg{fakeLeg: qwenLeg(a, b)}
+	runBridge(t, Config{}, cl, qw)
+	cl.fakeLeg.emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
+		ID: "m", From: sender.Address, FromName: "lead", Body: "hi", Mode: message.ModePrompting, Protocol: message.ProtocolClaude, AliasOf: sharedInbox, ToName: "dup"}})
+	waitAny(cl, qw)
+	if len(qw.sends()) != 0 {
+		t.Fatalf("forwarded to %+v; want no guess between two sessions named dup", qw.sends())
+	}
+}
+
+// A message to an alias whose target BridgeOnly excludes is refused.
+func TestBridgeOnlyAlsoLimitsForwards(t *testing.T) {
+	sender := message.Session{Address: "uds:/tmp/cc-socks/30.sock", Protocol: message.ProtocolClaude, Name: "lead", SessionID: "c-lead"}
+	cl := &hostLeg{fakeLeg: claudeLeg(sender)}
+	qw := &hostLeg{fakeLeg: qwenLeg(alpha, beta)}
+	runBridge(t, Config{BridgeOnly: []string{"alpha"}}, cl, qw)
+	cl.fakeLeg.emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
+		ID: "m", From: sender.Address, FromName: "lead", Body: "hi", Mode: message.ModePrompting, Protocol: message.ProtocolClaude, AliasOf: beta.Address, ToName: "beta"}})
+	waitAny(cl, qw)
+	if len(qw.sends()) != 0 || len(cl.relays()) != 1 || cl.relays()[0].Status != message.StatusFailed {
+		t.Fatalf("sends %+v relays %+v", qw.sends(), cl.relays())
+	}
+}
+
+// Wait does not return on held.
+func TestWaitKeepsWaitingThroughHeld(t *testing.T) {
+	leg := newFake()
+	r := start(t, leg)
+	out, err := r.Send(context.Background(), SendRequest{To: "review", Body: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leg.emit(t, message.Event{Type: message.EventReceipt, Receipt: &message.Receipt{MsgID: out.Message.ID, Status: message.StatusHeld}})
+	time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	got, err := r.Wait(ctx, out.Message.ID)
+	if !errors.Is(err, context.DeadlineExceeded) || got.Status != message.StatusHeld {
+		t.Fatalf("Wait = %v, %v; want to wait through held", got.Status, err)
+	}
+}
+
+// Exactly KeepOutbox messages are remembered.
+func TestTheRouterRemembersExactlyKeepOutboxMessages(t *testing.T) {
+	r := New(Config{KeepOutbox: 2}, newFake())
+	var ids []string
+	for range 3 {
+		out, _ := r.Send(context.Background(), SendRequest{To: "review", Body: "hi"})
+		ids = append(ids, out.Message.ID)
+	}
+	if _, err := r.Message(ids[1]); err != nil {
+		t.Fatalf("second newest forgotten with cap 2: %v", err)
+	}
+}
+
+// A claimed raw address not in the cached roster is looked up afresh.
+func TestARawAddressOutsideTheCachedRosterRefreshes(t *testing.T) {
+	leg := newFake()
+	r := New(Config{}, leg)
+	ctx := context.Background()
+	if _, _, err := r.Resolve(ctx, "review"); err != nil {
+		t.Fatal(err)
+	}
+	leg.sessions = append(leg.sessions, message.Session{Address: "uds:/tmp/cc-socks/13.sock", Protocol: message.ProtocolClaude, Name: "newcomer", SessionID: "s-d", PID: 13})
+	_, s, err := r.Resolve(ctx, "uds:/tmp/cc-socks/13.sock")
+	if err != nil || s.Name != "newcomer" || s.PID != 13 {
+		t.Fatalf("got %+v %v; want the newly listed session", s, err)
+	}
+}
