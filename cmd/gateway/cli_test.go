@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -85,6 +86,24 @@ func TestSendExitCodesAndOutput(t *testing.T) {
 	t.Run("a bad mode is a usage error, exit 2", func(t *testing.T) {
 		if _, _, code := runCLI(t, g.stateDir, "send", "work-08", "hello", "--mode", "yolo"); code != exitUsage {
 			t.Fatalf("exit %d, want 2", code)
+		}
+	})
+	t.Run("an empty mode is a usage error, exit 2", func(t *testing.T) {
+		if _, _, code := runCLI(t, g.stateDir, "send", "work-08", "hello", "--mode", ""); code != exitUsage {
+			t.Fatalf("exit %d, want 2", code)
+		}
+	})
+	t.Run("--wait waits 30 s unless told otherwise", func(t *testing.T) {
+		_, errOut, _ := runCLI(t, g.stateDir, "send", "-h")
+		if !regexp.MustCompile(`-timeout duration\s+how long --wait waits \(default 30s\)`).MatchString(errOut) {
+			t.Fatalf("send -h says %q", errOut)
+		}
+	})
+	t.Run("a send whose write fails exits 3 and says why", func(t *testing.T) {
+		dead := "uds:" + filepath.Join(g.runtime, "cc-socks", "999999.sock")
+		out, errOut, code := runCLI(t, g.stateDir, "send", dead, "to nobody")
+		if code != exitNotDelivered || !strings.Contains(errOut, "send failed") || !msgIDLine.MatchString(out) {
+			t.Fatalf("exit %d, stdout %q, stderr %q; want 3, the id, and send failed", code, out, errOut)
 		}
 	})
 	t.Run("a missing text is a usage error, exit 2", func(t *testing.T) {
@@ -213,5 +232,48 @@ func TestVersionPrintsTheBuildsVersion(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &v); code != exitOK || err != nil || v.Version != version {
 		t.Fatalf("exit %d, %q (%v); want {\"version\": %q}", code, out, err, version)
+	}
+}
+
+func TestIdleWaitThatHearsNothingExits4(t *testing.T) {
+	g := startGateway(t, t.TempDir())
+	fk := newFake(t, g, "work-08", message.ModePrompting)
+	// A hold pending at the peer defers its idle notices (as in Claude Code).
+	held, err := g.Send(ctxT(t), api.SendBody{To: "work-08", Text: "hold me", Mode: "bypass", Wait: true, Timeout: "1s"})
+	if err != nil || held.Status != message.StatusHeld {
+		t.Fatalf("send = %+v, %v; want held", held, err)
+	}
+	_, errOut, code := runCLI(t, g.stateDir, "idle", "work-08", "--wait", "--timeout", "300ms")
+	if code != exitPending || !strings.Contains(errOut, "no idle notice before the timeout") {
+		t.Fatalf("exit %d, stderr %q; want 4", code, errOut)
+	}
+	fk.Decide(ctxT(t), held.Message.ID, false)
+	if out, _, code := runCLI(t, g.stateDir, "idle", "work-08", "--wait", "--timeout", "5s"); code != exitOK || !strings.Contains(out, " idle") {
+		t.Fatalf("after the decision: exit %d, %q", code, out)
+	}
+}
+
+func TestWatchStartsAtNowByDefault(t *testing.T) {
+	g := startGateway(t, t.TempDir())
+	fk := newFake(t, g, "work-08", message.ModePrompting)
+	if _, err := fk.Send(ctxT(t), gatewayAddress(t, g), "an old message", message.ModePrompting); err != nil {
+		t.Fatal(err)
+	}
+	// The old message is kept (--since 0 replays it) ...
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(watchOnce(t, g.stateDir), "an old message"); {
+		if time.Now().After(deadline) {
+			t.Fatal("the message never reached the gateway")
+		}
+	}
+	// ... but a plain watch shows only what happens from now on.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer time.AfterFunc(300*time.Millisecond, cancel).Stop()
+	var out, errb bytes.Buffer
+	e := &env{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
+	if code := run(ctx, e, []string{"watch", "--state-dir", g.stateDir}); code != exitOK {
+		t.Fatalf("watch exit %d: %s", code, errb.String())
+	}
+	if strings.Contains(out.String(), "an old message") {
+		t.Fatalf("a plain watch replayed an old event: %q", out.String())
 	}
 }

@@ -115,4 +115,15 @@ func TestAForwardingLoopThroughRealAliasesIsStoppedByTheHopGuard(t *testing.T) {
 	if f.DropReason != "hop-loop" {
 		t.Fatalf("drop_reason %q, want hop-loop", f.DropReason)
 	}
+	var counted float64
+	for _, m := range scrape(t, g)["gateway_drops_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "reason" && l.GetValue() == "hop-loop" {
+				counted += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if counted != 1 {
+		t.Fatalf("drops counted with reason hop-loop = %v, want 1", counted)
+	}
 }

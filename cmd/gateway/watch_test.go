@@ -29,6 +29,12 @@ func TestHumanEventShowsRemoteEvents(t *testing.T) {
 				Answer: &message.PermissionAnswer{Behavior: "deny", By: "cli"}}}, "answered: deny by cli"},
 		{"a withdrawn prompt says so",
 			message.Event{Time: at, Permission: &message.PermissionRequest{ID: "p1", Address: "bridge:s1", State: message.PermissionCancelled}}, "withdrawn by bridge:s1"},
+		{"a message without a sender's name shows its address",
+			message.Event{Time: at, Message: &message.Message{From: "uds:/tmp/cc-socks/7.sock", Body: "hi", Attested: true}}, "message from uds:/tmp/cc-socks/7.sock: hi"},
+		{"an unattested message says so",
+			message.Event{Time: at, Message: &message.Message{FromName: "w", Body: "hi"}}, "message from w (unattested): hi"},
+		{"a controller's message names the grant",
+			message.Event{Time: at, Message: &message.Message{FromName: "voice", Body: "hi", Attested: true, Controller: "voice front-end"}}, "message from voice (controller voice front-end): hi"},
 		{"a link change names the session and the error",
 			message.Event{Time: at, Link: &message.Link{SessionID: "s1", State: "gave_up", Error: "401"}}, "bridge:s1 link gave_up: 401"},
 	}

@@ -1,7 +1,12 @@
 package claude
 
 import (
+	"context"
+	"os"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/message"
 )
@@ -40,4 +45,25 @@ func TestBridgedOutcomesSpeakClaudeCodesVocabulary(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestARelayedHoldThenDeliveryReachesTheSenderAsTwoReceipts(t *testing.T) {
+	r := startRig(t, Config{})
+	s := listenSock(t, r.socks)
+	reply := r.p.verifyReply(s.addr, os.Getpid())
+	if reply.path == "" {
+		t.Fatal("the test's own socket did not verify")
+	}
+	id := uuid.NewString()
+	r.p.replies.remember(id, reply)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r.p.relay(ctx, id, message.Receipt{MsgID: id, Status: message.StatusHeld, Reason: "held over there"})
+	r.p.relay(ctx, id, message.Receipt{MsgID: id, Status: message.StatusDelivered})
+	held := s.waitFrame(t, func(f Frame) bool { return f.OrigMsgID == id && f.Status == WireHeld })
+	if held.Reason != "held over there" {
+		t.Errorf("held reason = %q, want the far side's", held.Reason)
+	}
+	// Delivered after a hold is sent (a clean delivery would not be).
+	s.waitFrame(t, func(f Frame) bool { return f.OrigMsgID == id && f.Status == WireDelivered })
 }
