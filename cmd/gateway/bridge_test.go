@@ -150,3 +150,17 @@ func TestTheBridgeCanBeTurnedOffOrLimited(t *testing.T) {
 		})
 	}
 }
+
+func TestNoAliasIsStartedUnderTheGatewaysOwnName(t *testing.T) {
+	g := startGateway(t, t.TempDir())
+	newQwenPeer(t, g, "gateway", message.ModePrompting) // the gateway's own --name
+	newQwenPeer(t, g, "qwen-other", message.ModePrompting)
+	claudeAlias(t, g, "qwen-other") // the sync has run
+	files, _ := filepath.Glob(filepath.Join(g.configDir, "sessions", "*.json"))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		if e, err := claude.ParseEntry(b); err == nil && e.Kind == claude.KindAlias && e.Name == "gateway" {
+			t.Fatalf("an alias worker registered under the gateway's own name: %s", f)
+		}
+	}
+}
