@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/internal/bounded"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -91,10 +92,10 @@ type Leg struct {
 	listed   []RemoteSession
 	listedAt time.Time
 	listErr  error
-	links    map[string]*follow   // followed session id -> its stream
-	posted   map[string]postedMsg // event uuid we posted -> what it carried, until echoed
-	postedQ  []string             // posted uuids, oldest first, bounding posted
-	names    map[string]string    // session id -> alias name, from the last listing
+	links    map[string]*follow // followed session id -> its stream
+	names    map[string]string  // session id -> alias name, from the last listing
+
+	posted *bounded.Map[string, postedMsg] // event uuid we posted -> what it carried, until echoed
 }
 
 // follow is one followed session.
@@ -200,7 +201,7 @@ func NewLeg(cfg LegConfig) (*Leg, error) {
 			return nil, fmt.Errorf("remote leg: alias %s=%s: want SESSION_ID=NAME with a name of letters, digits, '-', '_' or '.'", id, name)
 		}
 	}
-	return &Leg{cfg: cfg, log: cfg.Logger, links: map[string]*follow{}, posted: map[string]postedMsg{}, names: map[string]string{}}, nil
+	return &Leg{cfg: cfg, log: cfg.Logger, links: map[string]*follow{}, posted: bounded.NewMap[string, postedMsg](maxPosted), names: map[string]string{}}, nil
 }
 
 // ValidSessionID accepts what may stand for a session id in a URL path
@@ -672,10 +673,7 @@ func (l *Leg) echoed(eventUUID string, now time.Time) (message.Event, *replyTo, 
 	if eventUUID == "" {
 		return message.Event{}, nil, false
 	}
-	l.mu.Lock()
-	pm, ok := l.posted[eventUUID]
-	delete(l.posted, eventUUID)
-	l.mu.Unlock()
+	pm, ok := l.posted.Take(eventUUID)
 	if !ok {
 		return message.Event{}, nil, false
 	}
@@ -760,21 +758,10 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 	if m.From != "" {
 		pm.reply = &replyTo{msgID: m.ID, from: m.From, fromName: m.FromName, fromSession: m.FromSession, hopChain: m.HopChain, mode: m.Mode}
 	}
-	l.mu.Lock()
-	if _, again := l.posted[evUUID]; !again {
-		l.postedQ = append(l.postedQ, evUUID)
-	}
-	l.posted[evUUID] = pm
-	if len(l.postedQ) > maxPosted {
-		delete(l.posted, l.postedQ[0])
-		l.postedQ = l.postedQ[1:]
-	}
-	l.mu.Unlock()
+	l.posted.Put(evUUID, pm)
 	now := l.cfg.Now()
 	if err := l.cfg.API.Post(ctx, id, ev); err != nil {
-		l.mu.Lock()
-		delete(l.posted, evUUID)
-		l.mu.Unlock()
+		l.posted.Delete(evUUID)
 		// The error too, so a caller that retries (the outbox) can tell a
 		// refusal (sessionsapi.ErrNotFound, ...) from a passing failure.
 		return message.Receipt{MsgID: m.ID, Status: message.StatusFailed, Reason: err.Error(), Time: now}, err

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/internal/bounded"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -16,9 +17,7 @@ import (
 // whether a held receipt went there, so a bridged outcome can be told to
 // the sender in Claude Code's vocabulary.
 type replyBook struct {
-	mu    sync.Mutex
-	m     map[string]*replyState
-	order []string
+	m *bounded.Map[string, replyState]
 }
 
 type replyState struct {
@@ -28,30 +27,14 @@ type replyState struct {
 
 const maxReplyBook = 4096
 
-func (b *replyBook) remember(msgID string, reply replyTo) {
-	if msgID == "" || reply.path == "" {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.m == nil {
-		b.m = map[string]*replyState{}
-	}
-	if _, ok := b.m[msgID]; !ok {
-		b.order = append(b.order, msgID)
-	}
-	b.m[msgID] = &replyState{reply: reply}
-	for len(b.order) > maxReplyBook {
-		delete(b.m, b.order[0])
-		b.order = b.order[1:]
-	}
+func newReplyBook() replyBook {
+	return replyBook{m: bounded.NewMap[string, replyState](maxReplyBook)}
 }
 
-func (b *replyBook) get(msgID string) (*replyState, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s, ok := b.m[msgID]
-	return s, ok
+func (b replyBook) remember(msgID string, reply replyTo) {
+	if msgID != "" && reply.path != "" {
+		b.m.Put(msgID, replyState{reply: reply})
+	}
 }
 
 // receiptFor maps a bridged outcome to the receipt Claude Code would send,
@@ -86,18 +69,22 @@ func receiptFor(from, msgID string, rc message.Receipt, wasHeld bool) (Frame, bo
 
 // relay sends the receipt for a bridged outcome to the sender of msgID.
 func (p *Peer) relay(ctx context.Context, msgID string, rc message.Receipt) {
-	st, ok := p.replies.get(msgID)
-	if !ok {
-		return
+	var st replyState
+	var f Frame
+	send := false
+	// Read and mark held under the book's lock: two outcomes of one message
+	// may be relayed at once.
+	p.replies.m.Update(msgID, func(s replyState) replyState {
+		st = s
+		f, send = receiptFor(p.addr, msgID, rc, s.held)
+		if send && rc.Status == message.StatusHeld {
+			s.held = true
+		}
+		return s
+	})
+	if send {
+		p.receipt(ctx, st.reply, f)
 	}
-	f, ok := receiptFor(p.addr, msgID, rc, st.held)
-	if !ok {
-		return
-	}
-	if rc.Status == message.StatusHeld {
-		st.held = true
-	}
-	p.receipt(ctx, st.reply, f)
 }
 
 // OpRelay asks a worker to tell a sender about a bridged message.

@@ -190,7 +190,8 @@ func Register(cfg Config) (*Peer, error) {
 		pid: os.Getpid(), uid: os.Geteuid(), sessionID: uuid.NewString(),
 		startedAt: cfg.Clock.Now(), sessionsDir: filepath.Join(cfg.ConfigDir, "sessions"),
 		held: map[string]*heldMsg{}, idleSubs: map[string]idleSub{},
-		outbox: uds.NewOutbox(message.ProtocolClaude, cfg.Clock.Now),
+		outbox:  uds.NewOutbox(message.ProtocolClaude, cfg.Clock.Now),
+		replies: newReplyBook(), sent: newOutstanding(),
 	}
 	id, err := uds.Identify(p.pid)
 	if err != nil {

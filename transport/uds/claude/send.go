@@ -8,9 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/internal/bounded"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/uds"
 )
@@ -150,49 +150,30 @@ func removeStaged(atts []message.Attachment) {
 // is forgotten first. The real CLI keeps 200; a gateway sends for many.
 const maxOutstanding = 4096
 
-// outstanding remembers where each message we sent went, so a receipt about
-// it is believed only when it comes from that socket: knowing a message id
-// is not enough to forge its outcome.
-type outstanding struct {
-	mu    sync.Mutex
-	to    map[string]string // msg_id -> target socket path
-	order []string
+// outstanding remembers where each message we sent went (msg_id -> target
+// socket path), so a receipt about it is believed only when it comes from
+// that socket: knowing a message id is not enough to forge its outcome.
+type outstanding struct{ to *bounded.Map[string, string] }
+
+func newOutstanding() outstanding {
+	return outstanding{to: bounded.NewMap[string, string](maxOutstanding)}
 }
 
-func (o *outstanding) add(msgID, path string) {
-	if msgID == "" {
-		return
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.to == nil {
-		o.to = map[string]string{}
-	}
-	if _, ok := o.to[msgID]; !ok {
-		o.order = append(o.order, msgID)
-	}
-	o.to[msgID] = path
-	for len(o.order) > maxOutstanding {
-		delete(o.to, o.order[0])
-		o.order = o.order[1:]
+func (o outstanding) add(msgID, path string) {
+	if msgID != "" {
+		o.to.Put(msgID, path)
 	}
 }
 
-func (o *outstanding) forget(msgID string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	delete(o.to, msgID)
-}
+func (o outstanding) forget(msgID string) { o.to.Delete(msgID) }
 
 // from reports whether a receipt about msgID may come from the uds: address
 // from: the message went to that very socket.
-func (o *outstanding) from(msgID, from string) bool {
+func (o outstanding) from(msgID, from string) bool {
 	path, ok := addressing.SocketOf(from)
 	if !ok {
 		return false
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	to, ok := o.to[msgID]
+	to, ok := o.to.Get(msgID)
 	return ok && to == path
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/internal/bounded"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/uds"
 )
@@ -41,8 +42,7 @@ type aliases struct {
 
 	bySID   map[string]*alias
 	paths   map[string]bool
-	replies map[string]replyTo
-	order   []string
+	replies *bounded.Map[string, replyTo] // by msgId: whom to tell what became of a bridged message
 }
 
 // originKey tells the sessions we alias apart: by address and session id,
@@ -50,7 +50,7 @@ type aliases struct {
 func originKey(s message.Session) string { return s.Address + "\x00" + s.SessionID }
 
 func newAliases() *aliases {
-	return &aliases{byKey: map[string]*alias{}, bySID: map[string]*alias{}, paths: map[string]bool{}, replies: map[string]replyTo{}}
+	return &aliases{byKey: map[string]*alias{}, bySID: map[string]*alias{}, paths: map[string]bool{}, replies: bounded.NewMap[string, replyTo](maxReplies)}
 }
 
 func (a *aliases) bySession(sid string) (*alias, bool) {
@@ -66,25 +66,9 @@ func (a *aliases) isAliasPath(path string) bool {
 	return a.paths[path]
 }
 
-func (a *aliases) remember(msgID string, r replyTo) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if _, ok := a.replies[msgID]; !ok {
-		a.order = append(a.order, msgID)
-	}
-	a.replies[msgID] = r
-	for len(a.order) > maxReplies {
-		delete(a.replies, a.order[0])
-		a.order = a.order[1:]
-	}
-}
+func (a *aliases) remember(msgID string, r replyTo) { a.replies.Put(msgID, r) }
 
-func (a *aliases) reply(msgID string) (replyTo, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	r, ok := a.replies[msgID]
-	return r, ok
-}
+func (a *aliases) reply(msgID string) (replyTo, bool) { return a.replies.Get(msgID) }
 
 // SyncAliases publishes a record for each session of another leg and
 // removes the records of those gone.
