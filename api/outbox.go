@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 
 	"github.com/sessiongateway/gateway/outbox"
 )
@@ -20,14 +19,10 @@ type Outboxer interface {
 // first; ?all=true adds the recently acknowledged and failed ones. With no
 // outbox (no remote leg) the list is empty.
 func (s *Server) outbox(w http.ResponseWriter, r *http.Request) {
-	all := false
-	if raw := r.URL.Query().Get("all"); raw != "" {
-		v, err := strconv.ParseBool(raw)
-		if err != nil {
-			s.fail(w, errBadRequest(fmt.Sprintf("bad all=%q: want true or false", raw)))
-			return
-		}
-		all = v
+	all, err := queryBool(r, "all")
+	if err != nil {
+		s.fail(w, err)
+		return
 	}
 	items := []outbox.Item{}
 	for _, l := range s.cfg.Router.Legs() {

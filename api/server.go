@@ -472,14 +472,10 @@ func (s *Server) idle(w http.ResponseWriter, r *http.Request) {
 // permissions lists the pending prompts, oldest first; ?all=true adds the
 // recently answered and withdrawn ones.
 func (s *Server) permissions(w http.ResponseWriter, r *http.Request) {
-	all := false
-	if raw := r.URL.Query().Get("all"); raw != "" {
-		v, err := strconv.ParseBool(raw)
-		if err != nil {
-			s.fail(w, errBadRequest(fmt.Sprintf("bad all=%q: want true or false", raw)))
-			return
-		}
-		all = v
+	all, err := queryBool(r, "all")
+	if err != nil {
+		s.fail(w, err)
+		return
 	}
 	ps := s.cfg.Router.Permissions()
 	if all {
@@ -585,4 +581,17 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		code = http.StatusServiceUnavailable
 	}
 	writeJSON(w, code, Readiness{Ready: ok, Legs: legs})
+}
+
+// queryBool reads an optional true/false query parameter (false when absent).
+func queryBool(r *http.Request, name string) (bool, error) {
+	raw := r.URL.Query().Get(name)
+	if raw == "" {
+		return false, nil
+	}
+	v, err := strconv.ParseBool(raw)
+	if err != nil {
+		return false, errBadRequest(fmt.Sprintf("bad %s=%q: want true or false", name, raw))
+	}
+	return v, nil
 }
