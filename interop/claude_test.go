@@ -252,25 +252,44 @@ func waitNotice(t *testing.T, model *fakeanthropic.Server, want string) string {
 	return req.LastUser().Text()
 }
 
+// heldSend is a real bypass-class session whose scripted SendMessage to a
+// prompting gateway was just held there.
+type heldSend struct {
+	g       *gateway
+	watch   *watcher
+	s       *claudecli.Session
+	model   *fakeanthropic.Server
+	trigger string
+	held    message.Event
+}
+
+func heldByTheGateway(t *testing.T, prefix string) heldSend {
+	t.Helper()
+	needInterop(t)
+	w := newWorld(t)
+	h := heldSend{trigger: "please-message-the-gateway"}
+	body := prefix + " " + uuid.NewString()[:8]
+	h.g = startGateway(t, w, "gateway-it")
+	h.watch = h.g.watch(t)
+	h.s, h.model = startBypassSender(t, w, h.trigger, body)
+	if err := h.s.SendUserTurn(h.trigger); err != nil {
+		t.Fatal(err)
+	}
+	h.held = h.watch.wait(t, 90*time.Second, func(ev message.Event) bool {
+		return ev.Type == message.EventHeld && ev.Held != nil && ev.Held.Message.Body == body
+	})
+	return h
+}
+
 // The gateway's own receipts reach a real Claude Code session: held, then
 // denied, a repeat dropped as a duplicate, and refused by a gateway that
 // refuses everything, each as the CLI's own delivery notice.
 func TestTheGatewaysReceiptsReachARealClaudeSession(t *testing.T) {
 	t.Run("held by a prompting gateway, then denied, then a repeat dropped as a duplicate", func(t *testing.T) {
-		needInterop(t)
-		w := newWorld(t)
-		trigger := "please-message-the-gateway"
-		body := "held hello " + uuid.NewString()[:8]
-		g := startGateway(t, w, "gateway-it")
-		watch := g.watch(t)
-		s, model := startBypassSender(t, w, trigger, body)
-		if err := s.SendUserTurn(trigger); err != nil {
-			t.Fatal(err)
-		}
-		held := watch.wait(t, 90*time.Second, func(ev message.Event) bool {
-			return ev.Type == message.EventHeld && ev.Held != nil && ev.Held.Message.Body == body
-		})
-		id := held.Held.Message.ID
+		h := heldByTheGateway(t, "held hello")
+		g, watch, s, model, trigger := h.g, h.watch, h.s, h.model, h.trigger
+		id := h.held.Held.Message.ID
+		held := h.held
 		notice := waitNotice(t, model, "was held by that session")
 		if !strings.Contains(notice, "msg_id: "+id) {
 			t.Errorf("the held notice is not about %s: %s", id, notice)
@@ -295,19 +314,8 @@ func TestTheGatewaysReceiptsReachARealClaudeSession(t *testing.T) {
 		}
 	})
 	t.Run("held by a prompting gateway, then released", func(t *testing.T) {
-		needInterop(t)
-		w := newWorld(t)
-		trigger := "please-message-the-gateway"
-		body := "released hello " + uuid.NewString()[:8]
-		g := startGateway(t, w, "gateway-it")
-		watch := g.watch(t)
-		s, model := startBypassSender(t, w, trigger, body)
-		if err := s.SendUserTurn(trigger); err != nil {
-			t.Fatal(err)
-		}
-		held := watch.wait(t, 90*time.Second, func(ev message.Event) bool {
-			return ev.Type == message.EventHeld && ev.Held != nil && ev.Held.Message.Body == body
-		})
+		h := heldByTheGateway(t, "released hello")
+		g, model, held := h.g, h.model, h.held
 		waitNotice(t, model, "was held by that session")
 		if _, _, err := g.run(t, "release", held.Held.Message.ID); err != nil {
 			t.Fatal(err)

@@ -21,7 +21,6 @@ import (
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
 	"github.com/sessiongateway/gateway/testkit/fakeopenai"
 	"github.com/sessiongateway/gateway/testkit/fakeqwen"
-	"github.com/sessiongateway/gateway/transport/uds"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
@@ -454,34 +453,6 @@ func (p realQwenPeer) WaitHeld(t *testing.T, _ string) {
 	waitScreen(t, p.Session, "Held a message from another session")
 }
 
-// writeGhost publishes a live record (the test process's) named name that
-// points at p's inbox under another session id, as one left stale by /clear
-// would.
-func writeGhost(t *testing.T, w *world, p qwenPeer, name string) {
-	t.Helper()
-	path, token := p.Inbox()
-	pid := os.Getpid()
-	procStart, ok := qwen.ProcStartToken(pid)
-	if !ok {
-		t.Fatal("no procStart for the test process")
-	}
-	ns, err := uds.PidNamespace(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := qwen.Record{PID: pid, ProcStart: procStart, PidNS: ns, SessionID: uuid.NewString(), Cwd: "/",
-		Name: name, StartedAt: time.Now().UnixMilli(), Kind: "external", IPCPath: path, IPCToken: token}
-	b, err := rec.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(qwen.SessionsDir(w.qwenHome), qwen.RecordFileName(pid, qwen.NewSuffix()))
-	if err := uds.WriteFileAtomic(file, b); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(file) })
-}
-
 func inboxAddr(p qwenPeer) string {
 	path, _ := p.Inbox()
 	return addressing.UDS(path)
@@ -523,7 +494,8 @@ var qwenChecks = []struct {
 		p.WaitHeld(t, body)
 	}},
 	{"a stale toSessionId is answered misaddressed", func(t *testing.T, w *world, g *gateway, p qwenPeer) {
-		writeGhost(t, w, p, "ghost")
+		path, token := p.Inbox()
+		writeGhost(t, w, "ghost", path, token)
 		o, _ := sendJSON(t, g, "ghost", "to nobody "+uuid.NewString()[:8], "--unpaced", "--wait", "--timeout", "20s")
 		if r := lastReceipt(t, o); o.Status != message.StatusMisaddressed || r.From != inboxAddr(p) {
 			t.Fatalf("status %v, receipts %+v; want misaddressed from %s", o.Status, o.Receipts, inboxAddr(p))

@@ -22,10 +22,10 @@ import (
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 
-// writeGhostRecord publishes a live record (the test process's) named
-// "ghost" that points at s's inbox under another session id, as a record
-// left stale by /clear would: a send to it is misaddressed.
-func writeGhostRecord(t *testing.T, w *world, s *qwencli.Session) string {
+// writeGhost publishes a live record (the test process's) named name that
+// points at the inbox at path under another session id, as a record left
+// stale by /clear would: a send to it is misaddressed.
+func writeGhost(t *testing.T, w *world, name, path string, token qwen.Token) {
 	t.Helper()
 	pid := os.Getpid()
 	procStart, ok := qwen.ProcStartToken(pid)
@@ -37,17 +37,16 @@ func writeGhostRecord(t *testing.T, w *world, s *qwencli.Session) string {
 		t.Fatal(err)
 	}
 	rec := qwen.Record{PID: pid, ProcStart: procStart, PidNS: ns, SessionID: uuid.NewString(), Cwd: "/",
-		Name: "ghost", StartedAt: time.Now().UnixMilli(), Kind: "external", IPCPath: s.IPCPath(), IPCToken: qwen.Token(string(s.IPCToken()))}
+		Name: name, StartedAt: time.Now().UnixMilli(), Kind: "external", IPCPath: path, IPCToken: token}
 	b, err := rec.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(qwen.SessionsDir(w.qwenHome), qwen.RecordFileName(pid, qwen.NewSuffix()))
-	if err := uds.WriteFileAtomic(path, b); err != nil {
+	file := filepath.Join(qwen.SessionsDir(w.qwenHome), qwen.RecordFileName(pid, qwen.NewSuffix()))
+	if err := uds.WriteFileAtomic(file, b); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.Remove(path) })
-	return "ghost"
+	t.Cleanup(func() { os.Remove(file) })
 }
 
 // needQwen fails when the real Qwen Code CLI is missing or of another
@@ -219,7 +218,8 @@ func TestRealQwenTUIReceiptsForGatewaySends(t *testing.T) {
 		}
 	})
 	t.Run("a stale session id is answered misaddressed", func(t *testing.T) {
-		ghost := writeGhostRecord(t, w, s)
+		ghost := "ghost"
+		writeGhost(t, w, ghost, s.IPCPath(), qwen.Token(string(s.IPCToken())))
 		o, _ := sendJSON(t, g, ghost, "to nobody", "--unpaced", "--wait", "--timeout", "20s")
 		if o.Status != message.StatusMisaddressed {
 			t.Fatalf("outbound %+v, want misaddressed", o)
