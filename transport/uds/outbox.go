@@ -61,10 +61,7 @@ func (o *Outbox) Emit(ctx context.Context, ev message.Event) bool {
 	if out == nil {
 		return false
 	}
-	ev.Leg = o.leg
-	if ev.Time.IsZero() {
-		ev.Time = o.now()
-	}
+	ev = o.stamp(ev)
 	select {
 	case out <- ev:
 		return true
@@ -72,4 +69,36 @@ func (o *Outbox) Emit(ctx context.Context, ev message.Event) bool {
 	case <-o.closed:
 	}
 	return false
+}
+
+// Offer hands ev on only if the router's queue has room now: for notices
+// (drops, holds) that a sender's connection must never wait on. False when
+// the queue is full, or the outbox is not attached or closed: the notice is
+// lost, which the caller logs.
+func (o *Outbox) Offer(ev message.Event) bool {
+	o.mu.Lock()
+	out := o.out
+	o.mu.Unlock()
+	if out == nil {
+		return false
+	}
+	select {
+	case <-o.closed:
+		return false
+	default:
+	}
+	select {
+	case out <- o.stamp(ev):
+		return true
+	default:
+		return false
+	}
+}
+
+func (o *Outbox) stamp(ev message.Event) message.Event {
+	ev.Leg = o.leg
+	if ev.Time.IsZero() {
+		ev.Time = o.now()
+	}
+	return ev
 }

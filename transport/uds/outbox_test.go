@@ -26,6 +26,35 @@ func TestOutbox(t *testing.T) {
 			t.Fatalf("event = %+v", ev)
 		}
 	})
+	t.Run("an offer is stamped and handed on while there is room", func(t *testing.T) {
+		o, ch := newBox()
+		o.Attach(ch)
+		if !o.Offer(message.Event{Type: message.EventDrop}) {
+			t.Fatal("not offered")
+		}
+		if ev := <-ch; ev.Leg != message.ProtocolQwen || !ev.Time.Equal(now) {
+			t.Fatalf("event = %+v", ev)
+		}
+	})
+	t.Run("an offer to a full queue is lost at once, not waited for", func(t *testing.T) {
+		o, ch := newBox()
+		o.Attach(ch)
+		o.Offer(message.Event{})
+		if o.Offer(message.Event{}) {
+			t.Fatal("offered past a full queue")
+		}
+	})
+	t.Run("nothing is offered before Attach or after Close", func(t *testing.T) {
+		o, ch := newBox()
+		if o.Offer(message.Event{}) {
+			t.Fatal("offered while detached")
+		}
+		o.Attach(ch)
+		o.Close()
+		if o.Offer(message.Event{}) {
+			t.Fatal("offered after Close")
+		}
+	})
 	t.Run("nothing is emitted before Attach", func(t *testing.T) {
 		o, _ := newBox()
 		if o.Emit(context.Background(), message.Event{}) || o.Attached() {

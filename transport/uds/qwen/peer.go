@@ -63,11 +63,6 @@ type Peer struct {
 
 	sendSem chan struct{} // bounds receipt dials, as Qwen bounds concurrent sends
 
-	// notices (drops and holds, for watchers and metrics) wait here for
-	// the router, so a router slow to read never stalls a sender's
-	// connection; when it is full a notice is lost, not waited for.
-	notices chan message.Event
-
 	outbox *uds.Outbox
 	wg     sync.WaitGroup // receipt dials in flight
 }
@@ -75,9 +70,6 @@ type Peer struct {
 // maxReceiptDials bounds concurrent receipt connections; past it a receipt
 // is lost (receipts are best effort on the receiver's side).
 const maxReceiptDials = 64
-
-// maxNotices bounds drop and hold notices waiting for the router.
-const maxNotices = 256
 
 // sendTimeout bounds one dial + write, as Qwen Code's 5 s.
 const sendTimeout = 5 * time.Second
@@ -116,7 +108,7 @@ func Register(cfg PeerConfig) (*Peer, error) {
 	p := &Peer{
 		cfg: cfg, log: cfg.Logger.With("leg", "qwen"), clk: cfg.Clock, pid: os.Getpid(),
 		sessionID: uuid.NewString(), sessions: SessionsDir(cfg.Home), facts: HostFacts{},
-		sendSem: make(chan struct{}, maxReceiptDials), al: newAliases(), notices: make(chan message.Event, maxNotices),
+		sendSem: make(chan struct{}, maxReceiptDials), al: newAliases(),
 		outbox: uds.NewOutbox(message.ProtocolQwen, cfg.Clock.Now),
 	}
 	p.token, p.childToken = NewIPCToken(), NewChildToken()
@@ -258,18 +250,9 @@ func (p *Peer) Run(ctx context.Context, out chan<- message.Event) error {
 			p.emit(ctx, message.Event{Type: message.EventMessage, Message: &m})
 		}
 	}()
-	noticed := make(chan struct{})
-	go func() {
-		defer close(noticed)
-		for ev := range p.notices {
-			p.emit(ctx, ev)
-		}
-	}()
 	err := p.ln.Serve(ctx, p.serveConn)
 	p.gate.Shutdown()
 	<-deliveries
-	close(p.notices) // Serve has returned: no connection can notice more
-	<-noticed
 	flushed := make(chan struct{})
 	go func() { p.drops.Flush(); close(flushed) }()
 	select {
@@ -390,13 +373,12 @@ func (p *Peer) dropped(in Inbound, reason DropReason) {
 	p.notice(message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: m.ID, From: m.From, Reason: reason.String()}})
 }
 
-// notice queues a drop or hold notice for the router; when the queue is
-// full it is lost (the sender's receipt does not depend on it). Called
-// only from a connection, so never after Run closes the queue.
+// notice hands a drop or hold notice to the router without waiting
+// (uds.Outbox.Offer): a router slow to read never stalls a sender's
+// connection, and when its queue is full the notice is lost (the sender's
+// receipt does not depend on it).
 func (p *Peer) notice(ev message.Event) {
-	select {
-	case p.notices <- ev:
-	default:
+	if !p.outbox.Offer(ev) {
 		p.log.Warn("qwen inbox: notice lost, the router is not keeping up", "type", ev.Type)
 	}
 }
