@@ -574,12 +574,7 @@ const (
 
 var replyVerbWire = [...]string{VerbAllow: "allow", VerbDeny: "deny", VerbAnswer: "answer"}
 
-func (v ReplyVerb) String() string {
-	if int(v) < len(replyVerbWire) && replyVerbWire[v] != "" {
-		return replyVerbWire[v]
-	}
-	return fmt.Sprintf("verb(%d)", uint8(v))
-}
+func (v ReplyVerb) String() string { return wireString(replyVerbWire[:], v, "verb(%d)") }
 
 // ReplyProblem says what is wrong with a reply that starts with a verb.
 type ReplyProblem uint8
@@ -598,10 +593,16 @@ var replyProblemWire = [...]string{
 }
 
 func (p ReplyProblem) String() string {
-	if int(p) < len(replyProblemWire) && replyProblemWire[p] != "" {
-		return replyProblemWire[p]
+	return wireString(replyProblemWire[:], p, "reply-problem-%d")
+}
+
+// wireString is v's spelling in table, or unknown formatted with v's number
+// when table has none.
+func wireString[T ~uint8](table []string, v T, unknown string) string {
+	if int(v) < len(table) && table[v] != "" {
+		return table[v]
 	}
-	return fmt.Sprintf("reply-problem-%d", uint8(p))
+	return fmt.Sprintf(unknown, uint8(v))
 }
 
 // ReplyError is a reply that starts with a verb but does not parse.

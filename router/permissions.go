@@ -104,10 +104,7 @@ var answerProblemWire = [...]string{
 }
 
 func (p AnswerProblem) String() string {
-	if int(p) < len(answerProblemWire) && answerProblemWire[p] != "" {
-		return answerProblemWire[p]
-	}
-	return fmt.Sprintf("answer-problem-%d", uint8(p))
+	return wireString(answerProblemWire[:], p, "answer-problem-%d")
 }
 
 // InvalidAnswerError is an answer the prompt cannot take. Valid lists what
