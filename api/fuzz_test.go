@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/sessiongateway/gateway/internal/clock"
 )
 
 // FuzzRequestBodies: no body sent to the API yields a 5xx.
@@ -71,7 +73,7 @@ func FuzzTCPHeaders(f *testing.F) {
 	srv := newTestServer()
 	srv.cfg.CORSOrigin = "https://ui.example"
 	srv.cfg.RateLimit = RateLimit{Rate: -1}
-	srv.limit = newLimiter(srv.cfg.RateLimit, realClock{})
+	srv.limit = newLimiter(srv.cfg.RateLimit, clock.Real{})
 	h := srv.TCPHandler("127.0.0.1:7777")
 	f.Fuzz(func(t *testing.T, auth, origin, host, method string) {
 		req := httptest.NewRequest("GET", "/v1/sessions", nil)

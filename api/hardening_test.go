@@ -24,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
+
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -157,6 +159,9 @@ type stepClock struct {
 }
 
 func (c *stepClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+// AfterFunc never fires: the rate limiter only reads the time.
+func (c *stepClock) AfterFunc(time.Duration, func()) clock.Stopper { return time.NewTimer(time.Hour) }
 func (c *stepClock) Add(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

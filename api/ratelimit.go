@@ -4,14 +4,9 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/sessiongateway/gateway/internal/clock"
 )
-
-// Clock is the time the rate limiter sees; tests step it by hand.
-type Clock interface{ Now() time.Time }
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
 
 // RateLimit is each client's token bucket on TCP: Rate requests a second
 // on average, Burst at once. A client is its grant once authenticated,
@@ -36,12 +31,12 @@ type bucket struct {
 
 type limiter struct {
 	lim RateLimit
-	clk Clock
+	clk clock.Clock
 	mu  sync.Mutex
 	bks map[string]*bucket
 }
 
-func newLimiter(lim RateLimit, clk Clock) *limiter {
+func newLimiter(lim RateLimit, clk clock.Clock) *limiter {
 	return &limiter{lim: lim, clk: clk, bks: map[string]*bucket{}}
 }
 

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
+
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 )
@@ -44,7 +46,7 @@ type Config struct {
 	RateLimit RateLimit
 	// TLS, when set, is reloaded by ReloadTLS.
 	TLS   *CertReloader
-	Clock Clock // nil for the wall clock
+	Clock clock.Clock // nil for the wall clock
 	// MaxWait caps ?wait on message reads and sends.
 	MaxWait time.Duration
 }
@@ -69,7 +71,7 @@ func NewServer(cfg Config) *Server {
 		cfg.RateLimit = DefaultRateLimit
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = realClock{}
+		cfg.Clock = clock.Real{}
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limit: newLimiter(cfg.RateLimit, cfg.Clock)}
 	// paths knows every route's path whatever the method, so a known path

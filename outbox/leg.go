@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/sessiongateway/gateway/internal/clock"
+
 	"github.com/cenkalti/backoff/v4"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
@@ -18,7 +20,6 @@ import (
 
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
-	"github.com/sessiongateway/gateway/transport/uds"
 )
 
 // QueuedDetail is the Detail of the receipt Send returns.
@@ -37,7 +38,7 @@ const (
 // Config tunes a Leg. Zero values take the defaults.
 type Config struct {
 	Store  *Store // required; the caller closes it after Run returns
-	Clock  Clock
+	Clock  clock.Clock
 	Logger *slog.Logger
 	// Permanent says an error the inner leg's Send returned refuses the
 	// message for good (a 404 session, credentials refused). A failed
@@ -73,7 +74,7 @@ type Leg struct {
 	inner router.Leg
 	store *Store
 	cfg   Config
-	clock Clock
+	clock clock.Clock
 	log   *slog.Logger
 
 	kick chan struct{} // cap 1: one pending wake-up covers any number of sends
@@ -100,7 +101,7 @@ func New(inner router.Leg, cfg Config) (*Leg, error) {
 		return nil, errors.New("outbox: New needs an inner leg and a store")
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = uds.RealClock{}
+		cfg.Clock = clock.Real{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -230,7 +231,7 @@ func (l *Leg) deliver(ctx context.Context, in chan<- message.Event) {
 	var (
 		wg       sync.WaitGroup
 		inflight int
-		timer    Stopper
+		timer    clock.Stopper
 	)
 	defer func() {
 		if timer != nil {

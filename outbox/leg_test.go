@@ -545,7 +545,7 @@ func TestTheRouterSeesTheTruth(t *testing.T) {
 			inner.echo = true
 			inner.hold["bridge:s1"] = make(chan struct{}) // until the router has answered
 			h := newHarness(t, stateDir(t), inner, outbox.Options{}, outbox.Config{MaxRefusals: 1})
-			rt := router.New(router.Config{Now: h.clock.Now}, h.leg)
+			rt := router.New(router.Config{Clock: h.clock}, h.leg)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- rt.Run(ctx) }()

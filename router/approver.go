@@ -290,7 +290,7 @@ func (a *approver) send(ctx context.Context, body string) error {
 // wait sleeps d on the router's clock; false when ctx ended first.
 func (a *approver) wait(ctx context.Context, d time.Duration) bool {
 	done := make(chan struct{})
-	t := a.r.cfg.AfterFunc(d, func() { close(done) })
+	t := a.r.cfg.Clock.AfterFunc(d, func() { close(done) })
 	select {
 	case <-done:
 		return true

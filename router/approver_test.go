@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
+
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -145,19 +147,26 @@ type approverRig struct {
 	delays []time.Duration // waits the approver asked the clock for
 }
 
+// instantClock fires every wait at once and records what was asked.
+type instantClock struct{ g *approverRig }
+
+func (instantClock) Now() time.Time { return time.Now() }
+
+func (c instantClock) AfterFunc(d time.Duration, f func()) clock.Stopper {
+	c.g.mu.Lock()
+	c.g.delays = append(c.g.delays, d)
+	c.g.mu.Unlock()
+	f()
+	return noTimer{}
+}
+
 // startApprover runs a router with the approver "review" over a remote leg
 // that raises prompts and a local leg. Waits take no time.
 func startApprover(t *testing.T) *approverRig {
 	t.Helper()
 	g := &approverRig{remote: newPromptLeg(), local: newLocalLeg(), log: logTap{msgs: make(chan string, 4096)}}
 	g.r = New(Config{Approver: "review", Logger: slog.New(g.log),
-		AfterFunc: func(d time.Duration, f func()) interface{ Stop() bool } {
-			g.mu.Lock()
-			g.delays = append(g.delays, d)
-			g.mu.Unlock()
-			f()
-			return noTimer{}
-		}}, g.remote, g.local)
+		Clock: instantClock{g}}, g.remote, g.local)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- g.r.Run(ctx) }()

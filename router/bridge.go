@@ -97,7 +97,7 @@ func (r *Router) bridge(ctx context.Context, source Leg, in message.Message) {
 	m := message.Message{
 		ID: uuid.NewString(), To: target.Address, ToName: target.Name, ToPID: target.PID,
 		ToSessionID: target.SessionID, Body: in.Body, Mode: in.Mode, FromName: sender.Name,
-		HopChain: in.HopChain, Protocol: targetLeg.Name(), Time: r.cfg.Now(),
+		HopChain: in.HopChain, Protocol: targetLeg.Name(), Time: r.cfg.Clock.Now(),
 	}
 	var sendAs func(ctx context.Context, m message.Message) (message.Receipt, error)
 	if host, ok := targetLeg.(AliasHost); ok {

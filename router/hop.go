@@ -119,7 +119,7 @@ func (r *Router) hopCheck(ctx context.Context, source Leg, in *message.Message) 
 		Drop: &message.Drop{MsgID: in.ID, From: in.From, Reason: why.String()}})
 	if h, ok := source.(AliasHost); ok {
 		h.Relay(ctx, *in, message.Receipt{MsgID: in.ID, Status: message.StatusDropped,
-			DropReason: why.String(), Reason: err.Error(), Time: r.cfg.Now()})
+			DropReason: why.String(), Reason: err.Error(), Time: r.cfg.Clock.Now()})
 	}
 	return err
 }

@@ -170,7 +170,7 @@ func (r *Router) notePermission(ev message.Event) (message.Event, bool) {
 		req.Leg = ev.Leg
 	}
 	if req.Created.IsZero() {
-		req.Created = r.cfg.Now()
+		req.Created = r.cfg.Clock.Now()
 	}
 	var (
 		out message.PermissionRequest

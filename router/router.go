@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
+
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
@@ -31,8 +33,7 @@ type Config struct {
 	KeepOutbox  int           // outbound messages remembered; default 4096
 	EventQueue  int           // legs' shared inbound queue; default 256
 	RosterTTL   time.Duration // how long Resolve reuses a listing; default 2 s
-	Now         func() time.Time
-	AfterFunc   func(time.Duration, func()) interface{ Stop() bool }
+	Clock       clock.Clock   // nil for the wall clock
 	DefaultMode message.Mode
 	// Bridge publishes each leg's sessions on the other legs and forwards
 	// what arrives at those aliases.
@@ -102,23 +103,18 @@ func New(cfg Config, legs ...Leg) *Router {
 	if cfg.EventQueue == 0 {
 		cfg.EventQueue = 256
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.BridgeInterval == 0 {
 		cfg.BridgeInterval = 2 * time.Second
 	}
 	if cfg.RosterTTL == 0 {
 		cfg.RosterTTL = 2 * time.Second
 	}
-	if cfg.AfterFunc == nil {
-		cfg.AfterFunc = func(d time.Duration, f func()) interface{ Stop() bool } { return time.AfterFunc(d, f) }
-	}
 	if cfg.DefaultMode == message.ModeUnknown {
 		cfg.DefaultMode = message.ModePrompting
 	}
 	h := NewHub(cfg.KeepEvents, cfg.WatcherBuf)
-	h.now = cfg.Now
+	h.now = cfg.Clock.Now
 	r := &Router{cfg: cfg, log: cfg.Logger, legs: legs, hub: h, out: map[string]*outbound{}, bgSlot: make(chan struct{}, 32)}
 	if cfg.Approver != "" {
 		r.appr = newApprover(r, cfg.Approver)
@@ -252,7 +248,7 @@ func (r *Router) apply(rc message.Receipt) bool {
 		return false
 	}
 	if rc.Time.IsZero() {
-		rc.Time = r.cfg.Now()
+		rc.Time = r.cfg.Clock.Now()
 	}
 	if !o.track.Apply(rc) {
 		r.mu.Unlock()
@@ -303,7 +299,7 @@ func (r *Router) Sessions(ctx context.Context) []message.Session {
 	}
 	defer func() {
 		r.mu.Lock()
-		r.roster, r.rosterAt = all, r.cfg.Now()
+		r.roster, r.rosterAt = all, r.cfg.Clock.Now()
 		r.mu.Unlock()
 	}()
 	sort.SliceStable(all, func(i, j int) bool {
@@ -349,7 +345,7 @@ func (r *Router) Resolve(ctx context.Context, to string) (Leg, message.Session, 
 func (r *Router) cachedRoster() ([]message.Session, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.rosterAt.IsZero() || r.cfg.Now().Sub(r.rosterAt) > r.cfg.RosterTTL {
+	if r.rosterAt.IsZero() || r.cfg.Clock.Now().Sub(r.rosterAt) > r.cfg.RosterTTL {
 		return nil, false
 	}
 	return r.roster, true
@@ -422,7 +418,7 @@ func (r *Router) Send(ctx context.Context, req SendRequest) (Outbound, error) {
 	m := message.Message{
 		ID: uuid.NewString(), To: target.Address, ToName: target.Name, ToPID: target.PID, ToSessionID: target.SessionID, Body: req.Body,
 		Mode: mode, FromName: req.FromName, HopChain: req.HopChain, Attachments: req.Files, Unpaced: req.Unpaced,
-		Protocol: leg.Name(), Time: r.cfg.Now(),
+		Protocol: leg.Name(), Time: r.cfg.Clock.Now(),
 	}
 	rc := r.dispatch(ctx, leg, m, nil, leg.Send, "out")
 	snap, _ := r.Message(m.ID)
@@ -474,7 +470,7 @@ func (r *Router) settleLater(leg Leg, o *outbound, rc message.Receipt) {
 	defer r.mu.Unlock()
 	if o.track.Status == message.StatusSent {
 		id := o.msg.ID
-		o.settle = r.cfg.AfterFunc(st.Settle(), func() {
+		o.settle = r.cfg.Clock.AfterFunc(st.Settle(), func() {
 			r.apply(message.Receipt{MsgID: id, Status: message.StatusDelivered,
 				Detail: "inferred", Reason: "no receipt within the settle window; the receiver sends none for a clean delivery"})
 		})

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/testkit/clock"
+
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
 )
@@ -270,8 +272,8 @@ func (c *countingLeg) Sessions(ctx context.Context) ([]message.Session, error) {
 
 func TestResolveReusesARecentRosterAndRefreshesOnAMiss(t *testing.T) {
 	leg := &countingLeg{fakeLeg: newFake()}
-	now := time.Unix(1000, 0)
-	r := New(Config{Now: func() time.Time { return now }}, leg)
+	clk := clock.NewFakeClock(time.Unix(1000, 0))
+	r := New(Config{Clock: clk}, leg)
 	ctx := context.Background()
 	for range 3 {
 		if _, _, err := r.Resolve(ctx, "review"); err != nil {
@@ -288,7 +290,7 @@ func TestResolveReusesARecentRosterAndRefreshesOnAMiss(t *testing.T) {
 	if leg.lists != 2 {
 		t.Fatalf("listed %d times, want a refresh on the miss", leg.lists)
 	}
-	now = now.Add(3 * time.Second)
+	clk.Advance(3 * time.Second)
 	if _, _, err := r.Resolve(ctx, "review"); err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ const (
 // the span stays open until the message reaches a final status (apply),
 // which it then carries as gateway.status.
 func (r *Router) traceRoute(ctx context.Context, leg Leg, o *outbound, dir string) (context.Context, func(message.Receipt)) {
-	start := r.cfg.Now()
+	start := r.cfg.Clock.Now()
 	m := o.msg
 	attrs := []attribute.KeyValue{AttrMsgID.String(m.ID), AttrLeg.String(string(leg.Name())), AttrDirection.String(dir)}
 	if o.fwd != nil {
@@ -56,7 +56,7 @@ func (r *Router) traceRoute(ctx context.Context, leg Leg, o *outbound, dir strin
 		if rc.Status == message.StatusFailed {
 			span.SetStatus(codes.Error, rc.Reason)
 		}
-		r.cfg.Metrics.RouteLatency(ctx, string(leg.Name()), dir, st, r.cfg.Now().Sub(start))
+		r.cfg.Metrics.RouteLatency(ctx, string(leg.Name()), dir, st, r.cfg.Clock.Now().Sub(start))
 		r.log.DebugContext(ctx, "routed", "msg_id", m.ID, "leg", leg.Name(), "direction", dir, "status", st)
 		r.mu.Lock()
 		defer r.mu.Unlock()

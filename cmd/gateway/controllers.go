@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/sessiongateway/gateway/internal/clock"
+
 	"github.com/sessiongateway/gateway/transport/uds"
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
@@ -30,7 +32,7 @@ func runControllers(ctx context.Context, e *env, args []string) int {
 	if err := uds.EnsureDir(*sd); err != nil {
 		return fail(e, err)
 	}
-	store := qwen.NewControllers(controllersPath(*sd), qwen.RealClock{})
+	store := qwen.NewControllers(controllersPath(*sd), clock.Real{})
 	switch sub {
 	case "add":
 		if *label == "" || len(pos) != 0 {

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
+
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/message"
@@ -391,8 +393,8 @@ func startQwen(log *slog.Logger, c serveConfig, receiptSent func(message.Status)
 		Name: c.name, Home: qhome, RuntimeDir: c.getenv("XDG_RUNTIME_DIR"), TmpDir: tmp,
 		Mode: c.mode, Inbound: c.qwenInbound, HeldExpiry: c.heldExpiry, Logger: log,
 		Controllers: []qwen.ControllerVerifier{
-			qwen.NewControllers(controllersPath(c.stateDir), qwen.RealClock{}),
-			qwen.NewControllers(qwen.ControllersFile(qhome), qwen.RealClock{}),
+			qwen.NewControllers(controllersPath(c.stateDir), clock.Real{}),
+			qwen.NewControllers(qwen.ControllersFile(qhome), clock.Real{}),
 		},
 		ReceiptSent: receiptSent,
 	})

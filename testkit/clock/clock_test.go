@@ -5,7 +5,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	iclock "github.com/sessiongateway/gateway/internal/clock"
 )
+
+// FakeClock stands in for the one Clock every component takes.
+var _ iclock.Clock = (*FakeClock)(nil)
 
 func TestFakeClock(t *testing.T) {
 	start := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)

@@ -24,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
+
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/addressing"
@@ -93,7 +95,7 @@ func Start(t testing.TB, cfg Config) *Peer {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	p.token = hex.EncodeToString(b)
-	p.guard = claude.NewGuard(claude.DefaultLimits(), claude.RealClock{}, func() []string { return nil })
+	p.guard = claude.NewGuard(claude.DefaultLimits(), clock.Real{}, func() []string { return nil })
 
 	if err := uds.EnsureDir(filepath.Dir(p.socket)); err != nil {
 		t.Fatal(err)

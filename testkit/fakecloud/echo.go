@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sessiongateway/gateway/internal/clock"
+
 	"github.com/sessiongateway/gateway/transport/remotews"
 )
 
@@ -303,7 +305,7 @@ func (w *echoWorker) stream(ctx context.Context, t Turn) outcome {
 	t.Model = w.model
 	for i, line := range turnLines(t) {
 		if i > 0 && w.s.opts.EchoPace > 0 {
-			ch, timer := after(w.s.clock, w.s.opts.EchoPace)
+			ch, timer := clock.After(w.s.clock, w.s.opts.EchoPace)
 			_, out := w.wait(ctx, ch, "")
 			timer.Stop()
 			switch out {

@@ -14,10 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
+
 	"github.com/coder/websocket"
 
 	"github.com/sessiongateway/gateway/transport/remotews"
-	"github.com/sessiongateway/gateway/transport/uds"
 )
 
 // DefaultRequiredHeaders are the headers seed 001 lists as sent on every REST
@@ -66,7 +67,7 @@ type Options struct {
 	// Clock is the time source of timestamps, the request log, keep-alives,
 	// pings, scripted delays, token lifetimes and the echo pace; nil is the
 	// wall clock. testkit/clock.FakeClock fits.
-	Clock Clock
+	Clock clock.Clock
 
 	// DeviceKey binds every session to the device holding this Ed25519 key.
 	// A posted event carrying a valid "client_attestation" is classified
@@ -132,7 +133,7 @@ var (
 // Server is a running fake.
 type Server struct {
 	opts   Options
-	clock  Clock
+	clock  clock.Clock
 	srv    *http.Server
 	ln     net.Listener
 	ctx    context.Context // cancelled by Close; ends every subscription and worker
@@ -248,7 +249,7 @@ func Listen(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, clock: opts.Clock, ln: ln, done: make(chan struct{}), sessions: map[string]*session{}}
 	if s.clock == nil {
-		s.clock = uds.RealClock{}
+		s.clock = clock.Real{}
 	}
 	s.tokens = tokens{refresh: opts.RefreshToken, issued: map[string]time.Time{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -375,7 +376,7 @@ func (s *Server) routes() http.Handler {
 
 // sleep waits d on the clock; false if the request or the server ended first.
 func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
-	ch, t := after(s.clock, d)
+	ch, t := clock.After(s.clock, d)
 	defer t.Stop()
 	select {
 	case <-ch:

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/sessiongateway/gateway/internal/clock"
 )
 
 // Sources of a v2 event: what the session's worker produced (Emit) or what a
@@ -167,7 +169,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 			return true
 		}
 		rc.Flush()
-		ch, t := after(s.clock, fail.Delay)
+		ch, t := clock.After(s.clock, fail.Delay)
 		defer t.Stop()
 		return wait(ch)
 	}

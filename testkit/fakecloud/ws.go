@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
+
 	"github.com/coder/websocket"
 
 	"github.com/sessiongateway/gateway/transport/remotews"
@@ -172,7 +174,7 @@ func (s *Server) write(ctx context.Context, c *websocket.Conn, sub *subscriber, 
 	}
 	// paced is closed when the next frame may go; nil when it may go now.
 	var paced <-chan struct{}
-	var pacer Stopper
+	var pacer clock.Stopper
 	defer func() {
 		if pacer != nil {
 			pacer.Stop()
@@ -184,7 +186,7 @@ func (s *Server) write(ctx context.Context, c *websocket.Conn, sub *subscriber, 
 		}
 		sent++
 		if delay > 0 {
-			paced, pacer = after(s.clock, delay)
+			paced, pacer = clock.After(s.clock, delay)
 		}
 		return true
 	}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sessiongateway/gateway/internal/clock"
 )
 
 // Transport is the live channel a Stream uses.
@@ -50,23 +52,6 @@ type History interface {
 	// (GET /v1/code/sessions/{id}/events?from_sequence_num=after).
 	CodeEventsAfter(ctx context.Context, sessionID string, after uint64) (events []json.RawMessage, more bool, err error)
 }
-
-// Stopper cancels a pending AfterFunc. It is an alias so that any clock
-// (testkit/clock, transport/uds) satisfies Clock without importing this
-// package; *time.Timer is one.
-type Stopper = interface{ Stop() bool }
-
-// Clock is the stream's time source: open timeout, keep-alive, stall and
-// idle detection, backoff waits and dormant polling all run on it.
-type Clock interface {
-	Now() time.Time
-	AfterFunc(d time.Duration, f func()) Stopper
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time                              { return time.Now() }
-func (realClock) AfterFunc(d time.Duration, f func()) Stopper { return time.AfterFunc(d, f) }
 
 // Config configures a Stream. NewConfig fills in the defaults; NewStream
 // fills zero durations and counts too, but not Initialize.
@@ -125,7 +110,7 @@ type Config struct {
 	// can_use_tool control_request Updates with SourcePending.
 	Initialize  bool
 	DedupWindow int // uuids and request ids remembered for de-duplication (default 8192)
-	Clock       Clock
+	Clock       clock.Clock
 	Logger      *slog.Logger
 }
 
@@ -230,7 +215,7 @@ type StreamStats struct {
 // at a time.
 type Stream struct {
 	cfg     Config
-	clock   Clock
+	clock   clock.Clock
 	log     *slog.Logger
 	http    *http.Client
 	wake    chan struct{} // buffered 1
@@ -322,7 +307,7 @@ func validate(c *Config) error {
 		c.HTTPClient = http.DefaultClient
 	}
 	if c.Clock == nil {
-		c.Clock = realClock{}
+		c.Clock = clock.Real{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

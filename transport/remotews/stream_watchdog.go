@@ -3,6 +3,8 @@ package remotews
 import (
 	"sync"
 	"time"
+
+	"github.com/sessiongateway/gateway/internal/clock"
 )
 
 // watchdog calls fire once when d passes without a kick. Time spent paused
@@ -11,7 +13,7 @@ import (
 // timer serves any number of kicks: it checks when it fires and re-arms for
 // what is left.
 type watchdog struct {
-	clock Clock
+	clock clock.Clock
 	d     time.Duration
 	fire  func()
 
@@ -19,12 +21,12 @@ type watchdog struct {
 	last   time.Time
 	paused bool
 	done   bool
-	timer  Stopper
+	timer  clock.Stopper
 }
 
 // newWatchdog starts a watchdog; it returns nil (a valid, inert watchdog)
 // when d <= 0.
-func newWatchdog(c Clock, d time.Duration, fire func()) *watchdog {
+func newWatchdog(c clock.Clock, d time.Duration, fire func()) *watchdog {
 	if d <= 0 {
 		return nil
 	}

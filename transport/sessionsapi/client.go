@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -70,36 +72,13 @@ type Options struct {
 	// Logger receives a line per retry; nil discards.
 	Logger *slog.Logger
 	// Clock times the retries; nil is the real clock.
-	Clock Clock
+	Clock clock.Clock
 }
 
 // LogValue keeps the session key out of logs.
 func (o Options) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("base_url", o.BaseURL), slog.String("org", o.OrgUUID),
 		slog.Bool("token", o.Token != nil), slog.Bool("session_key", o.SessionKey != ""))
-}
-
-// Clock is the time retries depend on. Tests inject one that records the
-// waits and returns at once.
-type Clock interface {
-	Now() time.Time
-	// Sleep waits d or until ctx ends, returning ctx.Err() then.
-	Sleep(ctx context.Context, d time.Duration) error
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
-func (realClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Client talks to the Sessions API. It is safe for concurrent use and holds
@@ -118,7 +97,7 @@ type Client struct {
 	prop       propagation.TextMapPropagator
 	tp         trace.TracerProvider
 	log        *slog.Logger
-	clock      Clock
+	clock      clock.Clock
 }
 
 // New checks o and returns a client.
@@ -167,9 +146,7 @@ func New(o Options) (*Client, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	if c.clock == nil {
-		c.clock = realClock{}
-	}
+	c.clock = clock.Or(c.clock)
 	return c, nil
 }
 

@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
+
 	"github.com/cenkalti/backoff/v4"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -144,7 +146,7 @@ func (c *Client) do(ctx context.Context, r request) (_ []byte, err error) {
 			return nil, c.fail(r, err, sends)
 		}
 		c.log.InfoContext(ctx, "sessionsapi: retrying", "op", r.op, "attempt", sends+1, "wait", wait, "err", err)
-		if err := c.clock.Sleep(ctx, wait); err != nil {
+		if err := clock.Sleep(ctx, c.clock, wait); err != nil {
 			return nil, c.fail(r, err, sends)
 		}
 	}

@@ -2,7 +2,6 @@ package sessionsapi_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sessiongateway/gateway/internal/clock"
 
 	"go.opentelemetry.io/otel/propagation"
 	"golang.org/x/oauth2"
@@ -41,7 +42,7 @@ type fakeClock struct {
 	mu      sync.Mutex
 	now     time.Time
 	sleeps  []time.Duration
-	onSleep func() // called inside Sleep, e.g. to cancel the caller
+	onSleep func() // called inside a wait, e.g. to cancel the caller
 }
 
 func newFakeClock() *fakeClock { return &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
@@ -52,7 +53,9 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+// AfterFunc records the wait and fires at once (after the hook, which may
+// cancel the caller first).
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) clock.Stopper {
 	c.mu.Lock()
 	c.sleeps = append(c.sleeps, d)
 	c.now = c.now.Add(d)
@@ -61,7 +64,8 @@ func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 	if hook != nil {
 		hook()
 	}
-	return ctx.Err()
+	f()
+	return time.NewTimer(0)
 }
 
 func (c *fakeClock) waits() []time.Duration {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/sessiongateway/gateway/internal/clock"
 )
 
 // Drop receipts are coalesced as the real CLI does, so a flooding sender
@@ -29,12 +31,12 @@ type dropState struct {
 	lastImmediate time.Time
 	reply         replyTo
 	pending       []string
-	timer         Stopper
+	timer         clock.Stopper
 }
 
 // dropReporter decides when a drop receipt goes out.
 type dropReporter struct {
-	clock Clock
+	clock clock.Clock
 	from  string
 	send  func(ctx context.Context, reply replyTo, f Frame)
 
@@ -44,7 +46,7 @@ type dropReporter struct {
 	closed bool
 }
 
-func newDropReporter(clk Clock, from string, send func(ctx context.Context, reply replyTo, f Frame)) *dropReporter {
+func newDropReporter(clk clock.Clock, from string, send func(ctx context.Context, reply replyTo, f Frame)) *dropReporter {
 	return &dropReporter{clock: clk, from: from, send: send, state: map[dropKey]*dropState{}}
 }
 

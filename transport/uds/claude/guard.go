@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/sessiongateway/gateway/internal/clock"
 )
 
 // Limits are the inbox admission limits. The defaults are Claude Code
@@ -158,7 +160,7 @@ func (r *DropReason) UnmarshalText(b []byte) error {
 // A Guard is safe for concurrent use.
 type Guard struct {
 	lim  Limits
-	clk  Clock
+	clk  clock.Clock
 	self func() []string
 
 	mu      sync.Mutex
@@ -178,9 +180,9 @@ type senderState struct {
 // NewGuard returns a guard with lim (zero fields take their defaults).
 // selfTokens returns our own current hop tokens; it is called once per
 // message, outside the guard's lock, and may be nil when we have none.
-func NewGuard(lim Limits, clk Clock, selfTokens func() []string) *Guard {
+func NewGuard(lim Limits, clk clock.Clock, selfTokens func() []string) *Guard {
 	if clk == nil {
-		clk = RealClock{}
+		clk = clock.Real{}
 	}
 	return &Guard{
 		lim:     lim.withDefaults(),

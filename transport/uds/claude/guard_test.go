@@ -10,9 +10,6 @@ import (
 	"github.com/sessiongateway/gateway/testkit/clock"
 )
 
-var _ Clock = (*clock.FakeClock)(nil)
-var _ Clock = RealClock{}
-
 func newTestGuard(self ...string) (*Guard, *clock.FakeClock) {
 	clk := clock.NewFakeClock(time.Time{})
 	return NewGuard(Limits{}, clk, func() []string { return self }), clk

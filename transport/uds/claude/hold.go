@@ -5,13 +5,15 @@ import (
 	"errors"
 	"sort"
 
+	"github.com/sessiongateway/gateway/internal/clock"
+
 	"github.com/sessiongateway/gateway/message"
 )
 
 type heldMsg struct {
 	h     message.Held
 	reply replyTo
-	timer Stopper
+	timer clock.Stopper
 }
 
 // ErrNotHeld means no held message has that id.

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
+
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/addressing"
@@ -69,7 +71,7 @@ type Config struct {
 	Limits      Limits        // guard limits; default DefaultLimits()
 	Settle      time.Duration // see Settle; default 2 s
 	HoldTTL     time.Duration // held messages expire after; default 25 min
-	Clock       Clock
+	Clock       clock.Clock
 	Logger      *slog.Logger
 	Socket      uds.Limits
 	// SpoolDir is where outbound attachments are staged; default
@@ -94,7 +96,7 @@ const (
 type Peer struct {
 	cfg         Config
 	log         *slog.Logger
-	clock       Clock
+	clock       clock.Clock
 	pid         int
 	uid         int
 	sessionID   string
@@ -168,7 +170,7 @@ func Register(cfg Config) (*Peer, error) {
 		cfg.HoldTTL = 25 * time.Minute
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = RealClock{}
+		cfg.Clock = clock.Real{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

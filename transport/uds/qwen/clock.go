@@ -2,15 +2,6 @@ package qwen
 
 import (
 	"time"
-
-	"github.com/sessiongateway/gateway/transport/uds"
-)
-
-// The leg's time source is the shared one (see uds.Clock).
-type (
-	Stopper   = uds.Stopper
-	Clock     = uds.Clock
-	RealClock = uds.RealClock
 )
 
 // elapsed is how long ago then was, as Qwen Code measures hold ages and the

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
+
 	"github.com/sessiongateway/gateway/transport/uds"
 )
 
@@ -145,14 +147,14 @@ func MarshalControllers(cs []Controller) ([]byte, error) {
 // concurrent use within one process.
 type Controllers struct {
 	path string
-	clk  Clock
+	clk  clock.Clock
 	mu   sync.Mutex // serialises read-modify-write
 }
 
 // NewControllers opens the store at path. Nothing is read until used.
-func NewControllers(path string, clk Clock) *Controllers {
+func NewControllers(path string, clk clock.Clock) *Controllers {
 	if clk == nil {
-		clk = RealClock{}
+		clk = clock.Real{}
 	}
 	return &Controllers{path: path, clk: clk}
 }

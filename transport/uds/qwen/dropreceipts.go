@@ -4,6 +4,8 @@ import (
 	"container/list"
 	"sync"
 	"time"
+
+	"github.com/sessiongateway/gateway/internal/clock"
 )
 
 // Drop receipts are coalesced as Qwen Code coalesces them, so that a flood
@@ -42,11 +44,11 @@ func (r DropReceipt) Frame(from string) StatusFrame {
 }
 
 // DropReceipts decides when dropped receipts go out. send is called
-// without a lock held, from Note, Flush, or a Clock timer; it should not
+// without a lock held, from Note, Flush, or a clock.Clock timer; it should not
 // block for long (hand the dial to a goroutine with a deadline). It is safe
 // for concurrent use.
 type DropReceipts struct {
-	clk  Clock
+	clk  clock.Clock
 	send func(DropReceipt)
 
 	mu          sync.Mutex
@@ -65,15 +67,15 @@ type dropBatch struct {
 	target        *DropReceipt
 	firstNoted    time.Time
 	pending       int
-	timer         Stopper
+	timer         clock.Stopper
 	gen           uint64
 	detached      bool
 }
 
 // NewDropReceipts returns a coalescer that hands each receipt to send.
-func NewDropReceipts(clk Clock, send func(DropReceipt)) *DropReceipts {
+func NewDropReceipts(clk clock.Clock, send func(DropReceipt)) *DropReceipts {
 	if clk == nil {
-		clk = RealClock{}
+		clk = clock.Real{}
 	}
 	return &DropReceipts{clk: clk, send: send, lru: list.New(), byKey: map[string]*list.Element{}, windowStart: clk.Now()}
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
+
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -293,7 +295,7 @@ type Report struct {
 // gate's lock held, except Policy, ReviewClass, HeldExpiry, SessionID and
 // OwnsSession, which must be quick and must not call the gate.
 type Config struct {
-	Clock  Clock
+	Clock  clock.Clock
 	Limits Limits // zero fields take DefaultLimits
 
 	// Policy returns crossSessionInbound for the session a frame is pinned
@@ -326,7 +328,7 @@ type Config struct {
 type Gate struct {
 	cfg Config
 	lim Limits
-	clk Clock
+	clk clock.Clock
 
 	mu        sync.Mutex
 	globalTok float64
@@ -338,7 +340,7 @@ type Gate struct {
 	held      []*held                  // oldest first
 	queue     chan Inbound
 	shutdown  bool
-	timer     Stopper
+	timer     clock.Stopper
 	timerGen  uint64
 	sidSeen   bool
 	sid       string
@@ -371,7 +373,7 @@ type held struct {
 // NewGate returns a gate for cfg.
 func NewGate(cfg Config) *Gate {
 	if cfg.Clock == nil {
-		cfg.Clock = RealClock{}
+		cfg.Clock = clock.Real{}
 	}
 	lim := cfg.Limits.withDefaults()
 	return &Gate{

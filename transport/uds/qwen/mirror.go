@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
+
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -61,7 +63,7 @@ func (e *WouldDropError) Unwrap() error { return ErrWouldDrop }
 // (at most MaxTrackedSenders targets: one whose bucket is full goes first,
 // else the least recently used). It is safe for concurrent use.
 type Mirror struct {
-	clk Clock
+	clk clock.Clock
 	lim Limits
 
 	mu      sync.Mutex
@@ -88,9 +90,9 @@ type pacedBody struct {
 }
 
 // NewMirror returns a mirror of lim (zero fields take DefaultLimits).
-func NewMirror(clk Clock, lim Limits) *Mirror {
+func NewMirror(clk clock.Clock, lim Limits) *Mirror {
 	if clk == nil {
-		clk = RealClock{}
+		clk = clock.Real{}
 	}
 	return &Mirror{clk: clk, lim: lim.withDefaults(), lru: list.New(), targets: map[string]*list.Element{}}
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
+
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/addressing"
@@ -29,7 +31,7 @@ type PeerConfig struct {
 	Mode       message.Mode // our review class for mode parity; default prompting
 	Inbound    Policy       // PolicyUnset: parity
 	HeldExpiry time.Duration
-	Clock      Clock
+	Clock      clock.Clock
 	Logger     *slog.Logger
 	Socket     uds.Limits
 	// Controllers are the grants whose tokens our inbox accepts as
@@ -44,7 +46,7 @@ type PeerConfig struct {
 type Peer struct {
 	cfg        PeerConfig
 	log        *slog.Logger
-	clk        Clock
+	clk        clock.Clock
 	pid        int
 	sessionID  string
 	socketPath string
@@ -96,7 +98,7 @@ func Register(cfg PeerConfig) (*Peer, error) {
 		cfg.HeldExpiry = 5 * time.Minute
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = RealClock{}
+		cfg.Clock = clock.Real{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

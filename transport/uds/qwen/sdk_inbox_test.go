@@ -417,7 +417,7 @@ func TestSDKSendsToOurInboxAndHearsTheSpecsReceipts(t *testing.T) {
 func TestSDKControllerTokenReachesOurInbox(t *testing.T) {
 	sdk := sdkPeer(t)
 	home := qwenHome(t)
-	grants := NewControllers(filepath.Join(t.TempDir(), "controllers.json"), RealClock{})
+	grants := NewControllers(filepath.Join(t.TempDir(), "controllers.json"), nil)
 	tok, grant, err := grants.Add("voice front-end")
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
+
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -79,7 +81,7 @@ const MaxTrackedSends = 200
 // keyed by canonical msgId, each with the inbox it went to and its status.
 // It is safe for concurrent use.
 type Ledger struct {
-	clk Clock
+	clk clock.Clock
 	max int
 
 	mu    sync.Mutex
@@ -94,9 +96,9 @@ type sent struct {
 }
 
 // NewLedger returns a ledger remembering MaxTrackedSends messages.
-func NewLedger(clk Clock) *Ledger {
+func NewLedger(clk clock.Clock) *Ledger {
 	if clk == nil {
-		clk = RealClock{}
+		clk = clock.Real{}
 	}
 	return &Ledger{clk: clk, max: MaxTrackedSends, order: list.New(), byID: map[string]*list.Element{}}
 }

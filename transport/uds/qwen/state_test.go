@@ -11,9 +11,6 @@ import (
 	"github.com/sessiongateway/gateway/testkit/clock"
 )
 
-var _ Clock = (*clock.FakeClock)(nil)
-var _ Clock = RealClock{}
-
 func TestTransitionsAreTheProtocolTable(t *testing.T) {
 	// The table from the protocol page, written out independently.
 	allowed := map[string][]string{

@@ -1,14 +1,14 @@
-package uds
+package clock
 
 import (
 	"testing"
 	"time"
 )
 
-func TestRealClock(t *testing.T) {
+func TestReal(t *testing.T) {
 	t.Run("a stopped timer reports that it was pending and never fires", func(t *testing.T) {
 		fired := make(chan struct{}, 1)
-		s := RealClock{}.AfterFunc(time.Hour, func() { fired <- struct{}{} })
+		s := Real{}.AfterFunc(time.Hour, func() { fired <- struct{}{} })
 		if !s.Stop() {
 			t.Fatal("Stop() = false for a pending timer")
 		}
@@ -18,7 +18,7 @@ func TestRealClock(t *testing.T) {
 	})
 	t.Run("a due timer fires", func(t *testing.T) {
 		fired := make(chan struct{})
-		RealClock{}.AfterFunc(0, func() { close(fired) })
+		Real{}.AfterFunc(0, func() { close(fired) })
 		<-fired
 	})
 }
