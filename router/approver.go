@@ -12,6 +12,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/sessiongateway/gateway/internal/jsonx"
+
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
 )
@@ -410,11 +412,8 @@ func questionNames(qs []message.Question) []string {
 
 // jsonList prints labels as a JSON list, leaving <, > and & as they are.
 func jsonList(labels []string) string {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(labels)
-	return strings.TrimSpace(b.String())
+	b, _ := jsonx.Marshal(labels)
+	return string(b)
 }
 
 // quoteSpec double-quotes s for a reply, escaping only what the reply's

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/sessiongateway/gateway/internal/jsonx"
 )
 
 // Session statuses seed 001 lists.
@@ -222,7 +224,7 @@ func (c *Client) CreateSession(ctx context.Context, req CreateSessionRequest) (S
 	for _, e := range events {
 		body.Events = append(body.Events, wrapped{Type: "event", Data: e})
 	}
-	b, err := marshal(body)
+	b, err := jsonx.Marshal(body)
 	if err != nil {
 		return Session{}, fmt.Errorf("sessionsapi: %s: %w", op, err)
 	}
@@ -254,7 +256,7 @@ func (c *Client) PatchSession(ctx context.Context, id string, patch SessionPatch
 	if err != nil {
 		return Session{}, err
 	}
-	b, err := marshal(patch)
+	b, err := jsonx.Marshal(patch)
 	if err != nil {
 		return Session{}, fmt.Errorf("sessionsapi: %s: %w", op, err)
 	}

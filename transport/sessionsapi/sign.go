@@ -1,12 +1,13 @@
 package sessionsapi
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/sessiongateway/gateway/internal/jsonx"
 
 	"github.com/google/uuid"
 
@@ -59,7 +60,7 @@ func (c *Client) prepareOne(ctx context.Context, e json.RawMessage) (json.RawMes
 	if err := ensureUUID(obj); err != nil {
 		return nil, err
 	}
-	unsigned, err := marshal(obj)
+	unsigned, err := jsonx.Marshal(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
 	}
@@ -77,7 +78,7 @@ func (c *Client) prepareOne(ctx context.Context, e json.RawMessage) (json.RawMes
 	if obj[AttestationField], err = json.Marshal(att); err != nil {
 		return nil, fmt.Errorf("signing: %w", err)
 	}
-	return marshal(obj)
+	return jsonx.Marshal(obj)
 }
 
 // ensureUUID adds a random uuid to an event that has none (or null or "").
@@ -94,18 +95,6 @@ func ensureUUID(obj map[string]json.RawMessage) error {
 	}
 	obj[UUIDField], _ = json.Marshal(uuid.NewString())
 	return nil
-}
-
-// marshal encodes v as compact JSON without HTML escaping, so that the
-// bytes sent spell strings as the caller did.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // ErrEventUnsigned is returned by VerifyEvent for an event with no
@@ -133,7 +122,7 @@ func VerifyEvent(event json.RawMessage, pub ed25519.PublicKey) error {
 	if err := json.Unmarshal(raw, &att); err != nil {
 		return fmt.Errorf("%s: %w", AttestationField, err)
 	}
-	rest, err := marshal(obj)
+	rest, err := jsonx.Marshal(obj)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"unicode/utf8"
 
+	"github.com/sessiongateway/gateway/internal/jsonx"
+
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/message"
@@ -192,20 +194,10 @@ type Frame struct {
 // Marshal encodes f as one JSON object, without the trailing newline. It
 // leaves < > & unescaped, as JSON.stringify does: the envelope is full of
 // angle brackets, and escaping each as \u003c would eat into the line cap.
-func (f Frame) Marshal() ([]byte, error) { return marshalLine(f) }
+func (f Frame) Marshal() ([]byte, error) { return jsonx.Marshal(f) }
 
 // Marshal encodes a as one JSON object, without the trailing newline.
-func (a Auth) Marshal() ([]byte, error) { return marshalLine(a) }
-
-func marshalLine(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
+func (a Auth) Marshal() ([]byte, error) { return jsonx.Marshal(a) }
 
 // NewUserFrame builds the frame SendMessage sends: msgV 1, msgID, type user,
 // the envelope as message content, priority next, from. As Claude Code does,

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/jsonx"
+
 	"github.com/sessiongateway/gateway/internal/clock"
 
 	"github.com/sessiongateway/gateway/transport/uds"
@@ -136,7 +138,7 @@ func MarshalControllers(cs []Controller) ([]byte, error) {
 	for _, c := range cs {
 		w.Controllers = append(w.Controllers, controllerWire{ID: c.ID, Label: c.Label, TokenHash: c.TokenHash, CreatedAt: c.CreatedAt.UnixMilli()})
 	}
-	return marshalIndent(w)
+	return jsonx.MarshalIndent(w, "  ")
 }
 
 // Controllers is a controller file: the gateway's own store, or, read-only

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/sessiongateway/gateway/internal/jsonx"
+
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/message"
@@ -433,7 +435,7 @@ func (a Auth) Marshal() ([]byte, error) {
 	if err := validStrings(string(a.Token)); err != nil {
 		return nil, err
 	}
-	return marshalJSON(authWire{MsgV: FrameVersion, Type: lineTypeWire[LineAuth], Token: string(a.Token)})
+	return jsonx.Marshal(authWire{MsgV: FrameVersion, Type: lineTypeWire[LineAuth], Token: string(a.Token)})
 }
 
 // Marshal encodes f as one line, without its newline. It refuses a frame
@@ -452,7 +454,7 @@ func (f UserFrame) Marshal() ([]byte, error) {
 	if id, ok := f.Pin(); ok {
 		w.ToSessionID = &id
 	}
-	return marshalJSON(w)
+	return jsonx.Marshal(w)
 }
 
 // Marshal encodes f as one line, without its newline. It refuses a frame
@@ -473,7 +475,7 @@ func (f StatusFrame) Marshal() ([]byte, error) {
 		}
 		w.DroppedMsgIDs = f.DroppedMsgIDs
 	}
-	return marshalJSON(w)
+	return jsonx.Marshal(w)
 }
 
 // ErrFrameTooLarge: the frame is over MaxFrameUnits; no receiver reads it.

@@ -137,30 +137,6 @@ func isSafeInt(f float64) bool {
 	return f == math.Trunc(f) && math.Abs(f) <= 1<<53-1
 }
 
-// marshalJSON encodes v without escaping < > &, as JSON.stringify does, and
-// without a trailing newline.
-func marshalJSON(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
-// marshalIndent encodes v as JSON.stringify(v, null, 2) lays it out.
-func marshalIndent(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
 // decodeArray decodes a JSON array (already known to be one) into v,
 // numbers as json.Number so that none is out of range (see jsNumber).
 func decodeArray(raw json.RawMessage, v *[]any) error {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/sessiongateway/gateway/internal/jsonx"
 )
 
 // SchemaVersion is the record version we write and the highest we read.
@@ -187,7 +189,7 @@ func (r Record) encode() ([]byte, error) {
 	if r.QwenVersion != "" {
 		w.QwenVersion = &r.QwenVersion
 	}
-	return marshalIndent(w)
+	return jsonx.MarshalIndent(w, "  ")
 }
 
 // ErrInvalidRecord: a record we were about to write breaks a rule readers

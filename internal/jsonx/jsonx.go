@@ -1,0 +1,28 @@
+// Package jsonx encodes JSON as the peers spell it: no HTML escaping of <, >
+// and &, as JSON.stringify does, and no trailing newline. It imports nothing
+// of ours.
+package jsonx
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// Marshal encodes v compactly.
+func Marshal(v any) ([]byte, error) { return encode(v, "") }
+
+// MarshalIndent encodes v as JSON.stringify(v, null, indent) lays it out.
+func MarshalIndent(v any, indent string) ([]byte, error) { return encode(v, indent) }
+
+func encode(v any, indent string) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if indent != "" {
+		enc.SetIndent("", indent)
+	}
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
