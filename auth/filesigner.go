@@ -8,10 +8,8 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"syscall"
+
+	"github.com/sessiongateway/gateway/internal/safefile"
 )
 
 // Errors from NewEd25519FileSigner, to be matched with errors.Is.
@@ -44,37 +42,19 @@ func NewEd25519FileSigner(path string) (Signer, error) {
 }
 
 func loadKey(path string) (ed25519.PrivateKey, error) {
-	// Lstat first for a clear error; O_NOFOLLOW then closes the race of a
-	// symlink swapped in between, and Fstat checks the file we really opened.
-	if fi, err := os.Lstat(path); err != nil {
-		return nil, fmt.Errorf("auth: key file: %w", err)
-	} else if fi.Mode()&fs.ModeSymlink != 0 {
+	b, _, err := safefile.ReadSecret(path, maxKeyFile, nil)
+	var me *safefile.ModeError
+	switch {
+	case errors.As(err, &me):
+		return nil, fmt.Errorf("%w: %s has mode %#o; run chmod 600 %s", ErrKeyFileMode, path, me.Mode.Perm(), path)
+	case errors.Is(err, safefile.ErrSymlink):
 		return nil, fmt.Errorf("%w: %s", ErrKeyFileSymlink, path)
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, fmt.Errorf("%w: %s", ErrKeyFileSymlink, path)
-		}
-		return nil, fmt.Errorf("auth: key file: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("auth: key file: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
+	case errors.Is(err, safefile.ErrNotRegular):
 		return nil, fmt.Errorf("%w: %s", ErrKeyFileType, path)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("%w: %s has mode %#o; run chmod 600 %s", ErrKeyFileMode, path, perm, path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("auth: key file: %w", err)
-	}
-	if len(b) > maxKeyFile {
+	case errors.Is(err, safefile.ErrTooLarge):
 		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrKeyFormat, path, maxKeyFile)
+	case err != nil:
+		return nil, fmt.Errorf("auth: key file: %w", err)
 	}
 	priv, err := parseKey(b)
 	if err != nil {

@@ -6,16 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/sessiongateway/gateway/internal/safefile"
 
 	"golang.org/x/oauth2"
 )
@@ -46,9 +45,9 @@ type Refreshable interface {
 // problems come wrapped in a *FileError naming the path.
 var (
 	ErrFileMode       = errors.New("readable or writable by group or others (want mode 0600 or stricter)")
-	ErrFileSymlink    = errors.New("is a symlink")
-	ErrFileNotRegular = errors.New("is not a regular file")
-	ErrFileTooLarge   = errors.New("is too large")
+	ErrFileSymlink    = safefile.ErrSymlink
+	ErrFileNotRegular = safefile.ErrNotRegular
+	ErrFileTooLarge   = safefile.ErrTooLarge
 	ErrTokenFormat    = errors.New("holds no usable token")
 	ErrTokenExpired   = errors.New("token has expired")
 	ErrNoRefreshToken = errors.New("auth: no refresh token to renew an expired access token with")
@@ -295,54 +294,26 @@ func parseExpiry(raw json.RawMessage) (time.Time, error) {
 // others. When prev describes the same file, unchanged in size and mtime, it
 // returns nil bytes and prev: the caller's parse is still good.
 func readSecretFile(path string, max int64, prev fs.FileInfo) ([]byte, fs.FileInfo, error) {
-	fail := func(mode fs.FileMode, err error) ([]byte, fs.FileInfo, error) {
-		return nil, nil, &FileError{Path: path, Mode: mode, Err: err}
-	}
-	check := func(fi fs.FileInfo) error {
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			return ErrFileSymlink
-		case !fi.Mode().IsRegular():
-			return ErrFileNotRegular
-		case fi.Mode().Perm()&0o077 != 0:
-			return ErrFileMode
-		}
-		return nil
-	}
-	// Lstat is cheap and catches a chmod or a symlink even when the content
-	// is unchanged; O_NOFOLLOW and Fstat then check the file really opened.
-	fi, err := os.Lstat(path)
+	b, fi, err := safefile.ReadSecret(path, max, prev)
 	if err != nil {
-		return fail(0, err)
-	}
-	if err := check(fi); err != nil {
-		return fail(fi.Mode(), err)
-	}
-	if prev != nil && os.SameFile(prev, fi) && prev.Size() == fi.Size() && prev.ModTime().Equal(fi.ModTime()) {
-		return nil, prev, nil
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return fail(0, ErrFileSymlink)
-		}
-		return fail(0, err)
-	}
-	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
-		return fail(0, err)
-	}
-	if err := check(fi); err != nil {
-		return fail(fi.Mode(), err)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return fail(0, err)
-	}
-	if int64(len(b)) > max {
-		return fail(0, fmt.Errorf("%w (more than %d bytes)", ErrFileTooLarge, max))
+		return nil, nil, fileError(path, err)
 	}
 	return b, fi, nil
+}
+
+// fileError names a refused credentials file in auth's terms, keeping the
+// mode for the message.
+func fileError(path string, err error) *FileError {
+	fe := &FileError{Path: path, Err: err}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == path {
+		fe.Err = pe.Err // FileError names the path itself
+	}
+	var me *safefile.ModeError
+	if errors.As(err, &me) {
+		fe.Mode, fe.Err = me.Mode, ErrFileMode
+	}
+	return fe
 }
 
 // RefreshConfig configures the OAuth refresh-token flow.

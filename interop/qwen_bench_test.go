@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/api"
@@ -153,7 +155,7 @@ func startQwenSink(tb testing.TB, w *world, name string) *qwenSink {
 	tb.Helper()
 	s := &qwenSink{name: name, sessionID: uuid.NewString(), path: filepath.Join(w.root, "sink", "in.sock"), read: make(chan sinkRead, 16)}
 	token := qwen.NewIPCToken()
-	if err := uds.EnsureDir(filepath.Dir(s.path)); err != nil {
+	if err := safefile.EnsureDir(filepath.Dir(s.path)); err != nil {
 		tb.Fatal(err)
 	}
 	ln, err := uds.Listen(s.path, uds.Limits{})
@@ -185,11 +187,11 @@ func startQwenSink(tb testing.TB, w *world, name string) *qwenSink {
 		tb.Fatal(err)
 	}
 	dir := qwen.SessionsDir(w.qwenHome)
-	if err := uds.EnsureDir(dir); err != nil {
+	if err := safefile.EnsureDir(dir); err != nil {
 		tb.Fatal(err)
 	}
 	recPath := filepath.Join(dir, qwen.RecordFileName(pid, qwen.NewSuffix()))
-	if err := uds.WriteFileAtomic(recPath, raw); err != nil {
+	if err := safefile.WriteAtomic(recPath, raw); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { os.Remove(recPath) })

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/api"
@@ -43,7 +45,7 @@ func writeGhost(t *testing.T, w *world, name, path string, token qwen.Token) {
 		t.Fatal(err)
 	}
 	file := filepath.Join(qwen.SessionsDir(w.qwenHome), qwen.RecordFileName(pid, qwen.NewSuffix()))
-	if err := uds.WriteFileAtomic(file, b); err != nil {
+	if err := safefile.WriteAtomic(file, b); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Remove(file) })

@@ -12,12 +12,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 	"golang.org/x/sys/unix"
 
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/transport/uds"
 )
 
 // FileName is the store's file in the state directory.
@@ -105,7 +106,7 @@ type Store struct {
 }
 
 // Open opens or creates the store at path, 0600 in a directory that passes
-// uds.CheckDir. A symlink or anything but a regular file at path is refused.
+// safefile.CheckDir. A symlink or anything but a regular file at path is refused.
 func Open(path string, o Options) (*Store, error) {
 	if o.MaxPending <= 0 {
 		o.MaxPending = DefaultMaxPending
@@ -122,16 +123,16 @@ func Open(path string, o Options) (*Store, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if err := uds.CheckDir(filepath.Dir(path)); err != nil {
+	if err := safefile.CheckDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}
 	// Lstat names the problem; openNoFollow is what makes it safe.
 	if fi, err := os.Lstat(path); err == nil {
 		switch {
 		case fi.Mode()&fs.ModeSymlink != 0:
-			return nil, fmt.Errorf("outbox: %s: %w", path, uds.ErrSymlink)
+			return nil, fmt.Errorf("outbox: %s: %w", path, safefile.ErrSymlink)
 		case !fi.Mode().IsRegular():
-			return nil, fmt.Errorf("outbox: %s: %w", path, uds.ErrNotRegular)
+			return nil, fmt.Errorf("outbox: %s: %w", path, safefile.ErrNotRegular)
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("outbox: %w", err)
@@ -157,7 +158,7 @@ func openNoFollow(name string, flag int, perm os.FileMode) (*os.File, error) {
 	f, err := os.OpenFile(name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
-			return nil, fmt.Errorf("%s: %w", name, uds.ErrSymlink)
+			return nil, fmt.Errorf("%s: %w", name, safefile.ErrSymlink)
 		}
 		return nil, err
 	}
@@ -168,9 +169,9 @@ func openNoFollow(name string, flag int, perm os.FileMode) (*os.File, error) {
 	}
 	switch {
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		err = fmt.Errorf("%s: %w", name, uds.ErrNotRegular)
+		err = fmt.Errorf("%s: %w", name, safefile.ErrNotRegular)
 	case int(st.Uid) != os.Geteuid():
-		err = fmt.Errorf("%s: %w (owner uid %d)", name, uds.ErrNotOwner, st.Uid)
+		err = fmt.Errorf("%s: %w (owner uid %d)", name, safefile.ErrNotOwner, st.Uid)
 	case st.Mode&0o777 != 0o600:
 		err = f.Chmod(0o600)
 	}

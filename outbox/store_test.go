@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/outbox"
-	"github.com/sessiongateway/gateway/transport/uds"
 )
 
 // stateDir is a fresh 0700 directory.
@@ -256,34 +257,34 @@ func TestOpenRefusesUnsafePaths(t *testing.T) {
 				t.Fatal(err)
 			}
 			return path
-		}, uds.ErrSymlink},
+		}, safefile.ErrSymlink},
 		{"a dangling symlink is refused, not created through", func(t *testing.T, dir string) string {
 			path := filepath.Join(dir, outbox.FileName)
 			if err := os.Symlink(filepath.Join(dir, "elsewhere.db"), path); err != nil {
 				t.Fatal(err)
 			}
 			return path
-		}, uds.ErrSymlink},
+		}, safefile.ErrSymlink},
 		{"a directory in its place is refused", func(t *testing.T, dir string) string {
 			path := filepath.Join(dir, outbox.FileName)
 			if err := os.Mkdir(path, 0o700); err != nil {
 				t.Fatal(err)
 			}
 			return path
-		}, uds.ErrNotRegular},
+		}, safefile.ErrNotRegular},
 		{"a state directory others can read is refused", func(t *testing.T, dir string) string {
 			if err := os.Chmod(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
 			return filepath.Join(dir, outbox.FileName)
-		}, uds.ErrLooseMode},
+		}, safefile.ErrLooseMode},
 		{"a symlinked state directory is refused", func(t *testing.T, dir string) string {
 			link := filepath.Join(t.TempDir(), "state-link")
 			if err := os.Symlink(dir, link); err != nil {
 				t.Fatal(err)
 			}
 			return filepath.Join(link, outbox.FileName)
-		}, uds.ErrSymlink},
+		}, safefile.ErrSymlink},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/transport/uds"
 )
@@ -23,7 +25,7 @@ type sink struct {
 func startSink(tb testing.TB, dir string) *sink {
 	tb.Helper()
 	s := &sink{path: filepath.Join(dir, "sink", "1.sock"), got: make(chan struct{}, 1024)}
-	if err := uds.EnsureDir(filepath.Dir(s.path)); err != nil {
+	if err := safefile.EnsureDir(filepath.Dir(s.path)); err != nil {
 		tb.Fatal(err)
 	}
 	ln, err := uds.Listen(s.path, uds.Limits{})

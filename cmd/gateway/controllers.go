@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"github.com/sessiongateway/gateway/internal/clock"
 
-	"github.com/sessiongateway/gateway/transport/uds"
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 
@@ -29,7 +30,7 @@ func runControllers(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return flagErr(err)
 	}
-	if err := uds.EnsureDir(*sd); err != nil {
+	if err := safefile.EnsureDir(*sd); err != nil {
 		return fail(e, err)
 	}
 	store := qwen.NewControllers(controllersPath(*sd), clock.Real{})

@@ -8,10 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
-	"github.com/sessiongateway/gateway/transport/uds"
 )
 
 // runDemoCloud runs testkit/fakecloud on loopback with the echo worker on,
@@ -56,7 +57,7 @@ func runDemoCloud(ctx context.Context, e *env, args []string) int {
 	}
 	token := "demo-" + secret
 	tokenFile := filepath.Join(dir, "token")
-	if err := uds.WriteFileAtomic(tokenFile, []byte(token)); err != nil {
+	if err := safefile.WriteAtomic(tokenFile, []byte(token)); err != nil {
 		return fail(e, fmt.Errorf("write token file: %w", err))
 	}
 	defer os.Remove(tokenFile)
@@ -103,8 +104,8 @@ func demoDir(stateDir string) (dir string, cleanup func(), err error) {
 		return dir, func() { os.RemoveAll(dir) }, nil
 	}
 	for _, d := range []string{stateDir, filepath.Join(stateDir, "demo-cloud")} {
-		if err := uds.EnsureDir(d); err != nil {
-			if errors.Is(err, uds.ErrSymlink) {
+		if err := safefile.EnsureDir(d); err != nil {
+			if errors.Is(err, safefile.ErrSymlink) {
 				return "", nil, fmt.Errorf("%s is a symlink; give --state-dir a real directory", d)
 			}
 			return "", nil, err

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/api"
@@ -63,7 +65,7 @@ func startQwenHost(t *testing.T, g *testGateway, names ...string) *qwenHost {
 		t.Skip("no process identity on this platform")
 	}
 	sessions := qwen.SessionsDir(g.qwenHome)
-	if err := uds.EnsureDir(sessions); err != nil {
+	if err := safefile.EnsureDir(sessions); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range names {
@@ -74,7 +76,7 @@ func startQwenHost(t *testing.T, g *testGateway, names ...string) *qwenHost {
 			t.Fatal(err)
 		}
 		file := filepath.Join(sessions, qwen.RecordFileName(pid, qwen.NewSuffix()))
-		if err := uds.WriteFileAtomic(file, b); err != nil {
+		if err := safefile.WriteAtomic(file, b); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { os.Remove(file) })

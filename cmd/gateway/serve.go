@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"github.com/sessiongateway/gateway/internal/clock"
 
 	"github.com/sessiongateway/gateway/addressing"
@@ -187,7 +189,7 @@ type serveConfig struct {
 }
 
 func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
-	if err := uds.EnsureDir(c.stateDir); err != nil {
+	if err := safefile.EnsureDir(c.stateDir); err != nil {
 		return fmt.Errorf("state directory: %w", err)
 	}
 	unlock, err := lockStateDir(c.stateDir)
@@ -451,7 +453,7 @@ func lockStateDir(dir string) (func(), error) {
 // apiToken reads <state-dir>/api-token, creating it (0600) on first start.
 func apiToken(dir string) (string, error) {
 	path := filepath.Join(dir, "api-token")
-	b, err := uds.ReadFileCapped(path, 4096)
+	b, err := safefile.ReadCapped(path, 4096)
 	if err == nil {
 		return strings.TrimSpace(string(b)), nil
 	}
@@ -462,7 +464,7 @@ func apiToken(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := uds.CreateExclusive(path, []byte(tok+"\n")); err != nil {
+	if err := safefile.CreateExclusive(path, []byte(tok+"\n")); err != nil {
 		return "", fmt.Errorf("api token: %w", err)
 	}
 	return tok, nil

@@ -19,8 +19,9 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"github.com/sessiongateway/gateway/api"
-	"github.com/sessiongateway/gateway/transport/uds"
 )
 
 // API tokens beside the default one in <state-dir>/api-token: each has a
@@ -85,7 +86,7 @@ func hashAPIToken(tok string) string {
 
 // read returns the records; a missing file holds none.
 func (s *apiTokenStore) read() ([]apiTokenRecord, error) {
-	b, err := uds.ReadFileCapped(s.path, maxAPITokensFile)
+	b, err := safefile.ReadCapped(s.path, maxAPITokensFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return []apiTokenRecord{}, nil
 	}
@@ -105,7 +106,7 @@ func (s *apiTokenStore) read() ([]apiTokenRecord, error) {
 func (s *apiTokenStore) update(fn func([]apiTokenRecord) ([]apiTokenRecord, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := uds.EnsureDir(filepath.Dir(s.path)); err != nil {
+	if err := safefile.EnsureDir(filepath.Dir(s.path)); err != nil {
 		return err
 	}
 	lf, err := os.OpenFile(s.path+".lock", os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
@@ -128,7 +129,7 @@ func (s *apiTokenStore) update(fn func([]apiTokenRecord) ([]apiTokenRecord, erro
 	if err != nil {
 		return err
 	}
-	return uds.WriteFileAtomic(s.path, append(b, '\n'))
+	return safefile.WriteAtomic(s.path, append(b, '\n'))
 }
 
 func validTokenLabel(l string) bool {

@@ -1,13 +1,11 @@
-package uds
+package safefile
 
 import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,21 +17,22 @@ import (
 // final directory must be a real directory, not a symlink, owned by our
 // effective uid; if it grants group or other bits we tighten it to 0700.
 func EnsureDir(path string) error {
+	fail := func(err error) error { return pathErr("ensure dir", path, err) }
 	if err := os.MkdirAll(path, 0o700); err != nil {
-		return fmt.Errorf("uds: ensure dir %s: %w", path, err)
+		return fail(err)
 	}
 	fd, st, err := openDir(path)
 	if err != nil {
-		return fmt.Errorf("uds: ensure dir %s: %w", path, err)
+		return fail(err)
 	}
 	defer unix.Close(fd)
 	if err := checkOwner(st); err != nil {
-		return fmt.Errorf("uds: ensure dir %s: %w", path, err)
+		return fail(err)
 	}
 	if st.Mode&0o777 != 0o700 {
 		// Through the descriptor, so a swap of the path cannot redirect it.
 		if err := unix.Fchmod(fd, 0o700); err != nil {
-			return fmt.Errorf("uds: ensure dir %s: %w", path, &os.PathError{Op: "fchmod", Path: path, Err: err})
+			return fail(&os.PathError{Op: "fchmod", Path: path, Err: err})
 		}
 	}
 	return nil
@@ -42,29 +41,30 @@ func EnsureDir(path string) error {
 // CheckDir applies EnsureDir's checks without creating or changing anything:
 // a real directory (not a symlink), ours, with no group or other bits.
 func CheckDir(path string) error {
-	fd, err := openCheckedDir(path)
+	fd, err := OpenDir(path)
 	if err != nil {
-		return fmt.Errorf("uds: check dir %s: %w", path, err)
+		return err
 	}
 	return unix.Close(fd)
 }
 
-// openCheckedDir opens a directory that passes CheckDir. Callers work through
-// the descriptor, so the directory checked is the directory written. Its
-// errors are unprefixed, for the caller to wrap.
-func openCheckedDir(path string) (int, error) {
+// OpenDir opens a directory that passes CheckDir and returns its
+// descriptor, for the caller to close. Callers work through the descriptor
+// (openat, bind under /proc/self/fd), so the directory checked is the
+// directory written.
+func OpenDir(path string) (int, error) {
 	fd, st, err := openDir(path)
 	if err == nil {
 		err = checkOwner(st)
 	}
 	if err == nil && st.Mode&0o077 != 0 {
-		err = fmt.Errorf("%w (mode %#o)", ErrLooseMode, st.Mode&0o777)
+		err = &ModeError{Mode: fs.ModeDir | fs.FileMode(st.Mode&0o777), Mask: 0o077}
 	}
 	if err != nil {
 		if fd >= 0 {
 			unix.Close(fd)
 		}
-		return -1, err
+		return -1, pathErr("check dir", path, err)
 	}
 	return fd, nil
 }
@@ -104,14 +104,14 @@ func checkOwner(st *unix.Stat_t) error {
 	return nil
 }
 
-// WriteFileAtomic replaces path with data, mode 0600, so that a reader sees
-// the old file or the new one, never a part. The directory must pass
-// CheckDir; a symlink or non-regular file at path is refused.
-func WriteFileAtomic(path string, data []byte) error {
+// WriteAtomic replaces path with data, mode 0600, so that a reader sees the
+// old file or the new one, never a part. The directory must pass CheckDir;
+// a symlink or non-regular file at path is refused.
+func WriteAtomic(path string, data []byte) error {
 	return writeFile("write", path, data, false)
 }
 
-// CreateExclusive writes path like WriteFileAtomic, but fails with an error
+// CreateExclusive writes path like WriteAtomic, but fails with an error
 // matching fs.ErrExist if anything (even a dangling symlink) is already at
 // path: it never overwrites another process's file.
 func CreateExclusive(path string, data []byte) error {
@@ -122,11 +122,11 @@ func writeFile(op, path string, data []byte, exclusive bool) (err error) {
 	// Dir and Base, not Split: Split leaves a trailing slash on dir, and
 	// "link/" resolves the symlink despite O_NOFOLLOW.
 	dir, base := filepath.Dir(path), filepath.Base(path)
+	wrap := func(err error) error { return pathErr(op, path, err) }
 	if strings.HasSuffix(path, "/") || base == "." || base == ".." || base == "/" {
-		return fmt.Errorf("uds: %s %s: not a file name", op, path)
+		return wrap(errors.New("not a file name"))
 	}
-	wrap := func(err error) error { return fmt.Errorf("uds: %s %s: %w", op, path, err) }
-	dfd, err := openCheckedDir(dir)
+	dfd, err := OpenDir(dir)
 	if err != nil {
 		return wrap(fmt.Errorf("directory: %w", err))
 	}
@@ -214,56 +214,6 @@ func writeSync(f *os.File, data []byte) error {
 	return err
 }
 
-// ReadFileCapped reads a regular file that is not a symlink, failing with
-// ErrTooLarge if it holds more than max bytes. A FIFO at path is refused
-// without blocking.
-func ReadFileCapped(path string, max int64) ([]byte, error) {
-	if max < 0 {
-		return nil, fmt.Errorf("uds: read %s: negative cap %d", path, max)
-	}
-	// O_NONBLOCK keeps open(2) on a FIFO from waiting for a writer.
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
-			return nil, fmt.Errorf("uds: read %s: %w", path, ErrSymlink)
-		}
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return nil, &os.PathError{Op: "fstat", Path: path, Err: err}
-	}
-	if uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
-		return nil, fmt.Errorf("uds: read %s: %w", path, ErrNotRegular)
-	}
-	if st.Size > max {
-		unix.Close(fd)
-		return nil, fmt.Errorf("uds: read %s: %w (%d bytes, cap %d)", path, ErrTooLarge, st.Size, max)
-	}
-	if err := unix.SetNonblock(fd, false); err != nil {
-		unix.Close(fd)
-		return nil, &os.PathError{Op: "fcntl", Path: path, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	// The file may grow after fstat (and /proc files report size 0): read
-	// one byte past the cap to tell "exactly max" from "more".
-	limit := max
-	if limit < math.MaxInt64 {
-		limit++
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit))
-	if err != nil {
-		return nil, fmt.Errorf("uds: read %s: %w", path, err)
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("uds: read %s: %w (cap %d)", path, ErrTooLarge, max)
-	}
-	return data, nil
-}
-
 // RemoveIfSame removes path only if it is still the file fi describes (same
 // device and inode). A path already gone is not an error; a path now holding
 // another file is ErrChanged and is left alone.
@@ -274,20 +224,20 @@ func ReadFileCapped(path string, max int64) ([]byte, error) {
 // can still race between them.
 func RemoveIfSame(path string, fi os.FileInfo) error {
 	if fi == nil {
-		return fmt.Errorf("uds: remove %s: no file info to compare", path)
+		return pathErr("remove", path, errors.New("no file info to compare"))
 	}
 	cur, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("uds: remove %s: %w", path, err)
+		return pathErr("remove", path, err)
 	}
 	if !os.SameFile(fi, cur) {
-		return fmt.Errorf("uds: remove %s: %w", path, ErrChanged)
+		return pathErr("remove", path, ErrChanged)
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("uds: remove %s: %w", path, err)
+		return pathErr("remove", path, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package uds
+package safefile
 
 import (
 	"bytes"
@@ -29,13 +29,13 @@ func onlyEntries(t *testing.T, dir string, names ...string) {
 	}
 }
 
-func TestWriteFileAtomic(t *testing.T) {
+func TestWriteAtomic(t *testing.T) {
 	t.Run("a new file is written whole with mode 0600 and no temp file left", func(t *testing.T) {
 		old := syscall.Umask(0o277) // a umask that would strip our write bit
 		defer syscall.Umask(old)
 		dir := privateDir(t)
 		p := filepath.Join(dir, "r.json")
-		if err := WriteFileAtomic(p, []byte(`{"pid":1}`)); err != nil {
+		if err := WriteAtomic(p, []byte(`{"pid":1}`)); err != nil {
 			t.Fatal(err)
 		}
 		assertFile(t, p, `{"pid":1}`)
@@ -48,7 +48,7 @@ func TestWriteFileAtomic(t *testing.T) {
 			t.Fatal(err)
 		}
 		before, _ := os.Stat(p)
-		if err := WriteFileAtomic(p, []byte("new")); err != nil {
+		if err := WriteAtomic(p, []byte("new")); err != nil {
 			t.Fatal(err)
 		}
 		assertFile(t, p, "new")
@@ -87,8 +87,8 @@ func TestWriteFileAtomic(t *testing.T) {
 			dir := privateDir(t)
 			p := filepath.Join(dir, "r.json")
 			tt.prepare(t, dir, p)
-			if err := WriteFileAtomic(p, []byte("x")); !errors.Is(err, tt.want) {
-				t.Fatalf("WriteFileAtomic = %v, want %v", err, tt.want)
+			if err := WriteAtomic(p, []byte("x")); !errors.Is(err, tt.want) {
+				t.Fatalf("WriteAtomic = %v, want %v", err, tt.want)
 			}
 			if b, err := os.ReadFile(filepath.Join(dir, "target")); err == nil && string(b) != "keep" {
 				t.Errorf("symlink target now holds %q", b)
@@ -103,8 +103,8 @@ func TestWriteFileAtomic(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer os.Remove(link)
-		if err := WriteFileAtomic(filepath.Join(link, "r.json"), []byte("x")); !errors.Is(err, ErrSymlink) {
-			t.Fatalf("WriteFileAtomic = %v, want ErrSymlink", err)
+		if err := WriteAtomic(filepath.Join(link, "r.json"), []byte("x")); !errors.Is(err, ErrSymlink) {
+			t.Fatalf("WriteAtomic = %v, want ErrSymlink", err)
 		}
 		onlyEntries(t, dir)
 	})
@@ -307,7 +307,7 @@ func assertMode(t *testing.T, p string, want fs.FileMode) {
 	}
 }
 
-func TestReadFileCapped(t *testing.T) {
+func TestReadCapped(t *testing.T) {
 	dir := privateDir(t)
 	write := func(name string, n int) string {
 		p := filepath.Join(dir, name)
@@ -342,9 +342,9 @@ func TestReadFileCapped(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := ReadFileCapped(tt.path, 16)
+			b, err := ReadCapped(tt.path, 16)
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
-				t.Fatalf("ReadFileCapped = %v, want %v", err, tt.wantErr)
+				t.Fatalf("ReadCapped = %v, want %v", err, tt.wantErr)
 			}
 			if len(b) != tt.wantLen {
 				t.Errorf("read %d bytes, want %d", len(b), tt.wantLen)
@@ -356,11 +356,11 @@ func TestReadFileCapped(t *testing.T) {
 		if runtime.GOOS != "linux" {
 			t.Skip("no /proc here")
 		}
-		if b, err := ReadFileCapped("/proc/self/stat", 1<<16); err != nil || len(b) == 0 {
-			t.Errorf("ReadFileCapped(/proc/self/stat) = %d bytes, %v", len(b), err)
+		if b, err := ReadCapped("/proc/self/stat", 1<<16); err != nil || len(b) == 0 {
+			t.Errorf("ReadCapped(/proc/self/stat) = %d bytes, %v", len(b), err)
 		}
-		if _, err := ReadFileCapped("/proc/self/stat", 8); !errors.Is(err, ErrTooLarge) {
-			t.Errorf("ReadFileCapped(/proc/self/stat, 8) = %v, want ErrTooLarge", err)
+		if _, err := ReadCapped("/proc/self/stat", 8); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("ReadCapped(/proc/self/stat, 8) = %v, want ErrTooLarge", err)
 		}
 	})
 }

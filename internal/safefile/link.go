@@ -1,4 +1,4 @@
-package uds
+package safefile
 
 import "golang.org/x/sys/unix"
 

@@ -1,5 +1,5 @@
 //go:build !linux
 
-package uds
+package safefile
 
 func renameNoReplace(dfd int, old, new string) error { return linkNoReplace(dfd, old, new) }

@@ -24,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"github.com/sessiongateway/gateway/internal/clock"
 
 	"github.com/google/uuid"
@@ -97,7 +99,7 @@ func Start(t testing.TB, cfg Config) *Peer {
 	p.token = hex.EncodeToString(b)
 	p.guard = claude.NewGuard(claude.DefaultLimits(), clock.Real{}, func() []string { return nil })
 
-	if err := uds.EnsureDir(filepath.Dir(p.socket)); err != nil {
+	if err := safefile.EnsureDir(filepath.Dir(p.socket)); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := uds.Listen(p.socket, uds.Limits{})
@@ -135,12 +137,12 @@ func (p *Peer) register() error {
 	}
 	procStart := strconv.FormatUint(ticks, 10)
 	domain := fmt.Sprintf("linux:%s:pid:[%d]", id.MachineID, id.PidNS)
-	if err := uds.EnsureDir(p.sessionsDir()); err != nil {
+	if err := safefile.EnsureDir(p.sessionsDir()); err != nil {
 		return err
 	}
 	if !p.cfg.NoKey {
 		kb, _ := json.Marshal(claude.KeyFile{PeerToken: p.token, ProcStart: procStart, PidDomain: domain})
-		if err := uds.WriteFileAtomic(filepath.Join(p.sessionsDir(), claude.KeyFileName(p.pid, p.socket)), kb); err != nil {
+		if err := safefile.WriteAtomic(filepath.Join(p.sessionsDir(), claude.KeyFileName(p.pid, p.socket)), kb); err != nil {
 			return err
 		}
 	}
@@ -151,7 +153,7 @@ func (p *Peer) register() error {
 		Entrypoint: "cli", PidDomain: domain, MessagingSocketPath: p.socket, Name: p.cfg.Name,
 		NameSource: "user", Status: "idle", UpdatedAt: now,
 	})
-	return uds.WriteFileAtomic(filepath.Join(p.sessionsDir(), strconv.Itoa(p.pid)+".json"), eb)
+	return safefile.WriteAtomic(filepath.Join(p.sessionsDir(), strconv.Itoa(p.pid)+".json"), eb)
 }
 
 // Deregister removes the registry entry and key file, as the real CLI does

@@ -22,20 +22,6 @@ var (
 	ErrBusy = errors.New("listener backlog full")
 	// ErrNotSocket: the path exists and is something other than a socket.
 	ErrNotSocket = errors.New("not a socket")
-	// ErrSymlink: the path is a symbolic link, which we never follow.
-	ErrSymlink = errors.New("is a symbolic link")
-	// ErrNotDir: the path is not a directory.
-	ErrNotDir = errors.New("not a directory")
-	// ErrNotOwner: the directory belongs to another user.
-	ErrNotOwner = errors.New("not owned by this user")
-	// ErrLooseMode: the directory grants group or other permissions.
-	ErrLooseMode = errors.New("group or other permission bits set")
-	// ErrNotRegular: the path is not a regular file.
-	ErrNotRegular = errors.New("not a regular file")
-	// ErrTooLarge: the file is larger than the caller's cap.
-	ErrTooLarge = errors.New("file larger than cap")
-	// ErrChanged: the file at the path is no longer the one we were given.
-	ErrChanged = errors.New("file was replaced")
 	// ErrNoProcess: no process has that pid (or it is not visible to us).
 	ErrNoProcess = errors.New("no such process")
 	// ErrUnsupported: not implemented on this platform (process identity is

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -109,7 +111,7 @@ type Listener struct {
 	closeErr  error
 }
 
-// Listen binds a socket at path, whose parent directory must pass CheckDir.
+// Listen binds a socket at path, whose parent directory must pass safefile.CheckDir.
 // A socket file already there is replaced only when it is stale (connect is
 // refused); a live one is ErrInUse. A symlink or non-socket at path is refused.
 // The socket is made 0600.
@@ -117,7 +119,7 @@ func Listen(path string, lim Limits) (*Listener, error) {
 	if err := checkSocketPath(path); err != nil {
 		return nil, err
 	}
-	dfd, err := openCheckedDir(filepath.Dir(path))
+	dfd, err := safefile.OpenDir(filepath.Dir(path))
 	if err != nil {
 		return nil, fmt.Errorf("uds: listen %s: directory: %w", path, err)
 	}
@@ -140,7 +142,7 @@ func Listen(path string, lim Limits) (*Listener, error) {
 	switch {
 	case err != nil:
 	case fi.Mode().Type() != fs.ModeSocket:
-		err = ErrChanged // replaced already: not ours to chmod or remove
+		err = safefile.ErrChanged // replaced already: not ours to chmod or remove
 	default:
 		l.inode = fi
 		// The window between bind and chmod is covered by the 0700 directory.
@@ -164,14 +166,14 @@ func clearStale(path string) error {
 	}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return fmt.Errorf("uds: listen %s: %w", path, ErrSymlink)
+		return fmt.Errorf("uds: listen %s: %w", path, safefile.ErrSymlink)
 	case fi.Mode().Type() != fs.ModeSocket:
 		return fmt.Errorf("uds: listen %s: %w", path, ErrNotSocket)
 	}
 	err = Probe(context.Background(), path)
 	switch {
 	case errors.Is(err, ErrRefused):
-		if err := RemoveIfSame(path, fi); err != nil {
+		if err := safefile.RemoveIfSame(path, fi); err != nil {
 			return fmt.Errorf("uds: listen %s: removing stale socket: %w", path, err)
 		}
 		return nil
@@ -208,7 +210,7 @@ func (l *Listener) Close() error {
 		// for us.
 		var err error
 		if l.inode != nil {
-			if rerr := RemoveIfSame(l.path, l.inode); rerr != nil && !errors.Is(rerr, ErrChanged) {
+			if rerr := safefile.RemoveIfSame(l.path, l.inode); rerr != nil && !errors.Is(rerr, safefile.ErrChanged) {
 				err = rerr
 			}
 		}

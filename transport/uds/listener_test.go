@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -442,7 +444,7 @@ func TestListenExistingPath(t *testing.T) {
 			if err := os.Symlink(p+".target", p); err != nil {
 				t.Fatal(err)
 			}
-		}, ErrSymlink, true},
+		}, safefile.ErrSymlink, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -489,7 +491,7 @@ func TestListenPathChecks(t *testing.T) {
 				t.Fatal(err)
 			}
 			return filepath.Join(d, "a.sock")
-		}, func(err error) bool { return errors.Is(err, ErrLooseMode) }},
+		}, func(err error) bool { return errors.Is(err, safefile.ErrLooseMode) }},
 		{"a missing parent directory is refused", func(t *testing.T) string {
 			return filepath.Join(privateDir(t), "missing", "a.sock")
 		}, func(err error) bool { return errors.Is(err, fs.ErrNotExist) }},
@@ -500,7 +502,7 @@ func TestListenPathChecks(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = os.Remove(d + "-link") })
 			return filepath.Join(d+"-link", "a.sock")
-		}, func(err error) bool { return errors.Is(err, ErrSymlink) }},
+		}, func(err error) bool { return errors.Is(err, safefile.ErrSymlink) }},
 		{"an abstract socket name is refused", func(t *testing.T) string { return "@gateway" }, func(err error) bool { return err != nil }},
 	}
 	for _, tt := range tests {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -103,7 +105,7 @@ func Lstart(pid int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	b, err := ReadFileCapped("/proc/stat", maxProcStatLen)
+	b, err := safefile.ReadCapped("/proc/stat", maxProcStatLen)
 	if err != nil {
 		return "", fmt.Errorf("uds: lstart of pid %d: %w", pid, err)
 	}
@@ -134,7 +136,7 @@ func readProc(pid int, name string, max int64) ([]byte, error) {
 	if pid <= 0 {
 		return nil, procErr(name, pid, ErrNoProcess)
 	}
-	b, err := ReadFileCapped("/proc/"+strconv.Itoa(pid)+"/"+name, max)
+	b, err := safefile.ReadCapped("/proc/"+strconv.Itoa(pid)+"/"+name, max)
 	if err != nil {
 		return nil, procErr(name, pid, err)
 	}
@@ -149,7 +151,7 @@ func procErr(what string, pid int, err error) error {
 }
 
 func readID(path string) (string, error) {
-	b, err := ReadFileCapped(path, maxIDLen)
+	b, err := safefile.ReadCapped(path, maxIDLen)
 	if err != nil {
 		return "", err
 	}

@@ -12,10 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/transport/uds"
 )
 
 // Attachment caps of the real CLI.
@@ -36,7 +37,7 @@ func (p *Peer) stage(src []message.Attachment) ([]message.Attachment, error) {
 	if len(src) > MaxFilesPerMessage {
 		return nil, fmt.Errorf("%w: %d files, at most %d per message", ErrAttachment, len(src), MaxFilesPerMessage)
 	}
-	if err := uds.EnsureDir(p.cfg.SpoolDir); err != nil {
+	if err := safefile.EnsureDir(p.cfg.SpoolDir); err != nil {
 		return nil, fmt.Errorf("%w: spool: %v", ErrAttachment, err)
 	}
 	var out []message.Attachment
@@ -78,7 +79,7 @@ func (p *Peer) stageOne(path string) (message.Attachment, error) {
 	hexsum := hex.EncodeToString(sum[:])
 	name := safeFileName(filepath.Base(path))
 	staged := filepath.Join(p.cfg.SpoolDir, fmt.Sprintf("%s-%s-%s", hexsum[:8], strings.ReplaceAll(uuid.NewString(), "-", "")[:8], name))
-	if err := uds.CreateExclusive(staged, data); err != nil {
+	if err := safefile.CreateExclusive(staged, data); err != nil {
 		return message.Attachment{}, fmt.Errorf("%w: staging: %v", ErrAttachment, err)
 	}
 	return message.Attachment{Path: staged, FileName: name, FileSize: int64(len(data)), SHA256: hexsum,
@@ -119,9 +120,9 @@ func (p *Peer) acceptAttachments(msgID string, in []message.Attachment) []messag
 		}
 		if p.cfg.UploadsDir != "" {
 			dir := filepath.Join(p.cfg.UploadsDir, safeFileName(msgID))
-			if err := uds.EnsureDir(dir); err == nil {
+			if err := safefile.EnsureDir(dir); err == nil {
 				dst := filepath.Join(dir, safeFileName(a.FileName))
-				if err := uds.WriteFileAtomic(dst, data); err == nil {
+				if err := safefile.WriteAtomic(dst, data); err == nil {
 					a.Path = dst
 				}
 			}
@@ -141,7 +142,7 @@ func (p *Peer) checkDescriptor(a message.Attachment) ([]byte, error) {
 	if a.FileSize < 0 || a.FileSize > MaxFileSize {
 		return nil, errors.New("size out of range")
 	}
-	data, err := uds.ReadFileCapped(a.Path, MaxFileSize)
+	data, err := safefile.ReadCapped(a.Path, MaxFileSize)
 	if err != nil {
 		return nil, err
 	}

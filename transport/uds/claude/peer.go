@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"github.com/sessiongateway/gateway/internal/clock"
 
 	"github.com/google/uuid"
@@ -218,10 +220,10 @@ func Register(cfg Config) (*Peer, error) {
 	p.guard = NewGuard(cfg.Limits, cfg.Clock, func() []string { return []string{p.hopToken} })
 	p.drops = newDropReporter(cfg.Clock, p.addr, p.receipt)
 
-	if err := uds.EnsureDir(filepath.Dir(p.socketPath)); err != nil {
+	if err := safefile.EnsureDir(filepath.Dir(p.socketPath)); err != nil {
 		return nil, fmt.Errorf("socket directory: %w", err)
 	}
-	if err := uds.EnsureDir(p.sessionsDir); err != nil {
+	if err := safefile.EnsureDir(p.sessionsDir); err != nil {
 		return nil, fmt.Errorf("sessions directory: %w", err)
 	}
 	if p.ln, err = uds.Listen(p.socketPath, cfg.Socket); err != nil {
@@ -289,11 +291,11 @@ var ErrLiveOwner = errors.New("file belongs to another live process")
 // created exclusively, and an existing one is replaced only when its process
 // (same pid as ours, so possibly another pid namespace) is proven gone.
 func (p *Peer) claimFile(path string, data []byte) error {
-	err := uds.CreateExclusive(path, data)
+	err := safefile.CreateExclusive(path, data)
 	if !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	old, err := uds.ReadFileCapped(path, maxEntry)
+	old, err := safefile.ReadCapped(path, maxEntry)
 	if err != nil {
 		// A symlink, a non-regular or an oversized file is nothing we wrote
 		// and nothing we may replace.
@@ -315,7 +317,7 @@ func (p *Peer) claimFile(path string, data []byte) error {
 	// Same pid domain, other start time (or no record at all): the file of a
 	// dead earlier holder of our pid, since in our pid namespace we hold it now.
 	p.log.Info("replacing a stale file left by an earlier process with our pid", "file", path)
-	return uds.WriteFileAtomic(path, data)
+	return safefile.WriteAtomic(path, data)
 }
 
 func (p *Peer) removeFiles() {

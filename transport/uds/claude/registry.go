@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sessiongateway/gateway/transport/uds"
+	"github.com/sessiongateway/gateway/internal/safefile"
 )
 
 // Entry is a registry record, ~/.claude/sessions/<pid>.json, with the fields
@@ -180,7 +180,7 @@ func readEntries(dir string) (entries []Entry, bad map[string]error, err error) 
 		if !ok || !de.Type().IsRegular() {
 			continue
 		}
-		b, err := uds.ReadFileCapped(filepath.Join(dir, de.Name()), maxEntry)
+		b, err := safefile.ReadCapped(filepath.Join(dir, de.Name()), maxEntry)
 		if err != nil {
 			bad[de.Name()] = err
 			continue

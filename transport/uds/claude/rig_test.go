@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/addressing"
@@ -155,7 +157,7 @@ func listenSock(t *testing.T, dir string) *sock {
 	t.Helper()
 	name := strconv.FormatInt(900000+sockSeq.Add(1), 10) + ".sock"
 	path := filepath.Join(dir, name)
-	if err := uds.EnsureDir(dir); err != nil {
+	if err := safefile.EnsureDir(dir); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("unix", path)

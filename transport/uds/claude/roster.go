@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/uds"
@@ -218,13 +220,13 @@ func (p *Peer) sweep(e Entry) {
 	if err != nil || uds.Alive(e.PID) {
 		return
 	}
-	if err := uds.RemoveIfSame(path, fi); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := safefile.RemoveIfSame(path, fi); err != nil && !errors.Is(err, os.ErrNotExist) {
 		p.log.Debug("sweeping dead entry failed", "file", path, "err", err)
 		return
 	}
 	key := filepath.Join(p.sessionsDir, KeyFileName(e.PID, e.MessagingSocketPath))
 	if fi, err := os.Lstat(key); err == nil {
-		_ = uds.RemoveIfSame(key, fi)
+		_ = safefile.RemoveIfSame(key, fi)
 	}
 	p.log.Info("swept registry entry of a dead session", "pid", e.PID, "name", e.Name)
 }

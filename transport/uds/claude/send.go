@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/internal/bounded"
 	"github.com/sessiongateway/gateway/message"
@@ -119,7 +121,7 @@ func (p *Peer) tokenFor(path string, pid int) (string, error) {
 			return "", nil
 		}
 	}
-	b, err := uds.ReadFileCapped(keyPath, maxKey)
+	b, err := safefile.ReadCapped(keyPath, maxKey)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}

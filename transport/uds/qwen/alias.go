@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/addressing"
@@ -133,7 +135,7 @@ func (p *Peer) writeAlias(s message.Session) (*alias, error) {
 		return nil, err
 	}
 	al.path = filepath.Join(p.sessions, RecordFileName(p.pid, NewSuffix()))
-	if err := uds.CreateExclusive(al.path, b); err != nil {
+	if err := safefile.CreateExclusive(al.path, b); err != nil {
 		return nil, err
 	}
 	return al, nil

@@ -13,11 +13,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"github.com/sessiongateway/gateway/internal/jsonx"
 
 	"github.com/sessiongateway/gateway/internal/clock"
-
-	"github.com/sessiongateway/gateway/transport/uds"
 )
 
 // A controller grant is a token the user mints by hand and gives to one
@@ -166,7 +166,7 @@ func (c *Controllers) Path() string { return c.path }
 
 // read returns the grants; a missing file holds none.
 func (c *Controllers) read(skipMalformed bool) ([]Controller, error) {
-	b, err := uds.ReadFileCapped(c.path, MaxControllersBytes)
+	b, err := safefile.ReadCapped(c.path, MaxControllersBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return []Controller{}, nil
 	}
@@ -185,10 +185,10 @@ func (c *Controllers) write(cs []Controller) error {
 	if err != nil {
 		return err
 	}
-	if err := uds.EnsureDir(filepath.Dir(c.path)); err != nil {
+	if err := safefile.EnsureDir(filepath.Dir(c.path)); err != nil {
 		return err
 	}
-	return uds.WriteFileAtomic(c.path, b)
+	return safefile.WriteAtomic(c.path, b)
 }
 
 // Add mints a grant labelled label and returns its token, qpc_<64 hex>:

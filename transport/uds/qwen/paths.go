@@ -128,7 +128,7 @@ func allDigits(s string) bool {
 // IsTempFileName reports whether name is one of Qwen Code's record temp
 // files, <record name>.<12 hex>.tmp. A lister deletes one older than
 // TempMaxAge: its writer died between write and rename. (Ours, written by
-// uds.WriteFileAtomic, are named .tmp-<hex> and never match.)
+// safefile.WriteAtomic, are named .tmp-<hex> and never match.)
 func IsTempFileName(name string) bool {
 	stem, ok := strings.CutSuffix(name, ".tmp")
 	if !ok {

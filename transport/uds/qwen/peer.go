@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"github.com/sessiongateway/gateway/internal/clock"
 
 	"github.com/google/uuid"
@@ -138,7 +140,7 @@ func Register(cfg PeerConfig) (*Peer, error) {
 		Report:  p.report,
 		Dropped: p.dropped,
 	})
-	if err := uds.EnsureDir(p.sessions); err != nil {
+	if err := safefile.EnsureDir(p.sessions); err != nil {
 		return nil, fmt.Errorf("qwen sessions directory: %w", err)
 	}
 	if err := p.bind(); err != nil {
@@ -158,7 +160,7 @@ func Register(cfg PeerConfig) (*Peer, error) {
 func (p *Peer) bind() error {
 	var errs []error
 	for _, path := range InboxCandidates(p.cfg.RuntimeDir, p.cfg.TmpDir, p.pid, NewSocketNonce()) {
-		if err := uds.EnsureDir(filepath.Dir(path)); err != nil {
+		if err := safefile.EnsureDir(filepath.Dir(path)); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -198,15 +200,15 @@ func (p *Peer) writeRecord() error {
 		return err
 	}
 	path := filepath.Join(p.sessions, RecordFileName(p.pid, ""))
-	err = uds.CreateExclusive(path, b)
+	err = safefile.CreateExclusive(path, b)
 	if errors.Is(err, fs.ErrExist) {
-		old, rerr := uds.ReadFileCapped(path, MaxRecordBytes)
+		old, rerr := safefile.ReadCapped(path, MaxRecordBytes)
 		if rerr == nil && MayReplace(old, p.pid, p.facts) {
-			err = uds.WriteFileAtomic(path, b)
+			err = safefile.WriteAtomic(path, b)
 		} else {
 			// Not provably ours to replace: the spec's <pid>-<8 hex>.json.
 			path = filepath.Join(p.sessions, RecordFileName(p.pid, NewSuffix()))
-			err = uds.CreateExclusive(path, b)
+			err = safefile.CreateExclusive(path, b)
 		}
 	}
 	if err != nil {

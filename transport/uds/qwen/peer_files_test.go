@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/message"
@@ -169,11 +171,11 @@ func TestOurRecordFile(t *testing.T) {
 		stale := Record{PID: os.Getpid(), ProcStart: boot + ":" + strconv.Itoa(n-1), PidNS: ns, SessionID: uuid.NewString(),
 			Cwd: "/", Name: "old", StartedAt: 1, Kind: "tui"}
 		b, _ := stale.Marshal()
-		if err := uds.EnsureDir(SessionsDir(home)); err != nil {
+		if err := safefile.EnsureDir(SessionsDir(home)); err != nil {
 			t.Fatal(err)
 		}
 		bare := filepath.Join(SessionsDir(home), RecordFileName(os.Getpid(), ""))
-		if err := uds.WriteFileAtomic(bare, b); err != nil {
+		if err := safefile.WriteAtomic(bare, b); err != nil {
 			t.Fatal(err)
 		}
 		p := registerTestPeer(t, PeerConfig{Home: home})
@@ -250,12 +252,12 @@ func TestListingSweepsOnlyRecordsProvenDead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := uds.WriteFileAtomic(filepath.Join(dir, tt.file), b); err != nil {
+		if err := safefile.WriteAtomic(filepath.Join(dir, tt.file), b); err != nil {
 			t.Fatal(err)
 		}
 	}
 	newer := filepath.Join(dir, RecordFileName(deadPID, NewSuffix()))
-	if err := uds.WriteFileAtomic(newer, []byte(`{"schemaVersion":2,"pid":`+strconv.Itoa(deadPID)+`}`)); err != nil {
+	if err := safefile.WriteAtomic(newer, []byte(`{"schemaVersion":2,"pid":`+strconv.Itoa(deadPID)+`}`)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.Sessions(context.Background()); err != nil {

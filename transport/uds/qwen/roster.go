@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/uds"
@@ -37,7 +39,7 @@ func (p *Peer) records() ([]listed, error) {
 			continue
 		}
 		path := filepath.Join(p.sessions, de.Name())
-		b, err := uds.ReadFileCapped(path, MaxRecordBytes)
+		b, err := safefile.ReadCapped(path, MaxRecordBytes)
 		if err != nil {
 			continue
 		}
@@ -59,7 +61,7 @@ func (p *Peer) records() ([]listed, error) {
 }
 
 func (p *Peer) sweep(path string, rec Record) {
-	b, err := uds.ReadFileCapped(path, MaxRecordBytes)
+	b, err := safefile.ReadCapped(path, MaxRecordBytes)
 	if err != nil {
 		return
 	}

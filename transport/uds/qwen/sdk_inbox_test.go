@@ -14,11 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/clock"
-	"github.com/sessiongateway/gateway/transport/uds"
 )
 
 // These tests run the real @qwen-code/sdk PeerEndpoint (GATEWAY_INTEROP=1)
@@ -270,7 +271,7 @@ func (in *inbox) wait(t *testing.T, pred func(message.Event) bool) message.Event
 func qwenHome(t *testing.T) string {
 	t.Helper()
 	home := filepath.Join(t.TempDir(), "qwen")
-	if err := uds.EnsureDir(SessionsDir(home)); err != nil {
+	if err := safefile.EnsureDir(SessionsDir(home)); err != nil {
 		t.Fatal(err)
 	}
 	return home
@@ -338,7 +339,7 @@ func TestSDKSendsToOurInboxAndHearsTheSpecsReceipts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := uds.WriteFileAtomic(filepath.Join(SessionsDir(home), RecordFileName(rec.PID, NewSuffix())), b); err != nil {
+		if err := safefile.WriteAtomic(filepath.Join(SessionsDir(home), RecordFileName(rec.PID, NewSuffix())), b); err != nil {
 			t.Fatal(err)
 		}
 		e := startSDKEndpoint(t, sdk, home, "sdk-sender", "")

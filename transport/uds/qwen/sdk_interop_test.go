@@ -9,8 +9,9 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
+
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/transport/uds"
 )
 
 // sdkPeer finds @qwen-code/sdk's peer module where .ci/install-interop.sh
@@ -97,7 +98,7 @@ func TestTheSDKReadsWhatWeWrite(t *testing.T) {
 			t.Skip("no process identity on this platform")
 		}
 		dir := filepath.Join(t.TempDir(), "sessions")
-		if err := uds.EnsureDir(dir); err != nil {
+		if err := safefile.EnsureDir(dir); err != nil {
 			t.Fatal(err)
 		}
 		r := Record{PID: os.Getpid(), ProcStart: tok, PidNS: ns, SessionID: "8e016be8-5b48-4c13-ad22-1f5326ae64ac",
@@ -107,7 +108,7 @@ func TestTheSDKReadsWhatWeWrite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := uds.WriteFileAtomic(filepath.Join(dir, RecordFileName(r.PID, NewSuffix())), b); err != nil {
+		if err := safefile.WriteAtomic(filepath.Join(dir, RecordFileName(r.PID, NewSuffix())), b); err != nil {
 			t.Fatal(err)
 		}
 		var got []map[string]any
