@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sessiongateway/gateway/internal/settings"
 )
 
 // writeConf writes a file with perm into dir and returns its path.
@@ -50,21 +52,21 @@ func TestConfigPrecedence(t *testing.T) {
 		vars  map[string]string
 		args  []string
 		check func(t *testing.T, c serveConfig)
-		from  map[string]source // the source each key must report
+		from  map[string]settings.Source // the source each key must report
 	}{
 		{"without any layer every flag has its default", "", nil, nil,
 			func(t *testing.T, c serveConfig) {
 				if c.name != "gateway" || c.settle != 2*time.Second || !c.bridge || len(c.hosts) != 0 {
 					t.Errorf("cfg = %+v", c)
 				}
-			}, map[string]source{"name": sourceDefault, "settle": sourceDefault, "allow-host": sourceDefault}},
+			}, map[string]settings.Source{"name": settings.Default, "settle": settings.Default, "allow-host": settings.Default}},
 		{"the config file beats the default, for scalars, booleans and lists",
 			`{"name": "filed", "settle": "3s", "bridge": false, "allow-host": ["a.example", "b.example"]}`, nil, nil,
 			func(t *testing.T, c serveConfig) {
 				if c.name != "filed" || c.settle != 3*time.Second || c.bridge || !reflect.DeepEqual(c.hosts, []string{"a.example", "b.example"}) {
 					t.Errorf("cfg = %+v", c)
 				}
-			}, map[string]source{"name": sourceFile, "settle": sourceFile, "bridge": sourceFile, "allow-host": sourceFile}},
+			}, map[string]settings.Source{"name": settings.File, "settle": settings.File, "bridge": settings.File, "allow-host": settings.File}},
 		{"a variable beats the file, and its comma list replaces the file's list",
 			`{"name": "filed", "settle": "3s", "allow-host": ["a.example", "b.example"]}`,
 			map[string]string{"GATEWAY_NAME": "envy", "GATEWAY_SETTLE": "4s", "GATEWAY_ALLOW_HOST": " c.example, ,d.example"}, nil,
@@ -72,7 +74,7 @@ func TestConfigPrecedence(t *testing.T) {
 				if c.name != "envy" || c.settle != 4*time.Second || !reflect.DeepEqual(c.hosts, []string{"c.example", "d.example"}) {
 					t.Errorf("cfg = %+v", c)
 				}
-			}, map[string]source{"name": sourceEnv, "settle": sourceEnv, "allow-host": sourceEnv}},
+			}, map[string]settings.Source{"name": settings.Env, "settle": settings.Env, "allow-host": settings.Env}},
 		{"the command line beats the variable and the file, lists included",
 			`{"name": "filed", "allow-host": ["a.example"]}`,
 			map[string]string{"GATEWAY_NAME": "envy", "GATEWAY_ALLOW_HOST": "c.example", "GATEWAY_BRIDGE": "false"},
@@ -81,21 +83,21 @@ func TestConfigPrecedence(t *testing.T) {
 				if c.name != "flagged" || !c.bridge || !reflect.DeepEqual(c.hosts, []string{"e.example", "f.example"}) {
 					t.Errorf("cfg = %+v", c)
 				}
-			}, map[string]source{"name": sourceFlag, "allow-host": sourceFlag, "bridge": sourceFlag}},
+			}, map[string]settings.Source{"name": settings.Flag, "allow-host": settings.Flag, "bridge": settings.Flag}},
 		{"a layer that leaves a key alone lets the one below show through",
 			`{"settle": "3s"}`, map[string]string{"GATEWAY_NAME": "envy"}, []string{"--log-level", "debug"},
 			func(t *testing.T, c serveConfig) {
 				if c.name != "envy" || c.settle != 3*time.Second {
 					t.Errorf("cfg = %+v", c)
 				}
-			}, map[string]source{"name": sourceEnv, "settle": sourceFile, "log-level": sourceFlag, "mode": sourceDefault}},
+			}, map[string]settings.Source{"name": settings.Env, "settle": settings.File, "log-level": settings.Flag, "mode": settings.Default}},
 		{"the file understands comments",
 			"// gateway settings\n{\n  /* who we are */ \"name\": \"gw // not a comment\", // trailing\n  \"bridge-only\": [\"work-*\"]\n}\n", nil, nil,
 			func(t *testing.T, c serveConfig) {
 				if c.name != "gw // not a comment" || !reflect.DeepEqual(c.bridgeOnly, []string{"work-*"}) {
 					t.Errorf("cfg = %+v", c)
 				}
-			}, map[string]source{"name": sourceFile}},
+			}, map[string]settings.Source{"name": settings.File}},
 		{"remote flags read their GATEWAY_REMOTE_ variables through the same layer",
 			`{"remote-token-file": "/x/t", "remote-follow": ["session_a"]}`,
 			map[string]string{"GATEWAY_REMOTE_FOLLOW": "session_b,session_c", "GATEWAY_REMOTE_IDLE": "5m"}, nil,
@@ -103,7 +105,7 @@ func TestConfigPrecedence(t *testing.T) {
 				if c.remote.tokenFile != "/x/t" || strings.Join(c.remote.follow, ",") != "session_b,session_c" || c.remote.idle != 5*time.Minute {
 					t.Errorf("remote = %+v", c.remote)
 				}
-			}, map[string]source{"remote-token-file": sourceFile, "remote-follow": sourceEnv, "remote-idle": sourceEnv}},
+			}, map[string]settings.Source{"remote-token-file": settings.File, "remote-follow": settings.Env, "remote-idle": settings.Env}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,15 +131,13 @@ func TestConfigPrecedence(t *testing.T) {
 	}
 }
 
-func sourceOf(t *testing.T, st *settings, key string) source {
+func sourceOf(t *testing.T, st *settings.Settings, key string) settings.Source {
 	t.Helper()
-	for _, s := range st.list {
-		if s.key == key {
-			return s.source
-		}
+	src, ok := st.Source(key)
+	if !ok {
+		t.Fatalf("no setting %q", key)
 	}
-	t.Fatalf("no setting %q", key)
-	return 0
+	return src
 }
 
 func TestConfigFileLocation(t *testing.T) {
@@ -379,15 +379,15 @@ func TestConfigRedactsSecrets(t *testing.T) {
 		if code != exitOK {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
-		var ents []configEntry
+		var ents []settings.Entry
 		if err := json.Unmarshal([]byte(stdout), &ents); err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]configEntry{}
+		got := map[string]settings.Entry{}
 		for _, e := range ents {
 			got[e.Key] = e
 		}
-		want := map[string]configEntry{
+		want := map[string]settings.Entry{
 			"config":            {Value: filepath.Join(dir, "config.json"), Source: "default"},
 			"name":              {Value: "gw", Source: "flag"},
 			"mode":              {Value: "prompting", Source: "default"},
@@ -422,58 +422,4 @@ func TestConfigHelpDocumentsPrecedence(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestParseConfigLines(t *testing.T) {
-	cf, err := parseConfig([]byte("{\n  // comment \"with\" quotes\n  \"a\": 1,\n  /* multi\n line */ \"b\": [\"x\",\n \"y\"],\n\"c\": \"\\\"/*\"\n}"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]int{"a": 3, "b": 5, "c": 7}
-	for k, line := range want {
-		if got := cf.values[k].line; got != line {
-			t.Errorf("%s on line %d, want %d", k, got, line)
-		}
-	}
-	if got := string(cf.values["c"].raw); got != `"\"/*"` {
-		t.Errorf("c = %s: a comment marker inside a string was touched", got)
-	}
-}
-
-func FuzzParseConfig(f *testing.F) {
-	f.Add([]byte(`{"name": "gw", "settle": "3s", "bridge": false, "allow-host": ["a", "b"]}`))
-	f.Add([]byte("// c\n{\n /* x */ \"a\": 1 // y\n}\n"))
-	f.Add([]byte(`{"a": "/* not a comment */", "b": "\\"}`))
-	f.Add([]byte(`{"a": 1, "a": 2}`))
-	f.Add([]byte("{} /* open"))
-	f.Add([]byte(`[1]`))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		clean, err := stripComments(b)
-		if err == nil {
-			if len(clean) != len(b) {
-				t.Fatalf("stripping comments changed the length %d -> %d", len(b), len(clean))
-			}
-			for i := range b {
-				if (b[i] == '\n') != (clean[i] == '\n') {
-					t.Fatalf("stripping comments moved a newline at %d", i)
-				}
-			}
-		}
-		cf, err := parseConfig(b)
-		if err != nil {
-			return // refusing is fine; crashing is not
-		}
-		lines := 1 + bytes.Count(b, []byte("\n"))
-		if len(cf.order) != len(cf.values) {
-			t.Fatalf("%d keys in order, %d values: a duplicate slipped through", len(cf.order), len(cf.values))
-		}
-		for k, v := range cf.values {
-			if v.line < 1 || v.line > lines {
-				t.Fatalf("key %q on line %d of %d", k, v.line, lines)
-			}
-			if !json.Valid(v.raw) {
-				t.Fatalf("key %q holds invalid JSON %q", k, v.raw)
-			}
-		}
-	})
 }

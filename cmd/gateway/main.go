@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+
+	"github.com/sessiongateway/gateway/internal/settings"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -104,23 +106,7 @@ func run(ctx context.Context, e *env, args []string) int {
 
 // parse parses flags that may come before, between or after positional
 // arguments, so `send work "hi" --wait` works as users type it.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if rest[0] == "--" {
-			return append(pos, rest[1:]...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
+func parse(fs *flag.FlagSet, args []string) ([]string, error) { return settings.ParseArgs(fs, args) }
 
 func newFlags(e *env, name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("gateway "+name, flag.ContinueOnError)

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/settings"
+
 	"github.com/sessiongateway/gateway/internal/safefile"
 
 	"github.com/sessiongateway/gateway/internal/clock"
@@ -49,7 +51,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 type servePlan struct {
 	cfg      serveConfig
 	logLevel slog.Level
-	settings *settings
+	settings *settings.Settings
 }
 
 // setupServe registers serve's flags (and the command's own, via extra),
@@ -81,10 +83,10 @@ func setupServe(e *env, cmd string, args []string, extra func(*flag.FlagSet)) (*
 	life := lifecycleFlags(fs, e)
 	apiHard := apiFlags(fs, e)
 	approver := fs.String("approver", "", "address of a local session (or alias) that gets each remote permission prompt as a message and answers it by replying allow, deny or answer (env GATEWAY_APPROVER)")
-	own := commandFlags(fs, extra)
+	own := settings.OwnFlags(fs, extra)
 	st, _, err := loadSettings(fs, e, args, own...)
 	if err != nil {
-		var pe *flagParseError
+		var pe *settings.ParseError
 		if errors.As(err, &pe) {
 			return nil, flagErr(err) // the flag package has said why
 		}
@@ -95,7 +97,7 @@ func setupServe(e *env, cmd string, args []string, extra func(*flag.FlagSet)) (*
 	}
 	// A check names the flag; annotate adds the file line or variable it came from.
 	fail := func(format string, a ...any) (*servePlan, int) {
-		fmt.Fprintf(e.stderr, "gateway: %s\n", st.annotate(fmt.Sprintf(format, a...)))
+		fmt.Fprintf(e.stderr, "gateway: %s\n", st.Annotate(fmt.Sprintf(format, a...)))
 		return nil, exitUsage
 	}
 	if err := remote.check(); err != nil {

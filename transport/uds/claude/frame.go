@@ -13,7 +13,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/transport/uds"
 )
 
 // A peer socket carries newline-delimited JSON objects: an optional auth line,
@@ -345,7 +344,7 @@ func ParseLine(b []byte) (Line, error) {
 		}
 		return Line{}, ErrNotObject
 	}
-	if err := uds.CheckUniqueKeys(trimmed, ErrSyntax, ErrDuplicateKey); err != nil {
+	if err := jsonx.CheckUniqueKeys(trimmed, ErrSyntax, ErrDuplicateKey); err != nil {
 		return Line{}, err
 	}
 	var obj map[string]json.RawMessage

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/sessiongateway/gateway/transport/uds"
+	"github.com/sessiongateway/gateway/internal/jsonx"
 )
 
 // Decoding errors shared by every parser here. Each parser wraps them with
@@ -41,7 +41,7 @@ func decodeObject(b []byte) (object, error) {
 		}
 		return nil, ErrNotObject
 	}
-	if err := uds.CheckUniqueKeys(b, ErrSyntax, ErrDuplicateKey); err != nil {
+	if err := jsonx.CheckUniqueKeys(b, ErrSyntax, ErrDuplicateKey); err != nil {
 		return nil, err
 	}
 	var o object

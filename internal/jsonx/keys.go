@@ -1,4 +1,4 @@
-package uds
+package jsonx
 
 import (
 	"bytes"

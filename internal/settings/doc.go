@@ -1,0 +1,9 @@
+// Package settings fills a command's flag.FlagSet from layers of
+// configuration, in increasing precedence: each flag's default, a JSON
+// config file (with comments), an environment variable per flag, and the
+// command line; a secret may come from a file named by <VAR>_FILE or a
+// "<key>_file" config key. It remembers where each value came from, so a
+// command can print the effective configuration with secrets redacted and
+// point an error at the file line or variable that caused it. It knows no
+// command's flags and imports nothing of ours but internal packages.
+package settings

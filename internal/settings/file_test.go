@@ -1,0 +1,61 @@
+package settings
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+func TestParseConfigLines(t *testing.T) {
+	cf, err := parseConfig([]byte("{\n  // comment \"with\" quotes\n  \"a\": 1,\n  /* multi\n line */ \"b\": [\"x\",\n \"y\"],\n\"c\": \"\\\"/*\"\n}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"a": 3, "b": 5, "c": 7}
+	for k, line := range want {
+		if got := cf.values[k].line; got != line {
+			t.Errorf("%s on line %d, want %d", k, got, line)
+		}
+	}
+	if got := string(cf.values["c"].raw); got != `"\"/*"` {
+		t.Errorf("c = %s: a comment marker inside a string was touched", got)
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(`{"name": "gw", "settle": "3s", "bridge": false, "allow-host": ["a", "b"]}`))
+	f.Add([]byte("// c\n{\n /* x */ \"a\": 1 // y\n}\n"))
+	f.Add([]byte(`{"a": "/* not a comment */", "b": "\\"}`))
+	f.Add([]byte(`{"a": 1, "a": 2}`))
+	f.Add([]byte("{} /* open"))
+	f.Add([]byte(`[1]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		clean, err := stripComments(b)
+		if err == nil {
+			if len(clean) != len(b) {
+				t.Fatalf("stripping comments changed the length %d -> %d", len(b), len(clean))
+			}
+			for i := range b {
+				if (b[i] == '\n') != (clean[i] == '\n') {
+					t.Fatalf("stripping comments moved a newline at %d", i)
+				}
+			}
+		}
+		cf, err := parseConfig(b)
+		if err != nil {
+			return // refusing is fine; crashing is not
+		}
+		lines := 1 + bytes.Count(b, []byte("\n"))
+		if len(cf.order) != len(cf.values) {
+			t.Fatalf("%d keys in order, %d values: a duplicate slipped through", len(cf.order), len(cf.values))
+		}
+		for k, v := range cf.values {
+			if v.line < 1 || v.line > lines {
+				t.Fatalf("key %q on line %d of %d", k, v.line, lines)
+			}
+			if !json.Valid(v.raw) {
+				t.Fatalf("key %q holds invalid JSON %q", k, v.raw)
+			}
+		}
+	})
+}

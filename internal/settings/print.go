@@ -1,0 +1,129 @@
+package settings
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// display is the value as `gateway config` shows it, already redacted.
+func (s *setting) display() any {
+	if s.kind == kindList {
+		vals := s.value
+		if s.source == Default {
+			vals = splitList(s.flag.DefValue)
+		}
+		if s.secret() && len(vals) > 0 {
+			return "[redacted]"
+		}
+		if vals == nil {
+			vals = []string{}
+		}
+		return vals
+	}
+	v := s.flag.Value.String()
+	if s.secret() && v != "" {
+		return "[redacted]"
+	}
+	return v
+}
+
+// Annotate adds where a flag named in a check's message got its value, so
+// an error about --held-expiry points at the file line or the variable. A
+// check may quote a value: a secret's is blanked out first.
+func (st *Settings) Annotate(msg string) string {
+	var notes []string
+	for _, s := range st.list {
+		if s.secret() && s.source != Default {
+			for _, v := range s.value {
+				if v != "" {
+					msg = strings.ReplaceAll(msg, v, "[redacted]")
+					msg = strings.ReplaceAll(msg, strings.Trim(strconv.Quote(v), `"`), "[redacted]")
+				}
+			}
+		}
+		if s.origin == "" || !mentions(msg, "--"+s.key) {
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("--%s came from %s", s.key, s.origin))
+	}
+	if len(notes) == 0 {
+		return msg
+	}
+	return msg + " (" + strings.Join(notes, "; ") + ")"
+}
+
+// mentions says whether msg holds word not followed by more of a flag name.
+func mentions(msg, word string) bool {
+	for i := 0; ; {
+		j := strings.Index(msg[i:], word)
+		if j < 0 {
+			return false
+		}
+		end := i + j + len(word)
+		if end == len(msg) || !isNameByte(msg[end]) {
+			return true
+		}
+		i = end
+	}
+}
+
+func isNameByte(c byte) bool {
+	return c == '-' || c == '_' || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
+}
+
+// Entry is one key of the effective configuration, as Print shows it.
+type Entry struct {
+	Key    string `json:"key"`
+	Value  any    `json:"value"`
+	Source string `json:"source"`
+	Origin string `json:"origin,omitempty"` // the variable or file:line
+	File   string `json:"file,omitempty"`   // a _FILE secret's path, never its content
+}
+
+// Entries lists every key, the config flag first, values redacted.
+func (st *Settings) Entries() []Entry {
+	var out []Entry
+	if st.configFlag != "" {
+		e := Entry{Key: st.configFlag, Value: st.configFile, Source: st.configSource.String()}
+		if st.configFile == "" {
+			e.Source = Default.String()
+		}
+		out = append(out, e)
+	}
+	for _, s := range st.list {
+		out = append(out, Entry{Key: s.key, Value: s.display(), Source: s.source.String(), Origin: s.origin, File: s.fromFile})
+	}
+	return out
+}
+
+// Print writes the effective configuration, secrets redacted: a table of
+// key, value and source, or with asJSON a list of Entry.
+func (st *Settings) Print(w io.Writer, asJSON bool) error {
+	ents := st.Entries()
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(ents)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE")
+	for _, e := range ents {
+		val := e.Value
+		if l, ok := val.([]string); ok {
+			val = strings.Join(l, ",")
+		}
+		src := e.Source
+		if e.Origin != "" {
+			src += " " + e.Origin
+		}
+		if e.File != "" {
+			src += " (" + e.File + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%v\t%s\n", e.Key, val, src)
+	}
+	return tw.Flush()
+}
