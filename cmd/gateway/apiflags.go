@@ -76,7 +76,7 @@ func newAPIServer(c serveConfig, cfg api.Config) (*api.Server, error) {
 		}
 		cfg.TLS = cr
 	}
-	cfg.Tokens = newAPITokenStore(c.stateDir, nil)
+	cfg.Tokens = api.NewTokenFile(c.stateDir, nil)
 	cfg.CORSOrigin = o.corsOrigin
 	cfg.RateLimit = o.rateLimit()
 	return api.NewServer(cfg), nil
