@@ -14,7 +14,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/sessiongateway/gateway/internal/settings"
@@ -441,15 +440,14 @@ func listenControl(path string) (net.Listener, error) {
 // lockStateDir holds an exclusive lock so two gateways never share a state
 // directory.
 func lockStateDir(dir string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(dir, "gateway.lock"), os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
+	unlock, err := safefile.TryLock(filepath.Join(dir, "gateway.lock"))
+	switch {
+	case errors.Is(err, safefile.ErrLocked):
+		return nil, fmt.Errorf("another gateway is running with state directory %s", dir)
+	case err != nil:
 		return nil, fmt.Errorf("lock file: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("another gateway is running with state directory %s", dir)
-	}
-	return func() { f.Close() }, nil
+	return unlock, nil
 }
 
 // apiToken reads <state-dir>/api-token, creating it (0600) on first start.
