@@ -39,7 +39,7 @@ func (l *Leg) Control(ctx context.Context, target message.Session, c message.Con
 	return ct.Control(ctx, target, c)
 }
 
-// Wake is the inner leg's (remotews: leave dormancy for a session).
+// Wake is the inner leg's (the remote leg: leave dormancy for a session).
 func (l *Leg) Wake(id string) {
 	if w, ok := l.inner.(interface{ Wake(string) }); ok {
 		w.Wake(id)

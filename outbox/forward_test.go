@@ -10,7 +10,7 @@ import (
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/outbox"
 	"github.com/sessiongateway/gateway/router"
-	"github.com/sessiongateway/gateway/transport/remotews"
+	"github.com/sessiongateway/gateway/transport/remote"
 )
 
 // ableLeg is an innerLeg with every ability the remote leg has.
@@ -104,7 +104,7 @@ func TestTheWrapperOffersExactlyTheRemoteLegsAbilities(t *testing.T) {
 		"Readier":        reflect.TypeFor[interface{ Ready() error }](),
 		"Waker":          reflect.TypeFor[interface{ Wake(string) }](),
 	}
-	remote, wrapper := reflect.TypeFor[*remotews.Leg](), reflect.TypeFor[*outbox.Leg]()
+	remote, wrapper := reflect.TypeFor[*remote.Leg](), reflect.TypeFor[*outbox.Leg]()
 	var _ router.Leg = (*outbox.Leg)(nil)
 	for name, iface := range abilities {
 		if r, w := remote.Implements(iface), wrapper.Implements(iface); r != w {

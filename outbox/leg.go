@@ -63,7 +63,7 @@ type Config struct {
 	// default 4.
 	MaxInFlight int
 	// EventUUID, when set, names the id the server knows a message by
-	// (remotews.EventUUID), for listings.
+	// (remote.EventUUID), for listings.
 	EventUUID func(msgID string) string
 }
 

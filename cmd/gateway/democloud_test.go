@@ -16,7 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/sessiongateway/gateway/transport/remotews"
+	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
 // demoBuffer is an io.Writer safe to read while the demo writes to it.
@@ -224,11 +224,11 @@ func TestDemoCloud(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					m, err := remotews.Decode(b)
+					m, err := wire.Decode(b)
 					if err != nil {
 						t.Fatal(err)
 					}
-					if m.Kind == remotews.KindResult {
+					if m.Kind == wire.KindResult {
 						if m.Result.Result != "echo: hello demo" {
 							t.Fatalf("result %q", m.Result.Result)
 						}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -11,43 +10,25 @@ import (
 
 	"github.com/sessiongateway/gateway/outbox"
 	"github.com/sessiongateway/gateway/router"
-	"github.com/sessiongateway/gateway/transport/remotews"
-	"github.com/sessiongateway/gateway/transport/sessionsapi"
+	"github.com/sessiongateway/gateway/transport/remote"
 )
 
 // durableRemote wraps the remote leg with the outbox in
 // <state-dir>/outbox.db, so a message for a remote session is on disk
 // before anyone is told it was accepted. The returned func closes the
 // file; call it after the leg's Run has returned.
-func durableRemote(log *slog.Logger, stateDir string, remote router.Leg) (*outbox.Leg, func(), error) {
+func durableRemote(log *slog.Logger, stateDir string, inner router.Leg) (*outbox.Leg, func(), error) {
 	st, err := outbox.Open(filepath.Join(stateDir, outbox.FileName), outbox.Options{Logger: log})
 	if err != nil {
 		return nil, nil, err
 	}
-	leg, err := outbox.New(remote, outbox.Config{Store: st, Logger: log.With("leg", "remote"),
-		Permanent: remoteRefusal, EventUUID: remotews.EventUUID})
+	leg, err := outbox.New(inner, outbox.Config{Store: st, Logger: log.With("leg", "remote"),
+		Permanent: remote.IsRefusal, EventUUID: remote.EventUUID})
 	if err != nil {
 		st.Close()
 		return nil, nil, err
 	}
 	return leg, func() { st.Close() }, nil
-}
-
-// remoteRefusals are the Sessions API's answers that retrying the same
-// request will not change.
-var remoteRefusals = []error{
-	sessionsapi.ErrBadRequest, sessionsapi.ErrUnauthorized, sessionsapi.ErrForbidden,
-	sessionsapi.ErrNotFound, sessionsapi.ErrInvalidEvent, sessionsapi.ErrNoID,
-}
-
-// remoteRefusal says a remote leg's send error refuses the message for good.
-func remoteRefusal(err error) bool {
-	for _, r := range remoteRefusals {
-		if errors.Is(err, r) {
-			return true
-		}
-	}
-	return false
 }
 
 func runOutbox(ctx context.Context, e *env, args []string) int {

@@ -25,8 +25,8 @@ import (
 	"github.com/sessiongateway/gateway/outbox"
 	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
-	"github.com/sessiongateway/gateway/transport/remotews"
-	"github.com/sessiongateway/gateway/transport/sessionsapi"
+	"github.com/sessiongateway/gateway/transport/remote"
+	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
 // postMode is what the proxy does with a post of events.
@@ -100,7 +100,7 @@ func (p *cloudProxy) post(w http.ResponseWriter, r *http.Request, rp *httputil.R
 	_ = json.Unmarshal(body, &in)
 	p.mu.Lock()
 	for _, raw := range in.Events {
-		if m, err := remotews.Decode(raw); err == nil && m.Kind == remotews.KindUser {
+		if m, err := wire.Decode(raw); err == nil && m.Kind == wire.KindUser {
 			p.posts = append(p.posts, seenPost{uuid: m.UUID, text: m.User.Content.Text()})
 		}
 	}
@@ -161,10 +161,10 @@ func newOutboxCloud(t *testing.T) *outboxCloud {
 }
 
 // users are the user events the fake stored, in order.
-func (c *outboxCloud) users() []remotews.Message {
-	var out []remotews.Message
+func (c *outboxCloud) users() []fakecloud.Message {
+	var out []fakecloud.Message
 	for _, m := range c.cloud.Posted(c.sid) {
-		if m.Kind == remotews.KindUser {
+		if m.Type == "user" {
 			out = append(out, m)
 		}
 	}
@@ -224,7 +224,7 @@ func TestOutboxCommand(t *testing.T) {
 	t.Run("a message the server has not acknowledged is listed pending", func(t *testing.T) {
 		items := outboxJSON(t, g.stateDir)
 		if len(items) != 1 || items[0].ID != id || items[0].State != outbox.StatePending ||
-			items[0].To != "bridge:"+c.sid || items[0].EventUUID != remotews.EventUUID(id) || items[0].Preview != "held by the proxy" {
+			items[0].To != "bridge:"+c.sid || items[0].EventUUID != remote.EventUUID(id) || items[0].Preview != "held by the proxy" {
 			t.Fatalf("listed %+v", items)
 		}
 		table, _, code := runCLI(t, g.stateDir, "outbox")
@@ -251,29 +251,6 @@ func TestOutboxCommand(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
 	})
-}
-
-func TestRemoteRefusalsAreThePermanentOnes(t *testing.T) {
-	tests := []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"a session the server does not know", &sessionsapi.APIError{Op: "PostEvents", Status: 404}, true},
-		{"refused credentials", fmt.Errorf("remote leg: %w", &sessionsapi.APIError{Status: 401}), true},
-		{"a forbidden organisation", &sessionsapi.APIError{Status: 403}, true},
-		{"an invalid event", &sessionsapi.APIError{Status: 422}, true},
-		{"a server error", &sessionsapi.APIError{Status: 503}, false},
-		{"rate limiting", &sessionsapi.APIError{Status: 429}, false},
-		{"a dropped connection", fmt.Errorf("sessionsapi: PostEvents: %w", io.ErrUnexpectedEOF), false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := remoteRefusal(tt.err); got != tt.want {
-				t.Fatalf("remoteRefusal(%v) = %v", tt.err, got)
-			}
-		})
-	}
 }
 
 // childGateway is `gateway serve` in a child process: this test binary,
@@ -402,8 +379,8 @@ func TestAcceptedMessagesSurviveKill9(t *testing.T) {
 					t.Fatalf("the server stored %d user events, want %d", len(users), n)
 				}
 				for i, u := range users {
-					if u.User.Content.Text() != bodies[i] || u.UUID != remotews.EventUUID(ids[i]) {
-						t.Errorf("event %d is %q under %s, want %q under %s", i, u.User.Content.Text(), u.UUID, bodies[i], remotews.EventUUID(ids[i]))
+					if u.User.Content.Text() != bodies[i] || u.UUID != remote.EventUUID(ids[i]) {
+						t.Errorf("event %d is %q under %s, want %q under %s", i, u.User.Content.Text(), u.UUID, bodies[i], remote.EventUUID(ids[i]))
 					}
 				}
 			})
@@ -416,8 +393,8 @@ func TestAcceptedMessagesSurviveKill9(t *testing.T) {
 					uuids[p.text][p.uuid] = true
 				}
 				for i, b := range bodies {
-					if len(uuids[b]) != 1 || !uuids[b][remotews.EventUUID(ids[i])] {
-						t.Errorf("%q was posted under %v, want only %s", b, uuids[b], remotews.EventUUID(ids[i]))
+					if len(uuids[b]) != 1 || !uuids[b][remote.EventUUID(ids[i])] {
+						t.Errorf("%q was posted under %v, want only %s", b, uuids[b], remote.EventUUID(ids[i]))
 					}
 				}
 				if len(uuids) != n {
@@ -445,7 +422,7 @@ func TestAcceptedMessagesSurviveKill9(t *testing.T) {
 					t.Fatalf("--all lists %d, want %d", len(items), n)
 				}
 				for i, it := range items {
-					if it.ID != ids[i] || it.State != outbox.StateAcked || it.EventUUID != remotews.EventUUID(ids[i]) {
+					if it.ID != ids[i] || it.State != outbox.StateAcked || it.EventUUID != remote.EventUUID(ids[i]) {
 						t.Errorf("item %d: %+v", i, it)
 					}
 				}

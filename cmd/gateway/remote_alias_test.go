@@ -11,7 +11,7 @@ import (
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
-	"github.com/sessiongateway/gateway/transport/remotews"
+	"github.com/sessiongateway/gateway/transport/remote/stream"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
 )
 
@@ -38,7 +38,7 @@ func startAliasGateway(t *testing.T, reply string) *aliasGateway {
 	if err := ro.check(); err != nil {
 		t.Fatal(err)
 	}
-	ro.tune = func(c *remotews.Config) { c.Backoff = func(int) time.Duration { return 20 * time.Millisecond } }
+	ro.tune = func(c *stream.Config) { c.Backoff = func(int) time.Duration { return 20 * time.Millisecond } }
 	g := startGateway(t, root, func(c *serveConfig) { c.remote = ro })
 	t.Cleanup(g.stop)
 	eventually(t, "both sessions are live", func() bool { return cloud.Subscribers(sid) > 0 && cloud.Subscribers(fixed) > 0 })
@@ -90,7 +90,7 @@ func TestLocalSessionsReachRemoteSessionsByAlias(t *testing.T) {
 		}
 		var posted string
 		for _, m := range g.cloud.Posted(g.sid) {
-			if m.Kind == remotews.KindUser && strings.Contains(m.User.Content.Text(), "please look at TestFoo") {
+			if m.Type == "user" && strings.Contains(m.User.Content.Text(), "please look at TestFoo") {
 				posted = m.User.Content.Text()
 			}
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/sessiongateway/gateway/auth"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
-	"github.com/sessiongateway/gateway/transport/remotews"
+	"github.com/sessiongateway/gateway/transport/remote/stream"
 )
 
 const (
@@ -33,18 +33,18 @@ type remoteGateway struct {
 
 func startRemoteGateway(t *testing.T, transport string, before func(c *fakecloud.Server, sid string)) *remoteGateway {
 	t.Helper()
-	return startRemoteGatewayWith(t, transport, before, func(c *remotews.Config) {
+	return startRemoteGatewayWith(t, transport, before, func(c *stream.Config) {
 		c.Backoff = func(int) time.Duration { return 20 * time.Millisecond }
 		c.MaxRetries = -1
 	})
 }
 
-func startRemoteGatewayTuned(t *testing.T, transport string, tune func(*remotews.Config)) *remoteGateway {
+func startRemoteGatewayTuned(t *testing.T, transport string, tune func(*stream.Config)) *remoteGateway {
 	t.Helper()
 	return startRemoteGatewayWith(t, transport, nil, tune)
 }
 
-func startRemoteGatewayWith(t *testing.T, transport string, before func(c *fakecloud.Server, sid string), tune func(*remotews.Config)) *remoteGateway {
+func startRemoteGatewayWith(t *testing.T, transport string, before func(c *fakecloud.Server, sid string), tune func(*stream.Config)) *remoteGateway {
 	t.Helper()
 	cloud := fakecloud.Start(t, fakecloud.Options{Token: e2eToken, OrgUUID: e2eOrg, Echo: true})
 	sid := cloud.CreateSession("fix the flaky test")
@@ -167,7 +167,7 @@ func TestRemoteSessionsAreListedAndReachable(t *testing.T) {
 			}
 			var users int
 			for _, m := range g.cloud.Posted(g.sid) {
-				if m.Kind == remotews.KindUser && m.User.Content.Text() == "hello there" {
+				if m.Type == "user" && m.User.Content.Text() == "hello there" {
 					users++
 				}
 			}
@@ -311,7 +311,7 @@ func TestRemotePermissionPrompts(t *testing.T) {
 				}
 				var kinds []string
 				for _, c := range g.cloud.Controls(g.sid) {
-					kinds = append(kinds, c.Subtype.String())
+					kinds = append(kinds, c.Subtype)
 				}
 				got := strings.Join(kinds, ",")
 				for _, want := range []string{"interrupt", "set_permission_mode", "set_model"} {
@@ -363,7 +363,7 @@ func TestARefusedCredentialShowsInReadiness(t *testing.T) {
 			if err := ro.check(); err != nil {
 				t.Fatal(err)
 			}
-			ro.tune = func(c *remotews.Config) { c.Backoff = func(int) time.Duration { return 10 * time.Millisecond } }
+			ro.tune = func(c *stream.Config) { c.Backoff = func(int) time.Duration { return 10 * time.Millisecond } }
 			ro.listInterval = 100 * time.Millisecond
 			g := startGateway(t, root, func(c *serveConfig) { c.noClaude, c.noQwen, c.bridge, c.remote = true, true, false, ro })
 			t.Cleanup(g.stop)

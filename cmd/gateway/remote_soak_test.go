@@ -16,7 +16,7 @@ import (
 	"github.com/sessiongateway/gateway/auth"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
-	"github.com/sessiongateway/gateway/transport/remotews"
+	"github.com/sessiongateway/gateway/transport/remote/stream"
 	"github.com/sessiongateway/gateway/transport/sessionsapi"
 )
 
@@ -60,7 +60,7 @@ func TestRemoteSoak(t *testing.T) {
 			seed := time.Now().UnixNano()
 			t.Logf("seed %d", seed)
 			rng := rand.New(rand.NewPCG(uint64(seed), 7))
-			g := startRemoteGatewayTuned(t, tr, func(c *remotews.Config) {
+			g := startRemoteGatewayTuned(t, tr, func(c *stream.Config) {
 				c.Backoff = func(int) time.Duration { return 10 * time.Millisecond }
 				c.MaxRetries = -1
 				c.StallTimeout = 300 * time.Millisecond

@@ -8,7 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sessiongateway/gateway/transport/remotews"
+	"github.com/sessiongateway/gateway/transport/remote"
+	"github.com/sessiongateway/gateway/transport/remote/stream"
 )
 
 // Default service URLs: the Sessions API for OAuth bearer credentials, the
@@ -32,10 +33,10 @@ type remoteOpts struct {
 	transport      string
 	signer         string
 	idle           time.Duration
-	aliases        map[string]string      // --remote-alias ID=NAME
-	reply          string                 // --remote-reply result|assistant
-	tune           func(*remotews.Config) // tests: faster backoff
-	listInterval   time.Duration          // tests: faster list refresh
+	aliases        map[string]string    // --remote-alias ID=NAME
+	reply          string               // --remote-reply result|assistant
+	tune           func(*stream.Config) // tests: faster backoff
+	listInterval   time.Duration        // tests: faster list refresh
 }
 
 func remoteFlags(fs *flag.FlagSet, e *env) *remoteOpts {
@@ -83,7 +84,7 @@ func (o *remoteOpts) check() error {
 		return fmt.Errorf("--remote-reply %q: want result or assistant", o.reply)
 	}
 	for id := range o.aliases {
-		if !remotews.ValidSessionID(id) {
+		if !remote.ValidSessionID(id) {
 			return fmt.Errorf("--remote-alias %s: %q is not a session id", id, id)
 		}
 	}
@@ -127,7 +128,7 @@ func (o *remoteOpts) check() error {
 		if id == "all" {
 			continue
 		}
-		if !remotews.ValidSessionID(id) {
+		if !remote.ValidSessionID(id) {
 			return fmt.Errorf("--remote-follow %q: not a session id (or all)", id)
 		}
 	}

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"time"
 
@@ -13,57 +10,13 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/sessiongateway/gateway/auth"
-	"github.com/sessiongateway/gateway/transport/remotews"
+	"github.com/sessiongateway/gateway/transport/remote"
+	"github.com/sessiongateway/gateway/transport/remote/stream"
 	"github.com/sessiongateway/gateway/transport/sessionsapi"
 )
 
-// remoteAPI adapts the Sessions API client to what the remote leg needs,
-// on the v1 paths (/v1/sessions, with the subscribe WebSocket) or the v2
-// ones (/v1/code/sessions, with the SSE stream).
-type remoteAPI struct {
-	c  *sessionsapi.Client
-	v2 bool
-}
-
-func (a remoteAPI) EventsAfter(ctx context.Context, id, after string) ([]json.RawMessage, bool, error) {
-	return a.c.EventsAfter(ctx, id, after)
-}
-
-func (a remoteAPI) CodeEventsAfter(ctx context.Context, id string, after uint64) ([]json.RawMessage, bool, error) {
-	return a.c.CodeEventsAfter(ctx, id, after)
-}
-
-func (a remoteAPI) StreamHeader(ctx context.Context) (http.Header, error) {
-	return a.c.StreamHeader(ctx)
-}
-
-func (a remoteAPI) ListSessions(ctx context.Context) ([]remotews.RemoteSession, error) {
-	list := a.c.ListSessions
-	if a.v2 {
-		list = a.c.ListCodeSessions
-	}
-	ss, err := list(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]remotews.RemoteSession, len(ss))
-	for i, s := range ss {
-		out[i] = remotews.RemoteSession{ID: s.ID, Title: s.Title, Status: s.Status, Created: s.CreatedAt}
-	}
-	return out, nil
-}
-
-func (a remoteAPI) Post(ctx context.Context, id string, events ...json.RawMessage) error {
-	post := a.c.PostEvents
-	if a.v2 {
-		post = a.c.PostCodeEvents
-	}
-	_, err := post(ctx, id, events...)
-	return err
-}
-
 // newRemoteLeg builds the remote leg from checked options.
-func newRemoteLeg(log *slog.Logger, o *remoteOpts) (*remotews.Leg, error) {
+func newRemoteLeg(log *slog.Logger, o *remoteOpts) (*remote.Leg, error) {
 	// Outgoing REST requests carry the W3C traceparent of the span they
 	// belong to.
 	otel.SetTextMapPropagator(propagation.TraceContext{})
@@ -116,11 +69,12 @@ func newRemoteLeg(log *slog.Logger, o *remoteOpts) (*remotews.Leg, error) {
 	if err != nil {
 		return nil, err
 	}
-	return remotews.NewLeg(remotews.LegConfig{
-		API: remoteAPI{c: c, v2: o.transport == "sse"}, BaseURL: o.url, OrgUUID: o.org,
-		Transport: remotews.Transport(o.transport), Follow: o.follow, Logger: log.With("leg", "remote"),
-		ListInterval: o.listInterval, Aliases: o.aliases, Reply: remotews.ReplyMode(o.reply),
-		Tune: func(c *remotews.Config) {
+	transport := stream.Transport(o.transport)
+	return remote.NewLeg(remote.LegConfig{
+		API: remote.NewSessionsAPI(c, transport), BaseURL: o.url, OrgUUID: o.org,
+		Transport: transport, Follow: o.follow, Logger: log.With("leg", "remote"),
+		ListInterval: o.listInterval, Aliases: o.aliases, Reply: remote.ReplyMode(o.reply),
+		Tune: func(c *stream.Config) {
 			c.IdleTimeout = o.idle
 			if o.idle == 0 {
 				c.IdleTimeout = -1 // the gateway keeps followed sessions live

@@ -18,6 +18,9 @@
 // interrupt, set_model and set_permission_mode. Failure scripts make the next
 // requests answer 401, 403, 429 with Retry-After or 5xx, slow (Delay), or
 // make a subscription or stream close, drop or stall. Time comes from an
-// injectable Clock. It listens on loopback only, reuses the wire shapes of
-// transport/remotews, and as test code may import any package of ours.
+// injectable Clock. It listens on loopback only. It reads and writes seed
+// 001's messages with a small codec of its own, written from the seed: it
+// must not decode with the client under test (transport/remote/wire), so
+// that fake and client cannot agree on one mistake; its tests may, as a
+// cross-check. Otherwise, as test code, it may import any package of ours.
 package fakecloud

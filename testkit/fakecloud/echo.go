@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	"github.com/sessiongateway/gateway/internal/clock"
-
-	"github.com/sessiongateway/gateway/transport/remotews"
 )
 
 // echoQueue bounds what waits for a session's echo worker: its inbox, and
@@ -18,7 +16,7 @@ const echoQueue = 64
 
 // job is one event for the echo worker.
 type job struct {
-	m remotews.Message
+	m Message
 	// ack: answer a control_request with a stored control_response. Posted
 	// requests want one; those sent over the WebSocket were answered there.
 	ack bool
@@ -39,24 +37,24 @@ type echoWorker struct {
 	s       *Server
 	id      string
 	in      chan job
-	backlog []remotews.Message // user messages that came during a turn
+	backlog []Message // user messages that came during a turn
 	model   string
 	mode    string // the permission mode last set; recorded, not acted on
 }
 
 // toWorker hands m to the session's echo worker, starting it on first use;
 // s.mu must be held. Without Echo it does nothing.
-func (s *Server) toWorker(ss *session, m remotews.Message, ack bool) {
+func (s *Server) toWorker(ss *session, m Message, ack bool) {
 	if !s.opts.Echo {
 		return
 	}
-	switch m.Kind {
-	case remotews.KindUser:
+	switch m.Type {
+	case "user":
 		if m.User.Content.Text() == "" {
 			return // tool results and attachments are not prompts
 		}
-	case remotews.KindControlRequest:
-	case remotews.KindControlResponse, remotews.KindControlCancelRequest:
+	case "control_request":
+	case "control_response", "control_cancel_request":
 		if ss.worker == nil {
 			return // no turn can be waiting for it
 		}
@@ -93,12 +91,12 @@ func (w *echoWorker) run(ctx context.Context) {
 			case j = <-w.in:
 			}
 		}
-		switch j.m.Kind {
-		case remotews.KindUser:
+		switch j.m.Type {
+		case "user":
 			if w.turn(ctx, j.m.User.Content.Text()) == outcomeGone {
 				return
 			}
-		case remotews.KindControlRequest:
+		case "control_request":
 			w.control(j) // an interrupt with no turn running is only answered
 		}
 		// Answers and cancels with no turn waiting for them change nothing.
@@ -117,12 +115,12 @@ func (w *echoWorker) emit(line []byte) {
 func (w *echoWorker) control(j job) bool {
 	req := j.m.ControlRequest
 	switch req.Subtype {
-	case remotews.SubtypeSetModel:
+	case "set_model":
 		w.model = req.Model
 		if w.model == "" {
 			w.model = defaultModel
 		}
-	case remotews.SubtypeSetPermissionMode:
+	case "set_permission_mode":
 		w.mode = req.Mode
 	}
 	if j.ack {
@@ -132,13 +130,13 @@ func (w *echoWorker) control(j job) bool {
 		w.s.mu.Unlock()
 		w.emit(line)
 	}
-	return req.Subtype == remotews.SubtypeInterrupt
+	return req.Subtype == "interrupt"
 }
 
 // wait runs the inbox until done fires (nil: never), an answer to requestID
 // arrives (returned), an interrupt or withdrawal, or the end. User messages
 // are kept for later.
-func (w *echoWorker) wait(ctx context.Context, done <-chan struct{}, requestID string) (*remotews.ControlResponse, outcome) {
+func (w *echoWorker) wait(ctx context.Context, done <-chan struct{}, requestID string) (*ControlResponse, outcome) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -147,23 +145,23 @@ func (w *echoWorker) wait(ctx context.Context, done <-chan struct{}, requestID s
 			return nil, outcomeDone
 		case j := <-w.in:
 			m := j.m
-			switch m.Kind {
-			case remotews.KindUser:
+			switch m.Type {
+			case "user":
 				if len(w.backlog) >= echoQueue {
 					w.s.opts.Logf("fakecloud: %s: echo backlog full, user message not seen", w.id)
 					continue
 				}
 				w.backlog = append(w.backlog, m)
-			case remotews.KindControlRequest:
+			case "control_request":
 				if w.control(j) {
 					return nil, outcomeInterrupted
 				}
-			case remotews.KindControlResponse:
+			case "control_response":
 				if requestID != "" && m.ControlResponse.RequestID == requestID {
 					return m.ControlResponse, outcomeDone
 				}
-			case remotews.KindControlCancelRequest:
-				if requestID != "" && m.Cancel.RequestID == requestID {
+			case "control_cancel_request":
+				if requestID != "" && m.RequestID == requestID {
 					return nil, outcomeInterrupted
 				}
 			}
@@ -183,8 +181,8 @@ func (w *echoWorker) turn(ctx context.Context, text string) outcome {
 	switch {
 	case strings.HasPrefix(text, "ask "):
 		qs := SeedQuestions()
-		qs[0] = remotews.Question{Question: strings.TrimSpace(text[len("ask "):]), Header: "Question",
-			Options: []remotews.Option{{Label: "Yes"}, {Label: "No"}}}
+		qs[0] = Question{Question: strings.TrimSpace(text[len("ask "):]), Header: "Question",
+			Options: []Option{{Label: "Yes"}, {Label: "No"}}}
 		spec = AskPrompt(qs...)
 	case strings.HasPrefix(text, "bash "):
 		spec = BashPrompt(strings.TrimSpace(text[len("bash "):]))
@@ -224,7 +222,7 @@ func (w *echoWorker) turn(ctx context.Context, text string) outcome {
 
 // outcome turns a prompt's answer into the tool_result user event and the
 // text of the reply.
-func (w *echoWorker) outcome(spec PromptSpec, a *remotews.ControlResponse) (reply string, toolResult []byte) {
+func (w *echoWorker) outcome(spec PromptSpec, a *ControlResponse) (reply string, toolResult []byte) {
 	d := a.Decision
 	if a.Subtype == "error" || d == nil || d.Behavior != "allow" {
 		msg := a.Error
@@ -262,7 +260,7 @@ func (w *echoWorker) outcome(spec PromptSpec, a *remotews.ControlResponse) (repl
 // "Q1=A; Q2=B, C". A question without an answer shows "-".
 func selections(questions, answered json.RawMessage) string {
 	var q struct {
-		Questions []remotews.Question `json:"questions"`
+		Questions []Question `json:"questions"`
 	}
 	var a struct {
 		Answers map[string]json.RawMessage `json:"answers"`

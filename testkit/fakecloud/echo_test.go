@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/testkit/clock"
-	"github.com/sessiongateway/gateway/transport/remotews"
+	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
 func postEvent(t *testing.T, s *Server, id, event string) {
@@ -24,8 +24,8 @@ func answer(rid, response string) string {
 	return `{"type":"control_response","response":{"subtype":"success","request_id":"` + rid + `","response":` + response + `}}`
 }
 
-func isPrompt(m remotews.Message) bool {
-	return m.Kind == remotews.KindControlRequest && m.ControlRequest.Subtype == remotews.SubtypeCanUseTool
+func isPrompt(m wire.Message) bool {
+	return m.Kind == wire.KindControlRequest && m.ControlRequest.Subtype == wire.SubtypeCanUseTool
 }
 
 func TestTheEchoWorker(t *testing.T) {
@@ -69,7 +69,7 @@ func TestTheEchoWorker(t *testing.T) {
 			id := s.CreateSession("echo")
 			c := dial(t, s, id, false)
 			postEvent(t, s, id, userEvent(tc.text))
-			var msgs []remotews.Message
+			var msgs []wire.Message
 			if tc.tool != "" {
 				msgs = until(t, c, isPrompt)
 				p := msgs[len(msgs)-1].ControlRequest
@@ -97,7 +97,7 @@ func TestTheEchoWorker(t *testing.T) {
 			if tc.toolResult != "" {
 				found := false
 				for _, m := range rest {
-					if m.Kind == remotews.KindUser && len(m.User.Content.Blocks) == 1 && m.User.Content.Blocks[0].Kind == remotews.BlockToolResult {
+					if m.Kind == wire.KindUser && len(m.User.Content.Blocks) == 1 && m.User.Content.Blocks[0].Kind == wire.BlockToolResult {
 						found = strings.Contains(string(m.Raw), tc.toolResult)
 					}
 				}
@@ -108,8 +108,8 @@ func TestTheEchoWorker(t *testing.T) {
 			if tc.wantSubtype == "error_during_execution" {
 				var acked, cancelled bool
 				for _, m := range rest {
-					acked = acked || m.Kind == remotews.KindControlResponse && m.ControlResponse.RequestID == "int-1"
-					cancelled = cancelled || m.Kind == remotews.KindControlCancelRequest
+					acked = acked || m.Kind == wire.KindControlResponse && m.ControlResponse.RequestID == "int-1"
+					cancelled = cancelled || m.Kind == wire.KindControlCancelRequest
 				}
 				if !acked || !cancelled || len(s.Permissions(id)) != 0 {
 					t.Fatalf("acked %v cancelled %v pending %+v", acked, cancelled, s.Permissions(id))
@@ -123,7 +123,7 @@ func TestTheEchoWorker(t *testing.T) {
 		postEvent(t, s, id, `{"type":"control_request","request_id":"m-1","request":{"subtype":"set_model","model":"claude-opus-4-6"}}`)
 		postEvent(t, s, id, `{"type":"control_request","request_id":"p-1","request":{"subtype":"set_permission_mode","mode":"acceptEdits"}}`)
 		for _, rid := range []string{"m-1", "p-1"} {
-			msgs := until(t, c, func(m remotews.Message) bool { return m.Kind == remotews.KindControlResponse })
+			msgs := until(t, c, func(m wire.Message) bool { return m.Kind == wire.KindControlResponse })
 			if r := msgs[len(msgs)-1].ControlResponse; r.RequestID != rid || r.Subtype != "success" {
 				t.Fatalf("answer %+v, want one for %s", r, rid)
 			}
@@ -168,15 +168,15 @@ func TestAnInterruptEndsAPacedTurnMidStream(t *testing.T) {
 	id := s.CreateSession("paced")
 	c := dial(t, s, id, false)
 	postEvent(t, s, id, userEvent("a long answer"))
-	msgs := until(t, c, func(m remotews.Message) bool { return m.Kind == remotews.KindAssistant })
-	if b := msgs[len(msgs)-1].Assistant.Content.Blocks; b[0].Kind != remotews.BlockThinking {
+	msgs := until(t, c, func(m wire.Message) bool { return m.Kind == wire.KindAssistant })
+	if b := msgs[len(msgs)-1].Assistant.Content.Blocks; b[0].Kind != wire.BlockThinking {
 		t.Fatalf("first copy %+v", b)
 	}
 	// The worker now waits a second of the fake clock, which never passes.
 	postEvent(t, s, id, `{"type":"control_request","request_id":"int-2","request":{"subtype":"interrupt"}}`)
 	rest := until(t, c, isResult)
 	for _, m := range rest {
-		if m.Kind == remotews.KindAssistant {
+		if m.Kind == wire.KindAssistant {
 			t.Fatalf("a copy was streamed after the interrupt: %s", m.Raw)
 		}
 	}

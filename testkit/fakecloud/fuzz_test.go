@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sessiongateway/gateway/auth"
-	"github.com/sessiongateway/gateway/transport/remotews"
+	"github.com/sessiongateway/gateway/transport/remote/wire"
 	"github.com/sessiongateway/gateway/transport/sessionsapi"
 )
 
@@ -111,7 +111,7 @@ func FuzzCodeEventsQuery(f *testing.F) {
 		}
 		last := min(from, stored)
 		for _, raw := range p.Data {
-			v, err := remotews.DecodeV2(remotews.Event{Data: string(raw)})
+			v, err := wire.DecodeV2(wire.Event{Data: string(raw)})
 			if err != nil || v.SequenceNum != last+1 {
 				t.Fatalf("event %s (%v) after %d for %q", raw, err, last, query)
 			}

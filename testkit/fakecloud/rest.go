@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-
-	"github.com/sessiongateway/gateway/transport/remotews"
 )
 
 const (
@@ -294,9 +292,9 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "events is empty")
 		return
 	}
-	msgs := make([]remotews.Message, len(body.Events))
+	msgs := make([]Message, len(body.Events))
 	for i, e := range body.Events {
-		m, err := remotews.Decode(e)
+		m, err := decode(e)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("events[%d]: %v", i, err))
 			return
@@ -333,10 +331,10 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		ss.posted = append(ss.posted, m)
 		ss.classes = append(ss.classes, classes[i])
-		switch m.Kind {
-		case remotews.KindControlResponse:
+		switch m.Type {
+		case "control_response":
 			ss.answer(m)
-		case remotews.KindControlRequest:
+		case "control_request":
 			ss.controls = append(ss.controls, *m.ControlRequest)
 		}
 		s.broadcast(ss, e)
@@ -347,7 +345,7 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 // answer records a posted control_response; s.mu must be held.
-func (ss *session) answer(m remotews.Message) {
+func (ss *session) answer(m Message) {
 	cr := m.ControlResponse
 	a := Answer{RequestID: cr.RequestID, Subtype: cr.Subtype, Decision: cr.Decision, Error: cr.Error, Raw: m.Raw}
 	for i, p := range ss.pending {

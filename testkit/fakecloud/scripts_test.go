@@ -10,7 +10,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sessiongateway/gateway/testkit/clock"
-	"github.com/sessiongateway/gateway/transport/remotews"
+	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
 // quiet is how long a test listens to be sure a silent connection stays
@@ -77,7 +77,7 @@ func TestAStalledSocketSendsNothingAndHoldsOn(t *testing.T) {
 			frames := readAll(c)
 			for _, want := range []string{"r0", "r1"} {
 				f := <-frames
-				if m, err := remotews.Decode(f.data); err != nil || m.UUID != want {
+				if m, err := wire.Decode(f.data); err != nil || m.UUID != want {
 					t.Fatalf("frame %q %v, want %s", f.data, f.err, want)
 				}
 			}
@@ -161,7 +161,7 @@ func TestAStalledStreamSendsNothingAndHoldsOn(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer resp.Body.Close()
-			rd := remotews.NewSSEReader(resp.Body, remotews.SSEOptions{Comments: true})
+			rd := wire.NewSSEReader(resp.Body, wire.SSEOptions{Comments: true})
 			for got := 0; got < 2; {
 				ev, err := rd.Next()
 				if err != nil {
@@ -272,7 +272,7 @@ func TestDelays(t *testing.T) {
 				clk.Advance(time.Second)
 			}
 			f := <-frames
-			if m, err := remotews.Decode(f.data); err != nil || m.UUID != fmt.Sprintf("r%d", i) {
+			if m, err := wire.Decode(f.data); err != nil || m.UUID != fmt.Sprintf("r%d", i) {
 				t.Fatalf("frame %d: %q %v", i, f.data, f.err)
 			}
 		}

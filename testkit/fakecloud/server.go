@@ -17,8 +17,6 @@ import (
 	"github.com/sessiongateway/gateway/internal/clock"
 
 	"github.com/coder/websocket"
-
-	"github.com/sessiongateway/gateway/transport/remotews"
 )
 
 // DefaultRequiredHeaders are the headers seed 001 lists as sent on every REST
@@ -161,11 +159,11 @@ type session struct {
 	ids      []string          // uuid of each stored event
 	byUUID   map[string]int    // index of the first stored event with a uuid
 	meta     []eventMeta       // v2 envelope fields of each stored event; sequence_num is index+1
-	pending  []remotews.ControlRequest
+	pending  []ControlRequest
 	answers  []Answer
-	posted   []remotews.Message
-	controls []remotews.ControlRequest // control requests received over the WebSocket or posted
-	classes  []Classification          // one per posted event, in post order
+	posted   []Message
+	controls []ControlRequest // control requests received over the WebSocket or posted
+	classes  []Classification // one per posted event, in post order
 	pings    int
 	dups     int
 	subs     map[*subscriber]struct{}
@@ -188,8 +186,8 @@ type Session struct {
 // Answer is one control_response event posted over HTTP.
 type Answer struct {
 	RequestID string
-	Subtype   string             // "success" or "error"
-	Decision  *remotews.Decision // nil unless the response has "behavior"
+	Subtype   string    // "success" or "error"
+	Decision  *Decision // nil unless the response has "behavior"
 	Error     string
 	// Matched says the answer resolved a pending can_use_tool prompt.
 	Matched bool

@@ -13,7 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/sessiongateway/gateway/transport/remotews"
+	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
 const (
@@ -315,7 +315,7 @@ func dial(t *testing.T, s *Server, id string, replay bool) *websocket.Conn {
 	return c
 }
 
-func next(t *testing.T, c *websocket.Conn) remotews.Message {
+func next(t *testing.T, c *websocket.Conn) wire.Message {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -326,7 +326,7 @@ func next(t *testing.T, c *websocket.Conn) remotews.Message {
 	if typ != websocket.MessageText || !strings.HasSuffix(string(b), "\n") {
 		t.Fatalf("frame %v %q is not one NDJSON text line", typ, b)
 	}
-	m, err := remotews.Decode(b)
+	m, err := wire.Decode(b)
 	if err != nil {
 		t.Fatalf("decode %q: %v", b, err)
 	}
@@ -347,7 +347,7 @@ func TestTheSubscribeSocket(t *testing.T) {
 	t.Run("a keep_alive from the client is answered with a keep_alive", func(t *testing.T) {
 		c := dial(t, s, s.CreateSession("ka"), false)
 		send(t, c, `{"type":"keep_alive"}`)
-		if m := next(t, c); m.Kind != remotews.KindKeepAlive {
+		if m := next(t, c); m.Kind != wire.KindKeepAlive {
 			t.Fatalf("got %s", m.Type)
 		}
 	})
@@ -357,7 +357,7 @@ func TestTheSubscribeSocket(t *testing.T) {
 		if err := s.Emit(id, `{"type":"keep_alive"}`); err != nil {
 			t.Fatal(err)
 		}
-		if m := next(t, c); m.Kind != remotews.KindKeepAlive {
+		if m := next(t, c); m.Kind != wire.KindKeepAlive {
 			t.Fatalf("got %s", m.Type)
 		}
 		var p struct{ Data []json.RawMessage }
@@ -379,7 +379,7 @@ func TestTheSubscribeSocket(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		want := []remotews.Kind{remotews.KindAssistant, remotews.KindAssistant, remotews.KindResult}
+		want := []wire.Kind{wire.KindAssistant, wire.KindAssistant, wire.KindResult}
 		for i, k := range want {
 			m := next(t, c)
 			if m.Kind != k || m.UUID == "" || m.SessionID != id {
@@ -424,7 +424,7 @@ func TestTheSubscribeSocket(t *testing.T) {
 		if len(r.Pending) != 1 || r.Pending[0].RequestID != "req-1" || r.Pending[0].ToolName != "Bash" {
 			t.Fatalf("pending: %+v", r.Pending)
 		}
-		if got := s.Controls(id); len(got) != 1 || got[0].Subtype != remotews.SubtypeInitialize {
+		if got := s.Controls(id); len(got) != 1 || got[0].Subtype != "initialize" {
 			t.Fatalf("controls: %+v", got)
 		}
 	})
@@ -470,7 +470,7 @@ func TestTheSubscribeSocket(t *testing.T) {
 		if len(s.Permissions(id)) != 0 {
 			t.Fatal("prompt still pending")
 		}
-		if m := next(t, c); m.Kind != remotews.KindControlResponse {
+		if m := next(t, c); m.Kind != wire.KindControlResponse {
 			t.Fatalf("streamed %s", m.Type)
 		}
 	})
@@ -490,7 +490,7 @@ func TestTheSubscribeSocket(t *testing.T) {
 		if m := next(t, c); m.UUID != "u-1" || m.User == nil || m.User.Content.Text() != "Hello" {
 			t.Fatalf("streamed %s", m.Raw)
 		}
-		if p := s.Posted(id); len(p) != 1 || p[0].Kind != remotews.KindUser {
+		if p := s.Posted(id); len(p) != 1 || p[0].Type != "user" {
 			t.Fatalf("posted %+v", p)
 		}
 	})

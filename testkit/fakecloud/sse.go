@@ -23,7 +23,7 @@ type eventMeta struct {
 	createdAt string
 }
 
-// v2Event is the envelope remotews.DecodeV2 reads.
+// v2Event is the envelope of the v2 event stream and events list.
 type v2Event struct {
 	EventID     string          `json:"event_id"`
 	EventType   string          `json:"event_type"`

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiongateway/gateway/transport/remotews"
+	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
 func assistant(text string) string {
@@ -17,7 +17,7 @@ func assistant(text string) string {
 
 // openStream opens the v2 events stream with extra query and headers; the
 // body is closed when the test ends.
-func openStream(t *testing.T, s *Server, id, query string, h http.Header, comments bool) *remotews.SSEReader {
+func openStream(t *testing.T, s *Server, id, query string, h http.Header, comments bool) *wire.SSEReader {
 	t.Helper()
 	req, err := http.NewRequest("GET", s.URL()+"/v1/code/sessions/"+id+"/events/stream"+query, nil)
 	if err != nil {
@@ -35,11 +35,11 @@ func openStream(t *testing.T, s *Server, id, query string, h http.Header, commen
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	return remotews.NewSSEReader(resp.Body, remotews.SSEOptions{Comments: comments})
+	return wire.NewSSEReader(resp.Body, wire.SSEOptions{Comments: comments})
 }
 
 // nextV2 reads the next non-comment event and decodes it.
-func nextV2(t *testing.T, rd *remotews.SSEReader) (remotews.Event, remotews.V2Event) {
+func nextV2(t *testing.T, rd *wire.SSEReader) (wire.Event, wire.V2Event) {
 	t.Helper()
 	for {
 		ev, err := rd.Next()
@@ -49,7 +49,7 @@ func nextV2(t *testing.T, rd *remotews.SSEReader) (remotews.Event, remotews.V2Ev
 		if ev.IsKeepAlive() {
 			continue
 		}
-		v, err := remotews.DecodeV2(ev)
+		v, err := wire.DecodeV2(ev)
 		if err != nil {
 			t.Fatalf("decode %q: %v", ev.Data, err)
 		}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
-
-	"github.com/sessiongateway/gateway/transport/remotews"
 )
 
 // defaultModel names the model of scripted turns that name none.
@@ -52,13 +50,13 @@ var ErrBadPrompt = errors.New("fakecloud: bad prompt spec")
 
 // SeedQuestions are the AskUserQuestion questions of seed 001: one
 // single-select question (with a preview) and one multi-select question.
-func SeedQuestions() []remotews.Question {
-	return []remotews.Question{
-		{Question: "Which approach?", Header: "Approach", Options: []remotews.Option{
+func SeedQuestions() []Question {
+	return []Question{
+		{Question: "Which approach?", Header: "Approach", Options: []Option{
 			{Label: "Option A (Recommended)", Description: "Keep the current structure", Preview: "func a() {}"},
 			{Label: "Option B", Description: "Start over"},
 		}},
-		{Question: "Which features?", Header: "Features", MultiSelect: true, Options: []remotews.Option{
+		{Question: "Which features?", Header: "Features", MultiSelect: true, Options: []Option{
 			{Label: "Logging", Description: "Structured logs"},
 			{Label: "Metrics", Description: "Prometheus metrics"},
 		}},
@@ -66,7 +64,7 @@ func SeedQuestions() []remotews.Question {
 }
 
 // AskPrompt is an AskUserQuestion prompt; no questions gives SeedQuestions.
-func AskPrompt(qs ...remotews.Question) PromptSpec {
+func AskPrompt(qs ...Question) PromptSpec {
 	if len(qs) == 0 {
 		qs = SeedQuestions()
 	}
@@ -166,7 +164,7 @@ func (s *Server) CancelPrompt(sessionID, requestID string) error {
 		return fmt.Errorf("%w: %s", ErrNoPrompt, requestID)
 	}
 	line := mustJSON(map[string]any{"type": "control_cancel_request", "request_id": requestID})
-	m, err := remotews.Decode(line)
+	m, err := decode(line)
 	if err != nil {
 		return err
 	}
@@ -177,7 +175,7 @@ func (s *Server) CancelPrompt(sessionID, requestID string) error {
 	return nil
 }
 
-func slicesContainsRequest(pending []remotews.ControlRequest, id string) bool {
+func slicesContainsRequest(pending []ControlRequest, id string) bool {
 	for _, p := range pending {
 		if p.RequestID == id {
 			return true
@@ -189,9 +187,9 @@ func slicesContainsRequest(pending []remotews.ControlRequest, id string) bool {
 // emitAll emits lines one after the other under one lock, so no other
 // event comes between them, and returns their uuids.
 func (s *Server) emitAll(sessionID string, lines [][]byte) ([]string, error) {
-	msgs := make([]remotews.Message, len(lines))
+	msgs := make([]Message, len(lines))
 	for i, l := range lines {
-		m, err := remotews.Decode(l)
+		m, err := decode(l)
 		if err != nil { // our own lines: a bug here, not a caller's error
 			return nil, fmt.Errorf("%w: %v", ErrBadLine, err)
 		}

@@ -9,14 +9,14 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/sessiongateway/gateway/transport/remotews"
+	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
 // until reads messages off the socket up to and including the first that
 // stop accepts.
-func until(t *testing.T, c *websocket.Conn, stop func(m remotews.Message) bool) []remotews.Message {
+func until(t *testing.T, c *websocket.Conn, stop func(m wire.Message) bool) []wire.Message {
 	t.Helper()
-	var out []remotews.Message
+	var out []wire.Message
 	for {
 		m := next(t, c)
 		out = append(out, m)
@@ -26,22 +26,22 @@ func until(t *testing.T, c *websocket.Conn, stop func(m remotews.Message) bool) 
 	}
 }
 
-func isResult(m remotews.Message) bool { return m.Kind == remotews.KindResult }
+func isResult(m wire.Message) bool { return m.Kind == wire.KindResult }
 
 // checkTurn checks the last streamed turn in msgs (the copies of the last
 // assistant message id) as seed 001 describes it, and returns the text the
 // copies fold into.
-func checkTurn(t *testing.T, msgs []remotews.Message) (text string, model string) {
+func checkTurn(t *testing.T, msgs []wire.Message) (text string, model string) {
 	t.Helper()
 	lastID := ""
 	for _, m := range msgs {
-		if m.Kind == remotews.KindAssistant {
+		if m.Kind == wire.KindAssistant {
 			lastID = m.Assistant.ID
 		}
 	}
-	var copies []remotews.Message
+	var copies []wire.Message
 	for _, m := range msgs {
-		if m.Kind == remotews.KindAssistant && m.Assistant.ID == lastID {
+		if m.Kind == wire.KindAssistant && m.Assistant.ID == lastID {
 			copies = append(copies, m)
 		}
 	}
@@ -49,7 +49,7 @@ func checkTurn(t *testing.T, msgs []remotews.Message) (text string, model string
 		t.Fatalf("%d assistant copies", len(copies))
 	}
 	first := copies[0].Assistant
-	if len(first.Content.Blocks) != 1 || first.Content.Blocks[0].Kind != remotews.BlockThinking || first.StopReason != "" {
+	if len(first.Content.Blocks) != 1 || first.Content.Blocks[0].Kind != wire.BlockThinking || first.StopReason != "" {
 		t.Fatalf("the first copy is not a lone thinking block: %s", copies[0].Raw)
 	}
 	merged := *first
@@ -71,9 +71,9 @@ func checkTurn(t *testing.T, msgs []remotews.Message) (text string, model string
 			}
 			prevText = txt
 		}
-		merged = remotews.MergeAssistant(merged, *a)
+		merged = wire.MergeAssistant(merged, *a)
 	}
-	if len(merged.Content.Blocks) != 2 || merged.Content.Blocks[0].Kind != remotews.BlockThinking {
+	if len(merged.Content.Blocks) != 2 || merged.Content.Blocks[0].Kind != wire.BlockThinking {
 		t.Fatalf("the copies fold into %+v", merged.Content.Blocks)
 	}
 	return merged.Content.Text(), merged.Model
@@ -150,18 +150,18 @@ func TestPrompt(t *testing.T) {
 			}
 			req, use := next(t, c), next(t, c)
 			cr := req.ControlRequest
-			if req.Kind != remotews.KindControlRequest || cr.Subtype != remotews.SubtypeCanUseTool || cr.RequestID != rid ||
+			if req.Kind != wire.KindControlRequest || cr.Subtype != wire.SubtypeCanUseTool || cr.RequestID != rid ||
 				cr.ToolName != tc.tool || cr.ToolUseID == "" || cr.Description == "" || !strings.Contains(string(cr.Input), tc.input) {
 				t.Fatalf("first the control_request, got %s", req.Raw)
 			}
 			if tc.spec.RequestID != "" && (rid != tc.spec.RequestID || cr.ToolUseID != tc.spec.ToolUseID) {
 				t.Fatalf("ids %q %q", rid, cr.ToolUseID)
 			}
-			if use.Kind != remotews.KindAssistant || len(use.Assistant.Content.Blocks) != 1 || use.Assistant.StopReason != "tool_use" {
+			if use.Kind != wire.KindAssistant || len(use.Assistant.Content.Blocks) != 1 || use.Assistant.StopReason != "tool_use" {
 				t.Fatalf("then the tool_use message, got %s", use.Raw)
 			}
 			b := use.Assistant.Content.Blocks[0]
-			if b.Kind != remotews.BlockToolUse || b.ID != cr.ToolUseID || b.Name != tc.tool || string(b.Input) != string(cr.Input) || b.CallerType != "direct" {
+			if b.Kind != wire.BlockToolUse || b.ID != cr.ToolUseID || b.Name != tc.tool || string(b.Input) != string(cr.Input) || b.CallerType != "direct" {
 				t.Fatalf("tool_use block %+v", b)
 			}
 			if p := s.Permissions(id); len(p) != 1 || p[0].RequestID != rid {
@@ -216,7 +216,7 @@ func TestCancelPrompt(t *testing.T) {
 			}
 		})
 	}
-	if m := next(t, c); m.Kind != remotews.KindControlCancelRequest || m.Cancel.RequestID != rid {
+	if m := next(t, c); m.Kind != wire.KindControlCancelRequest || m.Cancel.RequestID != rid {
 		t.Fatalf("streamed %s", m.Raw)
 	}
 	if len(s.Permissions(id)) != 0 {

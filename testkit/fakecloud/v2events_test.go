@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sessiongateway/gateway/transport/remotews"
+	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
 func TestTheV2EventsListPagesBySequenceNumber(t *testing.T) {
@@ -45,11 +45,11 @@ func TestTheV2EventsListPagesBySequenceNumber(t *testing.T) {
 			var got []uint64
 			var ids []string
 			for _, raw := range p.Data {
-				v, err := remotews.DecodeV2(remotews.Event{Data: string(raw)})
+				v, err := wire.DecodeV2(wire.Event{Data: string(raw)})
 				if err != nil {
 					t.Fatalf("decode %s: %v", raw, err)
 				}
-				if v.Message.Kind != remotews.KindAssistant || v.Source != "worker" || v.EventID == "" {
+				if v.Message.Kind != wire.KindAssistant || v.Source != "worker" || v.EventID == "" {
 					t.Fatalf("envelope %+v", v)
 				}
 				got = append(got, v.SequenceNum)
@@ -160,7 +160,7 @@ func TestAPostedEventIsStoredOncePerUUID(t *testing.T) {
 					t.Fatalf("streamed %v", got)
 				}
 				send(t, c, `{"type":"keep_alive"}`) // its echo comes next if nothing else was streamed
-				if m := next(t, c); m.Kind != remotews.KindKeepAlive {
+				if m := next(t, c); m.Kind != wire.KindKeepAlive {
 					t.Fatalf("then %s %s", m.Type, m.Raw)
 				}
 			})
@@ -188,7 +188,7 @@ func TestPostedControlRequestsAreRecorded(t *testing.T) {
 	send(t, c, `{"request_id":"init","type":"control_request","request":{"subtype":"initialize"}}`)
 	next(t, c)
 	got := s.Controls(id)
-	want := []remotews.Subtype{remotews.SubtypeInterrupt, remotews.SubtypeSetPermissionMode, remotews.SubtypeSetModel, remotews.SubtypeInitialize}
+	want := []string{"interrupt", "set_permission_mode", "set_model", "initialize"}
 	if len(got) != len(want) {
 		t.Fatalf("controls %+v", got)
 	}

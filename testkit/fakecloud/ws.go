@@ -15,8 +15,6 @@ import (
 	"github.com/sessiongateway/gateway/internal/clock"
 
 	"github.com/coder/websocket"
-
-	"github.com/sessiongateway/gateway/transport/remotews"
 )
 
 // subscriber is one open subscribe WebSocket. Its writer goroutine owns all
@@ -93,7 +91,7 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // Accept has answered
 	}
-	c.SetReadLimit(remotews.MaxLine)
+	c.SetReadLimit(maxLine)
 
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
@@ -281,20 +279,14 @@ func (s *Server) read(ctx context.Context, c *websocket.Conn, ss *session, sub *
 		if err != nil {
 			return
 		}
-		rd := remotews.NewNDJSONReader(bytes.NewReader(data), 0)
-		for {
-			m, err := rd.Next()
-			if err != nil {
-				if _, ok := err.(*remotews.LineError); ok {
-					s.opts.Logf("fakecloud: %s: bad line from client: %v", ss.ID, err)
-					continue
-				}
-				break // io.EOF: the frame is done
-			}
-			switch m.Kind {
-			case remotews.KindKeepAlive:
+		bad := func(line int, err error) {
+			s.opts.Logf("fakecloud: %s: bad line from client: line %d: %v", ss.ID, line, err)
+		}
+		for _, m := range lines(data, bad) {
+			switch m.Type {
+			case "keep_alive":
 				sub.send([]byte(`{"type":"keep_alive"}`))
-			case remotews.KindControlRequest:
+			case "control_request":
 				sub.send(s.control(ss, m.ControlRequest))
 				s.mu.Lock()
 				s.toWorker(ss, m, false)
@@ -307,7 +299,7 @@ func (s *Server) read(ctx context.Context, c *websocket.Conn, ss *session, sub *
 }
 
 // control records a control request from the WebSocket and builds its answer.
-func (s *Server) control(ss *session, req *remotews.ControlRequest) []byte {
+func (s *Server) control(ss *session, req *ControlRequest) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ss.controls = append(ss.controls, *req)
@@ -316,9 +308,9 @@ func (s *Server) control(ss *session, req *remotews.ControlRequest) []byte {
 
 // controlResponse builds the success answer to a control request: the
 // initialize answer carries the pending prompts; s.mu must be held.
-func (s *Server) controlResponse(ss *session, req *remotews.ControlRequest) []byte {
+func (s *Server) controlResponse(ss *session, req *ControlRequest) []byte {
 	inner := map[string]any{}
-	if req.Subtype == remotews.SubtypeInitialize {
+	if req.Subtype == "initialize" {
 		pending := make([]json.RawMessage, 0, len(ss.pending))
 		for _, p := range ss.pending {
 			pending = append(pending, pendingMessage(p))
@@ -337,7 +329,7 @@ func (s *Server) controlResponse(ss *session, req *remotews.ControlRequest) []by
 }
 
 // pendingMessage is a pending prompt as a whole control_request message.
-func pendingMessage(p remotews.ControlRequest) json.RawMessage {
+func pendingMessage(p ControlRequest) json.RawMessage {
 	b, _ := json.Marshal(map[string]any{"type": "control_request", "request_id": p.RequestID, "request": p.Raw})
 	return b
 }
@@ -348,7 +340,7 @@ func pendingMessage(p remotews.ControlRequest) json.RawMessage {
 // (which withdraws it). Everything but keep_alive is also stored, so replay
 // and the events list see it.
 func (s *Server) Emit(sessionID string, line string) error {
-	m, err := remotews.Decode([]byte(line))
+	m, err := decode([]byte(line))
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrBadLine, err)
 	}
@@ -364,17 +356,17 @@ func (s *Server) Emit(sessionID string, line string) error {
 
 // emitLocked stores (unless keep_alive) and broadcasts a worker message,
 // tracking prompts, and returns the stored uuid; s.mu must be held.
-func (s *Server) emitLocked(ss *session, out []byte, m remotews.Message) (string, error) {
-	switch m.Kind {
-	case remotews.KindKeepAlive:
+func (s *Server) emitLocked(ss *session, out []byte, m Message) (string, error) {
+	switch m.Type {
+	case "keep_alive":
 		s.broadcast(ss, out)
 		return "", nil
-	case remotews.KindControlRequest:
-		if m.ControlRequest.Subtype == remotews.SubtypeCanUseTool {
+	case "control_request":
+		if m.ControlRequest.Subtype == "can_use_tool" {
 			ss.pending = append(ss.pending, *m.ControlRequest)
 		}
-	case remotews.KindControlCancelRequest:
-		ss.withdraw(m.Cancel.RequestID)
+	case "control_cancel_request":
+		ss.withdraw(m.RequestID)
 	}
 	e, id, err := s.store(ss, out, sourceWorker)
 	if err != nil {
@@ -396,11 +388,11 @@ func (ss *session) withdraw(requestID string) bool {
 }
 
 // Permissions returns the can_use_tool prompts still waiting for an answer.
-func (s *Server) Permissions(sessionID string) []remotews.ControlRequest {
+func (s *Server) Permissions(sessionID string) []ControlRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ss, ok := s.sessions[sessionID]; ok {
-		return append([]remotews.ControlRequest(nil), ss.pending...)
+		return append([]ControlRequest(nil), ss.pending...)
 	}
 	return nil
 }
@@ -417,22 +409,22 @@ func (s *Server) Answers(sessionID string) []Answer {
 
 // Posted returns every event posted over HTTP, decoded, in order: user
 // messages, interrupts, set_permission_mode and permission answers.
-func (s *Server) Posted(sessionID string) []remotews.Message {
+func (s *Server) Posted(sessionID string) []Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ss, ok := s.sessions[sessionID]; ok {
-		return append([]remotews.Message(nil), ss.posted...)
+		return append([]Message(nil), ss.posted...)
 	}
 	return nil
 }
 
 // Controls returns the control requests clients sent, over the WebSocket or
 // posted over HTTP (interrupt, set_permission_mode, set_model, ...), in order.
-func (s *Server) Controls(sessionID string) []remotews.ControlRequest {
+func (s *Server) Controls(sessionID string) []ControlRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ss, ok := s.sessions[sessionID]; ok {
-		return append([]remotews.ControlRequest(nil), ss.controls...)
+		return append([]ControlRequest(nil), ss.controls...)
 	}
 	return nil
 }

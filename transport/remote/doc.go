@@ -1,20 +1,14 @@
-// Package remotews is the live client for claude.ai remote sessions: the
-// subscribe WebSocket of the claude.ai web app (seed 001) and the v2 event
-// stream on /v1/code/sessions/{id}/events/stream (seed 000, INTEROP.md).
+// Package remote is the router's leg for claude.ai remote sessions. Leg
+// follows the configured sessions (one stream.Stream each, after catching
+// up with their history), translates what they say into router events
+// (remote output, permission prompts, link state, answers back to the
+// local senders of a turn) and posts messages, permission answers and
+// control requests over REST through its API. NewSessionsAPI adapts the
+// Sessions API client (transport/sessionsapi) to that API on the v1 or v2
+// paths, and IsRefusal names its errors that no retry will change.
 //
-// Its wire layer decodes the NDJSON messages and content blocks both
-// transports carry and reads WHATWG event streams (SSE). Unknown message and
-// block types are kept raw, never dropped, so a newer server degrades to
-// "shown as JSON" rather than to silence.
-//
-// Stream keeps one session connected over the subscribe WebSocket
-// (github.com/coder/websocket) or the SSE stream, with keep-alive, stall and
-// idle detection on an injected Clock, reconnects with backoff, replay and
-// gap recovery through History, and de-duplication by uuid or sequence.
-//
-// Leg is the router's remote leg on top: it follows the configured
-// sessions, turns what they say into events (output, permission prompts,
-// link state), and posts messages, permission answers and control requests
-// over REST through its API, which cmd/gateway adapts from
-// transport/sessionsapi.
-package remotews
+// The codec lives in transport/remote/wire and the live connection in
+// transport/remote/stream. This package imports those, sessionsapi (the
+// REST client of the same service) and the shared message and addressing
+// types; no other transport and nothing of the router.
+package remote

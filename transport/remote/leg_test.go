@@ -1,4 +1,4 @@
-package remotews
+package remote
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/transport/remote/stream"
+	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
 // stubAPI records posts; it never touches the network.
@@ -62,9 +64,9 @@ func newTestLeg(t *testing.T, api *stubAPI, follow ...string) *Leg {
 	return l
 }
 
-func decodeT(t *testing.T, line string) Message {
+func decodeT(t *testing.T, line string) wire.Message {
 	t.Helper()
-	m, err := Decode([]byte(line))
+	m, err := wire.Decode([]byte(line))
 	if err != nil {
 		t.Fatalf("Decode(%s): %v", line, err)
 	}
@@ -153,13 +155,13 @@ func TestLegSendPostsAUserEventWithAStableUUID(t *testing.T) {
 	}
 
 	t.Run("the echo of the posted event on the stream is a delivered receipt", func(t *testing.T) {
-		f := &follow{prompts: map[string]message.PermissionRequest{}, assistant: map[string]Assistant{}}
+		f := &follow{prompts: map[string]message.PermissionRequest{}, assistant: map[string]wire.Assistant{}}
 		line := `{"type":"user","uuid":"` + EventUUID("msg-7") + `","message":{"role":"user","content":"hello"}}`
-		evs := l.translate("session_01a", f, Update{Message: decodeT(t, line)})
+		evs := l.translate("session_01a", f, stream.Update{Message: decodeT(t, line)})
 		if len(evs) != 2 || evs[1].Receipt == nil || evs[1].Receipt.Status != message.StatusDelivered || evs[1].Receipt.MsgID != "msg-7" {
 			t.Fatalf("events = %+v; want the remote event and a delivered receipt for msg-7", evs)
 		}
-		if evs := l.translate("session_01a", f, Update{Message: decodeT(t, line)}); len(evs) != 1 {
+		if evs := l.translate("session_01a", f, stream.Update{Message: decodeT(t, line)}); len(evs) != 1 {
 			t.Errorf("a second echo gave %d events, want the remote event only", len(evs))
 		}
 	})
@@ -182,9 +184,9 @@ func TestLegSendPostsAUserEventWithAStableUUID(t *testing.T) {
 
 func TestLegTranslate(t *testing.T) {
 	l := newTestLeg(t, &stubAPI{})
-	f := &follow{prompts: map[string]message.PermissionRequest{}, assistant: map[string]Assistant{}}
+	f := &follow{prompts: map[string]message.PermissionRequest{}, assistant: map[string]wire.Assistant{}}
 	tr := func(line string) []message.Event {
-		return l.translate("session_01a", f, Update{Message: decodeT(t, line)})
+		return l.translate("session_01a", f, stream.Update{Message: decodeT(t, line)})
 	}
 
 	t.Run("keep-alives are not events", func(t *testing.T) {
@@ -255,8 +257,7 @@ func TestLegTranslate(t *testing.T) {
 
 func TestAnswerEvent(t *testing.T) {
 	ask := decodeT(t, askPrompt)
-	l := newTestLeg(t, &stubAPI{})
-	askReq := l.permission("session_01a", "bridge:session_01a", ask.ControlRequest, time.Now())
+	askReq := permission("session_01a", "bridge:session_01a", ask.ControlRequest, time.Now())
 	bash := message.PermissionRequest{SessionID: "s", RequestID: "r2", ToolName: "Bash", ToolUseID: "toolu_2", Input: json.RawMessage(`{"command":"go test"}`)}
 	tests := []struct {
 		name    string
@@ -295,7 +296,7 @@ func TestAnswerEvent(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := decodeT(t, string(raw))
-			if m.Kind != KindControlResponse || m.ControlResponse.RequestID != tt.req.RequestID || m.UUID == "" {
+			if m.Kind != wire.KindControlResponse || m.ControlResponse.RequestID != tt.req.RequestID || m.UUID == "" {
 				t.Fatalf("event %s is not a control_response for %s with a uuid", raw, tt.req.RequestID)
 			}
 			var obj map[string]any
@@ -362,7 +363,7 @@ func TestLegControl(t *testing.T) {
 			if err != nil || len(api.posts) != 1 || !strings.Contains(string(api.posts[0]), tt.want) {
 				t.Fatalf("Control: %v; posts %s; want one containing %s", err, api.posts, tt.want)
 			}
-			if m := decodeT(t, string(api.posts[0])); m.Kind != KindControlRequest || !strings.HasPrefix(m.ControlRequest.RequestID, string(tt.c.Kind)+"-") {
+			if m := decodeT(t, string(api.posts[0])); m.Kind != wire.KindControlRequest || !strings.HasPrefix(m.ControlRequest.RequestID, string(tt.c.Kind)+"-") {
 				t.Errorf("posted %s", api.posts[0])
 			}
 		})
@@ -380,7 +381,7 @@ func TestLegBacklogPublishesOnlyThePromptsStillOpen(t *testing.T) {
 		json.RawMessage(`{"type":"result","uuid":"u7","subtype":"success","result":"done"}`),
 	}}
 	l := newTestLeg(t, api, "session_01a")
-	f := &follow{prompts: map[string]message.PermissionRequest{}, assistant: map[string]Assistant{}}
+	f := &follow{prompts: map[string]message.PermissionRequest{}, assistant: map[string]wire.Assistant{}}
 	in := make(chan message.Event, 16)
 	afterID, _, seen, err := l.backlog(context.Background(), "session_01a", f, in)
 	if err != nil {
@@ -466,9 +467,9 @@ func TestRemoteAnswersGoBackToTheSendersOfTheirTurn(t *testing.T) {
 	t.Run("the result of a turn goes to the senders whose messages it began with", func(t *testing.T) {
 		api := &stubAPI{}
 		l := newTestLeg(t, api, "session_01a")
-		f := &follow{prompts: map[string]message.PermissionRequest{}, assistant: map[string]Assistant{}}
+		f := &follow{prompts: map[string]message.PermissionRequest{}, assistant: map[string]wire.Assistant{}}
 		tr := func(line string) []message.Event {
-			return l.translate("session_01a", f, Update{Message: decodeT(t, line)})
+			return l.translate("session_01a", f, stream.Update{Message: decodeT(t, line)})
 		}
 		send(t, l, "m-a", "alice")
 		tr(user(EventUUID("m-a")))
@@ -497,10 +498,10 @@ func TestRemoteAnswersGoBackToTheSendersOfTheirTurn(t *testing.T) {
 		if _, err := l.Sessions(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		f := &follow{prompts: map[string]message.PermissionRequest{}, assistant: map[string]Assistant{}}
+		f := &follow{prompts: map[string]message.PermissionRequest{}, assistant: map[string]wire.Assistant{}}
 		send(t, l, "m-c", "carol")
-		l.translate("session_01a", f, Update{Message: decodeT(t, user(EventUUID("m-c")))})
-		evs := l.translate("session_01a", f, Update{Message: decodeT(t, result("done"))})
+		l.translate("session_01a", f, stream.Update{Message: decodeT(t, user(EventUUID("m-c")))})
+		evs := l.translate("session_01a", f, stream.Update{Message: decodeT(t, result("done"))})
 		m := evs[len(evs)-1].Message
 		if m == nil || m.FromName != "build-bot" || m.From != "bridge:session_01a" || m.To != "uds:/run/carol.sock" || m.ToName != "carol" {
 			t.Fatalf("reply = %+v", m)
@@ -512,9 +513,9 @@ func TestRemoteAnswersGoBackToTheSendersOfTheirTurn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := &follow{prompts: map[string]message.PermissionRequest{}, assistant: map[string]Assistant{}}
+		f := &follow{prompts: map[string]message.PermissionRequest{}, assistant: map[string]wire.Assistant{}}
 		tr := func(line string) []message.Event {
-			return l.translate("session_01a", f, Update{Message: decodeT(t, line)})
+			return l.translate("session_01a", f, stream.Update{Message: decodeT(t, line)})
 		}
 		send(t, l, "m-d", "dave")
 		tr(user(EventUUID("m-d")))

@@ -1,4 +1,4 @@
-package remotews
+package remote
 
 import (
 	"strings"

@@ -20,15 +20,15 @@ import (
 
 	"github.com/sessiongateway/gateway/auth"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
-	"github.com/sessiongateway/gateway/transport/remotews"
+	"github.com/sessiongateway/gateway/transport/remote/stream"
 	"github.com/sessiongateway/gateway/transport/sessionsapi"
 )
 
 // The live stream's gap recovery and dial headers are served by a Client;
 // these fail to compile if the two drift apart.
 var (
-	_ remotews.History = (*sessionsapi.Client)(nil)
-	_                  = remotews.Config{Header: (*sessionsapi.Client)(nil).StreamHeader}
+	_ stream.History = (*sessionsapi.Client)(nil)
+	_                = stream.Config{Header: (*sessionsapi.Client)(nil).StreamHeader}
 )
 
 const (

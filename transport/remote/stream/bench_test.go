@@ -1,4 +1,4 @@
-package remotews_test
+package stream_test
 
 import (
 	"fmt"

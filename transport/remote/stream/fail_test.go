@@ -1,4 +1,4 @@
-package remotews_test
+package stream_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
-	"github.com/sessiongateway/gateway/transport/remotews"
+	"github.com/sessiongateway/gateway/transport/remote/stream"
 )
 
 // outcome is what a failure script must lead to on one transport.
@@ -29,27 +29,27 @@ func TestFailureScripts(t *testing.T) {
 		name     string
 		spec     fakecloud.FailSpec
 		ws, sse  outcome
-		cause    remotews.Cause // of the first failure, when it recovers
-		advice   string         // in the PermanentError's message
-		delayMin time.Duration  // least Link.Delay before the retry
+		cause    stream.Cause  // of the first failure, when it recovers
+		advice   string        // in the PermanentError's message
+		delayMin time.Duration // least Link.Delay before the retry
 	}{
-		{name: "a connection dropped after two frames", spec: fakecloud.FailSpec{Drop: true, After: 2}, ws: recovers, sse: recovers, cause: remotews.CauseDropped},
-		{name: "a close with 1008 (too slow) after two frames", spec: fakecloud.FailSpec{Close: websocket.StatusPolicyViolation, After: 2}, ws: recovers, sse: recovers, cause: remotews.CauseClosed},
-		{name: "a close with 1011 (server error) after two frames", spec: fakecloud.FailSpec{Close: websocket.StatusInternalError, After: 2}, ws: recovers, sse: recovers, cause: remotews.CauseClosed},
-		{name: "a close with 1002 (protocol error)", spec: fakecloud.FailSpec{Close: websocket.StatusProtocolError, After: 2}, ws: permanent, sse: recovers, cause: remotews.CauseClosed, advice: "upgrade"},
-		{name: "a close with 4001 (unauthorised)", spec: fakecloud.FailSpec{Close: 4001, After: 2}, ws: permanent, sse: recovers, cause: remotews.CauseClosed, advice: "sign in again"},
-		{name: "a close with 4003 (forbidden)", spec: fakecloud.FailSpec{Close: 4003, After: 2}, ws: permanent, sse: recovers, cause: remotews.CauseClosed, advice: "--remote-org"},
+		{name: "a connection dropped after two frames", spec: fakecloud.FailSpec{Drop: true, After: 2}, ws: recovers, sse: recovers, cause: stream.CauseDropped},
+		{name: "a close with 1008 (too slow) after two frames", spec: fakecloud.FailSpec{Close: websocket.StatusPolicyViolation, After: 2}, ws: recovers, sse: recovers, cause: stream.CauseClosed},
+		{name: "a close with 1011 (server error) after two frames", spec: fakecloud.FailSpec{Close: websocket.StatusInternalError, After: 2}, ws: recovers, sse: recovers, cause: stream.CauseClosed},
+		{name: "a close with 1002 (protocol error)", spec: fakecloud.FailSpec{Close: websocket.StatusProtocolError, After: 2}, ws: permanent, sse: recovers, cause: stream.CauseClosed, advice: "upgrade"},
+		{name: "a close with 4001 (unauthorised)", spec: fakecloud.FailSpec{Close: 4001, After: 2}, ws: permanent, sse: recovers, cause: stream.CauseClosed, advice: "sign in again"},
+		{name: "a close with 4003 (forbidden)", spec: fakecloud.FailSpec{Close: 4003, After: 2}, ws: permanent, sse: recovers, cause: stream.CauseClosed, advice: "--remote-org"},
 		{name: "401 on the dial", spec: fakecloud.FailSpec{Status: http.StatusUnauthorized}, ws: permanent, sse: permanent, advice: "sign in again"},
 		{name: "403 on the dial", spec: fakecloud.FailSpec{Status: http.StatusForbidden}, ws: permanent, sse: permanent, advice: "--remote-org"},
 		{name: "404 on the dial", spec: fakecloud.FailSpec{Status: http.StatusNotFound}, ws: permanent, sse: permanent, advice: "check the id"},
-		{name: "429 with Retry-After on the dial", spec: fakecloud.FailSpec{Status: http.StatusTooManyRequests, RetryAfter: 2 * time.Second}, ws: recovers, sse: recovers, cause: remotews.CauseStatus, delayMin: 2 * time.Second},
-		{name: "500 on the dial", spec: fakecloud.FailSpec{Status: http.StatusInternalServerError}, ws: recovers, sse: recovers, cause: remotews.CauseStatus},
-		{name: "503 on the dial", spec: fakecloud.FailSpec{Status: http.StatusServiceUnavailable}, ws: recovers, sse: recovers, cause: remotews.CauseStatus},
+		{name: "429 with Retry-After on the dial", spec: fakecloud.FailSpec{Status: http.StatusTooManyRequests, RetryAfter: 2 * time.Second}, ws: recovers, sse: recovers, cause: stream.CauseStatus, delayMin: 2 * time.Second},
+		{name: "500 on the dial", spec: fakecloud.FailSpec{Status: http.StatusInternalServerError}, ws: recovers, sse: recovers, cause: stream.CauseStatus},
+		{name: "503 on the dial", spec: fakecloud.FailSpec{Status: http.StatusServiceUnavailable}, ws: recovers, sse: recovers, cause: stream.CauseStatus},
 	}
 	for _, tt := range tests {
 		for _, tr := range transports {
 			want := tt.ws
-			if tr == remotews.TransportSSE {
+			if tr == stream.TransportSSE {
 				want = tt.sse
 			}
 			name := string(tr) + ": " + tt.name
@@ -67,8 +67,8 @@ func TestFailureScripts(t *testing.T) {
 				spec.Path = c.streamPath(tr)
 				c.Fail(spec)
 				r := newRunning(t, c.config(tr))
-				r.onLink = func(l remotews.Link) {
-					if l.State == remotews.LinkReconnecting {
+				r.onLink = func(l stream.Link) {
+					if l.State == stream.LinkReconnecting {
 						r.s.Wake() // skip the wait: its length is checked below
 					}
 				}
@@ -78,7 +78,7 @@ func TestFailureScripts(t *testing.T) {
 					// The close comes after two frames: the answer to
 					// initialize and evt_4 on the WebSocket, stored events
 					// on the event stream.
-					r.link(remotews.LinkConnected)
+					r.link(stream.LinkConnected)
 					c.emit(t, assistant("evt_4", "during"))
 					c.emit(t, assistant("evt_5", "during"))
 				}
@@ -86,8 +86,8 @@ func TestFailureScripts(t *testing.T) {
 					checkPermanent(t, c, r, tr, tt.advice)
 					return
 				}
-				l := r.link(remotews.LinkReconnecting)
-				var ce *remotews.ConnError
+				l := r.link(stream.LinkReconnecting)
+				var ce *stream.ConnError
 				if !errors.As(l.Err, &ce) || ce.Cause != tt.cause {
 					t.Fatalf("first failure %v (%T), want cause %v", l.Err, l.Err, tt.cause)
 				}
@@ -97,7 +97,7 @@ func TestFailureScripts(t *testing.T) {
 				if tt.delayMin > 0 && ce.RetryAfter != tt.delayMin {
 					t.Errorf("RetryAfter = %v, want %v", ce.RetryAfter, tt.delayMin)
 				}
-				r.link(remotews.LinkConnected)
+				r.link(stream.LinkConnected)
 				c.emit(t, assistant("evt_6", "after"))
 				r.collect(c.stored(t))
 				r.sentinel(c, "evt_sentinel")
@@ -111,20 +111,20 @@ func TestFailureScripts(t *testing.T) {
 
 // checkPermanent waits for Run to end with a *PermanentError carrying
 // advice, after exactly one attempt.
-func checkPermanent(t *testing.T, c *cloud, r *running, tr remotews.Transport, advice string) {
+func checkPermanent(t *testing.T, c *cloud, r *running, tr stream.Transport, advice string) {
 	t.Helper()
 	err := r.result()
-	var pe *remotews.PermanentError
+	var pe *stream.PermanentError
 	if !errors.As(err, &pe) {
 		t.Fatalf("Run = %v (%T), want a *PermanentError", err, err)
 	}
 	if pe.SessionID != c.sid || !strings.Contains(err.Error(), advice) || !strings.Contains(err.Error(), c.sid) {
 		t.Errorf("error %q should name the session and say %q", err, advice)
 	}
-	if strings.Contains(err.Error(), "remotews.") || strings.Contains(err.Error(), "*") {
+	if strings.Contains(err.Error(), "stream.") || strings.Contains(err.Error(), "wire.") || strings.Contains(err.Error(), "*") {
 		t.Errorf("error %q shows Go internals", err)
 	}
-	if l := r.link(remotews.LinkGaveUp); !errors.As(l.Err, &pe) {
+	if l := r.link(stream.LinkGaveUp); !errors.As(l.Err, &pe) {
 		t.Errorf("gave-up link carries %v, want the permanent error", l.Err)
 	}
 	if q, _ := c.streamRequests(tr); len(q) != 1 {
@@ -136,11 +136,11 @@ func TestRunGivesUpAfterMaxRetries(t *testing.T) {
 	tests := []struct {
 		name  string
 		spec  fakecloud.FailSpec
-		cause remotews.Cause
+		cause stream.Cause
 		text  string
 	}{
-		{"every dial answered 503", fakecloud.FailSpec{Status: http.StatusServiceUnavailable, Times: 100}, remotews.CauseStatus, "HTTP 503 Service Unavailable: api_error: scripted failure"},
-		{"every connection closed before its first frame", fakecloud.FailSpec{Close: websocket.StatusInternalError, Times: 100}, remotews.CauseClosed, "closed by the server"},
+		{"every dial answered 503", fakecloud.FailSpec{Status: http.StatusServiceUnavailable, Times: 100}, stream.CauseStatus, "HTTP 503 Service Unavailable: api_error: scripted failure"},
+		{"every connection closed before its first frame", fakecloud.FailSpec{Close: websocket.StatusInternalError, Times: 100}, stream.CauseClosed, "closed by the server"},
 	}
 	for _, tt := range tests {
 		for _, tr := range transports {
@@ -154,11 +154,11 @@ func TestRunGivesUpAfterMaxRetries(t *testing.T) {
 				cfg.Initialize = false // an answer to initialize would be a frame
 				r := startStream(t, cfg)
 				err := r.result()
-				var ge *remotews.GiveUpError
+				var ge *stream.GiveUpError
 				if !errors.As(err, &ge) {
 					t.Fatalf("Run = %v (%T), want a *GiveUpError", err, err)
 				}
-				var ce *remotews.ConnError
+				var ce *stream.ConnError
 				if !errors.As(err, &ce) || ce.Cause != tt.cause {
 					t.Fatalf("last failure %v, want cause %v", ge.Last, tt.cause)
 				}
@@ -173,12 +173,12 @@ func TestRunGivesUpAfterMaxRetries(t *testing.T) {
 				}
 				var attempts []int
 				for range 2 {
-					attempts = append(attempts, r.link(remotews.LinkReconnecting).Attempt)
+					attempts = append(attempts, r.link(stream.LinkReconnecting).Attempt)
 				}
 				if attempts[0] != 1 || attempts[1] != 2 {
 					t.Errorf("reconnecting attempts %v, want [1 2]", attempts)
 				}
-				if l := r.link(remotews.LinkGaveUp); l.Attempt != 3 || !errors.As(l.Err, &ge) {
+				if l := r.link(stream.LinkGaveUp); l.Attempt != 3 || !errors.As(l.Err, &ge) {
 					t.Errorf("gave-up link %+v", l)
 				}
 				if q, _ := c.streamRequests(tr); len(q) != 3 {
@@ -193,11 +193,11 @@ func TestAServerThatClosesRightAfterInitializeIsGivenUpOn(t *testing.T) {
 	// The answer to our own initialize does not make a connection healthy:
 	// otherwise this server would be retried for ever.
 	c := newCloud(t, fakecloud.Options{})
-	c.Fail(fakecloud.FailSpec{Path: c.streamPath(remotews.TransportWS), Close: websocket.StatusInternalError, After: 1, Times: 100})
-	cfg := c.config(remotews.TransportWS)
+	c.Fail(fakecloud.FailSpec{Path: c.streamPath(stream.TransportWS), Close: websocket.StatusInternalError, After: 1, Times: 100})
+	cfg := c.config(stream.TransportWS)
 	cfg.MaxRetries = 3
 	r := startStream(t, cfg)
-	var ge *remotews.GiveUpError
+	var ge *stream.GiveUpError
 	if err := r.result(); !errors.As(err, &ge) || ge.Attempts != 3 {
 		t.Fatalf("Run = %v, want a *GiveUpError after 3 attempts", err)
 	}
@@ -211,7 +211,7 @@ func TestAConnectionThatDeliveredResetsTheRetryCount(t *testing.T) {
 			c := newCloud(t, fakecloud.Options{})
 			c.emit(t, assistant("evt_0", "stored"))
 			after := 1
-			if tr == remotews.TransportWS {
+			if tr == stream.TransportWS {
 				after = 2 // the answer to initialize, which does not count, and an event
 			}
 			c.Fail(fakecloud.FailSpec{Path: c.streamPath(tr), Close: websocket.StatusInternalError, After: after, Times: 4})
@@ -221,13 +221,13 @@ func TestAConnectionThatDeliveredResetsTheRetryCount(t *testing.T) {
 			for i := range 4 {
 				// Each connection sends an event (stored, replayed or just
 				// emitted) and closes.
-				r.link(remotews.LinkConnected)
+				r.link(stream.LinkConnected)
 				c.emit(t, assistant(fmt.Sprintf("evt_%d", i+1), "next"))
-				if l := r.link(remotews.LinkReconnecting); l.Attempt != 0 {
+				if l := r.link(stream.LinkReconnecting); l.Attempt != 0 {
 					t.Fatalf("attempt %d after a connection that delivered, want 0", l.Attempt)
 				}
 			}
-			r.link(remotews.LinkConnected)
+			r.link(stream.LinkConnected)
 			r.collect(c.stored(t))
 			r.sentinel(c, "evt_sentinel")
 		})
@@ -247,14 +247,14 @@ func TestCredentialsAreAskedForEveryDial(t *testing.T) {
 				return headers(), nil
 			}
 			r := startStream(t, cfg)
-			l := r.link(remotews.LinkReconnecting)
-			var ce *remotews.ConnError
-			if !errors.As(l.Err, &ce) || ce.Cause != remotews.CauseCredentials || !strings.Contains(l.Err.Error(), "token file") {
+			l := r.link(stream.LinkReconnecting)
+			var ce *stream.ConnError
+			if !errors.As(l.Err, &ce) || ce.Cause != stream.CauseCredentials || !strings.Contains(l.Err.Error(), "token file") {
 				t.Fatalf("first failure %v, want the credentials error", l.Err)
 			}
-			r.link(remotews.LinkConnected)
+			r.link(stream.LinkConnected)
 			c.Disconnect(c.sid, 0)
-			r.link(remotews.LinkConnected)
+			r.link(stream.LinkConnected)
 			if n := calls.Load(); n != 3 {
 				t.Fatalf("Header called %d times for 3 attempts", n)
 			}

@@ -1,4 +1,4 @@
-package remotews
+package stream
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sessiongateway/gateway/testkit/clock"
+	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
 func TestTheDedupWindowForgetsTheLeastRecentlySeen(t *testing.T) {
@@ -231,7 +232,7 @@ func linesOf(msgs []string) [][]byte {
 	var out [][]byte
 	for _, m := range msgs {
 		for _, l := range strings.Split(m, "\n") {
-			if b := trimJSONSpace([]byte(l)); len(b) > 0 {
+			if b := bytes.Trim([]byte(l), " \t\r\n"); len(b) > 0 { // the whitespace JSON allows
 				out = append(out, b)
 			}
 		}
@@ -241,10 +242,10 @@ func linesOf(msgs []string) [][]byte {
 
 func readAllMessages(t *testing.T, src *wsSource) (ok [][]byte, bad int) {
 	t.Helper()
-	rd := NewNDJSONReader(src, 1<<16)
+	rd := wire.NewNDJSONReader(src, 1<<16)
 	for {
 		m, err := rd.Next()
-		var le *LineError
+		var le *wire.LineError
 		switch {
 		case errors.Is(err, io.EOF):
 			return ok, bad
@@ -308,7 +309,7 @@ func FuzzWebSocketFraming(f *testing.F) {
 		}
 		i := 0
 		for _, w := range want {
-			if _, err := Decode(w); err != nil {
+			if _, err := wire.Decode(w); err != nil {
 				continue
 			}
 			if i >= len(ok) || !bytes.Equal(ok[i], w) {

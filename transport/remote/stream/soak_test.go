@@ -1,4 +1,4 @@
-package remotews_test
+package stream_test
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
-	"github.com/sessiongateway/gateway/transport/remotews"
+	"github.com/sessiongateway/gateway/transport/remote/stream"
 )
 
 // TestSoakDisconnectsAndStallsLoseNothing streams a long turn through 20
@@ -39,11 +39,11 @@ func TestSoakDisconnectsAndStallsLoseNothing(t *testing.T) {
 			cfg.MaxRetries = -1
 			r := startStream(t, cfg)
 			// Before the consumer starts: link waits take updates too.
-			r.link(remotews.LinkConnected)
+			r.link(stream.LinkConnected)
 
 			var (
 				mu      sync.Mutex
-				got     []remotews.Update
+				got     []stream.Update
 				prompts int
 				done    = make(chan struct{})
 			)
@@ -144,7 +144,7 @@ func TestSoakDisconnectsAndStallsLoseNothing(t *testing.T) {
 				if i < len(want) && u.EventID != want[i] {
 					t.Fatalf("event %d is %s, want %s", i, u.EventID, want[i])
 				}
-				if tr == remotews.TransportSSE && u.Seq != uint64(i+1) {
+				if tr == stream.TransportSSE && u.Seq != uint64(i+1) {
 					t.Fatalf("event %d has sequence %d", i, u.Seq)
 				}
 			}

@@ -1,4 +1,4 @@
-package remotews
+package stream
 
 import (
 	"context"
@@ -12,12 +12,14 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
 // sseURL is the v2 event stream, resuming after the last sequence number
 // delivered.
 func (s *Stream) sseURL() string {
-	u, _ := url.Parse(s.cfg.BaseURL) // validated by NewStream
+	u, _ := url.Parse(s.cfg.BaseURL) // validated by New
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/code/sessions/" + url.PathEscape(s.cfg.SessionID) + "/events/stream"
 	u.RawPath = ""
 	u.RawQuery = ""
@@ -60,7 +62,7 @@ type sseConn struct {
 }
 
 func (c *sseConn) readLoop(ctx context.Context, lv *liveness, emit func(frame) bool, bad func(error)) error {
-	rd := NewSSEReader(liveReader{c.body, lv}, SSEOptions{Comments: true})
+	rd := wire.NewSSEReader(liveReader{c.body, lv}, wire.SSEOptions{Comments: true})
 	for {
 		ev, err := rd.Next()
 		c.retry.Store(int64(rd.Retry()))
@@ -71,14 +73,14 @@ func (c *sseConn) readLoop(ctx context.Context, lv *liveness, emit func(frame) b
 			lv.received(nil)
 			continue
 		}
-		v, err := DecodeV2(ev)
+		v, err := wire.DecodeV2(ev)
 		if err != nil {
 			lv.received(nil)
 			bad(err) // the sequence jump it leaves is filled from History
 			continue
 		}
 		lv.received(&v.Message)
-		f := frame{msg: v.Message, seq: v.SequenceNum, eventID: v.EventID, skip: v.Message.Kind == KindKeepAlive}
+		f := frame{msg: v.Message, seq: v.SequenceNum, eventID: v.EventID, skip: v.Message.Kind == wire.KindKeepAlive}
 		if !emit(f) {
 			return context.Cause(ctx)
 		}
@@ -86,7 +88,7 @@ func (c *sseConn) readLoop(ctx context.Context, lv *liveness, emit func(frame) b
 }
 
 func (c *sseConn) send(context.Context, []byte) error {
-	return errors.New("remotews: the event stream is receive-only")
+	return errors.New("stream: the event stream is receive-only")
 }
 
 func (c *sseConn) retryFloor() time.Duration { return time.Duration(c.retry.Load()) }

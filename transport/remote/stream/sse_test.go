@@ -1,4 +1,4 @@
-package remotews_test
+package stream_test
 
 import (
 	"context"
@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiongateway/gateway/transport/remotews"
+	"github.com/sessiongateway/gateway/transport/remote/stream"
+	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
 // envelope is a v2 event as the stream and the events list carry it.
@@ -107,9 +108,9 @@ func (h *stubHistory) CodeEventsAfter(_ context.Context, _ string, after uint64)
 	return nil, false, nil
 }
 
-func sseConfig(url string) remotews.Config {
-	cfg := remotews.NewConfig(url, "", "session_1")
-	cfg.Transport = remotews.TransportSSE
+func sseConfig(url string) stream.Config {
+	cfg := stream.NewConfig(url, "", "session_1")
+	cfg.Transport = stream.TransportSSE
 	cfg.Backoff = func(int) time.Duration { return time.Millisecond }
 	return cfg
 }
@@ -120,47 +121,47 @@ func TestTheEventStreamDeliversInSequenceOrder(t *testing.T) {
 	}}
 	type want struct {
 		seq uint64
-		src remotews.Source
+		src stream.Source
 	}
 	live := func(seqs ...uint64) []want {
 		var w []want
 		for _, s := range seqs {
-			w = append(w, want{s, remotews.SourceLive})
+			w = append(w, want{s, stream.SourceLive})
 		}
 		return w
 	}
 	tests := []struct {
 		name  string
 		body  []string
-		hist  remotews.History
+		hist  stream.History
 		want  []want
-		stats remotews.StreamStats // only the counters checked
+		stats stream.Stats // only the counters checked
 	}{
 		{
 			name:  "a jump is filled from History before the event after it is delivered",
 			body:  []string{sseEvent(1), sseEvent(2), sseEvent(5), sseEvent(6)},
 			hist:  hist34,
-			want:  []want{{1, remotews.SourceLive}, {2, remotews.SourceLive}, {3, remotews.SourceRecovered}, {4, remotews.SourceRecovered}, {5, remotews.SourceLive}, {6, remotews.SourceLive}},
-			stats: remotews.StreamStats{Gaps: 1, Recovered: 2},
+			want:  []want{{1, stream.SourceLive}, {2, stream.SourceLive}, {3, stream.SourceRecovered}, {4, stream.SourceRecovered}, {5, stream.SourceLive}, {6, stream.SourceLive}},
+			stats: stream.Stats{Gaps: 1, Recovered: 2},
 		},
 		{
 			name:  "a jump History cannot fill is delivered anyway and counted",
 			body:  []string{sseEvent(1), sseEvent(2), sseEvent(5), sseEvent(6)},
 			hist:  &stubHistory{},
 			want:  live(1, 2, 5, 6),
-			stats: remotews.StreamStats{Gaps: 1},
+			stats: stream.Stats{Gaps: 1},
 		},
 		{
 			name:  "a jump without History is delivered and counted",
 			body:  []string{sseEvent(1), sseEvent(3)},
 			want:  live(1, 3),
-			stats: remotews.StreamStats{Gaps: 1},
+			stats: stream.Stats{Gaps: 1},
 		},
 		{
 			name:  "old and repeated sequence numbers are dropped",
 			body:  []string{sseEvent(1), sseEvent(2), sseEvent(2), sseEvent(1), sseEvent(3)},
 			want:  live(1, 2, 3),
-			stats: remotews.StreamStats{Duplicates: 2},
+			stats: stream.Stats{Duplicates: 2},
 		},
 		{
 			name: "a sequenced keep_alive moves the sequence on without being delivered",
@@ -176,8 +177,8 @@ func TestTheEventStreamDeliversInSequenceOrder(t *testing.T) {
 			name:  "an event that does not decode leaves a gap History fills",
 			body:  []string{sseEvent(1), "id: 2\ndata: {\"sequence_num\":2,\"payload\":[1]}\n\n", sseEvent(3)},
 			hist:  &stubHistory{minAfter: 1, maxSeq: 2, known: map[uint64]string{2: envelope(2, assistant("evt_2", "two"))}},
-			want:  []want{{1, remotews.SourceLive}, {2, remotews.SourceRecovered}, {3, remotews.SourceLive}},
-			stats: remotews.StreamStats{Gaps: 1, Recovered: 1, Malformed: 1},
+			want:  []want{{1, stream.SourceLive}, {2, stream.SourceRecovered}, {3, stream.SourceLive}},
+			stats: stream.Stats{Gaps: 1, Recovered: 1, Malformed: 1},
 		},
 	}
 	for _, tt := range tests {
@@ -191,7 +192,7 @@ func TestTheEventStreamDeliversInSequenceOrder(t *testing.T) {
 				if u.Seq != w.seq || u.Source != w.src {
 					t.Fatalf("update %d is %d (%v), want %d (%v)", i, u.Seq, u.Source, w.seq, w.src)
 				}
-				if u.EventID != fmt.Sprintf("evt_%d", w.seq) || u.Message.Kind != remotews.KindAssistant {
+				if u.EventID != fmt.Sprintf("evt_%d", w.seq) || u.Message.Kind != wire.KindAssistant {
 					t.Fatalf("update %d is %s %v", i, u.EventID, u.Message.Kind)
 				}
 			}
@@ -221,9 +222,9 @@ func TestTheServersRetryFieldIsABackoffFloor(t *testing.T) {
 	if u := r.next(); u.Seq != 1 {
 		t.Fatalf("first update has sequence %d", u.Seq)
 	}
-	l := r.link(remotews.LinkReconnecting)
-	var ce *remotews.ConnError
-	if !errors.As(l.Err, &ce) || ce.Cause != remotews.CauseClosed {
+	l := r.link(stream.LinkReconnecting)
+	var ce *stream.ConnError
+	if !errors.As(l.Err, &ce) || ce.Cause != stream.CauseClosed {
 		t.Errorf("failure %v, want a clean close", l.Err)
 	}
 	if l.Delay < 5*time.Second {
@@ -246,9 +247,9 @@ func TestAnAnswerThatIsNotAnEventStreamIsRetried(t *testing.T) {
 	r := newRunning(t, sseConfig(s.URL))
 	wakeOnReconnect(r)
 	r.start()
-	l := r.link(remotews.LinkReconnecting)
-	var ce *remotews.ConnError
-	if !errors.As(l.Err, &ce) || ce.Cause != remotews.CauseProtocol || l.Attempt != 1 {
+	l := r.link(stream.LinkReconnecting)
+	var ce *stream.ConnError
+	if !errors.As(l.Err, &ce) || ce.Cause != stream.CauseProtocol || l.Attempt != 1 {
 		t.Fatalf("link %+v, want attempt 1 failed as not an event stream", l)
 	}
 	if u := r.next(); u.Seq != 1 {

@@ -1,4 +1,4 @@
-package remotews_test
+package stream_test
 
 import (
 	"context"
@@ -17,7 +17,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
-	"github.com/sessiongateway/gateway/transport/remotews"
+	"github.com/sessiongateway/gateway/transport/remote/stream"
+	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
 // Every goroutine a Stream starts is stopped by the time Run returns.
@@ -31,7 +32,7 @@ const (
 	patience = 15 * time.Second
 )
 
-var transports = []remotews.Transport{remotews.TransportWS, remotews.TransportSSE}
+var transports = []stream.Transport{stream.TransportWS, stream.TransportSSE}
 
 // headers are the credentials and anthropic-* headers seed 001 lists.
 func headers() http.Header {
@@ -62,8 +63,8 @@ func newCloud(t testing.TB, opts fakecloud.Options) *cloud {
 }
 
 // config is a stream of the cloud's session with test-sized backoff.
-func (c *cloud) config(tr remotews.Transport) remotews.Config {
-	cfg := remotews.NewConfig(c.URL(), org, c.sid)
+func (c *cloud) config(tr stream.Transport) stream.Config {
+	cfg := stream.NewConfig(c.URL(), org, c.sid)
 	cfg.Transport = tr
 	cfg.Header = func(context.Context) (http.Header, error) { return headers(), nil }
 	cfg.HTTPClient = c.hc
@@ -83,8 +84,8 @@ func (l testLog) Write(p []byte) (int, error) {
 }
 
 // streamPath is where a transport's live connection goes, for FailSpec.
-func (c *cloud) streamPath(tr remotews.Transport) string {
-	if tr == remotews.TransportSSE {
+func (c *cloud) streamPath(tr stream.Transport) string {
+	if tr == stream.TransportSSE {
 		return "/v1/code/sessions/" + c.sid + "/events/stream"
 	}
 	return "/v1/sessions/ws/" + c.sid + "/subscribe"
@@ -133,7 +134,7 @@ func (c *cloud) stored(t testing.TB) []string {
 
 // streamRequests returns the query strings and Last-Event-ID headers of the
 // live connections the fake saw, in order.
-func (c *cloud) streamRequests(tr remotews.Transport) (queries, lastIDs []string) {
+func (c *cloud) streamRequests(tr stream.Transport) (queries, lastIDs []string) {
 	for _, r := range c.Requests() {
 		if r.Path == c.streamPath(tr) {
 			queries = append(queries, r.RawQuery)
@@ -194,33 +195,33 @@ func (h *restHistory) CodeEventsAfter(ctx context.Context, sid string, after uin
 // running is a Stream's Run in a goroutine, stopped when the test ends.
 type running struct {
 	t       testing.TB
-	s       *remotews.Stream
-	updates chan remotews.Update
-	links   chan remotews.Link
+	s       *stream.Stream
+	updates chan stream.Update
+	links   chan stream.Link
 	done    chan error
 	cancel  context.CancelFunc
 	// onLink, if set before start, also sees every link change, on the
 	// Run goroutine.
-	onLink func(remotews.Link)
+	onLink func(stream.Link)
 	// stash holds updates read while waiting for something else: a stream
 	// blocked on delivery cannot change its link.
-	stash []remotews.Update
+	stash []stream.Update
 }
 
-func newRunning(t testing.TB, cfg remotews.Config) *running {
+func newRunning(t testing.TB, cfg stream.Config) *running {
 	t.Helper()
-	s, err := remotews.NewStream(cfg)
+	s, err := stream.New(cfg)
 	if err != nil {
-		t.Fatalf("NewStream: %v", err)
+		t.Fatalf("New: %v", err)
 	}
-	return &running{t: t, s: s, updates: make(chan remotews.Update), links: make(chan remotews.Link, 1024), done: make(chan error, 1)}
+	return &running{t: t, s: s, updates: make(chan stream.Update), links: make(chan stream.Link, 1024), done: make(chan error, 1)}
 }
 
 func (r *running) start() *running {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	go func() {
-		r.done <- r.s.Run(ctx, r.updates, func(l remotews.Link) {
+		r.done <- r.s.Run(ctx, r.updates, func(l stream.Link) {
 			if r.onLink != nil {
 				r.onLink(l)
 			}
@@ -243,10 +244,10 @@ func (r *running) start() *running {
 }
 
 // startStream runs a stream of cfg until the test ends.
-func startStream(t testing.TB, cfg remotews.Config) *running { return newRunning(t, cfg).start() }
+func startStream(t testing.TB, cfg stream.Config) *running { return newRunning(t, cfg).start() }
 
 // next returns the next update.
-func (r *running) next() remotews.Update {
+func (r *running) next() stream.Update {
 	r.t.Helper()
 	if len(r.stash) > 0 {
 		u := r.stash[0]
@@ -262,23 +263,23 @@ func (r *running) next() remotews.Update {
 	case <-time.After(patience):
 		r.t.Fatalf("no update within %v", patience)
 	}
-	return remotews.Update{}
+	return stream.Update{}
 }
 
 // nextEvent returns the next update that carries a stored event, skipping
 // the answers to initialize and the prompts they list.
-func (r *running) nextEvent() remotews.Update {
+func (r *running) nextEvent() stream.Update {
 	r.t.Helper()
 	for {
 		u := r.next()
-		if u.Message.Kind != remotews.KindControlResponse && u.Source != remotews.SourcePending {
+		if u.Message.Kind != wire.KindControlResponse && u.Source != stream.SourcePending {
 			return u
 		}
 	}
 }
 
 // link waits for a link change to state, returning it.
-func (r *running) link(state remotews.LinkState) remotews.Link {
+func (r *running) link(state stream.LinkState) stream.Link {
 	r.t.Helper()
 	deadline := time.After(patience)
 	for {
@@ -315,9 +316,9 @@ func (r *running) result() error {
 
 // collect reads stored events until it has every uuid in want, failing on a
 // duplicate or on one out of order; it returns the updates read.
-func (r *running) collect(want []string) []remotews.Update {
+func (r *running) collect(want []string) []stream.Update {
 	r.t.Helper()
-	var got []remotews.Update
+	var got []stream.Update
 	for len(got) < len(want) {
 		u := r.nextEvent()
 		i := len(got)
@@ -339,7 +340,7 @@ func (r *running) sentinel(c *cloud, uuid string) {
 	}
 }
 
-func ids(us []remotews.Update) []string {
+func ids(us []stream.Update) []string {
 	out := make([]string, len(us))
 	for i, u := range us {
 		out[i] = u.EventID
@@ -360,35 +361,35 @@ func eventually(t testing.TB, what string, cond func() bool) {
 }
 
 func TestNewStreamValidatesTheConfig(t *testing.T) {
-	good := remotews.NewConfig("http://127.0.0.1:1", "org", "session_1")
+	good := stream.NewConfig("http://127.0.0.1:1", "org", "session_1")
 	tests := []struct {
 		name string
-		edit func(c *remotews.Config)
+		edit func(c *stream.Config)
 		ok   bool
 	}{
-		{"a config from NewConfig is valid", func(*remotews.Config) {}, true},
-		{"a zero transport means the WebSocket", func(c *remotews.Config) { c.Transport = "" }, true},
-		{"the event stream needs no organisation in the URL", func(c *remotews.Config) { c.Transport, c.OrgUUID = remotews.TransportSSE, "" }, true},
-		{"zero durations take their defaults", func(c *remotews.Config) { *c = remotews.Config{BaseURL: c.BaseURL, OrgUUID: "o", SessionID: "s"} }, true},
-		{"an https base URL is valid", func(c *remotews.Config) { c.BaseURL = "https://claude.ai" }, true},
-		{"a base URL without a scheme is refused", func(c *remotews.Config) { c.BaseURL = "claude.ai" }, false},
-		{"a ws base URL is refused, the stream derives it", func(c *remotews.Config) { c.BaseURL = "ws://127.0.0.1:1" }, false},
-		{"an empty session id is refused", func(c *remotews.Config) { c.SessionID = "" }, false},
-		{"the WebSocket needs an organisation", func(c *remotews.Config) { c.OrgUUID = "" }, false},
-		{"an unknown transport is refused", func(c *remotews.Config) { c.Transport = "smoke" }, false},
-		{"a negative open timeout is refused", func(c *remotews.Config) { c.OpenTimeout = -1 }, false},
-		{"a negative dedup window is refused", func(c *remotews.Config) { c.DedupWindow = -1 }, false},
+		{"a config from NewConfig is valid", func(*stream.Config) {}, true},
+		{"a zero transport means the WebSocket", func(c *stream.Config) { c.Transport = "" }, true},
+		{"the event stream needs no organisation in the URL", func(c *stream.Config) { c.Transport, c.OrgUUID = stream.TransportSSE, "" }, true},
+		{"zero durations take their defaults", func(c *stream.Config) { *c = stream.Config{BaseURL: c.BaseURL, OrgUUID: "o", SessionID: "s"} }, true},
+		{"an https base URL is valid", func(c *stream.Config) { c.BaseURL = "https://claude.ai" }, true},
+		{"a base URL without a scheme is refused", func(c *stream.Config) { c.BaseURL = "claude.ai" }, false},
+		{"a ws base URL is refused, the stream derives it", func(c *stream.Config) { c.BaseURL = "ws://127.0.0.1:1" }, false},
+		{"an empty session id is refused", func(c *stream.Config) { c.SessionID = "" }, false},
+		{"the WebSocket needs an organisation", func(c *stream.Config) { c.OrgUUID = "" }, false},
+		{"an unknown transport is refused", func(c *stream.Config) { c.Transport = "smoke" }, false},
+		{"a negative open timeout is refused", func(c *stream.Config) { c.OpenTimeout = -1 }, false},
+		{"a negative dedup window is refused", func(c *stream.Config) { c.DedupWindow = -1 }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := good
 			tt.edit(&c)
-			_, err := remotews.NewStream(c)
+			_, err := stream.New(c)
 			if tt.ok && err != nil {
-				t.Fatalf("NewStream: %v", err)
+				t.Fatalf("New: %v", err)
 			}
-			if !tt.ok && !errors.Is(err, remotews.ErrConfig) {
-				t.Fatalf("NewStream = %v, want ErrConfig", err)
+			if !tt.ok && !errors.Is(err, stream.ErrConfig) {
+				t.Fatalf("New = %v, want ErrConfig", err)
 			}
 		})
 	}
@@ -400,16 +401,16 @@ func TestStringsAreTheWireSpellings(t *testing.T) {
 		got  fmt.Stringer
 		want string
 	}{
-		{"a connected link says connected", remotews.LinkConnected, "connected"},
-		{"a reconnecting link says reconnecting", remotews.LinkReconnecting, "reconnecting"},
-		{"a dormant link says dormant", remotews.LinkDormant, "dormant"},
-		{"a link that gave up says gave_up, as message.Link does", remotews.LinkGaveUp, "gave_up"},
-		{"a live update says live", remotews.SourceLive, "live"},
-		{"a replayed update says replay", remotews.SourceReplay, "replay"},
-		{"a recovered update says recovered", remotews.SourceRecovered, "recovered"},
-		{"a pending prompt says pending", remotews.SourcePending, "pending"},
-		{"a stall says stalled", remotews.CauseStalled, "stalled"},
-		{"an HTTP error says http-status", remotews.CauseStatus, "http-status"},
+		{"a connected link says connected", stream.LinkConnected, "connected"},
+		{"a reconnecting link says reconnecting", stream.LinkReconnecting, "reconnecting"},
+		{"a dormant link says dormant", stream.LinkDormant, "dormant"},
+		{"a link that gave up says gave_up, as message.Link does", stream.LinkGaveUp, "gave_up"},
+		{"a live update says live", stream.SourceLive, "live"},
+		{"a replayed update says replay", stream.SourceReplay, "replay"},
+		{"a recovered update says recovered", stream.SourceRecovered, "recovered"},
+		{"a pending prompt says pending", stream.SourcePending, "pending"},
+		{"a stall says stalled", stream.CauseStalled, "stalled"},
+		{"an HTTP error says http-status", stream.CauseStatus, "http-status"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -422,10 +423,10 @@ func TestStringsAreTheWireSpellings(t *testing.T) {
 
 func TestRunIsRefusedWhileRunning(t *testing.T) {
 	c := newCloud(t, fakecloud.Options{})
-	r := startStream(t, c.config(remotews.TransportWS))
-	r.link(remotews.LinkConnected)
-	err := r.s.Run(context.Background(), make(chan remotews.Update), nil)
-	if !errors.Is(err, remotews.ErrRunning) {
+	r := startStream(t, c.config(stream.TransportWS))
+	r.link(stream.LinkConnected)
+	err := r.s.Run(context.Background(), make(chan stream.Update), nil)
+	if !errors.Is(err, stream.ErrRunning) {
 		t.Fatalf("second Run = %v, want ErrRunning", err)
 	}
 }
@@ -438,7 +439,7 @@ func TestRunReturnsNilWhenItsContextEndsAndLeavesNoGoroutine(t *testing.T) {
 			cfg := c.config(tr)
 			cfg.KeepAlive = time.Millisecond // a keep-alive writer busy at the end
 			r := startStream(t, cfg)
-			r.link(remotews.LinkConnected)
+			r.link(stream.LinkConnected)
 			c.emit(t, assistant("evt_1", "hi"))
 			r.collect([]string{"evt_1"})
 			r.cancel()

@@ -1,4 +1,4 @@
-package remotews_test
+package stream_test
 
 import (
 	"bufio"
@@ -15,12 +15,13 @@ import (
 
 	"github.com/sessiongateway/gateway/testkit/clock"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
-	"github.com/sessiongateway/gateway/transport/remotews"
+	"github.com/sessiongateway/gateway/transport/remote/stream"
+	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
 // fakeTime puts cfg on a test clock, with every timer off but those a test
 // turns back on, and returns the clock.
-func fakeTime(cfg *remotews.Config) *clock.FakeClock {
+func fakeTime(cfg *stream.Config) *clock.FakeClock {
 	clk := clock.NewFakeClock(time.Time{})
 	cfg.Clock = clk
 	cfg.KeepAlive, cfg.StallTimeout, cfg.IdleTimeout, cfg.DormantPoll = -1, -1, -1, -1
@@ -30,8 +31,8 @@ func fakeTime(cfg *remotews.Config) *clock.FakeClock {
 // wakeOnReconnect skips every wait between attempts: on a test clock it
 // would last until the test moved the clock.
 func wakeOnReconnect(r *running) {
-	r.onLink = func(l remotews.Link) {
-		if l.State == remotews.LinkReconnecting {
+	r.onLink = func(l stream.Link) {
+		if l.State == stream.LinkReconnecting {
 			r.s.Wake()
 		}
 	}
@@ -49,16 +50,16 @@ func TestAStalledConnectionIsReplaced(t *testing.T) {
 			r := newRunning(t, cfg)
 			wakeOnReconnect(r)
 			r.start()
-			r.link(remotews.LinkConnected)
+			r.link(stream.LinkConnected)
 			clk.Advance(89 * time.Second)
 			c.emit(t, assistant("evt_1", "while stalled"))
 			clk.Advance(time.Second)
-			l := r.link(remotews.LinkReconnecting)
-			var ce *remotews.ConnError
-			if !errors.As(l.Err, &ce) || ce.Cause != remotews.CauseStalled {
+			l := r.link(stream.LinkReconnecting)
+			var ce *stream.ConnError
+			if !errors.As(l.Err, &ce) || ce.Cause != stream.CauseStalled {
 				t.Fatalf("failure %v, want a stall", l.Err)
 			}
-			r.link(remotews.LinkConnected)
+			r.link(stream.LinkConnected)
 			r.collect([]string{"evt_1"})
 			r.sentinel(c, "evt_sentinel")
 		})
@@ -77,7 +78,7 @@ func TestKeepAlivesFromTheServerKeepAConnectionFromStalling(t *testing.T) {
 			clk := fakeTime(&cfg)
 			cfg.StallTimeout = 90 * time.Second
 			r := startStream(t, cfg)
-			r.link(remotews.LinkConnected)
+			r.link(stream.LinkConnected)
 			for range 6 { // three minutes, a keep-alive every 30 s
 				before := r.s.Stats().Frames
 				// The fake arms its ticker once the connection is up.
@@ -102,22 +103,22 @@ func TestAnIdleConnectionGoesDormantUntilWoken(t *testing.T) {
 			clk := fakeTime(&cfg)
 			cfg.IdleTimeout = 5 * time.Minute
 			r := startStream(t, cfg)
-			r.link(remotews.LinkConnected)
-			if tr == remotews.TransportWS {
+			r.link(stream.LinkConnected)
+			if tr == stream.TransportWS {
 				// The answer to initialize is a message: let it count
 				// before the clock moves, not while it does.
-				if u := r.next(); u.Message.Kind != remotews.KindControlResponse {
+				if u := r.next(); u.Message.Kind != wire.KindControlResponse {
 					t.Fatalf("first update %v, want the answer to initialize", u.Message.Kind)
 				}
 			}
 			clk.Advance(5 * time.Minute)
-			if l := r.link(remotews.LinkDormant); l.Err != nil {
+			if l := r.link(stream.LinkDormant); l.Err != nil {
 				t.Errorf("dormant link carries %v", l.Err)
 			}
 			eventually(t, "the connection closing", func() bool { return c.Subscribers(c.sid) == 0 })
 			c.emit(t, assistant("evt_1", "while dormant"))
 			r.s.Wake()
-			r.link(remotews.LinkConnected)
+			r.link(stream.LinkConnected)
 			r.collect([]string{"evt_1"})
 			r.sentinel(c, "evt_sentinel")
 			if st := r.s.Stats(); st.Reconnects != 1 {
@@ -136,16 +137,16 @@ func TestADormantStreamReconnectsWhenHistoryHasNews(t *testing.T) {
 			clk := fakeTime(&cfg)
 			cfg.IdleTimeout, cfg.DormantPoll = 5*time.Minute, time.Minute
 			r := startStream(t, cfg)
-			r.link(remotews.LinkConnected)
-			if tr == remotews.TransportWS {
+			r.link(stream.LinkConnected)
+			if tr == stream.TransportWS {
 				// The answer to initialize is a message: let it count
 				// before the clock moves, not while it does.
-				if u := r.next(); u.Message.Kind != remotews.KindControlResponse {
+				if u := r.next(); u.Message.Kind != wire.KindControlResponse {
 					t.Fatalf("first update %v, want the answer to initialize", u.Message.Kind)
 				}
 			}
 			clk.Advance(5 * time.Minute)
-			r.link(remotews.LinkDormant)
+			r.link(stream.LinkDormant)
 
 			calls := hist.calls.Load()
 			clk.Advance(time.Minute) // a poll that finds nothing new
@@ -156,7 +157,7 @@ func TestADormantStreamReconnectsWhenHistoryHasNews(t *testing.T) {
 
 			c.emit(t, assistant("evt_1", "news"))
 			clk.Advance(time.Minute)
-			r.link(remotews.LinkConnected)
+			r.link(stream.LinkConnected)
 			r.collect([]string{"evt_1"})
 			r.sentinel(c, "evt_sentinel")
 		})
@@ -189,7 +190,7 @@ func TestAConnectionNotOpenInTimeIsRetried(t *testing.T) {
 	})
 	for _, tr := range transports {
 		t.Run(string(tr)+" counts a dial that hangs for OpenTimeout as a failed attempt", func(t *testing.T) {
-			cfg := remotews.NewConfig("http://"+ln.Addr().String(), org, "session_x")
+			cfg := stream.NewConfig("http://"+ln.Addr().String(), org, "session_x")
 			cfg.Transport = tr
 			clk := fakeTime(&cfg)
 			r := startStream(t, cfg)
@@ -198,10 +199,10 @@ func TestAConnectionNotOpenInTimeIsRetried(t *testing.T) {
 			case <-time.After(patience):
 				t.Fatal("the stream never dialled")
 			}
-			clk.Advance(remotews.DefaultOpenTimeout)
-			l := r.link(remotews.LinkReconnecting)
-			var ce *remotews.ConnError
-			if !errors.As(l.Err, &ce) || ce.Cause != remotews.CauseOpenTimeout || l.Attempt != 1 {
+			clk.Advance(stream.DefaultOpenTimeout)
+			l := r.link(stream.LinkReconnecting)
+			var ce *stream.ConnError
+			if !errors.As(l.Err, &ce) || ce.Cause != stream.CauseOpenTimeout || l.Attempt != 1 {
 				t.Fatalf("link %+v, want attempt 1 failed by the open timeout", l)
 			}
 			if !strings.Contains(l.Err.Error(), "not open after 5s") {
@@ -272,7 +273,7 @@ func (s *wsServer) line(t *testing.T) string {
 
 func TestTheClientSendsInitializeThenKeepAlives(t *testing.T) {
 	s := newWSServer(t)
-	cfg := remotews.NewConfig(s.URL, org, "session_1")
+	cfg := stream.NewConfig(s.URL, org, "session_1")
 	clk := fakeTime(&cfg)
 	cfg.KeepAlive = 50 * time.Second
 	startStream(t, cfg)
@@ -292,11 +293,11 @@ func TestTheClientSendsInitializeThenKeepAlives(t *testing.T) {
 
 func TestOneWebSocketMessageMayHoldSeveralLines(t *testing.T) {
 	s := newWSServer(t)
-	cfg := remotews.NewConfig(s.URL, org, "session_1")
+	cfg := stream.NewConfig(s.URL, org, "session_1")
 	fakeTime(&cfg)
 	cfg.Initialize = false
 	r := startStream(t, cfg)
-	r.link(remotews.LinkConnected)
+	r.link(stream.LinkConnected)
 	s.send <- []byte(assistant("evt_1", "one") + "\n" + `{"type":"keep_alive"}` + "\r\n\n" + `not json` + "\n" + assistant("evt_2", "two"))
 	s.send <- []byte(assistant("evt_3", "three") + "\n")
 	r.collect([]string{"evt_1", "evt_2", "evt_3"})

@@ -1,4 +1,4 @@
-package remotews
+package stream
 
 import (
 	"sync"

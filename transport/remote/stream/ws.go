@@ -1,4 +1,4 @@
-package remotews
+package stream
 
 import (
 	"context"
@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
 // wsURL is the subscribe URL of seed 001:
 // ws(s)://host/v1/sessions/ws/{id}/subscribe?organization_uuid=ORG[&replay=true].
 func (s *Stream) wsURL(replay bool) string {
-	u, _ := url.Parse(s.cfg.BaseURL) // validated by NewStream
+	u, _ := url.Parse(s.cfg.BaseURL) // validated by New
 	u.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/sessions/ws/" + url.PathEscape(s.cfg.SessionID) + "/subscribe"
 	u.RawPath = ""
@@ -44,7 +46,7 @@ func (s *Stream) dialWS(ctx context.Context, hdr http.Header, replay bool) (live
 	}
 	// Room for one line of MaxLine and its newline; the server sends a line
 	// per message.
-	c.SetReadLimit(MaxLine + 1)
+	c.SetReadLimit(wire.MaxLine + 1)
 	return &wsConn{c: c}, nil
 }
 
@@ -58,11 +60,11 @@ func (w *wsConn) readLoop(ctx context.Context, lv *liveness, emit func(frame) bo
 		}
 		return r, err
 	}
-	rd := NewNDJSONReader(&wsSource{next: next}, MaxLine)
+	rd := wire.NewNDJSONReader(&wsSource{next: next}, wire.MaxLine)
 	for {
 		m, err := rd.Next()
 		if err != nil {
-			var le *LineError
+			var le *wire.LineError
 			if errors.As(err, &le) {
 				lv.received(nil)
 				bad(err)
@@ -71,7 +73,7 @@ func (w *wsConn) readLoop(ctx context.Context, lv *liveness, emit func(frame) bo
 			return err
 		}
 		lv.received(&m)
-		if m.Kind == KindKeepAlive {
+		if m.Kind == wire.KindKeepAlive {
 			continue // liveness only
 		}
 		if !emit(frame{msg: m}) {

@@ -1,4 +1,4 @@
-package remotews
+package wire
 
 import (
 	"encoding/json"

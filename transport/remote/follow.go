@@ -1,0 +1,268 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/transport/remote/stream"
+	"github.com/sessiongateway/gateway/transport/remote/wire"
+)
+
+// follow is one followed session.
+type follow struct {
+	stream *stream.Stream
+	cancel context.CancelFunc
+	done   chan struct{}
+	link   stream.Link
+	// prompts are the can_use_tool requests seen and not settled, by
+	// request id, so a cancel can say which prompt it withdraws.
+	prompts map[string]message.PermissionRequest
+	// assistant holds the merged copy of each streamed message.
+	assistant map[string]wire.Assistant
+	// err is why the stream ended; set before done is closed.
+	err error
+	// Turn tracking, to send a remote answer back to the local senders it
+	// answers: waiting are senders whose message the session has (its echo
+	// came) but whose turn has not begun; current are those of the running
+	// turn, which began with its first assistant message.
+	waiting, current []replyTo
+	turnActive       bool
+}
+
+// retryable says the stream has ended by giving up on a failure that may
+// pass (not a refusal of credentials or of the session).
+func (f *follow) retryable() bool {
+	var perm *stream.PermanentError
+	return f.ended() && f.err != nil && !errors.As(f.err, &perm)
+}
+
+// ended says the follow's goroutines are done.
+func (f *follow) ended() bool {
+	select {
+	case <-f.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Run follows the configured sessions until ctx ends.
+func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
+	var wg sync.WaitGroup
+	defer func() {
+		l.mu.Lock()
+		for _, f := range l.links {
+			f.cancel()
+		}
+		l.mu.Unlock()
+		wg.Wait()
+	}()
+	t := time.NewTicker(l.cfg.ListInterval)
+	defer t.Stop()
+	for {
+		listed, err := l.refresh(ctx)
+		if err != nil && ctx.Err() == nil {
+			l.log.Warn("listing remote sessions failed", "err", err)
+		}
+		want := map[string]bool{}
+		for _, id := range l.cfg.Follow {
+			if id != FollowAll {
+				want[id] = true
+			}
+		}
+		if l.followsAll() {
+			for _, rs := range listed {
+				if rs.Status != "archived" {
+					want[rs.ID] = true
+				}
+			}
+		}
+		l.mu.Lock()
+		if err == nil {
+			// With FollowAll, a session gone from the list (archived,
+			// deleted) is no longer followed, nor counted by Ready.
+			for id, f := range l.links {
+				if !want[id] {
+					f.cancel()
+					delete(l.links, id)
+				}
+			}
+		}
+		for id := range want {
+			if f, ok := l.links[id]; ok && f.ended() && (err == nil || f.retryable()) {
+				// It gave up: try afresh. After a refusal (401, 404) only
+				// once the list works again, so a rotated token file or a
+				// restored session brings it back.
+				delete(l.links, id)
+			}
+			if _, ok := l.links[id]; !ok {
+				l.startLocked(ctx, &wg, id, in)
+			}
+		}
+		l.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// startLocked starts following id; l.mu must be held.
+func (l *Leg) startLocked(ctx context.Context, wg *sync.WaitGroup, id string, in chan<- message.Event) {
+	fctx, cancel := context.WithCancel(ctx)
+	f := &follow{cancel: cancel, done: make(chan struct{}),
+		prompts: map[string]message.PermissionRequest{}, assistant: map[string]wire.Assistant{}}
+	l.links[id] = f
+	updates := make(chan stream.Update, l.cfg.Buffer)
+	runDone := make(chan struct{})
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		defer close(updates)
+		defer close(runDone)
+		f.err = l.run(fctx, id, f, updates, in)
+		if f.err != nil && fctx.Err() == nil {
+			l.log.Warn("remote session stream ended", "session", id, "err", f.err)
+			l.onLink(fctx, id, f, stream.Link{State: stream.LinkGaveUp, Err: f.err}, in)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		defer close(f.done)
+		for u := range updates {
+			for _, ev := range l.translate(id, f, u) {
+				emit(fctx, in, ev)
+			}
+		}
+		<-runDone // f.err is set
+	}()
+}
+
+// run catches up with the session's history, then keeps it live.
+func (l *Leg) run(ctx context.Context, id string, f *follow, updates chan<- stream.Update, in chan<- message.Event) error {
+	sc := stream.NewConfig(l.cfg.BaseURL, l.cfg.OrgUUID, id)
+	sc.Transport, sc.Header, sc.History = l.cfg.Transport, l.cfg.API.StreamHeader, l.cfg.API
+	sc.Logger = l.log.With("session", id)
+	if l.cfg.Tune != nil {
+		l.cfg.Tune(&sc)
+	}
+	afterID, afterSeq, seen, err := l.backlog(ctx, id, f, in)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		// The stream then delivers the whole history itself.
+		l.log.Warn("reading the session's history failed; following it from its start", "session", id, "err", err)
+	} else {
+		sc.ResumeAfterID, sc.ResumeAfterSeq, sc.Seen = afterID, afterSeq, seen
+	}
+	st, err := stream.New(sc)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	f.stream = st
+	l.mu.Unlock()
+	return st.Run(ctx, updates, func(k stream.Link) { l.onLink(ctx, id, f, k, in) })
+}
+
+// backlog pages through the session's history up to now. Its events are
+// not published (a session may have thousands): only the permission prompts
+// still open at its end are, so a prompt raised before the gateway started
+// can be answered. It returns the resume point for the live stream and, on
+// the WebSocket, the uuids read, so the stream need not read them again.
+func (l *Leg) backlog(ctx context.Context, id string, f *follow, in chan<- message.Event) (string, uint64, []string, error) {
+	var (
+		afterID  string
+		afterSeq uint64
+		seen     []string // WebSocket uuids, for the stream's de-dup window
+		n        int
+	)
+	for {
+		var (
+			page []json.RawMessage
+			more bool
+			err  error
+		)
+		if l.cfg.Transport == stream.TransportSSE {
+			page, more, err = l.cfg.API.CodeEventsAfter(ctx, id, afterSeq)
+		} else {
+			page, more, err = l.cfg.API.EventsAfter(ctx, id, afterID)
+		}
+		if err != nil {
+			return "", 0, nil, err
+		}
+		for _, raw := range page {
+			var m wire.Message
+			if l.cfg.Transport == stream.TransportSSE {
+				v, err := wire.DecodeV2(wire.Event{Data: string(raw)})
+				if err != nil {
+					return "", 0, nil, fmt.Errorf("history event after %d: %w", afterSeq, err)
+				}
+				m, afterSeq = v.Message, v.SequenceNum
+			} else {
+				if m, err = wire.Decode(raw); err != nil {
+					return "", 0, nil, fmt.Errorf("history event after %q: %w", afterID, err)
+				}
+				if m.UUID != "" {
+					afterID = m.UUID
+					seen = append(seen, m.UUID)
+					if len(seen) > 2*stream.DefaultDedupWindow { // keep the newest; the stream takes its window's worth
+						seen = append(seen[:0], seen[len(seen)-stream.DefaultDedupWindow:]...)
+					}
+				}
+			}
+			n++
+			l.track(id, f, m, l.cfg.Now())
+		}
+		if !more || len(page) == 0 {
+			break
+		}
+	}
+	l.log.Debug("caught up with the session's history", "session", id, "events", n, "open_prompts", len(f.prompts))
+	for _, req := range f.prompts {
+		emit(ctx, in, message.Event{Type: message.EventPermission, Leg: message.ProtocolRemote, Time: l.cfg.Now(), Permission: &req})
+	}
+	return afterID, afterSeq, seen, nil
+}
+
+// track keeps f.prompts current with one history event.
+func (l *Leg) track(id string, f *follow, m wire.Message, now time.Time) {
+	addr := bridgeAddr(id)
+	switch m.Kind {
+	case wire.KindControlRequest:
+		if m.ControlRequest.Subtype == wire.SubtypeCanUseTool {
+			f.prompts[m.ControlRequest.RequestID] = permission(id, addr, m.ControlRequest, now)
+		}
+	case wire.KindControlCancelRequest:
+		delete(f.prompts, m.Cancel.RequestID)
+	case wire.KindControlResponse:
+		if cr := m.ControlResponse; cr != nil && cr.Decision != nil {
+			delete(f.prompts, cr.RequestID)
+		}
+	}
+}
+
+func emit(ctx context.Context, in chan<- message.Event, ev message.Event) {
+	select {
+	case in <- ev:
+	case <-ctx.Done():
+	}
+}
+
+func (l *Leg) onLink(ctx context.Context, id string, f *follow, k stream.Link, in chan<- message.Event) {
+	l.mu.Lock()
+	f.link = k
+	l.mu.Unlock()
+	ml := &message.Link{SessionID: id, State: k.State.String(), Attempt: k.Attempt}
+	if k.Err != nil {
+		ml.Error = k.Err.Error()
+	}
+	emit(ctx, in, message.Event{Type: message.EventLink, Leg: message.ProtocolRemote, Time: l.cfg.Now(), Link: ml})
+}

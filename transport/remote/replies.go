@@ -1,0 +1,101 @@
+package remote
+
+import (
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiongateway/gateway/message"
+)
+
+// replyTo is a local sender waiting for a remote session's answer.
+type replyTo struct {
+	msgID       string
+	from        string // the sender's address
+	fromName    string
+	fromSession string
+	hopChain    []string
+	mode        message.Mode
+}
+
+// postedMsg is what a user event we posted carried.
+type postedMsg struct {
+	msgID string
+	reply *replyTo // nil unless a local session sent it through the bridge
+}
+
+// Turn tracking sends a remote answer back to the local senders it
+// answers: waiting are senders whose message the session has (its echo
+// came) but whose turn has not begun; current are those of the running
+// turn, which began with its first assistant message.
+
+// beginTurn: the first assistant message begins a turn, which answers the
+// messages the session had by then.
+func (f *follow) beginTurn() {
+	if !f.turnActive {
+		f.turnActive, f.current, f.waiting = true, f.waiting, nil
+	}
+}
+
+// await notes a sender whose message reached the session.
+func (f *follow) await(r replyTo) {
+	if len(f.waiting) >= maxWaiting { // answers that never come
+		f.waiting = f.waiting[1:]
+	}
+	f.waiting = append(f.waiting, r)
+}
+
+// endTurn ends the running turn and returns the senders it answers: a
+// turn that ended without an assistant message answers those waiting.
+func (f *follow) endTurn() []replyTo {
+	to := f.current
+	if !f.turnActive {
+		to = f.waiting
+		f.waiting = nil
+	}
+	f.turnActive, f.current = false, nil
+	return to
+}
+
+// echoed reports a delivered receipt when a user event we posted comes back
+// on the live stream: the server stored it in the session's history.
+func (l *Leg) echoed(eventUUID string, now time.Time) (message.Event, *replyTo, bool) {
+	if eventUUID == "" {
+		return message.Event{}, nil, false
+	}
+	pm, ok := l.posted.Take(eventUUID)
+	if !ok {
+		return message.Event{}, nil, false
+	}
+	rc := &message.Receipt{MsgID: pm.msgID, Status: message.StatusDelivered, Detail: "in the session's history", Time: now}
+	return message.Event{Type: message.EventReceipt, Leg: message.ProtocolRemote, Time: now, Receipt: rc}, pm.reply, true
+}
+
+// replies are the messages that carry text, an answer of session id, back
+// to the local senders in to: from the session's alias, through the
+// router's bridge (AliasOf names the sender to deliver to).
+func (l *Leg) replies(id string, to []replyTo, text string, now time.Time) []message.Event {
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	addr := bridgeAddr(id)
+	name := l.aliasName(id)
+	var evs []message.Event
+	for _, r := range to {
+		if r.mode == message.ModeUnknown {
+			r.mode = message.ModePrompting
+		}
+		m := &message.Message{
+			ID: uuid.NewString(), From: addr, FromName: name, FromSession: id,
+			To: r.from, ToName: r.fromName, ToSessionID: r.fromSession, AliasOf: r.from,
+			// The answer carries the mode of the message it answers: the
+			// remote session's own is not known here, and the receiver
+			// already admitted a sender of that class.
+			Body: text, Mode: r.mode, Attested: true, HopChain: r.hopChain,
+			Protocol: message.ProtocolRemote, Time: now,
+		}
+		evs = append(evs, message.Event{Type: message.EventMessage, Leg: message.ProtocolRemote, Time: now, Message: m})
+	}
+	return evs
+}

@@ -1,0 +1,74 @@
+package wire
+
+import "encoding/json"
+
+// The messages a client sends. Answers and requests travel as events
+// posted over REST (seed 001: never over the WebSocket); only keep_alive
+// and initialize go on the socket itself, each a line ending in "\n".
+
+// KeepAliveLine is the client's {"type":"keep_alive"} line.
+func KeepAliveLine() []byte { return []byte("{\"type\":\"keep_alive\"}\n") }
+
+// InitializeLine is the initialize control_request the web app sends
+// after every open, as seed 001 captured it.
+func InitializeLine(requestID string) []byte {
+	type request struct {
+		Subtype string `json:"subtype"`
+	}
+	b, _ := json.Marshal(struct {
+		RequestID string  `json:"request_id"`
+		Type      string  `json:"type"`
+		Request   request `json:"request"`
+	}{requestID, "control_request", request{"initialize"}})
+	return append(b, '\n')
+}
+
+// UserEvent is a user message event carrying text as its content.
+func UserEvent(uuid, sessionID, text string) (json.RawMessage, error) {
+	return json.Marshal(map[string]any{
+		"type":               "user",
+		"uuid":               uuid,
+		"session_id":         sessionID,
+		"parent_tool_use_id": nil,
+		"message":            map[string]any{"role": "user", "content": text},
+	})
+}
+
+// AnswerEvent is the control_response event answering the can_use_tool
+// prompt requestID with d.
+func AnswerEvent(uuid, requestID string, d Decision) (json.RawMessage, error) {
+	inner, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(map[string]any{
+		"type": "control_response",
+		"uuid": uuid,
+		"response": map[string]any{
+			"subtype":    "success",
+			"request_id": requestID,
+			"response":   json.RawMessage(inner),
+		},
+	})
+}
+
+// ControlEvent is a control_request event; request is its "request"
+// object: subtype and the fields that subtype takes.
+func ControlEvent(uuid, requestID string, request map[string]any) (json.RawMessage, error) {
+	return json.Marshal(map[string]any{"type": "control_request", "uuid": uuid, "request_id": requestID, "request": request})
+}
+
+// PendingMessage turns one of initialize's pending_permission_requests
+// into the control_request message the server sent for it.
+func PendingMessage(sessionID string, p ControlRequest) (Message, error) {
+	line, err := json.Marshal(struct {
+		Type      string          `json:"type"`
+		RequestID string          `json:"request_id"`
+		SessionID string          `json:"session_id,omitempty"`
+		Request   json.RawMessage `json:"request"`
+	}{"control_request", p.RequestID, sessionID, p.Raw})
+	if err != nil {
+		return Message{}, err
+	}
+	return Decode(line)
+}
