@@ -25,11 +25,6 @@ type postedMsg struct {
 	reply *replyTo // nil unless a local session sent it through the bridge
 }
 
-// Turn tracking sends a remote answer back to the local senders it
-// answers: waiting are senders whose message the session has (its echo
-// came) but whose turn has not begun; current are those of the running
-// turn, which began with its first assistant message.
-
 // beginTurn: the first assistant message begins a turn, which answers the
 // messages the session had by then.
 func (f *follow) beginTurn() {
