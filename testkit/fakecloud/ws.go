@@ -179,6 +179,11 @@ func (s *Server) write(ctx context.Context, c *websocket.Conn, sub *subscriber, 
 		}
 	}()
 	frame := func(line []byte) bool {
+		if fail != nil && fail.Stall && gate != nil && sent+1 >= fail.After {
+			// Stop answering before the last frame goes out: a client that
+			// has it may ping at once, before the loop comes round to stall.
+			gate.stalled.Store(true)
+		}
 		if !write(line) {
 			return false
 		}
