@@ -20,6 +20,7 @@ import (
 	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/testkit/fakeanthropic"
 	"github.com/sessiongateway/gateway/testkit/fakeopenai"
+	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
@@ -32,7 +33,7 @@ import (
 func TestClaudeAndQwenExchangeAMessageAndItsAnswer(t *testing.T) {
 	needInterop(t)
 	needQwen(t)
-	w := newWorld(t)
+	w := gatewaytest.NewWorld(t)
 	ping := "ping-" + uuid.NewString()[:8]
 	pong := "pong-" + uuid.NewString()[:8]
 
@@ -41,15 +42,15 @@ func TestClaudeAndQwenExchangeAMessageAndItsAnswer(t *testing.T) {
 	trigger := "please-ping-qwen"
 	cmodel := fakeanthropic.Start(t, fakeanthropic.Rules(fakeanthropic.Text("ok"),
 		fakeanthropic.CallTools(trigger, []fakeanthropic.Call{{Tool: "SendMessage", Input: fmt.Sprintf(`{"to":%q,"message":%q}`, qs.Name(), ping)}}, "sent")))
-	g := startGateway(t, w, "gateway-it")
+	g := gatewaytest.Start(t, w, "gateway-it")
 	cs := claudecli.Start(t, claudecli.Options{
-		APIURL: cmodel.URL(), Name: "work-it", ConfigDir: w.configDir, XDGRuntimeDir: w.runtime,
+		APIURL: cmodel.URL(), Name: "work-it", ConfigDir: w.ConfigDir, XDGRuntimeDir: w.Runtime,
 		Args: []string{"--permission-mode", "bypassPermissions"}, Env: []string{"IS_SANDBOX=1"},
 	})
 	waitAlias(t, g, qs.Name())
 	waitQwenAlias(t, w, "work-it")
 	// One roster, both protocols, each with its ref; neither alias shows.
-	ss := g.sessions(t)
+	ss := g.Listed(t)
 	byName := map[string]message.Session{}
 	for _, s := range ss {
 		byName[s.Name] = s
@@ -83,11 +84,11 @@ func TestClaudeAndQwenExchangeAMessageAndItsAnswer(t *testing.T) {
 	// sends none for a clean delivery, so the forwarded pong is delivered by
 	// inference after the settle window.
 	toQwen, toClaude := bridgedID(t, g, "work-it"), bridgedID(t, g, qs.Name())
-	waitStatus(t, g, toQwen, func(o router.Outbound) bool {
+	g.WaitStatus(t, toQwen, func(o router.Outbound) bool {
 		last := o.Receipts[len(o.Receipts)-1]
 		return o.Status == message.StatusDelivered && last.From == "uds:"+qs.IPCPath() && last.Detail == ""
 	})
-	waitStatus(t, g, toClaude, func(o router.Outbound) bool {
+	g.WaitStatus(t, toClaude, func(o router.Outbound) bool {
 		return o.Status == message.StatusDelivered && o.Receipts[len(o.Receipts)-1].Detail == "inferred"
 	})
 	// Both relays are a clean delivery, which neither real sender shows:
@@ -104,11 +105,11 @@ func TestClaudeAndQwenExchangeAMessageAndItsAnswer(t *testing.T) {
 
 // bridgedID is the id of the message the gateway forwarded for the sender
 // named from, read from its log (the control API lists no forwards).
-func bridgedID(t *testing.T, g *gateway, from string) string {
+func bridgedID(t *testing.T, g *gatewaytest.Gateway, from string) string {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		for line := range strings.Lines(g.logs.String()) {
+		for line := range strings.Lines(g.Logs()) {
 			var rec struct {
 				Msg   string `json:"msg"`
 				From  string `json:"from"`
@@ -125,22 +126,6 @@ func bridgedID(t *testing.T, g *gateway, from string) string {
 	}
 }
 
-// waitStatus waits until the sent message id satisfies ok.
-func waitStatus(t *testing.T, g *gateway, id string, ok func(router.Outbound) bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		o := messageState(t, g, id)
-		if len(o.Receipts) > 0 && ok(o) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("message %s: status %v, receipts %+v", id, o.Status, o.Receipts)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // Receipts cross the bridge both ways, as each real CLI's own: a prompting
 // Claude session's message is held by a yolo Qwen session and the Claude
 // model gets the held notice; the Qwen session's answer is held by the
@@ -149,7 +134,7 @@ func waitStatus(t *testing.T, g *gateway, id string, ok func(router.Outbound) bo
 func TestHeldAndDeniedReceiptsCrossTheBridge(t *testing.T) {
 	needInterop(t)
 	needQwen(t)
-	w := newWorld(t)
+	w := gatewaytest.NewWorld(t)
 	ping := "ping-" + uuid.NewString()[:8]
 	pong := "pong-" + uuid.NewString()[:8]
 	qtrigger, ctrigger := "please-message-claude", "please-ping-qwen"
@@ -158,7 +143,7 @@ func TestHeldAndDeniedReceiptsCrossTheBridge(t *testing.T) {
 	qs := startQwenTUI(t, w, qmodel, qwencli.ModeYolo)
 	cmodel := fakeanthropic.Start(t, fakeanthropic.Rules(fakeanthropic.Text("ok"),
 		fakeanthropic.CallTools(ctrigger, []fakeanthropic.Call{{Tool: "SendMessage", Input: fmt.Sprintf(`{"to":%q,"message":%q}`, qs.Name(), ping)}}, "sent")))
-	g := startGateway(t, w, "gateway-it")
+	g := gatewaytest.Start(t, w, "gateway-it")
 	cs := startClaude(t, w, cmodel, "work-it")
 	waitAlias(t, g, qs.Name())
 	waitQwenAlias(t, w, "work-it")
@@ -214,11 +199,11 @@ func waitScreen(t *testing.T, s *qwencli.Session, want string) {
 
 // waitAlias waits until the gateway lists a session named name and its
 // Claude-side alias worker is registered.
-func waitAlias(t *testing.T, g *gateway, name string) {
+func waitAlias(t *testing.T, g *gatewaytest.Gateway, name string) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		files, _ := filepath.Glob(filepath.Join(g.w.configDir, "sessions", "*.json"))
+		files, _ := filepath.Glob(filepath.Join(g.ConfigDir, "sessions", "*.json"))
 		for _, f := range files {
 			b, err := os.ReadFile(f)
 			if err != nil {
@@ -235,11 +220,11 @@ func waitAlias(t *testing.T, g *gateway, name string) {
 
 // waitQwenAlias waits until the gateway's Qwen-side alias record named name
 // is published.
-func waitQwenAlias(t *testing.T, w *world, name string) {
+func waitQwenAlias(t *testing.T, w *gatewaytest.World, name string) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		files, _ := filepath.Glob(filepath.Join(qwen.SessionsDir(w.qwenHome), "*.json"))
+		files, _ := filepath.Glob(filepath.Join(qwen.SessionsDir(w.QwenHome), "*.json"))
 		for _, f := range files {
 			b, err := os.ReadFile(f)
 			if err != nil {
@@ -259,12 +244,12 @@ func waitQwenAlias(t *testing.T, w *world, name string) {
 // deregisters on the way out.
 func TestAliasWorkersDieWithTheGateway(t *testing.T) {
 	needQwen(t)
-	w := newWorld(t)
-	g := startGateway(t, w, "gateway-it")
+	w := gatewaytest.NewWorld(t)
+	g := gatewaytest.Start(t, w, "gateway-it")
 	startEndpoint(t, w, "sdk-peer")
 	waitAlias(t, g, "sdk-peer")
 	var pid int
-	files, _ := filepath.Glob(filepath.Join(w.configDir, "sessions", "*.json"))
+	files, _ := filepath.Glob(filepath.Join(w.ConfigDir, "sessions", "*.json"))
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
 		if e, err := claude.ParseEntry(b); err == nil && e.Kind == claude.KindAlias && e.Name == "sdk-peer" {
@@ -274,13 +259,10 @@ func TestAliasWorkersDieWithTheGateway(t *testing.T) {
 	if pid == 0 {
 		t.Fatal("no alias worker entry")
 	}
-	if err := g.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = g.cmd.Wait()
+	g.Kill(t)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		_, err := os.Stat(filepath.Join(w.configDir, "sessions", strconv.Itoa(pid)+".json"))
+		_, err := os.Stat(filepath.Join(w.ConfigDir, "sessions", strconv.Itoa(pid)+".json"))
 		gone := syscall.Kill(pid, 0) != nil
 		if gone && os.IsNotExist(err) {
 			return

@@ -16,46 +16,25 @@ import (
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/testkit/fakeanthropic"
+	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 )
 
-func startClaude(t *testing.T, w *world, api *fakeanthropic.Server, name string) *claudecli.Session {
+func startClaude(t *testing.T, w *gatewaytest.World, api *fakeanthropic.Server, name string) *claudecli.Session {
 	t.Helper()
 	return claudecli.Start(t, claudecli.Options{
-		APIURL: api.URL(), Name: name, ConfigDir: w.configDir, XDGRuntimeDir: w.runtime,
+		APIURL: api.URL(), Name: name, ConfigDir: w.ConfigDir, XDGRuntimeDir: w.Runtime,
 	})
-}
-
-func findSession(ss []message.Session, name string) (message.Session, bool) {
-	for _, s := range ss {
-		if s.Name == name {
-			return s, true
-		}
-	}
-	return message.Session{}, false
-}
-
-func sendJSON(t *testing.T, g *gateway, args ...string) (router.Outbound, int) {
-	t.Helper()
-	out, code, err := g.run(t, append([]string{"send", "--json"}, args...)...)
-	if err != nil && code != 3 && code != 4 {
-		t.Fatal(err)
-	}
-	var o router.Outbound
-	if err := json.Unmarshal([]byte(out), &o); err != nil {
-		t.Fatalf("send --json printed %q: %v", out, err)
-	}
-	return o, code
 }
 
 func TestTheGatewayListsARealSession(t *testing.T) {
 	needInterop(t)
-	w := newWorld(t)
+	w := gatewaytest.NewWorld(t)
 	api := fakeanthropic.Start(t, nil)
 	s := startClaude(t, w, api, "work-it")
-	g := startGateway(t, w, "gateway-it")
-	got, ok := findSession(g.sessions(t), "work-it")
+	g := gatewaytest.Start(t, w, "gateway-it")
+	got, ok := gatewaytest.FindSession(g.Listed(t), "work-it")
 	if !ok {
-		t.Fatalf("work-it missing from %+v", g.sessions(t))
+		t.Fatalf("work-it missing from %+v", g.Listed(t))
 	}
 	if got.PID != s.PID() || got.Address != "uds:"+s.SocketPath() || got.SessionID != s.SessionID() ||
 		got.NativeRef != claudecli.Ref(s.SocketPath()) || got.Protocol != message.ProtocolClaude || !got.Reachable {
@@ -65,12 +44,12 @@ func TestTheGatewayListsARealSession(t *testing.T) {
 
 func TestAPromptingSendIsDeliveredIntoATurn(t *testing.T) {
 	needInterop(t)
-	w := newWorld(t)
+	w := gatewaytest.NewWorld(t)
 	api := fakeanthropic.Start(t, nil)
 	startClaude(t, w, api, "work-it")
-	g := startGateway(t, w, "gateway-it")
+	g := gatewaytest.Start(t, w, "gateway-it")
 	nonce := "interop-ping-" + uuid.NewString()[:8]
-	o, code := sendJSON(t, g, "work-it", nonce, "--mode", "prompting", "--wait", "--timeout", "20s")
+	o, code := g.SendJSON(t, "work-it", nonce, "--mode", "prompting", "--wait", "--timeout", "20s")
 	if code != 0 || o.Status != message.StatusDelivered {
 		t.Fatalf("exit %d, outbound %+v", code, o)
 	}
@@ -90,18 +69,18 @@ func TestABypassSendIsHeldAndTheRealReceiptsFollowTheDecision(t *testing.T) {
 		name := map[bool]string{true: "released by the person: held then delivered", false: "dropped by the person: held then denied"}[deliver]
 		t.Run(name, func(t *testing.T) {
 			needInterop(t)
-			w := newWorld(t)
+			w := gatewaytest.NewWorld(t)
 			api := fakeanthropic.Start(t, nil)
 			s := startClaude(t, w, api, "work-it")
-			g := startGateway(t, w, "gateway-it")
+			g := gatewaytest.Start(t, w, "gateway-it")
 			// Held is not final, so --wait would sit out its whole timeout:
 			// poll for it instead.
-			o, code := sendJSON(t, g, "work-it", "bypass hello", "--mode", "bypass")
+			o, code := g.SendJSON(t, "work-it", "bypass hello", "--mode", "bypass")
 			if code != 0 {
 				t.Fatalf("exit %d, outbound %+v", code, o)
 			}
-			waitStatus(t, g, o.Message.ID, func(o router.Outbound) bool { return o.Status == message.StatusHeld })
-			o = messageState(t, g, o.Message.ID)
+			g.WaitStatus(t, o.Message.ID, func(o router.Outbound) bool { return o.Status == message.StatusHeld })
+			o = g.MessageState(t, o.Message.ID)
 			held := o.Receipts[len(o.Receipts)-1]
 			if held.Reason == "" || !strings.HasPrefix(held.From, "uds:") {
 				t.Errorf("held receipt = %+v, want the real CLI's reason and address", held)
@@ -124,7 +103,7 @@ func TestABypassSendIsHeldAndTheRealReceiptsFollowTheDecision(t *testing.T) {
 			}
 			deadline := time.Now().Add(30 * time.Second)
 			for {
-				got := messageState(t, g, o.Message.ID)
+				got := g.MessageState(t, o.Message.ID)
 				if got.Status == want {
 					return
 				}
@@ -137,34 +116,21 @@ func TestABypassSendIsHeldAndTheRealReceiptsFollowTheDecision(t *testing.T) {
 	}
 }
 
-// messageState reads a sent message's state through the control API.
-func messageState(t *testing.T, g *gateway, id string) router.Outbound {
-	t.Helper()
-	c := apiClient(g)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	o, err := c.Message(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return o
-}
-
 func TestARealSessionSendsToTheGatewayByName(t *testing.T) {
 	needInterop(t)
-	w := newWorld(t)
+	w := gatewaytest.NewWorld(t)
 	trigger := "please-message-the-gateway"
 	body := "hello from a real session " + uuid.NewString()[:8]
 	in := fmt.Sprintf(`{"to":"gateway-it","message":%q}`, body)
 	api := fakeanthropic.Start(t, fakeanthropic.Rules(fakeanthropic.Text("ok"),
 		fakeanthropic.CallTools(trigger, []fakeanthropic.Call{{Tool: "ListAgents", Input: `{}`}, {Tool: "SendMessage", Input: in}}, "sent")))
-	g := startGateway(t, w, "gateway-it")
-	watch := g.watch(t)
+	g := gatewaytest.Start(t, w, "gateway-it")
+	watch := g.WatchCLI(t)
 	s := startClaude(t, w, api, "work-it")
 	if err := s.SendUserTurn(trigger); err != nil {
 		t.Fatal(err)
 	}
-	ev := watch.wait(t, 90*time.Second, func(ev message.Event) bool {
+	ev := watch.Wait(t, 90*time.Second, func(ev message.Event) bool {
 		return ev.Type == message.EventMessage && ev.Message != nil && ev.Message.Body == body
 	})
 	m := ev.Message
@@ -182,11 +148,11 @@ func TestARealSessionSendsToTheGatewayByName(t *testing.T) {
 
 func TestNotifyWhenIdleYieldsAnIdleEvent(t *testing.T) {
 	needInterop(t)
-	w := newWorld(t)
+	w := gatewaytest.NewWorld(t)
 	api := fakeanthropic.Start(t, nil)
 	s := startClaude(t, w, api, "work-it")
-	g := startGateway(t, w, "gateway-it")
-	out, code, err := g.run(t, "idle", "work-it", "--wait", "--timeout", "60s", "--json")
+	g := gatewaytest.Start(t, w, "gateway-it")
+	out, code, err := g.Run(t, "idle", "work-it", "--wait", "--timeout", "60s", "--json")
 	if err != nil || code != 0 {
 		t.Fatalf("idle: exit %d, %v", code, err)
 	}
@@ -203,32 +169,32 @@ func TestNotifyWhenIdleYieldsAnIdleEvent(t *testing.T) {
 
 func TestShutdownLeavesNoRegistration(t *testing.T) {
 	needInterop(t)
-	w := newWorld(t)
-	g := startGateway(t, w, "gateway-it")
-	files, _ := filepath.Glob(filepath.Join(w.configDir, "sessions", "*"))
+	w := gatewaytest.NewWorld(t)
+	g := gatewaytest.Start(t, w, "gateway-it")
+	files, _ := filepath.Glob(filepath.Join(w.ConfigDir, "sessions", "*"))
 	if len(files) != 2 {
 		t.Fatalf("registration files = %v", files)
 	}
-	g.stop(t)
-	files, _ = filepath.Glob(filepath.Join(w.configDir, "sessions", "*"))
-	socks, _ := filepath.Glob(filepath.Join(w.runtime, "cc-socks", "*"))
+	g.Stop(t)
+	files, _ = filepath.Glob(filepath.Join(w.ConfigDir, "sessions", "*"))
+	socks, _ := filepath.Glob(filepath.Join(w.Runtime, "cc-socks", "*"))
 	if len(files) != 0 || len(socks) != 0 {
 		t.Fatalf("left behind: %v %v", files, socks)
 	}
-	if _, err := os.Stat(filepath.Join(w.stateDir, "gateway.sock")); err == nil {
+	if _, err := os.Stat(filepath.Join(w.StateDir, "gateway.sock")); err == nil {
 		t.Fatal("control socket left behind")
 	}
 }
 
 // startBypassSender starts a scripted real Claude session in the bypass review class
 // whose model, on trigger, sends body to the gateway by name.
-func startBypassSender(t *testing.T, w *world, trigger, body string) (*claudecli.Session, *fakeanthropic.Server) {
+func startBypassSender(t *testing.T, w *gatewaytest.World, trigger, body string) (*claudecli.Session, *fakeanthropic.Server) {
 	t.Helper()
 	in := fmt.Sprintf(`{"to":"gateway-it","message":%q}`, body)
 	model := fakeanthropic.Start(t, fakeanthropic.Rules(fakeanthropic.Text("ok"),
 		fakeanthropic.CallTools(trigger, []fakeanthropic.Call{{Tool: "SendMessage", Input: in}}, "sent")))
 	s := claudecli.Start(t, claudecli.Options{
-		APIURL: model.URL(), Name: "work-it", ConfigDir: w.configDir, XDGRuntimeDir: w.runtime,
+		APIURL: model.URL(), Name: "work-it", ConfigDir: w.ConfigDir, XDGRuntimeDir: w.Runtime,
 		Args: []string{"--permission-mode", "bypassPermissions"}, Env: []string{"IS_SANDBOX=1"},
 	})
 	return s, model
@@ -255,8 +221,8 @@ func waitNotice(t *testing.T, model *fakeanthropic.Server, want string) string {
 // heldSend is a real bypass-class session whose scripted SendMessage to a
 // prompting gateway was just held there.
 type heldSend struct {
-	g       *gateway
-	watch   *watcher
+	g       *gatewaytest.Gateway
+	watch   *gatewaytest.Watcher
 	s       *claudecli.Session
 	model   *fakeanthropic.Server
 	trigger string
@@ -266,16 +232,16 @@ type heldSend struct {
 func heldByTheGateway(t *testing.T, prefix string) heldSend {
 	t.Helper()
 	needInterop(t)
-	w := newWorld(t)
+	w := gatewaytest.NewWorld(t)
 	h := heldSend{trigger: "please-message-the-gateway"}
 	body := prefix + " " + uuid.NewString()[:8]
-	h.g = startGateway(t, w, "gateway-it")
-	h.watch = h.g.watch(t)
+	h.g = gatewaytest.Start(t, w, "gateway-it")
+	h.watch = h.g.WatchCLI(t)
 	h.s, h.model = startBypassSender(t, w, h.trigger, body)
 	if err := h.s.SendUserTurn(h.trigger); err != nil {
 		t.Fatal(err)
 	}
-	h.held = h.watch.wait(t, 90*time.Second, func(ev message.Event) bool {
+	h.held = h.watch.Wait(t, 90*time.Second, func(ev message.Event) bool {
 		return ev.Type == message.EventHeld && ev.Held != nil && ev.Held.Message.Body == body
 	})
 	return h
@@ -294,7 +260,7 @@ func TestTheGatewaysReceiptsReachARealClaudeSession(t *testing.T) {
 		if !strings.Contains(notice, "msg_id: "+id) {
 			t.Errorf("the held notice is not about %s: %s", id, notice)
 		}
-		if _, _, err := g.run(t, "deny", held.Held.Message.ID); err != nil {
+		if _, _, err := g.Run(t, "deny", held.Held.Message.ID); err != nil {
 			t.Fatal(err)
 		}
 		notice = waitNotice(t, model, "was denied by the recipient user")
@@ -305,7 +271,7 @@ func TestTheGatewaysReceiptsReachARealClaudeSession(t *testing.T) {
 		if err := s.SendUserTurn(trigger); err != nil {
 			t.Fatal(err)
 		}
-		drop := watch.wait(t, 60*time.Second, func(ev message.Event) bool {
+		drop := watch.Wait(t, 60*time.Second, func(ev message.Event) bool {
 			return ev.Type == message.EventDrop && ev.Drop != nil && ev.Drop.Reason == "duplicate"
 		})
 		notice = waitNotice(t, model, "dropped at that session's inbox")
@@ -317,7 +283,7 @@ func TestTheGatewaysReceiptsReachARealClaudeSession(t *testing.T) {
 		h := heldByTheGateway(t, "released hello")
 		g, model, held := h.g, h.model, h.held
 		waitNotice(t, model, "was held by that session")
-		if _, _, err := g.run(t, "release", held.Held.Message.ID); err != nil {
+		if _, _, err := g.Run(t, "release", held.Held.Message.ID); err != nil {
 			t.Fatal(err)
 		}
 		notice := waitNotice(t, model, "was approved and released to that session")
@@ -327,17 +293,17 @@ func TestTheGatewaysReceiptsReachARealClaudeSession(t *testing.T) {
 	})
 	t.Run("refused by a gateway that refuses inbound messages", func(t *testing.T) {
 		needInterop(t)
-		w := newWorld(t)
+		w := gatewaytest.NewWorld(t)
 		trigger := "please-message-the-gateway"
-		g := startGateway(t, w, "gateway-it", "--inbound", "refuse")
-		watch := g.watch(t)
+		g := gatewaytest.Start(t, w, "gateway-it", "--inbound", "refuse")
+		watch := g.WatchCLI(t)
 		s, model := startBypassSender(t, w, trigger, "refused hello "+uuid.NewString()[:8])
 		if err := s.SendUserTurn(trigger); err != nil {
 			t.Fatal(err)
 		}
 		// Refused goes out as expired + status_detail "refused", which the
 		// CLI reads as refused, not as an expired hold.
-		drop := watch.wait(t, 60*time.Second, func(ev message.Event) bool { return ev.Type == message.EventDrop && ev.Drop != nil })
+		drop := watch.Wait(t, 60*time.Second, func(ev message.Event) bool { return ev.Type == message.EventDrop && ev.Drop != nil })
 		notice := waitNotice(t, model, "was refused")
 		if !strings.Contains(notice, "msg_id: "+drop.Drop.MsgID) || !strings.Contains(notice, "not accepting cross-session messages") {
 			t.Errorf("the refused notice is not about %s: %s", drop.Drop.MsgID, notice)
@@ -349,11 +315,11 @@ func TestTheGatewaysReceiptsReachARealClaudeSession(t *testing.T) {
 // SendMessage's notify_when_idle, and gets the gateway's peer_idle_notice.
 func TestARealSessionSubscribesToTheGatewaysIdleState(t *testing.T) {
 	needInterop(t)
-	w := newWorld(t)
+	w := gatewaytest.NewWorld(t)
 	trigger := "please-watch-the-gateway"
 	model := fakeanthropic.Start(t, fakeanthropic.Rules(fakeanthropic.Text("ok"),
 		fakeanthropic.CallTools(trigger, []fakeanthropic.Call{{Tool: "SendMessage", Input: `{"to":"gateway-it","notify_when_idle":true}`}}, "subscribed")))
-	startGateway(t, w, "gateway-it")
+	gatewaytest.Start(t, w, "gateway-it")
 	s := startClaude(t, w, model, "work-it")
 	if err := s.SendUserTurn(trigger); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/interop/qwencli"
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 	"github.com/sessiongateway/gateway/transport/uds"
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
@@ -38,13 +39,13 @@ const sinkReadTimeout = 10 * time.Second
 // that dedups would not change the result.
 func BenchmarkQwenSend(b *testing.B) {
 	needQwenSDK(b)
-	w := newWorld(b)
+	w := gatewaytest.NewWorld(b)
 	sink := startQwenSink(b, w, "qwen-sink")
-	g := startGateway(b, w, "gateway-bench", "--log-level", "info")
-	ep := qwencli.StartEndpoint(b, qwencli.EndpointOptions{Name: "sdk-bench", QwenHome: w.qwenHome, XDGRuntimeDir: w.runtime})
+	g := gatewaytest.Start(b, w, "gateway-bench", "--log-level", "info")
+	ep := qwencli.StartEndpoint(b, qwencli.EndpointOptions{Name: "sdk-bench", QwenHome: w.QwenHome, XDGRuntimeDir: w.Runtime})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	c := apiClient(g)
+	c := g.Client
 	waitSinkListed(b, c, ep, sink.name)
 
 	gwSend := func(body string) error {
@@ -151,9 +152,9 @@ type sinkRead struct {
 	err     error
 }
 
-func startQwenSink(tb testing.TB, w *world, name string) *qwenSink {
+func startQwenSink(tb testing.TB, w *gatewaytest.World, name string) *qwenSink {
 	tb.Helper()
-	s := &qwenSink{name: name, sessionID: uuid.NewString(), path: filepath.Join(w.root, "sink", "in.sock"), read: make(chan sinkRead, 16)}
+	s := &qwenSink{name: name, sessionID: uuid.NewString(), path: filepath.Join(w.Root, "sink", "in.sock"), read: make(chan sinkRead, 16)}
 	token := qwen.NewIPCToken()
 	if err := safefile.EnsureDir(filepath.Dir(s.path)); err != nil {
 		tb.Fatal(err)
@@ -180,13 +181,13 @@ func startQwenSink(tb testing.TB, w *world, name string) *qwenSink {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	rec := qwen.Record{PID: pid, ProcStart: procStart, PidNS: ns, SessionID: s.sessionID, Cwd: w.root,
+	rec := qwen.Record{PID: pid, ProcStart: procStart, PidNS: ns, SessionID: s.sessionID, Cwd: w.Root,
 		Name: name, StartedAt: time.Now().UnixMilli(), Kind: qwen.KindExternal, IPCPath: s.path, IPCToken: token}
 	raw, err := rec.Marshal()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	dir := qwen.SessionsDir(w.qwenHome)
+	dir := qwen.SessionsDir(w.QwenHome)
 	if err := safefile.EnsureDir(dir); err != nil {
 		tb.Fatal(err)
 	}

@@ -4,14 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/sessiongateway/gateway/internal/safefile"
 
 	"github.com/google/uuid"
 
@@ -20,36 +16,10 @@ import (
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/testkit/fakeopenai"
-	"github.com/sessiongateway/gateway/transport/uds"
+	"github.com/sessiongateway/gateway/testkit/gatewaytest"
+	"github.com/sessiongateway/gateway/testkit/legtest"
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
-
-// writeGhost publishes a live record (the test process's) named name that
-// points at the inbox at path under another session id, as a record left
-// stale by /clear would: a send to it is misaddressed.
-func writeGhost(t *testing.T, w *world, name, path string, token qwen.Token) {
-	t.Helper()
-	pid := os.Getpid()
-	procStart, ok := qwen.ProcStartToken(pid)
-	if !ok {
-		t.Fatal("no procStart for the test process")
-	}
-	ns, err := uds.PidNamespace(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := qwen.Record{PID: pid, ProcStart: procStart, PidNS: ns, SessionID: uuid.NewString(), Cwd: "/",
-		Name: name, StartedAt: time.Now().UnixMilli(), Kind: "external", IPCPath: path, IPCToken: token}
-	b, err := rec.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(qwen.SessionsDir(w.qwenHome), qwen.RecordFileName(pid, qwen.NewSuffix()))
-	if err := safefile.WriteAtomic(file, b); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(file) })
-}
 
 // needQwen fails when the real Qwen Code CLI is missing or of another
 // version (after needInterop's skip without GATEWAY_INTEROP=1).
@@ -68,23 +38,23 @@ func needQwen(t *testing.T) string {
 	return bin
 }
 
-func startEndpoint(t *testing.T, w *world, name string) *qwencli.Endpoint {
+func startEndpoint(t *testing.T, w *gatewaytest.World, name string) *qwencli.Endpoint {
 	t.Helper()
-	return qwencli.StartEndpoint(t, qwencli.EndpointOptions{Name: name, QwenHome: w.qwenHome, XDGRuntimeDir: w.runtime})
+	return qwencli.StartEndpoint(t, qwencli.EndpointOptions{Name: name, QwenHome: w.QwenHome, XDGRuntimeDir: w.Runtime})
 }
 
-func startQwenTUI(t *testing.T, w *world, model *fakeopenai.Server, mode string) *qwencli.Session {
+func startQwenTUI(t *testing.T, w *gatewaytest.World, model *fakeopenai.Server, mode string) *qwencli.Session {
 	t.Helper()
-	return qwencli.Start(t, qwencli.Options{APIURL: model.URL() + "/v1", QwenHome: w.qwenHome, XDGRuntimeDir: w.runtime, ApprovalMode: mode})
+	return qwencli.Start(t, qwencli.Options{APIURL: model.URL() + "/v1", QwenHome: w.QwenHome, XDGRuntimeDir: w.Runtime, ApprovalMode: mode})
 }
 
 func TestTheGatewaysRecordShowsInQwenSessionsPs(t *testing.T) {
 	bin := needQwen(t)
-	w := newWorld(t)
-	startGateway(t, w, "gateway-it")
+	w := gatewaytest.NewWorld(t)
+	gatewaytest.Start(t, w, "gateway-it")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	recs, raw, err := qwencli.ListSessions(ctx, bin, w.qwenHome)
+	recs, raw, err := qwencli.ListSessions(ctx, bin, w.QwenHome)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,12 +68,12 @@ func TestTheGatewaysRecordShowsInQwenSessionsPs(t *testing.T) {
 
 func TestMessagesBothWaysWithTheQwenSDK(t *testing.T) {
 	needQwen(t)
-	w := newWorld(t)
-	g := startGateway(t, w, "gateway-it")
+	w := gatewaytest.NewWorld(t)
+	g := gatewaytest.Start(t, w, "gateway-it")
 	ep := startEndpoint(t, w, "sdk-peer")
 	t.Run("the gateway sends to an SDK endpoint by name and gets delivered", func(t *testing.T) {
 		body := "to the sdk " + uuid.NewString()[:8]
-		o, code := sendJSON(t, g, "sdk-peer", body, "--wait", "--timeout", "20s")
+		o, code := g.SendJSON(t, "sdk-peer", body, "--wait", "--timeout", "20s")
 		if code != 0 || o.Status != message.StatusDelivered {
 			t.Fatalf("exit %d, outbound %+v", code, o)
 		}
@@ -118,7 +88,7 @@ func TestMessagesBothWaysWithTheQwenSDK(t *testing.T) {
 		}
 	})
 	t.Run("an SDK endpoint sends to the gateway by name and gets delivered", func(t *testing.T) {
-		watch := g.watch(t)
+		watch := g.WatchCLI(t)
 		body := "to the gateway " + uuid.NewString()[:8]
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -126,7 +96,7 @@ func TestMessagesBothWaysWithTheQwenSDK(t *testing.T) {
 		if err != nil || res.Kind != "sent" {
 			t.Fatalf("send: %+v %v", res, err)
 		}
-		ev := watch.wait(t, 30*time.Second, func(ev message.Event) bool {
+		ev := watch.Wait(t, 30*time.Second, func(ev message.Event) bool {
 			return ev.Type == message.EventMessage && ev.Message != nil && ev.Message.Body == body
 		})
 		if ev.Leg != message.ProtocolQwen || ev.Message.FromName != "sdk-peer" || ev.Message.Auth != message.AuthPeer {
@@ -137,18 +107,18 @@ func TestMessagesBothWaysWithTheQwenSDK(t *testing.T) {
 		}
 	})
 	t.Run("a bypass message from the SDK is held by the gateway and released", func(t *testing.T) {
-		watch := g.watch(t)
+		watch := g.WatchCLI(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		res, err := ep.Send(ctx, qwencli.SendOptions{To: "gateway-it", Content: "bypass " + uuid.NewString()[:8], FromMode: "bypass"})
 		if err != nil || res.Kind != "sent" {
 			t.Fatalf("send: %+v %v", res, err)
 		}
-		watch.wait(t, 30*time.Second, func(ev message.Event) bool { return ev.Type == message.EventHeld })
+		watch.Wait(t, 30*time.Second, func(ev message.Event) bool { return ev.Type == message.EventHeld })
 		if _, err := ep.WaitReceipt(ctx, res.MsgID, "held"); err != nil {
 			t.Fatalf("no held receipt: %v", err)
 		}
-		if _, _, err := g.run(t, "release", res.MsgID); err != nil {
+		if _, _, err := g.Run(t, "release", res.MsgID); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := ep.WaitReceipt(ctx, res.MsgID, "delivered"); err != nil {
@@ -176,13 +146,13 @@ func TestMessagesBothWaysWithTheQwenSDK(t *testing.T) {
 
 func TestRealQwenTUIReceiptsForGatewaySends(t *testing.T) {
 	needQwen(t)
-	w := newWorld(t)
+	w := gatewaytest.NewWorld(t)
 	model := fakeopenai.Start(t, nil)
 	s := startQwenTUI(t, w, model, qwencli.ModeDefault)
-	g := startGateway(t, w, "gateway-it")
+	g := gatewaytest.Start(t, w, "gateway-it")
 	t.Run("a prompting message is delivered into a turn", func(t *testing.T) {
 		nonce := "qwen-ping-" + uuid.NewString()[:8]
-		o, code := sendJSON(t, g, s.Name(), nonce, "--mode", "prompting", "--wait", "--timeout", "30s")
+		o, code := g.SendJSON(t, s.Name(), nonce, "--mode", "prompting", "--wait", "--timeout", "30s")
 		if code != 0 || o.Status != message.StatusDelivered {
 			t.Fatalf("exit %d, outbound %+v", code, o)
 		}
@@ -194,26 +164,26 @@ func TestRealQwenTUIReceiptsForGatewaySends(t *testing.T) {
 	})
 	t.Run("a bypass message is held", func(t *testing.T) {
 		// Held is not final, so --wait would sit out its whole timeout.
-		o, code := sendJSON(t, g, s.Name(), "bypass "+uuid.NewString()[:8], "--mode", "bypass")
+		o, code := g.SendJSON(t, s.Name(), "bypass "+uuid.NewString()[:8], "--mode", "bypass")
 		if code != 0 {
 			t.Fatalf("exit %d, outbound %+v", code, o)
 		}
-		waitStatus(t, g, o.Message.ID, func(o router.Outbound) bool { return o.Status == message.StatusHeld })
+		g.WaitStatus(t, o.Message.ID, func(o router.Outbound) bool { return o.Status == message.StatusHeld })
 	})
 	t.Run("a repeated body is refused by the gateway's mirror, and dropped duplicate when sent anyway", func(t *testing.T) {
 		body := "dup " + uuid.NewString()[:8]
-		first, _ := sendJSON(t, g, s.Name(), body, "--wait", "--timeout", "20s")
+		first, _ := g.SendJSON(t, s.Name(), body, "--wait", "--timeout", "20s")
 		if first.Status != message.StatusDelivered {
 			t.Fatalf("first send %+v", first)
 		}
 		// Refused before writing, in the receiver's own words: dropped,
 		// duplicate, with the mirror's explanation.
-		o, code := sendJSON(t, g, s.Name(), body, "--wait", "--timeout", "20s")
+		o, code := g.SendJSON(t, s.Name(), body, "--wait", "--timeout", "20s")
 		if code == 0 || o.Status != message.StatusDropped || len(o.Receipts) == 0 ||
 			o.Receipts[len(o.Receipts)-1].DropReason != "duplicate" || !strings.Contains(o.Receipts[len(o.Receipts)-1].Reason, "not sent") {
 			t.Fatalf("a repeat inside the window was not refused by the sender: exit %d %+v", code, o)
 		}
-		o, _ = sendJSON(t, g, s.Name(), body, "--unpaced", "--wait", "--timeout", "20s")
+		o, _ = g.SendJSON(t, s.Name(), body, "--unpaced", "--wait", "--timeout", "20s")
 		last := o.Receipts[len(o.Receipts)-1]
 		if o.Status != message.StatusDropped || last.DropReason != "duplicate" {
 			t.Fatalf("outbound %+v, want the real dropped duplicate receipt", o)
@@ -221,8 +191,8 @@ func TestRealQwenTUIReceiptsForGatewaySends(t *testing.T) {
 	})
 	t.Run("a stale session id is answered misaddressed", func(t *testing.T) {
 		ghost := "ghost"
-		writeGhost(t, w, ghost, s.IPCPath(), qwen.Token(string(s.IPCToken())))
-		o, _ := sendJSON(t, g, ghost, "to nobody", "--unpaced", "--wait", "--timeout", "20s")
+		legtest.WriteQwenGhost(t, w, ghost, s.IPCPath(), qwen.Token(string(s.IPCToken())))
+		o, _ := g.SendJSON(t, ghost, "to nobody", "--unpaced", "--wait", "--timeout", "20s")
 		if o.Status != message.StatusMisaddressed {
 			t.Fatalf("outbound %+v, want misaddressed", o)
 		}
@@ -231,7 +201,7 @@ func TestRealQwenTUIReceiptsForGatewaySends(t *testing.T) {
 		// At once, as FINDINGS-qwen.md §4 did: one after another, the busy
 		// TUI takes each connection in slowly enough for the bucket to
 		// refill, and nothing is dropped.
-		c := apiClient(g)
+		c := g.Client
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
 		// The earlier subtests spent ~5 of the sender's 30 tokens, and the
@@ -262,7 +232,7 @@ func TestRealQwenTUIReceiptsForGatewaySends(t *testing.T) {
 			rateLimited = 0
 			byFrame := map[time.Time]int{}
 			for _, id := range ids {
-				o := messageState(t, g, id)
+				o := g.MessageState(t, id)
 				if o.Status != message.StatusDropped {
 					continue
 				}
@@ -288,12 +258,12 @@ func TestRealQwenTUIReceiptsForGatewaySends(t *testing.T) {
 
 func TestARealQwenSessionSendsToTheGatewayByName(t *testing.T) {
 	bin := needQwen(t)
-	w := newWorld(t)
+	w := gatewaytest.NewWorld(t)
 	trigger := "please-message-the-gateway"
 	body := "hello from qwen " + uuid.NewString()[:8]
 	model := fakeopenai.Start(t, fakeopenai.CallToolOnce(trigger, fakeopenai.SendMessageCall("gateway-it", body), "sent"))
-	g := startGateway(t, w, "gateway-it")
-	watch := g.watch(t)
+	g := gatewaytest.Start(t, w, "gateway-it")
+	watch := g.WatchCLI(t)
 	s := startQwenTUI(t, w, model, qwencli.ModeYolo)
 	waitQwenListed(t, bin, w, "gateway-it")
 	// Yolo is the bypass review class; the gateway prompts, so mode parity
@@ -301,12 +271,12 @@ func TestARealQwenSessionSendsToTheGatewayByName(t *testing.T) {
 	isHeld := func(ev message.Event) bool {
 		return ev.Type == message.EventHeld && ev.Held != nil && ev.Held.Message.Body == body
 	}
-	triggerQwenSend(t, s, model, trigger, func() bool { _, ok := watch.find(isHeld); return ok })
-	held, _ := watch.find(isHeld)
-	if _, _, err := g.run(t, "release", held.Held.Message.ID); err != nil {
+	triggerQwenSend(t, s, model, trigger, func() bool { _, ok := watch.Find(isHeld); return ok })
+	held, _ := watch.Find(isHeld)
+	if _, _, err := g.Run(t, "release", held.Held.Message.ID); err != nil {
 		t.Fatal(err)
 	}
-	ev := watch.wait(t, 30*time.Second, func(ev message.Event) bool {
+	ev := watch.Wait(t, 30*time.Second, func(ev message.Event) bool {
 		return ev.Type == message.EventMessage && ev.Message != nil && ev.Message.Body == body
 	})
 	if ev.Leg != message.ProtocolQwen || ev.Message.FromName != s.Name() || ev.Message.Auth != message.AuthPeer {
@@ -316,12 +286,12 @@ func TestARealQwenSessionSendsToTheGatewayByName(t *testing.T) {
 
 // waitQwenListed waits until `qwen sessions ps` lists a session named name:
 // the real reader's record rules accept it.
-func waitQwenListed(t *testing.T, bin string, w *world, name string) {
+func waitQwenListed(t *testing.T, bin string, w *gatewaytest.World, name string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for {
-		recs, raw, err := qwencli.ListSessions(ctx, bin, w.qwenHome)
+		recs, raw, err := qwencli.ListSessions(ctx, bin, w.QwenHome)
 		if err == nil {
 			for _, r := range recs {
 				if r.Name == name {

@@ -19,6 +19,7 @@ import (
 	"github.com/sessiongateway/gateway/testkit/fakeanthropic"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
 	"github.com/sessiongateway/gateway/testkit/fakeopenai"
+	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 )
 
 const (
@@ -29,11 +30,11 @@ const (
 // startCloud runs an echoing fake claude.ai with one session titled
 // "Build bot" and writes the gateway's token file; it returns the serve
 // flags that follow it.
-func startCloud(t *testing.T, w *world) (*fakecloud.Server, string, []string) {
+func startCloud(t *testing.T, w *gatewaytest.World) (*fakecloud.Server, string, []string) {
 	t.Helper()
 	cloud := fakecloud.Start(t, fakecloud.Options{Token: cloudToken, OrgUUID: cloudOrg, Echo: true})
 	sid := cloud.CreateSession("Build bot")
-	tokenFile := filepath.Join(w.root, "cloud-token")
+	tokenFile := filepath.Join(w.Root, "cloud-token")
 	if err := os.WriteFile(tokenFile, []byte(cloudToken), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func startCloud(t *testing.T, w *world) (*fakecloud.Server, string, []string) {
 func TestRealSessionsTalkToARemoteSessionByItsAlias(t *testing.T) {
 	needInterop(t)
 	needQwen(t)
-	w := newWorld(t)
+	w := gatewaytest.NewWorld(t)
 	cloud, sid, flags := startCloud(t, w)
 	cping := "cping-" + uuid.NewString()[:8]
 	qping := "qping-" + uuid.NewString()[:8]
@@ -55,9 +56,9 @@ func TestRealSessionsTalkToARemoteSessionByItsAlias(t *testing.T) {
 	cmodel := fakeanthropic.Start(t, fakeanthropic.Rules(fakeanthropic.Text("ok"),
 		fakeanthropic.CallTools("ask-the-remote-session", []fakeanthropic.Call{{Tool: "SendMessage", Input: fmt.Sprintf(`{"to":"build-bot","message":%q}`, cping)}}, "asked")))
 	qmodel := fakeopenai.Start(t, fakeopenai.CallToolOnce("ask-the-remote-session", fakeopenai.SendMessageCall("build-bot", qping), "asked"))
-	g := startGateway(t, w, "gateway-it", append(flags, "--mode", "bypass")...)
+	g := gatewaytest.Start(t, w, "gateway-it", append(flags, "--mode", "bypass")...)
 	cs := claudecli.Start(t, claudecli.Options{
-		APIURL: cmodel.URL(), Name: "work-it", ConfigDir: w.configDir, XDGRuntimeDir: w.runtime,
+		APIURL: cmodel.URL(), Name: "work-it", ConfigDir: w.ConfigDir, XDGRuntimeDir: w.Runtime,
 		Args: []string{"--permission-mode", "bypassPermissions"}, Env: []string{"IS_SANDBOX=1"},
 	})
 	qs := startQwenTUI(t, w, qmodel, qwencli.ModeYolo)
@@ -97,7 +98,7 @@ func TestRealSessionsTalkToARemoteSessionByItsAlias(t *testing.T) {
 // session's permission prompt by replying to the gateway's message.
 func TestARealSessionApprovesARemotePermissionPrompt(t *testing.T) {
 	needInterop(t)
-	w := newWorld(t)
+	w := gatewaytest.NewWorld(t)
 	cloud, sid, flags := startCloud(t, w)
 	requestID := "req-interop-" + uuid.NewString()[:8]
 	sum := sha256.Sum256([]byte(sid + "\x00" + requestID))
@@ -105,14 +106,14 @@ func TestARealSessionApprovesARemotePermissionPrompt(t *testing.T) {
 
 	cmodel := fakeanthropic.Start(t, fakeanthropic.Rules(fakeanthropic.Text("ok"),
 		fakeanthropic.CallTools(id, []fakeanthropic.Call{{Tool: "SendMessage", Input: fmt.Sprintf(`{"to":"gateway-it","message":"allow %s"}`, id)}}, "approved")))
-	g := startGateway(t, w, "gateway-it", append(flags, "--mode", "bypass", "--approver", "work-it")...)
+	g := gatewaytest.Start(t, w, "gateway-it", append(flags, "--mode", "bypass", "--approver", "work-it")...)
 	claudecli.Start(t, claudecli.Options{
-		APIURL: cmodel.URL(), Name: "work-it", ConfigDir: w.configDir, XDGRuntimeDir: w.runtime,
+		APIURL: cmodel.URL(), Name: "work-it", ConfigDir: w.ConfigDir, XDGRuntimeDir: w.Runtime,
 		Args: []string{"--permission-mode", "bypassPermissions"}, Env: []string{"IS_SANDBOX=1"},
 	})
 	deadline := time.Now().Add(60 * time.Second)
 	listed := func() bool {
-		for _, s := range g.sessions(t) {
+		for _, s := range g.Listed(t) {
 			if s.Name == "work-it" {
 				return true
 			}
@@ -130,12 +131,12 @@ func TestARealSessionApprovesARemotePermissionPrompt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if _, err := cmodel.WaitContains(ctx, id); err != nil {
-		out, _, _ := g.run(t, "permissions", "--json")
+		out, _, _ := g.Run(t, "permissions", "--json")
 		t.Logf("pending: %s", out)
 		wctx, wcancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer wcancel()
-		cmd := exec.CommandContext(wctx, gatewayBin, "watch", "--since", "0", "--json")
-		cmd.Env = w.env()
+		cmd := exec.CommandContext(wctx, gatewaytest.Bin(t), "watch", "--since", "0", "--json")
+		cmd.Env = w.Env()
 		ev, _ := cmd.Output()
 		t.Logf("events: %s", ev)
 		t.Fatalf("the approver never got the prompt %s: %v", id, err)

@@ -1,0 +1,59 @@
+package testutil
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Patience is how long Eventually waits before it fails the test.
+const Patience = 10 * time.Second
+
+// ShortTempDir returns a fresh directory under /tmp, removed when the test
+// ends, joined with the optional sub-path (made too). A Unix socket path
+// must fit in about 104 bytes, which t.TempDir's long names do not leave
+// room for.
+func ShortTempDir(tb testing.TB, sub ...string) string {
+	tb.Helper()
+	d, err := os.MkdirTemp("/tmp", "gw")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = os.RemoveAll(d) })
+	if len(sub) > 0 {
+		d = filepath.Join(append([]string{d}, sub...)...)
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return d
+}
+
+// Eventually polls cond until it holds and fails the test when it still
+// does not after Patience; what names the awaited condition.
+func Eventually(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	EventuallyWithin(tb, Patience, what, cond)
+}
+
+// EventuallyWithin is Eventually with its own patience.
+func EventuallyWithin(tb testing.TB, d time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out after %v waiting until %s", d, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Context returns a context that ends after d or when the test does,
+// whichever is first.
+func Context(tb testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	tb.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,42 @@
+package legtest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiongateway/gateway/internal/safefile"
+	"github.com/sessiongateway/gateway/testkit/gatewaytest"
+	"github.com/sessiongateway/gateway/transport/uds"
+	"github.com/sessiongateway/gateway/transport/uds/qwen"
+)
+
+// WriteQwenGhost publishes in w a live record (the test process's) named name
+// that points at the inbox at path under another session id, as a record
+// left stale by /clear would: a send to it is misaddressed.
+func WriteQwenGhost(t *testing.T, w *gatewaytest.World, name, path string, token qwen.Token) {
+	t.Helper()
+	pid := os.Getpid()
+	procStart, ok := qwen.ProcStartToken(pid)
+	if !ok {
+		t.Fatal("no procStart for the test process")
+	}
+	ns, err := uds.PidNamespace(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := qwen.Record{PID: pid, ProcStart: procStart, PidNS: ns, SessionID: uuid.NewString(), Cwd: "/",
+		Name: name, StartedAt: time.Now().UnixMilli(), Kind: "external", IPCPath: path, IPCToken: token}
+	b, err := rec.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(qwen.SessionsDir(w.QwenHome), qwen.RecordFileName(pid, qwen.NewSuffix()))
+	if err := safefile.WriteAtomic(file, b); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(file) })
+}
