@@ -73,7 +73,7 @@ func TestAliasWorkersRegisterSendAndRelay(t *testing.T) {
 		Command: func(name string) *exec.Cmd {
 			cmd := exec.Command(os.Args[0], "alias-worker", "--name", name)
 			cmd.Env = append(os.Environ(), "GATEWAY_TEST_AS_GATEWAY=1",
-				"CLAUDE_CONFIG_DIR="+g.configDir, "XDG_RUNTIME_DIR="+g.runtime)
+				"CLAUDE_CONFIG_DIR="+g.ConfigDir, "XDG_RUNTIME_DIR="+g.Runtime)
 			return cmd
 		},
 		Events: events.add,
@@ -87,7 +87,7 @@ func TestAliasWorkersRegisterSendAndRelay(t *testing.T) {
 		t.Fatalf("alias = %+v, want its own process", a)
 	}
 	t.Run("the alias is a registered peer of its own, hidden from the gateway's roster", func(t *testing.T) {
-		b, err := os.ReadFile(filepath.Join(g.configDir, "sessions", itoaPID(a.PID)+".json"))
+		b, err := os.ReadFile(filepath.Join(g.ConfigDir, "sessions", itoaPID(a.PID)+".json"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestAliasWorkersRegisterSendAndRelay(t *testing.T) {
 	})
 	t.Run("closing the pool stops the worker and removes its registration", func(t *testing.T) {
 		pool.Close()
-		if _, err := os.Stat(filepath.Join(g.configDir, "sessions", itoaPID(a.PID)+".json")); !os.IsNotExist(err) {
+		if _, err := os.Stat(filepath.Join(g.ConfigDir, "sessions", itoaPID(a.PID)+".json")); !os.IsNotExist(err) {
 			t.Fatalf("the alias's entry is still there: %v", err)
 		}
 	})
@@ -146,7 +146,7 @@ func TestAliasRetirement(t *testing.T) {
 			Command: func(name string) *exec.Cmd {
 				cmd := exec.Command(os.Args[0], "alias-worker", "--name", name)
 				cmd.Env = append(os.Environ(), "GATEWAY_TEST_AS_GATEWAY=1",
-					"CLAUDE_CONFIG_DIR="+g.configDir, "XDG_RUNTIME_DIR="+g.runtime)
+					"CLAUDE_CONFIG_DIR="+g.ConfigDir, "XDG_RUNTIME_DIR="+g.Runtime)
 				return cmd
 			},
 			IdleAfter: time.Millisecond,
@@ -169,7 +169,7 @@ func TestAliasRetirement(t *testing.T) {
 		Command: func(name string) *exec.Cmd {
 			cmd := exec.Command(os.Args[0], "alias-worker", "--name", name)
 			cmd.Env = append(os.Environ(), "GATEWAY_TEST_AS_GATEWAY=1",
-				"CLAUDE_CONFIG_DIR="+g.configDir, "XDG_RUNTIME_DIR="+g.runtime)
+				"CLAUDE_CONFIG_DIR="+g.ConfigDir, "XDG_RUNTIME_DIR="+g.Runtime)
 			return cmd
 		},
 		IdleAfter: time.Hour,

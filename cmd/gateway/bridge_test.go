@@ -9,16 +9,17 @@ import (
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
+	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
 )
 
 // claudeAlias waits for the gateway's alias worker named name and returns
 // its address.
-func claudeAlias(t *testing.T, g *testGateway, name string) string {
+func claudeAlias(t *testing.T, g *gatewaytest.Gateway, name string) string {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
-		files, _ := filepath.Glob(filepath.Join(g.configDir, "sessions", "*.json"))
+		files, _ := filepath.Glob(filepath.Join(g.ConfigDir, "sessions", "*.json"))
 		for _, f := range files {
 			b, err := os.ReadFile(f)
 			if err != nil {
@@ -140,7 +141,7 @@ func TestTheBridgeCanBeTurnedOffOrLimited(t *testing.T) {
 					t.Fatalf("the Claude session was published on the Qwen side: %+v", s)
 				}
 			}
-			files, _ := filepath.Glob(filepath.Join(g.configDir, "sessions", "*.json"))
+			files, _ := filepath.Glob(filepath.Join(g.ConfigDir, "sessions", "*.json"))
 			for _, f := range files {
 				b, _ := os.ReadFile(f)
 				if e, err := claude.ParseEntry(b); err == nil && e.Kind == claude.KindAlias {
@@ -156,7 +157,7 @@ func TestNoAliasIsStartedUnderTheGatewaysOwnName(t *testing.T) {
 	newQwenPeer(t, g, "gateway", message.ModePrompting) // the gateway's own --name
 	newQwenPeer(t, g, "qwen-other", message.ModePrompting)
 	claudeAlias(t, g, "qwen-other") // the sync has run
-	files, _ := filepath.Glob(filepath.Join(g.configDir, "sessions", "*.json"))
+	files, _ := filepath.Glob(filepath.Join(g.ConfigDir, "sessions", "*.json"))
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
 		if e, err := claude.ParseEntry(b); err == nil && e.Kind == claude.KindAlias && e.Name == "gateway" {

@@ -33,7 +33,7 @@ func TestRequireAuthStillHearsReceiptsAndIdleNotices(t *testing.T) {
 	g := startGateway(t, t.TempDir(), func(c *serveConfig) { c.requireAuth = true })
 	// NoKey: like a real session registered elsewhere, the fake neither
 	// has a key file nor sends an auth line with its receipts.
-	fk := fakeclaude.Start(t, fakeclaude.Config{Name: "elsewhere", ConfigDir: g.configDir, RuntimeDir: g.runtime, Mode: message.ModePrompting, NoKey: true})
+	fk := fakeclaude.Start(t, fakeclaude.Config{Name: "elsewhere", ConfigDir: g.ConfigDir, RuntimeDir: g.Runtime, Mode: message.ModePrompting, NoKey: true})
 	// Idle first: a hold pending at the peer defers its idle notices.
 	t.Run("an idle subscription gets its notice", func(t *testing.T) {
 		res, err := g.NotifyWhenIdle(ctxT(t), api.IdleBody{To: "elsewhere", Wait: true, Timeout: "5s"})
@@ -134,7 +134,7 @@ func TestIdleSubscribersHearOneNoticeEach(t *testing.T) {
 		t.Fatal(err)
 	}
 	subscribe(t, "sub-held")
-	g.stop()
+	g.Stop(t)
 	if _, err := fk.WaitControl(ctxT(t), isNotice("sub-held", claude.IdleStateExited)); err != nil {
 		t.Fatal(err)
 	}

@@ -27,40 +27,40 @@ func TestSendExitCodesAndOutput(t *testing.T) {
 	newFake(t, g, "twin", message.ModePrompting)
 
 	t.Run("a plain send prints only the message id and exits 0", func(t *testing.T) {
-		out, errOut, code := runCLI(t, g.stateDir, "send", "work-08", "plain hello")
+		out, errOut, code := runCLI(t, g.StateDir, "send", "work-08", "plain hello")
 		if code != exitOK || !msgIDLine.MatchString(out) {
 			t.Fatalf("exit %d, stdout %q, stderr %q; want 0 and one message id", code, out, errOut)
 		}
 	})
 	t.Run("a waited send that is delivered prints the id and delivered and exits 0", func(t *testing.T) {
-		out, errOut, code := runCLI(t, g.stateDir, "send", "work-08", "waited hello", "--wait", "--timeout", "5s")
+		out, errOut, code := runCLI(t, g.StateDir, "send", "work-08", "waited hello", "--wait", "--timeout", "5s")
 		if code != exitOK || !regexp.MustCompile(`^[0-9a-f-]{36} delivered\b`).MatchString(out) {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 		}
 	})
 	t.Run("a waited repeat that the receiver drops exits 3 and names the reason", func(t *testing.T) {
-		if _, _, code := runCLI(t, g.stateDir, "send", "work-08", "same text twice", "--wait", "--timeout", "5s"); code != exitOK {
+		if _, _, code := runCLI(t, g.StateDir, "send", "work-08", "same text twice", "--wait", "--timeout", "5s"); code != exitOK {
 			t.Fatalf("first send exit %d", code)
 		}
-		out, errOut, code := runCLI(t, g.stateDir, "send", "work-08", "same text twice", "--wait", "--timeout", "5s", "--unpaced")
+		out, errOut, code := runCLI(t, g.StateDir, "send", "work-08", "same text twice", "--wait", "--timeout", "5s", "--unpaced")
 		if code != exitNotDelivered || !strings.Contains(out, " dropped (duplicate)") {
 			t.Fatalf("exit %d, stdout %q, stderr %q; want 3 and dropped (duplicate)", code, out, errOut)
 		}
 	})
 	t.Run("a waited bypass send that stays held exits 4 and says it is not final", func(t *testing.T) {
-		out, errOut, code := runCLI(t, g.stateDir, "send", "work-08", "bypass hello", "--mode", "bypass", "--wait", "--timeout", "500ms")
+		out, errOut, code := runCLI(t, g.StateDir, "send", "work-08", "bypass hello", "--mode", "bypass", "--wait", "--timeout", "500ms")
 		if code != exitPending || !strings.Contains(out, " held") || !strings.Contains(out, "[not final]") {
 			t.Fatalf("exit %d, stdout %q, stderr %q; want 4 and held [not final]", code, out, errOut)
 		}
 	})
 	t.Run("an unknown name exits 1 and suggests a name that resolves", func(t *testing.T) {
-		_, errOut, code := runCLI(t, g.stateDir, "send", "work-8", "hello")
+		_, errOut, code := runCLI(t, g.StateDir, "send", "work-8", "hello")
 		if code != exitError || !strings.Contains(errOut, "work-08") {
 			t.Fatalf("exit %d, stderr %q; want 1 and a suggestion of work-08", code, errOut)
 		}
 	})
 	t.Run("an ambiguous name exits 1 and lists candidates that each resolve to one session", func(t *testing.T) {
-		out, _, code := runCLI(t, g.stateDir, "send", "twin", "hello", "--json")
+		out, _, code := runCLI(t, g.StateDir, "send", "twin", "hello", "--json")
 		if code != exitError {
 			t.Fatalf("exit %d, want 1", code)
 		}
@@ -84,30 +84,30 @@ func TestSendExitCodesAndOutput(t *testing.T) {
 		}
 	})
 	t.Run("a bad mode is a usage error, exit 2", func(t *testing.T) {
-		if _, _, code := runCLI(t, g.stateDir, "send", "work-08", "hello", "--mode", "yolo"); code != exitUsage {
+		if _, _, code := runCLI(t, g.StateDir, "send", "work-08", "hello", "--mode", "yolo"); code != exitUsage {
 			t.Fatalf("exit %d, want 2", code)
 		}
 	})
 	t.Run("an empty mode is a usage error, exit 2", func(t *testing.T) {
-		if _, _, code := runCLI(t, g.stateDir, "send", "work-08", "hello", "--mode", ""); code != exitUsage {
+		if _, _, code := runCLI(t, g.StateDir, "send", "work-08", "hello", "--mode", ""); code != exitUsage {
 			t.Fatalf("exit %d, want 2", code)
 		}
 	})
 	t.Run("--wait waits 30 s unless told otherwise", func(t *testing.T) {
-		_, errOut, _ := runCLI(t, g.stateDir, "send", "-h")
+		_, errOut, _ := runCLI(t, g.StateDir, "send", "-h")
 		if !regexp.MustCompile(`-timeout duration\s+how long --wait waits \(default 30s\)`).MatchString(errOut) {
 			t.Fatalf("send -h says %q", errOut)
 		}
 	})
 	t.Run("a send whose write fails exits 3 and says why", func(t *testing.T) {
-		dead := "uds:" + filepath.Join(g.runtime, "cc-socks", "999999.sock")
-		out, errOut, code := runCLI(t, g.stateDir, "send", dead, "to nobody")
+		dead := "uds:" + filepath.Join(g.Runtime, "cc-socks", "999999.sock")
+		out, errOut, code := runCLI(t, g.StateDir, "send", dead, "to nobody")
 		if code != exitNotDelivered || !strings.Contains(errOut, "send failed") || !msgIDLine.MatchString(out) {
 			t.Fatalf("exit %d, stdout %q, stderr %q; want 3, the id, and send failed", code, out, errOut)
 		}
 	})
 	t.Run("a missing text is a usage error, exit 2", func(t *testing.T) {
-		if _, _, code := runCLI(t, g.stateDir, "send", "work-08"); code != exitUsage {
+		if _, _, code := runCLI(t, g.StateDir, "send", "work-08"); code != exitUsage {
 			t.Fatalf("exit %d, want 2", code)
 		}
 	})
@@ -122,7 +122,7 @@ func TestSendExitCodesAndOutput(t *testing.T) {
 func TestSessionsJSONHasEveryContractKey(t *testing.T) {
 	g := startGateway(t, t.TempDir())
 	newFake(t, g, "work-08", message.ModePrompting)
-	out, errOut, code := runCLI(t, g.stateDir, "sessions", "--json")
+	out, errOut, code := runCLI(t, g.StateDir, "sessions", "--json")
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
@@ -137,7 +137,7 @@ func TestSessionsJSONHasEveryContractKey(t *testing.T) {
 	}
 
 	t.Run("the table shows the name, ref and protocol", func(t *testing.T) {
-		out, _, code := runCLI(t, g.stateDir, "sessions")
+		out, _, code := runCLI(t, g.StateDir, "sessions")
 		var ref string
 		_ = json.Unmarshal(entries[0]["ref"], &ref)
 		if code != exitOK || !regexp.MustCompile(`(?m)^work-08\s+`+ref+`\s+claude\s`).MatchString(out) {
@@ -146,7 +146,7 @@ func TestSessionsJSONHasEveryContractKey(t *testing.T) {
 	})
 	t.Run("with no session, --json prints an empty array, not null", func(t *testing.T) {
 		empty := startGateway(t, t.TempDir())
-		out, _, code := runCLI(t, empty.stateDir, "sessions", "--json")
+		out, _, code := runCLI(t, empty.StateDir, "sessions", "--json")
 		if code != exitOK || strings.TrimSpace(out) != "[]" {
 			t.Fatalf("exit %d, stdout %q", code, out)
 		}
@@ -167,7 +167,7 @@ func TestWatchPrintsAMessageWithTheSendersName(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("watch printed %q", out)
 		}
-		out = watchOnce(t, g.stateDir)
+		out = watchOnce(t, g.StateDir)
 	}
 }
 
@@ -194,9 +194,9 @@ func TestTheStateDirectoryKeepsItsSecretsPrivate(t *testing.T) {
 		path string
 		want os.FileMode
 	}{
-		{"the state directory is 0700", g.stateDir, os.ModeDir | 0o700},
-		{"the control socket is 0600", filepath.Join(g.stateDir, "gateway.sock"), os.ModeSocket | 0o600},
-		{"the API token is 0600", filepath.Join(g.stateDir, "api-token"), 0o600},
+		{"the state directory is 0700", g.StateDir, os.ModeDir | 0o700},
+		{"the control socket is 0600", filepath.Join(g.StateDir, "gateway.sock"), os.ModeSocket | 0o600},
+		{"the API token is 0600", filepath.Join(g.StateDir, "api-token"), 0o600},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -243,12 +243,12 @@ func TestIdleWaitThatHearsNothingExits4(t *testing.T) {
 	if err != nil || held.Status != message.StatusHeld {
 		t.Fatalf("send = %+v, %v; want held", held, err)
 	}
-	_, errOut, code := runCLI(t, g.stateDir, "idle", "work-08", "--wait", "--timeout", "300ms")
+	_, errOut, code := runCLI(t, g.StateDir, "idle", "work-08", "--wait", "--timeout", "300ms")
 	if code != exitPending || !strings.Contains(errOut, "no idle notice before the timeout") {
 		t.Fatalf("exit %d, stderr %q; want 4", code, errOut)
 	}
 	fk.Decide(ctxT(t), held.Message.ID, false)
-	if out, _, code := runCLI(t, g.stateDir, "idle", "work-08", "--wait", "--timeout", "5s"); code != exitOK || !strings.Contains(out, " idle") {
+	if out, _, code := runCLI(t, g.StateDir, "idle", "work-08", "--wait", "--timeout", "5s"); code != exitOK || !strings.Contains(out, " idle") {
 		t.Fatalf("after the decision: exit %d, %q", code, out)
 	}
 }
@@ -260,7 +260,7 @@ func TestWatchStartsAtNowByDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The old message is kept (--since 0 replays it) ...
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(watchOnce(t, g.stateDir), "an old message"); {
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(watchOnce(t, g.StateDir), "an old message"); {
 		if time.Now().After(deadline) {
 			t.Fatal("the message never reached the gateway")
 		}
@@ -270,7 +270,7 @@ func TestWatchStartsAtNowByDefault(t *testing.T) {
 	defer time.AfterFunc(300*time.Millisecond, cancel).Stop()
 	var out, errb bytes.Buffer
 	e := &env{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
-	if code := run(ctx, e, []string{"watch", "--state-dir", g.stateDir}); code != exitOK {
+	if code := run(ctx, e, []string{"watch", "--state-dir", g.StateDir}); code != exitOK {
 		t.Fatalf("watch exit %d: %s", code, errb.String())
 	}
 	if strings.Contains(out.String(), "an old message") {

@@ -106,7 +106,7 @@ func TestHealthAgainstARunningGateway(t *testing.T) {
 	g := startGateway(t, root)
 
 	t.Run("the control socket answers healthz without a token", func(t *testing.T) {
-		out, errOut, code := runCLI(t, g.stateDir, "health")
+		out, errOut, code := runCLI(t, g.StateDir, "health")
 		if code != exitOK {
 			t.Fatalf("exit %d, stderr %q", code, errOut)
 		}
@@ -115,7 +115,7 @@ func TestHealthAgainstARunningGateway(t *testing.T) {
 		}
 	})
 	t.Run("the local legs are ready", func(t *testing.T) {
-		out, errOut, code := runCLI(t, g.stateDir, "health", "--ready")
+		out, errOut, code := runCLI(t, g.StateDir, "health", "--ready")
 		if code != exitOK {
 			t.Fatalf("exit %d, stderr %q", code, errOut)
 		}
@@ -124,8 +124,8 @@ func TestHealthAgainstARunningGateway(t *testing.T) {
 		}
 	})
 	t.Run("a stopped gateway is unhealthy", func(t *testing.T) {
-		g.stop()
-		_, _, code := runCLI(t, g.stateDir, "health", "--timeout", "2s")
+		g.Stop(t)
+		_, _, code := runCLI(t, g.StateDir, "health", "--timeout", "2s")
 		if code != exitError {
 			t.Fatalf("exit %d after stop, want %d", code, exitError)
 		}

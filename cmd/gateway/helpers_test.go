@@ -4,43 +4,25 @@ import (
 	"context"
 	"io"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/observability"
+	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 )
 
-// testGateway is a gateway served in-process with every directory under one
-// temporary root.
-type testGateway struct {
-	*api.Client
-	stateDir  string
-	configDir string
-	runtime   string
-	qwenHome  string
-	stop      func()
-}
-
-func startGateway(tb testing.TB, root string, opts ...func(*serveConfig)) *testGateway {
+// startGateway serves a gateway in process in a gatewaytest World under
+// root, for the tests that need what no flag reaches: serveConfig fields
+// (a remote leg tuned or pointed at a fake cloud, a DID resolver), the
+// test binary as alias worker, the metrics of this process. Everything
+// else about the gateway (its World, client, CLI verbs, stop) is the
+// harness's.
+func startGateway(tb testing.TB, root string, opts ...func(*serveConfig)) *gatewaytest.Gateway {
 	tb.Helper()
-	g := &testGateway{
-		stateDir:  filepath.Join(root, "state"),
-		configDir: filepath.Join(root, "claude"),
-		runtime:   filepath.Join(root, "run"),
-	}
-	for _, d := range []string{g.configDir, g.runtime} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	g.qwenHome = filepath.Join(root, "qwen")
-	env := map[string]string{"CLAUDE_CONFIG_DIR": g.configDir, "XDG_RUNTIME_DIR": g.runtime,
-		"QWEN_HOME": g.qwenHome, "HOME": root, "TMPDIR": root}
+	w := gatewaytest.WorldAt(tb, root)
 	cfg := serveConfig{
-		stateDir: g.stateDir, name: "gateway", settle: 200 * time.Millisecond,
-		mode: 2, getenv: func(k string) string { return env[k] }, bridge: true,
+		stateDir: w.StateDir, name: "gateway", settle: 200 * time.Millisecond,
+		mode: 2, getenv: w.Getenv, bridge: true,
 		workerEnv: []string{"GATEWAY_TEST_AS_GATEWAY=1"},
 	}
 	for _, o := range opts {
@@ -53,38 +35,8 @@ func startGateway(tb testing.TB, root string, opts ...func(*serveConfig)) *testG
 		logTo = os.Stderr
 	}
 	go func() { done <- serve(ctx, observability.NewLogger(logTo, nil), cfg) }()
-	g.Client = api.NewUnixClient(filepath.Join(g.stateDir, "gateway.sock"))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := g.Sessions(rctx)
-		rcancel()
-		if err == nil {
-			break
-		}
-		select {
-		case err := <-done:
-			cancel()
-			tb.Fatalf("gateway did not start: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			tb.Fatalf("gateway not answering: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	stopped := false
-	g.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
+	return gatewaytest.Attach(tb, w, cfg.name, done, func() error {
 		cancel()
-		if err := <-done; err != nil {
-			tb.Errorf("serve: %v", err)
-		}
-	}
-	tb.Cleanup(g.stop)
-	return g
+		return <-done
+	})
 }

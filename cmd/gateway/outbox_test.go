@@ -211,7 +211,7 @@ func TestOutboxCommand(t *testing.T) {
 	g := startGateway(t, t.TempDir(), func(sc *serveConfig) {
 		sc.noClaude, sc.noQwen, sc.bridge, sc.remote = true, true, false, ro
 	})
-	if fi, err := os.Lstat(filepath.Join(g.stateDir, outbox.FileName)); err != nil || fi.Mode().Perm() != 0o600 {
+	if fi, err := os.Lstat(filepath.Join(g.StateDir, outbox.FileName)); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("outbox file: %v %v, want a 0600 file in the state directory", fi, err)
 	}
 	out, err := g.Send(context.Background(), api.SendBody{To: "bridge:" + c.sid, Text: "held\tby the proxy"})
@@ -222,12 +222,12 @@ func TestOutboxCommand(t *testing.T) {
 	waitUntil(t, 10*time.Second, "the post reached the server", func() bool { return c.proxy.saw("held\tby the proxy") })
 
 	t.Run("a message the server has not acknowledged is listed pending", func(t *testing.T) {
-		items := outboxJSON(t, g.stateDir)
+		items := outboxJSON(t, g.StateDir)
 		if len(items) != 1 || items[0].ID != id || items[0].State != outbox.StatePending ||
 			items[0].To != "bridge:"+c.sid || items[0].EventUUID != remote.EventUUID(id) || items[0].Preview != "held by the proxy" {
 			t.Fatalf("listed %+v", items)
 		}
-		table, _, code := runCLI(t, g.stateDir, "outbox")
+		table, _, code := runCLI(t, g.StateDir, "outbox")
 		if code != 0 || !regexp.MustCompile(`(?m)^ID\s+STATE\s+TRIES\s+TO\s+ACCEPTED\s+NEXT TRY\s+LAST ERROR\s+BODY$`).MatchString(table) ||
 			!regexp.MustCompile(`(?m)^`+id+`\s+pending\s+0\s+bridge:`+c.sid+`\s+\d+s ago\s+now\s+-\s+held by the proxy$`).MatchString(table) {
 			t.Fatalf("table (exit %d):\n%s", code, table)
@@ -235,14 +235,14 @@ func TestOutboxCommand(t *testing.T) {
 	})
 	c.proxy.setMode(postPass)
 	t.Run("once the server answers it is no longer pending, and --all shows it acked", func(t *testing.T) {
-		waitUntil(t, 10*time.Second, "the outbox is empty", func() bool { return len(outboxJSON(t, g.stateDir)) == 0 })
-		items := outboxJSON(t, g.stateDir, "--all")
+		waitUntil(t, 10*time.Second, "the outbox is empty", func() bool { return len(outboxJSON(t, g.StateDir)) == 0 })
+		items := outboxJSON(t, g.StateDir, "--all")
 		if len(items) != 1 || items[0].State != outbox.StateAcked || items[0].Attempts != 1 || items[0].FinishedAt.IsZero() {
 			t.Fatalf("listed %+v", items)
 		}
 	})
 	t.Run("the command takes no arguments", func(t *testing.T) {
-		if _, errOut, code := runCLI(t, g.stateDir, "outbox", "extra"); code != exitUsage || !strings.Contains(errOut, "usage: gateway outbox") {
+		if _, errOut, code := runCLI(t, g.StateDir, "outbox", "extra"); code != exitUsage || !strings.Contains(errOut, "usage: gateway outbox") {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
 	})

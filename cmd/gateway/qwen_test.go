@@ -7,6 +7,7 @@ import (
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeqwen"
+	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 
@@ -17,9 +18,9 @@ type qwenPeer struct {
 	events <-chan message.Event
 }
 
-func newQwenPeer(t *testing.T, g *testGateway, name string, mode message.Mode) *qwenPeer {
+func newQwenPeer(t *testing.T, g *gatewaytest.Gateway, name string, mode message.Mode) *qwenPeer {
 	t.Helper()
-	f := fakeqwen.Start(t, fakeqwen.Config{Name: name, Home: g.qwenHome, RuntimeDir: g.runtime, Mode: mode})
+	f := fakeqwen.Start(t, fakeqwen.Config{Name: name, Home: g.QwenHome, RuntimeDir: g.Runtime, Mode: mode})
 	return &qwenPeer{Peer: f.Peer, events: f.Events()}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
+	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 	"github.com/sessiongateway/gateway/transport/uds"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
@@ -39,7 +40,7 @@ type qwenHost struct {
 	receipts chan qwen.StatusFrame
 }
 
-func startQwenHost(t *testing.T, g *testGateway, names ...string) *qwenHost {
+func startQwenHost(t *testing.T, g *gatewaytest.Gateway, names ...string) *qwenHost {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "qh")
 	if err != nil {
@@ -64,7 +65,7 @@ func startQwenHost(t *testing.T, g *testGateway, names ...string) *qwenHost {
 	if !ok || err != nil {
 		t.Skip("no process identity on this platform")
 	}
-	sessions := qwen.SessionsDir(g.qwenHome)
+	sessions := qwen.SessionsDir(g.QwenHome)
 	if err := safefile.EnsureDir(sessions); err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func TestControllerTokensEndToEnd(t *testing.T) {
 	root := t.TempDir()
 	g := startGateway(t, root, func(c *serveConfig) { c.bridge = false })
 	events := collect(t, g)
-	out, _, code := runCLI(t, g.stateDir, "controllers", "add", "--label", "voice front-end")
+	out, _, code := runCLI(t, g.StateDir, "controllers", "add", "--label", "voice front-end")
 	tok := qwen.Token(strings.TrimSpace(out))
 	if code != 0 {
 		t.Fatalf("controllers add: exit %d", code)
@@ -342,14 +343,14 @@ func TestControllerTokensEndToEnd(t *testing.T) {
 		}
 	})
 	t.Run("once removed, the token no longer gets a message in", func(t *testing.T) {
-		lst, _, _ := runCLI(t, g.stateDir, "controllers", "list")
+		lst, _, _ := runCLI(t, g.StateDir, "controllers", "list")
 		var id string
 		for _, line := range strings.Split(lst, "\n") {
 			if strings.Contains(line, "voice front-end") {
 				id = strings.Fields(line)[0]
 			}
 		}
-		if _, _, code := runCLI(t, g.stateDir, "controllers", "remove", id); code != 0 {
+		if _, _, code := runCLI(t, g.StateDir, "controllers", "remove", id); code != 0 {
 			t.Fatalf("remove %q: exit %d", id, code)
 		}
 		gone, ok := uuid.NewString(), uuid.NewString()
@@ -370,9 +371,9 @@ func TestControllerTokensEndToEnd(t *testing.T) {
 }
 
 // gatewayQwenRecord reads the gateway's own Qwen record (its <pid>.json).
-func gatewayQwenRecord(t *testing.T, g *testGateway) qwen.Record {
+func gatewayQwenRecord(t *testing.T, g *gatewaytest.Gateway) qwen.Record {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(qwen.SessionsDir(g.qwenHome), qwen.RecordFileName(os.Getpid(), "")))
+	b, err := os.ReadFile(filepath.Join(qwen.SessionsDir(g.QwenHome), qwen.RecordFileName(os.Getpid(), "")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +432,7 @@ func TestProcessesTheGatewayStartsCarryTheQwenChildToken(t *testing.T) {
 	newQwenPeer(t, g, "qwen-work", message.ModePrompting)
 	claudeAlias(t, g, "qwen-work") // an alias worker, started by the gateway
 	var env map[string]string
-	files, _ := filepath.Glob(filepath.Join(g.configDir, "sessions", "*.json"))
+	files, _ := filepath.Glob(filepath.Join(g.ConfigDir, "sessions", "*.json"))
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
 		if e, err := claude.ParseEntry(b); err == nil && e.Kind == claude.KindAlias && e.Name == "qwen-work" {

@@ -11,6 +11,7 @@ import (
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
+	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 	"github.com/sessiongateway/gateway/transport/remote/stream"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
 )
@@ -18,7 +19,7 @@ import (
 // aliasGateway runs the local legs and the remote leg together, following
 // every session of an echoing fake claude.ai.
 type aliasGateway struct {
-	*testGateway
+	*gatewaytest.Gateway
 	cloud        *fakecloud.Server
 	sid, fixedID string
 }
@@ -40,23 +41,23 @@ func startAliasGateway(t *testing.T, reply string) *aliasGateway {
 	}
 	ro.tune = func(c *stream.Config) { c.Backoff = func(int) time.Duration { return 20 * time.Millisecond } }
 	g := startGateway(t, root, func(c *serveConfig) { c.remote = ro })
-	t.Cleanup(g.stop)
+	t.Cleanup(func() { g.Stop(t) })
 	eventually(t, "both sessions are live", func() bool { return cloud.Subscribers(sid) > 0 && cloud.Subscribers(fixed) > 0 })
-	return &aliasGateway{testGateway: g, cloud: cloud, sid: sid, fixedID: fixed}
+	return &aliasGateway{Gateway: g, cloud: cloud, sid: sid, fixedID: fixed}
 }
 
 func TestLocalSessionsReachRemoteSessionsByAlias(t *testing.T) {
 	g := startAliasGateway(t, "result")
-	fk := newFake(t, g.testGateway, "work-08", message.ModePrompting)
-	q := newQwenPeer(t, g.testGateway, "qwen-work", message.ModePrompting)
+	fk := newFake(t, g.Gateway, "work-08", message.ModePrompting)
+	q := newQwenPeer(t, g.Gateway, "qwen-work", message.ModePrompting)
 
 	t.Run("every followed remote session has an alias on both local legs, listed with alias_of", func(t *testing.T) {
-		claudeAlias(t, g.testGateway, "fix-the-flaky-test")
-		claudeAlias(t, g.testGateway, "reviewer")
+		claudeAlias(t, g.Gateway, "fix-the-flaky-test")
+		claudeAlias(t, g.Gateway, "reviewer")
 		qwenAlias(t, q, "fix-the-flaky-test")
 		var ss []message.Session
 		eventually(t, "sessions lists the aliases", func() bool {
-			out, _, _ := runCLI(t, g.stateDir, "sessions", "--json")
+			out, _, _ := runCLI(t, g.StateDir, "sessions", "--json")
 			ss = nil
 			_ = json.Unmarshal([]byte(out), &ss)
 			n := 0
@@ -75,7 +76,7 @@ func TestLocalSessionsReachRemoteSessionsByAlias(t *testing.T) {
 	})
 
 	t.Run("a Claude session's message to the alias reaches the remote session and its answer comes back from the alias", func(t *testing.T) {
-		alias := claudeAlias(t, g.testGateway, "fix-the-flaky-test")
+		alias := claudeAlias(t, g.Gateway, "fix-the-flaky-test")
 		if _, err := fk.Send(ctxT(t), alias, "please look at TestFoo", message.ModePrompting); err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +127,7 @@ func TestLocalSessionsReachRemoteSessionsByAlias(t *testing.T) {
 	})
 
 	t.Run("the fixed alias name of --remote-alias routes to its session", func(t *testing.T) {
-		alias := claudeAlias(t, g.testGateway, "reviewer")
+		alias := claudeAlias(t, g.Gateway, "reviewer")
 		if _, err := fk.Send(ctxT(t), alias, "review my change", message.ModePrompting); err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +140,7 @@ func TestLocalSessionsReachRemoteSessionsByAlias(t *testing.T) {
 
 	t.Run("the alias name resolves to the remote session, not to its aliases", func(t *testing.T) {
 		// --wait: its post must be done before the next subtest scripts refusals.
-		out, errOut, code := runCLI(t, g.stateDir, "send", "fix-the-flaky-test", "by name", "--json", "--wait", "--timeout", "10s")
+		out, errOut, code := runCLI(t, g.StateDir, "send", "fix-the-flaky-test", "by name", "--json", "--wait", "--timeout", "10s")
 		if code != 0 {
 			t.Fatalf("send by alias name: exit %d: %s %s", code, out, errOut)
 		}
@@ -148,7 +149,7 @@ func TestLocalSessionsReachRemoteSessionsByAlias(t *testing.T) {
 		}
 	})
 	t.Run("a post the server refuses reaches the Claude sender as a failed receipt with the reason", func(t *testing.T) {
-		alias := claudeAlias(t, g.testGateway, "fix-the-flaky-test")
+		alias := claudeAlias(t, g.Gateway, "fix-the-flaky-test")
 		// Last of the subtests: the script may outlive it.
 		g.cloud.Fail(fakecloud.FailSpec{Method: "POST", Path: "/v1/sessions/" + g.sid + "/events", Status: 403, Times: 5})
 		id, err := fk.Send(ctxT(t), alias, "this one is refused", message.ModePrompting)
@@ -178,7 +179,7 @@ func TestALocalApproverAnswersRemotePrompts(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := startGateway(t, root, func(c *serveConfig) { c.remote, c.approver, c.noQwen = ro, "boss", true })
-	t.Cleanup(g.stop)
+	t.Cleanup(func() { g.Stop(t) })
 	boss := newFake(t, g, "boss", message.ModePrompting)
 	eventually(t, "the session is live and the approver listed", func() bool {
 		ss, _ := g.Sessions(ctxT(t))

@@ -15,6 +15,7 @@ import (
 	"github.com/sessiongateway/gateway/auth"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
+	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 	"github.com/sessiongateway/gateway/transport/remote/stream"
 )
 
@@ -26,7 +27,7 @@ const (
 // remoteGateway is a gateway with only the remote leg, following every
 // session of a fake claude.ai.
 type remoteGateway struct {
-	*testGateway
+	*gatewaytest.Gateway
 	cloud *fakecloud.Server
 	sid   string
 }
@@ -64,8 +65,8 @@ func startRemoteGatewayWith(t *testing.T, transport string, before func(c *fakec
 	g := startGateway(t, root, func(c *serveConfig) {
 		c.noClaude, c.noQwen, c.bridge, c.remote = true, true, false, ro
 	})
-	t.Cleanup(g.stop)
-	return &remoteGateway{testGateway: g, cloud: cloud, sid: sid}
+	t.Cleanup(func() { g.Stop(t) })
+	return &remoteGateway{Gateway: g, cloud: cloud, sid: sid}
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -82,7 +83,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // pendingIDs lists the ids `gateway permissions --json` prints.
 func (g *remoteGateway) pending(t *testing.T) []message.PermissionRequest {
 	t.Helper()
-	out, errOut, code := runCLI(t, g.stateDir, "permissions", "--json")
+	out, errOut, code := runCLI(t, g.StateDir, "permissions", "--json")
 	if code != 0 {
 		t.Fatalf("permissions: exit %d: %s", code, errOut)
 	}
@@ -126,7 +127,7 @@ func TestRemoteSessionsAreListedAndReachable(t *testing.T) {
 	for _, tr := range transports {
 		t.Run("over "+tr+", a remote session is listed with protocol remote and answers a send", func(t *testing.T) {
 			g := startRemoteGateway(t, tr, nil)
-			out, errOut, code := runCLI(t, g.stateDir, "sessions", "--json")
+			out, errOut, code := runCLI(t, g.StateDir, "sessions", "--json")
 			if code != 0 {
 				t.Fatalf("sessions: %d %s", code, errOut)
 			}
@@ -137,7 +138,7 @@ func TestRemoteSessionsAreListedAndReachable(t *testing.T) {
 			if len(ss) != 1 || ss[0].Protocol != message.ProtocolRemote || ss[0].Address != "bridge:"+g.sid || ss[0].Name != "fix-the-flaky-test" || ss[0].Title != "fix the flaky test" {
 				t.Fatalf("sessions = %+v, want the one remote session", ss)
 			}
-			out, _, _ = runCLI(t, g.stateDir, "remote", "sessions", "--json")
+			out, _, _ = runCLI(t, g.StateDir, "remote", "sessions", "--json")
 			if !strings.Contains(out, "bridge:"+g.sid) {
 				t.Errorf("remote sessions printed %q", out)
 			}
@@ -153,7 +154,7 @@ func TestRemoteSessionsAreListedAndReachable(t *testing.T) {
 				}
 				return nil
 			})
-			out, errOut, code = runCLI(t, g.stateDir, "send", "bridge:"+g.sid, "hello there", "--wait", "--timeout", "10s")
+			out, errOut, code = runCLI(t, g.StateDir, "send", "bridge:"+g.sid, "hello there", "--wait", "--timeout", "10s")
 			if code != 0 {
 				t.Fatalf("send --wait: exit %d, %s %s", code, out, errOut)
 			}
@@ -193,7 +194,7 @@ func TestRemotePermissionPrompts(t *testing.T) {
 				if p.ID == "" || p.SessionID != g.sid || p.ToolName != "Bash" || !strings.Contains(string(p.Input), "go test ./...") {
 					t.Fatalf("prompt = %+v", p)
 				}
-				if _, errOut, code := runCLI(t, g.stateDir, "allow", p.ID, "--rule", "Bash(go test ./...)"); code != 0 {
+				if _, errOut, code := runCLI(t, g.StateDir, "allow", p.ID, "--rule", "Bash(go test ./...)"); code != 0 {
 					t.Fatalf("allow: exit %d: %s", code, errOut)
 				}
 				as := g.answers(rid)
@@ -201,7 +202,7 @@ func TestRemotePermissionPrompts(t *testing.T) {
 					as[0].Decision.ToolUseID == "" || len(as[0].Decision.UpdatedPermissions) != 1 {
 					t.Fatalf("answers = %+v", as)
 				}
-				if _, _, code := runCLI(t, g.stateDir, "allow", p.ID); code == 0 {
+				if _, _, code := runCLI(t, g.StateDir, "allow", p.ID); code == 0 {
 					t.Error("a second allow of the same prompt succeeded")
 				}
 				if n := len(g.answers(rid)); n != 1 {
@@ -212,7 +213,7 @@ func TestRemotePermissionPrompts(t *testing.T) {
 			t.Run("deny sends the message", func(t *testing.T) {
 				rid, _ := g.cloud.Prompt(g.sid, fakecloud.BashPrompt("rm -rf /"))
 				p := g.waitPrompt(t, rid)
-				if _, errOut, code := runCLI(t, g.stateDir, "deny", p.ID, "--message", "too dangerous"); code != 0 {
+				if _, errOut, code := runCLI(t, g.StateDir, "deny", p.ID, "--message", "too dangerous"); code != 0 {
 					t.Fatalf("deny: exit %d: %s", code, errOut)
 				}
 				as := g.answers(rid)
@@ -227,7 +228,7 @@ func TestRemotePermissionPrompts(t *testing.T) {
 				if len(p.Questions) != 2 {
 					t.Fatalf("questions = %+v", p.Questions)
 				}
-				_, errOut, code := runCLI(t, g.stateDir, "answer", p.ID, "Approach=Option B", "Features=Logging", "Features=Metrics")
+				_, errOut, code := runCLI(t, g.StateDir, "answer", p.ID, "Approach=Option B", "Features=Logging", "Features=Metrics")
 				if code != 0 {
 					t.Fatalf("answer: exit %d: %s", code, errOut)
 				}
@@ -256,7 +257,7 @@ func TestRemotePermissionPrompts(t *testing.T) {
 				if p.ToolName != "ExitPlanMode" {
 					t.Fatalf("prompt = %+v", p)
 				}
-				if _, errOut, code := runCLI(t, g.stateDir, "allow", p.ID); code != 0 {
+				if _, errOut, code := runCLI(t, g.StateDir, "allow", p.ID); code != 0 {
 					t.Fatalf("allow: %d %s", code, errOut)
 				}
 			})
@@ -275,7 +276,7 @@ func TestRemotePermissionPrompts(t *testing.T) {
 					}
 					return true
 				})
-				if _, _, code := runCLI(t, g.stateDir, "allow", p.ID); code == 0 {
+				if _, _, code := runCLI(t, g.StateDir, "allow", p.ID); code == 0 {
 					t.Error("allow of a withdrawn prompt succeeded")
 				}
 				if n := len(g.answers(rid)); n != 0 {
@@ -291,7 +292,7 @@ func TestRemotePermissionPrompts(t *testing.T) {
 				eventually(t, "the stream reconnects", func() bool {
 					return len(g.cloud.Requests()) > len(before) && g.cloud.Subscribers(g.sid)+g.cloud.Streams(g.sid) > 0
 				})
-				if _, errOut, code := runCLI(t, g.stateDir, "allow", p.ID); code != 0 {
+				if _, errOut, code := runCLI(t, g.StateDir, "allow", p.ID); code != 0 {
 					t.Fatalf("allow after reconnect: %d %s", code, errOut)
 				}
 				if as := g.answers(rid); len(as) != 1 || !as[0].Matched {
@@ -305,7 +306,7 @@ func TestRemotePermissionPrompts(t *testing.T) {
 					{"remote", "mode", g.sid, "plan"},
 					{"remote", "model", g.sid, "claude-opus-4-6"},
 				} {
-					if _, errOut, code := runCLI(t, g.stateDir, args...); code != 0 {
+					if _, errOut, code := runCLI(t, g.StateDir, args...); code != 0 {
 						t.Fatalf("%v: exit %d: %s", args, code, errOut)
 					}
 				}
@@ -342,7 +343,7 @@ func TestAPromptRaisedBeforeTheGatewayStartedIsListed(t *testing.T) {
 					t.Errorf("a withdrawn prompt from the history is listed: %+v", q)
 				}
 			}
-			if _, errOut, code := runCLI(t, g.stateDir, "allow", p.ID); code != 0 {
+			if _, errOut, code := runCLI(t, g.StateDir, "allow", p.ID); code != 0 {
 				t.Fatalf("allow: %d %s", code, errOut)
 			}
 		})
@@ -366,7 +367,7 @@ func TestARefusedCredentialShowsInReadiness(t *testing.T) {
 			ro.tune = func(c *stream.Config) { c.Backoff = func(int) time.Duration { return 10 * time.Millisecond } }
 			ro.listInterval = 100 * time.Millisecond
 			g := startGateway(t, root, func(c *serveConfig) { c.noClaude, c.noQwen, c.bridge, c.remote = true, true, false, ro })
-			t.Cleanup(g.stop)
+			t.Cleanup(func() { g.Stop(t) })
 			var rd api.Readiness
 			eventually(t, "readyz reports the remote leg", func() bool {
 				var err error
@@ -422,9 +423,9 @@ func TestOtherCredentials(t *testing.T) {
 			t.Fatal(err)
 		}
 		g := startGateway(t, root, func(c *serveConfig) { c.noClaude, c.noQwen, c.bridge, c.remote = true, true, false, ro })
-		t.Cleanup(g.stop)
+		t.Cleanup(func() { g.Stop(t) })
 		eventually(t, "the session is live", func() bool { return cloud.Subscribers(sid) > 0 })
-		if _, errOut, code := runCLI(t, g.stateDir, "send", "bridge:"+sid, "over a cookie"); code != 0 {
+		if _, errOut, code := runCLI(t, g.StateDir, "send", "bridge:"+sid, "over a cookie"); code != 0 {
 			t.Fatalf("send: %d %s", code, errOut)
 		}
 		for _, r := range cloud.Requests() {
@@ -451,7 +452,7 @@ func TestOtherCredentials(t *testing.T) {
 			t.Fatal(err)
 		}
 		g := startGateway(t, root, func(c *serveConfig) { c.noClaude, c.noQwen, c.bridge, c.remote = true, true, false, ro })
-		t.Cleanup(g.stop)
+		t.Cleanup(func() { g.Stop(t) })
 		eventually(t, "the session is live", func() bool { return cloud.Streams(sid) > 0 })
 		if cloud.Refreshes() == 0 {
 			t.Error("the token was never refreshed")

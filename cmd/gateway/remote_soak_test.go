@@ -167,7 +167,7 @@ func TestRemoteSoak(t *testing.T) {
 				t.Fatalf("only %d events stored: the turns did not stream", len(want))
 			}
 
-			if _, errOut, code := runCLI(t, g.stateDir, "allow", p.ID); code != 0 {
+			if _, errOut, code := runCLI(t, g.StateDir, "allow", p.ID); code != 0 {
 				t.Fatalf("allow after the disruptions: exit %d: %s", code, errOut)
 			}
 			if as := g.answers(rid); len(as) != 1 || !as[0].Matched {

@@ -27,6 +27,7 @@ import (
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/observability"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
+	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 	"github.com/sessiongateway/gateway/transport/uds"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
 )
@@ -37,12 +38,12 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-func newFake(t *testing.T, g *testGateway, name string, mode message.Mode) *fakeclaude.Peer {
-	return fakeclaude.Start(t, fakeclaude.Config{Name: name, ConfigDir: g.configDir, RuntimeDir: g.runtime, Mode: mode})
+func newFake(t *testing.T, g *gatewaytest.Gateway, name string, mode message.Mode) *fakeclaude.Peer {
+	return fakeclaude.Start(t, fakeclaude.Config{Name: name, ConfigDir: g.ConfigDir, RuntimeDir: g.Runtime, Mode: mode})
 }
 
 // collect streams events into a channel for the test's life.
-func collect(t *testing.T, g *testGateway) <-chan message.Event {
+func collect(t *testing.T, g *gatewaytest.Gateway) <-chan message.Event {
 	ch := make(chan message.Event, 256)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -96,7 +97,7 @@ func TestSessionsListsLivePeersOnly(t *testing.T) {
 
 func TestADeadEntryIsSweptAndARecycledOneKept(t *testing.T) {
 	g := startGateway(t, t.TempDir())
-	sessions := filepath.Join(g.configDir, "sessions")
+	sessions := filepath.Join(g.ConfigDir, "sessions")
 	dead := claude.Entry{PID: 999999, SessionID: "dead", ProcStart: "1", MessagingSocketPath: "/nonexistent/999999.sock"}
 	recycled := claude.Entry{PID: os.Getppid(), SessionID: "recycled", ProcStart: "1", MessagingSocketPath: "/nonexistent/1.sock"}
 	for _, e := range []claude.Entry{dead, recycled} {
@@ -185,9 +186,9 @@ func TestAMessageToTheGatewayShowsInWatchWithTheSendersName(t *testing.T) {
 	}
 }
 
-func gatewayAddress(t *testing.T, g *testGateway) string {
+func gatewayAddress(t *testing.T, g *gatewaytest.Gateway) string {
 	t.Helper()
-	ents, _ := filepath.Glob(filepath.Join(g.configDir, "sessions", "*.json"))
+	ents, _ := filepath.Glob(filepath.Join(g.ConfigDir, "sessions", "*.json"))
 	for _, f := range ents {
 		b, _ := os.ReadFile(f)
 		e, err := claude.ParseEntry(b)
@@ -328,7 +329,7 @@ func TestIdleNoticesBothWays(t *testing.T) {
 		if err := fk.SendFrame(ctxT(t), gw, claude.NewNotifyWhenIdle(fk.Address(), "sub-2", "prompting")); err != nil {
 			t.Fatal(err)
 		}
-		g.stop()
+		g.Stop(t)
 		if _, err := fk.WaitControl(ctxT(t), func(f claude.Frame) bool {
 			return f.Action == claude.ActionPeerIdleNotice && f.OrigMsgID == "sub-2" && f.State == "exited"
 		}); err != nil {
@@ -348,7 +349,7 @@ func TestIdleNoticesBothWays(t *testing.T) {
 func TestShutdownRemovesEveryRegistrationFile(t *testing.T) {
 	g := startGateway(t, t.TempDir())
 	gw := strings.TrimPrefix(gatewayAddress(t, g), "uds:")
-	sessions := filepath.Join(g.configDir, "sessions")
+	sessions := filepath.Join(g.ConfigDir, "sessions")
 	before, _ := filepath.Glob(filepath.Join(sessions, "*"))
 	if len(before) != 2 {
 		t.Fatalf("registration files = %v, want entry and key", before)
@@ -359,7 +360,7 @@ func TestShutdownRemovesEveryRegistrationFile(t *testing.T) {
 			t.Errorf("%s mode %v, want 0600", f, fi.Mode().Perm())
 		}
 	}
-	g.stop()
+	g.Stop(t)
 	after, _ := filepath.Glob(filepath.Join(sessions, "*"))
 	if len(after) != 0 {
 		t.Fatalf("left behind: %v", after)
@@ -394,7 +395,7 @@ func TestAttachmentsAreStagedWithTheirHash(t *testing.T) {
 	if err != nil || !bytes.Equal(staged, data) || a.SHA256 != hex.EncodeToString(sum[:]) || a.FileSize != int64(len(data)) || a.FileName != "notes.txt" {
 		t.Fatalf("descriptor %+v, staged %q, err %v", a, staged, err)
 	}
-	if filepath.Dir(a.Path) != filepath.Join(g.configDir, "file-transfers") {
+	if filepath.Dir(a.Path) != filepath.Join(g.ConfigDir, "file-transfers") {
 		t.Fatalf("staged outside the spool: %s", a.Path)
 	}
 }
@@ -408,7 +409,7 @@ func TestPendingHoldsExpireAtShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitEvent(t, events, func(ev message.Event) bool { return ev.Type == message.EventHeld })
-	g.stop()
+	g.Stop(t)
 	if _, err := fk.WaitControl(ctxT(t), func(f claude.Frame) bool { return f.OrigMsgID == id && f.Status == claude.WireExpired }); err != nil {
 		t.Fatalf("no expired receipt for the pending hold: %v", err)
 	}
@@ -575,11 +576,11 @@ func TestMetricsMoveAsMessagesFlow(t *testing.T) {
 	}
 }
 
-func scrape(t *testing.T, g *testGateway) map[string]*dto.MetricFamily {
+func scrape(t *testing.T, g *gatewaytest.Gateway) map[string]*dto.MetricFamily {
 	t.Helper()
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
-		return d.DialContext(ctx, "unix", filepath.Join(g.stateDir, "gateway.sock"))
+		return d.DialContext(ctx, "unix", filepath.Join(g.StateDir, "gateway.sock"))
 	}}}
 	resp, err := hc.Get("http://gateway/metrics")
 	if err != nil {

@@ -178,7 +178,7 @@ next:
 func TestTheGatewaysMetricsMoveAsMessagesFlow(t *testing.T) {
 	g := startGateway(t, t.TempDir(), func(c *serveConfig) { c.noQwen, c.bridge = true, false })
 	fk := newFake(t, g, "work-08", message.ModePrompting)
-	before := scrapeGateway(t, g.stateDir)
+	before := scrapeGateway(t, g.StateDir)
 	const n = 3
 	for i := range n {
 		out, err := g.Send(ctxT(t), api.SendBody{To: "work-08", Text: fmt.Sprintf("metered %d", i), Wait: true, Timeout: "5s"})
@@ -189,7 +189,7 @@ func TestTheGatewaysMetricsMoveAsMessagesFlow(t *testing.T) {
 	if got := len(fk.Received()); got != n {
 		t.Fatalf("the fake got %d messages, want %d", got, n)
 	}
-	after := scrapeGateway(t, g.stateDir)
+	after := scrapeGateway(t, g.StateDir)
 	tests := []struct {
 		name   string
 		family string
