@@ -1,33 +1,16 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
 )
-
-// shortRoot is a fresh directory under /tmp ending in sub: socket paths
-// under it stay below the 103-byte fallback, which t.TempDir's may not.
-func shortRoot(t *testing.T, sub string) string {
-	t.Helper()
-	d, err := os.MkdirTemp("/tmp", "gw")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	root := filepath.Join(d, sub)
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
 
 func TestRequireAuthStillHearsReceiptsAndIdleNotices(t *testing.T) {
 	g := startGateway(t, t.TempDir(), func(c *serveConfig) { c.requireAuth = true })
@@ -56,7 +39,7 @@ func TestRequireAuthStillHearsReceiptsAndIdleNotices(t *testing.T) {
 }
 
 func TestARuntimeDirWithASpaceWorks(t *testing.T) {
-	g := startGateway(t, shortRoot(t, "my dir"))
+	g := startGateway(t, testutil.ShortTempDir(t, "my dir"))
 	fk := newFake(t, g, "spaced", message.ModePrompting)
 	if !strings.Contains(fk.Address(), "%20") {
 		t.Fatalf("the fake's address %q is not percent-encoded", fk.Address())

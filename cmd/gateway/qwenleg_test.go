@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
@@ -42,11 +43,7 @@ type qwenHost struct {
 
 func startQwenHost(t *testing.T, g *gatewaytest.Gateway, names ...string) *qwenHost {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "qh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testutil.ShortTempDir(t)
 	h := &qwenHost{path: filepath.Join(dir, "host.sock"), token: qwen.NewIPCToken(), recs: map[string]qwen.Record{},
 		frames: make(chan qwen.UserFrame, 64), receipts: make(chan qwen.StatusFrame, 64),
 		answer: func(qwen.UserFrame) (qwen.Status, bool) { return qwen.StatusDelivered, true }}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
@@ -42,7 +43,7 @@ func startAliasGateway(t *testing.T, reply string) *aliasGateway {
 	ro.tune = func(c *stream.Config) { c.Backoff = func(int) time.Duration { return 20 * time.Millisecond } }
 	g := startGateway(t, root, func(c *serveConfig) { c.remote = ro })
 	t.Cleanup(func() { g.Stop(t) })
-	eventually(t, "both sessions are live", func() bool { return cloud.Subscribers(sid) > 0 && cloud.Subscribers(fixed) > 0 })
+	testutil.Eventually(t, "both sessions are live", func() bool { return cloud.Subscribers(sid) > 0 && cloud.Subscribers(fixed) > 0 })
 	return &aliasGateway{Gateway: g, cloud: cloud, sid: sid, fixedID: fixed}
 }
 
@@ -56,7 +57,7 @@ func TestLocalSessionsReachRemoteSessionsByAlias(t *testing.T) {
 		claudeAlias(t, g.Gateway, "reviewer")
 		qwenAlias(t, q, "fix-the-flaky-test")
 		var ss []message.Session
-		eventually(t, "sessions lists the aliases", func() bool {
+		testutil.Eventually(t, "sessions lists the aliases", func() bool {
 			out, _, _ := runCLI(t, g.StateDir, "sessions", "--json")
 			ss = nil
 			_ = json.Unmarshal([]byte(out), &ss)
@@ -181,7 +182,7 @@ func TestALocalApproverAnswersRemotePrompts(t *testing.T) {
 	g := startGateway(t, root, func(c *serveConfig) { c.remote, c.approver, c.noQwen = ro, "boss", true })
 	t.Cleanup(func() { g.Stop(t) })
 	boss := newFake(t, g, "boss", message.ModePrompting)
-	eventually(t, "the session is live and the approver listed", func() bool {
+	testutil.Eventually(t, "the session is live and the approver listed", func() bool {
 		ss, _ := g.Sessions(ctxT(t))
 		for _, s := range ss {
 			if s.Name == "boss" {
@@ -211,7 +212,7 @@ func TestALocalApproverAnswersRemotePrompts(t *testing.T) {
 	if _, err := boss.Send(ctxT(t), r.Frame.From, "allow "+id, message.ModePrompting); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the remote session gets the approver's answer", func() bool {
+	testutil.Eventually(t, "the remote session gets the approver's answer", func() bool {
 		for _, a := range cloud.Answers(sid) {
 			if a.RequestID == rid && a.Matched && a.Decision != nil && a.Decision.Behavior == "allow" {
 				return true

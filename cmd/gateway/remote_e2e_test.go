@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/auth"
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
@@ -69,17 +70,6 @@ func startRemoteGatewayWith(t *testing.T, transport string, before func(c *fakec
 	return &remoteGateway{Gateway: g, cloud: cloud, sid: sid}
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // pendingIDs lists the ids `gateway permissions --json` prints.
 func (g *remoteGateway) pending(t *testing.T) []message.PermissionRequest {
 	t.Helper()
@@ -99,7 +89,7 @@ func (g *remoteGateway) pending(t *testing.T) []message.PermissionRequest {
 func (g *remoteGateway) waitPrompt(t *testing.T, requestID string) message.PermissionRequest {
 	t.Helper()
 	var got message.PermissionRequest
-	eventually(t, "prompt "+requestID+" is listed", func() bool {
+	testutil.Eventually(t, "prompt "+requestID+" is listed", func() bool {
 		for _, p := range g.pending(t) {
 			if p.RequestID == requestID {
 				got = p
@@ -144,7 +134,7 @@ func TestRemoteSessionsAreListedAndReachable(t *testing.T) {
 			}
 
 			// Wait for the stream, so the echo of our post is seen live.
-			eventually(t, "the session is live", func() bool { return g.cloud.Subscribers(g.sid)+g.cloud.Streams(g.sid) > 0 })
+			testutil.Eventually(t, "the session is live", func() bool { return g.cloud.Subscribers(g.sid)+g.cloud.Streams(g.sid) > 0 })
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
 			results := make(chan string, 4)
@@ -183,7 +173,7 @@ func TestRemotePermissionPrompts(t *testing.T) {
 	for _, tr := range transports {
 		t.Run("over "+tr, func(t *testing.T) {
 			g := startRemoteGateway(t, tr, nil)
-			eventually(t, "the session is live", func() bool { return g.cloud.Subscribers(g.sid)+g.cloud.Streams(g.sid) > 0 })
+			testutil.Eventually(t, "the session is live", func() bool { return g.cloud.Subscribers(g.sid)+g.cloud.Streams(g.sid) > 0 })
 
 			t.Run("a Bash prompt is listed with id, session_id, tool_name and input, and allow answers it", func(t *testing.T) {
 				rid, err := g.cloud.Prompt(g.sid, fakecloud.BashPrompt("go test ./..."))
@@ -268,7 +258,7 @@ func TestRemotePermissionPrompts(t *testing.T) {
 				if err := g.cloud.CancelPrompt(g.sid, rid); err != nil {
 					t.Fatal(err)
 				}
-				eventually(t, "the prompt leaves the list", func() bool {
+				testutil.Eventually(t, "the prompt leaves the list", func() bool {
 					for _, q := range g.pending(t) {
 						if q.ID == p.ID {
 							return false
@@ -289,7 +279,7 @@ func TestRemotePermissionPrompts(t *testing.T) {
 				p := g.waitPrompt(t, rid)
 				before := g.cloud.Requests()
 				g.cloud.Disconnect(g.sid, 0)
-				eventually(t, "the stream reconnects", func() bool {
+				testutil.Eventually(t, "the stream reconnects", func() bool {
 					return len(g.cloud.Requests()) > len(before) && g.cloud.Subscribers(g.sid)+g.cloud.Streams(g.sid) > 0
 				})
 				if _, errOut, code := runCLI(t, g.StateDir, "allow", p.ID); code != 0 {
@@ -369,7 +359,7 @@ func TestARefusedCredentialShowsInReadiness(t *testing.T) {
 			g := startGateway(t, root, func(c *serveConfig) { c.noClaude, c.noQwen, c.bridge, c.remote = true, true, false, ro })
 			t.Cleanup(func() { g.Stop(t) })
 			var rd api.Readiness
-			eventually(t, "readyz reports the remote leg", func() bool {
+			testutil.Eventually(t, "readyz reports the remote leg", func() bool {
 				var err error
 				rd, err = g.Ready(context.Background())
 				return err == nil && !rd.Ready && rd.Legs["remote"] != "" && rd.Legs["remote"] != "ready"
@@ -401,7 +391,7 @@ func TestARefusedCredentialShowsInReadiness(t *testing.T) {
 			if err := os.Rename(tokenFile+".new", tokenFile); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "the remote leg is ready and the session live again", func() bool {
+			testutil.Eventually(t, "the remote leg is ready and the session live again", func() bool {
 				rd, err := g.Ready(context.Background())
 				return err == nil && rd.Ready && cloud.Subscribers(sid)+cloud.Streams(sid) > 0
 			})
@@ -424,7 +414,7 @@ func TestOtherCredentials(t *testing.T) {
 		}
 		g := startGateway(t, root, func(c *serveConfig) { c.noClaude, c.noQwen, c.bridge, c.remote = true, true, false, ro })
 		t.Cleanup(func() { g.Stop(t) })
-		eventually(t, "the session is live", func() bool { return cloud.Subscribers(sid) > 0 })
+		testutil.Eventually(t, "the session is live", func() bool { return cloud.Subscribers(sid) > 0 })
 		if _, errOut, code := runCLI(t, g.StateDir, "send", "bridge:"+sid, "over a cookie"); code != 0 {
 			t.Fatalf("send: %d %s", code, errOut)
 		}
@@ -453,7 +443,7 @@ func TestOtherCredentials(t *testing.T) {
 		}
 		g := startGateway(t, root, func(c *serveConfig) { c.noClaude, c.noQwen, c.bridge, c.remote = true, true, false, ro })
 		t.Cleanup(func() { g.Stop(t) })
-		eventually(t, "the session is live", func() bool { return cloud.Streams(sid) > 0 })
+		testutil.Eventually(t, "the session is live", func() bool { return cloud.Streams(sid) > 0 })
 		if cloud.Refreshes() == 0 {
 			t.Error("the token was never refreshed")
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sessiongateway/gateway/auth"
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
 	"github.com/sessiongateway/gateway/transport/remote/stream"
@@ -65,7 +66,7 @@ func TestRemoteSoak(t *testing.T) {
 				c.MaxRetries = -1
 				c.StallTimeout = 300 * time.Millisecond
 			})
-			eventually(t, "the session is live", func() bool { return g.cloud.Subscribers(g.sid)+g.cloud.Streams(g.sid) > 0 })
+			testutil.Eventually(t, "the session is live", func() bool { return g.cloud.Subscribers(g.sid)+g.cloud.Streams(g.sid) > 0 })
 
 			var (
 				mu     sync.Mutex
@@ -137,7 +138,7 @@ func TestRemoteSoak(t *testing.T) {
 			t.Logf("disruptions: %s", strings.Join(kinds, " "))
 
 			want := storedUUIDs(t, g.cloud, g.sid)
-			eventually(t, "every stored event reached the watcher", func() bool {
+			testutil.Eventually(t, "every stored event reached the watcher", func() bool {
 				mu.Lock()
 				defer mu.Unlock()
 				for _, id := range want {

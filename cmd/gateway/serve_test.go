@@ -24,6 +24,7 @@ import (
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/observability"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
@@ -32,11 +33,7 @@ import (
 	"github.com/sessiongateway/gateway/transport/uds/claude"
 )
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func ctxT(t *testing.T) context.Context { return testutil.Context(t, 15*time.Second) }
 
 func newFake(t *testing.T, g *gatewaytest.Gateway, name string, mode message.Mode) *fakeclaude.Peer {
 	return fakeclaude.Start(t, fakeclaude.Config{Name: name, ConfigDir: g.ConfigDir, RuntimeDir: g.Runtime, Mode: mode})

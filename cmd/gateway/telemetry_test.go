@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/observability"
 	"github.com/sessiongateway/gateway/router"
@@ -83,11 +84,11 @@ func traceReachesPOST(t *testing.T, durable bool) {
 	t.Cleanup(stop)
 
 	var out router.Outbound
-	eventually(t, "the remote session takes a message", func() bool {
+	testutil.Eventually(t, "the remote session takes a message", func() bool {
 		out, err = rt.Send(context.Background(), router.SendRequest{To: "bridge:" + sid, Body: "hello from a span"})
 		return err == nil && out.Status != message.StatusFailed
 	})
-	eventually(t, "the post reached the session", func() bool {
+	testutil.Eventually(t, "the post reached the session", func() bool {
 		for _, m := range cloud.Posted(sid) {
 			if m.User != nil && m.User.Content.Text() == "hello from a span" {
 				return true

@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
-	fa "github.com/sessiongateway/gateway/testkit/fakeanthropic"
 	"go.uber.org/goleak"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
+	fa "github.com/sessiongateway/gateway/testkit/fakeanthropic"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -48,23 +50,6 @@ func interop(t *testing.T) {
 	}
 }
 
-func waitCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// shortTempDir is a temp dir with a short path, so a socket under it stays
-// within the 103 bytes after which the CLI moves it to /tmp/cc-socks-<uid>.
-func shortTempDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "cc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
 func TestSessionLifecycle(t *testing.T) {
 	interop(t)
 	machineID, err := os.ReadFile("/etc/machine-id")
@@ -85,7 +70,7 @@ func TestSessionLifecycle(t *testing.T) {
 		},
 		{
 			"a session with XDG_RUNTIME_DIR binds $XDG_RUNTIME_DIR/cc-socks",
-			func(t *testing.T) Options { return Options{XDGRuntimeDir: shortTempDir(t)} },
+			func(t *testing.T) Options { return Options{XDGRuntimeDir: testutil.ShortTempDir(t)} },
 			func(o Options) string { return filepath.Join(o.XDGRuntimeDir, "cc-socks") },
 			func(o Options) string { return filepath.Join(o.Home, ".claude", "sessions") },
 		},
@@ -162,7 +147,7 @@ func TestSessionLifecycle(t *testing.T) {
 				t.Errorf("key file %+v does not match entry %+v", k, e)
 			}
 
-			ctx := waitCtx(t)
+			ctx := testutil.Context(t, waitLimit)
 			res, err := s.Turn(ctx, "ping from the harness")
 			if err != nil {
 				t.Fatal(err)
@@ -214,7 +199,7 @@ func TestSessionsSharingARegistry(t *testing.T) {
 	home := t.TempDir()
 	b := Start(t, Options{APIURL: api.URL(), Home: home, Name: "interop-b"})
 	a := Start(t, Options{APIURL: api.URL(), Home: home, Name: "interop-a"})
-	ctx := waitCtx(t)
+	ctx := testutil.Context(t, waitLimit)
 
 	t.Run("ListAgents in one session lists the other by name and ref", func(t *testing.T) {
 		if _, err := a.Turn(ctx, "LIST-PEERS"); err != nil {
@@ -249,7 +234,7 @@ func TestHeldMessageDecidedByTheHost(t *testing.T) {
 	// Bypass modes are refused as root unless IS_SANDBOX=1.
 	b := Start(t, Options{APIURL: api.URL(), Home: home, Name: "interop-bypass",
 		Env: []string{"IS_SANDBOX=1"}, Args: []string{"--permission-mode", "bypassPermissions"}})
-	ctx := waitCtx(t)
+	ctx := testutil.Context(t, waitLimit)
 
 	if _, err := b.Turn(ctx, "SEND-TO-P"); err != nil {
 		t.Fatal(err)
@@ -294,7 +279,7 @@ func TestTUISession(t *testing.T) {
 	if err := s.SendUserTurn("typed into the TUI"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := api.WaitContains(waitCtx(t), "typed into the TUI"); err != nil {
+	if _, err := api.WaitContains(testutil.Context(t, waitLimit), "typed into the TUI"); err != nil {
 		screen, _ := s.Screen()
 		t.Fatalf("%v; screen:\n%s", err, screen)
 	}

@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
-	fo "github.com/sessiongateway/gateway/testkit/fakeopenai"
 	"go.uber.org/goleak"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
+	fo "github.com/sessiongateway/gateway/testkit/fakeopenai"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -55,23 +57,6 @@ func interop(t *testing.T) {
 	if versionOnce.err != nil {
 		t.Fatal(versionOnce.err)
 	}
-}
-
-func waitCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// shortTempDir is a temp dir with a short path, for a Qwen home shared by
-// several sessions.
-func shortTempDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "qwh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
 }
 
 func checkMode(t *testing.T, path string, want os.FileMode) {
@@ -156,7 +141,7 @@ func TestTUISessionRegisters(t *testing.T) {
 	if err := s.TypeTurn("ping from the harness"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := api.WaitContains(waitCtx(t), "ping from the harness"); err != nil {
+	if _, err := api.WaitContains(testutil.Context(t, waitLimit), "ping from the harness"); err != nil {
 		t.Fatalf("the fake API never saw the typed turn: %v", err)
 	}
 	if err := s.Stop(); err != nil {
@@ -177,7 +162,7 @@ func TestSessionsPsListsTheSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	listed, raw, err := ListSessions(waitCtx(t), "", s.QwenHome())
+	listed, raw, err := ListSessions(testutil.Context(t, waitLimit), "", s.QwenHome())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,12 +209,12 @@ func TestEndpointSendsToTUIByName(t *testing.T) {
 	}
 	for _, group := range tests {
 		api := fo.Start(t, fo.Always(fo.Text("pong")))
-		home := shortTempDir(t)
+		home := testutil.ShortTempDir(t)
 		s := Start(t, Options{APIURL: api.BaseURL(), QwenHome: home, ApprovalMode: group.mode})
 		ep := StartEndpoint(t, EndpointOptions{Name: "interop-sdk", QwenHome: home})
 		for _, tt := range group.cases {
 			t.Run(tt.name, func(t *testing.T) {
-				ctx := waitCtx(t)
+				ctx := testutil.Context(t, waitLimit)
 				content := "note for " + group.mode + " from " + tt.fromMode + " sender"
 				res, err := ep.Send(ctx, SendOptions{To: s.Name(), Content: content, FromMode: tt.fromMode})
 				if err != nil {
@@ -261,11 +246,11 @@ func TestEndpointSendsToTUIByName(t *testing.T) {
 func TestTUISendMessageReachesEndpoint(t *testing.T) {
 	interop(t)
 	const note = "hello endpoint, from the real TUI"
-	home := shortTempDir(t)
+	home := testutil.ShortTempDir(t)
 	ep := StartEndpoint(t, EndpointOptions{Name: "interop-endpoint", QwenHome: home})
 	api := fo.Start(t, fo.CallToolOnce("SEND-TO-ENDPOINT", fo.SendMessageCall(ep.Name(), note), "sent"))
 	s := Start(t, Options{APIURL: api.BaseURL(), QwenHome: home, ApprovalMode: ModeYolo})
-	ctx := waitCtx(t)
+	ctx := testutil.Context(t, waitLimit)
 
 	if err := s.TypeTurn("SEND-TO-ENDPOINT"); err != nil {
 		t.Fatal(err)
@@ -286,8 +271,8 @@ func TestTUISendMessageReachesEndpoint(t *testing.T) {
 
 func TestControllerTokenIsDeliveredWithoutReview(t *testing.T) {
 	interop(t)
-	home := shortTempDir(t)
-	ctx := waitCtx(t)
+	home := testutil.ShortTempDir(t)
+	ctx := testutil.Context(t, waitLimit)
 	c, err := AddController(ctx, "", home, "interop-bridge")
 	if err != nil {
 		t.Fatal(err)
@@ -340,11 +325,11 @@ func TestControllerTokenIsDeliveredWithoutReview(t *testing.T) {
 
 func TestEndpointsExchangeMessages(t *testing.T) {
 	interop(t)
-	home := shortTempDir(t)
+	home := testutil.ShortTempDir(t)
 	a := StartEndpoint(t, EndpointOptions{Name: "endpoint-a", QwenHome: home})
 	b := StartEndpoint(t, EndpointOptions{Name: "endpoint-b", QwenHome: home})
 	r := StartEndpoint(t, EndpointOptions{Name: "endpoint-refusing", QwenHome: home, Refuse: true})
-	ctx := waitCtx(t)
+	ctx := testutil.Context(t, waitLimit)
 
 	t.Run("each endpoint lists the others by name, with kind external", func(t *testing.T) {
 		list, err := a.List(ctx)

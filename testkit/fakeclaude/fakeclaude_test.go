@@ -1,7 +1,6 @@
 package fakeclaude_test
 
 import (
-	"context"
 	"errors"
 	"io/fs"
 	"net"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
 	"github.com/sessiongateway/gateway/transport/uds"
@@ -24,23 +24,12 @@ type dirs struct{ config, runtime string }
 
 func newDirs(t *testing.T) dirs {
 	t.Helper()
-	rt, err := os.MkdirTemp("", "fc") // short: socket paths stay under 103 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(rt) })
-	return dirs{config: t.TempDir(), runtime: rt}
+	return dirs{config: t.TempDir(), runtime: testutil.ShortTempDir(t)}
 }
 
 func (d dirs) start(t *testing.T, name string, mode message.Mode) *fakeclaude.Peer {
 	t.Helper()
 	return fakeclaude.Start(t, fakeclaude.Config{Name: name, ConfigDir: d.config, RuntimeDir: d.runtime, Mode: mode})
-}
-
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 func TestStartRegistersLikeARealSession(t *testing.T) {
@@ -99,11 +88,11 @@ func TestAPromptingFrameArrivesFromAVerifiedPeer(t *testing.T) {
 	d := newDirs(t)
 	to := d.start(t, "to", message.ModePrompting)
 	from := d.start(t, "from", message.ModePrompting)
-	id, err := from.Send(ctxT(t), to.Address(), "hello </cross-session-message> there", message.ModePrompting)
+	id, err := from.Send(testutil.Context(t, 20*time.Second), to.Address(), "hello </cross-session-message> there", message.ModePrompting)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := to.WaitReceived(ctxT(t), func(r fakeclaude.Received) bool { return r.Frame.MsgID == id })
+	r, err := to.WaitReceived(testutil.Context(t, 20*time.Second), func(r fakeclaude.Received) bool { return r.Frame.MsgID == id })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,18 +117,18 @@ func TestABypassFrameIsHeldWithAHeldReceipt(t *testing.T) {
 	d := newDirs(t)
 	to := d.start(t, "to", message.ModePrompting)
 	from := d.start(t, "from", message.ModeBypass)
-	id, err := from.Send(ctxT(t), to.Address(), "do it", message.ModeBypass)
+	id, err := from.Send(testutil.Context(t, 20*time.Second), to.Address(), "do it", message.ModeBypass)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := to.WaitReceived(ctxT(t), func(r fakeclaude.Received) bool { return r.Frame.MsgID == id })
+	r, err := to.WaitReceived(testutil.Context(t, 20*time.Second), func(r fakeclaude.Received) bool { return r.Frame.MsgID == id })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !r.Held {
 		t.Error("a bypass frame to a prompting session was not held")
 	}
-	f, err := from.WaitControl(ctxT(t), func(f claude.Frame) bool { return f.OrigMsgID == id })
+	f, err := from.WaitControl(testutil.Context(t, 20*time.Second), func(f claude.Frame) bool { return f.OrigMsgID == id })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,8 +136,8 @@ func TestABypassFrameIsHeldWithAHeldReceipt(t *testing.T) {
 		t.Fatalf("receipt = %+v, want a held peer_message_status from %s", f, to.Address())
 	}
 	t.Run("releasing it sends delivered", func(t *testing.T) {
-		to.Decide(ctxT(t), id, true)
-		if _, err := from.WaitControl(ctxT(t), func(f claude.Frame) bool {
+		to.Decide(testutil.Context(t, 20*time.Second), id, true)
+		if _, err := from.WaitControl(testutil.Context(t, 20*time.Second), func(f claude.Frame) bool {
 			return f.OrigMsgID == id && f.Status == claude.WireDelivered
 		}); err != nil {
 			t.Fatal(err)
@@ -161,10 +150,10 @@ func TestNotifyWhenIdleIsAnsweredWithAnIdleNotice(t *testing.T) {
 	to := d.start(t, "to", message.ModePrompting)
 	from := d.start(t, "from", message.ModePrompting)
 	id := uuid.NewString()
-	if err := from.SendFrame(ctxT(t), to.Address(), claude.NewNotifyWhenIdle(from.Address(), id, "prompting")); err != nil {
+	if err := from.SendFrame(testutil.Context(t, 20*time.Second), to.Address(), claude.NewNotifyWhenIdle(from.Address(), id, "prompting")); err != nil {
 		t.Fatal(err)
 	}
-	f, err := from.WaitControl(ctxT(t), func(f claude.Frame) bool { return f.OrigMsgID == id })
+	f, err := from.WaitControl(testutil.Context(t, 20*time.Second), func(f claude.Frame) bool { return f.OrigMsgID == id })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,23 +177,23 @@ func TestAPendingHoldDefersIdleNoticesUntilItIsDecided(t *testing.T) {
 		}
 		return false
 	}
-	held, err := from.Send(ctxT(t), to.Address(), "hold me", message.ModeBypass)
+	held, err := from.Send(testutil.Context(t, 20*time.Second), to.Address(), "hold me", message.ModeBypass)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := from.WaitControl(ctxT(t), func(f claude.Frame) bool { return f.OrigMsgID == held && f.Status == claude.WireHeld }); err != nil {
+	if _, err := from.WaitControl(testutil.Context(t, 20*time.Second), func(f claude.Frame) bool { return f.OrigMsgID == held && f.Status == claude.WireHeld }); err != nil {
 		t.Fatal(err)
 	}
 	sub := uuid.NewString()
-	if err := from.SendFrame(ctxT(t), to.Address(), claude.NewNotifyWhenIdle(from.Address(), sub, "prompting")); err != nil {
+	if err := from.SendFrame(testutil.Context(t, 20*time.Second), to.Address(), claude.NewNotifyWhenIdle(from.Address(), sub, "prompting")); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond) // an immediate answer would have come by now
 	if noticed(sub) {
 		t.Fatal("an idle notice came while a hold was pending")
 	}
-	to.Decide(ctxT(t), held, false)
-	if _, err := from.WaitControl(ctxT(t), func(f claude.Frame) bool { return f.OrigMsgID == sub && f.Action == claude.ActionPeerIdleNotice }); err != nil {
+	to.Decide(testutil.Context(t, 20*time.Second), held, false)
+	if _, err := from.WaitControl(testutil.Context(t, 20*time.Second), func(f claude.Frame) bool { return f.OrigMsgID == sub && f.Action == claude.ActionPeerIdleNotice }); err != nil {
 		t.Fatalf("the decision did not answer the deferred subscription: %v", err)
 	}
 }
