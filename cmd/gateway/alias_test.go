@@ -66,7 +66,7 @@ func (p *poolEvents) wait(t *testing.T, pred func(message.Event) bool) message.E
 
 func TestAliasWorkersRegisterSendAndRelay(t *testing.T) {
 	root := t.TempDir()
-	g := startGateway(t, root)
+	g := startBinary(t, root)
 	fk := newFake(t, g, "work-08", message.ModePrompting)
 	events := &poolEvents{ch: make(chan struct{})}
 	pool := claude.NewAliasPool(claude.PoolConfig{
@@ -140,7 +140,7 @@ func itoaPID(pid int) string { return strconv.Itoa(pid) }
 
 func TestAliasRetirement(t *testing.T) {
 	root := t.TempDir()
-	g := startGateway(t, root)
+	g := startBinary(t, root)
 	t.Run("an on-demand alias idle past IdleAfter is retired", func(t *testing.T) {
 		pool := claude.NewAliasPool(claude.PoolConfig{
 			Command: func(name string) *exec.Cmd {

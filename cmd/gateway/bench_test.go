@@ -87,7 +87,7 @@ func mean(d []time.Duration) time.Duration {
 func BenchmarkSendPath(b *testing.B) {
 	dir := b.TempDir()
 	sk := startSink(b, dir)
-	gw := startGateway(b, dir)
+	gw := startBinary(b, dir)
 	frame := []byte(`{"msgV":1,"msg_id":"00000000-0000-4000-8000-000000000000","type":"user","message":{"role":"user","content":"x"},"priority":"next","from":"uds:/tmp/cc-socks/1.sock"}` + "\n")
 	ctx := context.Background()
 	var raw, via []time.Duration

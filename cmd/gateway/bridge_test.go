@@ -53,7 +53,7 @@ func qwenAlias(t *testing.T, q *qwenPeer, name string) message.Session {
 }
 
 func TestClaudeAndQwenTalkThroughTheBridge(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	fk := newFake(t, g, "work-08", message.ModePrompting)
 	q := newQwenPeer(t, g, "qwen-work", message.ModePrompting)
 	alias := claudeAlias(t, g, "qwen-work")
@@ -119,14 +119,14 @@ func TestClaudeAndQwenTalkThroughTheBridge(t *testing.T) {
 func TestTheBridgeCanBeTurnedOffOrLimited(t *testing.T) {
 	tests := []struct {
 		name string
-		opt  func(*serveConfig)
+		args []string
 	}{
-		{"--bridge=false publishes no alias", func(c *serveConfig) { c.bridge = false }},
-		{"--bridge-only publishes only matching names", func(c *serveConfig) { c.bridgeOnly = []string{"other-*"} }},
+		{"--bridge=false publishes no alias", []string{"--bridge=false"}},
+		{"--bridge-only publishes only matching names", []string{"--bridge-only", "other-*"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := startGateway(t, t.TempDir(), tt.opt)
+			g := startBinary(t, t.TempDir(), tt.args...)
 			newFake(t, g, "work-08", message.ModePrompting)
 			q := newQwenPeer(t, g, "qwen-work", message.ModePrompting)
 			// One sync runs at start and then every 2 s: after 2.5 s any
@@ -153,7 +153,7 @@ func TestTheBridgeCanBeTurnedOffOrLimited(t *testing.T) {
 }
 
 func TestNoAliasIsStartedUnderTheGatewaysOwnName(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	newQwenPeer(t, g, "gateway", message.ModePrompting) // the gateway's own --name
 	newQwenPeer(t, g, "qwen-other", message.ModePrompting)
 	claudeAlias(t, g, "qwen-other") // the sync has run

@@ -13,7 +13,7 @@ import (
 )
 
 func TestRequireAuthStillHearsReceiptsAndIdleNotices(t *testing.T) {
-	g := startGateway(t, t.TempDir(), func(c *serveConfig) { c.requireAuth = true })
+	g := startBinary(t, t.TempDir(), "--require-auth")
 	// NoKey: like a real session registered elsewhere, the fake neither
 	// has a key file nor sends an auth line with its receipts.
 	fk := fakeclaude.Start(t, fakeclaude.Config{Name: "elsewhere", ConfigDir: g.ConfigDir, RuntimeDir: g.Runtime, Mode: message.ModePrompting, NoKey: true})
@@ -39,7 +39,7 @@ func TestRequireAuthStillHearsReceiptsAndIdleNotices(t *testing.T) {
 }
 
 func TestARuntimeDirWithASpaceWorks(t *testing.T) {
-	g := startGateway(t, testutil.ShortTempDir(t, "my dir"))
+	g := startBinary(t, testutil.ShortTempDir(t, "my dir"))
 	fk := newFake(t, g, "spaced", message.ModePrompting)
 	if !strings.Contains(fk.Address(), "%20") {
 		t.Fatalf("the fake's address %q is not percent-encoded", fk.Address())
@@ -90,7 +90,7 @@ func TestARuntimeDirWithASpaceWorks(t *testing.T) {
 // pending hold defers "idle", and at shutdown only the subscriptions not yet
 // answered hear "exited".
 func TestIdleSubscribersHearOneNoticeEach(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	fk := newFake(t, g, "work-08", message.ModePrompting)
 	gw := gatewayAddress(t, g)
 	subscribe := func(t *testing.T, id string) {

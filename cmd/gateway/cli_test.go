@@ -21,7 +21,7 @@ import (
 var msgIDLine = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\n$`)
 
 func TestSendExitCodesAndOutput(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	newFake(t, g, "work-08", message.ModePrompting)
 	newFake(t, g, "twin", message.ModePrompting)
 	newFake(t, g, "twin", message.ModePrompting)
@@ -120,7 +120,7 @@ func TestSendExitCodesAndOutput(t *testing.T) {
 }
 
 func TestSessionsJSONHasEveryContractKey(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	newFake(t, g, "work-08", message.ModePrompting)
 	out, errOut, code := runCLI(t, g.StateDir, "sessions", "--json")
 	if code != exitOK {
@@ -145,7 +145,7 @@ func TestSessionsJSONHasEveryContractKey(t *testing.T) {
 		}
 	})
 	t.Run("with no session, --json prints an empty array, not null", func(t *testing.T) {
-		empty := startGateway(t, t.TempDir())
+		empty := startBinary(t, t.TempDir())
 		out, _, code := runCLI(t, empty.StateDir, "sessions", "--json")
 		if code != exitOK || strings.TrimSpace(out) != "[]" {
 			t.Fatalf("exit %d, stdout %q", code, out)
@@ -154,7 +154,7 @@ func TestSessionsJSONHasEveryContractKey(t *testing.T) {
 }
 
 func TestWatchPrintsAMessageWithTheSendersName(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	fk := newFake(t, g, "work-08", message.ModePrompting)
 	if _, err := fk.Send(ctxT(t), gatewayAddress(t, g), "ping from work", message.ModePrompting); err != nil {
 		t.Fatal(err)
@@ -188,7 +188,7 @@ func watchOnce(t *testing.T, stateDir string) string {
 }
 
 func TestTheStateDirectoryKeepsItsSecretsPrivate(t *testing.T) {
-	g := startGateway(t, t.TempDir(), func(c *serveConfig) { c.apiAddr = "127.0.0.1:0" })
+	g := startBinary(t, t.TempDir(), "--api", "127.0.0.1:0")
 	tests := []struct {
 		name string
 		path string
@@ -236,7 +236,7 @@ func TestVersionPrintsTheBuildsVersion(t *testing.T) {
 }
 
 func TestIdleWaitThatHearsNothingExits4(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	fk := newFake(t, g, "work-08", message.ModePrompting)
 	// A hold pending at the peer defers its idle notices (as in Claude Code).
 	held, err := g.Send(ctxT(t), api.SendBody{To: "work-08", Text: "hold me", Mode: "bypass", Wait: true, Timeout: "1s"})
@@ -254,7 +254,7 @@ func TestIdleWaitThatHearsNothingExits4(t *testing.T) {
 }
 
 func TestWatchStartsAtNowByDefault(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	fk := newFake(t, g, "work-08", message.ModePrompting)
 	if _, err := fk.Send(ctxT(t), gatewayAddress(t, g), "an old message", message.ModePrompting); err != nil {
 		t.Fatal(err)

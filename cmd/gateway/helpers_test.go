@@ -40,3 +40,11 @@ func startGateway(tb testing.TB, root string, opts ...func(*serveConfig)) *gatew
 		return <-done
 	})
 }
+
+// startBinary starts the gateway binary in a gatewaytest World under root,
+// named gateway, with the in-process starter's short settle and args: the
+// end-to-end tests need nothing from inside the process.
+func startBinary(tb testing.TB, root string, args ...string) *gatewaytest.Gateway {
+	tb.Helper()
+	return gatewaytest.Start(tb, gatewaytest.WorldAt(tb, root), "gateway", append([]string{"--settle", "200ms"}, args...)...)
+}

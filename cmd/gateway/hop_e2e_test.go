@@ -18,6 +18,8 @@ import (
 // other's alias, keeping the hop chain they got, as a relaying agent would:
 // the chain crosses the Claude envelope, an alias worker, the bridge and the
 // Qwen frame each time, and the bridge's guard stops the bounce.
+//
+// In process: the test checks the chain for this process's router.HopToken.
 func TestAForwardingLoopThroughRealAliasesIsStoppedByTheHopGuard(t *testing.T) {
 	g := startGateway(t, t.TempDir())
 	events := collect(t, g)

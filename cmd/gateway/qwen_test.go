@@ -30,7 +30,7 @@ func (q *qwenPeer) wait(t *testing.T, pred func(message.Event) bool) message.Eve
 }
 
 func TestQwenSessionsAreListedBesideClaudeOnes(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	newFake(t, g, "work-08", message.ModePrompting)
 	q := newQwenPeer(t, g, "qwen-work", message.ModePrompting)
 	ss, err := g.Sessions(ctxT(t))
@@ -50,7 +50,7 @@ func TestQwenSessionsAreListedBesideClaudeOnes(t *testing.T) {
 }
 
 func TestAQwenSendGetsTheRealDeliveredReceipt(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	q := newQwenPeer(t, g, "qwen-work", message.ModePrompting)
 	out, err := g.Send(ctxT(t), api.SendBody{To: "qwen-work", Text: "hello qwen", Wait: true, Timeout: "5s"})
 	if err != nil {
@@ -66,7 +66,7 @@ func TestAQwenSendGetsTheRealDeliveredReceipt(t *testing.T) {
 }
 
 func TestABypassSendToQwenIsHeldThenDenied(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	q := newQwenPeer(t, g, "qwen-work", message.ModePrompting)
 	out, err := g.Send(ctxT(t), api.SendBody{To: "qwen-work", Text: "bypass hello", Mode: "bypass", Wait: true, Timeout: "1s"})
 	if err != nil {
@@ -95,7 +95,7 @@ func TestABypassSendToQwenIsHeldThenDenied(t *testing.T) {
 }
 
 func TestAQwenSessionSendsToTheGatewayByItsRecord(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	q := newQwenPeer(t, g, "qwen-work", message.ModePrompting)
 	events := collect(t, g)
 	var gw message.Session

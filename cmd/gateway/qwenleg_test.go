@@ -184,7 +184,7 @@ func (h *qwenHost) next(t *testing.T) qwen.UserFrame {
 }
 
 func TestSessionsSharingOneQwenInboxAreEachReachable(t *testing.T) {
-	g := startGateway(t, t.TempDir(), func(c *serveConfig) { c.bridge = false })
+	g := startBinary(t, t.TempDir(), "--bridge=false")
 	h := startQwenHost(t, g, "alpha", "beta")
 	for _, name := range []string{"alpha", "beta"} {
 		rec := h.recs[name]
@@ -225,7 +225,7 @@ func TestSessionsSharingOneQwenInboxAreEachReachable(t *testing.T) {
 }
 
 func TestAClaudeSessionReachesEachOfTwoQwenSessionsSharingAnInbox(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	h := startQwenHost(t, g, "alpha", "beta")
 	fk := newFake(t, g, "work-08", message.ModePrompting)
 	for _, name := range []string{"beta", "alpha"} {
@@ -243,7 +243,7 @@ func TestAClaudeSessionReachesEachOfTwoQwenSessionsSharingAnInbox(t *testing.T) 
 }
 
 func TestBridgedReceiptsAreMappedAcross(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	h := startQwenHost(t, g, "qwen-host")
 	fk := newFake(t, g, "work-08", message.ModePrompting)
 	q := newQwenPeer(t, g, "qwen-work", message.ModePrompting)
@@ -312,7 +312,7 @@ func TestBridgedReceiptsAreMappedAcross(t *testing.T) {
 // add` to the running gateway's Qwen inbox, as a program would.
 func TestControllerTokensEndToEnd(t *testing.T) {
 	root := t.TempDir()
-	g := startGateway(t, root, func(c *serveConfig) { c.bridge = false })
+	g := startBinary(t, root, "--bridge=false")
 	events := collect(t, g)
 	out, _, code := runCLI(t, g.StateDir, "controllers", "add", "--label", "voice front-end")
 	tok := qwen.Token(strings.TrimSpace(out))
@@ -370,7 +370,7 @@ func TestControllerTokensEndToEnd(t *testing.T) {
 // gatewayQwenRecord reads the gateway's own Qwen record (its <pid>.json).
 func gatewayQwenRecord(t *testing.T, g *gatewaytest.Gateway) qwen.Record {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(qwen.SessionsDir(g.QwenHome), qwen.RecordFileName(os.Getpid(), "")))
+	b, err := os.ReadFile(filepath.Join(qwen.SessionsDir(g.QwenHome), qwen.RecordFileName(g.PID, "")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +382,7 @@ func gatewayQwenRecord(t *testing.T, g *gatewaytest.Gateway) qwen.Record {
 }
 
 func TestAClaudeAndAQwenSessionSharingANameAreToldApart(t *testing.T) {
-	g := startGateway(t, t.TempDir(), func(c *serveConfig) { c.bridge = false })
+	g := startBinary(t, t.TempDir(), "--bridge=false")
 	fk := newFake(t, g, "work", message.ModePrompting)
 	q := newQwenPeer(t, g, "work", message.ModePrompting)
 	_, err := g.Send(ctxT(t), api.SendBody{To: "work", Text: "which work?"})
@@ -424,7 +424,7 @@ func TestAClaudeAndAQwenSessionSharingANameAreToldApart(t *testing.T) {
 }
 
 func TestProcessesTheGatewayStartsCarryTheQwenChildToken(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	events := collect(t, g)
 	newQwenPeer(t, g, "qwen-work", message.ModePrompting)
 	claudeAlias(t, g, "qwen-work") // an alias worker, started by the gateway

@@ -74,7 +74,7 @@ func waitEvent(t *testing.T, ch <-chan message.Event, pred func(message.Event) b
 }
 
 func TestSessionsListsLivePeersOnly(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	a := newFake(t, g, "work-08", message.ModePrompting)
 	b := newFake(t, g, "review", message.ModePrompting)
 	b.Deregister()
@@ -93,7 +93,7 @@ func TestSessionsListsLivePeersOnly(t *testing.T) {
 }
 
 func TestADeadEntryIsSweptAndARecycledOneKept(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	sessions := filepath.Join(g.ConfigDir, "sessions")
 	dead := claude.Entry{PID: 999999, SessionID: "dead", ProcStart: "1", MessagingSocketPath: "/nonexistent/999999.sock"}
 	recycled := claude.Entry{PID: os.Getppid(), SessionID: "recycled", ProcStart: "1", MessagingSocketPath: "/nonexistent/1.sock"}
@@ -115,7 +115,7 @@ func TestADeadEntryIsSweptAndARecycledOneKept(t *testing.T) {
 }
 
 func TestSendByNameDeliversTheEnvelopeWithAuth(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	fk := newFake(t, g, "work-08", message.ModePrompting)
 	out, err := g.Send(ctxT(t), api.SendBody{To: "work-08", Text: "hello </cross-session-message> there", Wait: true, Timeout: "5s"})
 	if err != nil {
@@ -144,7 +144,7 @@ func TestSendByNameDeliversTheEnvelopeWithAuth(t *testing.T) {
 }
 
 func TestABypassSendIsHeldThenReleased(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	fk := newFake(t, g, "work-08", message.ModePrompting)
 	out, err := g.Send(ctxT(t), api.SendBody{To: "work-08", Text: "hi", Mode: "bypass", Wait: true, Timeout: "1s"})
 	if err != nil {
@@ -169,7 +169,7 @@ func TestABypassSendIsHeldThenReleased(t *testing.T) {
 }
 
 func TestAMessageToTheGatewayShowsInWatchWithTheSendersName(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	fk := newFake(t, g, "work-08", message.ModePrompting)
 	events := collect(t, g)
 	gw := gatewayAddress(t, g)
@@ -189,7 +189,7 @@ func gatewayAddress(t *testing.T, g *gatewaytest.Gateway) string {
 	for _, f := range ents {
 		b, _ := os.ReadFile(f)
 		e, err := claude.ParseEntry(b)
-		if err == nil && e.Name == "gateway" && e.PID == os.Getpid() {
+		if err == nil && e.Name == "gateway" && e.PID == g.PID {
 			return addressing.UDS(e.MessagingSocketPath)
 		}
 	}
@@ -200,20 +200,20 @@ func gatewayAddress(t *testing.T, g *gatewaytest.Gateway) string {
 func TestInboundPolicies(t *testing.T) {
 	tests := []struct {
 		name       string
-		inbound    claude.Policy
+		inbound    string // --inbound
 		mode       message.Mode
 		wantEvent  message.EventType
 		wantStatus claude.WireStatus
 		wantDetail string
 	}{
-		{"mode parity delivers a prompting sender", claude.PolicyParity, message.ModePrompting, message.EventMessage, "", ""},
-		{"mode parity holds a bypass sender and says held", claude.PolicyParity, message.ModeBypass, message.EventHeld, claude.WireHeld, ""},
-		{"accept delivers a bypass sender", claude.PolicyAccept, message.ModeBypass, message.EventMessage, "", ""},
-		{"refuse answers expired with detail refused", claude.PolicyRefuse, message.ModePrompting, message.EventDrop, claude.WireExpired, "refused"},
+		{"mode parity delivers a prompting sender", "parity", message.ModePrompting, message.EventMessage, "", ""},
+		{"mode parity holds a bypass sender and says held", "parity", message.ModeBypass, message.EventHeld, claude.WireHeld, ""},
+		{"accept delivers a bypass sender", "accept", message.ModeBypass, message.EventMessage, "", ""},
+		{"refuse answers expired with detail refused", "refuse", message.ModePrompting, message.EventDrop, claude.WireExpired, "refused"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := startGateway(t, t.TempDir(), func(c *serveConfig) { c.inbound = tt.inbound })
+			g := startBinary(t, t.TempDir(), "--inbound", tt.inbound)
 			fk := newFake(t, g, "work-08", message.ModePrompting)
 			events := collect(t, g)
 			id, err := fk.Send(ctxT(t), gatewayAddress(t, g), "hello", tt.mode)
@@ -242,7 +242,7 @@ func TestAHeldInboundMessageCanBeReleasedOrDenied(t *testing.T) {
 	for _, release := range []bool{true, false} {
 		name := map[bool]string{true: "release delivers it and tells the sender delivered", false: "deny drops it and tells the sender denied"}[release]
 		t.Run(name, func(t *testing.T) {
-			g := startGateway(t, t.TempDir())
+			g := startBinary(t, t.TempDir())
 			fk := newFake(t, g, "work-08", message.ModePrompting)
 			events := collect(t, g)
 			id, err := fk.Send(ctxT(t), gatewayAddress(t, g), "hold me", message.ModeBypass)
@@ -273,7 +273,7 @@ func TestAHeldInboundMessageCanBeReleasedOrDenied(t *testing.T) {
 }
 
 func TestDuplicatesAreDroppedWithAReceipt(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	fk := newFake(t, g, "work-08", message.ModePrompting)
 	gw := gatewayAddress(t, g)
 	if _, err := fk.Send(ctxT(t), gw, "same", message.ModePrompting); err != nil {
@@ -293,7 +293,7 @@ func TestDuplicatesAreDroppedWithAReceipt(t *testing.T) {
 }
 
 func TestIdleNoticesBothWays(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	fk := newFake(t, g, "work-08", message.ModePrompting)
 	t.Run("the gateway asks a peer and gets its idle notice", func(t *testing.T) {
 		res, err := g.NotifyWhenIdle(ctxT(t), api.IdleBody{To: "work-08", Wait: true, Timeout: "5s"})
@@ -344,7 +344,7 @@ func TestIdleNoticesBothWays(t *testing.T) {
 }
 
 func TestShutdownRemovesEveryRegistrationFile(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	gw := strings.TrimPrefix(gatewayAddress(t, g), "uds:")
 	sessions := filepath.Join(g.ConfigDir, "sessions")
 	before, _ := filepath.Glob(filepath.Join(sessions, "*"))
@@ -368,7 +368,7 @@ func TestShutdownRemovesEveryRegistrationFile(t *testing.T) {
 }
 
 func TestAttachmentsAreStagedWithTheirHash(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	fk := newFake(t, g, "work-08", message.ModePrompting)
 	src := filepath.Join(t.TempDir(), "notes.txt")
 	data := []byte("the attached notes\n")
@@ -398,7 +398,7 @@ func TestAttachmentsAreStagedWithTheirHash(t *testing.T) {
 }
 
 func TestPendingHoldsExpireAtShutdown(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	fk := newFake(t, g, "work-08", message.ModePrompting)
 	events := collect(t, g)
 	id, err := fk.Send(ctxT(t), gatewayAddress(t, g), "hold me", message.ModeBypass)
@@ -423,7 +423,7 @@ func rawFrame(t *testing.T, from, body string) []byte {
 }
 
 func TestRequireAuthRefusesUnauthenticatedSenders(t *testing.T) {
-	g := startGateway(t, t.TempDir(), func(c *serveConfig) { c.requireAuth = true })
+	g := startBinary(t, t.TempDir(), "--require-auth")
 	fk := newFake(t, g, "work-08", message.ModePrompting)
 	events := collect(t, g)
 	gw := strings.TrimPrefix(gatewayAddress(t, g), "uds:")
@@ -444,7 +444,7 @@ func TestRequireAuthRefusesUnauthenticatedSenders(t *testing.T) {
 }
 
 func TestBadLinesAreIgnoredAndTheGatewayKeepsWorking(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	fk := newFake(t, g, "work-08", message.ModePrompting)
 	events := collect(t, g)
 	gw := strings.TrimPrefix(gatewayAddress(t, g), "uds:")
@@ -476,7 +476,7 @@ func TestBadLinesAreIgnoredAndTheGatewayKeepsWorking(t *testing.T) {
 }
 
 func TestAttachmentCapsAreEnforced(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	newFake(t, g, "work-08", message.ModePrompting)
 	dir := t.TempDir()
 	var many []string
@@ -518,7 +518,7 @@ func TestAttachmentCapsAreEnforced(t *testing.T) {
 }
 
 func TestMetricsMoveAsMessagesFlow(t *testing.T) {
-	g := startGateway(t, t.TempDir())
+	g := startBinary(t, t.TempDir())
 	fk := newFake(t, g, "work-08", message.ModePrompting)
 	if _, err := g.Send(ctxT(t), api.SendBody{To: "work-08", Text: "one"}); err != nil {
 		t.Fatal(err)
@@ -598,7 +598,7 @@ func TestALegThatCannotRegisterIsLeftOutAndTheOthersServe(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "qwen"), []byte("not a directory"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	g := startGateway(t, root)
+	g := startBinary(t, root)
 	fk := newFake(t, g, "work-08", message.ModePrompting)
 	out, err := g.Send(ctxT(t), api.SendBody{To: "work-08", Text: "still here", Wait: true, Timeout: "5s"})
 	if err != nil || out.Status != message.StatusDelivered {

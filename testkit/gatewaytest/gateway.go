@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ type Gateway struct {
 	*api.Client
 	*World
 	Name string
+	PID  int // the gateway's process: the binary's, or the test's own in process
 
 	logs     *lockedBuf // the binary's stderr; empty for one in process
 	stopOnce sync.Once
@@ -58,7 +60,7 @@ func Start(tb testing.TB, w *World, name string, args ...string) *Gateway {
 		_ = cmd.Process.Kill()
 		<-exited
 	}
-	g := &Gateway{Client: api.NewUnixClient(w.Socket()), World: w, Name: name, logs: logs, halt: halt, kill: kill}
+	g := &Gateway{Client: api.NewUnixClient(w.Socket()), World: w, Name: name, logs: logs, PID: cmd.Process.Pid, halt: halt, kill: kill}
 	tb.Cleanup(func() {
 		g.Stop(tb)
 		if tb.Failed() {
@@ -75,7 +77,7 @@ func Start(tb testing.TB, w *World, name string, args ...string) *Gateway {
 // it ends on its own first.
 func Attach(tb testing.TB, w *World, name string, exited <-chan error, stop func() error) *Gateway {
 	tb.Helper()
-	g := &Gateway{Client: api.NewUnixClient(w.Socket()), World: w, Name: name, logs: &lockedBuf{}, halt: stop}
+	g := &Gateway{Client: api.NewUnixClient(w.Socket()), World: w, Name: name, PID: os.Getpid(), logs: &lockedBuf{}, halt: stop}
 	tb.Cleanup(func() { g.Stop(tb) })
 	g.waitUp(tb, 10*time.Second, exited)
 	return g

@@ -3,6 +3,7 @@ package gatewaytest
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sessiongateway/gateway/internal/testutil"
@@ -53,9 +54,16 @@ func (w *World) Vars() map[string]string {
 }
 
 // Env is the test process's environment with the World's on top, for a
-// gateway binary or CLI verb run in the World.
+// gateway binary or CLI verb run in the World. The process's GATEWAY_*
+// variables are left out: a gateway in a World is configured by its
+// arguments and the World alone.
 func (w *World) Env() []string {
-	env := os.Environ()
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GATEWAY_") {
+			env = append(env, kv)
+		}
+	}
 	for k, v := range w.Vars() {
 		env = append(env, k+"="+v)
 	}
