@@ -26,44 +26,6 @@ func startClaude(t *testing.T, w *gatewaytest.World, api *fakeanthropic.Server, 
 	})
 }
 
-func TestTheGatewayListsARealSession(t *testing.T) {
-	needInterop(t)
-	w := gatewaytest.NewWorld(t)
-	api := fakeanthropic.Start(t, nil)
-	s := startClaude(t, w, api, "work-it")
-	g := gatewaytest.Start(t, w, "gateway-it")
-	got, ok := gatewaytest.FindSession(g.Listed(t), "work-it")
-	if !ok {
-		t.Fatalf("work-it missing from %+v", g.Listed(t))
-	}
-	if got.PID != s.PID() || got.Address != "uds:"+s.SocketPath() || got.SessionID != s.SessionID() ||
-		got.NativeRef != claudecli.Ref(s.SocketPath()) || got.Protocol != message.ProtocolClaude || !got.Reachable {
-		t.Fatalf("session = %+v; real pid %d socket %s id %s", got, s.PID(), s.SocketPath(), s.SessionID())
-	}
-}
-
-func TestAPromptingSendIsDeliveredIntoATurn(t *testing.T) {
-	needInterop(t)
-	w := gatewaytest.NewWorld(t)
-	api := fakeanthropic.Start(t, nil)
-	startClaude(t, w, api, "work-it")
-	g := gatewaytest.Start(t, w, "gateway-it")
-	nonce := "interop-ping-" + uuid.NewString()[:8]
-	o, code := g.SendJSON(t, "work-it", nonce, "--mode", "prompting", "--wait", "--timeout", "20s")
-	if code != 0 || o.Status != message.StatusDelivered {
-		t.Fatalf("exit %d, outbound %+v", code, o)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	req, err := api.WaitContains(ctx, nonce)
-	if err != nil {
-		t.Fatalf("the real session never started a turn with the message: %v", err)
-	}
-	if !strings.Contains(req.Text(), `from-name="gateway-it"`) {
-		t.Errorf("the turn does not show the gateway's name: %s", req.Text())
-	}
-}
-
 func TestABypassSendIsHeldAndTheRealReceiptsFollowTheDecision(t *testing.T) {
 	for _, deliver := range []bool{true, false} {
 		name := map[bool]string{true: "released by the person: held then delivered", false: "dropped by the person: held then denied"}[deliver]
