@@ -365,6 +365,12 @@ func TestShutdownRemovesEveryRegistrationFile(t *testing.T) {
 	if _, err := os.Stat(gw); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("socket left behind: %v", err)
 	}
+	if socks, _ := filepath.Glob(filepath.Join(g.Runtime, "cc-socks", "*")); len(socks) != 0 {
+		t.Fatalf("sockets left behind: %v", socks)
+	}
+	if _, err := os.Stat(g.Socket()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("control socket left behind: %v", err)
+	}
 }
 
 func TestAttachmentsAreStagedWithTheirHash(t *testing.T) {
