@@ -9,6 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/testkit/clock"
 	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
@@ -17,18 +18,6 @@ import (
 // silent. With keep-alives or pings every few milliseconds, a connection
 // that is not silent speaks many times within it.
 const quiet = 300 * time.Millisecond
-
-// eventually polls cond until it holds, failing after ten seconds.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
 
 // reader reads a WebSocket in the background, as a Ping needs.
 type wsFrame struct {
@@ -102,7 +91,7 @@ func TestAStalledSocketSendsNothingAndHoldsOn(t *testing.T) {
 				t.Fatalf("the server let go of the socket (%d subscribers)", s.Subscribers(id))
 			}
 			c.CloseNow()
-			eventually(t, "the server sees the client go", func() bool { return s.Subscribers(id) == 0 })
+			testutil.Eventually(t, "the server sees the client go", func() bool { return s.Subscribers(id) == 0 })
 		})
 	}
 	t.Run("closing the server ends a stalled socket", func(t *testing.T) {
@@ -198,7 +187,7 @@ func TestAStalledStreamSendsNothingAndHoldsOn(t *testing.T) {
 				t.Fatal("the server let go of the stream")
 			}
 			resp.Body.Close()
-			eventually(t, "the server sees the client go", func() bool { return s.Streams(id) == 0 })
+			testutil.Eventually(t, "the server sees the client go", func() bool { return s.Streams(id) == 0 })
 		})
 	}
 }
@@ -230,7 +219,7 @@ func TestDelays(t *testing.T) {
 					resp.Body.Close()
 					got <- resp.StatusCode
 				}()
-				eventually(t, "the request waits on the clock", func() bool { return clk.Pending() == 1 })
+				testutil.Eventually(t, "the request waits on the clock", func() bool { return clk.Pending() == 1 })
 				clk.Advance(time.Minute - time.Nanosecond)
 				select {
 				case code := <-got:
@@ -263,7 +252,7 @@ func TestDelays(t *testing.T) {
 		frames := readAll(c)
 		for i := range 3 {
 			if i > 0 {
-				eventually(t, "the socket waits on the clock", func() bool { return clk.Pending() == 1 })
+				testutil.Eventually(t, "the socket waits on the clock", func() bool { return clk.Pending() == 1 })
 				select {
 				case f := <-frames:
 					t.Fatalf("frame %q came before the delay", f.data)
@@ -284,7 +273,7 @@ func TestDelays(t *testing.T) {
 		rd := openStream(t, s, id, "", nil, false)
 		for i := uint64(1); i <= 3; i++ {
 			if i > 1 {
-				eventually(t, "the stream waits on the clock", func() bool { return clk.Pending() == 1 })
+				testutil.Eventually(t, "the stream waits on the clock", func() bool { return clk.Pending() == 1 })
 				clk.Advance(time.Second)
 			}
 			if _, v := nextV2(t, rd); v.SequenceNum != i {
@@ -305,7 +294,7 @@ func TestServerKeepAlives(t *testing.T) {
 	defer c.CloseNow()
 	frames := readAll(c)
 	for i := range 3 {
-		eventually(t, "the keep-alive timer is set", func() bool { return clk.Pending() == 1 })
+		testutil.Eventually(t, "the keep-alive timer is set", func() bool { return clk.Pending() == 1 })
 		select {
 		case f := <-frames:
 			t.Fatalf("frame %q before the interval", f.data)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
 	"github.com/sessiongateway/gateway/transport/remote/stream"
 	"github.com/sessiongateway/gateway/transport/remote/wire"
@@ -61,7 +62,7 @@ func TestEveryMessageTypeIsDeliveredOnceInOrder(t *testing.T) {
 				t.Errorf("stats %+v, want one connect and no reconnect", st)
 			}
 			// The resume point moves just after a delivery returns.
-			eventually(t, "the resume point to reach the sentinel", func() bool {
+			testutil.EventuallyWithin(t, patience, "the resume point to reach the sentinel", func() bool {
 				st := r.s.Stats()
 				if tr == stream.TransportSSE {
 					return st.LastSeq == uint64(len(lines)+1)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
 	"github.com/sessiongateway/gateway/transport/remote/stream"
 )
@@ -118,7 +119,7 @@ func TestSoakDisconnectsAndStallsLoseNothing(t *testing.T) {
 					before := r.s.Stats().Connects
 					what, n := disrupt()
 					script = append(script, what)
-					eventually(t, "reconnecting after "+what, func() bool { return r.s.Stats().Connects >= before+n })
+					testutil.EventuallyWithin(t, patience, "reconnecting after "+what, func() bool { return r.s.Stats().Connects >= before+n })
 				}
 			}
 			c.emit(t, `{"type":"result","uuid":"evt_result","subtype":"success","is_error":false}`)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/transport/remote/stream"
 	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
@@ -198,7 +199,7 @@ func TestTheEventStreamDeliversInSequenceOrder(t *testing.T) {
 			}
 			// Stats move just after a delivery returns.
 			last := tt.want[len(tt.want)-1].seq
-			eventually(t, "the stats to match", func() bool {
+			testutil.EventuallyWithin(t, patience, "the stats to match", func() bool {
 				st := r.s.Stats()
 				return st.Gaps == tt.stats.Gaps && st.Recovered == tt.stats.Recovered && st.Duplicates == tt.stats.Duplicates &&
 					st.Malformed == tt.stats.Malformed && st.LastSeq == last

@@ -348,18 +348,6 @@ func ids(us []stream.Update) []string {
 	return out
 }
 
-// eventually polls cond until it holds.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(patience)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen within %v", what, patience)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestNewStreamValidatesTheConfig(t *testing.T) {
 	good := stream.NewConfig("http://127.0.0.1:1", "org", "session_1")
 	tests := []struct {

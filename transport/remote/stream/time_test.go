@@ -13,6 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/testkit/clock"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
 	"github.com/sessiongateway/gateway/transport/remote/stream"
@@ -82,9 +83,9 @@ func TestKeepAlivesFromTheServerKeepAConnectionFromStalling(t *testing.T) {
 			for range 6 { // three minutes, a keep-alive every 30 s
 				before := r.s.Stats().Frames
 				// The fake arms its ticker once the connection is up.
-				eventually(t, "the server's keep-alive timer", func() bool { return fakeServerClock.Pending() > 0 })
+				testutil.EventuallyWithin(t, patience, "the server's keep-alive timer", func() bool { return fakeServerClock.Pending() > 0 })
 				fakeServerClock.Advance(30 * time.Second)
-				eventually(t, "a server keep-alive reaching the stream", func() bool { return r.s.Stats().Frames > before })
+				testutil.EventuallyWithin(t, patience, "a server keep-alive reaching the stream", func() bool { return r.s.Stats().Frames > before })
 				clk.Advance(30 * time.Second)
 			}
 			r.sentinel(c, "evt_sentinel")
@@ -115,7 +116,7 @@ func TestAnIdleConnectionGoesDormantUntilWoken(t *testing.T) {
 			if l := r.link(stream.LinkDormant); l.Err != nil {
 				t.Errorf("dormant link carries %v", l.Err)
 			}
-			eventually(t, "the connection closing", func() bool { return c.Subscribers(c.sid) == 0 })
+			testutil.EventuallyWithin(t, patience, "the connection closing", func() bool { return c.Subscribers(c.sid) == 0 })
 			c.emit(t, assistant("evt_1", "while dormant"))
 			r.s.Wake()
 			r.link(stream.LinkConnected)
@@ -150,7 +151,7 @@ func TestADormantStreamReconnectsWhenHistoryHasNews(t *testing.T) {
 
 			calls := hist.calls.Load()
 			clk.Advance(time.Minute) // a poll that finds nothing new
-			eventually(t, "a poll and the next one armed", func() bool { return hist.calls.Load() > calls && clk.Pending() == 1 })
+			testutil.EventuallyWithin(t, patience, "a poll and the next one armed", func() bool { return hist.calls.Load() > calls && clk.Pending() == 1 })
 			if st := r.s.Stats(); st.Connects != 1 {
 				t.Fatalf("a poll without news reconnected: %+v", st)
 			}
@@ -283,7 +284,7 @@ func TestTheClientSendsInitializeThenKeepAlives(t *testing.T) {
 	}
 	for range 2 {
 		// The keep-alive goroutine arms its timer when it gets to run.
-		eventually(t, "the keep-alive timer", func() bool { return clk.Pending() == 1 })
+		testutil.EventuallyWithin(t, patience, "the keep-alive timer", func() bool { return clk.Pending() == 1 })
 		clk.Advance(50 * time.Second)
 		if l := s.line(t); l != `{"type":"keep_alive"}` {
 			t.Fatalf("line %s, want a keep_alive", l)
