@@ -14,11 +14,13 @@ import (
 
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
+	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
 )
 
 // TestMain lets this test binary stand in for the gateway binary when the
-// alias pool starts a worker: `<test binary> alias-worker --name N`.
+// alias pool starts a worker: `<test binary> alias-worker --name N`; and
+// removes the gateway binary the end-to-end tests built.
 func TestMain(m *testing.M) {
 	if os.Getenv("GATEWAY_TEST_AS_GATEWAY") == "1" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -26,7 +28,7 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	os.Exit(gatewaytest.Main(m))
 }
 
 type poolEvents struct {
