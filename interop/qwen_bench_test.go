@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/internal/safefile"
+	"github.com/sessiongateway/gateway/internal/testutil"
 
 	"github.com/google/uuid"
 
@@ -78,11 +79,11 @@ func BenchmarkQwenSend(b *testing.B) {
 		*second = append(*second, sink.timeSend(b, secondSend, fmt.Sprintf("%s bench %d %s", secondName, i, run)))
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(benchPercentile(sdk, 0.5).Microseconds()), "sdk-p50-µs")
-	b.ReportMetric(float64(benchPercentile(sdk, 0.99).Microseconds()), "sdk-p99-µs")
-	b.ReportMetric(float64(benchPercentile(gw, 0.5).Microseconds()), "gw-p50-µs")
-	b.ReportMetric(float64(benchPercentile(gw, 0.99).Microseconds()), "gw-p99-µs")
-	b.ReportMetric(float64(benchMean(gw))/float64(max(1, benchMean(sdk))), "gw/sdk")
+	b.ReportMetric(float64(testutil.Percentile(sdk, 0.5).Microseconds()), "sdk-p50-µs")
+	b.ReportMetric(float64(testutil.Percentile(sdk, 0.99).Microseconds()), "sdk-p99-µs")
+	b.ReportMetric(float64(testutil.Percentile(gw, 0.5).Microseconds()), "gw-p50-µs")
+	b.ReportMetric(float64(testutil.Percentile(gw, 0.99).Microseconds()), "gw-p99-µs")
+	b.ReportMetric(float64(testutil.Mean(gw))/float64(max(1, testutil.Mean(sdk))), "gw/sdk")
 }
 
 // needQwenSDK skips without GATEWAY_INTEROP=1, like needQwen, and fails
@@ -263,21 +264,4 @@ func (s *qwenSink) timeSend(tb testing.TB, send func(body string) error, body st
 		tb.Fatalf("the sink did not read %q within %v", body, sinkReadTimeout)
 		return 0
 	}
-}
-
-func benchPercentile(d []time.Duration, p float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[min(len(s)-1, int(float64(len(s))*p))]
-}
-
-func benchMean(d []time.Duration) time.Duration {
-	var t time.Duration
-	for _, x := range d {
-		t += x
-	}
-	return t / time.Duration(max(1, len(d)))
 }

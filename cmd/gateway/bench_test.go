@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
-	"sort"
 	"testing"
 	"time"
 
 	"github.com/sessiongateway/gateway/internal/safefile"
+	"github.com/sessiongateway/gateway/internal/testutil"
 
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/transport/uds"
@@ -63,23 +63,6 @@ func rawSend(path string, payload []byte) error {
 	return err
 }
 
-func percentile(d []time.Duration, p float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[min(len(s)-1, int(float64(len(s))*p))]
-}
-
-func mean(d []time.Duration) time.Duration {
-	var t time.Duration
-	for _, x := range d {
-		t += x
-	}
-	return t / time.Duration(max(1, len(d)))
-}
-
 // BenchmarkSendPath runs, in one loop, the raw limit (a bare client doing
 // connect + write + close to a sink socket, until the sink has read the
 // frame) and the gateway's send path (control API request until the sink
@@ -108,9 +91,9 @@ func BenchmarkSendPath(b *testing.B) {
 		via = append(via, time.Since(t0))
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(percentile(raw, 0.5).Microseconds()), "raw-p50-µs")
-	b.ReportMetric(float64(percentile(raw, 0.99).Microseconds()), "raw-p99-µs")
-	b.ReportMetric(float64(percentile(via, 0.5).Microseconds()), "gw-p50-µs")
-	b.ReportMetric(float64(percentile(via, 0.99).Microseconds()), "gw-p99-µs")
-	b.ReportMetric(float64(mean(via))/float64(max(1, mean(raw))), "gw/raw")
+	b.ReportMetric(float64(testutil.Percentile(raw, 0.5).Microseconds()), "raw-p50-µs")
+	b.ReportMetric(float64(testutil.Percentile(raw, 0.99).Microseconds()), "raw-p99-µs")
+	b.ReportMetric(float64(testutil.Percentile(via, 0.5).Microseconds()), "gw-p50-µs")
+	b.ReportMetric(float64(testutil.Percentile(via, 0.99).Microseconds()), "gw-p99-µs")
+	b.ReportMetric(float64(testutil.Mean(via))/float64(max(1, testutil.Mean(raw))), "gw/raw")
 }

@@ -1,6 +1,7 @@
 // Package testutil holds the small helpers tests across the module share: a
 // short temporary directory for Unix socket paths, polling until a condition
-// holds, and a context that ends with the test. It is a normal package so
+// holds, a context that ends with the test, and the latency summaries the
+// benchmarks report. It is a normal package so
 // that any package's tests may import it, but only tests import it; it
 // imports nothing of the module.
 package testutil
