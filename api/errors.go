@@ -64,17 +64,21 @@ func errorOf(err error) Error {
 		le *router.LegError
 		ia *router.InvalidAnswerError
 		ic *router.InvalidControlError
+		re *router.RefusedError
 	)
 	switch {
 	case errors.As(err, &mb):
 		return Error{Error: "request body too large", Code: CodeTooLarge}
+	case errors.As(err, &re): // a leg turned down what it was asked: whatever it says, a conflict
+		return Error{Error: err.Error(), Code: CodeConflict}
 	case errors.As(err, &le): // before the rest: whatever the leg hit, the leg failed
 		return Error{Error: err.Error(), Code: CodeBadGateway}
 	case errors.Is(err, router.ErrNoPermission):
 		return Error{Error: err.Error(), Code: CodeNotFound}
 	case errors.Is(err, router.ErrPermissionSettled):
 		return Error{Error: err.Error(), Code: CodeConflict}
-	case errors.As(err, &ia), errors.As(err, &ic), errors.Is(err, router.ErrNotControllable):
+	case errors.As(err, &ia), errors.As(err, &ic), errors.Is(err, router.ErrNotControllable),
+		errors.Is(err, router.ErrNoIdleNotices):
 		return Error{Error: err.Error(), Code: CodeBadRequest}
 	case errors.As(err, &pe):
 		return Error{Error: err.Error(), Code: CodeBadAddress}
@@ -82,7 +86,7 @@ func errorOf(err error) Error {
 		return Error{Error: err.Error(), Code: CodeNotFound, Suggestions: nf.Suggestions}
 	case errors.As(err, &am):
 		return Error{Error: err.Error(), Code: CodeAmbiguous, Candidates: am.Candidates}
-	case errors.Is(err, router.ErrNoLeg), errors.Is(err, router.ErrUnknownMessage),
+	case errors.Is(err, router.ErrNoLeg), errors.Is(err, router.ErrUnknownMessage), errors.Is(err, router.ErrNotHeld),
 		errors.Is(err, addressing.ErrNoDIDResolver):
 		return Error{Error: err.Error(), Code: CodeNotFound}
 	case errors.Is(err, addressing.ErrUnsupported): // a pipe address off Windows

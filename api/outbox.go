@@ -2,18 +2,12 @@ package api
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"slices"
 
 	"github.com/sessiongateway/gateway/outbox"
+	"github.com/sessiongateway/gateway/router"
 )
-
-// Outboxer is a leg with a durable outbox (outbox.Leg wrapping the remote
-// leg).
-type Outboxer interface {
-	Outbox(all bool) ([]outbox.Item, error)
-}
 
 // outbox lists the messages waiting for a server's acknowledgement, oldest
 // first; ?all=true adds the recently acknowledged and failed ones. With no
@@ -24,18 +18,13 @@ func (s *Server) outbox(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	items := []outbox.Item{}
-	for _, l := range s.cfg.Router.Legs() {
-		o, ok := l.(Outboxer)
-		if !ok {
-			continue
-		}
-		its, err := o.Outbox(all)
-		if err != nil {
-			s.fail(w, fmt.Errorf("reading the %s leg's outbox: %w", l.Name(), err))
-			return
-		}
-		items = append(items, its...)
+	items, err := router.Outbox[outbox.Item](s.cfg.Router, all)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	if items == nil {
+		items = []outbox.Item{}
 	}
 	slices.SortStableFunc(items, func(a, b outbox.Item) int { return a.AcceptedAt.Compare(b.AcceptedAt) })
 	writeJSON(w, http.StatusOK, items)

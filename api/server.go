@@ -348,20 +348,10 @@ func writeEvent(w io.Writer, ev message.Event) {
 	fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.ID, ev.Type, mustJSON(ev))
 }
 
-func (s *Server) holders() []router.Holder {
-	var hs []router.Holder
-	for _, l := range s.cfg.Router.Legs() {
-		if h, ok := l.(router.Holder); ok {
-			hs = append(hs, h)
-		}
-	}
-	return hs
-}
-
 func (s *Server) held(w http.ResponseWriter, r *http.Request) {
-	all := []message.Held{}
-	for _, h := range s.holders() {
-		all = append(all, h.Held()...)
+	all := s.cfg.Router.Held()
+	if all == nil {
+		all = []message.Held{}
 	}
 	writeJSON(w, http.StatusOK, all)
 }
@@ -371,9 +361,6 @@ type DecideBody struct {
 	Action string `json:"action"` // release | deny
 	Reason string `json:"reason,omitempty"`
 }
-
-// ErrNotHeld is returned when no leg holds the id.
-var ErrNotHeld = errors.New("no held message with that id")
 
 func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 	var b DecideBody
@@ -386,20 +373,13 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	for _, h := range s.holders() {
-		for _, m := range h.Held() {
-			if m.Message.ID == id {
-				if err := h.Decide(r.Context(), id, b.Action == "release", b.Reason); err != nil {
-					// Decided meanwhile, or the queue is full: a conflict, not a fault.
-					writeError(w, Error{Error: err.Error(), Code: CodeConflict})
-					return
-				}
-				writeJSON(w, http.StatusOK, DecideResult{ID: id, Action: b.Action})
-				return
-			}
-		}
+	// A leg's refusal (decided meanwhile, its queue full) is a conflict,
+	// not a fault; no leg holding the id is a 404 (errorOf).
+	if err := s.cfg.Router.Decide(r.Context(), id, b.Action == "release", b.Reason); err != nil {
+		s.fail(w, err)
+		return
 	}
-	writeError(w, Error{Error: ErrNotHeld.Error() + ": " + id, Code: CodeNotFound})
+	writeJSON(w, http.StatusOK, DecideResult{ID: id, Action: b.Action})
 }
 
 // IdleBody is the body of POST /v1/idle.
@@ -427,25 +407,16 @@ func (s *Server) idle(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	leg, target, err := s.cfg.Router.Resolve(r.Context(), b.To)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	is, ok := leg.(router.IdleSubscriber)
-	if !ok {
-		s.fail(w, errBadRequest(fmt.Sprintf("the %s leg has no idle notices", leg.Name())))
-		return
-	}
 	// Subscribe before asking, so a notice that comes at once is not missed.
 	var sub *router.Sub
 	if b.Wait {
 		_, _, sub = s.cfg.Router.Hub().Subscribe(-1)
 		defer sub.Close()
 	}
-	id, err := is.NotifyWhenIdle(r.Context(), target)
+	// A leg without idle notices is a 400, its peer's refusal a 409 (errorOf).
+	id, target, err := s.cfg.Router.NotifyWhenIdle(r.Context(), b.To)
 	if err != nil {
-		writeError(w, Error{Error: err.Error(), Code: CodeConflict})
+		s.fail(w, err)
 		return
 	}
 	res := IdleResult{SubscriptionID: id, Address: target.Address}
@@ -563,20 +534,15 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, Health{Status: "ok", Version: s.cfg.Version})
 }
 
-// Readier is a leg that can say whether it is ready.
-type Readier interface{ Ready() error }
-
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	legs := map[string]string{}
 	ok := true
-	for _, l := range s.cfg.Router.Legs() {
+	for name, err := range s.cfg.Router.Ready() {
 		st := "ready"
-		if rd, is := l.(Readier); is {
-			if err := rd.Ready(); err != nil {
-				st, ok = err.Error(), false
-			}
+		if err != nil {
+			st, ok = err.Error(), false
 		}
-		legs[string(l.Name())] = st
+		legs[string(name)] = st
 	}
 	code := http.StatusOK
 	if !ok {

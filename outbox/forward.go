@@ -9,7 +9,7 @@ import (
 	"github.com/sessiongateway/gateway/router"
 )
 
-// The router and the API find a leg's optional abilities by type
+// The router finds a leg's optional abilities (router/leg.go) by type
 // assertion, so the wrapper offers exactly those the remote leg has (a
 // test checks) and hands each to the inner leg. It is no AliasHost: the
 // bridge sends to a leg without aliases with Send, the sender in From.
@@ -41,7 +41,7 @@ func (l *Leg) Control(ctx context.Context, target message.Session, c message.Con
 
 // Wake is the inner leg's (the remote leg: leave dormancy for a session).
 func (l *Leg) Wake(id string) {
-	if w, ok := l.inner.(interface{ Wake(string) }); ok {
+	if w, ok := l.inner.(router.Waker); ok {
 		w.Wake(id)
 	}
 }
@@ -52,7 +52,7 @@ func (l *Leg) Ready() error {
 	if err := l.store.Err(); err != nil {
 		return fmt.Errorf("outbox: %w", err)
 	}
-	if r, ok := l.inner.(interface{ Ready() error }); ok {
+	if r, ok := l.inner.(router.Readier); ok {
 		return r.Ready()
 	}
 	return nil

@@ -88,7 +88,7 @@ func TestAbilitiesAreForwarded(t *testing.T) {
 	})
 }
 
-// The router and the API look for these by type assertion; the wrapper
+// The router looks for these by type assertion; the wrapper
 // must offer exactly those the remote leg offers, no fewer (a prompt could
 // not be answered) and no more (an AliasHost would change how the bridge
 // sends to it).
@@ -101,8 +101,8 @@ func TestTheWrapperOffersExactlyTheRemoteLegsAbilities(t *testing.T) {
 		"AliasHost":      reflect.TypeFor[router.AliasHost](),
 		"Prompter":       reflect.TypeFor[router.Prompter](),
 		"Controllable":   reflect.TypeFor[router.Controllable](),
-		"Readier":        reflect.TypeFor[interface{ Ready() error }](),
-		"Waker":          reflect.TypeFor[interface{ Wake(string) }](),
+		"Readier":        reflect.TypeFor[router.Readier](),
+		"Waker":          reflect.TypeFor[router.Waker](),
 	}
 	remote, wrapper := reflect.TypeFor[*remote.Leg](), reflect.TypeFor[*outbox.Leg]()
 	var _ router.Leg = (*outbox.Leg)(nil)

@@ -1,14 +1,15 @@
 // Package router sits between the control API and the legs: it lists every
 // reachable session, resolves an address to the leg that reaches it, sends,
 // tracks each outbound message through its receipts, and fans events out to
-// watchers. It knows legs only through the Leg interface and the small
-// optional interfaces beside it, and never imports a transport.
+// watchers. It knows legs only through the Leg interface and the optional
+// abilities declared beside it (leg.go), offers what those abilities do to
+// its callers through its own methods (abilities.go), and never imports a
+// transport.
 //
 // Around that core: the bridge publishes each leg's sessions as aliases on
 // the others and forwards what arrives at an alias (bridge.go), guarded by
 // the gateway's hop token in every chain it forwards (hop.go); the
 // permission broker keeps remote sessions' can_use_tool prompts and lets the
-// first answer win (permissions.go); the approver sends those prompts to a
-// local session and applies its allow/deny/answer replies (approver.go,
-// answers.go).
+// first answer win (permissions.go). Whoever answers them (the API, the
+// approver package) does so through AnswerPermission.
 package router

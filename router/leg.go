@@ -79,3 +79,34 @@ type Prompter interface {
 type Controllable interface {
 	Control(ctx context.Context, target message.Session, c message.Control) error
 }
+
+// Resumer is a leg that carries messages accepted before a restart (a
+// durable outbox): the router tracks them again, so their receipts reach
+// watchers and Message, as any send's do.
+type Resumer interface {
+	Resumed() []message.Message
+}
+
+// Readier is a leg that can say whether it is ready to carry messages
+// (registered, its roster fetched, its store writable); a leg without it
+// is always ready. The router reports it with Ready.
+type Readier interface {
+	Ready() error
+}
+
+// Outboxer is a leg that keeps what it accepted on disk until a server
+// acknowledges it (outbox.Leg). Item is the outbox's own listing type: the
+// outbox package builds on the router, so the router cannot name it, and
+// passes the items through unread (see Outbox).
+type Outboxer[Item any] interface {
+	// Outbox lists the messages waiting for an acknowledgement, oldest
+	// first; all adds the recently acknowledged and failed ones.
+	Outbox(all bool) ([]Item, error)
+}
+
+// Waker is a leg whose followed sessions may go dormant (the remote leg's
+// streams after an idle while): Wake brings the one with this session id
+// back at once.
+type Waker interface {
+	Wake(sessionID string)
+}

@@ -107,6 +107,15 @@ func (p AnswerProblem) String() string {
 	return wireString(answerProblemWire[:], p, "answer-problem-%d")
 }
 
+// wireString is v's spelling in table, or unknown formatted with v's number
+// when table has none.
+func wireString[T ~uint8](table []string, v T, unknown string) string {
+	if int(v) < len(table) && table[v] != "" {
+		return table[v]
+	}
+	return fmt.Sprintf(unknown, uint8(v))
+}
+
 // InvalidAnswerError is an answer the prompt cannot take. Valid lists what
 // would be accepted (question texts or option labels) when that helps.
 type InvalidAnswerError struct {
@@ -132,9 +141,6 @@ func (e *InvalidAnswerError) Error() string {
 type InvalidControlError struct{ Detail string }
 
 func (e *InvalidControlError) Error() string { return "invalid control request: " + e.Detail }
-
-// ruleDestinations are the settings scopes a rule may be written to.
-var ruleDestinations = []string{"localSettings", "userSettings", "projectSettings", "session", "cliArg"}
 
 // permBroker keeps one entry per (session, request id). Its zero value is
 // ready to use.
@@ -292,7 +298,9 @@ func (b *permBroker) get(id string) (*permEntry, message.PermissionRequest, erro
 	return e, e.req, nil
 }
 
-func settledErr(req message.PermissionRequest) error {
+// CheckPending is nil for a pending prompt, else the *SettledError saying
+// how it was settled.
+func CheckPending(req message.PermissionRequest) error {
 	if req.State == message.PermissionPending {
 		return nil
 	}
@@ -344,10 +352,10 @@ func (r *Router) AnswerPermission(ctx context.Context, id string, a message.Perm
 	if err != nil {
 		return message.PermissionRequest{}, err
 	}
-	if err := settledErr(req); err != nil {
+	if err := CheckPending(req); err != nil {
 		return req, err
 	}
-	if err := validateAnswer(req, a); err != nil {
+	if err := ValidateAnswer(req, a); err != nil {
 		return req, err
 	}
 	select {
@@ -359,7 +367,7 @@ func (r *Router) AnswerPermission(ctx context.Context, id string, a message.Perm
 	r.perms.mu.Lock()
 	req = e.req // settled by the answer we waited for, or withdrawn meanwhile
 	r.perms.mu.Unlock()
-	if err := settledErr(req); err != nil {
+	if err := CheckPending(req); err != nil {
 		return req, err
 	}
 	leg, ok := r.Leg(req.Leg)
@@ -385,17 +393,12 @@ func (r *Router) AnswerPermission(ctx context.Context, id string, a message.Perm
 		// Withdrawn by the session while the answer was on its way.
 		req = e.req
 		r.perms.mu.Unlock()
-		return req, settledErr(req)
+		return req, CheckPending(req)
 	}
 	r.perms.settleLocked(e, message.PermissionAnswered, &a)
 	req = e.req
 	r.perms.mu.Unlock()
 	r.hub.Publish(message.Event{Type: message.EventPermission, Leg: req.Leg, Permission: &req})
-	if r.appr != nil && !r.appr.isApprover(a.By) {
-		// Answered from the CLI or the API: the approver, who was asked,
-		// hears that it no longer needs to answer.
-		r.appr.permission(ctx, req)
-	}
 	return req, nil
 }
 
@@ -412,8 +415,9 @@ func cloneAnswer(a message.PermissionAnswer) message.PermissionAnswer {
 	return a
 }
 
-// validateAnswer checks a against req without asking anyone.
-func validateAnswer(req message.PermissionRequest, a message.PermissionAnswer) error {
+// ValidateAnswer checks a against req as AnswerPermission does, without
+// asking anyone.
+func ValidateAnswer(req message.PermissionRequest, a message.PermissionAnswer) error {
 	bad := func(p AnswerProblem, valid []string, format string, args ...any) error {
 		return &InvalidAnswerError{ID: req.ID, Problem: p, Detail: fmt.Sprintf(format, args...), Valid: valid}
 	}
@@ -437,8 +441,8 @@ func validateAnswer(req message.PermissionRequest, a message.PermissionAnswer) e
 			return bad(AnswerBadRule, nil, "rule tool name %q: want a tool name such as Bash", rule.ToolName)
 		}
 	}
-	if a.RuleDestination != "" && !slices.Contains(ruleDestinations, a.RuleDestination) {
-		return bad(AnswerBadDestination, ruleDestinations, "rule destination %q is not a settings scope", a.RuleDestination)
+	if a.RuleDestination != "" && !slices.Contains(message.RuleDestinations, a.RuleDestination) {
+		return bad(AnswerBadDestination, message.RuleDestinations, "rule destination %q is not a settings scope", a.RuleDestination)
 	}
 	if len(a.Answers) > 0 {
 		return validateAnswers(req, a.Answers, bad)

@@ -43,10 +43,6 @@ type Config struct {
 	// BridgeOnly, when not empty, limits the bridge to sessions whose name
 	// matches one of these path.Match patterns.
 	BridgeOnly []string
-	// Approver, when set, is the address (a local session or alias) that
-	// gets each new permission prompt as a message and answers it by
-	// replying allow, deny or answer (see approver.go).
-	Approver string
 }
 
 // Router resolves, sends, tracks and fans out.
@@ -67,7 +63,6 @@ type Router struct {
 	bgSlot chan struct{}  // bounds them
 
 	perms permBroker // permission prompts of the legs' sessions
-	appr  *approver  // nil without Config.Approver
 }
 
 type outbound struct {
@@ -115,11 +110,7 @@ func New(cfg Config, legs ...Leg) *Router {
 	}
 	h := NewHub(cfg.KeepEvents, cfg.WatcherBuf)
 	h.now = cfg.Clock.Now
-	r := &Router{cfg: cfg, log: cfg.Logger, legs: legs, hub: h, out: map[string]*outbound{}, bgSlot: make(chan struct{}, 32)}
-	if cfg.Approver != "" {
-		r.appr = newApprover(r, cfg.Approver)
-	}
-	return r
+	return &Router{cfg: cfg, log: cfg.Logger, legs: legs, hub: h, out: map[string]*outbound{}, bgSlot: make(chan struct{}, 32)}
 }
 
 // Hub is the event fan-out.
@@ -127,13 +118,6 @@ func (r *Router) Hub() *Hub { return r.hub }
 
 // Legs lists the legs in the order given to New.
 func (r *Router) Legs() []Leg { return r.legs }
-
-// Resumer is a leg that carries messages accepted before a restart (a
-// durable outbox): the router tracks them again, so their receipts reach
-// watchers and Message, as any send's do.
-type Resumer interface {
-	Resumed() []message.Message
-}
 
 // Run runs every leg and the event pump until ctx ends or a leg fails.
 func (r *Router) Run(ctx context.Context) error {
@@ -202,8 +186,6 @@ func (r *Router) handle(ctx context.Context, ev message.Event) {
 					}
 				})
 			}
-		} else if ev.Message != nil && r.appr != nil {
-			r.appr.inbound(ctx, *ev.Message) // a reply to a prompt, or left alone
 		}
 	case message.EventLink:
 		r.noteLink(ctx, ev)
@@ -215,9 +197,6 @@ func (r *Router) handle(ctx context.Context, ev message.Event) {
 		var fresh bool
 		if ev, fresh = r.notePermission(ev); !fresh {
 			return
-		}
-		if r.appr != nil {
-			r.appr.permission(ctx, *ev.Permission)
 		}
 	}
 	r.hub.Publish(ev)
@@ -337,6 +316,18 @@ func (r *Router) Resolve(ctx context.Context, to string) (Leg, message.Session, 
 		if err == nil && inRoster {
 			return l, s, nil
 		}
+	}
+	l, s, _, err := r.resolveIn(ctx, a, r.Sessions(ctx))
+	return l, s, err
+}
+
+// ResolveFresh is Resolve against a listing made now, never a cached one:
+// for a caller that knows a session may have just restarted under the
+// same name.
+func (r *Router) ResolveFresh(ctx context.Context, to string) (Leg, message.Session, error) {
+	a, err := addressing.Parse(to)
+	if err != nil {
+		return nil, message.Session{}, err
 	}
 	l, s, _, err := r.resolveIn(ctx, a, r.Sessions(ctx))
 	return l, s, err

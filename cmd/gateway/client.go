@@ -228,13 +228,13 @@ func humanEvent(ev message.Event) string {
 		if r.Kind == "assistant" && !r.Final || r.Text == "" {
 			return ""
 		}
-		return fmt.Sprintf("%s %s %s: %s", t, r.Address, r.Kind, oneLine(r.Text, 200))
+		return fmt.Sprintf("%s %s %s: %s", t, r.Address, r.Kind, message.OneLine(r.Text, 200))
 	case ev.Permission != nil:
 		p := ev.Permission
 		switch p.State {
 		case message.PermissionPending:
 			return fmt.Sprintf("%s %s asks to use %s: %s (answer: gateway allow %s | gateway deny %s --message TEXT)",
-				t, p.Address, p.ToolName, summary(*p), p.ID, p.ID)
+				t, p.Address, p.ToolName, p.Summary(summaryWidth), p.ID, p.ID)
 		case message.PermissionAnswered:
 			by := ""
 			if p.Answer != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,16 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/approver"
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/router"
 )
-
-// ruleDestinations are the settings scopes --rule-destination takes.
-var ruleDestinations = []string{"localSettings", "userSettings", "projectSettings", "session", "cliArg"}
 
 func runPermissions(ctx context.Context, e *env, args []string) int {
 	fs := newFlags(e, "permissions")
@@ -55,9 +49,9 @@ func runPermissions(ctx context.Context, e *env, args []string) int {
 	}
 	for _, p := range ps {
 		if *all {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.ID, p.SessionID, p.ToolName, p.State, summary(p))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.ID, p.SessionID, p.ToolName, p.State, p.Summary(summaryWidth))
 		} else {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, p.SessionID, p.ToolName, summary(p))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, p.SessionID, p.ToolName, p.Summary(summaryWidth))
 		}
 	}
 	tw.Flush()
@@ -67,98 +61,13 @@ func runPermissions(ctx context.Context, e *env, args []string) int {
 // summaryWidth caps a summary so a table row stays one line.
 const summaryWidth = 100
 
-// summary is a one-line view of what a prompt asks for: the command, the
-// file, the questions, the plan.
-func summary(p message.PermissionRequest) string {
-	var in map[string]any
-	_ = json.Unmarshal(p.Input, &in)
-	str := func(k string) string { s, _ := in[k].(string); return s }
-	var s string
-	switch p.ToolName {
-	case "AskUserQuestion":
-		qs := make([]string, len(p.Questions))
-		for i, q := range p.Questions {
-			qs[i] = q.Question
-		}
-		s = strings.Join(qs, " / ")
-	case "ExitPlanMode":
-		s = "plan: " + str("plan")
-	case "Bash":
-		s = str("command")
-	case "Edit", "MultiEdit", "Write", "Read":
-		s = str("file_path")
-	case "NotebookEdit":
-		s = str("notebook_path")
-	case "WebFetch":
-		s = str("url")
-	case "WebSearch":
-		s = str("query")
-	case "Grep", "Glob":
-		s = strings.TrimSpace(str("pattern") + " " + str("path"))
-	case "Task", "Agent":
-		s = str("description")
-	}
-	if s == "" {
-		s = p.Description
-	}
-	if s == "" {
-		var b bytes.Buffer
-		if json.Compact(&b, p.Input) == nil {
-			s = b.String()
-		}
-	}
-	return oneLine(s, summaryWidth)
-}
-
-// oneLine folds whitespace runs (newlines included) into single spaces and
-// cuts s to at most width runes.
-func oneLine(s string, width int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= width {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:width-1]) + "…"
-}
-
-// parseRule reads `Tool` or `Tool(content)`, as Claude Code writes
-// permission rules.
-func parseRule(s string) (message.PermissionRule, error) {
-	s = strings.TrimSpace(s)
-	tool, rest, hasContent := strings.Cut(s, "(")
-	tool = strings.TrimSpace(tool)
-	switch {
-	case tool == "":
-		return message.PermissionRule{}, fmt.Errorf("rule %q: want Tool or Tool(content), such as Bash(go test ./...)", s)
-	case strings.ContainsRune(tool, ')') || strings.ContainsFunc(tool, unicode.IsSpace):
-		return message.PermissionRule{}, fmt.Errorf("rule %q: the tool name %q has spaces or parentheses", s, tool)
-	case !hasContent:
-		return message.PermissionRule{ToolName: tool}, nil
-	case !strings.HasSuffix(rest, ")"):
-		return message.PermissionRule{}, fmt.Errorf("rule %q: the content must end with )", s)
-	}
-	content := rest[:len(rest)-1]
-	if content == "" {
-		return message.PermissionRule{}, fmt.Errorf("rule %q: empty content; write %s alone to match every use", s, tool)
-	}
-	return message.PermissionRule{ToolName: tool, RuleContent: content}, nil
-}
-
-// formatRule writes a rule the way parseRule reads it.
-func formatRule(r message.PermissionRule) string {
-	if r.RuleContent == "" {
-		return r.ToolName
-	}
-	return r.ToolName + "(" + r.RuleContent + ")"
-}
-
 // answered prints a settled prompt, or as JSON.
 func answered(e *env, asJSON bool, verb string, p message.PermissionRequest) int {
 	if asJSON {
 		printJSON(e.stdout, p)
 		return exitOK
 	}
-	fmt.Fprintf(e.stdout, "%s %s (%s: %s)\n", verb, p.ID, p.ToolName, summary(p))
+	fmt.Fprintf(e.stdout, "%s %s (%s: %s)\n", verb, p.ID, p.ToolName, p.Summary(summaryWidth))
 	if p.Answer != nil && len(p.Answer.Rules) > 0 {
 		dest := p.Answer.RuleDestination
 		if dest == "" {
@@ -166,7 +75,7 @@ func answered(e *env, asJSON bool, verb string, p message.PermissionRequest) int
 		}
 		rules := make([]string, len(p.Answer.Rules))
 		for i, r := range p.Answer.Rules {
-			rules[i] = formatRule(r)
+			rules[i] = r.String()
 		}
 		fmt.Fprintf(e.stdout, "  rules for %s: %s\n", dest, strings.Join(rules, ", "))
 	}
@@ -191,7 +100,7 @@ func runAllow(ctx context.Context, e *env, args []string) int {
 	input := fs.String("input", "", "replace the tool's input with this JSON object")
 	var rules multi
 	fs.Var(&rules, "rule", "also add a permission rule: Tool or Tool(content), e.g. 'Bash(go test ./...)' (repeatable)")
-	dest := fs.String("rule-destination", "", "where rules are saved: "+strings.Join(ruleDestinations, ", ")+" (default localSettings)")
+	dest := fs.String("rule-destination", "", "where rules are saved: "+strings.Join(message.RuleDestinations, ", ")+" (default localSettings)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagErr(err)
@@ -210,15 +119,15 @@ func runAllow(ctx context.Context, e *env, args []string) int {
 		a.UpdatedInput = json.RawMessage(*input)
 	}
 	for _, r := range rules {
-		rule, err := parseRule(r)
+		rule, err := message.ParseRule(r)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "gateway: --rule %v\n", err)
 			return exitUsage
 		}
 		a.Rules = append(a.Rules, rule)
 	}
-	if *dest != "" && !slices.Contains(ruleDestinations, *dest) {
-		fmt.Fprintf(e.stderr, "gateway: --rule-destination %q: want one of %s\n", *dest, strings.Join(ruleDestinations, ", "))
+	if *dest != "" && !slices.Contains(message.RuleDestinations, *dest) {
+		fmt.Fprintf(e.stderr, "gateway: --rule-destination %q: want one of %s\n", *dest, strings.Join(message.RuleDestinations, ", "))
 		return exitUsage
 	}
 	p, err := clientFor(*sd).AnswerPermission(ctx, pos[0], a)
@@ -253,7 +162,7 @@ func runAnswer(ctx context.Context, e *env, args []string) int {
 	if len(p.Questions) == 0 {
 		return fail(e, fmt.Errorf("%s is a %s prompt, not a question: use gateway allow or gateway deny", p.ID, p.ToolName))
 	}
-	answers, err := parseAnswers(p.Questions, pos[1:])
+	answers, err := approver.ParseAnswers(p.Questions, pos[1:])
 	if err != nil {
 		fmt.Fprintf(e.stderr, "gateway: %v\n", err)
 		return exitUsage
@@ -273,16 +182,12 @@ func runAnswer(ctx context.Context, e *env, args []string) int {
 	return exitOK
 }
 
-// parseAnswers reads "Question=Option" specs; the parser lives in the
-// router, which reads the approver's answer replies with it too.
-var parseAnswers = router.ParseAnswers
-
 // printPrompt shows a pending prompt and how to answer it.
 func printPrompt(w io.Writer, p message.PermissionRequest) {
 	if len(p.Questions) > 0 {
 		fmt.Fprintf(w, "question %s from %s:\n", p.ID, p.SessionID)
 		for i, q := range p.Questions {
-			fmt.Fprintf(w, "  %s\n", router.DescribeQuestion(i, q))
+			fmt.Fprintf(w, "  %s\n", approver.DescribeQuestion(i, q))
 		}
 		ex := make([]string, len(p.Questions))
 		for i, q := range p.Questions {
@@ -300,7 +205,7 @@ func printPrompt(w io.Writer, p message.PermissionRequest) {
 		fmt.Fprintf(w, "  or:     gateway deny %s --message TEXT\n", p.ID)
 		return
 	}
-	fmt.Fprintf(w, "permission %s from %s: %s %s\n", p.ID, p.SessionID, p.ToolName, summary(p))
+	fmt.Fprintf(w, "permission %s from %s: %s %s\n", p.ID, p.SessionID, p.ToolName, p.Summary(summaryWidth))
 	fmt.Fprintf(w, "  allow: gateway allow %s%s\n", p.ID, ruleHint(p))
 	fmt.Fprintf(w, "  deny:  gateway deny %s --message TEXT\n", p.ID)
 }

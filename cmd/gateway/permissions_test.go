@@ -10,11 +10,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"unicode"
 
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/message"
@@ -207,121 +205,6 @@ func (g *promptGateway) idOf(t *testing.T, request string) string {
 	return ""
 }
 
-func TestParseRule(t *testing.T) {
-	tests := []struct {
-		name    string
-		in      string
-		want    message.PermissionRule
-		wantErr bool
-	}{
-		{"a bare tool matches every use", "WebFetch", message.PermissionRule{ToolName: "WebFetch"}, false},
-		{"a tool with content keeps the content as written", "Bash(go test ./...)", message.PermissionRule{ToolName: "Bash", RuleContent: "go test ./..."}, false},
-		{"content may hold parentheses", "Bash(echo (a))", message.PermissionRule{ToolName: "Bash", RuleContent: "echo (a)"}, false},
-		{"surrounding spaces are ignored", "  Read(/src/**)  ", message.PermissionRule{ToolName: "Read", RuleContent: "/src/**"}, false},
-		{"an MCP tool name is a tool name", "mcp__github__create_issue", message.PermissionRule{ToolName: "mcp__github__create_issue"}, false},
-		{"an empty rule is refused", "", message.PermissionRule{}, true},
-		{"content without a tool is refused", "(ls)", message.PermissionRule{}, true},
-		{"unclosed content is refused", "Bash(ls", message.PermissionRule{}, true},
-		{"text after the content is refused", "Bash(ls)x", message.PermissionRule{}, true},
-		{"empty content is refused", "Bash()", message.PermissionRule{}, true},
-		{"a tool name with a space is refused", "Bash ls", message.PermissionRule{}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseRule(tt.in)
-			if (err != nil) != tt.wantErr || got != tt.want {
-				t.Fatalf("parseRule(%q) = %+v, %v; want %+v, error %v", tt.in, got, err, tt.want, tt.wantErr)
-			}
-		})
-	}
-}
-
-func TestParseAnswers(t *testing.T) {
-	withEquals := append(testQuestions[:2:2], message.Question{Question: "Is a=b?", Options: []string{"Yes", "No"}})
-	tests := []struct {
-		name    string
-		qs      []message.Question
-		specs   []string
-		want    map[string][]string
-		wantErr []string // fragments the error must hold
-	}{
-		{"questions by header and options by label", testQuestions, []string{"Approach=Option B", "Features=Logging"},
-			map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Logging"}}, nil},
-		{"questions by text and number, options by number", testQuestions, []string{"Which approach?=1", "2=3"},
-			map[string][]string{"Which approach?": {"Option A (Recommended)"}, "Which features?": {"Tracing"}}, nil},
-		{"a label matches ignoring case", testQuestions, []string{"approach=option b", "features=METRICS"},
-			map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Metrics"}}, nil},
-		{"a multi-select question takes a repeated question", testQuestions, []string{"Approach=Option B", "Features=Logging", "Features=Metrics"},
-			map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Logging", "Metrics"}}, nil},
-		{"a multi-select question takes a JSON list", testQuestions, []string{"Approach=Option B", `Features=["Logging","Metrics"]`},
-			map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Logging", "Metrics"}}, nil},
-		{"an option chosen twice counts once", testQuestions, []string{"Approach=2", "Features=Logging", "Features=1"},
-			map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Logging"}}, nil},
-		{"a question text holding = is found", withEquals, []string{"Approach=2", "Features=1", "Is a=b?=Yes"},
-			map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Logging"}, "Is a=b?": {"Yes"}}, nil},
-		{"an unanswered question is refused and listed", testQuestions, []string{"Approach=Option B"},
-			nil, []string{"unanswered", `2 "Which features?" (Features, several)`, `1 "Logging"`}},
-		{"an unknown question lists the questions", testQuestions, []string{"Colour=Red", "Approach=1", "Features=1"},
-			nil, []string{`no question "Colour"`, `1 "Which approach?" (Approach)`}},
-		{"an unknown option lists the options", testQuestions, []string{"Approach=Option C", "Features=1"},
-			nil, []string{`no option "Option C"`, `1 "Option A (Recommended)", 2 "Option B"`}},
-		{"an option number out of range is refused", testQuestions, []string{"Approach=3", "Features=1"},
-			nil, []string{`no option "3"`}},
-		{"two options for a single-select question are refused", testQuestions, []string{"Approach=1", "Approach=2", "Features=1"},
-			nil, []string{"takes one option"}},
-		{"a spec without = is refused", testQuestions, []string{"Approach"},
-			nil, []string{"want Question=Option"}},
-		{"a broken JSON list is refused", testQuestions, []string{"Approach=1", `Features=["Logging"`},
-			nil, []string{"JSON list"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseAnswers(tt.qs, tt.specs)
-			if tt.wantErr != nil {
-				if err == nil {
-					t.Fatalf("got %v, want an error", got)
-				}
-				for _, frag := range tt.wantErr {
-					if !strings.Contains(err.Error(), frag) {
-						t.Errorf("error %q does not hold %q", err, frag)
-					}
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
-				t.Fatalf("got %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestSummaryIsOneLine(t *testing.T) {
-	tests := []struct {
-		name string
-		p    message.PermissionRequest
-		want string
-	}{
-		{"a Bash prompt shows its command", message.PermissionRequest{ToolName: "Bash", Input: json.RawMessage(`{"command":"go test ./...","description":"run tests"}`)}, "go test ./..."},
-		{"a multi-line command is folded", message.PermissionRequest{ToolName: "Bash", Input: json.RawMessage(`{"command":"set -e\n  make\n"}`)}, "set -e make"},
-		{"a question prompt shows its questions", message.PermissionRequest{ToolName: "AskUserQuestion", Questions: testQuestions}, "Which approach? / Which features?"},
-		{"a plan shows its text", message.PermissionRequest{ToolName: "ExitPlanMode", Input: json.RawMessage(`{"plan":"# Plan\n1. fix it"}`)}, "plan: # Plan 1. fix it"},
-		{"an edit shows its file", message.PermissionRequest{ToolName: "Edit", Input: json.RawMessage(`{"file_path":"/src/a.go","old_string":"x"}`)}, "/src/a.go"},
-		{"an unknown tool shows its description", message.PermissionRequest{ToolName: "mcp__x__y", Description: "Does y", Input: json.RawMessage(`{"a":1}`)}, "Does y"},
-		{"an unknown tool without one shows its input", message.PermissionRequest{ToolName: "mcp__x__y", Input: json.RawMessage(`{ "a": 1 }`)}, `{"a":1}`},
-		{"a long one is cut", message.PermissionRequest{ToolName: "Bash", Input: json.RawMessage(`{"command":"` + strings.Repeat("é", 150) + `"}`)}, strings.Repeat("é", summaryWidth-1) + "…"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := summary(tt.p); got != tt.want {
-				t.Fatalf("summary = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestPermissionCommands(t *testing.T) {
 	g := startPromptGateway(t)
 	g.raise(t, pendingPrompt("bash", "Bash", `{"command":"go test ./..."}`), questionPrompt("ask"),
@@ -457,53 +340,4 @@ func TestDenyFallsBackToHeldMessages(t *testing.T) {
 			}
 		})
 	}
-}
-
-// FuzzParseRule: a rule parseRule accepts is printed back to the same rule.
-func FuzzParseRule(f *testing.F) {
-	for _, s := range []string{"Bash", "Bash(go test ./...)", "Bash(echo (a))", " Read(/src/**) ", "Bash(", "()", "Bash()x", "mcp__a__b"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		r, err := parseRule(s)
-		if err != nil {
-			return
-		}
-		if r.ToolName == "" || strings.ContainsAny(r.ToolName, "()") || strings.ContainsFunc(r.ToolName, unicode.IsSpace) {
-			t.Fatalf("%q gave the bad tool name %q", s, r.ToolName)
-		}
-		again, err := parseRule(formatRule(r))
-		if err != nil || again != r {
-			t.Fatalf("%q: %+v printed as %q reads back as %+v, %v", s, r, formatRule(r), again, err)
-		}
-	})
-}
-
-// FuzzParseAnswers: whatever specs parseAnswers accepts answer every
-// question with options it offers, one for a single-select question.
-func FuzzParseAnswers(f *testing.F) {
-	f.Add("Approach=Option B\x00Features=Logging")
-	f.Add("1=1\x002=[\"Logging\",\"Metrics\"]")
-	f.Add("approach=option b\x00Which features?=3\x00features=1")
-	f.Add("Approach=1\x00Approach=2")
-	f.Fuzz(func(t *testing.T, joined string) {
-		got, err := parseAnswers(testQuestions, strings.Split(joined, "\x00"))
-		if err != nil {
-			return
-		}
-		if len(got) != len(testQuestions) {
-			t.Fatalf("%q: answers %v, want one per question", joined, got)
-		}
-		for _, q := range testQuestions {
-			labels := got[q.Question]
-			if len(labels) == 0 || (!q.MultiSelect && len(labels) != 1) {
-				t.Fatalf("%q: %q answered with %v", joined, q.Question, labels)
-			}
-			for i, l := range labels {
-				if !slices.Contains(q.Options, l) || slices.Contains(labels[:i], l) {
-					t.Fatalf("%q: %q answered with %v", joined, q.Question, labels)
-				}
-			}
-		}
-	})
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/approver"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/observability"
 	"github.com/sessiongateway/gateway/router"
@@ -184,7 +185,7 @@ type serveConfig struct {
 	getenv      func(string) string
 	remote      *remoteOpts            // nil or without credentials: no remote leg
 	did         addressing.DIDResolver // --did-file; nil refuses did: addresses
-	approver    string                 // router.Config.Approver
+	approver    string                 // --approver: the session that answers remote prompts; "" for none
 	life        *lifecycleOpts         // --grace and SIGHUP; nil takes the defaults
 	api         *apiOpts               // TLS, CORS and rate limits of --api; nil takes the defaults
 }
@@ -254,10 +255,11 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	if pool != nil {
 		defer pool.Close()
 	}
-	rt := router.New(router.Config{Logger: log, Metrics: metrics, Tracer: tel.Tracer(), Bridge: c.bridge, BridgeOnly: c.bridgeOnly, DID: c.did, Approver: c.approver,
+	rt := router.New(router.Config{Logger: log, Metrics: metrics, Tracer: tel.Tracer(), Bridge: c.bridge, BridgeOnly: c.bridgeOnly, DID: c.did,
 		// What the gateway itself sends (approver notices) attests its own
 		// review class, so a receiver of that class admits it.
 		DefaultMode: c.mode}, legs...)
+	defer startApprover(ctx, log, rt, c.approver)()
 	gauges := rt.Gauges()
 	gauges.OutboxDepth = outboxDepth
 	metrics.Observe(gauges)
@@ -293,6 +295,23 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	err = runUntilStopped(ctx, log, life.grace, rt, servers, listeners, outboxDepth, life.reloaders(level, srv))
 	log.Info("gateway stopped")
 	return err
+}
+
+// startApprover runs the approver for addr beside the router, when addr is
+// set, until the returned stop is called. It is built before the router
+// runs, so it sees every prompt.
+func startApprover(ctx context.Context, log *slog.Logger, rt *router.Router, addr string) (stop func()) {
+	if addr == "" {
+		return func() {}
+	}
+	a := approver.New(rt, approver.Config{Address: addr, Logger: log})
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = a.Run(ctx)
+	}()
+	return func() { cancel(); <-done }
 }
 
 // startLegs registers the gateway on every enabled local leg it can. A leg

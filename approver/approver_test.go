@@ -1,4 +1,4 @@
-package router
+package approver
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/sessiongateway/gateway/internal/clock"
 
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/router"
 )
 
 const (
@@ -138,7 +139,7 @@ type noTimer struct{}
 func (noTimer) Stop() bool { return false }
 
 type approverRig struct {
-	r      *Router
+	r      *router.Router
 	remote *promptLeg
 	local  *localLeg
 	log    logTap
@@ -160,20 +161,23 @@ func (c instantClock) AfterFunc(d time.Duration, f func()) clock.Stopper {
 	return noTimer{}
 }
 
-// startApprover runs a router with the approver "review" over a remote leg
-// that raises prompts and a local leg. Waits take no time.
+// startApprover runs a router over a remote leg that raises prompts and a
+// local leg, with the approver "review" beside it. Waits take no time.
 func startApprover(t *testing.T) *approverRig {
 	t.Helper()
 	g := &approverRig{remote: newPromptLeg(), local: newLocalLeg(), log: logTap{msgs: make(chan string, 4096)}}
-	g.r = New(Config{Approver: "review", Logger: slog.New(g.log),
-		Clock: instantClock{g}}, g.remote, g.local)
+	g.r = router.New(router.Config{Logger: slog.New(g.log), Clock: instantClock{g}}, g.remote, g.local)
+	a := New(g.r, Config{Address: "review", Logger: slog.New(g.log), Clock: instantClock{g}})
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	done := make(chan error, 2)
 	go func() { done <- g.r.Run(ctx) }()
+	go func() { done <- a.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
 		}
 	})
 	return g
@@ -523,7 +527,7 @@ func TestConcurrentRepliesAndCLIAnswersSettleEachPromptOnce(t *testing.T) {
 		wg.Go(func() { g.local.say(t, message.Message{From: approverAddr, Body: "allow " + id}) })
 		wg.Go(func() {
 			_, err := g.r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli"})
-			if err != nil && !errors.Is(err, ErrPermissionSettled) {
+			if err != nil && !errors.Is(err, router.ErrPermissionSettled) {
 				t.Errorf("cli answer: %v", err)
 			}
 		})
@@ -557,110 +561,6 @@ func TestConcurrentRepliesAndCLIAnswersSettleEachPromptOnce(t *testing.T) {
 	if len(g.r.Permissions()) != 0 {
 		t.Fatal("prompts are still pending")
 	}
-}
-
-func TestParseReply(t *testing.T) {
-	tests := []struct {
-		name    string
-		body    string
-		want    Reply
-		problem ReplyProblem // 0: parsed
-		notOne  bool         // ErrNotAReply
-	}{
-		{"a plain allow", "allow p1a2b3c", Reply{Verb: VerbAllow, ID: "p1a2b3c"}, 0, false},
-		{"a verb in any case with a colon, an id in brackets", "ALLOW: <P1A2B3C>", Reply{Verb: VerbAllow, ID: "p1a2b3c"}, 0, false},
-		{"a line in backticks after blank lines", "\n\n  `/deny p1 no`  \nmore", Reply{Verb: VerbDeny, ID: "p1", Reason: "no"}, 0, false},
-		{"a deny reason keeps its inner quotes", `deny p1 "no" means "no"`, Reply{Verb: VerbDeny, ID: "p1", Reason: `"no" means "no"`}, 0, false},
-		{"a deny reason loses quotes around all of it", `deny p1 " 'not now' "`, Reply{Verb: VerbDeny, ID: "p1", Reason: "not now"}, 0, false},
-		{"answer specs split like shell words", `answer p1 "Which one?=Option \"B\"" 'a\b' c\ d “e f”`,
-			Reply{Verb: VerbAnswer, ID: "p1", Specs: []string{`Which one?=Option "B"`, `a\b`, "c d", "e f"}}, 0, false},
-		{"a JSON list keeps its quotes and spaces", `answer p1 Features=["A", "B ]"] 1=2`,
-			Reply{Verb: VerbAnswer, ID: "p1", Specs: []string{`Features=["A", "B ]"]`, "1=2"}}, 0, false},
-		{"only the first line counts", "answer p1 1=1\n2=2", Reply{Verb: VerbAnswer, ID: "p1", Specs: []string{"1=1"}}, 0, false},
-		{"a verb inside a word is no verb", "allowed p1", Reply{}, 0, true},
-		{"a verb after other words is no reply", "ok, allow p1", Reply{}, 0, true},
-		{"an empty body is no reply", " \n\t", Reply{}, 0, true},
-		{"a verb alone has no id", "deny", Reply{}, ReplyNoID, false},
-		{"an id with odd characters is refused", "allow p1/../x", Reply{}, ReplyBadID, false},
-		{"an overlong id is refused", "allow p" + strings.Repeat("a", 64), Reply{}, ReplyBadID, false},
-		{"allow takes nothing more", "allow p1 --rule Bash", Reply{}, ReplyExtraWords, false},
-		{"answer needs a spec", "answer p1  ", Reply{}, ReplyNoAnswers, false},
-		{"an unclosed single quote", "answer p1 'x", Reply{}, ReplyUnclosed, false},
-		{"an unclosed list", "answer p1 Q=[\"A\"", Reply{}, ReplyUnclosed, false},
-		{"an unclosed quote in the id", `allow "p1`, Reply{}, ReplyUnclosed, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseReply(tt.body)
-			var re *ReplyError
-			switch {
-			case tt.notOne:
-				if !errors.Is(err, ErrNotAReply) {
-					t.Fatalf("got %+v, %v; want not a reply", got, err)
-				}
-			case tt.problem != 0:
-				if !errors.As(err, &re) || re.Problem != tt.problem {
-					t.Fatalf("got %+v, %v; want the problem %s", got, err, tt.problem)
-				}
-			case err != nil:
-				t.Fatal(err)
-			case !reflect.DeepEqual(got, tt.want):
-				t.Fatalf("got %#v, want %#v", got, tt.want)
-			}
-		})
-	}
-}
-
-// FuzzParseReply: a reply ParseReply accepts is well formed, and printed
-// with String it reads back the same.
-func FuzzParseReply(f *testing.F) {
-	for _, s := range []string{
-		"allow p1a2b3c", "/Allow <P1A2B3C>.", "`deny p1 'too risky'`", `deny p1 "a" and "b"`,
-		`answer p1 "Approach=Option B" Features=["Logging","Metrics"]`, `answer p1 'a\b' c\ d “e f” "x\"y\\"`,
-		"```\nanswer p1 1=1 2=2\n```", "allow", "answer p1 [", "deny p1 \"'x'\"", "allow p1 \x00", "answer p1 \"\"",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		r, err := ParseReply(s)
-		if err != nil {
-			return
-		}
-		if !validReplyID(r.ID) || (r.Verb == VerbAnswer) != (len(r.Specs) > 0) ||
-			(r.Verb != VerbDeny && r.Reason != "") || strings.Contains(r.Reason, "\n") {
-			t.Fatalf("%q gave the malformed %#v", s, r)
-		}
-		again, err := ParseReply(r.String())
-		if err != nil || !reflect.DeepEqual(again, r) {
-			t.Fatalf("%q: %#v printed as %q reads back as %#v, %v", s, r, r.String(), again, err)
-		}
-	})
-}
-
-// FuzzAnswerReply: the answers an `answer` reply gives, once ParseAnswers
-// takes them, are ones the broker accepts: the approver never sends the
-// leg an answer the prompt cannot take.
-func FuzzAnswerReply(f *testing.F) {
-	for _, s := range []string{
-		`"Approach=Option B" "Features=Logging" "Features=Metrics"`, `1=2 Features=["Logging","Metrics"]`,
-		`'which approach?=option a' 2=2`, `Approach=1 Approach=2 2=1`, `1=1 2=[]`, `1=1 2=["Logging","Logging"]`,
-	} {
-		f.Add(s)
-	}
-	req := *askPrompt("r1").Permission
-	f.Fuzz(func(t *testing.T, s string) {
-		rep, err := ParseReply("answer p1 " + s)
-		if err != nil {
-			return
-		}
-		answers, err := ParseAnswers(req.Questions, rep.Specs)
-		if err != nil {
-			return
-		}
-		if err := validateAnswer(req, message.PermissionAnswer{Behavior: message.BehaviorAllow, Answers: answers}); err != nil {
-			t.Fatalf("%q gave %v, which the broker refuses: %v", s, answers, err)
-		}
-	})
 }
 
 func TestAnAnswerTheLegCannotCarryLeavesThePromptPendingAndSaysSo(t *testing.T) {

@@ -1,4 +1,4 @@
-package router
+package approver
 
 import (
 	"encoding/json"

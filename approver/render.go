@@ -1,0 +1,241 @@
+package approver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/sessiongateway/gateway/internal/jsonx"
+	"github.com/sessiongateway/gateway/message"
+)
+
+// The texts below are read by people and by models: each says what
+// happened in its first sentence and gives the exact reply forms.
+
+// promptText is the notice of a new prompt: who asks, for what, and how to
+// answer.
+func (a *Approver) promptText(ctx context.Context, p message.PermissionRequest) string {
+	var b strings.Builder
+	from := a.sessionLabel(ctx, p)
+	if len(p.Questions) > 0 {
+		fmt.Fprintf(&b, "Question %s from %s, asked with %s:\n", p.ID, from, message.OneLine(p.ToolName, 100))
+		for i, q := range p.Questions {
+			fmt.Fprintf(&b, "  %d. %s", i+1, message.OneLine(q.Question, 300))
+			if q.Header != "" {
+				fmt.Fprintf(&b, " [%s]", message.OneLine(q.Header, 60))
+			}
+			if q.MultiSelect {
+				b.WriteString(" (choose one or more)\n")
+			} else {
+				b.WriteString(" (choose one)\n")
+			}
+			for j, o := range q.Options {
+				fmt.Fprintf(&b, "       %d) %s\n", j+1, message.OneLine(o, 200))
+			}
+		}
+	} else {
+		fmt.Fprintf(&b, "Permission request %s from %s: the tool %s wants to run.\n", p.ID, from, message.OneLine(p.ToolName, 100))
+		if d := message.OneLine(p.Description, 300); d != "" {
+			fmt.Fprintf(&b, "Description: %s\n", d)
+		}
+		fmt.Fprintf(&b, "Input:\n%s\n", prettyInput(p.Input))
+	}
+	b.WriteString("\n")
+	b.WriteString(replyForms(p))
+	b.WriteString("The first answer wins: the request may also be answered with `gateway allow`, `gateway deny` or on claude.ai.")
+	return b.String()
+}
+
+// sessionLabel names the prompt's session: its name when a roster knows
+// it, and its address.
+func (a *Approver) sessionLabel(ctx context.Context, p message.PermissionRequest) string {
+	kind := "session"
+	if p.Leg == message.ProtocolRemote {
+		kind = "remote session"
+	}
+	addr := p.Address
+	if addr == "" {
+		addr = p.SessionID
+	}
+	if _, s, err := a.r.Resolve(ctx, addr); err == nil && s.Name != "" {
+		return fmt.Sprintf("%s %q (%s)", kind, message.OneLine(s.Name, 100), addr)
+	}
+	return kind + " " + addr
+}
+
+// replyForms gives the exact replies a prompt takes, with an example that
+// parses.
+func replyForms(p message.PermissionRequest) string {
+	var b strings.Builder
+	b.WriteString("Reply to this message with one line, one of:\n")
+	if len(p.Questions) == 0 {
+		fmt.Fprintf(&b, "  allow %s\n  deny %s <reason>\n", p.ID, p.ID)
+		b.WriteString("The reason is told to the session's model.\n")
+		return b.String()
+	}
+	names := questionNames(p.Questions)
+	ex, byNumber := make([]string, len(p.Questions)), make([]string, len(p.Questions))
+	raw := make([]string, len(p.Questions))
+	for i, q := range p.Questions {
+		opt := "1"
+		if len(q.Options) > 0 {
+			opt = q.Options[0]
+		}
+		raw[i] = names[i] + "=" + opt
+		ex[i], byNumber[i] = quoteSpec(raw[i]), quoteSpec(fmt.Sprintf("%d=1", i+1))
+	}
+	if _, err := ParseAnswers(p.Questions, raw); err != nil {
+		ex = byNumber // labels that do not read back (odd spacing, "=" in a header): numbers do
+	}
+	fmt.Fprintf(&b, "  answer %s %s\n  deny %s <reason>\n", p.ID, strings.Join(ex, " "), p.ID)
+	fmt.Fprintf(&b, "Name a question by its number, header or text, and an option by its number or label (answer %s %s works too); answer every question.",
+		p.ID, strings.Join(byNumber, " "))
+	for i, q := range p.Questions {
+		if q.MultiSelect && len(q.Options) >= 2 {
+			list := jsonList(q.Options[:2])
+			fmt.Fprintf(&b, " A question marked \"choose one or more\" takes several options: repeat it (%s %s) or give a list: %s=%s.",
+				quoteSpec(names[i]+"="+q.Options[0]), quoteSpec(names[i]+"="+q.Options[1]), shellWord(names[i]), list)
+			break
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// questionNames names each question the shortest way that reads back: its
+// header when that names it alone, else its number.
+func questionNames(qs []message.Question) []string {
+	names := make([]string, len(qs))
+	for i, q := range qs {
+		names[i] = fmt.Sprint(i + 1)
+		if h := q.Header; h != "" && !strings.Contains(h, "=") {
+			if j, err := pickQuestion(qs, strings.TrimSpace(h)); err == nil && j == i {
+				names[i] = h
+			}
+		}
+	}
+	return names
+}
+
+// jsonList prints labels as a JSON list, leaving <, > and & as they are.
+func jsonList(labels []string) string {
+	b, _ := jsonx.Marshal(labels)
+	return string(b)
+}
+
+// quoteSpec double-quotes s for a reply, escaping only what the reply's
+// tokenizer unescapes.
+func quoteSpec(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+// shellWord is s bare when it needs no quotes, else quoted.
+func shellWord(s string) string {
+	if s == "" || strings.ContainsFunc(s, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("-_.?/:@%+,", r)
+	}) {
+		return quoteSpec(s)
+	}
+	return s
+}
+
+// settledText announces a prompt that no longer needs an answer.
+func settledText(p message.PermissionRequest) string {
+	if p.State == message.PermissionCancelled {
+		return fmt.Sprintf("Permission request %s (%s) was withdrawn by the session: nothing to answer.", p.ID, promptSummary(p))
+	}
+	by, verdict := "someone else", "answered"
+	if p.Answer != nil {
+		if p.Answer.By != "" {
+			by = p.Answer.By
+		}
+		if by == "remote" {
+			by = "another client of the session (claude.ai)"
+		}
+		verdict = fmt.Sprintf("answered (%s)", p.Answer.Behavior)
+	}
+	return fmt.Sprintf("Permission request %s (%s) was %s by %s: nothing left to answer.", p.ID, promptSummary(p), verdict, by)
+}
+
+// doneText confirms an answer the session's server took.
+func doneText(p message.PermissionRequest, a message.PermissionAnswer) string {
+	switch {
+	case a.Behavior == message.BehaviorDeny && a.Message != "":
+		return fmt.Sprintf("Denied %s (%s). The session's model is told: %s", p.ID, promptSummary(p), message.OneLine(a.Message, 300))
+	case a.Behavior == message.BehaviorDeny:
+		return fmt.Sprintf("Denied %s (%s).", p.ID, promptSummary(p))
+	case len(a.Answers) > 0:
+		parts := make([]string, 0, len(p.Questions))
+		for _, q := range p.Questions {
+			parts = append(parts, message.OneLine(q.Question, 100)+" = "+message.OneLine(strings.Join(a.Answers[q.Question], ", "), 200))
+		}
+		return fmt.Sprintf("Answered %s: %s.", p.ID, strings.Join(parts, "; "))
+	}
+	return fmt.Sprintf("Allowed %s (%s).", p.ID, promptSummary(p))
+}
+
+// unknownText answers a reply naming no prompt the gateway knows.
+func (a *Approver) unknownText(id string) string {
+	return fmt.Sprintf("Not applied: there is no permission request %s.\n%s%s", id, genericForms, a.pendingText())
+}
+
+// helpText answers a reply that starts with a verb but does not parse.
+func (a *Approver) helpText(body string, err error) string {
+	return fmt.Sprintf("The gateway could not read your reply %q: %v.\n%s%s", message.OneLine(replyLine(body), 200), err, genericForms, a.pendingText())
+}
+
+const genericForms = "Reply with one line, one of:\n" +
+	"  allow <id>\n" +
+	"  deny <id> <reason>\n" +
+	"  answer <id> \"Question=Option\" ...   (for questions; options by number or label)\n"
+
+// pendingText lists the pending prompts, so a reply can name the right id.
+func (a *Approver) pendingText() string {
+	ps := a.r.Permissions()
+	if len(ps) == 0 {
+		return "No request is pending."
+	}
+	var b strings.Builder
+	b.WriteString("Pending:")
+	for i, p := range ps {
+		if i == approverPendingShown {
+			fmt.Fprintf(&b, "\n  and %d more (gateway permissions lists them all)", len(ps)-i)
+			break
+		}
+		fmt.Fprintf(&b, "\n  %s  %s", p.ID, promptSummary(p))
+	}
+	return b.String()
+}
+
+// promptSummary is the tool and what it is about, on one short line.
+func promptSummary(p message.PermissionRequest) string {
+	tool := message.OneLine(p.ToolName, 60)
+	if about := p.Summary(80); about != "" {
+		return tool + ": " + about
+	}
+	return tool
+}
+
+// prettyInput is a tool input as indented JSON, cut to approverInputCap.
+func prettyInput(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "(none)"
+	}
+	var b bytes.Buffer
+	s := string(raw)
+	if json.Indent(&b, raw, "", "  ") == nil {
+		s = b.String()
+	}
+	if len(s) <= approverInputCap {
+		return s
+	}
+	cut := approverInputCap
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s\n… (cut: %d of %d bytes shown; `gateway permissions --json` shows it whole)", s[:cut], cut, len(s))
+}
