@@ -17,27 +17,27 @@ import (
 
 // Bounds of the approver.
 const (
-	// approverQueue is how many notices may wait for the approver. Beyond
+	// maxQueued is how many notices may wait for the approver. Beyond
 	// it a new notice is dropped and logged: the prompt it is about can
 	// still be answered from the CLI, the API or claude.ai.
-	approverQueue = 64
-	// approverAttempts is how often a notice is tried before it is given
-	// up (logged); approverBackoff is the wait after the first failure,
+	maxQueued = 64
+	// sendAttempts is how often a notice is tried before it is given
+	// up (logged); firstBackoff is the wait after the first failure,
 	// doubled after each further one.
-	approverAttempts = 4
-	approverBackoff  = time.Second
-	// approverInputCap caps the tool input shown in a prompt notice, so one
+	sendAttempts = 4
+	firstBackoff = time.Second
+	// inputCap caps the tool input shown in a prompt notice, so one
 	// huge Write does not flood the approver's context.
-	approverInputCap = 2000
-	// approverPendingShown caps the pending prompts a help text lists.
-	approverPendingShown = 10
-	// approverAnswerTimeout bounds how long a reply waits for the leg to
+	inputCap = 2000
+	// pendingShown caps the pending prompts a help text lists.
+	pendingShown = 10
+	// answerTimeout bounds how long a reply waits for the leg to
 	// carry its answer, so a stuck leg does not hold a background slot.
-	approverAnswerTimeout = 30 * time.Second
-	// approverWorkers bounds the goroutines the approver owns at once: its
+	answerTimeout = 30 * time.Second
+	// maxWorkers bounds the goroutines the approver owns at once: its
 	// one drain and the replies being applied (as many as the router's
 	// own background pool, which it shared while it lived there).
-	approverWorkers = 32
+	maxWorkers = 32
 )
 
 // Config sets up an Approver. Zero values take the defaults.
@@ -79,7 +79,7 @@ func New(r *router.Router, cfg Config) *Approver {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Approver{r: r, addr: cfg.Address, log: cfg.Logger, clock: clock.Or(cfg.Clock),
-		since: int64(r.Hub().LastID()), slots: make(chan struct{}, approverWorkers)}
+		since: int64(r.Hub().LastID()), slots: make(chan struct{}, maxWorkers)}
 }
 
 // Run follows the router's events until ctx ends, then waits for the
@@ -237,7 +237,7 @@ func (a *Approver) apply(ctx context.Context, rep Reply, by string) string {
 		}
 		ans.Answers = answers
 	}
-	actx, cancel := context.WithTimeout(ctx, approverAnswerTimeout)
+	actx, cancel := context.WithTimeout(ctx, answerTimeout)
 	defer cancel()
 	got, err := a.r.AnswerPermission(actx, rep.ID, ans)
 	var (
@@ -309,9 +309,9 @@ func canonicalAddress(s string) string {
 // goroutine when none runs. A full queue drops the new notice.
 func (a *Approver) enqueue(ctx context.Context, render func(context.Context) string) {
 	a.mu.Lock()
-	if len(a.queue) >= approverQueue {
+	if len(a.queue) >= maxQueued {
 		a.mu.Unlock()
-		a.log.Warn("approver notice dropped: too many are waiting", "approver", a.addr, "waiting", approverQueue)
+		a.log.Warn("approver notice dropped: too many are waiting", "approver", a.addr, "waiting", maxQueued)
 		return
 	}
 	a.queue = append(a.queue, render)
@@ -351,13 +351,13 @@ func (a *Approver) drain(ctx context.Context) {
 // deliver sends body to the approver, retrying a failed send a few times
 // with a growing wait, then giving it up.
 func (a *Approver) deliver(ctx context.Context, body string) {
-	wait := approverBackoff
+	wait := firstBackoff
 	for attempt := 1; ; attempt++ {
 		err := a.send(ctx, body)
 		if err == nil || ctx.Err() != nil {
 			return
 		}
-		if attempt == approverAttempts {
+		if attempt == sendAttempts {
 			a.log.Warn("approver notice given up", "approver", a.addr, "attempts", attempt, "err", err)
 			return
 		}

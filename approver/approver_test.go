@@ -251,7 +251,7 @@ func TestTheApproverGetsEachPromptWithItsIDAndTheReplyForms(t *testing.T) {
 				t.Fatalf("sent to %s (%s), want the approver", m.To, m.ToSessionID)
 			}
 			holdsAll(t, m.Body, tt.want...)
-			if len(m.Body) > approverInputCap+2000 {
+			if len(m.Body) > inputCap+2000 {
 				t.Errorf("the notice is %d bytes", len(m.Body))
 			}
 		})
@@ -484,7 +484,7 @@ func TestAFailingNoticeIsRetriedAndThenGivenUp(t *testing.T) {
 		delivered    bool
 	}{
 		{"a notice that fails twice is sent the third time", 2, 3, []time.Duration{time.Second, 2 * time.Second}, true},
-		{"a notice that always fails is given up", 100, approverAttempts, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}, false},
+		{"a notice that always fails is given up", 100, sendAttempts, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -202,7 +202,7 @@ func (a *Approver) pendingText() string {
 	var b strings.Builder
 	b.WriteString("Pending:")
 	for i, p := range ps {
-		if i == approverPendingShown {
+		if i == pendingShown {
 			fmt.Fprintf(&b, "\n  and %d more (gateway permissions lists them all)", len(ps)-i)
 			break
 		}
@@ -220,7 +220,7 @@ func promptSummary(p message.PermissionRequest) string {
 	return tool
 }
 
-// prettyInput is a tool input as indented JSON, cut to approverInputCap.
+// prettyInput is a tool input as indented JSON, cut to inputCap.
 func prettyInput(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return "(none)"
@@ -230,10 +230,10 @@ func prettyInput(raw json.RawMessage) string {
 	if json.Indent(&b, raw, "", "  ") == nil {
 		s = b.String()
 	}
-	if len(s) <= approverInputCap {
+	if len(s) <= inputCap {
 		return s
 	}
-	cut := approverInputCap
+	cut := inputCap
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
