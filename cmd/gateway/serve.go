@@ -299,13 +299,14 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 
 // startApprover runs the approver for addr beside the router, when addr is
 // set, until the returned stop is called. It is built before the router
-// runs, so it sees every prompt.
+// runs, so it sees every prompt, and like the router it outlives the stop
+// signal: notices and replies under way finish while the API drains.
 func startApprover(ctx context.Context, log *slog.Logger, rt *router.Router, addr string) (stop func()) {
 	if addr == "" {
 		return func() {}
 	}
 	a := approver.New(rt, approver.Config{Address: addr, Logger: log})
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
