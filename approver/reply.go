@@ -8,6 +8,10 @@ import (
 	"unicode/utf8"
 )
 
+// The reply grammar: what the approver session writes back to a notice.
+// ParseReply reads it; the answer specs it carries are read by ParseAnswers
+// (answers.go), as `gateway answer` reads its arguments.
+
 // ReplyVerb is what an approver's reply does to a prompt.
 type ReplyVerb uint8
 
