@@ -74,7 +74,7 @@ func permID(request string) string {
 // (AskUserQuestion).
 func newPermissionServer(tb testing.TB) (*Server, *remoteLeg) {
 	tb.Helper()
-	claudeLeg := newTestServer().cfg.Router.Legs()[0] // the same Claude sessions as the other tests
+	claudeLeg := claudeStub() // the same Claude sessions as the other tests
 	leg := &remoteLeg{run: make(chan struct{})}
 	rt := router.New(router.Config{}, claudeLeg, leg)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -23,13 +23,17 @@ func (s *stubLeg) Send(_ context.Context, m message.Message) (message.Receipt, e
 }
 func (s *stubLeg) Run(ctx context.Context, _ chan<- message.Event) error { <-ctx.Done(); return nil }
 
-func newTestServer() *Server {
-	leg := &stubLeg{sessions: []message.Session{
+// claudeStub is a Claude leg with two sessions named work and one review.
+func claudeStub() *stubLeg {
+	return &stubLeg{sessions: []message.Session{
 		{Address: "uds:/tmp/cc-socks/10.sock", Protocol: message.ProtocolClaude, Name: "work", SessionID: "a"},
 		{Address: "uds:/tmp/cc-socks/11.sock", Protocol: message.ProtocolClaude, Name: "work", SessionID: "b"},
 		{Address: "uds:/tmp/cc-socks/12.sock", Protocol: message.ProtocolClaude, Name: "review", SessionID: "c"},
 	}}
-	return NewServer(Config{Router: router.New(router.Config{}, leg), Token: "tok"})
+}
+
+func newTestServer() *Server {
+	return NewServer(Config{Router: router.New(router.Config{}, claudeStub()), Token: "tok"})
 }
 
 func TestBadInputGetsA4xxWithAJSONError(t *testing.T) {

@@ -116,9 +116,6 @@ func New(cfg Config, legs ...Leg) *Router {
 // Hub is the event fan-out.
 func (r *Router) Hub() *Hub { return r.hub }
 
-// Legs lists the legs in the order given to New.
-func (r *Router) Legs() []Leg { return r.legs }
-
 // Run runs every leg and the event pump until ctx ends or a leg fails.
 func (r *Router) Run(ctx context.Context) error {
 	for _, l := range r.legs {
