@@ -140,7 +140,7 @@ func (noTimer) Stop() bool { return false }
 
 type approverRig struct {
 	r      *router.Router
-	remote *promptLeg
+	remote promptLeg
 	local  *localLeg
 	log    logTap
 
@@ -565,17 +565,13 @@ func TestConcurrentRepliesAndCLIAnswersSettleEachPromptOnce(t *testing.T) {
 
 func TestAnAnswerTheLegCannotCarryLeavesThePromptPendingAndSaysSo(t *testing.T) {
 	g := startApprover(t)
-	g.remote.mu.Lock()
-	g.remote.answerErr = errors.New("429 too many requests")
-	g.remote.mu.Unlock()
+	g.remote.FailAnswers(errors.New("429 too many requests"))
 	id := g.raise(t, prompt(remoteSession, "r1", "Bash", `{}`))[0]
 	holdsAll(t, g.ask(t, "allow "+id),
 		"Not applied: the answer could not be delivered to the session (429 too many requests). "+id+" is still pending; reply again to retry.")
 	if p, _ := g.r.Permission(id); p.State != message.PermissionPending {
 		t.Fatalf("state %s, want still pending", p.State)
 	}
-	g.remote.mu.Lock()
-	g.remote.answerErr = nil
-	g.remote.mu.Unlock()
+	g.remote.FailAnswers(nil)
 	holdsAll(t, g.ask(t, "allow "+id), "Allowed "+id)
 }

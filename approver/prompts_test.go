@@ -1,78 +1,40 @@
 package approver
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
 
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
+	"github.com/sessiongateway/gateway/testkit/promptleg"
 )
 
 // Every goroutine the approver starts is stopped by the end of Run.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// promptLeg is a remote-like leg: it raises prompts and records answers.
-type promptLeg struct {
-	run chan struct{}
+const remoteSession = promptleg.SessionID
 
-	mu        sync.Mutex
-	in        chan<- message.Event
-	answers   []message.PermissionAnswer
-	answerErr error
-}
+// promptLeg is the shared remote fixture, with the two things these tests
+// ask of it by name.
+type promptLeg struct{ *promptleg.Leg }
 
-const remoteSession = "session_01abc"
+func newPromptLeg() promptLeg { return promptLeg{promptleg.New()} }
 
-func newPromptLeg() *promptLeg { return &promptLeg{run: make(chan struct{})} }
-
-func (l *promptLeg) Name() message.Protocol { return message.ProtocolRemote }
-func (l *promptLeg) Sessions(context.Context) ([]message.Session, error) {
-	return []message.Session{{Address: "bridge:" + remoteSession, Protocol: message.ProtocolRemote, Name: "fix-the-bug", SessionID: remoteSession, Reachable: true}}, nil
-}
-func (l *promptLeg) Send(_ context.Context, m message.Message) (message.Receipt, error) {
-	return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
-}
-func (l *promptLeg) Run(ctx context.Context, in chan<- message.Event) error {
-	l.mu.Lock()
-	l.in = in
-	l.mu.Unlock()
-	close(l.run)
-	<-ctx.Done()
-	return ctx.Err()
-}
-func (l *promptLeg) Answer(_ context.Context, _ message.PermissionRequest, a message.PermissionAnswer) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.answers = append(l.answers, a)
-	return l.answerErr
-}
-
-func (l *promptLeg) answered() []message.PermissionAnswer {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]message.PermissionAnswer(nil), l.answers...)
-}
+func (l promptLeg) answered() []message.PermissionAnswer { return l.Answers() }
 
 // feed sends evs from the leg and returns the permission events the router
 // published for them. A session event after them marks the end: the router
 // handles one leg event at a time, in order.
-func (l *promptLeg) feed(t *testing.T, r *router.Router, evs ...message.Event) []message.Event {
+func (l promptLeg) feed(t *testing.T, r *router.Router, evs ...message.Event) []message.Event {
 	t.Helper()
-	<-l.run
+	<-l.Started()
 	_, _, sub := r.Hub().Subscribe(-1)
 	defer sub.Close()
-	l.mu.Lock()
-	in := l.in
-	l.mu.Unlock()
-	for _, ev := range append(evs, message.Event{Type: message.EventSession}) {
-		in <- ev
-	}
+	l.Raise(append(evs, message.Event{Type: message.EventSession})...)
 	var got []message.Event
 	for ev := range sub.C {
 		switch ev.Type {
