@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test: linters, unit and fuzz-seed tests with the race detector,
+# every fuzz target for a few seconds beyond its seeds (scripts/fuzz.sh),
 # and the interop tests against the real Claude Code CLI, which it installs
 # first (cached outside the repo). It fails loudly when a real peer cannot be
 # set up: interop tests are never skipped here.
@@ -27,6 +28,9 @@ echo "== go test -race (interop on)"
 export GATEWAY_INTEROP=1
 export GATEWAY_CLAUDE_BIN="${GATEWAY_CLAUDE_BIN:-${GATEWAY_INTEROP_CACHE:-$HOME/.cache/gateway-interop}/claude/node_modules/.bin/claude}"
 go test -race -count=1 -timeout 30m ./...
+
+echo "== fuzzing beyond the seed corpus, every target for a bounded time"
+bash scripts/fuzz.sh
 
 echo "== benchmarks, one iteration each (a benchmark that breaks fails here; figures are read by hand)"
 go test -run '^$' -bench . -benchtime 1x -count=1 -timeout 10m ./...
