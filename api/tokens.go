@@ -238,3 +238,34 @@ func (s *TokenFile) noteUse(id string) {
 		return recs, nil
 	})
 }
+
+// NewSecret is 32 random bytes in hex: the default token, a demo cloud's.
+func NewSecret() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// DefaultToken reads <stateDir>/api-token, the token of every scope,
+// creating it (0600, a NewSecret) on first start. Two gateways starting
+// at once agree: the second reads what the first created.
+func DefaultToken(stateDir string) (string, error) {
+	path := filepath.Join(stateDir, "api-token")
+	b, err := safefile.ReadCapped(path, 4096)
+	if err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("api token: %w", err)
+	}
+	tok, err := NewSecret()
+	if err != nil {
+		return "", err
+	}
+	if err := safefile.CreateExclusive(path, []byte(tok+"\n")); err != nil {
+		return "", fmt.Errorf("api token: %w", err)
+	}
+	return tok, nil
+}

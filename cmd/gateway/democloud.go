@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/internal/safefile"
 
 	"github.com/google/uuid"
@@ -51,7 +52,7 @@ func runDemoCloud(ctx context.Context, e *env, args []string) int {
 		return fail(e, err)
 	}
 	defer cleanup()
-	secret, err := randomToken()
+	secret, err := api.NewSecret()
 	if err != nil {
 		return fail(e, err)
 	}

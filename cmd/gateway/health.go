@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"strings"
 	"time"
 
 	"github.com/sessiongateway/gateway/api"
@@ -40,36 +37,11 @@ func runHealth(ctx context.Context, e *env, args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	body, err := probe(ctx, c, path)
+	body, err := c.Health(ctx, path)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "gateway: health: %v\n", err)
 		return exitError
 	}
 	fmt.Fprintln(e.stdout, body)
 	return exitOK
-}
-
-// probe returns the compact JSON answer of path on 200; any other status
-// is an error carrying the answer, so a 503 from /readyz says which leg is
-// not ready.
-func probe(ctx context.Context, c *api.Client, path string) (string, error) {
-	status, b, err := c.Probe(ctx, path)
-	if err != nil {
-		return "", err
-	}
-	text := compactJSON(b)
-	if status != http.StatusOK {
-		return "", fmt.Errorf("%s answered %d %s: %s", path, status, http.StatusText(status), text)
-	}
-	return text, nil
-}
-
-// compactJSON prints an answer on one line; what is not JSON is quoted.
-func compactJSON(b []byte) string {
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return fmt.Sprintf("%q", strings.TrimSpace(string(b)))
-	}
-	out, _ := json.Marshal(v)
-	return string(out)
 }

@@ -88,15 +88,9 @@ func remoteSessions(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "usage: gateway remote sessions [--json]")
 		return exitUsage
 	}
-	all, err := clientFor(*sd).Sessions(ctx)
+	ss, err := clientFor(*sd).RemoteSessions(ctx)
 	if err != nil {
 		return fail(e, err)
-	}
-	ss := []message.Session{}
-	for _, s := range all {
-		if s.Protocol == message.ProtocolRemote {
-			ss = append(ss, s)
-		}
 	}
 	if *asJSON {
 		printJSON(e.stdout, ss)
@@ -109,37 +103,6 @@ func remoteSessions(ctx context.Context, e *env, args []string) int {
 	}
 	tw.Flush()
 	return exitOK
-}
-
-// remoteAddress turns a bare remote session id into its address; anything
-// else is left for the gateway to resolve.
-func remoteAddress(ctx context.Context, c *api.Client, id string) string {
-	ss, err := c.Sessions(ctx)
-	if err != nil {
-		return id
-	}
-	for _, s := range ss {
-		if s.Protocol == message.ProtocolRemote && s.SessionID == id {
-			return s.Address
-		}
-	}
-	return id
-}
-
-// remoteSessionID finds the remote session id behind id.
-func remoteSessionID(ctx context.Context, c *api.Client, id string) (string, error) {
-	addr := remoteAddress(ctx, c, id)
-	if sid, ok := strings.CutPrefix(addr, "bridge:"); ok && sid != "" {
-		return sid, nil
-	}
-	s, err := c.Resolve(ctx, addr)
-	if err != nil {
-		return "", err
-	}
-	if s.Protocol != message.ProtocolRemote || s.SessionID == "" {
-		return "", fmt.Errorf("%s is a %s session, not a remote one (see gateway remote sessions)", s.Address, s.Protocol)
-	}
-	return s.SessionID, nil
 }
 
 func remoteControl(ctx context.Context, e *env, name string, kind message.ControlKind, args []string) int {
@@ -166,7 +129,7 @@ func remoteControl(ctx context.Context, e *env, name string, kind message.Contro
 	case message.ControlSetModel:
 		ctl.Model = pos[1]
 	}
-	addr := remoteAddress(ctx, c, pos[0])
+	addr := c.RemoteAddress(ctx, pos[0])
 	if err := c.Control(ctx, addr, ctl); err != nil {
 		var ae *api.APIError
 		if *asJSON && errors.As(err, &ae) {
@@ -204,7 +167,7 @@ func remoteWatch(ctx context.Context, e *env, args []string) int {
 		return exitUsage
 	}
 	c := clientFor(*sd)
-	sid, err := remoteSessionID(ctx, c, pos[0])
+	sid, err := c.RemoteSessionID(ctx, pos[0])
 	if err != nil {
 		return fail(e, err)
 	}

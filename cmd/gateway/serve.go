@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -199,7 +198,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 		return err
 	}
 	defer unlock()
-	token, err := apiToken(c.stateDir)
+	token, err := api.DefaultToken(c.stateDir)
 	if err != nil {
 		return err
 	}
@@ -468,24 +467,4 @@ func lockStateDir(dir string) (func(), error) {
 		return nil, fmt.Errorf("lock file: %w", err)
 	}
 	return unlock, nil
-}
-
-// apiToken reads <state-dir>/api-token, creating it (0600) on first start.
-func apiToken(dir string) (string, error) {
-	path := filepath.Join(dir, "api-token")
-	b, err := safefile.ReadCapped(path, 4096)
-	if err == nil {
-		return strings.TrimSpace(string(b)), nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("api token: %w", err)
-	}
-	tok, err := randomToken()
-	if err != nil {
-		return "", err
-	}
-	if err := safefile.CreateExclusive(path, []byte(tok+"\n")); err != nil {
-		return "", fmt.Errorf("api token: %w", err)
-	}
-	return tok, nil
 }

@@ -1,0 +1,92 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/sessiongateway/gateway/message"
+)
+
+// IsNotFound says whether err is the gateway answering 404: no such
+// message, prompt or session.
+func IsNotFound(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
+}
+
+// RemoteSessions lists the remote (claude.ai) sessions only.
+func (c *Client) RemoteSessions(ctx context.Context) ([]message.Session, error) {
+	all, err := c.Sessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ss := []message.Session{}
+	for _, s := range all {
+		if s.Protocol == message.ProtocolRemote {
+			ss = append(ss, s)
+		}
+	}
+	return ss, nil
+}
+
+// RemoteAddress turns a bare remote session id into its address; anything
+// else, or a gateway that cannot be asked, leaves id for the gateway to
+// resolve.
+func (c *Client) RemoteAddress(ctx context.Context, id string) string {
+	ss, err := c.Sessions(ctx)
+	if err != nil {
+		return id
+	}
+	for _, s := range ss {
+		if s.Protocol == message.ProtocolRemote && s.SessionID == id {
+			return s.Address
+		}
+	}
+	return id
+}
+
+// RemoteSessionID finds the remote session id behind id: a session id, a
+// bridge:<id> address or any address that resolves to a remote session.
+func (c *Client) RemoteSessionID(ctx context.Context, id string) (string, error) {
+	addr := c.RemoteAddress(ctx, id)
+	if sid, ok := strings.CutPrefix(addr, "bridge:"); ok && sid != "" {
+		return sid, nil
+	}
+	s, err := c.Resolve(ctx, addr)
+	if err != nil {
+		return "", err
+	}
+	if s.Protocol != message.ProtocolRemote || s.SessionID == "" {
+		return "", fmt.Errorf("%s is a %s session, not a remote one (see gateway remote sessions)", s.Address, s.Protocol)
+	}
+	return s.SessionID, nil
+}
+
+// Health returns path's answer (/healthz or /readyz) as one line of JSON
+// on 200; any other status is an error carrying the answer, so a 503 from
+// /readyz says which leg is not ready.
+func (c *Client) Health(ctx context.Context, path string) (string, error) {
+	status, b, err := c.Probe(ctx, path)
+	if err != nil {
+		return "", err
+	}
+	text := compactJSON(b)
+	if status != http.StatusOK {
+		return "", fmt.Errorf("%s answered %d %s: %s", path, status, http.StatusText(status), text)
+	}
+	return text, nil
+}
+
+// compactJSON prints an answer on one line; what is not JSON is quoted.
+func compactJSON(b []byte) string {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Sprintf("%q", strings.TrimSpace(string(b)))
+	}
+	out, _ := json.Marshal(v)
+	return string(out)
+}
