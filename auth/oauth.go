@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sessiongateway/gateway/internal/safefile"
-
 	"golang.org/x/oauth2"
+
+	"github.com/sessiongateway/gateway/internal/safefile"
 )
 
 // Credential sources for the claude.ai Sessions API. Each is an

@@ -12,12 +12,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sessiongateway/gateway/internal/safefile"
-
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 	"golang.org/x/sys/unix"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/message"
 )
 

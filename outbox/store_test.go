@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiongateway/gateway/internal/safefile"
-
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/outbox"
 )

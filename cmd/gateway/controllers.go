@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"text/tabwriter"
 
-	"github.com/sessiongateway/gateway/internal/safefile"
-
 	"github.com/sessiongateway/gateway/internal/clock"
-
+	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 

@@ -8,11 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/sessiongateway/gateway/api"
-	"github.com/sessiongateway/gateway/internal/safefile"
-
 	"github.com/google/uuid"
 
+	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
 )
 

@@ -12,11 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiongateway/gateway/internal/safefile"
-
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"

@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sessiongateway/gateway/internal/safefile"
-
 	"golang.org/x/sys/unix"
+
+	"github.com/sessiongateway/gateway/internal/safefile"
 )
 
 // Limits caps what one peer can cost us. Zero fields take the defaults.

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiongateway/gateway/internal/safefile"
-
 	"golang.org/x/sys/unix"
+
+	"github.com/sessiongateway/gateway/internal/safefile"
 )
 
 // served is a listener running in the background for one test.

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/sessiongateway/gateway/internal/safefile"
-
 	"golang.org/x/sys/unix"
+
+	"github.com/sessiongateway/gateway/internal/safefile"
 )
 
 // Caps on what we read from /proc and /etc: far above real sizes.

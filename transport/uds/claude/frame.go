@@ -8,10 +8,9 @@ import (
 	"log/slog"
 	"unicode/utf8"
 
-	"github.com/sessiongateway/gateway/internal/jsonx"
-
 	"github.com/google/uuid"
 
+	"github.com/sessiongateway/gateway/internal/jsonx"
 	"github.com/sessiongateway/gateway/message"
 )
 

@@ -17,11 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiongateway/gateway/internal/safefile"
-
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/uds"
 )

@@ -9,10 +9,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/sessiongateway/gateway/internal/safefile"
-
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/internal/bounded"
+	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/uds"
 )

@@ -6,12 +6,11 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/sessiongateway/gateway/internal/safefile"
-
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/internal/bounded"
+	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/uds"
 )

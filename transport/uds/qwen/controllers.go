@@ -13,11 +13,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sessiongateway/gateway/internal/safefile"
-
-	"github.com/sessiongateway/gateway/internal/jsonx"
-
 	"github.com/sessiongateway/gateway/internal/clock"
+	"github.com/sessiongateway/gateway/internal/jsonx"
+	"github.com/sessiongateway/gateway/internal/safefile"
 )
 
 // A controller grant is a token the user mints by hand and gives to one

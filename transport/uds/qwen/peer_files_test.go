@@ -16,10 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiongateway/gateway/internal/safefile"
-
 	"github.com/google/uuid"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/clock"
 	"github.com/sessiongateway/gateway/transport/uds"

@@ -10,9 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sessiongateway/gateway/internal/safefile"
-
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/uds"
 )

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/sessiongateway/gateway/internal/safefile"
-
 	"github.com/sessiongateway/gateway/message"
 )
 

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/approver"
+	"github.com/sessiongateway/gateway/internal/safefile"
+	"github.com/sessiongateway/gateway/observability"
+	"github.com/sessiongateway/gateway/router"
+	"github.com/sessiongateway/gateway/transport/uds"
+)
+
+func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
+	if err := safefile.EnsureDir(c.stateDir); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	unlock, err := lockStateDir(c.stateDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	token, err := api.DefaultToken(c.stateDir)
+	if err != nil {
+		return err
+	}
+	life := c.life
+	if life == nil {
+		life = &lifecycleOpts{grace: defaultGrace}
+	}
+	log, level := leveled(log)
+	tel, err := observability.NewTelemetry(ctx, observability.TelemetryConfig{Getenv: c.getenv, Version: version})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Bounded: an unreachable OTLP collector must not hold up the exit.
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = tel.Shutdown(sctx)
+	}()
+	if len(tel.OTLP) > 0 {
+		log.Info("exporting telemetry over OTLP", "signals", tel.OTLP)
+	}
+	metrics := tel.Metrics
+	var outboxDepth func() int
+
+	// The remote leg is built first: building it has no side effects, so a
+	// bad credential stops the gateway before it registers anywhere.
+	var remoteLeg router.Leg
+	if c.remote != nil && c.remote.enabled() {
+		l, err := newRemoteLeg(log, c.remote)
+		if err != nil {
+			return fmt.Errorf("remote leg: %w", err)
+		}
+		// A message for a remote session is on disk before it is accepted.
+		ob, closeOutbox, err := durableRemote(log, c.stateDir, l)
+		if err != nil {
+			return err
+		}
+		defer closeOutbox()
+		remoteLeg = ob
+		outboxDepth = func() int { items, _ := ob.Outbox(false); return len(items) }
+	}
+	others := 0
+	if remoteLeg != nil {
+		others = 1
+	}
+	legs, pool, err := startLegs(log, c, metrics, others)
+	if err != nil {
+		return err
+	}
+	if remoteLeg != nil {
+		legs = append(legs, remoteLeg)
+	}
+	if pool != nil {
+		defer pool.Close()
+	}
+	rt := router.New(router.Config{Logger: log, Metrics: metrics, Tracer: tel.Tracer(), Bridge: c.bridge, BridgeOnly: c.bridgeOnly, DID: c.did,
+		// What the gateway itself sends (approver notices) attests its own
+		// review class, so a receiver of that class admits it.
+		DefaultMode: c.mode}, legs...)
+	defer startApprover(ctx, log, rt, c.approver)()
+	gauges := rt.Gauges()
+	gauges.OutboxDepth = outboxDepth
+	metrics.Observe(gauges)
+	srv, err := newAPIServer(c, api.Config{Router: rt, Logger: log, Metrics: metrics.Handler(), Version: version,
+		Token: token, AllowedHosts: c.hosts})
+
+	sockPath := filepath.Join(c.stateDir, "gateway.sock")
+	var uln net.Listener
+	if err == nil {
+		uln, err = listenControl(sockPath)
+	}
+	if err != nil {
+		deregister(legs...) // registered but not yet run
+		return err
+	}
+	unixSrv := api.NewHTTPServer(srv.Handler())
+	unixSrv.ConnContext = uidCheck
+	servers := []*http.Server{unixSrv}
+	listeners := []net.Listener{uln}
+	if c.apiAddr != "" {
+		tln, err := listenAPI(c.apiAddr, srv)
+		if err != nil {
+			uln.Close()
+			deregister(legs...)
+			return err
+		}
+		servers = append(servers, api.NewHTTPServer(srv.TCPHandler(tln.Addr().String())))
+		listeners = append(listeners, tln)
+		log.Info("control API on TCP", "addr", tln.Addr().String(), "tls", srv.TLSConfig() != nil)
+	}
+	log.Info("gateway serving", "state_dir", c.stateDir, "control_socket", sockPath, "version", version)
+
+	err = runUntilStopped(ctx, log, life.grace, rt, servers, listeners, outboxDepth, life.reloaders(level, srv))
+	log.Info("gateway stopped")
+	return err
+}
+
+// startApprover runs the approver for addr beside the router, when addr is
+// set, until the returned stop is called. It is built before the router
+// runs, so it sees every prompt, and like the router it outlives the stop
+// signal: notices and replies under way finish while the API drains.
+func startApprover(ctx context.Context, log *slog.Logger, rt *router.Router, addr string) (stop func()) {
+	if addr == "" {
+		return func() {}
+	}
+	a := approver.New(rt, approver.Config{Address: addr, Logger: log})
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = a.Run(ctx)
+	}()
+	return func() { cancel(); <-done }
+}
+
+// uidCheck closes control-socket connections from other users: the socket is
+// 0600 already, this holds even if its directory was loosened.
+func uidCheck(ctx context.Context, c net.Conn) context.Context {
+	if uc, ok := c.(*net.UnixConn); ok {
+		if cred, err := uds.PeerCred(uc); err != nil || (cred.UID != os.Geteuid() && cred.UID != 0) {
+			c.Close()
+		}
+	}
+	return ctx
+}
+
+// listenControl binds the control socket like every socket of ours: in the
+// checked 0700 state directory, 0600, replacing only a stale file, and
+// removed on close only if it is still ours.
+func listenControl(path string) (net.Listener, error) {
+	ln, err := uds.Listen(path, uds.Limits{})
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	return ln, nil
+}
+
+// lockStateDir holds an exclusive lock so two gateways never share a state
+// directory.
+func lockStateDir(dir string) (func(), error) {
+	unlock, err := safefile.TryLock(filepath.Join(dir, "gateway.lock"))
+	switch {
+	case errors.Is(err, safefile.ErrLocked):
+		return nil, fmt.Errorf("another gateway is running with state directory %s", dir)
+	case err != nil:
+		return nil, fmt.Errorf("lock file: %w", err)
+	}
+	return unlock, nil
+}
