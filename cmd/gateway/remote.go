@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/internal/settings"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -23,7 +24,7 @@ const remoteUsage = `usage: gateway remote COMMAND
 ID is the session id, bridge:<id>, or any address the gateway resolves.`
 
 func runRemote(ctx context.Context, e *env, args []string) int {
-	i := subcommandAt(args)
+	i := settings.SubcommandAt(args, remoteValueFlags)
 	if i < 0 {
 		if slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "--help" || a == "-help" }) {
 			fmt.Fprintln(e.stdout, remoteUsage)
@@ -55,27 +56,6 @@ func runRemote(ctx context.Context, e *env, args []string) int {
 
 // remoteValueFlags are the remote subcommands' flags that take a value.
 var remoteValueFlags = []string{"state-dir", "since"}
-
-// subcommandAt is the index of the first argument that is not a flag or a
-// flag's value; -1 when there is none.
-func subcommandAt(args []string) int {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			if i+1 < len(args) {
-				return i + 1
-			}
-			return -1
-		}
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			return i
-		}
-		if name := strings.TrimLeft(a, "-"); !strings.Contains(name, "=") && slices.Contains(remoteValueFlags, name) {
-			i++ // its value
-		}
-	}
-	return -1
-}
 
 func remoteSessions(ctx context.Context, e *env, args []string) int {
 	fs := newFlags(e, "remote sessions")

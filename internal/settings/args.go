@@ -1,6 +1,10 @@
 package settings
 
-import "flag"
+import (
+	"flag"
+	"slices"
+	"strings"
+)
 
 // ParseArgs parses flags that may come before, between or after positional
 // arguments, so `send work "hi" --wait` works as users type it. Everything
@@ -46,4 +50,27 @@ func OwnFlags(fs *flag.FlagSet, extra func(*flag.FlagSet)) []string {
 		}
 	})
 	return own
+}
+
+// SubcommandAt is the index in args of the first argument that is not a
+// flag or a flag's value, so flags may come before a subcommand too
+// (`remote --json sessions`); valueFlags are the flags that take a value.
+// It is -1 when there is none.
+func SubcommandAt(args, valueFlags []string) int {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			if i+1 < len(args) {
+				return i + 1
+			}
+			return -1
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			return i
+		}
+		if name := strings.TrimLeft(a, "-"); !strings.Contains(name, "=") && slices.Contains(valueFlags, name) {
+			i++ // its value
+		}
+	}
+	return -1
 }

@@ -4,6 +4,8 @@
 // command line; a secret may come from a file named by <VAR>_FILE or a
 // "<key>_file" config key. It remembers where each value came from, so a
 // command can print the effective configuration with secrets redacted and
-// point an error at the file line or variable that caused it. It knows no
-// command's flags and imports nothing of ours but internal packages.
+// point an error at the file line or variable that caused it. It also
+// parses command lines as people type them: flags among the positional
+// arguments (ParseArgs), and before a subcommand (SubcommandAt). It knows
+// no command's flags and imports nothing of ours but internal packages.
 package settings
