@@ -139,6 +139,20 @@ func (h *redactMsg) WithGroup(name string) slog.Handler { return &redactMsg{h.Ha
 // handler's Handle does not check the level again; the Logger asks Enabled.
 func WithLevel(h slog.Handler, lv slog.Leveler) slog.Handler { return leveled{h, lv} }
 
+// Leveled returns log with its level held in a LevelVar that can move
+// while running, starting at the lowest level log has enabled.
+func Leveled(log *slog.Logger) (*slog.Logger, *slog.LevelVar) {
+	lv := new(slog.LevelVar)
+	lv.Set(slog.LevelError)
+	for _, l := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn} {
+		if log.Enabled(context.Background(), l) {
+			lv.Set(l)
+			break
+		}
+	}
+	return slog.New(WithLevel(log.Handler(), lv)), lv
+}
+
 type leveled struct {
 	slog.Handler
 	lv slog.Leveler

@@ -18,7 +18,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/sessiongateway/gateway/observability"
 	"github.com/sessiongateway/gateway/router"
 )
 
@@ -74,20 +73,6 @@ func (g *graceValue) Set(s string) error {
 
 // errGraceExceeded means the gateway gave up waiting for its parts to stop.
 var errGraceExceeded = errors.New("shutdown took longer than --grace; exiting with work unfinished (stored outbox messages stay stored)")
-
-// leveled returns log with its level held in a LevelVar SIGHUP can move,
-// starting at the lowest level log has enabled.
-func leveled(log *slog.Logger) (*slog.Logger, *slog.LevelVar) {
-	lv := new(slog.LevelVar)
-	lv.Set(slog.LevelError)
-	for _, l := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn} {
-		if log.Enabled(context.Background(), l) {
-			lv.Set(l)
-			break
-		}
-	}
-	return slog.New(observability.WithLevel(log.Handler(), lv)), lv
-}
 
 // reloader is one thing SIGHUP reloads: it says what it did, or why not.
 type reloader struct {

@@ -36,7 +36,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	if life == nil {
 		life = &lifecycleOpts{grace: defaultGrace}
 	}
-	log, level := leveled(log)
+	log, level := observability.Leveled(log)
 	tel, err := observability.NewTelemetry(ctx, observability.TelemetryConfig{Getenv: c.getenv, Version: version})
 	if err != nil {
 		return err
