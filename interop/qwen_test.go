@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/api"
-	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/interop/qwencli"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
