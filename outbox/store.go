@@ -14,7 +14,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
-	"golang.org/x/sys/unix"
 
 	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/message"
@@ -125,7 +124,7 @@ func Open(path string, o Options) (*Store, error) {
 	if err := safefile.CheckDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}
-	// Lstat names the problem; openNoFollow is what makes it safe.
+	// Lstat names the problem; safefile.OpenPrivate is what makes it safe.
 	if fi, err := os.Lstat(path); err == nil {
 		switch {
 		case fi.Mode()&fs.ModeSymlink != 0:
@@ -136,7 +135,7 @@ func Open(path string, o Options) (*Store, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: o.LockTimeout, OpenFile: openNoFollow})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: o.LockTimeout, OpenFile: safefile.OpenPrivate})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("outbox: %s is in use by another process", path)
@@ -149,36 +148,6 @@ func Open(path string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("outbox: %s: %w", path, err)
 	}
 	return s, nil
-}
-
-// openNoFollow opens the database file for bbolt without following a
-// symlink, and only a regular file of ours; it tightens the mode to 0600.
-func openNoFollow(name string, flag int, perm os.FileMode) (*os.File, error) {
-	f, err := os.OpenFile(name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
-	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
-			return nil, fmt.Errorf("%s: %w", name, safefile.ErrSymlink)
-		}
-		return nil, err
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		f.Close()
-		return nil, err
-	}
-	switch {
-	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		err = fmt.Errorf("%s: %w", name, safefile.ErrNotRegular)
-	case int(st.Uid) != os.Geteuid():
-		err = fmt.Errorf("%s: %w (owner uid %d)", name, safefile.ErrNotOwner, st.Uid)
-	case st.Mode&0o777 != 0o600:
-		err = f.Chmod(0o600)
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
 }
 
 // load creates the bucket and counts what the file holds.

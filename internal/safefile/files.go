@@ -241,3 +241,35 @@ func RemoveIfSame(path string, fi os.FileInfo) error {
 	}
 	return nil
 }
+
+// OpenPrivate opens (or creates, with perm) a file that must be a regular
+// file of ours, never through a symlink, and tightens its mode to exactly
+// 0600. Its signature is os.OpenFile's, for libraries that take an opener
+// (a database that opens its own file).
+func OpenPrivate(name string, flag int, perm os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return nil, pathErr("open", name, ErrSymlink)
+		}
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return nil, err
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		err = pathErr("open", name, ErrNotRegular)
+	case int(st.Uid) != os.Geteuid():
+		err = pathErr("open", name, fmt.Errorf("%w (owner uid %d)", ErrNotOwner, st.Uid))
+	case st.Mode&0o777 != 0o600:
+		err = f.Chmod(0o600)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}

@@ -60,3 +60,38 @@ func TestLock(t *testing.T) {
 		}
 	})
 }
+
+func TestOpenPrivate(t *testing.T) {
+	dir := privateDir(t)
+	t.Run("an existing file is tightened to 0600", func(t *testing.T) {
+		p := filepath.Join(dir, "db")
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := OpenPrivate(p, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
+			t.Fatalf("mode %v, want 0600", fi.Mode().Perm())
+		}
+	})
+	t.Run("a symlink is refused", func(t *testing.T) {
+		link := filepath.Join(dir, "link")
+		if err := os.Symlink(filepath.Join(dir, "target"), link); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := OpenPrivate(link, os.O_RDWR|os.O_CREATE, 0o600); !errors.Is(err, ErrSymlink) {
+			t.Fatalf("err = %v, want ErrSymlink", err)
+		}
+	})
+	t.Run("a directory is refused", func(t *testing.T) {
+		if _, err := OpenPrivate(dir, os.O_RDONLY, 0); !errors.Is(err, ErrNotRegular) {
+			t.Fatalf("err = %v, want ErrNotRegular", err)
+		}
+	})
+}
