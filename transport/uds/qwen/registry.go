@@ -3,12 +3,15 @@ package qwen
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"path/filepath"
 	"runtime"
 	"strings"
 
 	"github.com/sessiongateway/gateway/internal/jsonx"
+	"github.com/sessiongateway/gateway/internal/safefile"
+	"github.com/sessiongateway/gateway/transport/uds"
 )
 
 // SchemaVersion is the record version we write and the highest we read.
@@ -250,4 +253,41 @@ func validProcStart(s string) bool {
 		}
 	}
 	return true
+}
+
+func (p *Peer) writeRecord() error {
+	procStart, ok := ProcStartToken(p.pid)
+	if !ok {
+		return errors.New("qwen record: cannot read our own procStart")
+	}
+	ns, err := uds.PidNamespace(p.pid)
+	if err != nil {
+		return fmt.Errorf("qwen record: %w", err)
+	}
+	rec := Record{
+		PID: p.pid, ProcStart: procStart, PidNS: ns, SessionID: p.sessionID, Cwd: p.cfg.Cwd,
+		Name: p.cfg.Name, StartedAt: p.clk.Now().UnixMilli(), Kind: "external",
+		IPCPath: p.socketPath, IPCToken: p.token,
+	}
+	b, err := rec.Marshal()
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(p.sessions, RecordFileName(p.pid, ""))
+	err = safefile.CreateExclusive(path, b)
+	if errors.Is(err, fs.ErrExist) {
+		old, rerr := safefile.ReadCapped(path, MaxRecordBytes)
+		if rerr == nil && MayReplace(old, p.pid, p.facts) {
+			err = safefile.WriteAtomic(path, b)
+		} else {
+			// Not provably ours to replace: the spec's <pid>-<8 hex>.json.
+			path = filepath.Join(p.sessions, RecordFileName(p.pid, NewSuffix()))
+			err = safefile.CreateExclusive(path, b)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("qwen record: %w", err)
+	}
+	p.recPath = path
+	return nil
 }

@@ -2,10 +2,13 @@ package qwen
 
 import (
 	"container/list"
+	"context"
 	"sync"
 	"time"
 
 	"github.com/sessiongateway/gateway/internal/clock"
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/transport/uds"
 )
 
 // Drop receipts are coalesced as Qwen Code coalesces them, so that a flood
@@ -255,4 +258,64 @@ func (d *DropReceipts) Close() {
 	}
 	d.lru.Init()
 	clear(d.byKey)
+}
+
+// maxReceiptDials bounds concurrent receipt connections; past it a receipt
+// is lost (receipts are best effort on the receiver's side).
+const maxReceiptDials = 64
+
+// report sends one receipt the gate asked for, best effort.
+func (p *Peer) report(r Report) {
+	to := r.Inbound.Frame.From
+	if to == "" || !IsLocalIPCPath(to) {
+		return
+	}
+	if _, ok := p.al.bySession(r.Inbound.Frame.ToSessionID); ok && r.Status == StatusDelivered {
+		// Accepted at an alias only means handed to the bridge: the real
+		// outcome comes from the session behind it (Relay).
+		return
+	}
+	p.dial(to, r.Inbound.Frame.ReplyToken, NewStatusFrame(r.Status, r.Inbound.Frame.MsgID, p.socketPath))
+}
+
+func (p *Peer) dropped(in Inbound, reason DropReason) {
+	p.drops.Note(in, reason)
+	m := p.toMessage(in)
+	p.notice(message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: m.ID, From: m.From, Reason: reason.String()}})
+}
+
+func (p *Peer) sendDropReceipt(r DropReceipt) {
+	if r.To == "" || !IsLocalIPCPath(r.To) {
+		return
+	}
+	p.dial(r.To, r.ReplyToken, r.Frame(p.socketPath))
+}
+
+// dial writes one frame on its own connection in the background, at most
+// maxReceiptDials at once; past that the receipt is lost and logged.
+func (p *Peer) dial(to string, token Token, f Frame) {
+	payload, err := Payload(token, f)
+	if err != nil {
+		p.log.Info("qwen receipt not encoded", "err", err)
+		return
+	}
+	select {
+	case p.sendSem <- struct{}{}:
+	default:
+		p.log.Info("qwen receipt lost: too many in flight", "to", to)
+		return
+	}
+	p.wg.Add(1)
+	go func() {
+		defer func() { <-p.sendSem; p.wg.Done() }()
+		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
+		defer cancel()
+		if err := uds.DialWrite(ctx, to, payload); err != nil {
+			p.log.Debug("qwen receipt not delivered", "to", to, "err", err)
+			return
+		}
+		if sf, ok := f.(StatusFrame); ok && p.cfg.ReceiptSent != nil {
+			p.cfg.ReceiptSent(sf.Status.Model())
+		}
+	}()
 }
