@@ -7,7 +7,6 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
-	"time"
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
@@ -186,85 +185,5 @@ func (p *Peer) handleUser(ctx context.Context, in *inbound, f *Frame) {
 		p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: f.MsgID, From: m.From, Reason: DropRefused.String()}})
 	case verdictHold:
 		p.hold(ctx, in.reply, m, p.holdReason(m))
-	}
-}
-
-type verdict uint8
-
-const (
-	verdictDeliver verdict = iota + 1
-	verdictHold
-	verdictRefuse
-)
-
-// decide applies the inbound policy. Self-sent messages (our childToken)
-// skip the hold, like the real CLI's self-sent verdict.
-func (p *Peer) decide(in *inbound, m message.Message) verdict {
-	switch p.cfg.Inbound {
-	case PolicyAccept:
-		return verdictDeliver
-	case PolicyHold:
-		return verdictHold
-	case PolicyRefuse:
-		return verdictRefuse
-	}
-	if in.auth == message.AuthChild {
-		return verdictDeliver
-	}
-	if !m.Attested || m.Mode == message.ModeUnknown {
-		// Unattested senders are held only while we bypass prompts.
-		if p.cfg.Mode == message.ModeBypass {
-			return verdictHold
-		}
-		return verdictDeliver
-	}
-	if m.Mode == p.cfg.Mode {
-		return verdictDeliver
-	}
-	return verdictHold
-}
-
-func (p *Peer) holdReason(m message.Message) string {
-	switch {
-	case p.cfg.Inbound == PolicyHold:
-		return "This session holds every inbound message for review"
-	case !m.Attested:
-		return "The sender did not attest its permission mode and this session bypasses prompts"
-	case m.Mode == message.ModeBypass:
-		return "The sender bypasses permission prompts and this session does not"
-	default:
-		return "The sender prompts for permissions and this session bypasses prompts"
-	}
-}
-
-// receiptTimeout bounds one receipt connection.
-const receiptTimeout = 5 * time.Second
-
-// receipt sends one control line to a verified reply socket on a new
-// connection. Like the real CLI, it starts with an auth line carrying the
-// sender's own peerToken when the sender's key file is in our registry, and
-// has none otherwise. Unvettable senders get nothing, and neither does a
-// socket that another process holds by now.
-func (p *Peer) receipt(ctx context.Context, reply replyTo, f Frame) {
-	if reply.path == "" {
-		return
-	}
-	if !p.stillOwned(reply) {
-		p.log.Info("receipt not sent: the reply socket no longer belongs to the sender's process",
-			"to", reply.path, "pid", reply.pid, "action", f.Action, "status", f.Status)
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, receiptTimeout)
-	defer cancel()
-	if err := p.write(ctx, reply.path, 0, f); err != nil {
-		if errors.Is(err, ErrStaleKey) {
-			p.log.Info("receipt not sent: the reply socket's key belongs to another process", "to", reply.path)
-			return
-		}
-		p.log.Info("receipt not delivered", "to", reply.path, "status", f.Status, "action", f.Action, "err", err)
-		return
-	}
-	if st, ok := StatusOf(f.Status, f.StatusDetail); ok && f.Action == ActionPeerMessageStatus && p.cfg.ReceiptSent != nil {
-		p.cfg.ReceiptSent(st)
 	}
 }

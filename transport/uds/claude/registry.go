@@ -198,3 +198,91 @@ func readEntries(dir string) (entries []Entry, bad map[string]error, err error) 
 	}
 	return entries, bad, nil
 }
+
+// Registry kinds the gateway writes: itself, and its alias workers.
+const (
+	KindGateway = "gateway"
+	KindAlias   = "gateway-alias"
+)
+
+// writeFiles claims the key file, then the registry entry. keyPath and
+// regPath are set only once the claim succeeded, so removeFiles, on this
+// error path and at shutdown, removes our files and never the ones a claim
+// refused to touch (another live process's).
+func (p *Peer) writeFiles() error {
+	keyPath := filepath.Join(p.sessionsDir, KeyFileName(p.pid, p.socketPath))
+	kb, err := json.Marshal(KeyFile{PeerToken: p.peerToken, ProcStart: p.procStart, PidDomain: p.pidDomain})
+	if err != nil {
+		return err
+	}
+	if err := p.claimFile(keyPath, kb); err != nil {
+		return fmt.Errorf("key file: %w", err)
+	}
+	p.keyPath = keyPath
+	now := p.startedAt.UnixMilli()
+	e := Entry{
+		PID: p.pid, SessionID: p.sessionID, Cwd: p.cfg.Cwd, StartedAt: now,
+		ProcStart: p.procStart, Version: p.cfg.Version, PeerProtocol: 1,
+		PeerFeatures: []string{"notify_idle", "reply_across_default_dirs"},
+		Kind:         p.cfg.Kind, Entrypoint: "gateway", PidDomain: p.pidDomain,
+		MessagingSocketPath: p.socketPath, Name: p.cfg.Name, NameSource: "user", NameSince: now,
+		Status: "idle", UpdatedAt: now, StatusUpdatedAt: now,
+	}
+	eb, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	regPath := filepath.Join(p.sessionsDir, strconv.Itoa(p.pid)+".json")
+	if err := p.claimFile(regPath, eb); err != nil {
+		return fmt.Errorf("registry entry: %w", err)
+	}
+	p.regPath = regPath
+	return nil
+}
+
+// ErrLiveOwner means a file we would write belongs to another live process.
+var ErrLiveOwner = errors.New("file belongs to another live process")
+
+// claimFile writes path, never over the file of another live process: it is
+// created exclusively, and an existing one is replaced only when its process
+// (same pid as ours, so possibly another pid namespace) is proven gone.
+func (p *Peer) claimFile(path string, data []byte) error {
+	err := safefile.CreateExclusive(path, data)
+	if !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	old, err := safefile.ReadCapped(path, maxEntry)
+	if err != nil {
+		// A symlink, a non-regular or an oversized file is nothing we wrote
+		// and nothing we may replace.
+		return fmt.Errorf("%s exists and cannot be checked: %w", path, err)
+	}
+	// Read the fields as ParseEntry does (exact keys, wrong types absent),
+	// so a record the real CLI would see as another's is refused here too.
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(old, &raw) == nil {
+		procStart, _ := stringField(raw, "procStart")
+		pidDomain, _ := stringField(raw, "pidDomain")
+		if pidDomain != "" && pidDomain != p.pidDomain {
+			return fmt.Errorf("%s: %w (pid domain %s)", path, ErrLiveOwner, pidDomain)
+		}
+		if procStart == p.procStart {
+			return fmt.Errorf("%s: %w (this very process registered twice)", path, ErrLiveOwner)
+		}
+	}
+	// Same pid domain, other start time (or no record at all): the file of a
+	// dead earlier holder of our pid, since in our pid namespace we hold it now.
+	p.log.Info("replacing a stale file left by an earlier process with our pid", "file", path)
+	return safefile.WriteAtomic(path, data)
+}
+
+func (p *Peer) removeFiles() {
+	for _, f := range []string{p.regPath, p.keyPath} {
+		if f == "" {
+			continue
+		}
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			p.log.Warn("removing registration file failed", "file", f, "err", err)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -151,5 +152,37 @@ func (d *dropReporter) close() {
 		if st.timer != nil {
 			st.timer.Stop()
 		}
+	}
+}
+
+// receiptTimeout bounds one receipt connection.
+const receiptTimeout = 5 * time.Second
+
+// receipt sends one control line to a verified reply socket on a new
+// connection. Like the real CLI, it starts with an auth line carrying the
+// sender's own peerToken when the sender's key file is in our registry, and
+// has none otherwise. Unvettable senders get nothing, and neither does a
+// socket that another process holds by now.
+func (p *Peer) receipt(ctx context.Context, reply replyTo, f Frame) {
+	if reply.path == "" {
+		return
+	}
+	if !p.stillOwned(reply) {
+		p.log.Info("receipt not sent: the reply socket no longer belongs to the sender's process",
+			"to", reply.path, "pid", reply.pid, "action", f.Action, "status", f.Status)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, receiptTimeout)
+	defer cancel()
+	if err := p.write(ctx, reply.path, 0, f); err != nil {
+		if errors.Is(err, ErrStaleKey) {
+			p.log.Info("receipt not sent: the reply socket's key belongs to another process", "to", reply.path)
+			return
+		}
+		p.log.Info("receipt not delivered", "to", reply.path, "status", f.Status, "action", f.Action, "err", err)
+		return
+	}
+	if st, ok := StatusOf(f.Status, f.StatusDetail); ok && f.Action == ActionPeerMessageStatus && p.cfg.ReceiptSent != nil {
+		p.cfg.ReceiptSent(st)
 	}
 }
