@@ -213,7 +213,7 @@ func TestTheGatewaysReceiptsReachARealClaudeSession(t *testing.T) {
 			t.Fatal(err)
 		}
 		drop := watch.Wait(t, 60*time.Second, func(ev message.Event) bool {
-			return ev.Type == message.EventDrop && ev.Drop != nil && ev.Drop.Reason == "duplicate"
+			return ev.Type == message.EventDrop && ev.Drop != nil && ev.Drop.Reason == message.DropDuplicate
 		})
 		notice = waitNotice(t, model, "dropped at that session's inbox")
 		if !strings.Contains(notice, "msg_id: "+drop.Drop.MsgID) || !strings.Contains(notice, "it repeated your previous message") {

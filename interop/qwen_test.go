@@ -180,12 +180,12 @@ func TestRealQwenTUIReceiptsForGatewaySends(t *testing.T) {
 		// duplicate, with the mirror's explanation.
 		o, code := g.SendJSON(t, s.Name(), body, "--wait", "--timeout", "20s")
 		if code == 0 || o.Status != message.StatusDropped || len(o.Receipts) == 0 ||
-			o.Receipts[len(o.Receipts)-1].DropReason != "duplicate" || !strings.Contains(o.Receipts[len(o.Receipts)-1].Reason, "not sent") {
+			o.Receipts[len(o.Receipts)-1].DropReason != message.DropDuplicate || !strings.Contains(o.Receipts[len(o.Receipts)-1].Reason, "not sent") {
 			t.Fatalf("a repeat inside the window was not refused by the sender: exit %d %+v", code, o)
 		}
 		o, _ = g.SendJSON(t, s.Name(), body, "--unpaced", "--wait", "--timeout", "20s")
 		last := o.Receipts[len(o.Receipts)-1]
-		if o.Status != message.StatusDropped || last.DropReason != "duplicate" {
+		if o.Status != message.StatusDropped || last.DropReason != message.DropDuplicate {
 			t.Fatalf("outbound %+v, want the real dropped duplicate receipt", o)
 		}
 	})
@@ -237,7 +237,7 @@ func TestRealQwenTUIReceiptsForGatewaySends(t *testing.T) {
 					continue
 				}
 				last := o.Receipts[len(o.Receipts)-1]
-				if last.DropReason == "rate-limited" {
+				if last.DropReason == message.DropRateLimited {
 					rateLimited++
 				}
 				byFrame[last.Time]++

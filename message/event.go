@@ -20,10 +20,10 @@ const (
 
 // Link is the state of a remote session's live stream.
 type Link struct {
-	SessionID string `json:"session_id"`
-	State     string `json:"state"` // connected, reconnecting, dormant, gave_up
-	Attempt   int    `json:"attempt,omitempty"`
-	Error     string `json:"error,omitempty"`
+	SessionID string    `json:"session_id"`
+	State     LinkState `json:"state"`
+	Attempt   int       `json:"attempt,omitempty"`
+	Error     string    `json:"error,omitempty"`
 }
 
 // IdleNotice is a peer's idle state, answering a subscription.
@@ -37,9 +37,9 @@ type IdleNotice struct {
 
 // Drop records an inbound message turned away.
 type Drop struct {
-	MsgID  string `json:"msg_id,omitempty"`
-	From   string `json:"from,omitempty"`
-	Reason string `json:"reason"`
+	MsgID  string     `json:"msg_id,omitempty"`
+	From   string     `json:"from,omitempty"`
+	Reason DropReason `json:"reason"`
 }
 
 // Event is one thing that happened, fanned out to watchers.

@@ -93,13 +93,13 @@ func CanMove(from, to Status) bool {
 
 // Receipt is one status report about a message.
 type Receipt struct {
-	MsgID      string    `json:"msg_id"`
-	Status     Status    `json:"status"`
-	Reason     string    `json:"reason,omitempty"`      // receiver's human text
-	Detail     string    `json:"detail,omitempty"`      // status_detail, e.g. refused
-	DropReason string    `json:"drop_reason,omitempty"` // with StatusDropped
-	From       string    `json:"from,omitempty"`        // who sent the receipt
-	Time       time.Time `json:"time"`
+	MsgID      string     `json:"msg_id"`
+	Status     Status     `json:"status"`
+	Reason     string     `json:"reason,omitempty"`      // receiver's human text
+	Detail     string     `json:"detail,omitempty"`      // status_detail, e.g. refused
+	DropReason DropReason `json:"drop_reason,omitempty"` // with StatusDropped
+	From       string     `json:"from,omitempty"`        // who sent the receipt
+	Time       time.Time  `json:"time"`
 }
 
 // Tracker is the state of one outbound message: the receipts it got,

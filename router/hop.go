@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"strconv"
 	"sync"
 
 	"github.com/sessiongateway/gateway/message"
@@ -18,45 +17,31 @@ import (
 // legs carry (the Claude envelope's hop-chain, the Qwen frame's hopChain
 // extension), so a message bounced between aliases comes back with our
 // token in it again and again and is stopped, whichever legs it crosses.
-// The limits are Claude Code's own guard's.
+// The limits are Claude Code's own guard's. A message turned away is a drop
+// for message.DropHopLoop or message.DropHopRunaway.
 const (
 	MaxSelfHops = 10 // hop-loop once our token occurs this often in the chain
-	MaxHopChain = 28 // hop-runaway when forwarding would make the chain longer
-	HopTokenLen = 24 // hex characters in a token, as in the Claude envelope
+	// MaxForwardChain is the runaway limit: hop-runaway when forwarding
+	// would make the chain longer. It is lower than the wire's
+	// message.MaxHopChain (32) to leave room for the entries a bridged
+	// crossing adds after us (the receiving leg's own relays), so a chain
+	// we forward is never cut short by the grammar on the other side.
+	MaxForwardChain = message.MaxHopChain - 4 // 28, as Claude Code's guard
 )
-
-// HopDrop says why the bridge turned a message away. Its wire spelling is
-// the drop reason of the dropped receipt the sender gets.
-type HopDrop uint8
-
-const (
-	HopLoop    HopDrop = iota + 1 // the message has come through us MaxSelfHops times
-	HopRunaway                    // the chain would exceed MaxHopChain entries
-)
-
-var hopWire = [...]string{HopLoop: "hop-loop", HopRunaway: "hop-runaway"}
-
-// String returns the wire spelling.
-func (d HopDrop) String() string {
-	if d == 0 || int(d) >= len(hopWire) {
-		return "HopDrop(" + strconv.Itoa(int(d)) + ")"
-	}
-	return hopWire[d]
-}
 
 // HopError is a message the bridge did not forward because of its chain.
 type HopError struct {
 	MsgID  string
-	Reason HopDrop
+	Reason message.DropReason
 	Chain  int // entries in the chain it arrived with
 }
 
 func (e *HopError) Error() string {
 	switch e.Reason {
-	case HopLoop:
+	case message.DropHopLoop:
 		return fmt.Sprintf("not forwarded: the message has already passed through this gateway %d times (a forwarding loop between aliases)", MaxSelfHops)
-	case HopRunaway:
-		return fmt.Sprintf("not forwarded: its hop chain already has %d entries and may not grow past %d (a runaway relay)", e.Chain, MaxHopChain)
+	case message.DropHopRunaway:
+		return fmt.Sprintf("not forwarded: its hop chain already has %d entries and may not grow past %d (a runaway relay)", e.Chain, MaxForwardChain)
 	}
 	return "not forwarded: " + e.Reason.String()
 }
@@ -78,16 +63,16 @@ func HopToken() string { return hopToken(hopKey()) }
 func hopToken(key []byte) string {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte("gateway"))
-	return hex.EncodeToString(m.Sum(nil))[:HopTokenLen]
+	return hex.EncodeToString(m.Sum(nil))[:message.HopTokenLen]
 }
 
 // CheckHops decides whether a message with chain may be forwarded by the
 // holder of token self, in Claude Code's order: hop-runaway first (it needs
 // no counting), then hop-loop. It returns the chain to forward with (a new
 // slice, self appended) or why not.
-func CheckHops(chain []string, self string) ([]string, HopDrop) {
-	if len(chain)+1 > MaxHopChain {
-		return nil, HopRunaway
+func CheckHops(chain []string, self string) ([]string, message.DropReason) {
+	if len(chain)+1 > MaxForwardChain {
+		return nil, message.DropHopRunaway
 	}
 	n := 0
 	for _, h := range chain {
@@ -96,7 +81,7 @@ func CheckHops(chain []string, self string) ([]string, HopDrop) {
 		}
 	}
 	if n >= MaxSelfHops {
-		return nil, HopLoop
+		return nil, message.DropHopLoop
 	}
 	return append(append(make([]string, 0, len(chain)+1), chain...), self), 0
 }
@@ -116,10 +101,10 @@ func (r *Router) hopCheck(ctx context.Context, source Leg, in *message.Message) 
 		"drop_reason", why.String(), "chain", len(in.HopChain))
 	r.cfg.Metrics.Drop(ctx, string(source.Name()), why.String())
 	r.hub.Publish(message.Event{Type: message.EventDrop, Leg: source.Name(),
-		Drop: &message.Drop{MsgID: in.ID, From: in.From, Reason: why.String()}})
+		Drop: &message.Drop{MsgID: in.ID, From: in.From, Reason: why}})
 	if h, ok := source.(AliasHost); ok {
 		h.Relay(ctx, *in, message.Receipt{MsgID: in.ID, Status: message.StatusDropped,
-			DropReason: why.String(), Reason: err.Error(), Time: r.cfg.Clock.Now()})
+			DropReason: why, Reason: err.Error(), Time: r.cfg.Clock.Now()})
 	}
 	return err
 }

@@ -23,16 +23,16 @@ func TestCheckHops(t *testing.T) {
 	tests := []struct {
 		name  string
 		chain []string
-		want  HopDrop
+		want  message.DropReason
 	}{
 		{"a message with no chain is forwarded", nil, 0},
 		{"a chain of other relays is forwarded", []string{foreign(1), foreign(2)}, 0},
 		{"our token nine times is still forwarded", repeat(MaxSelfHops-1, self), 0},
-		{"our token ten times is a hop-loop", repeat(MaxSelfHops, self), HopLoop},
-		{"our tokens count wherever they stand", append(append(repeat(5, self), foreign(1)), repeat(5, self)...), HopLoop},
-		{"27 entries may grow to 28", repeat(MaxHopChain-1, foreign(3)), 0},
-		{"28 entries may not grow: hop-runaway", repeat(MaxHopChain, foreign(3)), HopRunaway},
-		{"runaway is decided before loop", repeat(MaxHopChain, self), HopRunaway},
+		{"our token ten times is a hop-loop", repeat(MaxSelfHops, self), message.DropHopLoop},
+		{"our tokens count wherever they stand", append(append(repeat(5, self), foreign(1)), repeat(5, self)...), message.DropHopLoop},
+		{"27 entries may grow to 28", repeat(MaxForwardChain-1, foreign(3)), 0},
+		{"28 entries may not grow: hop-runaway", repeat(MaxForwardChain, foreign(3)), message.DropHopRunaway},
+		{"runaway is decided before loop", repeat(MaxForwardChain, self), message.DropHopRunaway},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,8 +59,8 @@ func TestCheckHops(t *testing.T) {
 
 func TestHopTokenIsAStableEnvelopeToken(t *testing.T) {
 	tok := HopToken()
-	if len(tok) != HopTokenLen || strings.Trim(tok, "0123456789abcdef") != "" {
-		t.Fatalf("HopToken() = %q, want %d lower-case hex characters", tok, HopTokenLen)
+	if len(tok) != message.HopTokenLen || strings.Trim(tok, "0123456789abcdef") != "" {
+		t.Fatalf("HopToken() = %q, want %d lower-case hex characters", tok, message.HopTokenLen)
 	}
 	if HopToken() != tok {
 		t.Fatal("the token changed within one process")
@@ -68,8 +68,8 @@ func TestHopTokenIsAStableEnvelopeToken(t *testing.T) {
 	if hopToken([]byte("another key")) == tok {
 		t.Fatal("another key gives the same token")
 	}
-	if HopLoop.String() != "hop-loop" || HopRunaway.String() != "hop-runaway" || HopDrop(0).String() != "HopDrop(0)" {
-		t.Fatalf("wire names: %s %s %s", HopLoop, HopRunaway, HopDrop(0))
+	if message.DropHopLoop.String() != "hop-loop" || message.DropHopRunaway.String() != "hop-runaway" || message.DropReason(0).String() != "drop(0)" {
+		t.Fatalf("wire names: %s %s %s", message.DropHopLoop, message.DropHopRunaway, message.DropReason(0))
 	}
 }
 
@@ -153,18 +153,18 @@ func TestAForwardingLoopBetweenTwoAliasesIsStopped(t *testing.T) {
 	tests := []struct {
 		name     string
 		extra    int // tokens each side's relays add per pass
-		want     HopDrop
+		want     message.DropReason
 		forwards int // messages the bridge forwards before it stops
 	}{
 		// Each forward adds our token once: the eleventh arrival carries it
 		// ten times.
-		{"a bounce that adds only our token stops with hop-loop", 0, HopLoop, MaxSelfHops},
-		{"a bounce whose relays add a token each stops with hop-loop", 1, HopLoop, MaxSelfHops},
+		{"a bounce that adds only our token stops with hop-loop", 0, message.DropHopLoop, MaxSelfHops},
+		{"a bounce whose relays add a token each stops with hop-loop", 1, message.DropHopLoop, MaxSelfHops},
 		// Three entries a pass: after 9 forwards the chain holds 27 and may
 		// grow to 28; after 10 it holds 30.
-		{"a bounce whose relays add two tokens each stops with hop-runaway", 2, HopRunaway, 10},
+		{"a bounce whose relays add two tokens each stops with hop-runaway", 2, message.DropHopRunaway, 10},
 		// Four a pass: 7 forwards make 28 entries, which may not grow.
-		{"a bounce whose relays add three tokens each stops with hop-runaway sooner", 3, HopRunaway, 7},
+		{"a bounce whose relays add three tokens each stops with hop-runaway sooner", 3, message.DropHopRunaway, 7},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -211,7 +211,7 @@ func TestAForwardingLoopBetweenTwoAliasesIsStopped(t *testing.T) {
 			if got := len(fa) + len(fb); got != tt.forwards {
 				t.Fatalf("the bridge forwarded %d messages, want %d", got, tt.forwards)
 			}
-			if drop.Drop.Reason != tt.want.String() {
+			if drop.Drop.Reason != tt.want {
 				t.Fatalf("dropped with %q, want %q", drop.Drop.Reason, tt.want)
 			}
 			// The forwards alternate, starting with bob; the message dropped
@@ -228,11 +228,11 @@ func TestAForwardingLoopBetweenTwoAliasesIsStopped(t *testing.T) {
 				t.Fatalf("the drop names leg %s from %s, want %s from %s", drop.Leg, drop.Drop.From, source.name, source.session.Address)
 			}
 			rel := source.relayed()
-			if len(rel) != 1 || rel[0].Status != message.StatusDropped || rel[0].DropReason != tt.want.String() || rel[0].MsgID != drop.Drop.MsgID {
+			if len(rel) != 1 || rel[0].Status != message.StatusDropped || rel[0].DropReason != tt.want || rel[0].MsgID != drop.Drop.MsgID {
 				t.Fatalf("relayed to the sender: %+v, want one dropped receipt with %s for %s", rel, tt.want, drop.Drop.MsgID)
 			}
 			for i, m := range append(fa, fb...) {
-				if len(m.HopChain) > MaxHopChain || !slices.Contains(m.HopChain, HopToken()) {
+				if len(m.HopChain) > MaxForwardChain || !slices.Contains(m.HopChain, HopToken()) {
 					t.Fatalf("forward %d carried chain %q", i, m.HopChain)
 				}
 			}

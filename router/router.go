@@ -179,7 +179,7 @@ func (r *Router) handle(ctx context.Context, ev message.Event) {
 				m := *ev.Message
 				r.background(func() { r.bridge(ctx, src, m) }, func() {
 					if h, ok := src.(AliasHost); ok {
-						h.Relay(ctx, m, message.Receipt{MsgID: m.ID, Status: message.StatusDropped, DropReason: "queue-full", Reason: "the gateway's bridge is busy"})
+						h.Relay(ctx, m, message.Receipt{MsgID: m.ID, Status: message.StatusDropped, DropReason: message.DropQueueFull, Reason: "the gateway's bridge is busy"})
 					}
 				})
 			}
@@ -188,7 +188,7 @@ func (r *Router) handle(ctx context.Context, ev message.Event) {
 		r.noteLink(ctx, ev)
 	case message.EventDrop:
 		if ev.Drop != nil {
-			r.cfg.Metrics.Drop(ctx, string(ev.Leg), ev.Drop.Reason)
+			r.cfg.Metrics.Drop(ctx, string(ev.Leg), ev.Drop.Reason.String())
 		}
 	case message.EventPermission:
 		var fresh bool
@@ -421,7 +421,7 @@ func (r *Router) Send(ctx context.Context, req SendRequest) (Outbound, error) {
 // receiver's published limits would have turned the message away.
 type dropper interface {
 	error
-	DropReason() string
+	DropReason() message.DropReason
 }
 
 func (r *Router) dispatch(ctx context.Context, leg Leg, m message.Message, fwd *forward,

@@ -39,7 +39,7 @@ func TestABusyBridgeAnswersQueueFull(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	rel := cl.relays()
-	if len(rel) != 1 || rel[0].Status != message.StatusDropped || rel[0].DropReason != "queue-full" {
+	if len(rel) != 1 || rel[0].Status != message.StatusDropped || rel[0].DropReason != message.DropQueueFull {
 		t.Fatalf("relays %+v; want one dropped queue-full", rel)
 	}
 }

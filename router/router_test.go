@@ -169,20 +169,20 @@ func TestReceiptsMoveAMessageThroughItsStates(t *testing.T) {
 }
 
 // wouldDrop is a leg's refusal to write what the receiver would drop.
-type wouldDrop struct{ reason string }
+type wouldDrop struct{ reason message.DropReason }
 
-func (w wouldDrop) Error() string      { return "not sent: the receiver would drop it" }
-func (w wouldDrop) DropReason() string { return w.reason }
+func (w wouldDrop) Error() string                  { return "not sent: the receiver would drop it" }
+func (w wouldDrop) DropReason() message.DropReason { return w.reason }
 
 func TestARefusalThatStandsForADropIsReportedAsThatDrop(t *testing.T) {
 	leg := newFake()
-	leg.sendErr = fmt.Errorf("qwen: %w", wouldDrop{"rate-limited"})
+	leg.sendErr = fmt.Errorf("qwen: %w", wouldDrop{message.DropRateLimited})
 	r := start(t, leg)
 	out, err := r.Send(context.Background(), SendRequest{To: "review", Body: "hi"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Status != message.StatusDropped || out.Receipts[0].DropReason != "rate-limited" || !strings.Contains(out.Receipts[0].Reason, "would drop") {
+	if out.Status != message.StatusDropped || out.Receipts[0].DropReason != message.DropRateLimited || !strings.Contains(out.Receipts[0].Reason, "would drop") {
 		t.Fatalf("got %+v, want dropped: rate-limited with the leg's words", out)
 	}
 }

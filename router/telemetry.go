@@ -92,7 +92,7 @@ func (o *outbound) endSpan(why string) {
 
 // noteLink counts a remote session's lost live stream.
 func (r *Router) noteLink(ctx context.Context, ev message.Event) {
-	if ev.Link != nil && ev.Link.State == "reconnecting" {
+	if ev.Link != nil && ev.Link.State == message.LinkReconnecting {
 		r.cfg.Metrics.Reconnect(ctx, string(ev.Leg))
 	}
 }

@@ -210,11 +210,11 @@ func TestMetricsMoveAsMessagesFlow(t *testing.T) {
 	g.leg.emit(t, message.Event{Type: message.EventReceipt, Leg: message.ProtocolClaude,
 		Receipt: &message.Receipt{MsgID: ids[0], Status: message.StatusHeld}})
 	g.leg.emit(t, message.Event{Type: message.EventDrop, Leg: message.ProtocolClaude,
-		Drop: &message.Drop{Reason: "duplicate"}})
+		Drop: &message.Drop{Reason: message.DropDuplicate}})
 	g.leg.emit(t, message.Event{Type: message.EventLink, Leg: message.ProtocolClaude,
-		Link: &message.Link{SessionID: "s", State: "reconnecting"}})
+		Link: &message.Link{SessionID: "s", State: message.LinkReconnecting}})
 	g.leg.emit(t, message.Event{Type: message.EventLink, Leg: message.ProtocolClaude,
-		Link: &message.Link{SessionID: "s", State: "connected"}})
+		Link: &message.Link{SessionID: "s", State: message.LinkConnected}})
 	// The leg's events pass through the router's queue: wait until the
 	// last one was counted (a final scrape decides the test, not a timer).
 	var fams map[string]*dto.MetricFamily

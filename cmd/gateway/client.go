@@ -150,8 +150,8 @@ func describe(st message.Status, rs []message.Receipt) string {
 	s := st.String()
 	if len(rs) > 0 {
 		r := rs[len(rs)-1]
-		if r.DropReason != "" {
-			s += " (" + r.DropReason + ")"
+		if r.DropReason != 0 {
+			s += " (" + r.DropReason.String() + ")"
 		} else if r.Detail != "" {
 			s += " (" + r.Detail + ")"
 		}

@@ -103,7 +103,7 @@ func TestAForwardingLoopThroughRealAliasesIsStoppedByTheHopGuard(t *testing.T) {
 	if forwards != router.MaxSelfHops {
 		t.Fatalf("the bridge forwarded %d times before stopping, want %d", forwards, router.MaxSelfHops)
 	}
-	if drop.Reason != router.HopLoop.String() {
+	if drop.Reason != message.DropHopLoop {
 		t.Fatalf("dropped with %q, want hop-loop", drop.Reason)
 	}
 	// Ten forwards alternate, so the eleventh bounce came from the Claude

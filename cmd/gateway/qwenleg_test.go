@@ -129,7 +129,7 @@ func (h *qwenHost) serve(ctx context.Context, c *uds.Conn) {
 		if st, ok := answer(f); ok {
 			rc := qwen.NewStatusFrame(st, f.MsgID, h.path)
 			if st == qwen.StatusDropped {
-				rc = qwen.NewDropFrame(f.MsgID, h.path, qwen.DropRateLimited, nil)
+				rc = qwen.NewDropFrame(f.MsgID, h.path, message.DropRateLimited, nil)
 			}
 			payload, err := qwen.Payload(f.ReplyToken, rc)
 			if err == nil {

@@ -93,7 +93,7 @@ func BenchmarkRemoteIdleSessions(b *testing.B) {
 				for len(connected) < n {
 					select {
 					case ev := <-in:
-						if ev.Link != nil && ev.Link.State == "connected" {
+						if ev.Link != nil && ev.Link.State == message.LinkConnected {
 							connected[ev.Link.SessionID] = true
 						}
 					case <-deadline:

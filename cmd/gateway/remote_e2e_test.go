@@ -374,7 +374,7 @@ func TestARefusedCredentialShowsInReadiness(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			_ = g.Watch(ctx, 0, func(ev message.Event) error {
-				if ev.Link != nil && ev.Link.State == "gave_up" {
+				if ev.Link != nil && ev.Link.State == message.LinkGaveUp {
 					gaveUp = ev.Link
 					return io.EOF
 				}

@@ -131,7 +131,7 @@ func TestRemoteWatch(t *testing.T) {
 		remoteEvent(remoteSID, "assistant", "m1", "Hello, world", true), // a replayed copy
 		pendingPrompt("bash", "Bash", `{"command":"go test ./..."}`),
 		remoteEvent(remoteSID, "result", "", "done", true),
-		message.Event{Type: message.EventLink, Leg: message.ProtocolRemote, Link: &message.Link{SessionID: remoteSID, State: "reconnecting", Attempt: 2, Error: "stalled"}},
+		message.Event{Type: message.EventLink, Leg: message.ProtocolRemote, Link: &message.Link{SessionID: remoteSID, State: message.LinkReconnecting, Attempt: 2, Error: "stalled"}},
 	)
 	id := g.idOf(t, "bash")
 

@@ -437,7 +437,7 @@ func TestRequireAuthRefusesUnauthenticatedSenders(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := waitEvent(t, events, func(ev message.Event) bool { return ev.Type == message.EventDrop || ev.Type == message.EventMessage })
-	if ev.Type != message.EventDrop || ev.Drop.Reason != claude.DropNoAuth.String() {
+	if ev.Type != message.EventDrop || ev.Drop.Reason != message.DropUnauthenticated {
 		t.Fatalf("event = %+v, want a drop for want of auth", ev)
 	}
 	if _, err := fk.Send(ctxT(t), gatewayAddress(t, g), "with token", message.ModePrompting); err != nil {

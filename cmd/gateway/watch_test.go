@@ -36,7 +36,7 @@ func TestHumanEventShowsRemoteEvents(t *testing.T) {
 		{"a controller's message names the grant",
 			message.Event{Time: at, Message: &message.Message{FromName: "voice", Body: "hi", Attested: true, Controller: "voice front-end"}}, "message from voice (controller voice front-end): hi"},
 		{"a link change names the session and the error",
-			message.Event{Time: at, Link: &message.Link{SessionID: "s1", State: "gave_up", Error: "401"}}, "bridge:s1 link gave_up: 401"},
+			message.Event{Time: at, Link: &message.Link{SessionID: "s1", State: message.LinkGaveUp, Error: "401"}}, "bridge:s1 link gave_up: 401"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -162,7 +162,7 @@ var claudeChecks = []struct {
 		}
 		o, _ := g.SendJSON(t, p.Name(), body, "--unpaced", "--wait", "--timeout", "20s")
 		r := gatewaytest.LastReceipt(t, o)
-		if o.Status != message.StatusDropped || r.DropReason != "duplicate" || r.From != addressing.UDS(p.SocketPath()) {
+		if o.Status != message.StatusDropped || r.DropReason != message.DropDuplicate || r.From != addressing.UDS(p.SocketPath()) {
 			t.Fatalf("repeat: status %v, receipts %+v; want dropped duplicate from %s", o.Status, o.Receipts, addressing.UDS(p.SocketPath()))
 		}
 	}},

@@ -99,7 +99,7 @@ var qwenChecks = []struct {
 			t.Fatalf("first send %+v", first)
 		}
 		o, _ := g.SendJSON(t, p.Name(), body, "--unpaced", "--wait", "--timeout", "20s")
-		if r := gatewaytest.LastReceipt(t, o); o.Status != message.StatusDropped || r.DropReason != "duplicate" || r.From != inboxAddr(p) {
+		if r := gatewaytest.LastReceipt(t, o); o.Status != message.StatusDropped || r.DropReason != message.DropDuplicate || r.From != inboxAddr(p) {
 			t.Fatalf("status %v, receipts %+v; want dropped duplicate from %s", o.Status, o.Receipts, inboxAddr(p))
 		}
 	}},

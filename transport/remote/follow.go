@@ -260,7 +260,7 @@ func (l *Leg) onLink(ctx context.Context, id string, f *follow, k stream.Link, i
 	l.mu.Lock()
 	f.link = k
 	l.mu.Unlock()
-	ml := &message.Link{SessionID: id, State: k.State.String(), Attempt: k.Attempt}
+	ml := &message.Link{SessionID: id, State: k.State, Attempt: k.Attempt}
 	if k.Err != nil {
 		ml.Error = k.Err.Error()
 	}

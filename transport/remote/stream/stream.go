@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/internal/clock"
+	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
@@ -50,27 +51,16 @@ type Update struct {
 	Source  Source
 }
 
-// LinkState is where a stream's connection stands.
-type LinkState uint8
+// LinkState is where a stream's connection stands: message.LinkState, so
+// a state reaches message.Link as it is, spelled in one table.
+type LinkState = message.LinkState
 
 const (
-	LinkConnected    LinkState = iota + 1 // open and reading
-	LinkReconnecting                      // lost or failed; waiting Link.Delay before the next attempt
-	LinkDormant                           // closed after IdleTimeout; waiting for Wake or new events
-	LinkGaveUp                            // Run is returning its error (Link.Err)
+	LinkConnected    = message.LinkConnected    // open and reading
+	LinkReconnecting = message.LinkReconnecting // lost or failed; waiting Link.Delay before the next attempt
+	LinkDormant      = message.LinkDormant      // closed after IdleTimeout; waiting for Wake or new events
+	LinkGaveUp       = message.LinkGaveUp       // Run is returning its error (Link.Err)
 )
-
-// linkWire spells states as message.Link does.
-var linkWire = [...]string{
-	LinkConnected: "connected", LinkReconnecting: "reconnecting", LinkDormant: "dormant", LinkGaveUp: "gave_up",
-}
-
-func (s LinkState) String() string {
-	if int(s) >= len(linkWire) || linkWire[s] == "" {
-		return fmt.Sprintf("LinkState(%d)", uint8(s))
-	}
-	return linkWire[s]
-}
 
 // Link reports a change of connection state to Run's onLink.
 type Link struct {

@@ -3,11 +3,11 @@ package claude
 import (
 	"container/list"
 	"crypto/sha256"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/sessiongateway/gateway/internal/clock"
+	"github.com/sessiongateway/gateway/message"
 )
 
 // Limits are the inbox admission limits. The defaults are Claude Code
@@ -62,77 +62,6 @@ func (l Limits) withDefaults() Limits {
 		l.MaxQueued = d.MaxQueued
 	}
 	return l
-}
-
-// DropReason says why an inbound message was not delivered. The first five
-// are the guard's, turned away before any policy ran; their wire spelling is
-// the drop_reason of a dropped receipt. The rest name what happened to a
-// message after the guard, in drop events only: a person denied it, its hold
-// expired, the inbound policy refused it, or --require-auth refused an
-// unauthenticated sender.
-type DropReason uint8
-
-const (
-	DropDuplicate DropReason = iota + 1
-	DropRateLimited
-	DropHopLoop
-	DropHopRunaway
-	DropQueueFull
-	DropDenied
-	DropExpired
-	DropRefused
-	DropNoAuth
-)
-
-var dropWire = [...]string{
-	DropDuplicate: "duplicate", DropRateLimited: "rate-limited",
-	DropHopLoop: "hop-loop", DropHopRunaway: "hop-runaway", DropQueueFull: "queue-full",
-	DropDenied: "denied", DropExpired: "expired", DropRefused: "refused",
-	DropNoAuth: DropUnauthenticated,
-}
-
-// DropUnauthenticated is DropNoAuth's wire spelling, kept as a string for
-// callers that compare a message.Drop's Reason with it.
-const DropUnauthenticated = "unauthenticated"
-
-// guardReason reports whether r is one the guard gives, the only ones a
-// dropped receipt may carry.
-func (r DropReason) guardReason() bool { return r >= DropDuplicate && r <= DropQueueFull }
-
-// String returns the wire spelling.
-func (r DropReason) String() string {
-	if r > 0 && int(r) < len(dropWire) {
-		return dropWire[r]
-	}
-	return fmt.Sprintf("drop(%d)", uint8(r))
-}
-
-// ParseDropReason reads a wire drop_reason.
-func ParseDropReason(s string) (DropReason, error) {
-	for i, w := range dropWire {
-		if w != "" && w == s {
-			return DropReason(i), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown drop reason %q", s)
-}
-
-// MarshalText writes the wire spelling.
-func (r DropReason) MarshalText() ([]byte, error) {
-	if r == 0 || int(r) >= len(dropWire) {
-		return nil, fmt.Errorf("invalid drop reason %d", uint8(r))
-	}
-	return []byte(dropWire[r]), nil
-}
-
-// UnmarshalText reads the wire spelling.
-func (r *DropReason) UnmarshalText(b []byte) error {
-	v, err := ParseDropReason(string(b))
-	if err != nil {
-		return err
-	}
-	*r = v
-	return nil
 }
 
 // Guard is the inbox admission guard, the same checks in the same order as
@@ -199,9 +128,9 @@ func (g *Guard) Limits() Limits { return g.lim }
 // CheckHops runs only the stateless hop checks (1 and 2 above). It is what a
 // sender runs before relaying, and what Admit runs first. dropped is true when
 // the chain must be turned away, for reason.
-func (g *Guard) CheckHops(chain []string) (reason DropReason, dropped bool) {
+func (g *Guard) CheckHops(chain []string) (reason message.DropReason, dropped bool) {
 	if len(chain) > g.lim.MaxChainLength {
-		return DropHopRunaway, true
+		return message.DropHopRunaway, true
 	}
 	if g.self == nil || len(chain) == 0 {
 		return 0, false
@@ -217,7 +146,7 @@ func (g *Guard) CheckHops(chain []string) (reason DropReason, dropped bool) {
 		}
 	}
 	if n >= g.lim.MaxSelfHops {
-		return DropHopLoop, true
+		return message.DropHopLoop, true
 	}
 	return 0, false
 }
@@ -227,7 +156,7 @@ func (g *Guard) CheckHops(chain []string) (reason DropReason, dropped bool) {
 // sender with no usable address). chain is the envelope's hop-chain and queued
 // the number of undelivered messages already waiting. dropped is true when the
 // message must be turned away, for reason; a message admitted returns 0, false.
-func (g *Guard) Admit(sender, body string, chain []string, queued int) (reason DropReason, dropped bool) {
+func (g *Guard) Admit(sender, body string, chain []string, queued int) (reason message.DropReason, dropped bool) {
 	if r, dropped := g.CheckHops(chain); dropped {
 		return r, true
 	}
@@ -238,19 +167,19 @@ func (g *Guard) Admit(sender, body string, chain []string, queued int) (reason D
 	defer g.mu.Unlock()
 	s := g.touch(sender, now)
 	if s.hasBody && s.lastBody == sum && now.Sub(s.lastBodyAt) < g.lim.DedupWindow {
-		return DropDuplicate, true
+		return message.DropDuplicate, true
 	}
 	if elapsed := now.Sub(s.refilledAt); elapsed > 0 {
 		s.tokens = min(float64(g.lim.BucketCapacity), s.tokens+elapsed.Seconds()*g.lim.RefillPerSecond)
 	}
 	s.refilledAt = now
 	if s.tokens < 1 {
-		return DropRateLimited, true
+		return message.DropRateLimited, true
 	}
 	s.tokens--
 	s.hasBody, s.lastBody, s.lastBodyAt = true, sum, now
 	if queued >= g.lim.MaxQueued {
-		return DropQueueFull, true
+		return message.DropQueueFull, true
 	}
 	return 0, false
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/clock"
 )
 
@@ -27,41 +28,6 @@ func TestDefaultLimitsAreClaudeCodes(t *testing.T) {
 	}
 }
 
-func TestDropReasonWire(t *testing.T) {
-	tests := []struct {
-		r    DropReason
-		wire string
-	}{
-		{DropDuplicate, "duplicate"}, {DropRateLimited, "rate-limited"}, {DropHopLoop, "hop-loop"},
-		{DropHopRunaway, "hop-runaway"}, {DropQueueFull, "queue-full"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.wire+" round-trips through its wire spelling", func(t *testing.T) {
-			if tt.r.String() != tt.wire {
-				t.Fatalf("String() = %q", tt.r.String())
-			}
-			got, err := ParseDropReason(tt.wire)
-			if err != nil || got != tt.r {
-				t.Fatalf("ParseDropReason(%q) = %v, %v", tt.wire, got, err)
-			}
-			var u DropReason
-			if err := u.UnmarshalText([]byte(tt.wire)); err != nil || u != tt.r {
-				t.Fatalf("UnmarshalText = %v, %v", u, err)
-			}
-		})
-	}
-	t.Run("an unknown spelling is refused", func(t *testing.T) {
-		if _, err := ParseDropReason("message_too_large"); err == nil {
-			t.Fatal("accepted message_too_large")
-		}
-	})
-	t.Run("the zero reason has no wire spelling", func(t *testing.T) {
-		if _, err := DropReason(0).MarshalText(); err == nil {
-			t.Fatal("marshalled the zero reason")
-		}
-	})
-}
-
 func TestGuardRateLimit(t *testing.T) {
 	t.Run("a 35-message burst against 30 tokens drops exactly the last 5", func(t *testing.T) {
 		g, _ := newTestGuard()
@@ -69,7 +35,7 @@ func TestGuardRateLimit(t *testing.T) {
 		for i := range 35 {
 			r, d := g.Admit("from:a", "body "+strconv.Itoa(i), nil, 0)
 			if d {
-				if r != DropRateLimited {
+				if r != message.DropRateLimited {
 					t.Fatalf("message %d dropped for %v", i, r)
 				}
 				dropped = append(dropped, i)
@@ -87,14 +53,14 @@ func TestGuardRateLimit(t *testing.T) {
 			}
 		}
 		clk.Advance(1999 * time.Millisecond)
-		if r, d := g.Admit("from:a", "early", nil, 0); !d || r != DropRateLimited {
+		if r, d := g.Admit("from:a", "early", nil, 0); !d || r != message.DropRateLimited {
 			t.Fatalf("after 1.999 s: %v %v, want rate-limited", r, d)
 		}
 		clk.Advance(time.Millisecond)
 		if _, d := g.Admit("from:a", "on time", nil, 0); d {
 			t.Fatal("after 2 s the message was dropped")
 		}
-		if r, d := g.Admit("from:a", "one too many", nil, 0); !d || r != DropRateLimited {
+		if r, d := g.Admit("from:a", "one too many", nil, 0); !d || r != message.DropRateLimited {
 			t.Fatalf("second message after 2 s: %v %v, want rate-limited", r, d)
 		}
 	})
@@ -141,7 +107,7 @@ func TestGuardDuplicate(t *testing.T) {
 		g, clk := newTestGuard()
 		g.Admit("from:a", "hi", nil, 0)
 		clk.Advance(29999 * time.Millisecond)
-		if r, d := g.Admit("from:a", "hi", nil, 0); !d || r != DropDuplicate {
+		if r, d := g.Admit("from:a", "hi", nil, 0); !d || r != message.DropDuplicate {
 			t.Fatalf("got %v %v, want duplicate", r, d)
 		}
 	})
@@ -209,16 +175,16 @@ func TestGuardHops(t *testing.T) {
 	tests := []struct {
 		name  string
 		chain []string
-		want  DropReason // 0: admitted
+		want  message.DropReason // 0: admitted
 	}{
 		{"a 28-entry chain is admitted", chain(28, other), 0},
-		{"a 29-entry chain is a runaway", chain(29, other), DropHopRunaway},
+		{"a 29-entry chain is a runaway", chain(29, other), message.DropHopRunaway},
 		{"one occurrence of our own token is harmless", append(chain(5, other), self), 0},
 		{"nine occurrences of our own token are admitted", chain(9, self), 0},
-		{"ten occurrences of our own token are a loop", chain(10, self), DropHopLoop},
-		{"twelve occurrences of our own token are a loop", chain(12, self), DropHopLoop},
-		{"a chain that is both too long and a loop counts as a runaway", chain(29, self), DropHopRunaway},
-		{"two self tokens count together", append(chain(5, self), chain(5, "cccccccccccccccccccccccc")...), DropHopLoop},
+		{"ten occurrences of our own token are a loop", chain(10, self), message.DropHopLoop},
+		{"twelve occurrences of our own token are a loop", chain(12, self), message.DropHopLoop},
+		{"a chain that is both too long and a loop counts as a runaway", chain(29, self), message.DropHopRunaway},
+		{"two self tokens count together", append(chain(5, self), chain(5, "cccccccccccccccccccccccc")...), message.DropHopLoop},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -243,7 +209,7 @@ func TestGuardHops(t *testing.T) {
 func TestGuardQueueFull(t *testing.T) {
 	t.Run("a message arriving with 50 queued is dropped", func(t *testing.T) {
 		g, _ := newTestGuard()
-		if r, d := g.Admit("from:a", "x", nil, 50); !d || r != DropQueueFull {
+		if r, d := g.Admit("from:a", "x", nil, 50); !d || r != message.DropQueueFull {
 			t.Fatalf("got %v %v, want queue-full", r, d)
 		}
 	})
@@ -256,7 +222,7 @@ func TestGuardQueueFull(t *testing.T) {
 	t.Run("a queue-full drop spends the token and remembers the body, as Claude Code does", func(t *testing.T) {
 		g, _ := newTestGuard()
 		g.Admit("from:a", "x", nil, 50)
-		if r, d := g.Admit("from:a", "x", nil, 0); !d || r != DropDuplicate {
+		if r, d := g.Admit("from:a", "x", nil, 0); !d || r != message.DropDuplicate {
 			t.Fatalf("resend after queue-full: %v %v, want duplicate", r, d)
 		}
 		n := 0
@@ -283,14 +249,14 @@ func TestGuardEviction(t *testing.T) {
 		if g.Tracked() != 256 {
 			t.Fatalf("tracking %d", g.Tracked())
 		}
-		if r, d := g.Admit("from:0", "still dry", nil, 0); !d || r != DropRateLimited {
+		if r, d := g.Admit("from:0", "still dry", nil, 0); !d || r != message.DropRateLimited {
 			t.Fatalf("sender 0 before eviction: %v %v", r, d) // and 0 is now the most recent
 		}
 		g.Admit("from:256", "x", nil, 0) // evicts sender 1, the least recently seen
 		if g.Tracked() != 256 {
 			t.Fatalf("tracking %d after eviction", g.Tracked())
 		}
-		if r, d := g.Admit("from:0", "still dry", nil, 0); !d || r != DropRateLimited {
+		if r, d := g.Admit("from:0", "still dry", nil, 0); !d || r != message.DropRateLimited {
 			t.Fatalf("sender 0 was evicted although recently seen: %v %v", r, d)
 		}
 		if r, d := g.Admit("from:1", "x", nil, 0); d {

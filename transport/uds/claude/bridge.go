@@ -59,7 +59,7 @@ func receiptFor(from, msgID string, rc message.Receipt, wasHeld bool) (Frame, bo
 	case message.StatusFailed:
 		return NewStatusReceipt(from, msgID, WireExpired, "failed", rc.Reason), true
 	case message.StatusDropped:
-		if r, err := ParseDropReason(rc.DropReason); err == nil && r.guardReason() {
+		if r := rc.DropReason; r.Admission() {
 			return NewDropReceipt(from, msgID, r), true
 		}
 		return NewStatusReceipt(from, msgID, WireDropped, "", rc.Reason), true

@@ -29,7 +29,7 @@ func TestBridgedOutcomesSpeakClaudeCodesVocabulary(t *testing.T) {
 		{"refused is expired with detail refused", message.Receipt{Status: message.StatusRefused}, false, true, WireExpired, "refused", ""},
 		{"misaddressed is expired with detail misaddressed", message.Receipt{Status: message.StatusMisaddressed}, false, true, WireExpired, "misaddressed", ""},
 		{"a failed forward is expired with detail failed", message.Receipt{Status: message.StatusFailed}, false, true, WireExpired, "failed", ""},
-		{"a drop keeps its reason", message.Receipt{Status: message.StatusDropped, DropReason: "rate-limited"}, false, true, WireDropped, "", "rate-limited"},
+		{"a drop keeps its reason", message.Receipt{Status: message.StatusDropped, DropReason: message.DropRateLimited}, false, true, WireDropped, "", "rate-limited"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,4 +8,14 @@
 // functions of their inputs and an injected Clock, so they are tested and
 // fuzzed without sockets. It imports message, addressing and the shared uds plumbing,
 // never another transport, the router or testkit.
+//
+// Each concern the two local legs share has a file of the same name here and
+// in transport/uds/qwen: policy.go (the inbound policy and mode parity),
+// admission.go (the guard: hop checks, duplicate window, rate buckets,
+// queue-full), hold.go (held messages, expiry, release and denial), send.go,
+// receive.go, roster.go (listing live sessions), registry.go (the registry
+// entry and the key file) and receipts.go (status receipts and coalesced drop
+// reports). What only this protocol has keeps its own file: envelope.go,
+// frame.go, hop.go, control.go (idle notices), attach.go, alias.go and
+// bridge.go (alias workers for the sessions of other legs), paths.go.
 package claude

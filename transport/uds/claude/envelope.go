@@ -116,11 +116,11 @@ func (e Envelope) Validate() error {
 			return &AttrError{"from-session", "holds a character outside [A-Za-z0-9_-]"}
 		}
 	}
-	if len(e.HopChain) > MaxHopChain {
+	if len(e.HopChain) > message.MaxHopChain {
 		return &AttrError{"hop-chain", "more than 32 entries"}
 	}
 	for _, h := range e.HopChain {
-		if !isHopToken(h) {
+		if !message.IsHopToken(h) {
 			return &AttrError{"hop-chain", "an entry is not 24 lower-case hex characters"}
 		}
 	}

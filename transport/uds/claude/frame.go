@@ -170,7 +170,7 @@ type Frame struct {
 	StatusDetail  string     `json:"status_detail,omitempty"`
 	Reason        string     `json:"reason,omitempty"` // receipt text; "resume"|"claim" on a yield request
 	OrigMsgID     string     `json:"orig_msg_id,omitempty"`
-	DropReason    string     `json:"drop_reason,omitempty"`    // see ParseDropReason
+	DropReason    string     `json:"drop_reason,omitempty"`    // see message.ParseDropReason
 	DroppedMsgIDs []string   `json:"dropped_msg_ids,omitzero"` // nil is left out; empty prints []
 	State         string     `json:"state,omitempty"`          // idle notice: IdleStateIdle or IdleStateExited
 	FinishedAt    int64      `json:"finished_at,omitempty"`    // idle notice: epoch ms of the last turn's end
@@ -242,7 +242,7 @@ func NewReceipt(from, origMsgID string, s message.Status, reason string) (f Fram
 // and the ids of the messages it covers (Claude Code coalesces later drops from
 // one sender into one receipt; the first goes out at once with none, and
 // then carries "dropped_msg_ids":[], as Claude Code's does).
-func NewDropReceipt(from, origMsgID string, r DropReason, droppedMsgIDs ...string) Frame {
+func NewDropReceipt(from, origMsgID string, r message.DropReason, droppedMsgIDs ...string) Frame {
 	f := NewStatusReceipt(from, origMsgID, WireDropped, "", "")
 	f.DropReason = r.String()
 	f.DroppedMsgIDs = droppedMsgIDs
@@ -288,7 +288,7 @@ func ReceiptOf(f *Frame) (r message.Receipt, ok bool) {
 	}
 	r = message.Receipt{MsgID: f.OrigMsgID, Status: s, Reason: f.Reason, Detail: f.StatusDetail, From: f.From}
 	if s == message.StatusDropped {
-		r.DropReason = f.DropReason
+		r.DropReason, _ = message.ParseDropReason(f.DropReason) // an unknown reason reads as none
 	}
 	return r, true
 }

@@ -167,7 +167,7 @@ func TestBuildersRoundTrip(t *testing.T) {
 				}
 			}},
 		{"a drop receipt carries the wire drop reason and ids",
-			NewDropReceipt(sockB, idA, DropHopLoop, idA, idB), func(t *testing.T, f Frame) {
+			NewDropReceipt(sockB, idA, message.DropHopLoop, idA, idB), func(t *testing.T, f Frame) {
 				if f.Status != WireDropped || f.DropReason != "hop-loop" || len(f.DroppedMsgIDs) != 2 {
 					t.Fatalf("receipt %+v", f)
 				}
@@ -285,7 +285,7 @@ func TestReceiptOf(t *testing.T) {
 			&message.Receipt{MsgID: idA, Status: message.StatusRefused, Detail: "refused", From: sockB, Reason: "r"}},
 		{"a dropped receipt keeps its drop reason",
 			&Frame{Type: TypeControl, Action: ActionPeerMessageStatus, Status: WireDropped, DropReason: "duplicate", OrigMsgID: idA},
-			&message.Receipt{MsgID: idA, Status: message.StatusDropped, DropReason: "duplicate"}},
+			&message.Receipt{MsgID: idA, Status: message.StatusDropped, DropReason: message.DropDuplicate}},
 		{"a drop reason on another status is not kept",
 			&Frame{Type: TypeControl, Action: ActionPeerMessageStatus, Status: WireHeld, DropReason: "duplicate", OrigMsgID: idA},
 			&message.Receipt{MsgID: idA, Status: message.StatusHeld}},

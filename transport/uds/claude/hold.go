@@ -81,7 +81,7 @@ func (p *Peer) Decide(ctx context.Context, id string, release bool, reason strin
 		reason = "Denied by the gateway's operator"
 	}
 	p.receipt(ctx, hm.reply, NewStatusReceipt(p.addr, id, WireDenied, "", reason))
-	p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: id, From: hm.h.Message.From, Reason: DropDenied.String()}})
+	p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: id, From: hm.h.Message.From, Reason: message.DropDenied}})
 	p.idleAgain(ctx)
 	return nil
 }
@@ -94,6 +94,6 @@ func (p *Peer) expire(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), receiptTimeout)
 	defer cancel()
 	p.receipt(ctx, hm.reply, NewStatusReceipt(p.addr, id, WireExpired, "", "The hold was not decided in time"))
-	p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: id, From: hm.h.Message.From, Reason: DropExpired.String()}})
+	p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: id, From: hm.h.Message.From, Reason: message.DropExpired}})
 	p.idleAgain(ctx)
 }

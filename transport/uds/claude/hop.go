@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+
+	"github.com/sessiongateway/gateway/message"
 )
 
 // Hop tokens mark the sessions a message has passed through, in the envelope's
@@ -12,11 +14,8 @@ import (
 // hex(HMAC-SHA256(key = 32 random bytes drawn at process start, msg = its own
 // "uds:" address)) cut to 24 characters: unguessable from outside and new on
 // every boot, yet stable for the life of the process.
-const (
-	hopKeyLen   = 32
-	HopTokenLen = 24 // hex characters in one hop-chain entry
-	MaxHopChain = 32 // entries the envelope grammar allows
-)
+// The chain's limits are message.MaxHopChain and message.HopTokenLen.
+const hopKeyLen = 32
 
 // NewHopKey draws the per-boot HMAC key for HopToken.
 func NewHopKey() ([]byte, error) {
@@ -36,35 +35,20 @@ func NewHopKey() ([]byte, error) {
 func HopToken(key []byte, address string) string {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte(address))
-	return hex.EncodeToString(m.Sum(nil))[:HopTokenLen]
+	return hex.EncodeToString(m.Sum(nil))[:message.HopTokenLen]
 }
 
 // AppendHop returns a new chain: chain followed by tok. It never mutates chain.
 // An empty tok appends nothing. Like Claude Code, it keeps only the newest
-// MaxHopChain entries, so the result always fits the envelope grammar.
+// message.MaxHopChain entries, so the result always fits the envelope grammar.
 func AppendHop(chain []string, tok string) []string {
 	out := make([]string, 0, len(chain)+1)
 	out = append(out, chain...)
 	if tok != "" {
 		out = append(out, tok)
 	}
-	if len(out) > MaxHopChain {
-		out = out[len(out)-MaxHopChain:]
+	if len(out) > message.MaxHopChain {
+		out = out[len(out)-message.MaxHopChain:]
 	}
 	return out
-}
-
-// isHopToken reports whether s is one well-formed hop-chain entry: 24
-// lower-case hex characters.
-func isHopToken(s string) bool {
-	if len(s) != HopTokenLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sessiongateway/gateway/message"
 )
 
 func TestHopToken(t *testing.T) {
@@ -26,7 +28,7 @@ func TestHopToken(t *testing.T) {
 			if got != tt.want {
 				t.Fatalf("HopToken = %s, want %s", got, tt.want)
 			}
-			if !isHopToken(got) {
+			if !message.IsHopToken(got) {
 				t.Fatalf("%q does not fit the hop-chain grammar", got)
 			}
 		})

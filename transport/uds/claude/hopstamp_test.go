@@ -13,7 +13,7 @@ import (
 )
 
 func TestAForwardedSendCarriesOurHopToken(t *testing.T) {
-	upstream := strings.Repeat("ab", HopTokenLen/2)
+	upstream := strings.Repeat("ab", message.HopTokenLen/2)
 	tests := []struct {
 		name  string
 		chain []string

@@ -291,7 +291,7 @@ func TestReceiptsMustComeFromWhereTheMessageWent(t *testing.T) {
 	})
 	t.Run("a batched drop receipt counts only ids sent to its sender", func(t *testing.T) {
 		id2 := r.sendTo(t, target, message.ModePrompting, "to target again")
-		f := NewDropReceipt(target.addr, id2, DropRateLimited, otherID, id2)
+		f := NewDropReceipt(target.addr, id2, message.DropRateLimited, otherID, id2)
 		dial(t, r.p.SocketPath(), marshal(t, f), marshal(t, NewStatusReceipt(other.addr, otherID, WireHeld, "", "")))
 		var got []string
 		for range 2 {
@@ -364,7 +364,7 @@ func TestHeldMessagesDoNotCountTowardTheQueueCap(t *testing.T) {
 			}
 		}
 		ev := <-r.events
-		if ev.Type != message.EventDrop || ev.Drop.MsgID != last || ev.Drop.Reason != "queue-full" {
+		if ev.Type != message.EventDrop || ev.Drop.MsgID != last || ev.Drop.Reason != message.DropQueueFull {
 			t.Fatalf("last event = %+v, want %s dropped queue-full", ev, last)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/internal/clock"
+	"github.com/sessiongateway/gateway/message"
 )
 
 // Drop receipts are coalesced as the real CLI does, so a flooding sender
@@ -25,7 +26,7 @@ const (
 
 type dropKey struct {
 	sender string
-	reason DropReason
+	reason message.DropReason
 }
 
 type dropState struct {
@@ -68,7 +69,7 @@ func (d *dropReporter) spend(now time.Time) bool {
 }
 
 // report records one dropped message from sender, answerable at reply.
-func (d *dropReporter) report(ctx context.Context, sender string, reply replyTo, msgID string, reason DropReason) {
+func (d *dropReporter) report(ctx context.Context, sender string, reply replyTo, msgID string, reason message.DropReason) {
 	if reply.path == "" {
 		return // unvettable senders get no receipts at all
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/clock"
 )
 
@@ -38,7 +39,7 @@ func TestDropReceiptsAreCoalesced(t *testing.T) {
 	t.Run("the first drop is reported at once and later ones in one batch", func(t *testing.T) {
 		d, clk, sent := newTestReporter()
 		for _, id := range []string{"a", "b", "c", "d"} {
-			d.report(ctx, "from:x", testReply, id, DropRateLimited)
+			d.report(ctx, "from:x", testReply, id, message.DropRateLimited)
 		}
 		if got := sent(); len(got) != 1 || got[0].f.OrigMsgID != "a" || len(got[0].f.DroppedMsgIDs) != 0 || got[0].f.DropReason != "rate-limited" {
 			t.Fatalf("before the batch: %+v", got)
@@ -62,17 +63,17 @@ func TestDropReceiptsAreCoalesced(t *testing.T) {
 	})
 	t.Run("another reason from the same sender is reported at once", func(t *testing.T) {
 		d, _, sent := newTestReporter()
-		d.report(ctx, "from:x", testReply, "a", DropRateLimited)
-		d.report(ctx, "from:x", testReply, "b", DropDuplicate)
+		d.report(ctx, "from:x", testReply, "a", message.DropRateLimited)
+		d.report(ctx, "from:x", testReply, "b", message.DropDuplicate)
 		if got := sent(); len(got) != 2 {
 			t.Fatalf("%d receipts, want 2", len(got))
 		}
 	})
 	t.Run("a minute later a drop is reported at once again", func(t *testing.T) {
 		d, clk, sent := newTestReporter()
-		d.report(ctx, "from:x", testReply, "a", DropDuplicate)
+		d.report(ctx, "from:x", testReply, "a", message.DropDuplicate)
 		clk.Advance(dropImmediateEvery)
-		d.report(ctx, "from:x", testReply, "b", DropDuplicate)
+		d.report(ctx, "from:x", testReply, "b", message.DropDuplicate)
 		if got := sent(); len(got) != 2 || got[1].f.OrigMsgID != "b" {
 			t.Fatalf("receipts = %+v", got)
 		}
@@ -80,7 +81,7 @@ func TestDropReceiptsAreCoalesced(t *testing.T) {
 	t.Run("no more than 40 receipts go out a minute", func(t *testing.T) {
 		d, _, sent := newTestReporter()
 		for i := range 100 {
-			d.report(ctx, "from:"+string(rune('A'+i)), testReply, "m", DropDuplicate)
+			d.report(ctx, "from:"+string(rune('A'+i)), testReply, "m", message.DropDuplicate)
 		}
 		if got := len(sent()); got != dropBudget {
 			t.Fatalf("%d receipts, want %d", got, dropBudget)
@@ -88,15 +89,15 @@ func TestDropReceiptsAreCoalesced(t *testing.T) {
 	})
 	t.Run("an unvettable sender gets nothing", func(t *testing.T) {
 		d, _, sent := newTestReporter()
-		d.report(ctx, "from:x", replyTo{}, "a", DropDuplicate)
+		d.report(ctx, "from:x", replyTo{}, "a", message.DropDuplicate)
 		if got := len(sent()); got != 0 {
 			t.Fatalf("%d receipts, want 0", got)
 		}
 	})
 	t.Run("after close nothing more is sent", func(t *testing.T) {
 		d, clk, sent := newTestReporter()
-		d.report(ctx, "from:x", testReply, "a", DropDuplicate)
-		d.report(ctx, "from:x", testReply, "b", DropDuplicate)
+		d.report(ctx, "from:x", testReply, "a", message.DropDuplicate)
+		d.report(ctx, "from:x", testReply, "b", message.DropDuplicate)
 		d.close()
 		clk.Advance(dropBatchDelay)
 		if got := len(sent()); got != 1 {

@@ -64,7 +64,7 @@ func (p *Peer) serveConn(ctx context.Context, c *uds.Conn) {
 			// Refused without a receipt: an unauthenticated sender's reply
 			// address is not one we trust to write to.
 			p.log.Info("unauthenticated message refused (--require-auth)", "pid", c.Cred.PID, "from", l.Frame.From)
-			p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: l.Frame.MsgID, From: l.Frame.From, Reason: DropNoAuth.String()}})
+			p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: l.Frame.MsgID, From: l.Frame.From, Reason: message.DropUnauthenticated}})
 			return
 		}
 		p.handleFrame(ctx, &in, l.Frame)
@@ -169,7 +169,7 @@ func (p *Peer) handleUser(ctx context.Context, in *inbound, f *Frame) {
 	if reason, dropped := p.guard.Admit(sender, m.Body, m.HopChain, p.queued()); dropped {
 		p.log.Info("inbound message dropped", "from", sender, "reason", reason.String(), "msg_id", f.MsgID)
 		p.drops.report(ctx, sender, in.reply, f.MsgID, reason)
-		p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: f.MsgID, From: m.From, Reason: reason.String()}})
+		p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: f.MsgID, From: m.From, Reason: reason}})
 		return
 	}
 	if len(m.Attachments) > 0 {
@@ -182,7 +182,7 @@ func (p *Peer) handleUser(ctx context.Context, in *inbound, f *Frame) {
 		p.log.Info("inbound message refused by policy", "from", sender, "msg_id", f.MsgID)
 		p.receipt(ctx, in.reply, NewStatusReceipt(p.addr, f.MsgID, WireExpired, DetailRefused,
 			"This session refuses inbound cross-session messages"))
-		p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: f.MsgID, From: m.From, Reason: DropRefused.String()}})
+		p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: f.MsgID, From: m.From, Reason: message.DropRefused}})
 	case verdictHold:
 		p.hold(ctx, in.reply, m, p.holdReason(m))
 	}

@@ -96,9 +96,9 @@ func (o Outcome) String() string { return wireName(outcomeNames[:], int(o), "out
 // Decision is the gate's answer to one message.
 type Decision struct {
 	Outcome Outcome
-	Drop    DropReason // with OutcomeDropped
-	Cause   HoldCause  // with a fresh OutcomeHeld
-	Receipt Status     // the status reported to the sender; 0 with OutcomeDropped
+	Drop    message.DropReason // with OutcomeDropped
+	Cause   HoldCause          // with a fresh OutcomeHeld
+	Receipt Status             // the status reported to the sender; 0 with OutcomeDropped
 }
 
 // Inbound is a user frame and what its connection proved.
@@ -166,7 +166,7 @@ type Config struct {
 	// Report sends a receipt (see Report).
 	Report func(Report)
 	// Dropped hears every drop, for DropReceipts.Note and a local notice.
-	Dropped func(Inbound, DropReason)
+	Dropped func(Inbound, message.DropReason)
 }
 
 // Gate is an inbox's admission, in Qwen Code's order (see Admit). It owns
@@ -242,7 +242,7 @@ type pending struct {
 
 type dropped struct {
 	in     Inbound
-	reason DropReason
+	reason message.DropReason
 }
 
 func (p *pending) report(in Inbound, st Status) { p.reports = append(p.reports, Report{in, st}) }
@@ -336,7 +336,7 @@ func (g *Gate) admitLocked(in Inbound, p *pending) Decision {
 	case pol == PolicyAccept:
 		if !g.enqueue(in) {
 			g.forgetBody(in)
-			return g.drop(in, DropQueueFull, p)
+			return g.drop(in, message.DropQueueFull, p)
 		}
 		g.recordSettled(in.Frame.MsgID, StatusDelivered)
 		p.report(in, StatusDelivered)
@@ -351,7 +351,7 @@ func (g *Gate) admitLocked(in Inbound, p *pending) Decision {
 	}
 	if n >= g.lim.MaxHeld {
 		g.forgetBody(in)
-		return g.drop(in, DropQueueFull, p)
+		return g.drop(in, message.DropQueueFull, p)
 	}
 	g.held = append(g.held, &held{in: in, cause: cause, since: now})
 	p.report(in, StatusHeld)
@@ -359,7 +359,7 @@ func (g *Gate) admitLocked(in Inbound, p *pending) Decision {
 	return Decision{Outcome: OutcomeHeld, Cause: cause, Receipt: StatusHeld}
 }
 
-func (g *Gate) drop(in Inbound, r DropReason, p *pending) Decision {
+func (g *Gate) drop(in Inbound, r message.DropReason, p *pending) Decision {
 	p.drops = append(p.drops, dropped{in, r})
 	return Decision{Outcome: OutcomeDropped, Drop: r}
 }
@@ -403,23 +403,23 @@ func (g *Gate) heldKey(f UserFrame) string {
 }
 
 // admission runs the buckets and the duplicate check (steps 2 to 4).
-func (g *Gate) admission(in Inbound, now time.Time) (DropReason, bool) {
+func (g *Gate) admission(in Inbound, now time.Time) (message.DropReason, bool) {
 	g.globalTok = refill(g.globalTok, g.globalAt, now, float64(g.lim.GlobalBurst), g.lim.GlobalRefillPerSecond)
 	g.globalAt = now
 	if g.globalTok < 1 {
-		return DropRateLimited, false
+		return message.DropRateLimited, false
 	}
 	m := g.meter(in.SenderKey(), now)
 	m.bodies = slices.DeleteFunc(m.bodies, func(b bodyRec) bool { return elapsed(now, b.at) >= g.lim.DedupWindow })
 	exempt := in.Origin.Kind == AuthChild || in.Origin.Kind == AuthController
 	sum := sha256.Sum256([]byte(in.Frame.Content))
 	if !exempt && len(m.bodies) > 0 && m.bodies[len(m.bodies)-1].hash == sum {
-		return DropDuplicate, false
+		return message.DropDuplicate, false
 	}
 	m.tokens = refill(m.tokens, m.at, now, float64(g.lim.SenderBurst), g.lim.SenderRefillPerSecond)
 	m.at = now
 	if m.tokens < 1 {
-		return DropRateLimited, false
+		return message.DropRateLimited, false
 	}
 	g.globalTok--
 	m.tokens--

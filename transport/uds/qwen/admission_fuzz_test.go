@@ -52,7 +52,7 @@ func newGateRun(t *testing.T) *gateRun {
 			tag := rp.Inbound.Frame.FromName
 			r.reports[tag] = append(r.reports[tag], rp.Status)
 		},
-		Dropped: func(in Inbound, _ DropReason) { r.drops[in.Frame.FromName]++ },
+		Dropped: func(in Inbound, _ message.DropReason) { r.drops[in.Frame.FromName]++ },
 	})
 	r.lim = r.g.Limits()
 	return r

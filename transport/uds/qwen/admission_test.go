@@ -46,7 +46,7 @@ func newRig(t *testing.T, edit func(*Config)) *gateRig {
 			defer r.mu.Unlock()
 			r.reports = append(r.reports, rep.Inbound.Frame.MsgID+":"+rep.Status.String())
 		},
-		Dropped: func(in Inbound, d DropReason) {
+		Dropped: func(in Inbound, d message.DropReason) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.drops = append(r.drops, in.Frame.MsgID+":"+d.String())
@@ -107,7 +107,7 @@ func want(t *testing.T, got Decision, outcome Outcome, extra ...any) {
 	}
 	for _, e := range extra {
 		switch e := e.(type) {
-		case DropReason:
+		case message.DropReason:
 			if got.Drop != e {
 				t.Fatalf("drop %v, want %v", got.Drop, e)
 			}
@@ -185,10 +185,10 @@ func TestGateBuckets(t *testing.T) {
 		for i := range 32 {
 			want(t, r.admit(msg(fmt.Sprint("s", i), fmt.Sprint("m", i), "hello")), OutcomeDelivered)
 		}
-		want(t, r.admit(msg("s32", "m32", "hello")), OutcomeDropped, DropRateLimited)
+		want(t, r.admit(msg("s32", "m32", "hello")), OutcomeDropped, message.DropRateLimited)
 		r.clk.Advance(time.Second)
 		want(t, r.admit(msg("s33", "m33", "hello")), OutcomeDelivered)
-		want(t, r.admit(msg("s34", "m34", "hello")), OutcomeDropped, DropRateLimited)
+		want(t, r.admit(msg("s34", "m34", "hello")), OutcomeDropped, message.DropRateLimited)
 	})
 	t.Run("one sender gets 30 at once and then one every two seconds", func(t *testing.T) {
 		r := newRig(t, nil)
@@ -196,9 +196,9 @@ func TestGateBuckets(t *testing.T) {
 			want(t, r.admit(msg("a", fmt.Sprint("m", i), fmt.Sprint(i))), OutcomeDelivered)
 			r.drain()
 		}
-		want(t, r.admit(msg("a", "m30", "30")), OutcomeDropped, DropRateLimited)
+		want(t, r.admit(msg("a", "m30", "30")), OutcomeDropped, message.DropRateLimited)
 		r.clk.Advance(time.Second)
-		want(t, r.admit(msg("a", "m31", "31")), OutcomeDropped, DropRateLimited)
+		want(t, r.admit(msg("a", "m31", "31")), OutcomeDropped, message.DropRateLimited)
 		r.clk.Advance(time.Second)
 		want(t, r.admit(msg("a", "m32", "32")), OutcomeDelivered)
 		if d := r.takeDrops(); !reflect.DeepEqual(d, []string{"m30:rate-limited", "m31:rate-limited"}) {
@@ -211,7 +211,7 @@ func TestGateBuckets(t *testing.T) {
 			r.admit(msg("a", fmt.Sprint("m", i), fmt.Sprint(i)))
 			r.drain()
 		}
-		want(t, r.admit(msg("a", "x1", "retry me")), OutcomeDropped, DropRateLimited)
+		want(t, r.admit(msg("a", "x1", "retry me")), OutcomeDropped, message.DropRateLimited)
 		r.clk.Advance(2 * time.Second)
 		want(t, r.admit(msg("a", "x2", "retry me")), OutcomeDelivered)
 	})
@@ -243,7 +243,7 @@ func TestGateBuckets(t *testing.T) {
 		r.admit(msg("new", "n", "y"))
 		r.drain()
 		want(t, r.admit(msg("busy", "d1", "d1")), OutcomeDelivered)
-		want(t, r.admit(msg("busy", "d2", "d2")), OutcomeDropped, DropRateLimited)
+		want(t, r.admit(msg("busy", "d2", "d2")), OutcomeDropped, message.DropRateLimited)
 	})
 }
 
@@ -252,14 +252,14 @@ func TestGateDuplicates(t *testing.T) {
 		r := newRig(t, nil)
 		want(t, r.admit(msg("a", "m0", "same")), OutcomeDelivered)
 		for i := range 40 {
-			want(t, r.admit(msg("a", fmt.Sprint("d", i), "same")), OutcomeDropped, DropDuplicate)
+			want(t, r.admit(msg("a", fmt.Sprint("d", i), "same")), OutcomeDropped, message.DropDuplicate)
 		}
 		r.drain()
 		for i := range 29 {
 			want(t, r.admit(msg("a", fmt.Sprint("m", i+1), fmt.Sprint(i))), OutcomeDelivered)
 			r.drain()
 		}
-		want(t, r.admit(msg("a", "over", "over")), OutcomeDropped, DropRateLimited)
+		want(t, r.admit(msg("a", "over", "over")), OutcomeDropped, message.DropRateLimited)
 	})
 	t.Run("another sender may send the same body", func(t *testing.T) {
 		r := newRig(t, nil)
@@ -270,7 +270,7 @@ func TestGateDuplicates(t *testing.T) {
 		r := newRig(t, nil)
 		r.admit(msg("a", "m1", "same"))
 		r.clk.Advance(29 * time.Second)
-		want(t, r.admit(msg("a", "m2", "same")), OutcomeDropped, DropDuplicate)
+		want(t, r.admit(msg("a", "m2", "same")), OutcomeDropped, message.DropDuplicate)
 		r.clk.Advance(time.Second)
 		want(t, r.admit(msg("a", "m3", "same")), OutcomeDelivered)
 	})
@@ -347,7 +347,7 @@ func TestGateCapacity(t *testing.T) {
 		for i := range 50 {
 			want(t, r.admit(bypass(fmt.Sprint("s", i), fmt.Sprint("h", i))), OutcomeHeld)
 		}
-		want(t, r.admit(bypass("s50", "h50")), OutcomeDropped, DropQueueFull)
+		want(t, r.admit(bypass("s50", "h50")), OutcomeDropped, message.DropQueueFull)
 		if held := r.g.Held(); len(held) != 50 || held[0].Inbound.Frame.MsgID != "h0" {
 			t.Fatalf("%d held", len(held))
 		}
@@ -370,7 +370,7 @@ func TestGateCapacity(t *testing.T) {
 		for i := range 50 {
 			want(t, r.admit(msg(fmt.Sprint("s", i), fmt.Sprint("m", i), "x")), OutcomeDelivered)
 		}
-		want(t, r.admit(msg("a", "over", "body")), OutcomeDropped, DropQueueFull)
+		want(t, r.admit(msg("a", "over", "body")), OutcomeDropped, message.DropQueueFull)
 		<-r.g.Deliveries()
 		r.clk.Advance(time.Second)
 		want(t, r.admit(msg("a", "again", "body")), OutcomeDelivered) // not a duplicate: never seen
@@ -449,8 +449,8 @@ func TestGateAdmissionOrder(t *testing.T) {
 			want(t, r.admit(msg("a", fmt.Sprint("m", i), fmt.Sprint("body ", i))), OutcomeDelivered)
 			r.drain()
 		}
-		want(t, r.admit(msg("a", "fresh", "another body")), OutcomeDropped, DropRateLimited) // the bucket is empty
-		want(t, r.admit(msg("a", "again", "body 29")), OutcomeDropped, DropDuplicate)
+		want(t, r.admit(msg("a", "fresh", "another body")), OutcomeDropped, message.DropRateLimited) // the bucket is empty
+		want(t, r.admit(msg("a", "again", "body 29")), OutcomeDropped, message.DropDuplicate)
 	})
 	t.Run("with the global bucket empty a repeated body gets rate-limited, not duplicate", func(t *testing.T) {
 		r := newRig(t, nil)
@@ -458,9 +458,9 @@ func TestGateAdmissionOrder(t *testing.T) {
 			want(t, r.admit(msg(fmt.Sprint("s", i), fmt.Sprint("m", i), fmt.Sprint("body ", i))), OutcomeDelivered)
 			r.drain()
 		}
-		want(t, r.admit(msg("s0", "again", "body 0")), OutcomeDropped, DropRateLimited)
+		want(t, r.admit(msg("s0", "again", "body 0")), OutcomeDropped, message.DropRateLimited)
 		r.clk.Advance(time.Second) // one global token back: now the duplicate check decides
-		want(t, r.admit(msg("s0", "again2", "body 0")), OutcomeDropped, DropDuplicate)
+		want(t, r.admit(msg("s0", "again2", "body 0")), OutcomeDropped, message.DropDuplicate)
 	})
 	t.Run("with the sender's bucket empty a re-sent settled id is dropped rate-limited, not given its old verdict", func(t *testing.T) {
 		r := newRig(t, nil)
@@ -469,7 +469,7 @@ func TestGateAdmissionOrder(t *testing.T) {
 			r.drain()
 		}
 		r.takeReports()
-		want(t, r.admit(msg("a", "m0", "a new body")), OutcomeDropped, DropRateLimited)
+		want(t, r.admit(msg("a", "m0", "a new body")), OutcomeDropped, message.DropRateLimited)
 		if got := r.takeReports(); got != nil {
 			t.Fatalf("a dropped re-send was reported as %v", got)
 		}

@@ -176,7 +176,7 @@ func (p *Peer) Relay(_ context.Context, in message.Message, rc message.Receipt) 
 	}
 	f := NewStatusFrame(ws, in.ID, p.socketPath)
 	if ws == StatusDropped {
-		if dr, err := ParseDropReason(rc.DropReason); err == nil {
+		if dr := rc.DropReason; IsWireDrop(dr) {
 			f = NewDropFrame(in.ID, p.socketPath, dr, nil)
 		}
 	}

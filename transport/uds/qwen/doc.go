@@ -14,4 +14,17 @@
 // process facts, so it is tested and fuzzed without sockets; the Peer that
 // serves a socket is built on top of it. It imports message and the shared
 // uds plumbing, never another transport, the router or testkit.
+//
+// Each concern the two local legs share has a file of the same name here and
+// in transport/uds/claude: policy.go (crossSessionInbound, review classes,
+// hold causes), admission.go (the gate: misaddressed, buckets, duplicate
+// window, settled ids, queue), hold.go (held messages, expiry, Decide,
+// Reevaluate), send.go, receive.go, roster.go (listing live sessions),
+// registry.go (the session record) and receipts.go (receipt dials and
+// coalesced drop receipts). What only this protocol has keeps its own file:
+// auth.go and token.go (the auth line and its tokens), controllers.go,
+// frame.go and line.go (the wire and its parser), json.go and text.go
+// (JavaScript's JSON and string rules), hop.go (the hopChain extension),
+// state.go (the sender's receipt ledger), mirror.go (the send-side mirror of
+// the receiver's limits), liveness.go, paths.go, alias.go.
 package qwen

@@ -61,7 +61,7 @@ const (
 	StatusRefused                        // the policy turns peer messages away
 	StatusExpired                        // a hold ran out, or the session exited with it unread
 	StatusMisaddressed                   // toSessionId names another session
-	StatusDropped                        // turned away before any policy (see DropReason)
+	StatusDropped                        // turned away before any policy (see IsWireDrop)
 )
 
 var statusWire = [...]string{
@@ -96,25 +96,22 @@ var priorityWire = [...]string{PriorityNext: "next", PriorityNow: "now"}
 // String returns the wire spelling.
 func (p Priority) String() string { return wireName(priorityWire[:], int(p), "priority") }
 
-// DropReason says why an inbox turned a message away before any policy ran.
-// It travels as a dropped receipt's "dropReason".
-type DropReason uint8
+// A Qwen Code inbox turns a message away before any policy ran for one of
+// three reasons (message.DropRateLimited: over the sender's or the global
+// bucket; message.DropDuplicate: the sender's previous admitted body, within
+// 30 s; message.DropQueueFull: the hold buffer or the delivery queue is
+// full). The reason travels as a dropped receipt's "dropReason", spelled as
+// message.DropReason spells it.
 
-const (
-	DropRateLimited DropReason = iota + 1 // over the sender's or the global bucket
-	DropDuplicate                         // the sender's previous admitted body, within 30 s
-	DropQueueFull                         // the hold buffer or the delivery queue is full
-)
+// IsWireDrop reports whether r is one of the three a dropped receipt carries.
+func IsWireDrop(r message.DropReason) bool {
+	return r == message.DropRateLimited || r == message.DropDuplicate || r == message.DropQueueFull
+}
 
-var dropWire = [...]string{DropRateLimited: "rate-limited", DropDuplicate: "duplicate", DropQueueFull: "queue-full"}
-
-// String returns the wire spelling.
-func (r DropReason) String() string { return wireName(dropWire[:], int(r), "drop") }
-
-// ParseDropReason reads a wire dropReason.
-func ParseDropReason(s string) (DropReason, error) {
-	if i := wireIndex(dropWire[:], s); i > 0 {
-		return DropReason(i), nil
+// ParseDropReason reads a wire dropReason: one of the three.
+func ParseDropReason(s string) (message.DropReason, error) {
+	if r, err := message.ParseDropReason(s); err == nil && IsWireDrop(r) {
+		return r, nil
 	}
 	return 0, fmt.Errorf("unknown drop reason %q", s)
 }
@@ -223,7 +220,7 @@ type UserFrame struct {
 	// Code envelope's hop-chain carries them, so that a message bounced
 	// between aliases is seen looping whichever legs it crosses. Qwen Code
 	// has no such field and ignores it (unknown fields are ignored, spec
-	// §4); a chain that is not 1 to MaxHopChain tokens is dropped on read.
+	// §4); a chain that is not 1 to message.MaxHopChain tokens is dropped on read.
 	HopChain []string
 
 	// pinnedEmpty records a frame that carried toSessionId "": a pin that
@@ -276,7 +273,7 @@ type StatusFrame struct {
 	// DropReason and DroppedMsgIDs go with StatusDropped only, and are
 	// ignored on any other status. DroppedMsgIDs are further ids the same
 	// receipt settles: a burst is answered with one receipt.
-	DropReason    DropReason
+	DropReason    message.DropReason
 	DroppedMsgIDs []string
 }
 
@@ -304,7 +301,7 @@ func NewStatusFrame(st Status, origMsgID, from string) StatusFrame {
 
 // NewDropFrame builds a dropped receipt about origMsgID that also settles
 // dropped (at most MaxDroppedMsgIDs of them are kept).
-func NewDropFrame(origMsgID, from string, reason DropReason, dropped []string) StatusFrame {
+func NewDropFrame(origMsgID, from string, reason message.DropReason, dropped []string) StatusFrame {
 	f := NewStatusFrame(StatusDropped, origMsgID, from)
 	f.DropReason = reason
 	if len(dropped) > MaxDroppedMsgIDs {
@@ -335,7 +332,7 @@ func (f StatusFrame) Validate() error {
 		return fmt.Errorf("%w: %d", ErrUnknownStatus, f.Status)
 	case f.OrigMsgID == "":
 		return ErrNoOrigMsgID
-	case int(f.DropReason) >= len(dropWire):
+	case f.DropReason != 0 && !IsWireDrop(f.DropReason):
 		return fmt.Errorf("%w: dropReason", ErrBadField)
 	case len(f.DroppedMsgIDs) > MaxDroppedMsgIDs:
 		return fmt.Errorf("%w: more than %d droppedMsgIds", ErrBadField, MaxDroppedMsgIDs)

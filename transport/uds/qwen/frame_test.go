@@ -103,16 +103,16 @@ func TestBuildersAndPayload(t *testing.T) {
 		for i := range ids {
 			ids[i] = "i" + strings.Repeat("d", i%7)
 		}
-		if f := NewDropFrame("m", "/me", DropQueueFull, ids); len(f.DroppedMsgIDs) != MaxDroppedMsgIDs {
+		if f := NewDropFrame("m", "/me", message.DropQueueFull, ids); len(f.DroppedMsgIDs) != MaxDroppedMsgIDs {
 			t.Fatalf("kept %d", len(f.DroppedMsgIDs))
 		}
-		b, err := NewDropFrame("m", "/me", DropRateLimited, nil).Marshal()
+		b, err := NewDropFrame("m", "/me", message.DropRateLimited, nil).Marshal()
 		if err != nil || strings.Contains(string(b), "droppedMsgIds") || !strings.Contains(string(b), `"dropReason":"rate-limited"`) {
 			t.Fatalf("got %s, %v", b, err)
 		}
 	})
 	t.Run("drop fields are not written on another status", func(t *testing.T) {
-		f := StatusFrame{MsgID: "r", Status: StatusHeld, OrigMsgID: "o", DropReason: DropDuplicate, DroppedMsgIDs: []string{"a"}}
+		f := StatusFrame{MsgID: "r", Status: StatusHeld, OrigMsgID: "o", DropReason: message.DropDuplicate, DroppedMsgIDs: []string{"a"}}
 		b, err := f.Marshal()
 		if err != nil || strings.Contains(string(b), "drop") {
 			t.Fatalf("got %s, %v", b, err)
@@ -137,7 +137,7 @@ func TestWireTables(t *testing.T) {
 		}
 	})
 	t.Run("every drop reason round-trips through its wire spelling", func(t *testing.T) {
-		for r := DropRateLimited; r <= DropQueueFull; r++ {
+		for _, r := range []message.DropReason{message.DropRateLimited, message.DropDuplicate, message.DropQueueFull} {
 			got, err := ParseDropReason(r.String())
 			if err != nil || got != r {
 				t.Errorf("%v: %v %v", r, got, err)
@@ -167,8 +167,8 @@ func TestWireTables(t *testing.T) {
 		}
 	})
 	t.Run("out-of-range values print as numbers, not as a neighbour", func(t *testing.T) {
-		if Status(0).String() != "status(0)" || Status(99).String() != "status(99)" || DropReason(0).String() != "drop(0)" {
-			t.Fatalf("got %s %s %s", Status(0), Status(99), DropReason(0))
+		if Status(0).String() != "status(0)" || Status(99).String() != "status(99)" || message.DropReason(0).String() != "drop(0)" {
+			t.Fatalf("got %s %s %s", Status(0), Status(99), message.DropReason(0))
 		}
 		if PriorityNext.String() != "next" || Priority(7).String() != "priority(7)" {
 			t.Fatalf("got %s %s", PriorityNext, Priority(7))

@@ -1,26 +1,18 @@
 package qwen
 
-// Hop-chain limits, the Claude Code envelope's, so a chain read here can be
-// written there and back.
-const (
-	MaxHopChain = 32 // entries
-	HopTokenLen = 24 // lower-case hex characters in one entry
-)
+import "github.com/sessiongateway/gateway/message"
 
 // ValidHopChain reports whether chain is one a frame may carry: 1 to
-// MaxHopChain entries, each HopTokenLen lower-case hex characters.
+// message.MaxHopChain entries, each message.HopTokenLen lower-case hex
+// characters: the Claude Code envelope's limits, so a chain read here can
+// be written there and back.
 func ValidHopChain(chain []string) bool {
-	if len(chain) == 0 || len(chain) > MaxHopChain {
+	if len(chain) == 0 || len(chain) > message.MaxHopChain {
 		return false
 	}
 	for _, h := range chain {
-		if len(h) != HopTokenLen {
+		if !message.IsHopToken(h) {
 			return false
-		}
-		for i := 0; i < len(h); i++ {
-			if c := h[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-				return false
-			}
 		}
 	}
 	return true
@@ -33,7 +25,7 @@ func parseHopChain(o object) []string {
 		return nil
 	}
 	var items []any
-	if decodeArray(o["hopChain"], &items) != nil || len(items) > MaxHopChain {
+	if decodeArray(o["hopChain"], &items) != nil || len(items) > message.MaxHopChain {
 		return nil
 	}
 	chain := make([]string, 0, len(items))

@@ -42,14 +42,14 @@ func TestHopChainInUserFrames(t *testing.T) {
 		want  []string
 	}{
 		{"a chain of tokens is read, oldest first", quoted(chainOf(3)), chainOf(3)},
-		{"a chain of the most entries the envelope allows is read", quoted(chainOf(MaxHopChain)), chainOf(MaxHopChain)},
-		{"a chain over the cap is dropped whole", quoted(chainOf(MaxHopChain + 1)), nil},
+		{"a chain of the most entries the envelope allows is read", quoted(chainOf(message.MaxHopChain)), chainOf(message.MaxHopChain)},
+		{"a chain over the cap is dropped whole", quoted(chainOf(message.MaxHopChain + 1)), nil},
 		{"an empty chain reads as none", `[]`, nil},
 		{"null reads as none", `null`, nil},
 		{"a chain that is a string is dropped", `"` + tok(1) + `"`, nil},
 		{"a chain that is an object is dropped", `{"0":"` + tok(1) + `"}`, nil},
 		{"a chain with a number in it is dropped whole", `["` + tok(1) + `",5]`, nil},
-		{"a chain with an upper-case token is dropped whole", quoted([]string{tok(1), strings.ToUpper(tok(2) + "ab")[:HopTokenLen]}), nil},
+		{"a chain with an upper-case token is dropped whole", quoted([]string{tok(1), strings.ToUpper(tok(2) + "ab")[:message.HopTokenLen]}), nil},
 		{"a chain with a short token is dropped whole", quoted([]string{tok(1), "abc"}), nil},
 		{"a chain with a nested array is dropped whole", `[["` + tok(1) + `"]]`, nil},
 	}
@@ -76,7 +76,7 @@ func TestHopChainIsWrittenOnlyWhenThereIsOne(t *testing.T) {
 	}{
 		{"a frame without a chain is exactly Qwen Code's", nil, nil, false},
 		{"a frame with a chain carries it after Qwen Code's keys", chainOf(2), nil, true},
-		{"a chain over the cap is refused", chainOf(MaxHopChain + 1), ErrBadHopChain, false},
+		{"a chain over the cap is refused", chainOf(message.MaxHopChain + 1), ErrBadHopChain, false},
 		{"a chain with a bad token is refused", []string{"not-a-token"}, ErrBadHopChain, false},
 		{"an empty, non-nil chain is refused", []string{}, ErrBadHopChain, false},
 	}

@@ -66,7 +66,7 @@ func TestParseLine(t *testing.T) {
 		{"a held receipt", `{"msgV":1,"msgId":"r1","type":"control","action":"delivery_status","status":"held","origMsgId":"m-1","from":"/s/2.sock","reason":"wait"}`,
 			Line{Status: &StatusFrame{MsgID: "r1", Status: StatusHeld, OrigMsgID: "m-1", From: "/s/2.sock", Reason: "wait"}}, nil},
 		{"a dropped receipt keeps its valid ids", `{"msgV":1,"msgId":"r1","type":"control","action":"delivery_status","status":"dropped","origMsgId":"m-1","dropReason":"duplicate","droppedMsgIds":["a",5,"all","","b-c",null]}`,
-			Line{Status: &StatusFrame{MsgID: "r1", Status: StatusDropped, OrigMsgID: "m-1", DropReason: DropDuplicate, DroppedMsgIDs: []string{"a", "b-c"}}}, nil},
+			Line{Status: &StatusFrame{MsgID: "r1", Status: StatusDropped, OrigMsgID: "m-1", DropReason: message.DropDuplicate, DroppedMsgIDs: []string{"a", "b-c"}}}, nil},
 		{"an unknown dropReason reads as none", `{"msgV":1,"msgId":"r1","type":"control","action":"delivery_status","status":"dropped","origMsgId":"m-1","dropReason":"hop-loop"}`,
 			Line{Status: &StatusFrame{MsgID: "r1", Status: StatusDropped, OrigMsgID: "m-1"}}, nil},
 		{"drop fields on another status are ignored, whatever their type", `{"msgV":1,"msgId":"r1","type":"control","action":"delivery_status","status":"held","origMsgId":"m-1","dropReason":7,"droppedMsgIds":"x"}`,

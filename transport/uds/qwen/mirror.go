@@ -49,11 +49,11 @@ func (e *WouldDropError) Error() string {
 // DropReason is the drop the receiver would have answered with, so a
 // bridged sender hears "dropped: rate-limited" (or "duplicate") rather
 // than a bare failure.
-func (e *WouldDropError) DropReason() string {
+func (e *WouldDropError) DropReason() message.DropReason {
 	if e.Repeat {
-		return "duplicate"
+		return message.DropDuplicate
 	}
-	return "rate-limited"
+	return message.DropRateLimited
 }
 
 // Unwrap makes errors.Is(err, ErrWouldDrop) true.
@@ -265,11 +265,11 @@ func (m *Mirror) Observe(moves []Settled) {
 	drain := map[string]bool{}
 	for _, s := range moves {
 		switch st := s.Receipt.Status; {
-		case st == message.StatusDropped && s.Receipt.DropReason == DropDuplicate.String():
+		case st == message.StatusDropped && s.Receipt.DropReason == message.DropDuplicate:
 			m.RefundToken(s.Target, s.MsgID)
 		case st == message.StatusDropped:
 			m.Forget(s.Target, s.MsgID)
-			if s.Receipt.DropReason == DropRateLimited.String() && s.Age <= m.lim.burstWindow() {
+			if s.Receipt.DropReason == message.DropRateLimited && s.Age <= m.lim.burstWindow() {
 				drain[s.Target] = true
 			}
 		case st == message.StatusMisaddressed:

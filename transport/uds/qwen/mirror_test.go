@@ -128,10 +128,10 @@ func TestMirror(t *testing.T) {
 }
 
 func TestMirrorObservesReceipts(t *testing.T) {
-	settle := func(st message.Status, reason DropReason, age time.Duration) []Settled {
+	settle := func(st message.Status, reason message.DropReason, age time.Duration) []Settled {
 		r := message.Receipt{MsgID: "m1", Status: st}
 		if reason != 0 {
-			r.DropReason = reason.String()
+			r.DropReason = reason
 		}
 		return []Settled{{MsgID: "m1", Target: "/t", Age: age, Receipt: r}}
 	}
@@ -147,8 +147,8 @@ func TestMirrorObservesReceipts(t *testing.T) {
 		repeatAfter bool // a re-send of the same body is refused as a repeat
 		tokenBack   bool // one more send fits
 	}{
-		{"a duplicate drop refunds the token and keeps the body", settle(message.StatusDropped, DropDuplicate, 0), true, true},
-		{"a queue-full drop forgets the body and keeps the token spent", settle(message.StatusDropped, DropQueueFull, 0), false, false},
+		{"a duplicate drop refunds the token and keeps the body", settle(message.StatusDropped, message.DropDuplicate, 0), true, true},
+		{"a queue-full drop forgets the body and keeps the token spent", settle(message.StatusDropped, message.DropQueueFull, 0), false, false},
 		{"a misaddressed answer refunds token and body", settle(message.StatusMisaddressed, 0, 0), false, true},
 		{"a denial forgets the body", settle(message.StatusDenied, 0, 0), false, false},
 		{"held changes nothing", settle(message.StatusHeld, 0, 0), true, false},
@@ -179,11 +179,11 @@ func TestMirrorObservesReceipts(t *testing.T) {
 	t.Run("a fresh rate-limited drop drains the target; an old one does not", func(t *testing.T) {
 		m, clk := newTestMirror()
 		m.Reserve("/t", "a", "m1")
-		m.Observe(settle(message.StatusDropped, DropRateLimited, 61*time.Second))
+		m.Observe(settle(message.StatusDropped, message.DropRateLimited, 61*time.Second))
 		if _, err := m.Reserve("/t", "b", "m2"); err != nil {
 			t.Fatalf("an old drop drained: %v", err)
 		}
-		m.Observe(settle(message.StatusDropped, DropRateLimited, time.Second))
+		m.Observe(settle(message.StatusDropped, message.DropRateLimited, time.Second))
 		if _, err := m.Reserve("/t", "c", "m3"); err == nil {
 			t.Fatal("a fresh rate-limited drop did not drain")
 		}

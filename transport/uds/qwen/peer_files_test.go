@@ -485,7 +485,7 @@ func TestASlowRouterDoesNotStallASendersConnection(t *testing.T) {
 			t.Fatal("not every message drew a receipt")
 		}
 		if st := lines[len(lines)-1].Status; st != nil && st.OrigMsgID == last {
-			if st.Status != StatusDropped || st.DropReason != DropRateLimited {
+			if st.Status != StatusDropped || st.DropReason != message.DropRateLimited {
 				t.Fatalf("the last message drew %v (%v), want dropped rate-limited", st.Status, st.DropReason)
 			}
 			return

@@ -37,7 +37,7 @@ type DropReceipt struct {
 	To            string
 	ReplyToken    Token
 	OrigMsgID     string
-	Reason        DropReason
+	Reason        message.DropReason
 	DroppedMsgIDs []string
 }
 
@@ -64,7 +64,7 @@ type DropReceipts struct {
 
 type dropBatch struct {
 	key           string
-	reason        DropReason
+	reason        message.DropReason
 	lastImmediate time.Time
 	immediate     bool // lastImmediate is set
 	target        *DropReceipt
@@ -85,7 +85,7 @@ func NewDropReceipts(clk clock.Clock, send func(DropReceipt)) *DropReceipts {
 
 // Note records that in was dropped for reason. A sender without an inbox
 // address gets no receipt at all.
-func (d *DropReceipts) Note(in Inbound, reason DropReason) {
+func (d *DropReceipts) Note(in Inbound, reason message.DropReason) {
 	to := utf16Prefix(in.Frame.From, maxSenderKeyUnits)
 	if to == "" {
 		return
@@ -99,7 +99,7 @@ func (d *DropReceipts) Note(in Inbound, reason DropReason) {
 	d.deliver(out)
 }
 
-func (d *DropReceipts) noteLocked(in Inbound, to string, reason DropReason) []DropReceipt {
+func (d *DropReceipts) noteLocked(in Inbound, to string, reason message.DropReason) []DropReceipt {
 	now := d.clk.Now()
 	b, out := d.touch(in.SenderKey()+"\x00"+reason.String(), now)
 	b.reason = reason
@@ -120,7 +120,7 @@ func (d *DropReceipts) noteLocked(in Inbound, to string, reason DropReason) []Dr
 	return out
 }
 
-func receiptFor(in Inbound, to string, reason DropReason) DropReceipt {
+func receiptFor(in Inbound, to string, reason message.DropReason) DropReceipt {
 	r := DropReceipt{To: to, OrigMsgID: in.Frame.MsgID, Reason: reason}
 	if utf16Len(string(in.Frame.ReplyToken)) <= maxReplyTokenUnits {
 		r.ReplyToken = in.Frame.ReplyToken
@@ -278,10 +278,10 @@ func (p *Peer) report(r Report) {
 	p.dial(to, r.Inbound.Frame.ReplyToken, NewStatusFrame(r.Status, r.Inbound.Frame.MsgID, p.socketPath))
 }
 
-func (p *Peer) dropped(in Inbound, reason DropReason) {
+func (p *Peer) dropped(in Inbound, reason message.DropReason) {
 	p.drops.Note(in, reason)
 	m := p.toMessage(in)
-	p.notice(message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: m.ID, From: m.From, Reason: reason.String()}})
+	p.notice(message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: m.ID, From: m.From, Reason: reason}})
 }
 
 func (p *Peer) sendDropReceipt(r DropReceipt) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/clock"
 )
 
@@ -42,8 +43,8 @@ func dropIn(sender, id string) Inbound {
 func TestDropReceipts(t *testing.T) {
 	t.Run("the first drop is answered at once", func(t *testing.T) {
 		r := newDropRig(t)
-		r.d.Note(dropIn("a", "m1"), DropRateLimited)
-		want := []DropReceipt{{To: "/socks/a.sock", ReplyToken: "rt-a", OrigMsgID: "m1", Reason: DropRateLimited}}
+		r.d.Note(dropIn("a", "m1"), message.DropRateLimited)
+		want := []DropReceipt{{To: "/socks/a.sock", ReplyToken: "rt-a", OrigMsgID: "m1", Reason: message.DropRateLimited}}
 		if got := r.take(); !reflect.DeepEqual(got, want) {
 			t.Fatalf("got %+v", got)
 		}
@@ -51,7 +52,7 @@ func TestDropReceipts(t *testing.T) {
 	t.Run("later drops go out 5 s later as one receipt about the first of them", func(t *testing.T) {
 		r := newDropRig(t)
 		for i := range 4 {
-			r.d.Note(dropIn("a", fmt.Sprint("m", i)), DropRateLimited)
+			r.d.Note(dropIn("a", fmt.Sprint("m", i)), message.DropRateLimited)
 		}
 		r.take()
 		// Literal times: the constant is what this checks.
@@ -61,32 +62,32 @@ func TestDropReceipts(t *testing.T) {
 		}
 		r.clk.Advance(100 * time.Millisecond)
 		got := r.take()
-		want := []DropReceipt{{To: "/socks/a.sock", ReplyToken: "rt-a", OrigMsgID: "m1", Reason: DropRateLimited, DroppedMsgIDs: []string{"m2", "m3"}}}
+		want := []DropReceipt{{To: "/socks/a.sock", ReplyToken: "rt-a", OrigMsgID: "m1", Reason: message.DropRateLimited, DroppedMsgIDs: []string{"m2", "m3"}}}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("got %+v", got)
 		}
 	})
 	t.Run("reasons and senders are batched apart", func(t *testing.T) {
 		r := newDropRig(t)
-		r.d.Note(dropIn("a", "m1"), DropRateLimited)
-		r.d.Note(dropIn("a", "m2"), DropDuplicate)
-		r.d.Note(dropIn("b", "m3"), DropRateLimited)
+		r.d.Note(dropIn("a", "m1"), message.DropRateLimited)
+		r.d.Note(dropIn("a", "m2"), message.DropDuplicate)
+		r.d.Note(dropIn("b", "m3"), message.DropRateLimited)
 		if got := r.take(); len(got) != 3 {
 			t.Fatalf("got %d receipts, want 3 immediate", len(got))
 		}
 	})
 	t.Run("an immediate receipt comes at most once a minute per sender and reason", func(t *testing.T) {
 		r := newDropRig(t)
-		r.d.Note(dropIn("a", "m1"), DropQueueFull)
+		r.d.Note(dropIn("a", "m1"), message.DropQueueFull)
 		r.clk.Advance(30 * time.Second)
-		r.d.Note(dropIn("a", "m2"), DropQueueFull)
+		r.d.Note(dropIn("a", "m2"), message.DropQueueFull)
 		r.take()
 		r.clk.Advance(DropReceiptTrail)
 		if got := r.take(); len(got) != 1 || got[0].OrigMsgID != "m2" || got[0].DroppedMsgIDs != nil {
 			t.Fatalf("got %+v", got)
 		}
 		r.clk.Advance(DropReportWindow)
-		r.d.Note(dropIn("a", "m3"), DropQueueFull)
+		r.d.Note(dropIn("a", "m3"), message.DropQueueFull)
 		if got := r.take(); len(got) != 1 || got[0].OrigMsgID != "m3" {
 			t.Fatalf("a minute later: %+v", got)
 		}
@@ -94,7 +95,7 @@ func TestDropReceipts(t *testing.T) {
 	t.Run("a batch keeps at most 256 further ids", func(t *testing.T) {
 		r := newDropRig(t)
 		for i := range 300 {
-			r.d.Note(dropIn("a", fmt.Sprint("m", i)), DropRateLimited)
+			r.d.Note(dropIn("a", fmt.Sprint("m", i)), message.DropRateLimited)
 		}
 		r.clk.Advance(DropReceiptTrail)
 		got := r.take()
@@ -102,14 +103,14 @@ func TestDropReceipts(t *testing.T) {
 			t.Fatalf("got %d receipts, last %+v", len(got), got[len(got)-1].OrigMsgID)
 		}
 		f := got[1].Frame("/me.sock")
-		if f.Status != StatusDropped || f.DropReason != DropRateLimited || len(f.Settles()) != 257 {
+		if f.Status != StatusDropped || f.DropReason != message.DropRateLimited || len(f.Settles()) != 257 {
 			t.Fatalf("frame %+v", f)
 		}
 	})
 	t.Run("40 receipts a minute in all; a held-back batch goes out in the next window", func(t *testing.T) {
 		r := newDropRig(t)
 		for i := range 41 {
-			r.d.Note(dropIn(fmt.Sprint("s", i), "m"), DropRateLimited)
+			r.d.Note(dropIn(fmt.Sprint("s", i), "m"), message.DropRateLimited)
 		}
 		if got := r.take(); len(got) != MaxDropReceiptsPerWindow {
 			t.Fatalf("%d immediate receipts", len(got))
@@ -127,7 +128,7 @@ func TestDropReceipts(t *testing.T) {
 		r := newDropRig(t)
 		fill := func(round int) {
 			for i := range MaxDropReceiptsPerWindow {
-				r.d.Note(dropIn(fmt.Sprintf("r%d-%d", round, i), "m"), DropRateLimited)
+				r.d.Note(dropIn(fmt.Sprintf("r%d-%d", round, i), "m"), message.DropRateLimited)
 			}
 			if got := r.take(); len(got) != MaxDropReceiptsPerWindow {
 				t.Fatalf("round %d: %d receipts", round, len(got))
@@ -135,7 +136,7 @@ func TestDropReceipts(t *testing.T) {
 		}
 		fill(0)
 		r.clk.Advance(time.Second)
-		r.d.Note(dropIn("late", "m"), DropRateLimited) // budget spent: batched
+		r.d.Note(dropIn("late", "m"), message.DropRateLimited) // budget spent: batched
 		// The batch retries at 6 s, 11 s, ...; windows roll at 60 s and 120 s,
 		// and each new window is spent before the batch's next retry.
 		for round, to := range []time.Duration{59 * time.Second, DropReportWindow} {
@@ -158,7 +159,7 @@ func TestDropReceipts(t *testing.T) {
 		fill := func() {
 			t.Helper()
 			for i := range MaxDropReceiptsPerWindow {
-				r.d.Note(dropIn(fmt.Sprint("f", i, "-", r.clk.Now().Unix()), "m"), DropRateLimited)
+				r.d.Note(dropIn(fmt.Sprint("f", i, "-", r.clk.Now().Unix()), "m"), message.DropRateLimited)
 			}
 			if got := r.take(); len(got) != MaxDropReceiptsPerWindow {
 				t.Fatalf("%d receipts", len(got))
@@ -166,7 +167,7 @@ func TestDropReceipts(t *testing.T) {
 		}
 		fill() // the window starting at 0 s is spent
 		r.clk.Advance(3 * time.Second)
-		r.d.Note(dropIn("late", "m"), DropRateLimited) // batched; retries at 8 s, 13 s, ..., 118 s, 123 s
+		r.d.Note(dropIn("late", "m"), message.DropRateLimited) // batched; retries at 8 s, 13 s, ..., 118 s, 123 s
 		r.clk.Advance(57 * time.Second)
 		fill() // at 60 s: the next window, spent too, until 120 s
 		r.clk.Advance(58 * time.Second)
@@ -188,8 +189,8 @@ func TestDropReceipts(t *testing.T) {
 	})
 	t.Run("Flush sends what waits, budget or not", func(t *testing.T) {
 		r := newDropRig(t)
-		r.d.Note(dropIn("a", "m1"), DropRateLimited)
-		r.d.Note(dropIn("a", "m2"), DropRateLimited)
+		r.d.Note(dropIn("a", "m1"), message.DropRateLimited)
+		r.d.Note(dropIn("a", "m2"), message.DropRateLimited)
 		r.take()
 		r.d.Flush()
 		if got := r.take(); len(got) != 1 || got[0].OrigMsgID != "m2" {
@@ -201,11 +202,11 @@ func TestDropReceipts(t *testing.T) {
 	})
 	t.Run("nothing goes out after Close", func(t *testing.T) {
 		r := newDropRig(t)
-		r.d.Note(dropIn("a", "m1"), DropRateLimited)
-		r.d.Note(dropIn("a", "m2"), DropRateLimited)
+		r.d.Note(dropIn("a", "m1"), message.DropRateLimited)
+		r.d.Note(dropIn("a", "m2"), message.DropRateLimited)
 		r.take()
 		r.d.Close()
-		r.d.Note(dropIn("b", "m3"), DropRateLimited)
+		r.d.Note(dropIn("b", "m3"), message.DropRateLimited)
 		r.clk.Advance(time.Hour)
 		r.d.Flush()
 		if got := r.take(); got != nil {
@@ -216,7 +217,7 @@ func TestDropReceipts(t *testing.T) {
 		r := newDropRig(t)
 		in := dropIn("a", "m1")
 		in.Frame.From = ""
-		r.d.Note(in, DropRateLimited)
+		r.d.Note(in, message.DropRateLimited)
 		if got := r.take(); got != nil {
 			t.Fatalf("got %+v", got)
 		}
@@ -225,17 +226,17 @@ func TestDropReceipts(t *testing.T) {
 		r := newDropRig(t)
 		in := dropIn("a", "m1")
 		in.Frame.ReplyToken = Token(strings.Repeat("t", 257))
-		r.d.Note(in, DropRateLimited)
+		r.d.Note(in, message.DropRateLimited)
 		if got := r.take(); got[0].ReplyToken != "" {
 			t.Fatal("kept")
 		}
 	})
 	t.Run("past 256 keys the oldest is forgotten and its batch tried", func(t *testing.T) {
 		r := newDropRig(t)
-		r.d.Note(dropIn("first", "a1"), DropRateLimited)
-		r.d.Note(dropIn("first", "a2"), DropRateLimited)
+		r.d.Note(dropIn("first", "a1"), message.DropRateLimited)
+		r.d.Note(dropIn("first", "a2"), message.DropRateLimited)
 		for i := range maxDropKeys {
-			r.d.Note(dropIn(fmt.Sprint("k", i), "m"), DropDuplicate)
+			r.d.Note(dropIn(fmt.Sprint("k", i), "m"), message.DropDuplicate)
 			r.clk.Advance(DropReportWindow) // keep the budget open; first's timer fires on the way
 		}
 		got := r.take()
@@ -246,7 +247,7 @@ func TestDropReceipts(t *testing.T) {
 		if !found {
 			t.Fatal("first's waiting drop was lost")
 		}
-		r.d.Note(dropIn("first", "a3"), DropRateLimited)
+		r.d.Note(dropIn("first", "a3"), message.DropRateLimited)
 		if got := r.take(); len(got) != 1 || got[0].OrigMsgID != "a3" {
 			t.Fatalf("a forgotten sender is not answered at once: %+v", got)
 		}

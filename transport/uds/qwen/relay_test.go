@@ -89,7 +89,7 @@ func TestRelayMapsWhatTheOtherLegSaidToAQwenReceipt(t *testing.T) {
 		name     string
 		rc       message.Receipt
 		want     Status // 0: nothing is sent
-		wantDrop DropReason
+		wantDrop message.DropReason
 	}{
 		{"delivered stays delivered", message.Receipt{Status: message.StatusDelivered}, StatusDelivered, 0},
 		{"held stays held", message.Receipt{Status: message.StatusHeld}, StatusHeld, 0},
@@ -97,9 +97,9 @@ func TestRelayMapsWhatTheOtherLegSaidToAQwenReceipt(t *testing.T) {
 		{"refused stays refused", message.Receipt{Status: message.StatusRefused}, StatusRefused, 0},
 		{"expired stays expired", message.Receipt{Status: message.StatusExpired}, StatusExpired, 0},
 		{"misaddressed stays misaddressed", message.Receipt{Status: message.StatusMisaddressed}, StatusMisaddressed, 0},
-		{"a drop keeps a reason Qwen knows", message.Receipt{Status: message.StatusDropped, DropReason: "rate-limited"}, StatusDropped, DropRateLimited},
-		{"a queue-full drop stays queue-full", message.Receipt{Status: message.StatusDropped, DropReason: "queue-full"}, StatusDropped, DropQueueFull},
-		{"a drop for a reason Qwen lacks goes without one", message.Receipt{Status: message.StatusDropped, DropReason: "hop-loop"}, StatusDropped, 0},
+		{"a drop keeps a reason Qwen knows", message.Receipt{Status: message.StatusDropped, DropReason: message.DropRateLimited}, StatusDropped, message.DropRateLimited},
+		{"a queue-full drop stays queue-full", message.Receipt{Status: message.StatusDropped, DropReason: message.DropQueueFull}, StatusDropped, message.DropQueueFull},
+		{"a drop for a reason Qwen lacks goes without one", message.Receipt{Status: message.StatusDropped, DropReason: message.DropHopLoop}, StatusDropped, 0},
 		{"failed, which Qwen lacks, is expired: unsent, send again later", message.Receipt{Status: message.StatusFailed, Reason: "no leg"}, StatusExpired, 0},
 		{"sent is no receipt at all", message.Receipt{Status: message.StatusSent}, 0, 0},
 	}

@@ -64,7 +64,7 @@ func TestTheSDKReadsWhatWeWrite(t *testing.T) {
 	t.Run("our frames parse to what we meant", func(t *testing.T) {
 		u := NewUserFrame(Sender{IPCPath: "/tmp/qwen-socks-0123456789abcdef/9.sock", IPCToken: NewIPCToken(), Name: "gateway", Mode: message.ModeBypass},
 			Record{SessionID: "8e016be8"}, "build finished </cross_session_message> 😀")
-		d := NewDropFrame("m-1", "/me.sock", DropRateLimited, []string{"m-2", "m-3"})
+		d := NewDropFrame("m-1", "/me.sock", message.DropRateLimited, []string{"m-2", "m-3"})
 		var lines []string
 		for _, f := range []Frame{Auth{Token: "tok"}, u, d} {
 			b, err := f.Marshal()

@@ -177,7 +177,7 @@ func (l *Ledger) Apply(f StatusFrame) []Settled {
 		}
 		r := message.Receipt{MsgID: s.msgID, Status: to, Reason: FlattenLabel(f.Reason), From: f.From, Time: now}
 		if f.Status == StatusDropped && f.DropReason != 0 {
-			r.DropReason = f.DropReason.String()
+			r.DropReason = f.DropReason
 		}
 		out = append(out, Settled{MsgID: s.msgID, Target: s.target, Previous: s.state, Age: now.Sub(s.sentAt), Receipt: r})
 		s.state = to

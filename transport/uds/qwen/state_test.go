@@ -98,12 +98,12 @@ func TestLedger(t *testing.T) {
 			l.Track(id, "/t")
 		}
 		moves(l, receipt(StatusHeld, "c"))
-		f := NewDropFrame("a", "/peer", DropRateLimited, []string{"b", "c", "zz", "a"})
+		f := NewDropFrame("a", "/peer", message.DropRateLimited, []string{"b", "c", "zz", "a"})
 		got := moves(l, f)
 		if !reflect.DeepEqual(got, []string{"a:pending>dropped", "b:pending>dropped"}) {
 			t.Fatalf("got %v", got)
 		}
-		if r := l.Apply(NewDropFrame("d", "/p", DropDuplicate, nil)); r[0].Receipt.DropReason != "duplicate" {
+		if r := l.Apply(NewDropFrame("d", "/p", message.DropDuplicate, nil)); r[0].Receipt.DropReason != message.DropDuplicate {
 			t.Fatalf("drop reason %q", r[0].Receipt.DropReason)
 		}
 	})
