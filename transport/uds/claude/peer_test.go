@@ -103,31 +103,6 @@ func TestConnectionsAreClassifiedByTheirToken(t *testing.T) {
 	}
 }
 
-func TestHoldPolicyHoldsSameModeMessages(t *testing.T) {
-	r := startRig(t, Config{Inbound: PolicyHold})
-	sender := listenSock(t, r.socks)
-	id, b := sender.userFrame(t, "prompting", "same mode, still held")
-	dial(t, r.p.SocketPath(), authLine(t, r.p.peerToken), b)
-	ev := r.next(t, func(ev message.Event) bool { return ev.Type != message.EventSession })
-	if ev.Type != message.EventHeld || ev.Held.Message.ID != id {
-		t.Fatalf("event = %+v, want %s held", ev, id)
-	}
-	f := sender.waitFrame(t, func(f Frame) bool { return f.Action == ActionPeerMessageStatus })
-	if f.Status != WireHeld || f.OrigMsgID != id || f.From != r.p.Address() {
-		t.Fatalf("receipt = %+v, want held for %s from %s", f, id, r.p.Address())
-	}
-	t.Run("denying it says denied, with the typed reason", func(t *testing.T) {
-		if err := r.p.Decide(ctx10(t), id, false, ""); err != nil {
-			t.Fatal(err)
-		}
-		ev := r.next(t, isType(message.EventDrop))
-		if ev.Drop.MsgID != id || ev.Drop.Reason != message.DropDenied || message.DropDenied.String() != "denied" {
-			t.Fatalf("drop = %+v", ev.Drop)
-		}
-		sender.waitFrame(t, func(f Frame) bool { return f.Status == WireDenied && f.OrigMsgID == id })
-	})
-}
-
 func TestSendToATargetWithoutAKeyFileHasNoAuthLine(t *testing.T) {
 	r := startRig(t, Config{})
 	tests := []struct {

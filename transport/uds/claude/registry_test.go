@@ -1,6 +1,9 @@
 package claude
 
 import (
+	"bytes"
+	"errors"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -162,5 +165,120 @@ func TestParseNetUnixReadsPathsWithSpaces(t *testing.T) {
 	got := parseNetUnix(strings.NewReader(in), "/tmp/a b/1.sock")
 	if len(got) != 1 || !got["111"] {
 		t.Fatalf("inodes = %v, want only the listening 111", got)
+	}
+}
+
+func TestClaimFile(t *testing.T) {
+	p := claimPeer(t)
+	ours := []byte(`{"ours":true}`)
+	tests := []struct {
+		name     string
+		existing []byte // nil: nothing there
+		wantErr  error  // nil: the claim succeeds and the file holds ours
+	}{
+		{"a new file is created", nil, nil},
+		{"a file of a dead earlier holder of our pid (same pid domain, other start) is replaced", rec("1", p.pidDomain), nil},
+		{"a file in the lstart spelling from our pid domain is replaced", rec("Mon Jan  1 00:00:00 2024", p.pidDomain), nil},
+		{"a file without pid domain is replaced", []byte(`{"procStart":"1"}`), nil},
+		{"a file that is not JSON is replaced", []byte("\x00garbage"), nil},
+		{"a file of another pid namespace is refused", rec("1", "linux:m:pid:[1]"), ErrLiveOwner},
+		{"a file of another pid namespace with our start time is refused", rec(p.procStart, "linux:m:pid:[1]"), ErrLiveOwner},
+		{"a file of this very process is refused", rec(p.procStart, p.pidDomain), ErrLiveOwner},
+		{"a file of another pid namespace with a numeric procStart is still refused", []byte(`{"procStart":7,"pidDomain":"linux:m:pid:[1]"}`), ErrLiveOwner},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(privDir(t), "42.json")
+			if tt.existing != nil {
+				writeRaw(t, path, tt.existing)
+			}
+			err := p.claimFile(path, ours)
+			if tt.wantErr == nil && err != nil {
+				t.Fatalf("claimFile: %v", err)
+			}
+			got := mustRead(t, path)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tt.wantErr)
+				}
+				if !bytes.Equal(got, tt.existing) {
+					t.Fatalf("the refused file changed to %q", got)
+				}
+				return
+			}
+			if !bytes.Equal(got, ours) {
+				t.Fatalf("file holds %q, want ours", got)
+			}
+			if fi, _ := os.Lstat(path); fi.Mode().Perm() != 0o600 {
+				t.Errorf("mode %v, want 0600", fi.Mode().Perm())
+			}
+		})
+	}
+}
+
+func TestClaimFileRefusesWhatItCannotCheck(t *testing.T) {
+	p := claimPeer(t)
+	tests := []struct {
+		name  string
+		place func(t *testing.T, path string)
+		check func(t *testing.T, path string)
+	}{
+		{"a symlink to a file is left pointing at an untouched file",
+			func(t *testing.T, path string) {
+				target := filepath.Join(filepath.Dir(path), "target")
+				writeRaw(t, target, rec(p.procStart+"0", p.pidDomain))
+				if err := os.Symlink(target, path); err != nil {
+					t.Fatal(err)
+				}
+			},
+			func(t *testing.T, path string) {
+				if fi, err := os.Lstat(path); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+					t.Errorf("the symlink was replaced: %v", err)
+				}
+				if got := mustRead(t, filepath.Join(filepath.Dir(path), "target")); !bytes.Equal(got, rec(p.procStart+"0", p.pidDomain)) {
+					t.Errorf("the symlink's target changed to %q", got)
+				}
+			}},
+		{"a dangling symlink is left alone",
+			func(t *testing.T, path string) {
+				if err := os.Symlink("/nonexistent/x", path); err != nil {
+					t.Fatal(err)
+				}
+			},
+			func(t *testing.T, path string) {
+				if fi, err := os.Lstat(path); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+					t.Errorf("the symlink was replaced: %v", err)
+				}
+			}},
+		{"a file too large to be a record is left alone",
+			func(t *testing.T, path string) {
+				writeRaw(t, path, bytes.Repeat([]byte(" "), maxEntry+1))
+			},
+			func(t *testing.T, path string) {
+				if fi, err := os.Lstat(path); err != nil || fi.Size() != maxEntry+1 {
+					t.Errorf("the file was replaced: %v", err)
+				}
+			}},
+		{"a directory is left alone",
+			func(t *testing.T, path string) {
+				if err := os.Mkdir(path, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			},
+			func(t *testing.T, path string) {
+				if fi, err := os.Lstat(path); err != nil || !fi.IsDir() {
+					t.Errorf("the directory was replaced: %v", err)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(privDir(t), "42.json")
+			tt.place(t, path)
+			if err := p.claimFile(path, []byte(`{"ours":true}`)); err == nil {
+				t.Fatal("claimFile succeeded")
+			}
+			tt.check(t, path)
+		})
 	}
 }
