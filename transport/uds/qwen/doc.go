@@ -24,8 +24,8 @@
 // coalesced drop receipts). What only this protocol has keeps its own file:
 // auth.go and token.go (the auth line and its tokens), controllers.go,
 // frame.go, wire.go and line.go (the frames, their named values and the
-// parser), json.go and text.go
-// (JavaScript's JSON and string rules), hop.go (the hopChain extension),
-// state.go (the sender's receipt ledger), mirror.go (the send-side mirror of
-// the receiver's limits), liveness.go, paths.go, alias.go.
+// parser), json.go and text.go (JavaScript's JSON and string rules), hop.go
+// (the hopChain extension), state.go (the sender's receipt ledger), mirror.go
+// (the send-side mirror of the receiver's limits), liveness.go, paths.go,
+// alias.go.
 package qwen
