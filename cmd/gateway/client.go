@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/message/eventfmt"
 )
 
 func clientFor(stateDir string) *api.Client {
@@ -51,17 +52,10 @@ func runSessions(ctx context.Context, e *env, args []string) int {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tREF\tPROTOCOL\tKIND\tSTATUS\tPID\tADDRESS")
 	for _, s := range ss {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", orDash(s.Name), s.Ref, s.Protocol, orDash(s.Kind), orDash(s.Status), s.PID, s.Address)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", eventfmt.OrDash(s.Name), s.Ref, s.Protocol, eventfmt.OrDash(s.Kind), eventfmt.OrDash(s.Status), s.PID, s.Address)
 	}
 	tw.Flush()
 	return exitOK
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 type multi []string
@@ -117,14 +111,14 @@ func runSend(ctx context.Context, e *env, args []string) int {
 	if *asJSON {
 		printJSON(e.stdout, out)
 	} else if *wait {
-		fmt.Fprintf(e.stdout, "%s %s\n", out.Message.ID, describe(out.Status, out.Receipts))
+		fmt.Fprintf(e.stdout, "%s %s\n", out.Message.ID, eventfmt.Status(out.Status, out.Receipts))
 	} else {
 		fmt.Fprintln(e.stdout, out.Message.ID)
 	}
 	switch {
 	case out.Status == message.StatusFailed:
 		if !*asJSON {
-			fmt.Fprintf(e.stderr, "gateway: send failed: %s\n", lastReason(out.Receipts))
+			fmt.Fprintf(e.stderr, "gateway: send failed: %s\n", eventfmt.LastReason(out.Receipts))
 		}
 		return exitNotDelivered
 	case !*wait:
@@ -135,34 +129,6 @@ func runSend(ctx context.Context, e *env, args []string) int {
 		return exitNotDelivered
 	}
 	return exitPending
-}
-
-func lastReason(rs []message.Receipt) string {
-	for i := len(rs) - 1; i >= 0; i-- {
-		if rs[i].Reason != "" {
-			return rs[i].Reason
-		}
-	}
-	return ""
-}
-
-func describe(st message.Status, rs []message.Receipt) string {
-	s := st.String()
-	if len(rs) > 0 {
-		r := rs[len(rs)-1]
-		if r.DropReason != 0 {
-			s += " (" + r.DropReason.String() + ")"
-		} else if r.Detail != "" {
-			s += " (" + r.Detail + ")"
-		}
-		if r.Reason != "" {
-			s += ": " + r.Reason
-		}
-	}
-	if !st.Final() {
-		s += " [not final]"
-	}
-	return s
 }
 
 func runWatch(ctx context.Context, e *env, args []string) int {
@@ -182,7 +148,7 @@ func runWatch(ctx context.Context, e *env, args []string) int {
 			_, err = fmt.Fprintf(e.stdout, "%s\n", b)
 			return err
 		}
-		line := humanEvent(ev)
+		line := eventfmt.Line(ev)
 		if line == "" {
 			return nil
 		}
@@ -193,155 +159,6 @@ func runWatch(ctx context.Context, e *env, args []string) int {
 		return exitOK
 	}
 	return fail(e, err)
-}
-
-func humanEvent(ev message.Event) string {
-	t := ev.Time.Local().Format("15:04:05")
-	switch {
-	case ev.Message != nil:
-		m := ev.Message
-		from := m.FromName
-		if from == "" {
-			from = m.From
-		}
-		tag := ""
-		if !m.Attested {
-			tag = " (unattested)"
-		}
-		if m.Controller != "" {
-			tag += " (controller " + m.Controller + ")"
-		}
-		return fmt.Sprintf("%s message from %s%s: %s", t, from, tag, m.Body)
-	case ev.Receipt != nil:
-		r := ev.Receipt
-		return fmt.Sprintf("%s receipt %s %s", t, r.MsgID, describe(r.Status, []message.Receipt{*r}))
-	case ev.Held != nil:
-		return fmt.Sprintf("%s held %s from %s: %s (release or deny it: gateway release %s)", t, ev.Held.Message.ID, ev.Held.Message.FromName, ev.Held.Reason, ev.Held.Message.ID)
-	case ev.Idle != nil:
-		return fmt.Sprintf("%s idle %s is %s (subscription %s)", t, ev.Idle.Peer, ev.Idle.State, ev.Idle.SubID)
-	case ev.Drop != nil:
-		return fmt.Sprintf("%s drop %s from %s: %s", t, ev.Drop.MsgID, ev.Drop.From, ev.Drop.Reason)
-	case ev.Remote != nil:
-		// Across sessions, streamed copies would interleave: show only
-		// what is complete (`gateway remote watch ID` streams one session).
-		r := ev.Remote
-		if r.Kind == "assistant" && !r.Final || r.Text == "" {
-			return ""
-		}
-		return fmt.Sprintf("%s %s %s: %s", t, r.Address, r.Kind, message.OneLine(r.Text, 200))
-	case ev.Permission != nil:
-		p := ev.Permission
-		switch p.State {
-		case message.PermissionPending:
-			return fmt.Sprintf("%s %s asks to use %s: %s (answer: gateway allow %s | gateway deny %s --message TEXT)",
-				t, p.Address, p.ToolName, p.Summary(summaryWidth), p.ID, p.ID)
-		case message.PermissionAnswered:
-			by := ""
-			if p.Answer != nil {
-				by = string(p.Answer.Behavior) + " by " + orDash(p.Answer.By)
-			}
-			return fmt.Sprintf("%s permission %s answered: %s", t, p.ID, by)
-		}
-		return fmt.Sprintf("%s permission %s withdrawn by %s", t, p.ID, p.Address)
-	case ev.Link != nil:
-		l := ev.Link
-		s := fmt.Sprintf("%s bridge:%s link %s", t, l.SessionID, l.State)
-		if l.Error != "" {
-			s += ": " + l.Error
-		}
-		return s
-	}
-	return fmt.Sprintf("%s %s", t, ev.Type)
-}
-
-func runHeld(ctx context.Context, e *env, args []string) int {
-	fs := newFlags(e, "held")
-	sd := stateDirFlag(fs, e)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := parse(fs, args); err != nil {
-		return flagErr(err)
-	}
-	hs, err := clientFor(*sd).Held(ctx)
-	if err != nil {
-		return fail(e, err)
-	}
-	if *asJSON {
-		if hs == nil {
-			hs = []message.Held{}
-		}
-		printJSON(e.stdout, hs)
-		return exitOK
-	}
-	for _, h := range hs {
-		fmt.Fprintf(e.stdout, "%s from %s (%s): %s\n  %s\n", h.Message.ID, h.Message.FromName, h.Message.From, h.Reason, h.Message.Body)
-	}
-	return exitOK
-}
-
-func runRelease(ctx context.Context, e *env, args []string) int {
-	return decide(ctx, e, "release", args)
-}
-
-// runDeny denies a permission prompt, or else a held message with that id.
-func runDeny(ctx context.Context, e *env, args []string) int {
-	fs := newFlags(e, "deny")
-	sd := stateDirFlag(fs, e)
-	asJSON := fs.Bool("json", false, "print the settled prompt as JSON")
-	msg := fs.String("message", "", "why, told to the session's model (a prompt) or to the sender (a held message)")
-	reason := fs.String("reason", "", "the same as --message")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return flagErr(err)
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(e.stderr, "usage: gateway deny ID [--message TEXT]")
-		return exitUsage
-	}
-	if *msg != "" && *reason != "" && *msg != *reason {
-		fmt.Fprintln(e.stderr, "gateway: --message and --reason are the same flag; give one")
-		return exitUsage
-	}
-	text := *msg
-	if text == "" {
-		text = *reason
-	}
-	c := clientFor(*sd)
-	p, err := c.AnswerPermission(ctx, pos[0], message.PermissionAnswer{Behavior: message.BehaviorDeny, Message: text, By: "cli"})
-	if err == nil {
-		return answered(e, *asJSON, "denied", p)
-	}
-	if !isNotFound(err) {
-		return answerFailed(e, *asJSON, err)
-	}
-	// Not a prompt: a held message, as before prompts existed.
-	if err := c.Decide(ctx, pos[0], false, text); err != nil {
-		if isNotFound(err) {
-			return fail(e, fmt.Errorf("no permission prompt or held message has id %s (see gateway permissions, gateway held)", pos[0]))
-		}
-		return fail(e, err)
-	}
-	if *asJSON {
-		printJSON(e.stdout, map[string]string{"id": pos[0], "action": "deny"})
-	}
-	return exitOK
-}
-
-func decide(ctx context.Context, e *env, action string, args []string) int {
-	fs := newFlags(e, action)
-	sd := stateDirFlag(fs, e)
-	reason := fs.String("reason", "", "reason told to the sender (deny)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return flagErr(err)
-	}
-	if len(pos) != 1 {
-		fmt.Fprintf(e.stderr, "usage: gateway %s ID\n", action)
-		return exitUsage
-	}
-	if err := clientFor(*sd).Decide(ctx, pos[0], action == "release", *reason); err != nil {
-		return fail(e, err)
-	}
-	return exitOK
 }
 
 func runIdle(ctx context.Context, e *env, args []string) int {

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sessiongateway/gateway/message/eventfmt"
 	"github.com/sessiongateway/gateway/outbox"
 	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/transport/remote"
@@ -67,7 +68,7 @@ func runOutbox(ctx context.Context, e *env, args []string) int {
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s ago\t%s\t%s\t%s\n", it.ID, it.State, it.Attempts, it.To,
-			now.Sub(it.AcceptedAt).Round(time.Second), next, orDash(outbox.Preview(cut(it.LastError, 60))), it.Preview)
+			now.Sub(it.AcceptedAt).Round(time.Second), next, eventfmt.OrDash(outbox.Preview(cut(it.LastError, 60))), it.Preview)
 	}
 	tw.Flush()
 	return exitOK

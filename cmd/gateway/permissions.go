@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/approver"
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/message/eventfmt"
 )
 
 func runPermissions(ctx context.Context, e *env, args []string) int {
@@ -49,17 +49,14 @@ func runPermissions(ctx context.Context, e *env, args []string) int {
 	}
 	for _, p := range ps {
 		if *all {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.ID, p.SessionID, p.ToolName, p.State, p.Summary(summaryWidth))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.ID, p.SessionID, p.ToolName, p.State, p.Summary(eventfmt.SummaryWidth))
 		} else {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, p.SessionID, p.ToolName, p.Summary(summaryWidth))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, p.SessionID, p.ToolName, p.Summary(eventfmt.SummaryWidth))
 		}
 	}
 	tw.Flush()
 	return exitOK
 }
-
-// summaryWidth caps a summary so a table row stays one line.
-const summaryWidth = 100
 
 // answered prints a settled prompt, or as JSON.
 func answered(e *env, asJSON bool, verb string, p message.PermissionRequest) int {
@@ -67,7 +64,7 @@ func answered(e *env, asJSON bool, verb string, p message.PermissionRequest) int
 		printJSON(e.stdout, p)
 		return exitOK
 	}
-	fmt.Fprintf(e.stdout, "%s %s (%s: %s)\n", verb, p.ID, p.ToolName, p.Summary(summaryWidth))
+	fmt.Fprintf(e.stdout, "%s %s (%s: %s)\n", verb, p.ID, p.ToolName, p.Summary(eventfmt.SummaryWidth))
 	if p.Answer != nil && len(p.Answer.Rules) > 0 {
 		dest := p.Answer.RuleDestination
 		if dest == "" {
@@ -137,11 +134,6 @@ func runAllow(ctx context.Context, e *env, args []string) int {
 	return answered(e, *asJSON, "allowed", p)
 }
 
-func isNotFound(err error) bool {
-	var ae *api.APIError
-	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
-}
-
 func runAnswer(ctx context.Context, e *env, args []string) int {
 	fs := newFlags(e, "answer")
 	sd := stateDirFlag(fs, e)
@@ -205,7 +197,7 @@ func printPrompt(w io.Writer, p message.PermissionRequest) {
 		fmt.Fprintf(w, "  or:     gateway deny %s --message TEXT\n", p.ID)
 		return
 	}
-	fmt.Fprintf(w, "permission %s from %s: %s %s\n", p.ID, p.SessionID, p.ToolName, p.Summary(summaryWidth))
+	fmt.Fprintf(w, "permission %s from %s: %s %s\n", p.ID, p.SessionID, p.ToolName, p.Summary(eventfmt.SummaryWidth))
 	fmt.Fprintf(w, "  allow: gateway allow %s%s\n", p.ID, ruleHint(p))
 	fmt.Fprintf(w, "  deny:  gateway deny %s --message TEXT\n", p.ID)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +12,7 @@ import (
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/internal/settings"
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/message/eventfmt"
 )
 
 const remoteUsage = `usage: gateway remote COMMAND
@@ -79,7 +79,7 @@ func remoteSessions(ctx context.Context, e *env, args []string) int {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSESSION\tSTATUS\tADDRESS")
 	for _, s := range ss {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", orDash(s.Name), s.SessionID, orDash(s.Status), s.Address)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", eventfmt.OrDash(s.Name), s.SessionID, eventfmt.OrDash(s.Status), s.Address)
 	}
 	tw.Flush()
 	return exitOK
@@ -151,7 +151,7 @@ func remoteWatch(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return fail(e, err)
 	}
-	pr := newRemotePrinter(e.stdout)
+	pr := eventfmt.NewTranscript(e.stdout, printPrompt)
 	if !*asJSON && *since < 0 {
 		// Prompts raised before the watch started still wait for an answer.
 		ps, err := c.Permissions(ctx, false)
@@ -160,12 +160,12 @@ func remoteWatch(ctx context.Context, e *env, args []string) int {
 		}
 		for _, p := range ps {
 			if p.SessionID == sid {
-				pr.event(message.Event{Type: message.EventPermission, Time: p.Created, Permission: &p})
+				pr.Event(message.Event{Type: message.EventPermission, Time: p.Created, Permission: &p})
 			}
 		}
 	}
 	err = c.Watch(ctx, *since, func(ev message.Event) error {
-		if !aboutSession(ev, sid) {
+		if !eventfmt.AboutSession(ev, sid) {
 			return nil
 		}
 		if *asJSON {
@@ -176,151 +176,12 @@ func remoteWatch(ctx context.Context, e *env, args []string) int {
 			_, err = fmt.Fprintf(e.stdout, "%s\n", b)
 			return err
 		}
-		pr.event(ev)
+		pr.Event(ev)
 		return nil
 	})
-	pr.endLine()
+	pr.EndLine()
 	if err == nil || errors.Is(err, context.Canceled) {
 		return exitOK
 	}
 	return fail(e, err)
-}
-
-// aboutSession says whether ev is one of the remote session's own events.
-func aboutSession(ev message.Event, sid string) bool {
-	switch ev.Type {
-	case message.EventRemote:
-		return ev.Remote != nil && ev.Remote.SessionID == sid
-	case message.EventPermission:
-		return ev.Permission != nil && ev.Permission.SessionID == sid
-	case message.EventLink:
-		return ev.Link != nil && ev.Link.SessionID == sid
-	}
-	return false
-}
-
-// keepShown bounds how many assistant messages the printer remembers.
-const keepShown = 256
-
-// remotePrinter prints a remote session's events for people. A streamed
-// assistant message arrives as growing copies under one message id: only
-// the new suffix is printed, so the text reads as it is typed.
-type remotePrinter struct {
-	w     io.Writer
-	open  string            // the message id whose text ends the current line
-	shown map[string]string // text printed so far, by message id
-	order []string          // shown's keys, oldest first
-	// prompted are the pending prompts shown; one watch sees few prompts.
-	prompted map[string]bool
-}
-
-func newRemotePrinter(w io.Writer) *remotePrinter {
-	return &remotePrinter{w: w, shown: map[string]string{}, prompted: map[string]bool{}}
-}
-
-// endLine finishes a streamed message's line.
-func (p *remotePrinter) endLine() {
-	if p.open != "" {
-		fmt.Fprintln(p.w)
-		p.open = ""
-	}
-}
-
-func (p *remotePrinter) event(ev message.Event) {
-	t := ev.Time.Local().Format("15:04:05")
-	switch {
-	case ev.Remote != nil:
-		p.remote(t, ev.Remote)
-	case ev.Permission != nil:
-		p.endLine()
-		switch pr := ev.Permission; pr.State {
-		case message.PermissionPending:
-			if p.prompted[pr.ID] {
-				return // listed when the watch started, or replayed
-			}
-			p.prompted[pr.ID] = true
-			fmt.Fprintf(p.w, "%s ", t)
-			printPrompt(p.w, *pr)
-		case message.PermissionAnswered:
-			how, by := "", ""
-			if pr.Answer != nil {
-				how, by = string(pr.Answer.Behavior), pr.Answer.By
-			}
-			fmt.Fprintf(p.w, "%s permission %s answered: %s by %s\n", t, pr.ID, how, orDash(by))
-		case message.PermissionCancelled:
-			fmt.Fprintf(p.w, "%s permission %s withdrawn by the session\n", t, pr.ID)
-		}
-	case ev.Link != nil:
-		p.endLine()
-		l := ev.Link
-		s := fmt.Sprintf("%s link %s", t, l.State)
-		if l.Attempt > 0 {
-			s += fmt.Sprintf(" (attempt %d)", l.Attempt)
-		}
-		if l.Error != "" {
-			s += ": " + l.Error
-		}
-		fmt.Fprintln(p.w, s)
-	}
-}
-
-func (p *remotePrinter) remote(t string, r *message.RemoteEvent) {
-	switch r.Kind {
-	case "assistant":
-		p.assistant(t, r)
-	case "user", "result":
-		if r.Text != "" {
-			p.endLine()
-			fmt.Fprintf(p.w, "%s %s: %s\n", t, r.Kind, r.Text)
-		}
-	case "control_request", "control_response", "control_cancel_request":
-		// Prompts show as permission events, with their ids.
-	default:
-		if r.Text != "" {
-			p.endLine()
-			fmt.Fprintf(p.w, "%s %s: %s\n", t, r.Kind, r.Text)
-		}
-	}
-}
-
-func (p *remotePrinter) assistant(t string, r *message.RemoteEvent) {
-	if r.MessageID == "" {
-		if r.Text != "" {
-			p.endLine()
-			fmt.Fprintf(p.w, "%s assistant: %s\n", t, r.Text)
-		}
-		return
-	}
-	prev, seen := p.shown[r.MessageID]
-	switch {
-	case seen && strings.HasPrefix(r.Text, prev):
-		if suffix := r.Text[len(prev):]; suffix != "" {
-			if p.open != r.MessageID {
-				p.endLine()
-				fmt.Fprintf(p.w, "%s assistant: …", t)
-			}
-			fmt.Fprint(p.w, suffix)
-			p.open = r.MessageID
-		}
-	case r.Text != "":
-		// New, or its content was replaced: print it whole on a fresh line.
-		p.endLine()
-		fmt.Fprintf(p.w, "%s assistant: %s", t, r.Text)
-		p.open = r.MessageID
-	}
-	p.remember(r.MessageID, r.Text)
-	if r.Final && p.open == r.MessageID {
-		p.endLine()
-	}
-}
-
-func (p *remotePrinter) remember(id, text string) {
-	if _, ok := p.shown[id]; !ok {
-		p.order = append(p.order, id)
-		if len(p.order) > keepShown {
-			delete(p.shown, p.order[0])
-			p.order = p.order[1:]
-		}
-	}
-	p.shown[id] = text
 }

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/message/eventfmt"
 )
 
 // syncBuffer is written by a running command while the test reads it.
@@ -162,7 +162,7 @@ func TestRemoteWatch(t *testing.T) {
 		}
 		for _, l := range lines {
 			var ev message.Event
-			if err := json.Unmarshal([]byte(l), &ev); err != nil || !aboutSession(ev, remoteSID) {
+			if err := json.Unmarshal([]byte(l), &ev); err != nil || !eventfmt.AboutSession(ev, remoteSID) {
 				t.Fatalf("line %s: %v", l, err)
 			}
 		}
@@ -179,45 +179,4 @@ func TestRemoteWatch(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
 	})
-}
-
-// timeStamp is the clock time the human form starts a line with.
-var timeStamp = regexp.MustCompile(`\d\d:\d\d:\d\d`)
-
-func TestTheRemotePrinterStreamsBySuffix(t *testing.T) {
-	tests := []struct {
-		name   string
-		events []message.Event
-		want   string
-	}{
-		{"growing copies print only what is new",
-			[]message.Event{remoteEvent(remoteSID, "assistant", "m1", "a", false), remoteEvent(remoteSID, "assistant", "m1", "ab", false), remoteEvent(remoteSID, "assistant", "m1", "abc", true)},
-			"T assistant: abc\n"},
-		{"a replaced content is printed whole again",
-			[]message.Event{remoteEvent(remoteSID, "assistant", "m1", "draft", false), remoteEvent(remoteSID, "assistant", "m1", "final", true)},
-			"T assistant: draft\nT assistant: final\n"},
-		{"a message interrupted by another event continues on its own line",
-			[]message.Event{remoteEvent(remoteSID, "assistant", "m1", "one", false), remoteEvent(remoteSID, "user", "", "hi", false), remoteEvent(remoteSID, "assistant", "m1", "one two", true)},
-			"T assistant: one\nT user: hi\nT assistant: … two\n"},
-		{"a copy after the final one prints nothing",
-			[]message.Event{remoteEvent(remoteSID, "assistant", "m1", "x", true), remoteEvent(remoteSID, "assistant", "m1", "x", true)},
-			"T assistant: x\n"},
-		{"control messages are left to permission events",
-			[]message.Event{remoteEvent(remoteSID, "control_request", "", "", false)},
-			""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var b bytes.Buffer
-			p := newRemotePrinter(&b)
-			for _, ev := range tt.events {
-				p.event(ev)
-			}
-			p.endLine()
-			got := timeStamp.ReplaceAllString(b.String(), "T")
-			if got != tt.want {
-				t.Fatalf("printed %q, want %q", got, tt.want)
-			}
-		})
-	}
 }

@@ -1,4 +1,4 @@
-package main
+package eventfmt
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 	"github.com/sessiongateway/gateway/message"
 )
 
-func TestHumanEventShowsRemoteEvents(t *testing.T) {
+func TestLine(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.Local)
 	tests := []struct {
 		name string
@@ -40,15 +40,15 @@ func TestHumanEventShowsRemoteEvents(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := humanEvent(tt.ev)
+			got := Line(tt.ev)
 			if tt.want == "" {
 				if got != "" {
-					t.Errorf("humanEvent = %q, want nothing", got)
+					t.Errorf("Line = %q, want nothing", got)
 				}
 				return
 			}
 			if !strings.Contains(got, tt.want) || !strings.HasPrefix(got, "03:04:05 ") {
-				t.Errorf("humanEvent = %q, want the time and %q", got, tt.want)
+				t.Errorf("Line = %q, want the time and %q", got, tt.want)
 			}
 		})
 	}
