@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/internal/lifecycle"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/outbox"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
@@ -289,7 +290,7 @@ func TestSIGHUPReloads(t *testing.T) {
 			hup := make(chan os.Signal, 1)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
-			go func() { defer close(done); reloadOn(ctx, log, hup, rs) }()
+			go func() { defer close(done); lifecycle.ReloadOn(ctx, log, hup, rs) }()
 			hup <- syscall.SIGHUP
 			for deadline := time.Now().Add(5 * time.Second); strings.Count(buf.String(), "\n") < len(rs); time.Sleep(time.Millisecond) {
 				if time.Now().After(deadline) {

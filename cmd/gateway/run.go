@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/approver"
+	"github.com/sessiongateway/gateway/internal/lifecycle"
 	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/observability"
 	"github.com/sessiongateway/gateway/router"
@@ -121,7 +122,10 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	}
 	log.Info("gateway serving", "state_dir", c.stateDir, "control_socket", sockPath, "version", version)
 
-	err = runUntilStopped(ctx, log, life.grace, rt, servers, listeners, outboxDepth, life.reloaders(level, srv))
+	err = lifecycle.Run(ctx, lifecycle.Parts{Log: log, Grace: life.grace, Core: rt.Run,
+		Servers: servers, Listeners: listeners, Pending: outboxDepth, Reloaders: life.reloaders(level, srv),
+		// An event stream never finishes by itself: end it now, with a reason.
+		EndStreams: func() { rt.Hub().CloseAll(router.ErrShuttingDown) }})
 	log.Info("gateway stopped")
 	return err
 }
