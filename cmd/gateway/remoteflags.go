@@ -20,8 +20,9 @@ const (
 )
 
 // remoteOpts are serve's --remote-* flags; the configuration layer
-// (config.go) fills each from its GATEWAY_REMOTE_* variable or the config
-// file when the command line leaves it alone.
+// (internal/settings, through config.go) fills each from its
+// GATEWAY_REMOTE_* variable or the config file when the command line
+// leaves it alone.
 type remoteOpts struct {
 	url            string
 	org            string
