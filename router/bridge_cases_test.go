@@ -90,9 +90,9 @@ func TestWaitKeepsWaitingThroughHeld(t *testing.T) {
 	}
 }
 
-// Exactly KeepOutbox messages are remembered.
-func TestTheRouterRemembersExactlyKeepOutboxMessages(t *testing.T) {
-	r := New(Config{KeepOutbox: 2}, newFake())
+// Exactly KeepOutbound messages are remembered.
+func TestTheRouterRemembersExactlyKeepOutboundMessages(t *testing.T) {
+	r := New(Config{KeepOutbound: 2}, newFake())
 	var ids []string
 	for range 3 {
 		out, _ := r.Send(context.Background(), SendRequest{To: "review", Body: "hi"})

@@ -30,7 +30,7 @@ type Config struct {
 	DID         addressing.DIDResolver
 	KeepEvents  int           // events kept for replay; default 1024
 	WatcherBuf  int           // per-watcher queue; default 256
-	KeepOutbox  int           // outbound messages remembered; default 4096
+	KeepOutbound  int           // outbound messages remembered; default 4096
 	EventQueue  int           // legs' shared inbound queue; default 256
 	RosterTTL   time.Duration // how long Resolve reuses a listing; default 2 s
 	Clock       clock.Clock   // nil for the wall clock
@@ -92,8 +92,8 @@ func New(cfg Config, legs ...Leg) *Router {
 	if cfg.WatcherBuf == 0 {
 		cfg.WatcherBuf = 256
 	}
-	if cfg.KeepOutbox == 0 {
-		cfg.KeepOutbox = 4096
+	if cfg.KeepOutbound == 0 {
+		cfg.KeepOutbound = 4096
 	}
 	if cfg.EventQueue == 0 {
 		cfg.EventQueue = 256
@@ -472,7 +472,7 @@ func (r *Router) remember(o *outbound) {
 	r.order = append(r.order, o.msg.ID)
 	// Forget the oldest beyond the cap; a message still waiting on a receipt
 	// is forgotten too, rather than growing without bound.
-	for len(r.order) > r.cfg.KeepOutbox {
+	for len(r.order) > r.cfg.KeepOutbound {
 		old := r.order[0]
 		r.order = r.order[1:]
 		if oo := r.out[old]; oo != nil && oo.settle != nil {

@@ -239,7 +239,7 @@ func TestAHeldReceiptStopsTheSettleInference(t *testing.T) {
 
 func TestTheOutboxForgetsTheOldestBeyondItsCap(t *testing.T) {
 	leg := newFake()
-	r := New(Config{KeepOutbox: 2}, leg)
+	r := New(Config{KeepOutbound: 2}, leg)
 	var ids []string
 	for range 3 {
 		out, err := r.Send(context.Background(), SendRequest{To: "review", Body: "hi"})

@@ -31,7 +31,7 @@ func (r *Router) tracer() trace.Tracer {
 }
 
 // Span ends that are no status of the message: the router forgot it
-// (KeepOutbox) or stopped before it reached a final status.
+// (KeepOutbound) or stopped before it reached a final status.
 const (
 	statusForgotten = "forgotten"
 	statusStopped   = "router-stopped"

@@ -78,7 +78,7 @@ type Peer struct {
 	bridge      *bridgeHost
 	ln          *uds.Listener
 
-	outbox *uds.Outbox
+	emitter *uds.Emitter
 
 	mu       sync.Mutex
 	held     map[string]*heldMsg
@@ -152,7 +152,7 @@ func Register(cfg Config) (*Peer, error) {
 		pid: os.Getpid(), uid: os.Geteuid(), sessionID: uuid.NewString(),
 		startedAt: cfg.Clock.Now(), sessionsDir: filepath.Join(cfg.ConfigDir, "sessions"),
 		held: map[string]*heldMsg{}, idleSubs: map[string]idleSub{},
-		outbox:  uds.NewOutbox(message.ProtocolClaude, cfg.Clock.Now),
+		emitter: uds.NewEmitter(message.ProtocolClaude, cfg.Clock.Now),
 		replies: newReplyBook(), sent: newOutstanding(),
 	}
 	id, err := uds.Identify(p.pid)
@@ -237,7 +237,7 @@ func (p *Peer) Settle() time.Duration { return p.cfg.Settle }
 
 // Ready reports whether the peer is registered and serving.
 func (p *Peer) Ready() error {
-	if !p.outbox.Attached() {
+	if !p.emitter.Attached() {
 		return errors.New("not serving yet")
 	}
 	p.mu.Lock()
@@ -254,10 +254,10 @@ func (p *Peer) Ready() error {
 // Run serves inbound connections and publishes what arrives to out until ctx
 // ends; then it tells idle subscribers we exited and removes the registration.
 func (p *Peer) Run(ctx context.Context, out chan<- message.Event) error {
-	p.outbox.Attach(out)
+	p.emitter.Attach(out)
 	err := p.ln.Serve(ctx, p.serveConn)
 	p.shutdown()
-	p.outbox.Close()
+	p.emitter.Close()
 	if errors.Is(err, context.Canceled) {
 		err = nil
 	}
@@ -298,11 +298,11 @@ func (p *Peer) shutdown() {
 	p.log.Info("deregistered Claude Code peer", "socket", p.socketPath)
 }
 
-// emit hands an event to the router (see uds.Outbox).
-func (p *Peer) emit(ctx context.Context, ev message.Event) { p.outbox.Emit(ctx, ev) }
+// emit hands an event to the router (see uds.Emitter).
+func (p *Peer) emit(ctx context.Context, ev message.Event) { p.emitter.Emit(ctx, ev) }
 
 // queued is how many inbound messages wait for the router to take them. It
 // feeds the guard's queue-full check. Held messages do not count: the real
 // CLI counts only its command queue (held ones are parked apart, in
 // inbound.held), as seed 000 says.
-func (p *Peer) queued() int { return p.outbox.Pending() }
+func (p *Peer) queued() int { return p.emitter.Pending() }

@@ -66,8 +66,8 @@ type Peer struct {
 
 	sendSem chan struct{} // bounds receipt dials, as Qwen bounds concurrent sends
 
-	outbox *uds.Outbox
-	wg     sync.WaitGroup // receipt dials in flight
+	emitter *uds.Emitter
+	wg      sync.WaitGroup // receipt dials in flight
 }
 
 // Register binds the inbox and writes the record. Run serves it and
@@ -105,7 +105,7 @@ func Register(cfg PeerConfig) (*Peer, error) {
 		cfg: cfg, log: cfg.Logger.With("leg", "qwen"), clk: cfg.Clock, pid: os.Getpid(),
 		sessionID: uuid.NewString(), sessions: SessionsDir(cfg.Home), facts: HostFacts{},
 		sendSem: make(chan struct{}, maxReceiptDials), al: newAliases(),
-		outbox: uds.NewOutbox(message.ProtocolQwen, cfg.Clock.Now),
+		emitter: uds.NewEmitter(message.ProtocolQwen, cfg.Clock.Now),
 	}
 	p.token, p.childToken = NewIPCToken(), NewChildToken()
 	p.auth = Authenticator{IPCToken: p.token, ChildToken: p.childToken, Controllers: cfg.Controllers}
@@ -187,7 +187,7 @@ func (p *Peer) ChildEnv() []string { return ChildEnv(p.socketPath, p.childToken)
 
 // Ready reports whether the inbox is served and the record in place.
 func (p *Peer) Ready() error {
-	if !p.outbox.Attached() {
+	if !p.emitter.Attached() {
 		return errors.New("not serving yet")
 	}
 	if _, err := os.Lstat(p.recPath); err != nil {
@@ -200,7 +200,7 @@ func (p *Peer) Ready() error {
 // it settles what waits (expired), flushes drop receipts and removes the
 // record.
 func (p *Peer) Run(ctx context.Context, out chan<- message.Event) error {
-	p.outbox.Attach(out)
+	p.emitter.Attach(out)
 	deliveries := make(chan struct{})
 	go func() {
 		defer close(deliveries)
@@ -219,7 +219,7 @@ func (p *Peer) Run(ctx context.Context, out chan<- message.Event) error {
 	case <-time.After(time.Second):
 	}
 	p.drops.Close()
-	p.outbox.Close()
+	p.emitter.Close()
 	p.removeAliases()
 	p.wg.Wait()
 	if rerr := os.Remove(p.recPath); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
@@ -237,15 +237,15 @@ func (p *Peer) Run(ctx context.Context, out chan<- message.Event) error {
 	return err
 }
 
-// emit hands an event to the router (see uds.Outbox).
-func (p *Peer) emit(ctx context.Context, ev message.Event) { p.outbox.Emit(ctx, ev) }
+// emit hands an event to the router (see uds.Emitter).
+func (p *Peer) emit(ctx context.Context, ev message.Event) { p.emitter.Emit(ctx, ev) }
 
 // notice hands a drop or hold notice to the router without waiting
-// (uds.Outbox.Offer): a router slow to read never stalls a sender's
+// (uds.Emitter.Offer): a router slow to read never stalls a sender's
 // connection, and when its queue is full the notice is lost (the sender's
 // receipt does not depend on it).
 func (p *Peer) notice(ev message.Event) {
-	if !p.outbox.Offer(ev) {
+	if !p.emitter.Offer(ev) {
 		p.log.Warn("qwen inbox: notice lost, the router is not keeping up", "type", ev.Type)
 	}
 }

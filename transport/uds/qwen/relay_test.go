@@ -76,7 +76,7 @@ func registerTestPeer(t *testing.T, cfg PeerConfig) *Peer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if !p.outbox.Attached() { // never run: nothing else cleans up
+		if !p.emitter.Attached() { // never run: nothing else cleans up
 			p.ln.Close()
 			os.Remove(p.RecordPath())
 		}

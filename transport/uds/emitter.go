@@ -8,12 +8,12 @@ import (
 	"github.com/sessiongateway/gateway/message"
 )
 
-// Outbox hands a leg's events to the router's queue. Emit waits for room
+// Emitter hands a leg's events to the router's queue. Emit waits for room
 // (the legs turn messages away with queue-full before the queue can fill,
-// so the wait is short) until the caller's context ends or the outbox is
+// so the wait is short) until the caller's context ends or the emitter is
 // closed; after Close nothing waits, so no goroutine can hang on a router
 // that has stopped reading.
-type Outbox struct {
+type Emitter struct {
 	leg message.Protocol
 	now func() time.Time
 
@@ -23,38 +23,38 @@ type Outbox struct {
 	once   sync.Once
 }
 
-// NewOutbox returns an outbox stamping events with leg and now().
-func NewOutbox(leg message.Protocol, now func() time.Time) *Outbox {
-	return &Outbox{leg: leg, now: now, closed: make(chan struct{})}
+// NewEmitter returns an emitter stamping events with leg and now().
+func NewEmitter(leg message.Protocol, now func() time.Time) *Emitter {
+	return &Emitter{leg: leg, now: now, closed: make(chan struct{})}
 }
 
 // Attach starts handing events to out.
-func (o *Outbox) Attach(out chan<- message.Event) {
+func (o *Emitter) Attach(out chan<- message.Event) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.out = out
 }
 
 // Attached reports whether Attach was called.
-func (o *Outbox) Attached() bool {
+func (o *Emitter) Attached() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.out != nil
 }
 
 // Pending is how many events wait in the router's queue.
-func (o *Outbox) Pending() int {
+func (o *Emitter) Pending() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return len(o.out)
 }
 
 // Close makes every later (and waiting) Emit return at once.
-func (o *Outbox) Close() { o.once.Do(func() { close(o.closed) }) }
+func (o *Emitter) Close() { o.once.Do(func() { close(o.closed) }) }
 
 // Emit stamps ev and hands it on; false when it could not (not attached,
 // ctx done, or closed).
-func (o *Outbox) Emit(ctx context.Context, ev message.Event) bool {
+func (o *Emitter) Emit(ctx context.Context, ev message.Event) bool {
 	o.mu.Lock()
 	out := o.out
 	o.mu.Unlock()
@@ -73,9 +73,9 @@ func (o *Outbox) Emit(ctx context.Context, ev message.Event) bool {
 
 // Offer hands ev on only if the router's queue has room now: for notices
 // (drops, holds) that a sender's connection must never wait on. False when
-// the queue is full, or the outbox is not attached or closed: the notice is
+// the queue is full, or the emitter is not attached or closed: the notice is
 // lost, which the caller logs.
-func (o *Outbox) Offer(ev message.Event) bool {
+func (o *Emitter) Offer(ev message.Event) bool {
 	o.mu.Lock()
 	out := o.out
 	o.mu.Unlock()
@@ -95,7 +95,7 @@ func (o *Outbox) Offer(ev message.Event) bool {
 	}
 }
 
-func (o *Outbox) stamp(ev message.Event) message.Event {
+func (o *Emitter) stamp(ev message.Event) message.Event {
 	ev.Leg = o.leg
 	if ev.Time.IsZero() {
 		ev.Time = o.now()

@@ -8,10 +8,10 @@ import (
 	"github.com/sessiongateway/gateway/message"
 )
 
-func TestOutbox(t *testing.T) {
+func TestEmitter(t *testing.T) {
 	now := time.Unix(1000, 0)
-	newBox := func() (*Outbox, chan message.Event) {
-		o := NewOutbox(message.ProtocolQwen, func() time.Time { return now })
+	newBox := func() (*Emitter, chan message.Event) {
+		o := NewEmitter(message.ProtocolQwen, func() time.Time { return now })
 		ch := make(chan message.Event, 1)
 		return o, ch
 	}
@@ -74,7 +74,7 @@ func TestOutbox(t *testing.T) {
 			t.Fatalf("pending = %d", o.Pending())
 		}
 	})
-	t.Run("a full queue waits until the outbox is closed", func(t *testing.T) {
+	t.Run("a full queue waits until the emitter is closed", func(t *testing.T) {
 		o, ch := newBox()
 		o.Attach(ch)
 		o.Emit(context.Background(), message.Event{})
