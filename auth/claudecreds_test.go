@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,6 +123,46 @@ func TestClaudeCodeCredentials(t *testing.T) {
 		if !untouched() {
 			t.Fatal("the credentials file was changed")
 		}
+	})
+
+	t.Run("a refused refresh says why without quoting the body", func(t *testing.T) {
+		ts := newTokenServer(t, 3600)
+		ts.fail = func(w http.ResponseWriter) bool {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"error":"invalid_grant","error_description":"refresh token revoked","echo":%q}`, secretTok)
+			return true
+		}
+		path, _ := claudeLogin(t, claudeJSON("cc-at", secretTok, hourAgo))
+		src, err := ClaudeCodeCredentials(path, ts.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = src.Token()
+		var re *RefreshError
+		if !errors.As(err, &re) || re.Status != 400 || re.Code != "invalid_grant" {
+			t.Fatalf("got %v, want a RefreshError 400 invalid_grant", err)
+		}
+		if !strings.Contains(err.Error(), "refresh token revoked") || !strings.Contains(err.Error(), "log in again") {
+			t.Fatalf("error %q does not explain itself", err)
+		}
+		noLeak(t, err.Error(), secretTok)
+	})
+
+	t.Run("an unreachable token endpoint is an error naming it", func(t *testing.T) {
+		ts := newTokenServer(t, 3600)
+		url := ts.URL
+		ts.Close()
+		path, _ := claudeLogin(t, claudeJSON("cc-at", secretTok, hourAgo))
+		src, err := ClaudeCodeCredentials(path, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = src.Token()
+		if err == nil || !strings.Contains(err.Error(), url) {
+			t.Fatalf("got %v, want an error naming %s", err, url)
+		}
+		noLeak(t, err.Error(), secretTok)
 	})
 
 	t.Run("a stale login without a refresh token is an error saying so", func(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -316,51 +315,7 @@ func fileError(path string, err error) *FileError {
 	return fe
 }
 
-// RefreshConfig configures the OAuth refresh-token flow.
-type RefreshConfig struct {
-	TokenURL     string   // the token endpoint, http(s)
-	ClientID     string   // the public client id, sent in the form
-	Scopes       []string // informational: a refresh keeps the grant's scopes
-	RefreshToken string
-	// HTTPClient makes the token requests; nil uses one with a 30 s timeout
-	// unless ctx already carries one (oauth2.HTTPClient).
-	HTTPClient *http.Client
-}
-
-func (c RefreshConfig) String() string {
-	return fmt.Sprintf("auth.RefreshConfig{TokenURL:%s ClientID:%s RefreshToken:[redacted]}", c.TokenURL, c.ClientID)
-}
-
-func (c RefreshConfig) GoString() string { return c.String() }
-
-func (c RefreshConfig) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("token_url", c.TokenURL), slog.String("client_id", c.ClientID),
-		slog.String("refresh_token", "[redacted]"))
-}
-
 const tokenTimeout = 30 * time.Second
-
-// Refresh returns a source that trades cfg.RefreshToken for access tokens at
-// cfg.TokenURL (grant_type=refresh_token, client_id in the form), caching
-// each until it expires through oauth2.ReuseTokenSource and keeping the
-// refresh token the server rotates in. ctx carries the HTTP client and must
-// outlive the source.
-func Refresh(ctx context.Context, cfg RefreshConfig) (oauth2.TokenSource, error) {
-	if err := checkTokenURL(cfg.TokenURL); err != nil {
-		return nil, err
-	}
-	if !headerSafe(cfg.RefreshToken) {
-		return nil, fmt.Errorf("%w: the refresh token is missing or holds spaces or control characters", ErrRefreshConfig)
-	}
-	ctx = withTokenClient(ctx, cfg.HTTPClient)
-	s := &refreshing{
-		ctx: ctx, rt: cfg.RefreshToken,
-		conf: &oauth2.Config{ClientID: cfg.ClientID, Scopes: cfg.Scopes,
-			Endpoint: oauth2.Endpoint{TokenURL: cfg.TokenURL, AuthStyle: oauth2.AuthStyleInParams}},
-	}
-	s.cache = oauth2.ReuseTokenSource(nil, oauth2TokenSourceFunc(s.refresh))
-	return s, nil
-}
 
 func checkTokenURL(raw string) error {
 	u, err := url.Parse(raw)
@@ -368,76 +323,6 @@ func checkTokenURL(raw string) error {
 		return fmt.Errorf("%w: token URL %q must be http(s)://host/path without credentials", ErrRefreshConfig, raw)
 	}
 	return nil
-}
-
-func withTokenClient(ctx context.Context, c *http.Client) context.Context {
-	if c == nil {
-		if ctx.Value(oauth2.HTTPClient) != nil {
-			return ctx
-		}
-		c = &http.Client{Timeout: tokenTimeout}
-	}
-	return context.WithValue(ctx, oauth2.HTTPClient, c)
-}
-
-type oauth2TokenSourceFunc func() (*oauth2.Token, error)
-
-func (f oauth2TokenSourceFunc) Token() (*oauth2.Token, error) { return f() }
-
-type refreshing struct {
-	ctx  context.Context
-	conf *oauth2.Config
-
-	mu    sync.Mutex
-	rt    string             // the refresh token to use next
-	cache oauth2.TokenSource // ReuseTokenSource over refresh; replaced by Invalidate
-	last  string             // the access token last handed out
-}
-
-func (s *refreshing) Token() (*oauth2.Token, error) {
-	s.mu.Lock()
-	cache := s.cache
-	s.mu.Unlock()
-	t, err := cache.Token()
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	s.last = t.AccessToken
-	s.mu.Unlock()
-	return t, nil
-}
-
-// refresh is what the cache calls when it has no valid token.
-func (s *refreshing) refresh() (*oauth2.Token, error) {
-	s.mu.Lock()
-	rt := s.rt
-	s.mu.Unlock()
-	t, err := refreshOnce(s.ctx, s.conf, rt)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	s.rt = t.RefreshToken
-	s.mu.Unlock()
-	return t, nil
-}
-
-// Invalidate drops the cached token if it is the refused one; when another
-// caller has already replaced it, the newer token stands.
-func (s *refreshing) Invalidate(refused *oauth2.Token) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if refused == nil || refused.AccessToken == s.last {
-		s.cache = oauth2.ReuseTokenSource(nil, oauth2TokenSourceFunc(s.refresh))
-	}
-	return true
-}
-
-func (s *refreshing) String() string   { return "auth.Refresh(" + s.conf.Endpoint.TokenURL + ")" }
-func (s *refreshing) GoString() string { return s.String() }
-func (s *refreshing) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("source", "refresh"), slog.String("token_url", s.conf.Endpoint.TokenURL))
 }
 
 // refreshOnce trades rt for a new token. The returned token always carries

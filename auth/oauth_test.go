@@ -2,7 +2,6 @@ package auth
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -229,10 +228,6 @@ func TestNothingHoldingATokenPrintsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refresh, err := Refresh(context.Background(), RefreshConfig{TokenURL: "http://127.0.0.1:1/token", RefreshToken: secretTok})
-	if err != nil {
-		t.Fatal(err)
-	}
 	file := TokenFile(path)
 	if _, err := file.Token(); err != nil { // so that it holds the token
 		t.Fatal(err)
@@ -244,8 +239,6 @@ func TestNothingHoldingATokenPrintsIt(t *testing.T) {
 		"a Secret":                  Secret(secretTok),
 		"a static token":            StaticToken(secretTok),
 		"a token file":              file,
-		"a refresh source":          refresh,
-		"a refresh configuration":   RefreshConfig{TokenURL: "http://x/token", RefreshToken: secretTok},
 		"a Claude Code login":       claude,
 		"a struct holding a Secret": struct{ Key Secret }{Secret(secretTok)},
 	}
@@ -326,113 +319,6 @@ func mustToken(t *testing.T, src oauth2.TokenSource, want string) *oauth2.Token 
 		t.Fatalf("got access token %q, want %q", got.AccessToken, want)
 	}
 	return got
-}
-
-func TestRefreshFlow(t *testing.T) {
-	t.Run("the first token is fetched with the refresh token, client id and grant type", func(t *testing.T) {
-		ts := newTokenServer(t, 3600)
-		src, err := Refresh(context.Background(), RefreshConfig{TokenURL: ts.URL + "/token", ClientID: "client-1", RefreshToken: "rt-0"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		mustToken(t, src, "at-1")
-		mustToken(t, src, "at-1")
-		reqs := ts.requests()
-		if len(reqs) != 1 {
-			t.Fatalf("%d token requests for a token still valid, want 1", len(reqs))
-		}
-		want := map[string]string{"grant_type": "refresh_token", "refresh_token": "rt-0", "client_id": "client-1"}
-		for k, v := range want {
-			if reqs[0][k] != v {
-				t.Fatalf("form %s = %q, want %q (form %v)", k, reqs[0][k], v, reqs[0])
-			}
-		}
-	})
-	t.Run("a token about to expire is refreshed with the rotated refresh token", func(t *testing.T) {
-		ts := newTokenServer(t, 5) // inside oauth2's 10 s early-expiry margin
-		src, err := Refresh(context.Background(), RefreshConfig{TokenURL: ts.URL, RefreshToken: "rt-0"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		mustToken(t, src, "at-1")
-		mustToken(t, src, "at-2")
-		if got := ts.requests()[1]["refresh_token"]; got != "rt-1" {
-			t.Fatalf("second refresh used %q, want the rotated rt-1", got)
-		}
-	})
-	t.Run("an invalidated token is replaced at once, a stale invalidation is ignored", func(t *testing.T) {
-		ts := newTokenServer(t, 3600)
-		src, err := Refresh(context.Background(), RefreshConfig{TokenURL: ts.URL, RefreshToken: "rt-0"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		first := mustToken(t, src, "at-1")
-		r := src.(Refreshable)
-		if !r.Invalidate(first) {
-			t.Fatal("a refresh source says it cannot refresh")
-		}
-		mustToken(t, src, "at-2")
-		r.Invalidate(first) // another caller's late 401 for the old token
-		mustToken(t, src, "at-2")
-		if n := len(ts.requests()); n != 2 {
-			t.Fatalf("%d token requests, want 2", n)
-		}
-	})
-	t.Run("a refused refresh says why without quoting the body", func(t *testing.T) {
-		ts := newTokenServer(t, 3600)
-		ts.fail = func(w http.ResponseWriter) bool {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprintf(w, `{"error":"invalid_grant","error_description":"refresh token revoked","echo":%q}`, secretTok)
-			return true
-		}
-		src, err := Refresh(context.Background(), RefreshConfig{TokenURL: ts.URL, RefreshToken: secretTok})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = src.Token()
-		var re *RefreshError
-		if !errors.As(err, &re) || re.Status != 400 || re.Code != "invalid_grant" {
-			t.Fatalf("got %v, want a RefreshError 400 invalid_grant", err)
-		}
-		if !strings.Contains(err.Error(), "refresh token revoked") || !strings.Contains(err.Error(), "log in again") {
-			t.Fatalf("error %q does not explain itself", err)
-		}
-		noLeak(t, err.Error(), secretTok)
-	})
-	t.Run("an unreachable endpoint is an error naming it", func(t *testing.T) {
-		ts := newTokenServer(t, 3600)
-		url := ts.URL
-		ts.Close()
-		src, err := Refresh(context.Background(), RefreshConfig{TokenURL: url, RefreshToken: secretTok})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = src.Token()
-		if err == nil || !strings.Contains(err.Error(), url) {
-			t.Fatalf("got %v, want an error naming %s", err, url)
-		}
-		noLeak(t, err.Error(), secretTok)
-	})
-}
-
-func TestRefreshRefusesConfig(t *testing.T) {
-	tests := []struct {
-		name string
-		cfg  RefreshConfig
-	}{
-		{"a missing token URL", RefreshConfig{RefreshToken: "rt"}},
-		{"a token URL that is not http", RefreshConfig{TokenURL: "file:///etc/token", RefreshToken: "rt"}},
-		{"a token URL with credentials in it", RefreshConfig{TokenURL: "https://u:p@example.invalid/token", RefreshToken: "rt"}},
-		{"a missing refresh token", RefreshConfig{TokenURL: "https://example.invalid/token"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name+" is refused", func(t *testing.T) {
-			if _, err := Refresh(context.Background(), tt.cfg); !errors.Is(err, ErrRefreshConfig) {
-				t.Fatalf("got %v, want ErrRefreshConfig", err)
-			}
-		})
-	}
 }
 
 // fuzzMarker stands for a token in fuzz inputs, where the corpus writes
