@@ -5,9 +5,10 @@ import "fmt"
 // DropReason says why an inbound message was turned away. The first five
 // are an inbox's admission checks, given before any policy ran (a dropped
 // receipt's drop reason on both local protocols, and the bridge's hop
-// guard's); the rest name what became of a message after admission, in drop
-// events only: a person denied it, its hold expired, the inbound policy
-// refused it, or the leg refused an unauthenticated sender. The wire
+// guard's); the rest are the gateway's own, in drop events and its receipts,
+// never on a peer's wire: a person denied it, its hold expired, the inbound
+// policy refused it, the leg refused an unauthenticated sender, or the
+// bridge could not give the sender (or a session) an alias. The wire
 // spellings are in dropWire, the one table; the JSON the API and the CLI
 // print carries them.
 type DropReason uint8
@@ -22,13 +23,14 @@ const (
 	DropExpired                               // the hold was not decided in time
 	DropRefused                               // the inbound policy refuses every message
 	DropUnauthenticated                       // the leg requires an auth line and got none
+	DropAliasLimit                            // the bridge runs as many alias workers as it may
 )
 
 var dropWire = [...]string{
 	DropDuplicate: "duplicate", DropRateLimited: "rate-limited",
 	DropHopLoop: "hop-loop", DropHopRunaway: "hop-runaway", DropQueueFull: "queue-full",
 	DropDenied: "denied", DropExpired: "expired", DropRefused: "refused",
-	DropUnauthenticated: "unauthenticated",
+	DropUnauthenticated: "unauthenticated", DropAliasLimit: "alias-limit",
 }
 
 // Admission reports whether r is one of the admission checks' reasons

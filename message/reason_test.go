@@ -47,7 +47,7 @@ func TestDropReasonsHaveOneWireSpelling(t *testing.T) {
 		{DropHopLoop, "hop-loop", true}, {DropHopRunaway, "hop-runaway", true},
 		{DropQueueFull, "queue-full", true}, {DropDenied, "denied", false},
 		{DropExpired, "expired", false}, {DropRefused, "refused", false},
-		{DropUnauthenticated, "unauthenticated", false},
+		{DropUnauthenticated, "unauthenticated", false}, {DropAliasLimit, "alias-limit", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.wire+" reads back as itself", func(t *testing.T) {

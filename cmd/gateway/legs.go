@@ -99,9 +99,10 @@ func startClaude(log *slog.Logger, c serveConfig, childEnv []string, receiptSent
 			cmd.Stderr = os.Stderr
 			return cmd
 		},
-		Events:    peer.OnAliasEvent,
-		IdleAfter: 10 * time.Minute, // for aliases started on demand; published ones live as long as their session
-		Logger:    log,
+		Events:     peer.OnAliasEvent,
+		IdleAfter:  10 * time.Minute, // for aliases started on demand; published ones live as long as their session
+		MaxWorkers: c.maxAliases,
+		Logger:     log,
 	})
 	peer.EnableAliases(pool)
 	return peer, pool, nil

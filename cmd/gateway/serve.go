@@ -62,6 +62,7 @@ func setupServe(e *env, cmd string, args []string, extra func(*flag.FlagSet)) (*
 	bridge := fs.Bool("bridge", true, "publish each local leg's sessions on the other (Claude Code <-> Qwen Code) and forward between them")
 	var bridgeOnly multi
 	fs.Var(&bridgeOnly, "bridge-only", "limit the bridge to sessions whose name matches this glob (repeatable)")
+	maxAliases := fs.Int("max-alias-workers", claude.DefaultMaxWorkers, "most alias worker processes the bridge runs for the Claude leg at once (one per session of another leg, about 17 MB each); aliases beyond it are refused")
 	heldExpiry := fs.String("held-expiry", "5m", "how long the Qwen inbox holds a message: 1m, 5m, 10m or never")
 	remote := remoteFlags(fs, e)
 	didFile := didFileFlag(fs, e)
@@ -135,6 +136,9 @@ func setupServe(e *env, cmd string, args []string, extra func(*flag.FlagSet)) (*
 			return fail("--bridge-only %q: %v", p, err)
 		}
 	}
+	if *maxAliases < 1 {
+		return fail("--max-alias-workers %d: want at least 1", *maxAliases)
+	}
 	if *approver != "" {
 		if _, err := addressing.Parse(*approver); err != nil {
 			return fail("--approver: %v", err)
@@ -146,6 +150,7 @@ func setupServe(e *env, cmd string, args []string, extra func(*flag.FlagSet)) (*
 	return &servePlan{logLevel: lvl, settings: st, cfg: serveConfig{
 		stateDir: *sd, name: *name, apiAddr: *apiAddr, hosts: hosts, mode: m, inbound: pol,
 		qwenInbound: qpol, heldExpiry: qwen.ParseHeldExpiry(*heldExpiry), noClaude: !enabled["claude"], noQwen: !enabled["qwen"], bridge: *bridge, bridgeOnly: bridgeOnly,
+		maxAliases:  *maxAliases,
 		requireAuth: *requireAuth, settle: *settle, getenv: e.getenv, remote: remote, did: did, approver: *approver,
 		life: life, api: apiHard,
 	}}, 0
@@ -164,6 +169,7 @@ type serveConfig struct {
 	noQwen      bool
 	bridge      bool
 	bridgeOnly  []string
+	maxAliases  int      // --max-alias-workers
 	workerEnv   []string // extra environment for alias workers (tests)
 	requireAuth bool
 	settle      time.Duration

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -153,8 +155,38 @@ type PoolConfig struct {
 	IdleAfter time.Duration
 	// StartTimeout bounds a worker's start; default 15 s.
 	StartTimeout time.Duration
-	Logger       *slog.Logger
+	// MaxWorkers caps the workers running at once, published or not;
+	// default DefaultMaxWorkers. A new alias beyond it is refused with a
+	// *LimitError.
+	MaxWorkers int
+	Logger     *slog.Logger
 }
+
+// DefaultMaxWorkers is the default cap on alias workers. Each is a process
+// of about 17 MB resident, so the default bounds them near 550 MB however
+// many sessions the other legs list (anyone who can write a registry file
+// can list one).
+const DefaultMaxWorkers = 32
+
+// ErrAliasLimit is why a new alias is refused: the pool runs MaxWorkers.
+var ErrAliasLimit = errors.New("alias limit reached")
+
+// LimitError is a refused alias. It is ErrAliasLimit, and a drop with
+// reason alias-limit to the router.
+type LimitError struct {
+	Name string
+	Max  int
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("alias %q refused: %v (%d alias workers running)", e.Name, ErrAliasLimit, e.Max)
+}
+
+// Is makes a LimitError match ErrAliasLimit.
+func (e *LimitError) Is(target error) bool { return target == ErrAliasLimit }
+
+// DropReason is the reason a message needing the alias was turned away.
+func (e *LimitError) DropReason() message.DropReason { return message.DropAliasLimit }
 
 // AliasPool starts alias workers lazily, one per name, and retires them.
 type AliasPool struct {
@@ -198,6 +230,9 @@ func NewAliasPool(cfg PoolConfig) *AliasPool {
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 15 * time.Second
 	}
+	if cfg.MaxWorkers <= 0 {
+		cfg.MaxWorkers = DefaultMaxWorkers
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -207,22 +242,46 @@ func NewAliasPool(cfg PoolConfig) *AliasPool {
 // ErrPoolClosed is returned after Close.
 var ErrPoolClosed = errors.New("alias pool closed")
 
-// Get returns the alias for name, starting its worker when there is none.
+// Get returns the alias for name, starting its worker when there is none:
+// an alias on demand, retired once idle (see Retire).
 func (p *AliasPool) Get(ctx context.Context, name string) (Alias, error) {
+	w, err := p.worker(name, false)
+	if err != nil {
+		return Alias{}, err
+	}
+	return p.wait(ctx, name, w)
+}
+
+// worker returns the worker for name, starting one (without waiting for it)
+// when there is none and the cap allows. A published worker stands for a
+// listed session and stops when it is no longer listed.
+func (p *AliasPool) worker(name string, publish bool) (*worker, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return Alias{}, ErrPoolClosed
+		return nil, ErrPoolClosed
 	}
 	w, ok := p.workers[name]
-	if !ok {
-		w = &worker{ready: make(chan struct{}), exited: make(chan struct{}), sent: map[string]chan error{}}
-		p.workers[name] = w
+	if ok {
+		w.published = w.published || publish
 		p.mu.Unlock()
-		p.start(name, w)
-	} else {
-		p.mu.Unlock()
+		return w, nil
 	}
+	if len(p.workers) >= p.cfg.MaxWorkers {
+		p.mu.Unlock()
+		return nil, &LimitError{Name: name, Max: p.cfg.MaxWorkers}
+	}
+	w = &worker{ready: make(chan struct{}), exited: make(chan struct{}), sent: map[string]chan error{},
+		published: publish, lastUse: time.Now()}
+	p.workers[name] = w
+	p.mu.Unlock()
+	p.start(name, w)
+	return w, nil
+}
+
+// wait waits for w, the worker of name, to be ready, and forgets it when
+// it failed to start.
+func (p *AliasPool) wait(ctx context.Context, name string, w *worker) (Alias, error) {
 	select {
 	case <-w.ready:
 	case <-ctx.Done():
@@ -240,6 +299,40 @@ func (p *AliasPool) Get(ctx context.Context, name string) (Alias, error) {
 	w.lastUse = time.Now()
 	p.mu.Unlock()
 	return w.alias, nil
+}
+
+// Publish makes the aliases named in keep the published ones: each is
+// started (up to the cap) or kept, and published aliases no longer named
+// stop, as Retire says. It waits for the new workers to be ready and
+// returns the names refused at the cap, in order, with the first other
+// error.
+func (p *AliasPool) Publish(ctx context.Context, keep map[string]bool) (refused []string, err error) {
+	p.Retire(keep)
+	names := make([]string, 0, len(keep))
+	for name := range keep {
+		names = append(names, name)
+	}
+	slices.Sort(names) // the same names win the free slots at every sync
+	started := map[string]*worker{}
+	for _, name := range names {
+		w, werr := p.worker(name, true)
+		switch {
+		case errors.Is(werr, ErrAliasLimit):
+			refused = append(refused, name)
+		case werr != nil:
+			err = cmp.Or(err, werr)
+		default:
+			started[name] = w
+		}
+	}
+	for _, name := range names {
+		if w := started[name]; w != nil {
+			if _, werr := p.wait(ctx, name, w); werr != nil {
+				err = cmp.Or(err, werr)
+			}
+		}
+	}
+	return refused, err
 }
 
 func (p *AliasPool) start(name string, w *worker) {

@@ -3,6 +3,7 @@ package claude
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 
 	"github.com/sessiongateway/gateway/addressing"
@@ -91,17 +92,18 @@ func (p *Peer) relay(ctx context.Context, msgID string, rc message.Receipt) {
 const OpRelay = "relay"
 
 // bridgeHost is the Claude leg's alias bookkeeping: which alias name stands
-// for which session of another leg.
+// for which session of another leg, and which were refused at the cap.
 type bridgeHost struct {
-	pool *AliasPool
-	mu   sync.Mutex
-	byNm map[string]message.Session
+	pool    *AliasPool
+	mu      sync.Mutex
+	byNm    map[string]message.Session
+	refused map[string]bool // listed sessions the last sync found no room for
 }
 
 // EnableAliases makes the peer an alias host with pool, whose Events must
 // be routed to OnAliasEvent.
 func (p *Peer) EnableAliases(pool *AliasPool) {
-	p.bridge = &bridgeHost{pool: pool, byNm: map[string]message.Session{}}
+	p.bridge = &bridgeHost{pool: pool, byNm: map[string]message.Session{}, refused: map[string]bool{}}
 }
 
 // OnAliasEvent hands on what arrived at alias name: a message is marked as
@@ -120,8 +122,10 @@ func (p *Peer) OnAliasEvent(name string, ev message.Event) {
 	p.emit(context.Background(), ev)
 }
 
-// SyncAliases starts an alias worker for each session of another leg and
-// retires those whose session is gone.
+// SyncAliases starts an alias worker for each session of another leg, up
+// to the pool's cap, and retires those whose session is gone. A session
+// refused at the cap is logged and counted (a drop, reason alias-limit)
+// once, when it is first refused, not at every sync; it is not an error.
 func (p *Peer) SyncAliases(ctx context.Context, others []message.Session) error {
 	if p.bridge == nil {
 		return nil
@@ -138,23 +142,41 @@ func (p *Peer) SyncAliases(ctx context.Context, others []message.Session) error 
 	p.bridge.mu.Lock()
 	p.bridge.byNm = byNm
 	p.bridge.mu.Unlock()
-	p.bridge.pool.Retire(keep)
-	var first error
-	for name := range keep {
-		if _, err := p.bridge.pool.Get(ctx, name); err != nil && first == nil {
-			first = err
+	refused, err := p.bridge.pool.Publish(ctx, keep)
+	now := make(map[string]bool, len(refused))
+	p.bridge.mu.Lock()
+	was := p.bridge.refused
+	p.bridge.refused = now
+	p.bridge.mu.Unlock()
+	for _, name := range refused {
+		now[name] = true
+		if !was[name] {
+			p.refuseAlias(ctx, name, byNm[name].Address, "")
 		}
 	}
-	return first
+	return err
 }
 
-// SendAs sends m from the alias named after sender.
+// refuseAlias logs and counts an alias refused at the cap: the alias of a
+// listed session (msgID empty), or the one a bridged message needed.
+func (p *Peer) refuseAlias(ctx context.Context, name, from, msgID string) {
+	p.log.Warn("alias refused: the alias worker cap is reached", "alias", name, "for", from,
+		"msg_id", msgID, "max_alias_workers", p.bridge.pool.cfg.MaxWorkers)
+	p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: msgID, From: from, Reason: message.DropAliasLimit}})
+}
+
+// SendAs sends m from the alias named after sender. When the cap leaves no
+// room for that alias, the error is a *LimitError, which the router turns
+// into a dropped receipt (reason alias-limit) for the sender.
 func (p *Peer) SendAs(ctx context.Context, sender message.Session, m message.Message) (message.Receipt, error) {
 	if p.bridge == nil {
 		return p.Send(ctx, m)
 	}
 	m.FromName = sender.Name
 	if err := p.bridge.pool.Send(ctx, sender.Name, m); err != nil {
+		if errors.Is(err, ErrAliasLimit) {
+			p.refuseAlias(ctx, sender.Name, sender.Address, m.ID)
+		}
 		return message.Receipt{}, err
 	}
 	return message.Receipt{MsgID: m.ID, Status: message.StatusSent, Time: p.clock.Now()}, nil
