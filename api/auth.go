@@ -16,14 +16,20 @@ type Scope uint8
 // what speaks for the user to other sessions (messages, idle
 // subscriptions); approve covers what lets something through a gate: answering
 // permission prompts, releasing or denying held inbound messages, and
-// control requests (interrupt, permission mode, model).
+// control requests (interrupt, permission mode, model); files covers
+// attaching files to a message (with send), which reads them from the
+// files directory.
 const (
 	ScopeRead Scope = iota + 1
 	ScopeSend
 	ScopeApprove
+	ScopeFiles
 )
 
-var scopeWire = [...]string{ScopeRead: "read", ScopeSend: "send", ScopeApprove: "approve"}
+// lastScope is the highest scope, for loops over all of them.
+const lastScope = ScopeFiles
+
+var scopeWire = [...]string{ScopeRead: "read", ScopeSend: "send", ScopeApprove: "approve", ScopeFiles: "files"}
 
 func (s Scope) String() string {
 	if int(s) < len(scopeWire) && scopeWire[s] != "" {
@@ -37,7 +43,7 @@ type Scopes uint8
 
 // AllScopes is what the default token in <state-dir>/api-token and the
 // Unix socket grant.
-const AllScopes = Scopes(1<<ScopeRead | 1<<ScopeSend | 1<<ScopeApprove)
+const AllScopes = Scopes(1<<ScopeRead | 1<<ScopeSend | 1<<ScopeApprove | 1<<ScopeFiles)
 
 // Has reports whether s holds sc.
 func (s Scopes) Has(sc Scope) bool { return s&(1<<sc) != 0 }
@@ -45,7 +51,7 @@ func (s Scopes) Has(sc Scope) bool { return s&(1<<sc) != 0 }
 // String is the comma-separated wire spelling, in a fixed order.
 func (s Scopes) String() string {
 	var names []string
-	for sc := ScopeRead; sc <= ScopeApprove; sc++ {
+	for sc := ScopeRead; sc <= lastScope; sc++ {
 		if s.Has(sc) {
 			names = append(names, sc.String())
 		}
@@ -53,20 +59,20 @@ func (s Scopes) String() string {
 	return strings.Join(names, ",")
 }
 
-// ParseScopes reads "read,send,approve" (any subset, any order).
+// ParseScopes reads "read,send,approve,files" (any subset, any order).
 func ParseScopes(raw string) (Scopes, error) {
 	var out Scopes
 	for _, part := range strings.Split(raw, ",") {
 		part = strings.TrimSpace(part)
 		found := false
-		for sc := ScopeRead; sc <= ScopeApprove; sc++ {
+		for sc := ScopeRead; sc <= lastScope; sc++ {
 			if scopeWire[sc] == part {
 				out |= 1 << sc
 				found = true
 			}
 		}
 		if !found {
-			return 0, fmt.Errorf("unknown scope %q: want read, send or approve", part)
+			return 0, fmt.Errorf("unknown scope %q: want read, send, approve or files", part)
 		}
 	}
 	return out, nil

@@ -1,7 +1,7 @@
 // Package api is the gateway's control API: HTTP/JSON over the state
 // directory's Unix socket (same user only, full access) and, optionally,
 // TCP hardened for other machines: a Host allowlist, bearer tokens with
-// scopes (read, send, approve; /healthz and /readyz need none), TLS 1.2+
+// scopes (read, send, approve, files; /healthz and /readyz need none), TLS 1.2+
 // with certificates reloaded from their files, per-client rate limits,
 // body, header and time limits, and CORS only for one configured origin.
 // One route table builds both the mux and the OpenAPI 3.1 document served

@@ -39,7 +39,7 @@ func OpenAPI() map[string]any {
 	return map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{"title": "gateway control API", "version": "1",
-			"description": "Bearer tokens carry scopes (read, send, approve); each operation's x-scope names the one it needs. /healthz and /readyz need no token. The Unix control socket needs none."},
+			"description": "Bearer tokens carry scopes (read, send, approve, files; files lets a send attach files from the files directory); each operation's x-scope names the one it needs. /healthz and /readyz need no token. The Unix control socket needs none."},
 		"paths": paths,
 		"components": map[string]any{
 			"schemas":         g.defs,

@@ -49,6 +49,9 @@ type Config struct {
 	Clock clock.Clock // nil for the wall clock
 	// MaxWait caps ?wait on message reads and sends.
 	MaxWait time.Duration
+	// FilesDir is the one directory "files" on a send may name, below
+	// which no symlink is followed; empty refuses every attachment.
+	FilesDir string
 }
 
 // Server serves the control API.
@@ -229,13 +232,10 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, errBadRequest(err.Error()))
 		return
 	}
-	var files []message.Attachment
-	for _, f := range b.Files {
-		if !strings.HasPrefix(f, "/") {
-			s.fail(w, errBadRequest(fmt.Sprintf("file %q: give an absolute path", f)))
-			return
-		}
-		files = append(files, message.Attachment{Path: f})
+	files, ferr := s.attachments(r, b.Files)
+	if ferr != nil {
+		writeError(w, *ferr)
+		return
 	}
 	wait, err := s.waitFor(b.Timeout)
 	if err != nil {

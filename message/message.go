@@ -19,7 +19,27 @@ type Attachment struct {
 	FileSize  int64  `json:"file_size"`
 	SHA256    string `json:"sha256"`
 	MediaType string `json:"media_type,omitempty"`
+	// Refused says why an inbound attachment was not kept; its Path is
+	// then empty and the message is delivered without the file.
+	Refused AttachmentRefusal `json:"refused,omitempty"`
 }
+
+// AttachmentRefusal is why an inbound attachment was not kept.
+type AttachmentRefusal string
+
+const (
+	// AttachmentUnauthenticated: the sender presented no token, so nothing
+	// it names is read or copied.
+	AttachmentUnauthenticated AttachmentRefusal = "unauthenticated"
+	// AttachmentOverQuota: keeping it would take the uploads directory
+	// past its quota.
+	AttachmentOverQuota AttachmentRefusal = "uploads-quota"
+	// AttachmentInvalid: the descriptor failed the receiver's checks (path
+	// outside the spool, not a regular file, size or sha256 mismatch).
+	AttachmentInvalid AttachmentRefusal = "invalid"
+	// AttachmentUnstored: it passed the checks but could not be written.
+	AttachmentUnstored AttachmentRefusal = "unstored"
+)
 
 // Message is one peer message, whichever leg it came from or goes to.
 type Message struct {

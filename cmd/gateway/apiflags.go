@@ -77,6 +77,11 @@ func newAPIServer(c serveConfig, cfg api.Config) (*api.Server, error) {
 		cfg.TLS = cr
 	}
 	cfg.Tokens = api.NewTokenFile(c.stateDir, nil)
+	dir, err := c.files.prepare(c.stateDir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.FilesDir = dir
 	cfg.CORSOrigin = o.corsOrigin
 	cfg.RateLimit = o.rateLimit()
 	return api.NewServer(cfg), nil

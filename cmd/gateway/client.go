@@ -72,7 +72,7 @@ func runSend(ctx context.Context, e *env, args []string) int {
 	asJSON := fs.Bool("json", false, "print JSON")
 	name := fs.String("from-name", "", "display name to send as (default: the gateway's name)")
 	var files multi
-	fs.Var(&files, "file", "attach a file (repeatable)")
+	fs.Var(&files, "file", "attach a file from the gateway's files directory (serve --files-dir; default <state-dir>/files) (repeatable)")
 	unpaced := fs.Bool("unpaced", false, "send even if the receiver's published limits say it would be dropped (to hear its dropped receipt)")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -86,9 +86,14 @@ func runSend(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "gateway: --mode %q: want bypass or prompting\n", *mode)
 		return exitUsage
 	}
+	// The gateway takes files from its files directory only and follows no
+	// symlink below it: name the file by its real path, as the user can.
 	for i, f := range files {
 		if abs, err := filepath.Abs(f); err == nil {
 			files[i] = abs
+		}
+		if real, err := filepath.EvalSymlinks(files[i]); err == nil {
+			files[i] = real
 		}
 	}
 	c := clientFor(*sd)

@@ -76,6 +76,7 @@ func startClaude(log *slog.Logger, c serveConfig, childEnv []string, receiptSent
 		Name: c.name, ConfigDir: cfgDir, RuntimeDir: c.getenv("XDG_RUNTIME_DIR"),
 		Version: version, Mode: c.mode, Inbound: c.inbound, RequireAuth: c.requireAuth,
 		Settle: c.settle, Logger: log, UploadsDir: filepath.Join(c.stateDir, "uploads"),
+		UploadsQuota: c.files.uploadsQuotaBytes(), UploadsMaxAge: c.files.uploadsMaxAge(),
 		ReceiptSent: receiptSent,
 	})
 	if err != nil {

@@ -68,6 +68,7 @@ func setupServe(e *env, cmd string, args []string, extra func(*flag.FlagSet)) (*
 	didFile := didFileFlag(fs, e)
 	life := lifecycleFlags(fs, e)
 	apiHard := apiFlags(fs, e)
+	files := filesFlags(fs, e)
 	approver := fs.String("approver", "", "address of a local session (or alias) that gets each remote permission prompt as a message and answers it by replying allow, deny or answer (env GATEWAY_APPROVER)")
 	own := settings.OwnFlags(fs, extra)
 	st, _, err := loadSettings(fs, e, args, own...)
@@ -91,6 +92,9 @@ func setupServe(e *env, cmd string, args []string, extra func(*flag.FlagSet)) (*
 	}
 	if err := apiHard.check(*apiAddr); err != nil {
 		return fail("%v", err) // also caught by `gateway config`
+	}
+	if err := files.check(); err != nil {
+		return fail("%v", err)
 	}
 	did, err := openDIDFile(*didFile)
 	if err != nil {
@@ -152,7 +156,7 @@ func setupServe(e *env, cmd string, args []string, extra func(*flag.FlagSet)) (*
 		qwenInbound: qpol, heldExpiry: qwen.ParseHeldExpiry(*heldExpiry), noClaude: !enabled["claude"], noQwen: !enabled["qwen"], bridge: *bridge, bridgeOnly: bridgeOnly,
 		maxAliases:  *maxAliases,
 		requireAuth: *requireAuth, settle: *settle, getenv: e.getenv, remote: remote, did: did, approver: *approver,
-		life: life, api: apiHard,
+		life: life, api: apiHard, files: files,
 	}}, 0
 }
 
@@ -179,4 +183,5 @@ type serveConfig struct {
 	approver    string                 // --approver: the session that answers remote prompts; "" for none
 	life        *lifecycleOpts         // --grace and SIGHUP; nil takes the defaults
 	api         *apiOpts               // TLS, CORS and rate limits of --api; nil takes the defaults
+	files       *filesOpts             // --files-dir and the uploads limits; nil takes the defaults
 }

@@ -376,7 +376,7 @@ func TestShutdownRemovesEveryRegistrationFile(t *testing.T) {
 func TestAttachmentsAreStagedWithTheirHash(t *testing.T) {
 	g := startBinary(t, t.TempDir())
 	fk := newFake(t, g, "work-08", message.ModePrompting)
-	src := filepath.Join(t.TempDir(), "notes.txt")
+	src := filepath.Join(g.StateDir, "files", "notes.txt") // the default files directory
 	data := []byte("the attached notes\n")
 	if err := os.WriteFile(src, data, 0o600); err != nil {
 		t.Fatal(err)
@@ -484,7 +484,10 @@ func TestBadLinesAreIgnoredAndTheGatewayKeepsWorking(t *testing.T) {
 func TestAttachmentCapsAreEnforced(t *testing.T) {
 	g := startBinary(t, t.TempDir())
 	newFake(t, g, "work-08", message.ModePrompting)
-	dir := t.TempDir()
+	dir := filepath.Join(g.StateDir, "files", "caps")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	var many []string
 	for i := range 17 {
 		p := filepath.Join(dir, strconv.Itoa(i)+".txt")
@@ -508,7 +511,6 @@ func TestAttachmentCapsAreEnforced(t *testing.T) {
 	}{
 		{"seventeen files are refused", many},
 		{"a file over 30 MiB is refused", []string{big}},
-		{"a directory is refused", []string{dir}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -521,6 +523,13 @@ func TestAttachmentCapsAreEnforced(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a directory is refused before any send", func(t *testing.T) {
+		_, err := g.Send(ctxT(t), api.SendBody{To: "work-08", Text: "files", Files: []string{dir}})
+		var ae *api.APIError
+		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || !strings.Contains(ae.Body.Error, "not a regular file") {
+			t.Fatalf("send = %v, want a 400 naming a non-regular file", err)
+		}
+	})
 }
 
 func TestMetricsMoveAsMessagesFlow(t *testing.T) {

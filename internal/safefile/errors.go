@@ -26,6 +26,8 @@ var (
 	ErrChanged = errors.New("file was replaced")
 	// ErrLocked: another process holds the lock.
 	ErrLocked = errors.New("locked by another process")
+	// ErrOutside: the path would lead out of the directory it must stay in.
+	ErrOutside = errors.New("leads outside its directory")
 )
 
 // ModeError is a file or directory whose permission bits let group or

@@ -52,27 +52,10 @@ func (p *Peer) stage(src []message.Attachment) ([]message.Attachment, error) {
 }
 
 func (p *Peer) stageOne(path string) (message.Attachment, error) {
-	f, err := os.Open(path)
+	// No symlink followed, no FIFO waited on, at most the cap read.
+	data, err := safefile.ReadCapped(path, MaxFileSize)
 	if err != nil {
 		return message.Attachment{}, fmt.Errorf("%w: %v", ErrAttachment, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return message.Attachment{}, fmt.Errorf("%w: %v", ErrAttachment, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return message.Attachment{}, fmt.Errorf("%w: %s is not a regular file", ErrAttachment, path)
-	}
-	if fi.Size() > MaxFileSize {
-		return message.Attachment{}, fmt.Errorf("%w: %s is %d bytes, at most %d", ErrAttachment, path, fi.Size(), MaxFileSize)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return message.Attachment{}, fmt.Errorf("%w: %v", ErrAttachment, err)
-	}
-	if len(data) > MaxFileSize {
-		return message.Attachment{}, fmt.Errorf("%w: %s grew past %d bytes", ErrAttachment, path, MaxFileSize)
 	}
 	sum := sha256.Sum256(data)
 	hexsum := hex.EncodeToString(sum[:])
@@ -102,57 +85,84 @@ func safeFileName(n string) string {
 }
 
 // acceptAttachments checks each inbound descriptor as the real CLI does
-// (absolute path in the spool, regular file, size, sha256) and, when an
-// uploads directory is set, copies it there. Refused ones are left out and
-// logged.
-func (p *Peer) acceptAttachments(msgID string, in []message.Attachment) []message.Attachment {
-	var out []message.Attachment
-	for i, a := range in {
-		if i >= MaxFilesPerMessage {
-			p.log.Info("attachments past the cap ignored", "msg_id", msgID, "count", len(in))
-			break
-		}
-		data, err := p.checkDescriptor(a)
-		if err != nil {
-			p.log.Info("inbound attachment refused", "msg_id", msgID, "file", a.FileName, "err", err)
+// (absolute path in the spool, regular file, size, sha256) and, with an
+// uploads directory, keeps its content there once per distinct content. A
+// descriptor that is refused stays in the list with its reason and no
+// path, and the message is delivered without the file. Nothing an
+// unauthenticated sender names is read at all.
+func (p *Peer) acceptAttachments(m message.Message) []message.Attachment {
+	in := m.Attachments
+	if len(in) > MaxFilesPerMessage {
+		p.log.Info("attachments past the cap ignored", "msg_id", m.ID, "count", len(in))
+		in = in[:MaxFilesPerMessage]
+	}
+	type seen struct {
+		path, sum string
+		size      int64
+	}
+	done := map[seen]message.Attachment{} // sixteen names for one file cost one read
+	out := make([]message.Attachment, 0, len(in))
+	for _, a := range in {
+		a.Refused = ""
+		key := seen{a.Path, strings.ToLower(a.SHA256), a.FileSize}
+		if prev, ok := done[key]; ok {
+			a.Path, a.Refused = prev.Path, prev.Refused
+			out = append(out, a)
 			continue
 		}
-		if p.cfg.UploadsDir != "" {
-			dir := filepath.Join(p.cfg.UploadsDir, safeFileName(msgID))
-			if err := safefile.EnsureDir(dir); err == nil {
-				dst := filepath.Join(dir, safeFileName(a.FileName))
-				if err := safefile.WriteAtomic(dst, data); err == nil {
-					a.Path = dst
-				}
-			}
+		path, refusal, err := p.keepAttachment(m.Auth, a)
+		if refusal != "" {
+			p.log.Info("inbound attachment refused", "msg_id", m.ID, "file", a.FileName, "reason", string(refusal), "err", err)
 		}
+		a.Path, a.Refused = path, refusal
+		done[key] = a
 		out = append(out, a)
 	}
 	return out
 }
 
-func (p *Peer) checkDescriptor(a message.Attachment) ([]byte, error) {
+// keepAttachment checks one descriptor and returns the path the message
+// carries: in the uploads directory when there is one, else the spool
+// file itself, checked.
+func (p *Peer) keepAttachment(auth message.AuthClass, a message.Attachment) (string, message.AttachmentRefusal, error) {
+	if auth == message.AuthUnauthenticated || auth == "" {
+		return "", message.AttachmentUnauthenticated, errors.New("the sender presented no token")
+	}
+	if err := p.checkDescriptor(a); err != nil {
+		return "", message.AttachmentInvalid, err
+	}
+	if p.uploads == nil {
+		if err := verifySpooled(io.Discard, a); err != nil {
+			return "", message.AttachmentInvalid, err
+		}
+		return a.Path, "", nil
+	}
+	return p.uploads.store(a)
+}
+
+// checkDescriptor is what can be checked without reading the file.
+func (p *Peer) checkDescriptor(a message.Attachment) error {
 	if !filepath.IsAbs(a.Path) || filepath.Clean(a.Path) != a.Path {
-		return nil, errors.New("path is not absolute and clean")
+		return errors.New("path is not absolute and clean")
 	}
 	if filepath.Dir(a.Path) != filepath.Clean(p.cfg.SpoolDir) {
-		return nil, errors.New("path is outside the spool")
+		return errors.New("path is outside the spool")
 	}
 	if a.FileSize < 0 || a.FileSize > MaxFileSize {
-		return nil, errors.New("size out of range")
+		return errors.New("size out of range")
 	}
-	data, err := safefile.ReadCapped(a.Path, MaxFileSize)
-	if err != nil {
-		return nil, err
+	if !validSHA256(a.SHA256) {
+		return errors.New("sha256 is not 64 hex digits")
 	}
-	if int64(len(data)) != a.FileSize {
-		return nil, fmt.Errorf("size %d, descriptor says %d", len(data), a.FileSize)
+	return nil
+}
+
+func validSHA256(s string) bool {
+	if len(s) != sha256.Size*2 {
+		return false
 	}
-	sum := sha256.Sum256(data)
-	if !strings.EqualFold(hex.EncodeToString(sum[:]), a.SHA256) {
-		return nil, errors.New("sha256 does not match")
-	}
-	return data, nil
+	_, err := hex.DecodeString(s)
+	return err == nil
 }
 
 // spoolMaxAge is how long a staged file may wait in the spool, as the real

@@ -43,8 +43,15 @@ type Config struct {
 	// SpoolDir is where outbound attachments are staged; default
 	// <ConfigDir>/file-transfers.
 	SpoolDir string
-	// UploadsDir receives inbound attachments; empty leaves them unread.
+	// UploadsDir keeps inbound attachments, one file per distinct content;
+	// empty leaves them in the spool, checked.
 	UploadsDir string
+	// UploadsQuota caps the bytes kept in UploadsDir; default
+	// DefaultUploadsQuota.
+	UploadsQuota int64
+	// UploadsMaxAge is how long an upload no message names is kept;
+	// default DefaultUploadsMaxAge.
+	UploadsMaxAge time.Duration
 	// Kind is written into the registry entry; default KindGateway.
 	Kind string
 	// ReceiptSent, when set, hears the status of each receipt written to a
@@ -79,6 +86,7 @@ type Peer struct {
 	ln          *uds.Listener
 
 	emitter *uds.Emitter
+	uploads *uploads // nil without an uploads directory
 
 	mu       sync.Mutex
 	held     map[string]*heldMsg
@@ -195,6 +203,12 @@ func Register(cfg Config) (*Peer, error) {
 	if n := gcSpool(cfg.SpoolDir, cfg.Clock.Now()); n > 0 {
 		p.log.Info("removed stale staged attachments", "count", n, "spool", cfg.SpoolDir)
 	}
+	if cfg.UploadsDir != "" {
+		p.uploads = newUploads(cfg.UploadsDir, cfg.UploadsQuota, cfg.UploadsMaxAge, cfg.Clock)
+		if n, freed := p.uploads.collect(); n > 0 {
+			p.log.Info("removed old uploads", "count", n, "bytes", freed, "dir", cfg.UploadsDir)
+		}
+	}
 	p.log.Info("registered as a Claude Code peer", "name", cfg.Name, "socket", p.socketPath,
 		"session_id", p.sessionID, "registry", p.regPath)
 	return p, nil
@@ -255,7 +269,14 @@ func (p *Peer) Ready() error {
 // ends; then it tells idle subscribers we exited and removes the registration.
 func (p *Peer) Run(ctx context.Context, out chan<- message.Event) error {
 	p.emitter.Attach(out)
+	var gc sync.WaitGroup
+	gcCtx, stopGC := context.WithCancel(ctx)
+	if p.uploads != nil {
+		gc.Go(func() { p.uploads.run(gcCtx, p.log) })
+	}
 	err := p.ln.Serve(ctx, p.serveConn)
+	stopGC()
+	gc.Wait()
 	p.shutdown()
 	p.emitter.Close()
 	if errors.Is(err, context.Canceled) {

@@ -172,10 +172,11 @@ func (p *Peer) handleUser(ctx context.Context, in *inbound, f *Frame) {
 		p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: f.MsgID, From: m.From, Reason: reason}})
 		return
 	}
-	if len(m.Attachments) > 0 {
-		m.Attachments = p.acceptAttachments(m.ID, m.Attachments)
+	v := p.decide(in, m)
+	if len(m.Attachments) > 0 && v != verdictRefuse { // a refused message's files are never read
+		m.Attachments = p.acceptAttachments(m)
 	}
-	switch p.decide(in, m) {
+	switch v {
 	case verdictDeliver:
 		p.emit(ctx, message.Event{Type: message.EventMessage, Message: &m})
 	case verdictRefuse:
