@@ -10,7 +10,7 @@ import (
 
 // runTokens manages the API's bearer tokens. No running gateway is needed.
 func runTokens(ctx context.Context, e *env, args []string) int {
-	const use = "usage: gateway tokens add --label L [--scope read,send,approve] | list [--json] | remove ID"
+	const use = "usage: gateway tokens add --label L [--scope read,send,approve,files] | list [--json] | remove ID"
 	if len(args) == 0 {
 		fmt.Fprintln(e.stderr, use)
 		return exitUsage
@@ -19,7 +19,7 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 	fs := newFlags(e, "tokens "+sub)
 	sd := stateDirFlag(fs, e)
 	label := fs.String("label", "", "label of the new token (add)")
-	scope := fs.String("scope", "read", "comma-separated scopes of the new token: read (GETs, events), send (messages, idle), approve (permission prompts, held messages, control)")
+	scope := fs.String("scope", "read", "comma-separated scopes of the new token: read (GETs, events), send (messages, idle), approve (permission prompts, held messages, control), files (attach files from the files directory to a send)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -29,7 +29,7 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 	switch sub {
 	case "add":
 		if *label == "" || len(pos) != 0 {
-			fmt.Fprintln(e.stderr, "usage: gateway tokens add --label L [--scope read,send,approve]")
+			fmt.Fprintln(e.stderr, "usage: gateway tokens add --label L [--scope read,send,approve,files]")
 			return exitUsage
 		}
 		scopes, err := api.ParseScopes(*scope)
