@@ -24,17 +24,17 @@ import (
 
 // Config tunes a Router. Zero values take the defaults.
 type Config struct {
-	Logger      *slog.Logger
-	Metrics     *observability.Metrics
-	Tracer      trace.Tracer // one span per routed message; nil traces nothing
-	DID         addressing.DIDResolver
-	KeepEvents  int           // events kept for replay; default 1024
-	WatcherBuf  int           // per-watcher queue; default 256
-	KeepOutbound  int           // outbound messages remembered; default 4096
-	EventQueue  int           // legs' shared inbound queue; default 256
-	RosterTTL   time.Duration // how long Resolve reuses a listing; default 2 s
-	Clock       clock.Clock   // nil for the wall clock
-	DefaultMode message.Mode
+	Logger       *slog.Logger
+	Metrics      *observability.Metrics
+	Tracer       trace.Tracer // one span per routed message; nil traces nothing
+	DID          addressing.DIDResolver
+	KeepEvents   int           // events kept for replay; default 1024
+	WatcherBuf   int           // per-watcher queue; default 256
+	KeepOutbound int           // outbound messages remembered; default 4096
+	EventQueue   int           // legs' shared inbound queue; default 256
+	RosterTTL    time.Duration // how long Resolve reuses a listing; default 2 s
+	Clock        clock.Clock   // nil for the wall clock
+	DefaultMode  message.Mode
 	// Bridge publishes each leg's sessions on the other legs and forwards
 	// what arrives at those aliases.
 	Bridge bool

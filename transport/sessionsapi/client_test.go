@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sessiongateway/gateway/auth"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
@@ -403,7 +404,13 @@ func TestTokenSources(t *testing.T) {
 	ctx := context.Background()
 	t.Run("a refused token is refreshed once and the request retried", func(t *testing.T) {
 		e := setup(t, fakecloud.Options{RefreshToken: "rt-0", ClientID: auth.ClaudeCodeClientID}, sessionsapi.Options{})
-		src, err := auth.Refresh(ctx, auth.RefreshConfig{TokenURL: e.srv.URL() + "/v1/oauth/token", ClientID: auth.ClaudeCodeClientID, RefreshToken: "rt-0"})
+		// A stale Claude Code login: its first use refreshes it in memory.
+		creds := filepath.Join(t.TempDir(), "credentials.json")
+		login := fmt.Sprintf(`{"claudeAiOauth":{"accessToken":"at-stale","refreshToken":"rt-0","expiresAt":%d}}`, time.Now().Add(-time.Hour).UnixMilli())
+		if err := os.WriteFile(creds, []byte(login), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		src, err := auth.ClaudeCodeCredentials(creds, e.srv.URL()+"/v1/oauth/token")
 		if err != nil {
 			t.Fatal(err)
 		}
