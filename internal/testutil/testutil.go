@@ -11,8 +11,8 @@ import (
 // Patience is how long Eventually waits before it fails the test.
 const Patience = 10 * time.Second
 
-// ShortTempDir returns a fresh directory under /tmp, removed when the test
-// ends, joined with the optional sub-path (made too). A Unix socket path
+// ShortTempDir returns a fresh private (0700) directory under /tmp, removed
+// when the test ends, joined with the optional sub-path (made too). A Unix socket path
 // must fit in about 104 bytes, which t.TempDir's long names do not leave
 // room for.
 func ShortTempDir(tb testing.TB, sub ...string) string {

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
 )
 
 func TestMaxLineInUTF16CodeUnits(t *testing.T) {
@@ -35,7 +37,7 @@ func TestMaxLineInUTF16CodeUnits(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out := make(chan lineResult, 1)
-			s := serve(t, filepath.Join(privateDir(t), "u.sock"), Limits{MaxLine: max, Units: tt.units}, recordLines(out))
+			s := serve(t, filepath.Join(testutil.ShortTempDir(t), "u.sock"), Limits{MaxLine: max, Units: tt.units}, recordLines(out))
 			c := dialT(t, s.Path())
 			if _, err := io.WriteString(c, tt.line+"\n"); err != nil {
 				t.Fatal(err)
@@ -104,7 +106,7 @@ func TestWhatRearmsTheReadDeadline(t *testing.T) {
 			acks := make(chan bool)
 			out := make(chan lineResult, 1)
 			lim := Limits{FirstLineTimeout: timeout, LineTimeout: timeout, Rearm: tt.rearm}
-			s := serve(t, filepath.Join(privateDir(t), "r.sock"), lim, stepLines(timeout, acks, out))
+			s := serve(t, filepath.Join(testutil.ShortTempDir(t), "r.sock"), lim, stepLines(timeout, acks, out))
 			c := dialT(t, s.Path())
 			var r lineResult
 		steps:

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
 )
 
 // The caps the issue names: 1 MiB per line, 30 s to complete a first line,
@@ -36,14 +37,7 @@ func TestListenerDefaultsArePinned(t *testing.T) {
 // cap is the default, until the test ends.
 func defaultsListener(t *testing.T, h Handler) *Listener {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "udsd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	dir := testutil.ShortTempDir(t)
 	l, err := Listen(filepath.Join(dir, "d.sock"), Limits{})
 	if err != nil {
 		t.Fatal(err)

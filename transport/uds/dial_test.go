@@ -10,12 +10,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
 )
 
 func TestDialWrite(t *testing.T) {
 	t.Run("the payload arrives whole and the peer then sees our half-close as EOF", func(t *testing.T) {
 		out := make(chan lineResult, 1)
-		s := serve(t, filepath.Join(privateDir(t), "d.sock"), Limits{}, recordLines(out))
+		s := serve(t, filepath.Join(testutil.ShortTempDir(t), "d.sock"), Limits{}, recordLines(out))
 		payload := `{"type":"auth","token":"t"}` + "\n" + `{"type":"user"}` + "\n"
 		if err := DialWrite(context.Background(), s.Path(), []byte(payload)); err != nil {
 			t.Fatalf("DialWrite: %v", err)
@@ -28,7 +30,7 @@ func TestDialWrite(t *testing.T) {
 
 	t.Run("a peer that never closes does not hold the writer", func(t *testing.T) {
 		release := make(chan struct{})
-		s := serve(t, filepath.Join(privateDir(t), "d.sock"), Limits{}, func(ctx context.Context, c *Conn) {
+		s := serve(t, filepath.Join(testutil.ShortTempDir(t), "d.sock"), Limits{}, func(ctx context.Context, c *Conn) {
 			select { // reads nothing, closes nothing, until the test is over
 			case <-release:
 			case <-ctx.Done():
@@ -54,7 +56,7 @@ func TestDialWrite(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(privateDir(t), "d.sock")
+			path := filepath.Join(testutil.ShortTempDir(t), "d.sock")
 			tt.prepare(t, path)
 			if err := DialWrite(context.Background(), path, []byte("x\n")); !errors.Is(err, tt.want) {
 				t.Errorf("DialWrite = %v, want %v", err, tt.want)
@@ -63,7 +65,7 @@ func TestDialWrite(t *testing.T) {
 	}
 
 	t.Run("a cancelled ctx stops before writing", func(t *testing.T) {
-		path := filepath.Join(privateDir(t), "d.sock")
+		path := filepath.Join(testutil.ShortTempDir(t), "d.sock")
 		liveSocket(t, path)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -88,7 +90,7 @@ func TestProbe(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(privateDir(t), "p.sock")
+			path := filepath.Join(testutil.ShortTempDir(t), "p.sock")
 			tt.prepare(t, path)
 			err := Probe(context.Background(), path)
 			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
@@ -101,7 +103,7 @@ func TestProbe(t *testing.T) {
 	}
 
 	t.Run("a ctx whose deadline has passed is ErrTimeout", func(t *testing.T) {
-		path := filepath.Join(privateDir(t), "p.sock")
+		path := filepath.Join(testutil.ShortTempDir(t), "p.sock")
 		liveSocket(t, path)
 		ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 		defer cancel()
@@ -119,7 +121,7 @@ func TestProbe(t *testing.T) {
 }
 
 func TestErrorsNameTheCauseOnce(t *testing.T) {
-	err := Probe(context.Background(), filepath.Join(privateDir(t), "gone.sock"))
+	err := Probe(context.Background(), filepath.Join(testutil.ShortTempDir(t), "gone.sock"))
 	if strings.Count(err.Error(), "uds:") != 1 {
 		t.Errorf("error %q repeats its prefix", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessiongateway/gateway/internal/safefile"
+	"github.com/sessiongateway/gateway/internal/testutil"
 )
 
 // served is a listener running in the background for one test.
@@ -122,7 +123,7 @@ func TestReadLine(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out := make(chan lineResult, 1)
-			s := serve(t, filepath.Join(privateDir(t), "l.sock"), Limits{MaxLine: tt.maxLine}, recordLines(out))
+			s := serve(t, filepath.Join(testutil.ShortTempDir(t), "l.sock"), Limits{MaxLine: tt.maxLine}, recordLines(out))
 			c := dialT(t, s.Path())
 			if _, err := io.WriteString(c, tt.send); err != nil {
 				t.Fatal(err)
@@ -145,7 +146,7 @@ func TestLineTooLong(t *testing.T) {
 		// Long timeouts: if the cap waited for a newline, this would end in
 		// ErrTimeout (after a minute), not ErrLineTooLong.
 		lim := Limits{MaxLine: 16, FirstLineTimeout: time.Minute, LineTimeout: time.Minute}
-		s := serve(t, filepath.Join(privateDir(t), "l.sock"), lim, recordLines(out))
+		s := serve(t, filepath.Join(testutil.ShortTempDir(t), "l.sock"), lim, recordLines(out))
 		c := dialT(t, s.Path())
 		if _, err := io.WriteString(c, strings.Repeat("z", 17)); err != nil {
 			t.Fatal(err)
@@ -198,7 +199,7 @@ func TestLineTimeouts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out := make(chan lineResult, 1)
-			s := serve(t, filepath.Join(privateDir(t), "t.sock"), tt.lim, recordLines(out))
+			s := serve(t, filepath.Join(testutil.ShortTempDir(t), "t.sock"), tt.lim, recordLines(out))
 			c := dialT(t, s.Path())
 			tt.write(c) // the connection stays open: only the timeout can end it
 			r := <-out
@@ -226,7 +227,7 @@ func TestMaxConns(t *testing.T) {
 			finished <- struct{}{}
 		}
 		lim := Limits{FirstLineTimeout: time.Minute}
-		s := serve(t, filepath.Join(privateDir(t), "m.sock"), lim, h)
+		s := serve(t, filepath.Join(testutil.ShortTempDir(t), "m.sock"), lim, h)
 
 		held := make([]*net.UnixConn, DefaultMaxConns)
 		for i := range held {
@@ -272,7 +273,7 @@ func TestServeShutdown(t *testing.T) {
 			_, err := c.ReadLine()
 			out <- seen{readErr: err, ctxErr: ctx.Err()}
 		}
-		s := serve(t, filepath.Join(privateDir(t), "s.sock"), Limits{FirstLineTimeout: time.Hour}, h)
+		s := serve(t, filepath.Join(testutil.ShortTempDir(t), "s.sock"), Limits{FirstLineTimeout: time.Hour}, h)
 		dialT(t, s.Path())
 		dialT(t, s.Path())
 		<-ready
@@ -301,7 +302,7 @@ func TestServeShutdown(t *testing.T) {
 	})
 
 	t.Run("a socket file replaced by someone else is left in place", func(t *testing.T) {
-		s := serve(t, filepath.Join(privateDir(t), "s.sock"), Limits{}, func(context.Context, *Conn) {})
+		s := serve(t, filepath.Join(testutil.ShortTempDir(t), "s.sock"), Limits{}, func(context.Context, *Conn) {})
 		if err := os.Remove(s.Path()); err != nil {
 			t.Fatal(err)
 		}
@@ -317,7 +318,7 @@ func TestServeShutdown(t *testing.T) {
 	})
 
 	t.Run("Serve cannot run twice on one listener", func(t *testing.T) {
-		l, err := Listen(filepath.Join(privateDir(t), "s.sock"), Limits{})
+		l, err := Listen(filepath.Join(testutil.ShortTempDir(t), "s.sock"), Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,7 +334,7 @@ func TestServeShutdown(t *testing.T) {
 	})
 
 	t.Run("a listener that is closed without serving removes its socket", func(t *testing.T) {
-		l, err := Listen(filepath.Join(privateDir(t), "c.sock"), Limits{})
+		l, err := Listen(filepath.Join(testutil.ShortTempDir(t), "c.sock"), Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -352,7 +353,7 @@ func TestServeShutdown(t *testing.T) {
 func TestPeerCred(t *testing.T) {
 	t.Run("a connection from this process carries our pid, uid and gid", func(t *testing.T) {
 		got := make(chan Cred, 1)
-		s := serve(t, filepath.Join(privateDir(t), "p.sock"), Limits{}, func(_ context.Context, c *Conn) { got <- c.Cred })
+		s := serve(t, filepath.Join(testutil.ShortTempDir(t), "p.sock"), Limits{}, func(_ context.Context, c *Conn) { got <- c.Cred })
 		c := dialT(t, s.Path())
 		want := Cred{PID: os.Getpid(), UID: os.Geteuid(), GID: os.Getegid()}
 		if cred := <-got; cred != want {
@@ -448,7 +449,7 @@ func TestListenExistingPath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(privateDir(t), "x.sock")
+			path := filepath.Join(testutil.ShortTempDir(t), "x.sock")
 			tt.prepare(t, path)
 			before, _ := os.Lstat(path)
 			l, err := Listen(path, Limits{})
@@ -486,17 +487,17 @@ func TestListenPathChecks(t *testing.T) {
 			return "/tmp/" + strings.Repeat("p", MaxPathLen-9) + ".sock"
 		}, func(err error) bool { var e *PathTooLongError; return errors.As(err, &e) }},
 		{"a parent directory open to others is refused", func(t *testing.T) string {
-			d := privateDir(t)
+			d := testutil.ShortTempDir(t)
 			if err := os.Chmod(d, 0o755); err != nil {
 				t.Fatal(err)
 			}
 			return filepath.Join(d, "a.sock")
 		}, func(err error) bool { return errors.Is(err, safefile.ErrLooseMode) }},
 		{"a missing parent directory is refused", func(t *testing.T) string {
-			return filepath.Join(privateDir(t), "missing", "a.sock")
+			return filepath.Join(testutil.ShortTempDir(t), "missing", "a.sock")
 		}, func(err error) bool { return errors.Is(err, fs.ErrNotExist) }},
 		{"a symlinked parent directory is refused", func(t *testing.T) string {
-			d := privateDir(t)
+			d := testutil.ShortTempDir(t)
 			if err := os.Symlink(d, d+"-link"); err != nil {
 				t.Fatal(err)
 			}
@@ -517,7 +518,7 @@ func TestListenPathChecks(t *testing.T) {
 		})
 	}
 	t.Run("a path of exactly 107 bytes is accepted", func(t *testing.T) {
-		d := privateDir(t)
+		d := testutil.ShortTempDir(t)
 		p := filepath.Join(d, strings.Repeat("q", MaxPathLen-len(d)-1))
 		if len(p) != MaxPathLen {
 			t.Fatalf("built a %d-byte path", len(p))

@@ -11,15 +11,17 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 )
 
 func TestAddressesWithASpaceArePercentEncoded(t *testing.T) {
-	r := startRig(t, Config{Inbound: PolicyHold, RuntimeDir: shortDir(t, "my dir")})
+	r := startRig(t, Config{Inbound: PolicyHold, RuntimeDir: testutil.ShortTempDir(t, "my dir")})
 	if want := "uds:" + strings.ReplaceAll(r.p.SocketPath(), " ", "%20"); r.p.Address() != want {
 		t.Fatalf("Address() = %q, want %q", r.p.Address(), want)
 	}
@@ -74,7 +76,7 @@ func (r *rig) rosterEntryFor(t *testing.T) rosterProbe {
 	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
 	target := listenSock(t, r.socks)
 	e := Entry{PID: holder.Process.Pid, SessionID: uuid.NewString(), MessagingSocketPath: target.path, Name: "spaced", Kind: "interactive"}
-	s, ok := r.p.rosterEntry(ctx10(t), e)
+	s, ok := r.p.rosterEntry(testutil.Context(t, 10*time.Second), e)
 	if !ok {
 		t.Fatal("the live entry was not listed")
 	}
@@ -159,7 +161,7 @@ func TestLaterReceiptsRecheckTheReplySocketsOwner(t *testing.T) {
 		t.Fatalf("helper said %q", lines.Text())
 	}
 
-	if err := r.p.Decide(ctx10(t), id, true, ""); err != nil {
+	if err := r.p.Decide(testutil.Context(t, 10*time.Second), id, true, ""); err != nil {
 		t.Fatal(err)
 	}
 	stdin.Close()
@@ -238,7 +240,7 @@ func TestIdleNoticesOnePerSubscription(t *testing.T) {
 		if got := notices(t, s, sub); len(got) != 0 {
 			t.Fatalf("notices while held = %v, want none", got)
 		}
-		if err := r.p.Decide(ctx10(t), id, true, ""); err != nil {
+		if err := r.p.Decide(testutil.Context(t, 10*time.Second), id, true, ""); err != nil {
 			t.Fatal(err)
 		}
 		r.stop()

@@ -1,7 +1,6 @@
 package claude
 
 import (
-	"context"
 	"errors"
 	"os"
 	"strings"
@@ -10,21 +9,15 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 )
-
-func ctx10(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // sendTo makes the rig send body to s, as the router does.
 func (r *rig) sendTo(t *testing.T, s *sock, mode message.Mode, body string) string {
 	t.Helper()
 	id := uuid.NewString()
-	if _, err := r.p.Send(ctx10(t), message.Message{ID: id, To: s.addr, Body: body, Mode: mode}); err != nil {
+	if _, err := r.p.Send(testutil.Context(t, 10*time.Second), message.Message{ID: id, To: s.addr, Body: body, Mode: mode}); err != nil {
 		t.Fatal(err)
 	}
 	s.waitFrame(t, func(f Frame) bool { return f.MsgID == id })
@@ -44,7 +37,7 @@ func TestRequireAuthAppliesToUserFramesOnly(t *testing.T) {
 		}
 	})
 	t.Run("an idle notice without an auth line is heard", func(t *testing.T) {
-		sub, err := r.p.NotifyWhenIdle(ctx10(t), message.Session{Address: target.addr})
+		sub, err := r.p.NotifyWhenIdle(testutil.Context(t, 10*time.Second), message.Session{Address: target.addr})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +142,7 @@ func TestSendRefusals(t *testing.T) {
 	r := startRig(t, Config{})
 	t.Run("a frame over 1 MiB is refused with ErrTooLarge", func(t *testing.T) {
 		target := listenSock(t, r.socks)
-		_, err := r.p.Send(ctx10(t), message.Message{ID: uuid.NewString(), To: target.addr, Body: strings.Repeat("x", MaxLine), Mode: message.ModePrompting})
+		_, err := r.p.Send(testutil.Context(t, 10*time.Second), message.Message{ID: uuid.NewString(), To: target.addr, Body: strings.Repeat("x", MaxLine), Mode: message.ModePrompting})
 		if !errors.Is(err, ErrTooLarge) {
 			t.Fatalf("err = %v, want ErrTooLarge", err)
 		}
@@ -157,7 +150,7 @@ func TestSendRefusals(t *testing.T) {
 	t.Run("a key file left by an earlier holder of the pid is ErrStaleKey", func(t *testing.T) {
 		target := listenSock(t, r.socks)
 		r.writeKey(t, target, strings.Repeat("ef", 16), "1")
-		_, err := r.p.Send(ctx10(t), message.Message{ID: uuid.NewString(), To: target.addr, ToPID: os.Getpid(), Body: "hi", Mode: message.ModePrompting})
+		_, err := r.p.Send(testutil.Context(t, 10*time.Second), message.Message{ID: uuid.NewString(), To: target.addr, ToPID: os.Getpid(), Body: "hi", Mode: message.ModePrompting})
 		if !errors.Is(err, ErrStaleKey) {
 			t.Fatalf("err = %v, want ErrStaleKey", err)
 		}

@@ -2,9 +2,11 @@ package claude
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -66,7 +68,7 @@ func TestHoldPolicyHoldsSameModeMessages(t *testing.T) {
 		t.Fatalf("receipt = %+v, want held for %s from %s", f, id, r.p.Address())
 	}
 	t.Run("denying it says denied, with the typed reason", func(t *testing.T) {
-		if err := r.p.Decide(ctx10(t), id, false, ""); err != nil {
+		if err := r.p.Decide(testutil.Context(t, 10*time.Second), id, false, ""); err != nil {
 			t.Fatal(err)
 		}
 		ev := r.next(t, isType(message.EventDrop))

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -31,15 +32,7 @@ type regEnv struct {
 // bytes, and t.TempDir's are long) that are removed at cleanup.
 func newRegEnv(t *testing.T) regEnv {
 	t.Helper()
-	short := func(pattern string) string {
-		d, err := os.MkdirTemp("", pattern)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = os.RemoveAll(d) })
-		return d
-	}
-	return regEnv{configDir: t.TempDir(), runtimeDir: short("rt"), tmpDir: short("tp")}
+	return regEnv{configDir: t.TempDir(), runtimeDir: testutil.ShortTempDir(t), tmpDir: testutil.ShortTempDir(t)}
 }
 
 func (r regEnv) config() Config {

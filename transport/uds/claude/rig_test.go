@@ -21,6 +21,7 @@ import (
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/internal/safefile"
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/uds"
 )
@@ -35,30 +36,12 @@ type rig struct {
 	stop   func() // ends Run and waits for it; safe to call twice
 }
 
-// shortDir is a fresh directory under /tmp: socket paths must stay under
-// 103 bytes, which t.TempDir's do not.
-func shortDir(t *testing.T, sub string) string {
-	t.Helper()
-	d, err := os.MkdirTemp("/tmp", "ccp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	if sub != "" {
-		d = filepath.Join(d, sub)
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return d
-}
-
 // startRig registers a peer with cfg (dirs filled in) and serves it; events
 // stay in a large buffer the test reads with next.
 func startRig(t *testing.T, cfg Config) *rig {
 	t.Helper()
 	if cfg.RuntimeDir == "" {
-		cfg.RuntimeDir = shortDir(t, "")
+		cfg.RuntimeDir = testutil.ShortTempDir(t)
 	}
 	if cfg.ConfigDir == "" {
 		cfg.ConfigDir = t.TempDir()

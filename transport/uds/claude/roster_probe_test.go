@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/transport/uds"
 )
 
@@ -43,17 +44,6 @@ func deadPid(t *testing.T) int {
 		t.Skip("the pid of a reaped child was reused at once")
 	}
 	return c.Process.Pid
-}
-
-// sockDir is a short private directory for test sockets.
-func sockDir(t *testing.T) string {
-	t.Helper()
-	d, err := os.MkdirTemp("", "so")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(d) })
-	return d
 }
 
 // listening binds a socket that accepts and closes every connection
@@ -271,7 +261,7 @@ func TestRosterFiltersLikeTheRealCLI(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, env := registered(t)
-			s := tt.setup(t, p, sockDir(t))
+			s := tt.setup(t, p, testutil.ShortTempDir(t))
 			s.fields["sessionId"] = "s-" + strconv.Itoa(s.pid)
 			path := writeEntry(t, env.sessionsDir(), s.pid, s.fields)
 			pids := listedPids(t, p)
@@ -302,7 +292,7 @@ func TestRosterNeverListsItself(t *testing.T) {
 func TestRosterProbeIsBounded(t *testing.T) {
 	p, env := registered(t)
 	pid, start := sleeper(t)
-	sock := filepath.Join(sockDir(t), "a.sock")
+	sock := filepath.Join(testutil.ShortTempDir(t), "a.sock")
 	listening(t, sock)
 	writeEntry(t, env.sessionsDir(), pid, map[string]any{"procStart": start, "pidDomain": p.pidDomain, "messagingSocketPath": sock})
 
@@ -340,7 +330,7 @@ func TestRosterProbeIsBounded(t *testing.T) {
 func TestRosterListsASocketThatAcceptsButNeverAnswers(t *testing.T) {
 	p, env := registered(t)
 	pid, start := sleeper(t)
-	sock := filepath.Join(sockDir(t), "a.sock")
+	sock := filepath.Join(testutil.ShortTempDir(t), "a.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)

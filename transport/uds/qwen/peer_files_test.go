@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/internal/safefile"
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/clock"
 	"github.com/sessiongateway/gateway/transport/uds"
@@ -186,11 +187,7 @@ func TestOurRecordFile(t *testing.T) {
 
 func TestOurInboxTakesASiblingNameWhenItsOwnIsLive(t *testing.T) {
 	identity(t)
-	run, err := os.MkdirTemp("", "sib")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(run) })
+	run := testutil.ShortTempDir(t)
 	first := registerTestPeer(t, PeerConfig{RuntimeDir: run})
 	runPeer(t, first)
 	want := filepath.Join(run, SocketDirName, strconv.Itoa(os.Getpid())+".sock")

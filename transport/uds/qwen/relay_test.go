@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -21,11 +22,7 @@ type sink struct {
 
 func newSink(t *testing.T) *sink {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "sink")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testutil.ShortTempDir(t)
 	path := filepath.Join(dir, "s.sock")
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
@@ -59,11 +56,7 @@ func (s *sink) next(t *testing.T, wait time.Duration) (lines []Line, ok bool) {
 
 func registerTestPeer(t *testing.T, cfg PeerConfig) *Peer {
 	t.Helper()
-	run, err := os.MkdirTemp("", "peer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(run) })
+	run := testutil.ShortTempDir(t)
 	if cfg.Home == "" {
 		cfg.Home = filepath.Join(run, "qwen")
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/internal/safefile"
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/clock"
 )
@@ -73,11 +74,7 @@ type sdkEndpoint struct {
 
 func startSDKEndpoint(t *testing.T, sdk, home, name, controllerToken string) *sdkEndpoint {
 	t.Helper()
-	run, err := os.MkdirTemp("", "sdkrun")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(run) })
+	run := testutil.ShortTempDir(t)
 	opts, _ := json.Marshal(map[string]string{"name": name, "home": home, "controllerToken": controllerToken})
 	cmd := exec.Command("node", "--input-type=module", "-e", sdkDriver, "file://"+sdk, string(opts))
 	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+run, "TMPDIR="+run)
@@ -195,11 +192,7 @@ func startStalledInbox(t *testing.T, home string, cfg PeerConfig) *inbox {
 
 func runInbox(t *testing.T, home string, cfg PeerConfig, stall bool) *inbox {
 	t.Helper()
-	run, err := os.MkdirTemp("", "gwrun")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(run) })
+	run := testutil.ShortTempDir(t)
 	clk := clock.NewFakeClock(time.Now())
 	cfg.Home, cfg.RuntimeDir, cfg.TmpDir, cfg.Clock = home, run, run, clk
 	if cfg.Name == "" {
