@@ -96,10 +96,8 @@ func TestScopesDecideWhatATokenMayDo(t *testing.T) {
 			}
 		})
 	}
-	leg.mu.Lock()
-	defer leg.mu.Unlock()
-	if len(leg.answers) != 2 {
-		t.Fatalf("the leg got %d answers, want only the two allowed ones", len(leg.answers))
+	if n := len(leg.Answers()); n != 2 {
+		t.Fatalf("the leg got %d answers, want only the two allowed ones", n)
 	}
 }
 

@@ -9,60 +9,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
+	"github.com/sessiongateway/gateway/testkit/promptleg"
 )
 
-const remoteSession = "session_01abc"
-
-// remoteLeg raises permission prompts and records what it is asked to send.
-type remoteLeg struct {
-	run chan struct{}
-
-	mu         sync.Mutex
-	in         chan<- message.Event
-	answers    []message.PermissionAnswer
-	answerErr  error
-	controls   []message.Control
-	controlErr error
-}
-
-func (l *remoteLeg) Name() message.Protocol { return message.ProtocolRemote }
-func (l *remoteLeg) Sessions(context.Context) ([]message.Session, error) {
-	return []message.Session{{Address: "bridge:" + remoteSession, Protocol: message.ProtocolRemote, Name: "fix-the-bug", SessionID: remoteSession, Reachable: true}}, nil
-}
-func (l *remoteLeg) Send(_ context.Context, m message.Message) (message.Receipt, error) {
-	return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
-}
-func (l *remoteLeg) Run(ctx context.Context, in chan<- message.Event) error {
-	l.mu.Lock()
-	l.in = in
-	l.mu.Unlock()
-	close(l.run)
-	<-ctx.Done()
-	return nil
-}
-func (l *remoteLeg) Answer(_ context.Context, _ message.PermissionRequest, a message.PermissionAnswer) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.answerErr != nil {
-		return l.answerErr
-	}
-	l.answers = append(l.answers, a)
-	return nil
-}
-func (l *remoteLeg) Control(_ context.Context, _ message.Session, c message.Control) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.controlErr != nil {
-		return l.controlErr
-	}
-	l.controls = append(l.controls, c)
-	return nil
-}
+// remoteSession is the prompt leg's one session.
+const remoteSession = promptleg.SessionID
 
 func permID(request string) string {
 	sum := sha256.Sum256([]byte(remoteSession + "\x00" + request))
@@ -72,10 +27,10 @@ func permID(request string) string {
 // newPermissionServer serves a running router over a Claude stub leg and a
 // remote leg that has raised two prompts: "bash" (Bash) and "ask"
 // (AskUserQuestion).
-func newPermissionServer(tb testing.TB) (*Server, *remoteLeg) {
+func newPermissionServer(tb testing.TB) (*Server, *promptleg.Leg) {
 	tb.Helper()
 	claudeLeg := claudeStub() // the same Claude sessions as the other tests
-	leg := &remoteLeg{run: make(chan struct{})}
+	leg := promptleg.New()
 	rt := router.New(router.Config{}, claudeLeg, leg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -88,16 +43,15 @@ func newPermissionServer(tb testing.TB) (*Server, *remoteLeg) {
 	})
 	_, _, sub := rt.Hub().Subscribe(-1)
 	defer sub.Close()
-	<-leg.run
-	leg.in <- message.Event{Type: message.EventPermission, Leg: message.ProtocolRemote, Permission: &message.PermissionRequest{
+	leg.Raise(message.Event{Type: message.EventPermission, Leg: message.ProtocolRemote, Permission: &message.PermissionRequest{
 		SessionID: remoteSession, Address: "bridge:" + remoteSession, RequestID: "bash", ToolName: "Bash", ToolUseID: "toolu_1",
-		Input: json.RawMessage(`{"command":"go test ./..."}`), State: message.PermissionPending}}
-	leg.in <- message.Event{Type: message.EventPermission, Leg: message.ProtocolRemote, Permission: &message.PermissionRequest{
-		SessionID: remoteSession, Address: "bridge:" + remoteSession, RequestID: "ask", ToolName: "AskUserQuestion", ToolUseID: "toolu_2",
-		Input: json.RawMessage(`{"questions":[]}`), State: message.PermissionPending, Questions: []message.Question{
-			{Question: "Which approach?", Header: "Approach", Options: []string{"Option A", "Option B"}},
-			{Question: "Which features?", Header: "Features", MultiSelect: true, Options: []string{"Logging", "Metrics"}},
-		}}}
+		Input: json.RawMessage(`{"command":"go test ./..."}`), State: message.PermissionPending}},
+		message.Event{Type: message.EventPermission, Leg: message.ProtocolRemote, Permission: &message.PermissionRequest{
+			SessionID: remoteSession, Address: "bridge:" + remoteSession, RequestID: "ask", ToolName: "AskUserQuestion", ToolUseID: "toolu_2",
+			Input: json.RawMessage(`{"questions":[]}`), State: message.PermissionPending, Questions: []message.Question{
+				{Question: "Which approach?", Header: "Approach", Options: []string{"Option A", "Option B"}},
+				{Question: "Which features?", Header: "Features", MultiSelect: true, Options: []string{"Logging", "Metrics"}},
+			}}})
 	for range 2 {
 		if ev := <-sub.C; ev.Type != message.EventPermission {
 			tb.Fatalf("published %+v, want a permission prompt", ev)
@@ -110,10 +64,10 @@ func TestPermissionEndpoints(t *testing.T) {
 	type step struct {
 		method, path, body string
 		status             int
-		check              func(t *testing.T, body []byte, leg *remoteLeg)
+		check              func(t *testing.T, body []byte, leg *promptleg.Leg)
 	}
-	listed := func(want ...string) func(t *testing.T, body []byte, _ *remoteLeg) {
-		return func(t *testing.T, body []byte, _ *remoteLeg) {
+	listed := func(want ...string) func(t *testing.T, body []byte, _ *promptleg.Leg) {
+		return func(t *testing.T, body []byte, _ *promptleg.Leg) {
 			var ps []message.PermissionRequest
 			if err := json.Unmarshal(body, &ps); err != nil {
 				t.Fatal(err)
@@ -127,8 +81,8 @@ func TestPermissionEndpoints(t *testing.T) {
 			}
 		}
 	}
-	code := func(want string) func(t *testing.T, body []byte, _ *remoteLeg) {
-		return func(t *testing.T, body []byte, _ *remoteLeg) {
+	code := func(want string) func(t *testing.T, body []byte, _ *promptleg.Leg) {
+		return func(t *testing.T, body []byte, _ *promptleg.Leg) {
 			var e Error
 			if err := json.Unmarshal(body, &e); err != nil || e.Code != want || e.Error == "" {
 				t.Fatalf("body %s, want a JSON error with code %s", body, want)
@@ -141,7 +95,7 @@ func TestPermissionEndpoints(t *testing.T) {
 		steps []step
 	}{
 		{"the pending list shows each prompt with its id, session, tool and input", []step{
-			{"GET", "/v1/permissions", "", 200, func(t *testing.T, body []byte, _ *remoteLeg) {
+			{"GET", "/v1/permissions", "", 200, func(t *testing.T, body []byte, _ *promptleg.Leg) {
 				var ps []map[string]any
 				if err := json.Unmarshal(body, &ps); err != nil || len(ps) != 2 {
 					t.Fatalf("body %s", body)
@@ -153,7 +107,7 @@ func TestPermissionEndpoints(t *testing.T) {
 			}},
 		}},
 		{"one prompt is read by its id", []step{
-			{"GET", bash, "", 200, func(t *testing.T, body []byte, _ *remoteLeg) {
+			{"GET", bash, "", 200, func(t *testing.T, body []byte, _ *promptleg.Leg) {
 				var p message.PermissionRequest
 				if err := json.Unmarshal(body, &p); err != nil || p.RequestID != "bash" || p.State != message.PermissionPending {
 					t.Fatalf("body %s", body)
@@ -165,13 +119,13 @@ func TestPermissionEndpoints(t *testing.T) {
 			{"POST", "/v1/permissions/p000000", `{"behavior":"allow"}`, 404, code(CodeNotFound)},
 		}},
 		{"an answer settles the prompt once, by api unless told", []step{
-			{"POST", bash, `{"behavior":"allow","rules":[{"tool_name":"Bash","rule_content":"go test ./..."}]}`, 200, func(t *testing.T, body []byte, leg *remoteLeg) {
+			{"POST", bash, `{"behavior":"allow","rules":[{"tool_name":"Bash","rule_content":"go test ./..."}]}`, 200, func(t *testing.T, body []byte, leg *promptleg.Leg) {
 				var p message.PermissionRequest
 				if err := json.Unmarshal(body, &p); err != nil || p.State != message.PermissionAnswered || p.Answer == nil || p.Answer.By != "api" {
 					t.Fatalf("body %s", body)
 				}
-				if len(leg.answers) != 1 || leg.answers[0].Rules[0].RuleContent != "go test ./..." {
-					t.Fatalf("leg got %+v", leg.answers)
+				if a := leg.Answers(); len(a) != 1 || a[0].Rules[0].RuleContent != "go test ./..." {
+					t.Fatalf("leg got %+v", a)
 				}
 			}},
 			{"POST", bash, `{"behavior":"deny","by":"cli"}`, 409, code(CodeConflict)},
@@ -179,9 +133,9 @@ func TestPermissionEndpoints(t *testing.T) {
 			{"GET", "/v1/permissions?all=true", "", 200, listed("bash:answered", "ask:pending")},
 		}},
 		{"questions are answered by text with labels", []step{
-			{"POST", ask, `{"behavior":"allow","answers":{"Which approach?":["Option B"],"Which features?":["Logging","Metrics"]}}`, 200, func(t *testing.T, _ []byte, leg *remoteLeg) {
-				if len(leg.answers) != 1 || len(leg.answers[0].Answers["Which features?"]) != 2 {
-					t.Fatalf("leg got %+v", leg.answers)
+			{"POST", ask, `{"behavior":"allow","answers":{"Which approach?":["Option B"],"Which features?":["Logging","Metrics"]}}`, 200, func(t *testing.T, _ []byte, leg *promptleg.Leg) {
+				if a := leg.Answers(); len(a) != 1 || len(a[0].Answers["Which features?"]) != 2 {
+					t.Fatalf("leg got %+v", a)
 				}
 			}},
 		}},
@@ -189,7 +143,7 @@ func TestPermissionEndpoints(t *testing.T) {
 			{"POST", bash, `{"behavior":"perhaps"}`, 400, code(CodeBadRequest)},
 			{"POST", bash, `{"behavior":"allow","updated_input":[1]}`, 400, code(CodeBadRequest)},
 			{"POST", bash, `{"behavior":"allow","answers":{"Q":["A"]}}`, 400, code(CodeBadRequest)},
-			{"POST", ask, `{"behavior":"allow","answers":{"Which approach?":["Option C"],"Which features?":["Logging"]}}`, 400, func(t *testing.T, body []byte, _ *remoteLeg) {
+			{"POST", ask, `{"behavior":"allow","answers":{"Which approach?":["Option C"],"Which features?":["Logging"]}}`, 400, func(t *testing.T, body []byte, _ *promptleg.Leg) {
 				if !strings.Contains(string(body), `Option A`) {
 					t.Fatalf("body %s: want the valid options listed", body)
 				}
@@ -200,9 +154,9 @@ func TestPermissionEndpoints(t *testing.T) {
 			{"GET", "/v1/permissions", "", 200, listed("bash:pending", "ask:pending")},
 		}},
 		{"a control request reaches the remote leg", []step{
-			{"POST", "/v1/control", `{"address":"bridge:` + remoteSession + `","kind":"set_permission_mode","mode":"plan"}`, 200, func(t *testing.T, _ []byte, leg *remoteLeg) {
-				if len(leg.controls) != 1 || leg.controls[0].Mode != "plan" {
-					t.Fatalf("leg got %+v", leg.controls)
+			{"POST", "/v1/control", `{"address":"bridge:` + remoteSession + `","kind":"set_permission_mode","mode":"plan"}`, 200, func(t *testing.T, _ []byte, leg *promptleg.Leg) {
+				if c := leg.Controls(); len(c) != 1 || c[0].Mode != "plan" {
+					t.Fatalf("leg got %+v", c)
 				}
 			}},
 			{"POST", "/v1/control", `{"address":"fix-the-bug","kind":"interrupt"}`, 200, nil},
@@ -214,7 +168,7 @@ func TestPermissionEndpoints(t *testing.T) {
 			{"POST", "/v1/control", `{"address":"nobody-here","kind":"interrupt"}`, 404, code(CodeNotFound)},
 		}},
 		{"an address resolves to its session", []step{
-			{"GET", "/v1/resolve?address=fix-the-bug", "", 200, func(t *testing.T, body []byte, _ *remoteLeg) {
+			{"GET", "/v1/resolve?address=fix-the-bug", "", 200, func(t *testing.T, body []byte, _ *promptleg.Leg) {
 				var s message.Session
 				if err := json.Unmarshal(body, &s); err != nil || s.SessionID != remoteSession || s.Protocol != message.ProtocolRemote {
 					t.Fatalf("body %s", body)
@@ -235,9 +189,7 @@ func TestPermissionEndpoints(t *testing.T) {
 					t.Fatalf("%s %s: status %d, want %d: %s", s.method, s.path, rec.Code, s.status, rec.Body.String())
 				}
 				if s.check != nil {
-					leg.mu.Lock()
 					s.check(t, rec.Body.Bytes(), leg)
-					leg.mu.Unlock()
 				}
 			}
 		})
@@ -246,8 +198,8 @@ func TestPermissionEndpoints(t *testing.T) {
 
 func TestALegFailureIs502AndNever500(t *testing.T) {
 	srv, leg := newPermissionServer(t)
-	leg.answerErr = errors.New("upstream said 503")
-	leg.controlErr = errors.New("stream down")
+	leg.FailAnswers(errors.New("upstream said 503"))
+	leg.FailControls(errors.New("stream down"))
 	h := srv.Handler()
 	for _, s := range []struct{ path, body string }{
 		{"/v1/permissions/" + permID("bash"), `{"behavior":"allow"}`},
@@ -297,9 +249,8 @@ func TestTheClientSpeaksThePermissionEndpoints(t *testing.T) {
 	if err != nil || s.Name != "fix-the-bug" {
 		t.Fatalf("Resolve = %+v, %v", s, err)
 	}
-	leg.mu.Lock()
-	defer leg.mu.Unlock()
-	if len(leg.answers) != 1 || leg.answers[0].Message != "not now" || len(leg.controls) != 1 || leg.controls[0].Model != "opus" {
-		t.Fatalf("leg got answers %+v controls %+v", leg.answers, leg.controls)
+	answers, controls := leg.Answers(), leg.Controls()
+	if len(answers) != 1 || answers[0].Message != "not now" || len(controls) != 1 || controls[0].Model != "opus" {
+		t.Fatalf("leg got answers %+v controls %+v", answers, controls)
 	}
 }

@@ -13,90 +13,21 @@ import (
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/testkit/promptleg"
 )
 
-// promptLeg is a remote-like leg: it raises prompts and records answers
-// and control requests.
-type promptLeg struct {
-	run chan struct{}
-
-	mu         sync.Mutex
-	in         chan<- message.Event
-	answers    []message.PermissionAnswer
-	answerErr  error
-	gate       chan struct{} // when set, Answer waits for it to close
-	entered    chan struct{} // when set, Answer says it was called
-	controls   []message.Control
-	targets    []message.Session
-	controlErr error
-}
-
-const remoteSession = "session_01abc"
-
-func newPromptLeg() *promptLeg { return &promptLeg{run: make(chan struct{})} }
-
-func (l *promptLeg) Name() message.Protocol { return message.ProtocolRemote }
-func (l *promptLeg) Sessions(context.Context) ([]message.Session, error) {
-	return []message.Session{{Address: "bridge:" + remoteSession, Protocol: message.ProtocolRemote, Name: "fix-the-bug", SessionID: remoteSession, Reachable: true}}, nil
-}
-func (l *promptLeg) Send(_ context.Context, m message.Message) (message.Receipt, error) {
-	return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
-}
-func (l *promptLeg) Run(ctx context.Context, in chan<- message.Event) error {
-	l.mu.Lock()
-	l.in = in
-	l.mu.Unlock()
-	close(l.run)
-	<-ctx.Done()
-	return ctx.Err()
-}
-func (l *promptLeg) Answer(ctx context.Context, _ message.PermissionRequest, a message.PermissionAnswer) error {
-	l.mu.Lock()
-	gate, entered := l.gate, l.entered
-	l.mu.Unlock()
-	if entered != nil {
-		entered <- struct{}{}
-	}
-	if gate != nil {
-		select {
-		case <-gate:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.answers = append(l.answers, a)
-	return l.answerErr
-}
-func (l *promptLeg) Control(_ context.Context, target message.Session, c message.Control) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.targets = append(l.targets, target)
-	l.controls = append(l.controls, c)
-	return l.controlErr
-}
-
-func (l *promptLeg) answered() []message.PermissionAnswer {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]message.PermissionAnswer(nil), l.answers...)
-}
+// remoteSession is the prompt leg's one session.
+const remoteSession = promptleg.SessionID
 
 // feed sends evs from the leg and returns the permission events the router
 // published for them. A session event after them marks the end: the router
 // handles one leg event at a time, in order.
-func (l *promptLeg) feed(t *testing.T, r *Router, evs ...message.Event) []message.Event {
+func feed(t *testing.T, r *Router, l *promptleg.Leg, evs ...message.Event) []message.Event {
 	t.Helper()
-	<-l.run
+	<-l.Started()
 	_, _, sub := r.Hub().Subscribe(-1)
 	defer sub.Close()
-	l.mu.Lock()
-	in := l.in
-	l.mu.Unlock()
-	for _, ev := range append(evs, message.Event{Type: message.EventSession}) {
-		in <- ev
-	}
+	l.Raise(append(evs, message.Event{Type: message.EventSession})...)
 	var got []message.Event
 	for ev := range sub.C {
 		switch ev.Type {
@@ -196,9 +127,9 @@ func TestTheBrokerKeepsOnePromptPerSessionAndRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leg := newPromptLeg()
+			leg := promptleg.New()
 			r := start(t, leg)
-			got := leg.feed(t, r, tt.events...)
+			got := feed(t, r, leg, tt.events...)
 			if fmt.Sprint(states(got)) != fmt.Sprint(tt.wantPublished) {
 				t.Errorf("published %v, want %v", states(got), tt.wantPublished)
 			}
@@ -216,9 +147,9 @@ func TestTheBrokerKeepsOnePromptPerSessionAndRequest(t *testing.T) {
 }
 
 func TestAWithdrawnPromptStaysReadableAsCancelled(t *testing.T) {
-	leg := newPromptLeg()
+	leg := promptleg.New()
 	r := start(t, leg)
-	leg.feed(t, r, prompt(remoteSession, "r1", "Bash", `{}`), withdraw(remoteSession, "r1"))
+	feed(t, r, leg, prompt(remoteSession, "r1", "Bash", `{}`), withdraw(remoteSession, "r1"))
 	id := shortID(remoteSession, "r1")
 	p, err := r.Permission(id)
 	if err != nil || p.State != message.PermissionCancelled || p.ToolName != "Bash" {
@@ -232,18 +163,18 @@ func TestAWithdrawnPromptStaysReadableAsCancelled(t *testing.T) {
 	if !errors.As(err, &se) || se.State != message.PermissionCancelled || !errors.Is(err, ErrPermissionSettled) {
 		t.Fatalf("answering a withdrawn prompt: %v, want a settled error saying cancelled", err)
 	}
-	if n := len(leg.answered()); n != 0 {
+	if n := len(leg.Answers()); n != 0 {
 		t.Fatalf("the leg got %d answers for a withdrawn prompt", n)
 	}
 }
 
 func TestPendingPromptsListOldestFirst(t *testing.T) {
-	leg := newPromptLeg()
+	leg := promptleg.New()
 	r := start(t, leg)
 	t0 := time.Date(2026, 3, 11, 10, 0, 0, 0, time.UTC)
 	late, early := prompt(remoteSession, "late", "Bash", `{}`), prompt(remoteSession, "early", "Bash", `{}`)
 	late.Permission.Created, early.Permission.Created = t0.Add(time.Minute), t0
-	leg.feed(t, r, late, early, prompt(remoteSession, "unstamped", "Bash", `{}`))
+	feed(t, r, leg, late, early, prompt(remoteSession, "unstamped", "Bash", `{}`))
 	if ids := requestIDs(r.Permissions()); fmt.Sprint(ids) != "[early late unstamped]" {
 		t.Fatalf("pending %v, want oldest first", ids)
 	}
@@ -265,11 +196,11 @@ func TestShortIDsGrowOnACollision(t *testing.T) {
 }
 
 func TestTheSettledHistoryIsBounded(t *testing.T) {
-	leg := newPromptLeg()
+	leg := promptleg.New()
 	r := start(t, leg)
 	n := keepSettledPermissions + 10
 	for i := range n {
-		leg.feed(t, r, prompt(remoteSession, fmt.Sprint(i), "Bash", `{}`), withdraw(remoteSession, fmt.Sprint(i)))
+		feed(t, r, leg, prompt(remoteSession, fmt.Sprint(i), "Bash", `{}`), withdraw(remoteSession, fmt.Sprint(i)))
 	}
 	if s := r.SettledPermissions(); len(s) != keepSettledPermissions || s[len(s)-1].RequestID != fmt.Sprint(n-1) {
 		t.Fatalf("kept %d settled, want the last %d", len(s), keepSettledPermissions)
@@ -319,17 +250,17 @@ func TestAnswersAreCheckedBeforeTheyReachTheLeg(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leg := newPromptLeg()
+			leg := promptleg.New()
 			r := start(t, leg)
-			pub := leg.feed(t, r, tt.prompt)
+			pub := feed(t, r, leg, tt.prompt)
 			id := pub[0].Permission.ID
 			got, err := r.AnswerPermission(context.Background(), id, tt.answer)
 			if tt.problem == 0 {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got.State != message.PermissionAnswered || len(leg.answered()) != 1 {
-					t.Fatalf("state %s, leg answers %d; want answered once", got.State, len(leg.answered()))
+				if got.State != message.PermissionAnswered || len(leg.Answers()) != 1 {
+					t.Fatalf("state %s, leg answers %d; want answered once", got.State, len(leg.Answers()))
 				}
 				return
 			}
@@ -337,7 +268,7 @@ func TestAnswersAreCheckedBeforeTheyReachTheLeg(t *testing.T) {
 			if !errors.As(err, &ie) || ie.Problem != tt.problem || ie.ID != id {
 				t.Fatalf("err = %v, want an invalid answer (%s)", err, tt.problem)
 			}
-			if len(leg.answered()) != 0 {
+			if len(leg.Answers()) != 0 {
 				t.Fatal("an invalid answer reached the leg")
 			}
 			if p, _ := r.Permission(id); p.State != message.PermissionPending {
@@ -348,9 +279,9 @@ func TestAnswersAreCheckedBeforeTheyReachTheLeg(t *testing.T) {
 }
 
 func TestAnsweringSettlesThePromptOnce(t *testing.T) {
-	leg := newPromptLeg()
+	leg := promptleg.New()
 	r := start(t, leg)
-	id := leg.feed(t, r, prompt(remoteSession, "r1", "Bash", `{"command":"go test ./..."}`))[0].Permission.ID
+	id := feed(t, r, leg, prompt(remoteSession, "r1", "Bash", `{"command":"go test ./..."}`))[0].Permission.ID
 	_, _, sub := r.Hub().Subscribe(-1)
 	defer sub.Close()
 
@@ -374,12 +305,12 @@ func TestAnsweringSettlesThePromptOnce(t *testing.T) {
 		if !errors.As(err, &se) || se.State != message.PermissionAnswered || se.By != "cli" || se.Behavior != message.BehaviorAllow {
 			t.Fatalf("err = %v, want settled: answered (allow) by cli", err)
 		}
-		if n := len(leg.answered()); n != 1 {
+		if n := len(leg.Answers()); n != 1 {
 			t.Fatalf("the leg got %d answers, want 1", n)
 		}
 	})
 	t.Run("the prompt raised again after a reconnect stays answered", func(t *testing.T) {
-		if pub := leg.feed(t, r, prompt(remoteSession, "r1", "Bash", `{}`)); len(pub) != 0 {
+		if pub := feed(t, r, leg, prompt(remoteSession, "r1", "Bash", `{}`)); len(pub) != 0 {
 			t.Fatalf("republished %v", states(pub))
 		}
 		if p, _ := r.Permission(id); p.State != message.PermissionAnswered {
@@ -387,7 +318,7 @@ func TestAnsweringSettlesThePromptOnce(t *testing.T) {
 		}
 	})
 	t.Run("a withdrawal after the answer does not undo it", func(t *testing.T) {
-		if pub := leg.feed(t, r, withdraw(remoteSession, "r1")); len(pub) != 0 {
+		if pub := feed(t, r, leg, withdraw(remoteSession, "r1")); len(pub) != 0 {
 			t.Fatalf("published %v", states(pub))
 		}
 		if p, _ := r.Permission(id); p.State != message.PermissionAnswered {
@@ -397,10 +328,10 @@ func TestAnsweringSettlesThePromptOnce(t *testing.T) {
 }
 
 func TestConcurrentAnswersReachTheLegOnce(t *testing.T) {
-	leg := newPromptLeg()
-	leg.gate, leg.entered = make(chan struct{}), make(chan struct{}, 1)
+	leg := promptleg.New()
+	leg.Gate, leg.Entered = make(chan struct{}), make(chan struct{}, 1)
 	r := start(t, leg)
-	id := leg.feed(t, r, prompt(remoteSession, "r1", "Bash", `{}`))[0].Permission.ID
+	id := feed(t, r, leg, prompt(remoteSession, "r1", "Bash", `{}`))[0].Permission.ID
 
 	const n = 16
 	errs := make(chan error, n)
@@ -408,7 +339,7 @@ func TestConcurrentAnswersReachTheLegOnce(t *testing.T) {
 		_, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "first"})
 		errs <- err
 	}()
-	<-leg.entered // the first answer is in flight
+	<-leg.Entered // the first answer is in flight
 	var wg sync.WaitGroup
 	for i := 1; i < n; i++ {
 		wg.Go(func() {
@@ -416,7 +347,7 @@ func TestConcurrentAnswersReachTheLegOnce(t *testing.T) {
 			errs <- err
 		})
 	}
-	close(leg.gate)
+	close(leg.Gate)
 	wg.Wait()
 	var ok, settled int
 	for range n {
@@ -432,16 +363,16 @@ func TestConcurrentAnswersReachTheLegOnce(t *testing.T) {
 	if ok != 1 || settled != n-1 {
 		t.Fatalf("%d succeeded and %d saw it settled, want 1 and %d", ok, settled, n-1)
 	}
-	if a := leg.answered(); len(a) != 1 || a[0].By != "first" {
+	if a := leg.Answers(); len(a) != 1 || a[0].By != "first" {
 		t.Fatalf("the leg got %+v, want the first answer alone", a)
 	}
 }
 
 func TestALegErrorLeavesThePromptPending(t *testing.T) {
-	leg := newPromptLeg()
-	leg.answerErr = errors.New("429 too many requests")
+	leg := promptleg.New()
+	leg.FailAnswers(errors.New("429 too many requests"))
 	r := start(t, leg)
-	id := leg.feed(t, r, prompt(remoteSession, "r1", "Bash", `{}`))[0].Permission.ID
+	id := feed(t, r, leg, prompt(remoteSession, "r1", "Bash", `{}`))[0].Permission.ID
 	_, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow})
 	var le *LegError
 	if !errors.As(err, &le) || le.Leg != message.ProtocolRemote || le.Op != "answer" {
@@ -450,27 +381,25 @@ func TestALegErrorLeavesThePromptPending(t *testing.T) {
 	if p, _ := r.Permission(id); p.State != message.PermissionPending {
 		t.Fatalf("state %s, want pending", p.State)
 	}
-	leg.mu.Lock()
-	leg.answerErr = nil
-	leg.mu.Unlock()
+	leg.FailAnswers(nil)
 	if _, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow}); err != nil {
 		t.Fatalf("a retry after the leg recovered: %v", err)
 	}
 }
 
 func TestAPromptWithdrawnWhileItsAnswerIsOnItsWayStaysWithdrawn(t *testing.T) {
-	leg := newPromptLeg()
-	leg.gate, leg.entered = make(chan struct{}), make(chan struct{}, 1)
+	leg := promptleg.New()
+	leg.Gate, leg.Entered = make(chan struct{}), make(chan struct{}, 1)
 	r := start(t, leg)
-	id := leg.feed(t, r, prompt(remoteSession, "r1", "Bash", `{}`))[0].Permission.ID
+	id := feed(t, r, leg, prompt(remoteSession, "r1", "Bash", `{}`))[0].Permission.ID
 	errs := make(chan error, 1)
 	go func() {
 		_, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow})
 		errs <- err
 	}()
-	<-leg.entered
-	leg.feed(t, r, withdraw(remoteSession, "r1"))
-	close(leg.gate)
+	<-leg.Entered
+	feed(t, r, leg, withdraw(remoteSession, "r1"))
+	close(leg.Gate)
 	var se *SettledError
 	if err := <-errs; !errors.As(err, &se) || se.State != message.PermissionCancelled {
 		t.Fatalf("err = %v, want settled: withdrawn", err)
@@ -481,22 +410,22 @@ func TestAPromptWithdrawnWhileItsAnswerIsOnItsWayStaysWithdrawn(t *testing.T) {
 }
 
 func TestAnAnswerWaitingItsTurnGivesUpWithItsContext(t *testing.T) {
-	leg := newPromptLeg()
-	leg.gate, leg.entered = make(chan struct{}), make(chan struct{}, 1)
+	leg := promptleg.New()
+	leg.Gate, leg.Entered = make(chan struct{}), make(chan struct{}, 1)
 	r := start(t, leg)
-	id := leg.feed(t, r, prompt(remoteSession, "r1", "Bash", `{}`))[0].Permission.ID
+	id := feed(t, r, leg, prompt(remoteSession, "r1", "Bash", `{}`))[0].Permission.ID
 	first := make(chan error, 1)
 	go func() {
 		_, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow})
 		first <- err
 	}()
-	<-leg.entered
+	<-leg.Entered
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := r.AnswerPermission(ctx, id, message.PermissionAnswer{Behavior: message.BehaviorAllow}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want the context's", err)
 	}
-	close(leg.gate)
+	close(leg.Gate)
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
@@ -504,7 +433,7 @@ func TestAnAnswerWaitingItsTurnGivesUpWithItsContext(t *testing.T) {
 
 func TestAnswerErrorsForUnknownIDsAndLegsThatCannotAnswer(t *testing.T) {
 	t.Run("an unknown id is ErrNoPermission", func(t *testing.T) {
-		r := start(t, newPromptLeg())
+		r := start(t, promptleg.New())
 		if _, err := r.AnswerPermission(context.Background(), "p000000", message.PermissionAnswer{Behavior: message.BehaviorAllow}); !errors.Is(err, ErrNoPermission) {
 			t.Fatalf("err = %v", err)
 		}
@@ -571,8 +500,8 @@ func TestControlGoesToTheSessionsLeg(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leg := newPromptLeg()
-			leg.controlErr = tt.legErr
+			leg := promptleg.New()
+			leg.FailControls(tt.legErr)
 			r := start(t, leg, newFake())
 			err := r.Control(context.Background(), tt.address, tt.control)
 			if tt.check != nil {
@@ -582,34 +511,33 @@ func TestControlGoesToTheSessionsLeg(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			leg.mu.Lock()
-			defer leg.mu.Unlock()
-			if len(leg.controls) != 1 || leg.controls[0] != tt.control || leg.targets[0].SessionID != remoteSession {
-				t.Fatalf("leg got %+v for %+v", leg.controls, leg.targets)
+			controls, targets := leg.Controls(), leg.Targets()
+			if len(controls) != 1 || controls[0] != tt.control || targets[0].SessionID != remoteSession {
+				t.Fatalf("leg got %+v for %+v", controls, targets)
 			}
 		})
 	}
 }
 
 func TestAFullPendingListRefusesNewPrompts(t *testing.T) {
-	leg := newPromptLeg()
+	leg := promptleg.New()
 	r := start(t, leg)
 	for i := 0; i < maxPendingPermissions; i += 100 {
 		var evs []message.Event
 		for j := i; j < min(i+100, maxPendingPermissions); j++ {
 			evs = append(evs, prompt(remoteSession, fmt.Sprint(j), "Bash", `{}`))
 		}
-		leg.feed(t, r, evs...)
+		feed(t, r, leg, evs...)
 	}
-	if pub := leg.feed(t, r, prompt(remoteSession, "one-too-many", "Bash", `{}`)); len(pub) != 0 {
+	if pub := feed(t, r, leg, prompt(remoteSession, "one-too-many", "Bash", `{}`)); len(pub) != 0 {
 		t.Fatalf("published %v beyond the cap", states(pub))
 	}
 	if n := len(r.Permissions()); n != maxPendingPermissions {
 		t.Fatalf("%d pending, want the cap %d", n, maxPendingPermissions)
 	}
 	// Once one is settled there is room again.
-	leg.feed(t, r, withdraw(remoteSession, "0"))
-	if pub := leg.feed(t, r, prompt(remoteSession, "one-too-many", "Bash", `{}`)); len(pub) != 1 {
+	feed(t, r, leg, withdraw(remoteSession, "0"))
+	if pub := feed(t, r, leg, prompt(remoteSession, "one-too-many", "Bash", `{}`)); len(pub) != 1 {
 		t.Fatalf("published %v, want the prompt kept now", states(pub))
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/internal/lifecycle"
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/outbox"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
@@ -400,7 +401,7 @@ func TestSIGTERMFlushesTheOutboxOrKeepsItStored(t *testing.T) {
 					t.Fatalf("send %d: %+v %v, want it accepted", i, out, err)
 				}
 			}
-			waitUntil(t, 20*time.Second, "the first post reached the server", func() bool { return c.proxy.saw("flushed message 0") })
+			testutil.EventuallyWithin(t, 20*time.Second, "the first post reached the server", func() bool { return c.proxy.saw("flushed message 0") })
 			sigAt := time.Now()
 			if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)

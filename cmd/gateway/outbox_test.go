@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/outbox"
 	"github.com/sessiongateway/gateway/router"
@@ -177,17 +178,6 @@ func accepted(s message.Status) bool {
 	return s == message.StatusQueued || s == message.StatusSent || s == message.StatusDelivered
 }
 
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func outboxJSON(t *testing.T, stateDir string, args ...string) []outbox.Item {
 	t.Helper()
 	out, errOut, code := runCLI(t, stateDir, append([]string{"outbox", "--json"}, args...)...)
@@ -219,7 +209,7 @@ func TestOutboxCommand(t *testing.T) {
 		t.Fatalf("send: %+v %v, want it accepted", out, err)
 	}
 	id := out.Message.ID
-	waitUntil(t, 10*time.Second, "the post reached the server", func() bool { return c.proxy.saw("held\tby the proxy") })
+	testutil.EventuallyWithin(t, 10*time.Second, "the post reached the server", func() bool { return c.proxy.saw("held\tby the proxy") })
 
 	t.Run("a message the server has not acknowledged is listed pending", func(t *testing.T) {
 		items := outboxJSON(t, g.StateDir)
@@ -235,7 +225,7 @@ func TestOutboxCommand(t *testing.T) {
 	})
 	c.proxy.setMode(postPass)
 	t.Run("once the server answers it is no longer pending, and --all shows it acked", func(t *testing.T) {
-		waitUntil(t, 10*time.Second, "the outbox is empty", func() bool { return len(outboxJSON(t, g.StateDir)) == 0 })
+		testutil.EventuallyWithin(t, 10*time.Second, "the outbox is empty", func() bool { return len(outboxJSON(t, g.StateDir)) == 0 })
 		items := outboxJSON(t, g.StateDir, "--all")
 		if len(items) != 1 || items[0].State != outbox.StateAcked || items[0].Attempts != 1 || items[0].FinishedAt.IsZero() {
 			t.Fatalf("listed %+v", items)
@@ -332,7 +322,7 @@ func TestAcceptedMessagesSurviveKill9(t *testing.T) {
 				_, err := client.Sessions(ctx)
 				return err == nil
 			}
-			waitUntil(t, 20*time.Second, "the gateway answers", ready)
+			testutil.EventuallyWithin(t, 20*time.Second, "the gateway answers", ready)
 
 			ids := make([]string, n)
 			bodies := make([]string, n)
@@ -344,9 +334,9 @@ func TestAcceptedMessagesSurviveKill9(t *testing.T) {
 				}
 				ids[i] = out.Message.ID
 			}
-			waitUntil(t, 20*time.Second, "the first message's first attempt reached the server", func() bool { return c.proxy.saw(bodies[0]) })
+			testutil.EventuallyWithin(t, 20*time.Second, "the first message's first attempt reached the server", func() bool { return c.proxy.saw(bodies[0]) })
 			if tt.mode == postHold {
-				waitUntil(t, 10*time.Second, "the server stored it", func() bool { return len(c.users()) == 1 })
+				testutil.EventuallyWithin(t, 10*time.Second, "the server stored it", func() bool { return len(c.users()) == 1 })
 			}
 			if items := outboxJSON(t, stateDir); len(items) != n {
 				t.Fatalf("before the crash %d messages are pending, want %d", len(items), n)
@@ -355,15 +345,15 @@ func TestAcceptedMessagesSurviveKill9(t *testing.T) {
 			child.kill9(t)
 			c.proxy.setMode(postPass)
 			startChild(t, root, args...)
-			waitUntil(t, 20*time.Second, "the restarted gateway answers", ready)
-			waitUntil(t, 30*time.Second, "every message reached the server", func() bool { return len(c.users()) >= n })
-			waitUntil(t, 10*time.Second, "the outbox is empty", func() bool { return len(outboxJSON(t, stateDir)) == 0 })
+			testutil.EventuallyWithin(t, 20*time.Second, "the restarted gateway answers", ready)
+			testutil.EventuallyWithin(t, 30*time.Second, "every message reached the server", func() bool { return len(c.users()) >= n })
+			testutil.EventuallyWithin(t, 10*time.Second, "the outbox is empty", func() bool { return len(outboxJSON(t, stateDir)) == 0 })
 
 			t.Run("the restarted gateway tracks the resumed messages again, so their receipts are heard", func(t *testing.T) {
 				cl := api.NewUnixClient(filepath.Join(stateDir, "gateway.sock"))
 				for _, id := range ids {
 					var o router.Outbound
-					waitUntil(t, 10*time.Second, "a resumed message is sent", func() bool {
+					testutil.EventuallyWithin(t, 10*time.Second, "a resumed message is sent", func() bool {
 						var err error
 						o, err = cl.Message(ctxT(t), id)
 						return err == nil && (o.Status == message.StatusSent || o.Status == message.StatusDelivered)

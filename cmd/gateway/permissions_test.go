@@ -15,59 +15,14 @@ import (
 	"testing"
 
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
+	"github.com/sessiongateway/gateway/testkit/promptleg"
 )
 
-const remoteSID = "session_01abc"
-
-// promptLeg is a remote leg that raises prompts when told and records the
-// answers and control requests it is asked to send.
-type promptLeg struct {
-	run chan struct{}
-
-	mu       sync.Mutex
-	in       chan<- message.Event
-	answers  []message.PermissionAnswer
-	controls []message.Control
-	targets  []message.Session
-}
-
-func (l *promptLeg) Name() message.Protocol { return message.ProtocolRemote }
-func (l *promptLeg) Sessions(context.Context) ([]message.Session, error) {
-	return []message.Session{{Address: "bridge:" + remoteSID, Protocol: message.ProtocolRemote, Name: "fix-the-bug",
-		SessionID: remoteSID, Status: "running", Reachable: true}}, nil
-}
-func (l *promptLeg) Send(_ context.Context, m message.Message) (message.Receipt, error) {
-	return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
-}
-func (l *promptLeg) Run(ctx context.Context, in chan<- message.Event) error {
-	l.mu.Lock()
-	l.in = in
-	l.mu.Unlock()
-	close(l.run)
-	<-ctx.Done()
-	return nil
-}
-func (l *promptLeg) Answer(_ context.Context, _ message.PermissionRequest, a message.PermissionAnswer) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.answers = append(l.answers, a)
-	return nil
-}
-func (l *promptLeg) Control(_ context.Context, target message.Session, c message.Control) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.controls = append(l.controls, c)
-	l.targets = append(l.targets, target)
-	return nil
-}
-
-func (l *promptLeg) got() ([]message.PermissionAnswer, []message.Control) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]message.PermissionAnswer(nil), l.answers...), append([]message.Control(nil), l.controls...)
-}
+// remoteSID is the prompt leg's one session.
+const remoteSID = promptleg.SessionID
 
 // holdingLeg is a Claude-like leg with one session and held messages.
 type holdingLeg struct {
@@ -103,23 +58,19 @@ func (h *holdingLeg) Decide(_ context.Context, id string, release bool, reason s
 }
 
 // promptGateway is an API server and router in-process, on a control socket
-// in a fresh state directory, over a promptLeg and a holdingLeg.
+// in a fresh state directory, over a prompt leg and a holdingLeg.
 type promptGateway struct {
 	stateDir string
-	leg      *promptLeg
+	leg      *promptleg.Leg
 	claude   *holdingLeg
 	rt       *router.Router
 }
 
 func startPromptGateway(t *testing.T) *promptGateway {
 	t.Helper()
-	// Short: a socket path must fit in 108 bytes.
-	dir, err := os.MkdirTemp("", "gwp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	g := &promptGateway{stateDir: filepath.Join(dir, "state"), leg: &promptLeg{run: make(chan struct{})}, claude: &holdingLeg{}}
+	leg := promptleg.New()
+	leg.Status = "running"
+	g := &promptGateway{stateDir: filepath.Join(testutil.ShortTempDir(t), "state"), leg: leg, claude: &holdingLeg{}}
 	if err := os.Mkdir(g.stateDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +93,7 @@ func startPromptGateway(t *testing.T) *promptGateway {
 		cancel()
 		wg.Wait()
 	})
-	<-g.leg.run
+	<-g.leg.Started()
 	return g
 }
 
@@ -153,12 +104,7 @@ func (g *promptGateway) raise(t *testing.T, evs ...message.Event) {
 	t.Helper()
 	_, _, sub := g.rt.Hub().Subscribe(-1)
 	defer sub.Close()
-	g.leg.mu.Lock()
-	in := g.leg.in
-	g.leg.mu.Unlock()
-	for _, ev := range append(evs, message.Event{Type: message.EventSession}) {
-		in <- ev
-	}
+	g.leg.Raise(append(evs, message.Event{Type: message.EventSession})...)
 	for ev := range sub.C {
 		if ev.Type == message.EventSession {
 			return
@@ -240,7 +186,7 @@ func TestPermissionCommands(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errOut, "JSON object") {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
-		if a, _ := g.leg.got(); len(a) != 0 {
+		if a := g.leg.Answers(); len(a) != 0 {
 			t.Fatalf("the leg got %+v", a)
 		}
 	})
@@ -249,7 +195,7 @@ func TestPermissionCommands(t *testing.T) {
 		if code != exitOK || !strings.Contains(out, "allowed "+bash) {
 			t.Fatalf("exit %d: %s %s", code, out, errOut)
 		}
-		a, _ := g.leg.got()
+		a := g.leg.Answers()
 		want := []message.PermissionRule{{ToolName: "Bash", RuleContent: "go test ./..."}, {ToolName: "Read"}}
 		if len(a) != 1 || a[0].Behavior != message.BehaviorAllow || string(a[0].UpdatedInput) != `{"command":"go test -race ./..."}` ||
 			fmt.Sprint(a[0].Rules) != fmt.Sprint(want) || a[0].RuleDestination != "session" || a[0].By != "cli" {
@@ -273,7 +219,7 @@ func TestPermissionCommands(t *testing.T) {
 		if code != exitOK || json.Unmarshal([]byte(out), &p) != nil || p.State != message.PermissionAnswered || p.Answer.Behavior != message.BehaviorDeny {
 			t.Fatalf("exit %d: %s", code, out)
 		}
-		if a, _ := g.leg.got(); a[len(a)-1].Message != "not that file" {
+		if a := g.leg.Answers(); a[len(a)-1].Message != "not that file" {
 			t.Fatalf("the leg got %+v", a[len(a)-1])
 		}
 	})
@@ -290,12 +236,12 @@ func TestPermissionCommands(t *testing.T) {
 		}
 	})
 	t.Run("answer sends labels by question text", func(t *testing.T) {
-		n, _ := g.leg.got()
+		n := g.leg.Answers()
 		out, errOut, code := g.cli(t, "answer", ask, "Approach=1", `Features=["Logging","tracing"]`)
 		if code != exitOK || !strings.Contains(out, "answered "+ask) {
 			t.Fatalf("exit %d: %s %s", code, out, errOut)
 		}
-		a, _ := g.leg.got()
+		a := g.leg.Answers()
 		if len(a) != len(n)+1 {
 			t.Fatalf("the leg got %d answers, want one more", len(a)-len(n))
 		}

@@ -104,17 +104,15 @@ func TestRemoteControlCommands(t *testing.T) {
 			if code != tt.code || !strings.Contains(errOut, tt.errorHas) {
 				t.Fatalf("exit %d, want %d: %s", code, tt.code, errOut)
 			}
-			_, cs := g.leg.got()
+			cs := g.leg.Controls()
 			if tt.code != exitOK {
 				if len(cs) != 0 {
 					t.Fatalf("the leg got %+v", cs)
 				}
 				return
 			}
-			g.leg.mu.Lock()
-			defer g.leg.mu.Unlock()
-			if len(cs) != 1 || cs[0] != tt.want || g.leg.targets[0].SessionID != remoteSID {
-				t.Fatalf("the leg got %+v for %+v", cs, g.leg.targets)
+			if ts := g.leg.Targets(); len(cs) != 1 || cs[0] != tt.want || ts[0].SessionID != remoteSID {
+				t.Fatalf("the leg got %+v for %+v", cs, ts)
 			}
 		})
 	}

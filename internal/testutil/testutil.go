@@ -41,13 +41,22 @@ func Eventually(tb testing.TB, what string, cond func() bool) {
 // EventuallyWithin is Eventually with its own patience.
 func EventuallyWithin(tb testing.TB, d time.Duration, what string, cond func() bool) {
 	tb.Helper()
+	if !Within(d, cond) {
+		tb.Fatalf("timed out after %v waiting until %s", d, what)
+	}
+}
+
+// Within polls cond until it holds, for at most d, and says whether it
+// did: for a caller whose failure message shows what it saw instead.
+func Within(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %v waiting until %s", d, what)
+			return false
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+	return true
 }
 
 // Context returns a context that ends after d or when the test does,

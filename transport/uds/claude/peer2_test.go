@@ -236,7 +236,7 @@ func TestIdleNoticesOnePerSubscription(t *testing.T) {
 		sub := subscribe(t, r, s)
 		// The subscription is read before the decision: a later frame on
 		// another connection of ours proves the peer has read it.
-		waitFor(t, func() bool { r.p.mu.Lock(); defer r.p.mu.Unlock(); return len(r.p.idleSubs) == 1 })
+		testutil.Eventually(t, "the idle subscription is in", func() bool { r.p.mu.Lock(); defer r.p.mu.Unlock(); return len(r.p.idleSubs) == 1 })
 		if got := notices(t, s, sub); len(got) != 0 {
 			t.Fatalf("notices while held = %v, want none", got)
 		}
@@ -255,7 +255,7 @@ func TestIdleNoticesOnePerSubscription(t *testing.T) {
 		dial(t, r.p.SocketPath(), b)
 		s.waitFrame(t, func(f Frame) bool { return f.Status == WireHeld })
 		sub := subscribe(t, r, s)
-		waitFor(t, func() bool { r.p.mu.Lock(); defer r.p.mu.Unlock(); return len(r.p.idleSubs) == 1 })
+		testutil.Eventually(t, "the idle subscription is in", func() bool { r.p.mu.Lock(); defer r.p.mu.Unlock(); return len(r.p.idleSubs) == 1 })
 		r.stop()
 		if got := notices(t, s, sub); len(got) != 1 || got[0] != IdleStateExited {
 			t.Fatalf("notices = %v, want [exited]", got)
@@ -357,7 +357,7 @@ func TestHeldMessagesDoNotCountTowardTheQueueCap(t *testing.T) {
 		}
 		// Nobody reads the events until all are in: the router is slow.
 		dial(t, r.p.SocketPath(), frames...)
-		if err := waitFor(t, func() bool { return len(r.events) == len(frames) }); err != nil {
+		if !testutil.Within(testutil.Patience, func() bool { return len(r.events) == len(frames) }) {
 			t.Fatalf("%d events, want %d", len(r.events), len(frames))
 		}
 		for i := range lim.MaxQueued {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net"
 	"os"
@@ -62,22 +61,10 @@ func startRig(t *testing.T, cfg Config) *rig {
 	var once sync.Once
 	r.stop = func() { once.Do(func() { cancel(); <-done }) }
 	t.Cleanup(r.stop)
-	if err := waitFor(t, func() bool { return p.Ready() == nil }); err != nil {
+	if !testutil.Within(testutil.Patience, func() bool { return p.Ready() == nil }) {
 		t.Fatal("peer never became ready")
 	}
 	return r
-}
-
-func waitFor(t *testing.T, cond func() bool) error {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return errors.New("timed out")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return nil
 }
 
 // next returns the next event matching pred, skipping others.
@@ -188,13 +175,11 @@ func (s *sock) settle(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	if err := waitFor(t, func() bool {
+	testutil.Eventually(t, "the socket took the empty connection", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return len(s.conns) > 0 && len(s.conns[len(s.conns)-1]) == 0
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 }
 
 // frames returns every frame line received, auth lines left out, parsed.
@@ -228,7 +213,7 @@ func (s *sock) lines() [][]string {
 func (s *sock) waitFrame(t *testing.T, pred func(Frame) bool) Frame {
 	t.Helper()
 	var got Frame
-	if err := waitFor(t, func() bool {
+	if !testutil.Within(testutil.Patience, func() bool {
 		for _, f := range s.frames(t) {
 			if pred(f) {
 				got = f
@@ -236,7 +221,7 @@ func (s *sock) waitFrame(t *testing.T, pred func(Frame) bool) Frame {
 			}
 		}
 		return false
-	}); err != nil {
+	}) {
 		t.Fatalf("no matching frame; got %+v", s.frames(t))
 	}
 	return got
