@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -39,7 +40,7 @@ func running(pool *AliasPool) []string {
 
 func waitRunning(t *testing.T, pool *AliasPool, want ...string) {
 	t.Helper()
-	if err := waitFor(t, func() bool { return slices.Equal(running(pool), want) }); err != nil {
+	if !testutil.Within(testutil.Patience, func() bool { return slices.Equal(running(pool), want) }) {
 		t.Fatalf("aliases running = %v, want %v", running(pool), want)
 	}
 }
@@ -147,7 +148,7 @@ func TestAliasSyncRetiresWorkersAndReportsRefusalsOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		// q1 and q2 stop; q3 gets a slot once they have gone.
-		if err := waitFor(t, func() bool { n := running(pool); return !slices.Contains(n, "q1") && !slices.Contains(n, "q2") }); err != nil {
+		if !testutil.Within(testutil.Patience, func() bool { n := running(pool); return !slices.Contains(n, "q1") && !slices.Contains(n, "q2") }) {
 			t.Fatalf("aliases running = %v after their sessions left", running(pool))
 		}
 		if err := r.p.SyncAliases(ctx, qwen("q3")); err != nil {
