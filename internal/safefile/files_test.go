@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
 )
 
 // onlyEntries fails unless dir holds exactly these names: no temp files left.
@@ -33,7 +35,7 @@ func TestWriteAtomic(t *testing.T) {
 	t.Run("a new file is written whole with mode 0600 and no temp file left", func(t *testing.T) {
 		old := syscall.Umask(0o277) // a umask that would strip our write bit
 		defer syscall.Umask(old)
-		dir := privateDir(t)
+		dir := testutil.ShortTempDir(t)
 		p := filepath.Join(dir, "r.json")
 		if err := WriteAtomic(p, []byte(`{"pid":1}`)); err != nil {
 			t.Fatal(err)
@@ -43,7 +45,7 @@ func TestWriteAtomic(t *testing.T) {
 	})
 
 	t.Run("an existing file is replaced, by a new inode", func(t *testing.T) {
-		p := filepath.Join(privateDir(t), "r.json")
+		p := filepath.Join(testutil.ShortTempDir(t), "r.json")
 		if err := os.WriteFile(p, []byte("old"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +86,7 @@ func TestWriteAtomic(t *testing.T) {
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := privateDir(t)
+			dir := testutil.ShortTempDir(t)
 			p := filepath.Join(dir, "r.json")
 			tt.prepare(t, dir, p)
 			if err := WriteAtomic(p, []byte("x")); !errors.Is(err, tt.want) {
@@ -97,7 +99,7 @@ func TestWriteAtomic(t *testing.T) {
 	}
 
 	t.Run("a symlinked directory is refused", func(t *testing.T) {
-		dir := privateDir(t)
+		dir := testutil.ShortTempDir(t)
 		link := dir + "-link"
 		if err := os.Symlink(dir, link); err != nil {
 			t.Fatal(err)
@@ -126,7 +128,7 @@ func assertFile(t *testing.T, p, want string) {
 
 func TestCreateExclusive(t *testing.T) {
 	t.Run("a new file is created 0600", func(t *testing.T) {
-		dir := privateDir(t)
+		dir := testutil.ShortTempDir(t)
 		p := filepath.Join(dir, "1.key")
 		if err := CreateExclusive(p, []byte("mine")); err != nil {
 			t.Fatal(err)
@@ -152,7 +154,7 @@ func TestCreateExclusive(t *testing.T) {
 	}
 	for _, tt := range existing {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := privateDir(t)
+			dir := testutil.ShortTempDir(t)
 			p := filepath.Join(dir, "1.key")
 			tt.prepare(t, p)
 			before, _ := os.Lstat(p)
@@ -167,7 +169,7 @@ func TestCreateExclusive(t *testing.T) {
 	}
 
 	t.Run("of many racing creators exactly one wins", func(t *testing.T) {
-		dir := privateDir(t)
+		dir := testutil.ShortTempDir(t)
 		p := filepath.Join(dir, "race")
 		const n = 16
 		var (
@@ -200,7 +202,7 @@ func TestEnsureDir(t *testing.T) {
 	t.Run("missing directories are created 0700", func(t *testing.T) {
 		old := syscall.Umask(0)
 		defer syscall.Umask(old)
-		p := filepath.Join(privateDir(t), "a", "b")
+		p := filepath.Join(testutil.ShortTempDir(t), "a", "b")
 		if err := EnsureDir(p); err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +210,7 @@ func TestEnsureDir(t *testing.T) {
 	})
 
 	t.Run("an existing directory of ours with loose bits is tightened to 0700", func(t *testing.T) {
-		p := filepath.Join(privateDir(t), "loose")
+		p := filepath.Join(testutil.ShortTempDir(t), "loose")
 		if err := os.Mkdir(p, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -229,7 +231,7 @@ func TestEnsureDir(t *testing.T) {
 	})
 
 	t.Run("a symlink to a good directory is rejected and its target untouched", func(t *testing.T) {
-		base := privateDir(t)
+		base := testutil.ShortTempDir(t)
 		target := filepath.Join(base, "real")
 		if err := os.Mkdir(target, 0o755); err != nil {
 			t.Fatal(err)
@@ -250,7 +252,7 @@ func TestEnsureDir(t *testing.T) {
 	})
 
 	t.Run("a file where the directory should be is rejected", func(t *testing.T) {
-		p := filepath.Join(privateDir(t), "file")
+		p := filepath.Join(testutil.ShortTempDir(t), "file")
 		if err := os.WriteFile(p, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -265,7 +267,7 @@ func TestEnsureDir(t *testing.T) {
 	t.Run("a directory owned by another user is rejected, not chmodded", func(t *testing.T) {
 		p := "/" // root's: not ours unless we are root
 		if os.Geteuid() == 0 {
-			p = filepath.Join(privateDir(t), "theirs")
+			p = filepath.Join(testutil.ShortTempDir(t), "theirs")
 			if err := os.Mkdir(p, 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -286,7 +288,7 @@ func TestEnsureDir(t *testing.T) {
 	})
 
 	t.Run("CheckDir does not create a missing directory", func(t *testing.T) {
-		p := filepath.Join(privateDir(t), "missing")
+		p := filepath.Join(testutil.ShortTempDir(t), "missing")
 		if err := CheckDir(p); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("CheckDir = %v, want fs.ErrNotExist", err)
 		}
@@ -308,7 +310,7 @@ func assertMode(t *testing.T, p string, want fs.FileMode) {
 }
 
 func TestReadCapped(t *testing.T) {
-	dir := privateDir(t)
+	dir := testutil.ShortTempDir(t)
 	write := func(name string, n int) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, bytes.Repeat([]byte("k"), n), 0o600); err != nil {
@@ -367,7 +369,7 @@ func TestReadCapped(t *testing.T) {
 
 func TestRemoveIfSame(t *testing.T) {
 	setup := func(t *testing.T) (string, os.FileInfo) {
-		p := filepath.Join(privateDir(t), "f")
+		p := filepath.Join(testutil.ShortTempDir(t), "f")
 		if err := os.WriteFile(p, []byte("1"), 0o600); err != nil {
 			t.Fatal(err)
 		}

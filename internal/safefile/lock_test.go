@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
 )
 
 func TestLock(t *testing.T) {
-	dir := privateDir(t)
+	dir := testutil.ShortTempDir(t)
 	p := filepath.Join(dir, "x.lock")
 	unlock, err := TryLock(p)
 	if err != nil {
@@ -62,7 +64,7 @@ func TestLock(t *testing.T) {
 }
 
 func TestOpenPrivate(t *testing.T) {
-	dir := privateDir(t)
+	dir := testutil.ShortTempDir(t)
 	t.Run("an existing file is tightened to 0600", func(t *testing.T) {
 		p := filepath.Join(dir, "db")
 		if err := os.WriteFile(p, nil, 0o644); err != nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
 )
 
 func writeMode(t *testing.T, dir, name, body string, perm os.FileMode) string {
@@ -23,7 +25,7 @@ func writeMode(t *testing.T, dir, name, body string, perm os.FileMode) string {
 }
 
 func TestReadSecret(t *testing.T) {
-	dir := privateDir(t)
+	dir := testutil.ShortTempDir(t)
 	good := writeMode(t, dir, "tok", "secret\n", 0o600)
 	t.Run("a private regular file is read whole", func(t *testing.T) {
 		b, fi, err := ReadSecret(good, 64, nil)
@@ -77,7 +79,7 @@ func TestReadSecret(t *testing.T) {
 }
 
 func TestReadOwnerWritable(t *testing.T) {
-	dir := privateDir(t)
+	dir := testutil.ShortTempDir(t)
 	shared := writeMode(t, dir, "conf", `{"a":1}`, 0o644)
 	link := filepath.Join(dir, "link")
 	if err := os.Symlink(shared, link); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/clock"
 )
@@ -230,7 +231,5 @@ func TestUploadsAreCollectedUntilTheRunEnds(t *testing.T) {
 // waitPending waits until the collector has armed its next timer.
 func waitPending(t *testing.T, clk *clock.FakeClock) {
 	t.Helper()
-	if err := waitFor(t, func() bool { return clk.Pending() == 1 }); err != nil {
-		t.Fatal("the collector never armed its timer")
-	}
+	testutil.Eventually(t, "the collector armed its next timer", func() bool { return clk.Pending() == 1 })
 }
