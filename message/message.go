@@ -101,4 +101,7 @@ type Session struct {
 	// AliasOf is set on an alias the gateway publishes on a local leg: the
 	// address of the session it stands for (a remote session's bridge:<id>).
 	AliasOf string `json:"alias_of,omitempty"`
+	// Stale says the session comes from its leg's last good listing: the
+	// leg could not list afresh (its service unreachable or too slow).
+	Stale bool `json:"stale,omitempty"`
 }

@@ -33,8 +33,13 @@ type Config struct {
 	KeepOutbound int           // outbound messages remembered; default 4096
 	EventQueue   int           // legs' shared inbound queue; default 256
 	RosterTTL    time.Duration // how long Resolve reuses a listing; default 2 s
-	Clock        clock.Clock   // nil for the wall clock
-	DefaultMode  message.Mode
+	// ListTimeout bounds one leg's part of Sessions; a leg slower than
+	// that is shown from its last listing, marked stale, so one slow leg
+	// (a cloud that does not answer) never holds up the others. Default
+	// DefaultListTimeout.
+	ListTimeout time.Duration
+	Clock       clock.Clock // nil for the wall clock
+	DefaultMode message.Mode
 	// Bridge publishes each leg's sessions on the other legs and forwards
 	// what arrives at those aliases.
 	Bridge bool
@@ -58,6 +63,7 @@ type Router struct {
 
 	roster   []message.Session // the last listing, for Resolve
 	rosterAt time.Time
+	lastList map[message.Protocol][]message.Session // each leg's last good listing
 
 	bg     sync.WaitGroup // bridge forwards and relays in flight
 	bgSlot chan struct{}  // bounds them
@@ -105,12 +111,15 @@ func New(cfg Config, legs ...Leg) *Router {
 	if cfg.RosterTTL == 0 {
 		cfg.RosterTTL = 2 * time.Second
 	}
+	if cfg.ListTimeout <= 0 {
+		cfg.ListTimeout = DefaultListTimeout
+	}
 	if cfg.DefaultMode == message.ModeUnknown {
 		cfg.DefaultMode = message.ModePrompting
 	}
 	h := NewHub(cfg.KeepEvents, cfg.WatcherBuf)
 	h.now = cfg.Clock.Now
-	return &Router{cfg: cfg, log: cfg.Logger, legs: legs, hub: h, out: map[string]*outbound{}, bgSlot: make(chan struct{}, 32)}
+	return &Router{cfg: cfg, log: cfg.Logger, legs: legs, hub: h, out: map[string]*outbound{}, lastList: map[message.Protocol][]message.Session{}, bgSlot: make(chan struct{}, 32)}
 }
 
 // Hub is the event fan-out.
@@ -252,26 +261,23 @@ func (r *Router) apply(rc message.Receipt) bool {
 	return true
 }
 
+// DefaultListTimeout is Config.ListTimeout's default.
+const DefaultListTimeout = 2 * time.Second
+
 // Sessions lists every reachable session on every leg, sorted by protocol
-// then name. A leg that fails to list is logged and left out.
+// then name. The legs are listed at once, each within ListTimeout; a leg
+// that fails to list is logged and left out, one that times out is shown
+// from its last listing, marked stale.
 func (r *Router) Sessions(ctx context.Context) []message.Session {
+	lists := make([][]message.Session, len(r.legs))
+	var wg sync.WaitGroup
+	for i, l := range r.legs {
+		wg.Go(func() { lists[i] = r.listLeg(ctx, l) })
+	}
+	wg.Wait()
 	var all []message.Session
-	for _, l := range r.legs {
-		ss, err := l.Sessions(ctx)
-		if err != nil {
-			r.log.Warn("listing sessions failed", "leg", l.Name(), "err", err)
-			continue
-		}
+	for _, ss := range lists {
 		all = append(all, ss...)
-		// Aliases of remote sessions are listed (alias_of says what they
-		// stand for); those of local sessions stay hidden, as before.
-		if al, ok := l.(AliasLister); ok {
-			for _, a := range al.Aliases() {
-				if strings.HasPrefix(a.AliasOf, "bridge:") {
-					all = append(all, a)
-				}
-			}
-		}
 	}
 	defer func() {
 		r.mu.Lock()
@@ -288,6 +294,40 @@ func (r *Router) Sessions(ctx context.Context) []message.Session {
 		return all[i].Address < all[j].Address
 	})
 	return all
+}
+
+// listLeg is one leg's part of Sessions: its sessions, and the aliases of
+// remote sessions it publishes (alias_of says what they stand for; those
+// of local sessions stay hidden).
+func (r *Router) listLeg(ctx context.Context, l Leg) []message.Session {
+	lctx, cancel := context.WithTimeout(ctx, r.cfg.ListTimeout)
+	defer cancel()
+	ss, err := l.Sessions(lctx)
+	if err != nil {
+		if ctx.Err() == nil && lctx.Err() != nil {
+			r.mu.Lock()
+			last := slices.Clone(r.lastList[l.Name()])
+			r.mu.Unlock()
+			r.log.Warn("listing sessions timed out; showing the last listing", "leg", l.Name(), "timeout", r.cfg.ListTimeout, "sessions", len(last))
+			for i := range last {
+				last[i].Stale = true
+			}
+			return last
+		}
+		r.log.Warn("listing sessions failed", "leg", l.Name(), "err", err)
+		return nil
+	}
+	if al, ok := l.(AliasLister); ok {
+		for _, a := range al.Aliases() {
+			if strings.HasPrefix(a.AliasOf, "bridge:") {
+				ss = append(ss, a)
+			}
+		}
+	}
+	r.mu.Lock()
+	r.lastList[l.Name()] = ss
+	r.mu.Unlock()
+	return ss
 }
 
 // ErrNoLeg means no leg reaches an address that parsed fine.

@@ -55,6 +55,7 @@ func (f *follow) ended() bool {
 func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 	var wg sync.WaitGroup
 	defer func() {
+		l.stopListing()
 		l.mu.Lock()
 		for _, f := range l.links {
 			f.cancel()
@@ -65,9 +66,16 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 	t := time.NewTicker(l.cfg.ListInterval)
 	defer t.Stop()
 	for {
-		listed, err := l.refresh(ctx)
-		if err != nil && ctx.Err() == nil {
-			l.log.Warn("listing remote sessions failed", "err", err)
+		select {
+		case <-l.refreshing():
+		case <-ctx.Done():
+			return nil
+		}
+		l.mu.Lock()
+		listed, err := l.listed, l.listErr
+		l.mu.Unlock()
+		if err != nil {
+			listed = nil // as before: an unlisted account follows only the named ids
 		}
 		want := map[string]bool{}
 		for _, id := range l.cfg.Follow {

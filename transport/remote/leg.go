@@ -73,6 +73,13 @@ type LegConfig struct {
 	// ListInterval is how often the session list is refreshed (and, with
 	// FollowAll, new sessions followed); default 30 s.
 	ListInterval time.Duration
+	// ListTimeout bounds one listing of the sessions; default
+	// DefaultListTimeout.
+	ListTimeout time.Duration
+	// ListWait bounds how long Sessions waits for a listing when the leg
+	// has none yet; default DefaultListWait. Once it has one, Sessions
+	// answers from it at once and never waits on the API.
+	ListWait time.Duration
 	// Buffer is each stream's update queue; default 16. The stream blocks
 	// when it is full, so more would only cost memory per idle session.
 	Buffer int
@@ -87,10 +94,17 @@ type Leg struct {
 	cfg LegConfig
 	log *slog.Logger
 
+	// listCtx bounds the listings started by Sessions and Run; Run cancels
+	// it when it returns.
+	listCtx     context.Context
+	stopListing context.CancelFunc
+
 	mu       sync.Mutex
-	listed   []RemoteSession
+	listed   []RemoteSession // the last good listing
 	listedAt time.Time
-	listErr  error
+	listErr  error              // the last listing's failure; nil once one works
+	listing  chan struct{}      // closed when the listing under way ends; nil when none is
+	listFrom time.Time          // when the first listing started
 	links    map[string]*follow // followed session id -> its stream
 	names    map[string]string  // session id -> alias name, from the last listing
 
@@ -100,6 +114,15 @@ type Leg struct {
 const (
 	maxPosted  = 4096
 	maxWaiting = 64 // local senders waiting for one remote session's answer
+)
+
+// Defaults of the listing's bounds. A cloud that does not answer must not
+// hold up local routing: the router lists every leg to resolve a name, so
+// the remote leg answers from its last good listing, and waits at most
+// DefaultListWait for its very first one.
+const (
+	DefaultListTimeout = 15 * time.Second
+	DefaultListWait    = 250 * time.Millisecond
 )
 
 // NewLeg checks cfg and builds the leg; Run starts following.
@@ -125,6 +148,12 @@ func NewLeg(cfg LegConfig) (*Leg, error) {
 	if cfg.ListInterval <= 0 {
 		cfg.ListInterval = 30 * time.Second
 	}
+	if cfg.ListTimeout <= 0 {
+		cfg.ListTimeout = DefaultListTimeout
+	}
+	if cfg.ListWait <= 0 {
+		cfg.ListWait = DefaultListWait
+	}
 	if cfg.Buffer <= 0 {
 		cfg.Buffer = 16
 	}
@@ -146,7 +175,9 @@ func NewLeg(cfg LegConfig) (*Leg, error) {
 			return nil, fmt.Errorf("remote leg: alias %s=%s: want SESSION_ID=NAME with a name of letters, digits, '-', '_' or '.'", id, name)
 		}
 	}
-	return &Leg{cfg: cfg, log: cfg.Logger, links: map[string]*follow{}, posted: bounded.NewMap[string, postedMsg](maxPosted), names: map[string]string{}}, nil
+	l := &Leg{cfg: cfg, log: cfg.Logger, links: map[string]*follow{}, posted: bounded.NewMap[string, postedMsg](maxPosted), names: map[string]string{}}
+	l.listCtx, l.stopListing = context.WithCancel(context.Background())
+	return l, nil
 }
 
 // ValidSessionID accepts what may stand for a session id in a URL path

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
@@ -17,18 +18,36 @@ func (l *Leg) follows(id string) bool {
 }
 
 // Sessions lists the remote sessions: every listed one when following all,
-// else the followed ones. The list is refreshed by Run; before the first
-// refresh it is fetched here.
+// else the followed ones. It answers from the last good listing, which Run
+// refreshes, marking the sessions stale when the last refresh failed; it
+// never waits on the API for longer than ListWait, and only while the leg
+// has no listing at all, counted from the first listing's start (so a
+// cloud dark since the start costs each caller at most that once). With no
+// listing by then, it lists the followed ids.
 func (l *Leg) Sessions(ctx context.Context) ([]message.Session, error) {
 	l.mu.Lock()
-	listed, at := l.listed, l.listedAt
+	at := l.listedAt
 	l.mu.Unlock()
 	if at.IsZero() {
-		var err error
-		if listed, err = l.refresh(ctx); err != nil {
-			return nil, err
+		done := l.refreshing()
+		l.mu.Lock()
+		wait := l.cfg.ListWait - time.Since(l.listFrom)
+		l.mu.Unlock()
+		t := time.NewTimer(max(wait, 0))
+		select {
+		case <-done:
+		case <-t.C:
+		case <-ctx.Done():
 		}
+		t.Stop()
 	}
+	l.mu.Lock()
+	listed, at, listErr, busy := l.listed, l.listedAt, l.listErr, l.listing != nil
+	l.mu.Unlock()
+	if at.IsZero() && listErr != nil && !busy {
+		return nil, listErr
+	}
+	stale := at.IsZero() || listErr != nil
 	out := make([]message.Session, 0, len(listed))
 	for _, rs := range listed {
 		if !l.follows(rs.ID) {
@@ -41,6 +60,9 @@ func (l *Leg) Sessions(ctx context.Context) ([]message.Session, error) {
 		if id != FollowAll && !slices.ContainsFunc(listed, func(rs RemoteSession) bool { return rs.ID == id }) {
 			out = append(out, l.session(RemoteSession{ID: id}))
 		}
+	}
+	for i := range out {
+		out[i].Stale = stale
 	}
 	return out, nil
 }
@@ -69,15 +91,46 @@ func (l *Leg) session(rs RemoteSession) message.Session {
 	return s
 }
 
-func (l *Leg) refresh(ctx context.Context) ([]RemoteSession, error) {
+// refreshing returns a channel closed when the listing under way ends,
+// starting one when none is. Sessions and Run share it, so a slow API has
+// at most one listing in flight, each bounded by ListTimeout.
+func (l *Leg) refreshing() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.listing == nil {
+		done := make(chan struct{})
+		l.listing = done
+		if l.listFrom.IsZero() {
+			l.listFrom = time.Now()
+		}
+		go func() {
+			ctx, cancel := context.WithTimeout(l.listCtx, l.cfg.ListTimeout)
+			defer cancel()
+			err := l.refresh(ctx)
+			if err != nil && l.listCtx.Err() == nil {
+				l.log.Warn("listing remote sessions failed", "err", err)
+			}
+			l.mu.Lock()
+			l.listing = nil
+			l.mu.Unlock()
+			close(done)
+		}()
+	}
+	return l.listing
+}
+
+// refresh lists the sessions and keeps the list when it worked; the
+// failure is kept either way (Ready reports it, Sessions marks stale).
+func (l *Leg) refresh(ctx context.Context) error {
 	listed, err := l.cfg.API.ListSessions(ctx)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.listErr = err
 	if err != nil {
-		return nil, fmt.Errorf("remote leg: list sessions: %w", err)
+		l.listErr = fmt.Errorf("remote leg: list sessions: %w", err)
+		return l.listErr
 	}
+	l.listErr = nil
 	l.listed, l.listedAt = listed, l.cfg.Now()
 	l.names = aliasNames(listed, l.cfg.Aliases)
-	return listed, nil
+	return nil
 }
