@@ -39,6 +39,9 @@ const (
 	CodeBadGateway       = "bad_gateway" // a leg could not carry a request to its session
 	CodeInternal         = "internal"
 	CodeRateLimited      = "rate_limited"
+	// CodeRequestTimeout: the request's body did not arrive within the
+	// server's read timeout.
+	CodeRequestTimeout = "request_timeout"
 	// CodeUnavailable: a resolver the request needs cannot answer now (a
 	// did file gone missing or broken while serving).
 	CodeUnavailable = "unavailable"
@@ -52,6 +55,7 @@ var codeStatus = map[string]int{
 	CodeConflict: http.StatusConflict, CodeTimeout: http.StatusGatewayTimeout,
 	CodeBadGateway: http.StatusBadGateway, CodeInternal: http.StatusInternalServerError,
 	CodeUnavailable: http.StatusServiceUnavailable, CodeRateLimited: http.StatusTooManyRequests,
+	CodeRequestTimeout: http.StatusRequestTimeout,
 }
 
 // errorOf maps an error from below to what the client sees.
@@ -69,6 +73,8 @@ func errorOf(err error) Error {
 	switch {
 	case errors.As(err, &mb):
 		return Error{Error: "request body too large", Code: CodeTooLarge}
+	case errors.As(err, new(slowBody)):
+		return Error{Error: err.Error(), Code: CodeRequestTimeout}
 	case errors.As(err, &re): // a leg turned down what it was asked: whatever it says, a conflict
 		return Error{Error: err.Error(), Code: CodeConflict}
 	case errors.As(err, &le): // before the rest: whatever the leg hit, the leg failed

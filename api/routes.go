@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sessiongateway/gateway/message"
@@ -126,7 +127,7 @@ func (s *Server) routeHandler(rt route) http.Handler {
 func unbounded(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
-			b, err := io.ReadAll(r.Body)
+			b, err := readBody(r)
 			if err != nil {
 				writeError(w, errorOf(err))
 				return
@@ -142,8 +143,8 @@ func unbounded(next http.Handler) http.Handler {
 
 // Timeouts and caps of every listener's http.Server.
 const (
-	ReadHeaderTimeout = 10 * time.Second
-	ReadTimeout       = 30 * time.Second // whole request, body included
+	ReadHeaderTimeout = 5 * time.Second
+	ReadTimeout       = 10 * time.Second // whole request, body included: 408 past it
 	WriteTimeout      = 60 * time.Second // except long routes
 	IdleTimeout       = 2 * time.Minute
 	MaxHeaderBytes    = 64 << 10
@@ -162,14 +163,14 @@ func NewHTTPServer(h http.Handler) *http.Server {
 // configured origin only, bearer tokens with scopes (/healthz and /readyz
 // need none) and per-client rate limits.
 func (s *Server) TCPHandler(addr string) http.Handler {
-	allowed := map[string]bool{addr: true}
+	allowed := map[string]bool{canonicalHost(addr): true}
 	if _, port, err := net.SplitHostPort(addr); err == nil {
 		for _, h := range []string{"127.0.0.1", "localhost", "[::1]"} {
 			allowed[h+":"+port] = true
 		}
 	}
 	for _, h := range s.cfg.AllowedHosts {
-		allowed[h] = true
+		allowed[canonicalHost(h)] = true
 	}
 	public := map[string]bool{}
 	for _, rt := range routes {
@@ -179,7 +180,7 @@ func (s *Server) TCPHandler(addr string) http.Handler {
 	}
 	next := s.recoverer(s.mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !allowed[r.Host] {
+		if !allowed[canonicalHost(r.Host)] {
 			writeError(w, Error{Error: fmt.Sprintf("host %q is not allowed (see --allow-host)", r.Host), Code: CodeBadHost})
 			return
 		}
@@ -187,6 +188,13 @@ func (s *Server) TCPHandler(addr string) http.Handler {
 			return
 		}
 		g, ok := s.authenticate(r)
+		if public[r.URL.Path] && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			// Probes are never rate limited: a flood of wrong tokens from
+			// an address must not make the gateway look dead to the
+			// health checks sharing it (gateway health --url).
+			next.ServeHTTP(w, r.WithContext(withGrant(r.Context(), g)))
+			return
+		}
 		key := "grant:" + g.ID
 		if !ok {
 			key = "ip:" + remoteIP(r)
@@ -197,13 +205,29 @@ func (s *Server) TCPHandler(addr string) http.Handler {
 			writeError(w, Error{Error: fmt.Sprintf("too many requests: retry in %ds", secs), Code: CodeRateLimited, RetryAfter: secs})
 			return
 		}
-		if !ok && !(public[r.URL.Path] && (r.Method == http.MethodGet || r.Method == http.MethodHead)) {
+		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gateway"`)
 			writeError(w, Error{Error: "missing or wrong bearer token (see <state-dir>/api-token or gateway tokens add)", Code: CodeUnauth})
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(withGrant(r.Context(), g)))
 	})
+}
+
+// canonicalHost is a Host header as the allowlist compares it: host names
+// are case-insensitive and "localhost." is "localhost" (a trailing dot
+// only says the name is fully qualified).
+func canonicalHost(h string) string {
+	h = strings.ToLower(h)
+	host, port, err := net.SplitHostPort(h)
+	if err != nil {
+		return strings.TrimSuffix(h, ".")
+	}
+	host = strings.TrimSuffix(host, ".")
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return host + ":" + port
 }
 
 func remoteIP(r *http.Request) string {

@@ -141,26 +141,6 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 	})
 }
 
-// decode reads a JSON body strictly: one object, no unknown fields.
-func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			return err
-		}
-		if errors.Is(err, io.EOF) {
-			return errBadRequest("empty body: expected a JSON object")
-		}
-		return errBadRequest("bad JSON: " + err.Error())
-	}
-	if dec.More() {
-		return errBadRequest("bad JSON: more than one value in the body")
-	}
-	return nil
-}
-
 type badRequest string
 
 func (b badRequest) Error() string { return string(b) }

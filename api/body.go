@@ -1,0 +1,102 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+
+	"github.com/sessiongateway/gateway/internal/jsonx"
+)
+
+// MaxDepth caps how deep a request body nests objects and arrays. No body
+// of this API needs more than a few levels (a tool's input in a permission
+// answer, a few more); a deeper one is refused before it is parsed, so a
+// body of brackets costs no more than its bytes.
+const MaxDepth = 64
+
+var (
+	errSyntax  = errors.New("bad JSON")
+	errDupKey  = errors.New("bad JSON: duplicate key")
+	errTooDeep = fmt.Errorf("bad JSON: nested deeper than %d levels", MaxDepth)
+)
+
+// slowBody is a body that did not arrive within the server's ReadTimeout:
+// a 408, never a 500.
+type slowBody struct{ err error }
+
+func (e slowBody) Error() string {
+	return "request body not received in time (the whole request must arrive within " + ReadTimeout.String() + ")"
+}
+
+func (e slowBody) Unwrap() error { return e.err }
+
+// readBody reads the (capped) body, telling a body cut short by the read
+// deadline (slowBody) from other failures.
+func readBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	b, err := io.ReadAll(r.Body)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, slowBody{err}
+	}
+	return b, err
+}
+
+// decode reads a JSON body strictly: one object, no unknown fields, no
+// key twice in an object (encoding/json would keep the last one silently,
+// so two readers of one body could disagree on what it says), nested at
+// most MaxDepth deep.
+func decode(r *http.Request, v any) error {
+	b, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return errBadRequest("empty body: expected a JSON object")
+	}
+	if err := checkJSON(b); err != nil {
+		return errBadRequest(err.Error())
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return errBadRequest("bad JSON: " + err.Error())
+	}
+	if dec.More() {
+		return errBadRequest("bad JSON: more than one value in the body")
+	}
+	return nil
+}
+
+// checkJSON refuses a body nested deeper than MaxDepth, by a scan of its
+// bytes that allocates nothing, and then one that repeats a key.
+func checkJSON(b []byte) error {
+	depth, inString, escaped := 0, false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > MaxDepth {
+				return errTooDeep
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return jsonx.CheckUniqueKeys(b, errSyntax, errDupKey)
+}
