@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"syscall"
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/addressing/didfile"
+	"github.com/sessiongateway/gateway/outbox"
 	"github.com/sessiongateway/gateway/router"
 )
 
@@ -42,6 +44,12 @@ const (
 	// CodeRequestTimeout: the request's body did not arrive within the
 	// server's read timeout.
 	CodeRequestTimeout = "request_timeout"
+	// CodeStorageFull: the message was not accepted because a store had
+	// no room (the state disk full, the outbox at its cap); 507.
+	CodeStorageFull = "storage_full"
+	// CodeNotStored: the message was not accepted because a store could
+	// not write it; 503. Nothing was sent: the same send may work later.
+	CodeNotStored = "not_stored"
 	// CodeUnavailable: a resolver the request needs cannot answer now (a
 	// did file gone missing or broken while serving).
 	CodeUnavailable = "unavailable"
@@ -55,7 +63,8 @@ var codeStatus = map[string]int{
 	CodeConflict: http.StatusConflict, CodeTimeout: http.StatusGatewayTimeout,
 	CodeBadGateway: http.StatusBadGateway, CodeInternal: http.StatusInternalServerError,
 	CodeUnavailable: http.StatusServiceUnavailable, CodeRateLimited: http.StatusTooManyRequests,
-	CodeRequestTimeout: http.StatusRequestTimeout,
+	CodeRequestTimeout: http.StatusRequestTimeout, CodeStorageFull: http.StatusInsufficientStorage,
+	CodeNotStored: http.StatusServiceUnavailable,
 }
 
 // errorOf maps an error from below to what the client sees.
@@ -75,6 +84,11 @@ func errorOf(err error) Error {
 		return Error{Error: "request body too large", Code: CodeTooLarge}
 	case errors.As(err, new(slowBody)):
 		return Error{Error: err.Error(), Code: CodeRequestTimeout}
+	case errors.Is(err, router.ErrNotAccepted):
+		if errors.Is(err, outbox.ErrFull) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			return Error{Error: err.Error(), Code: CodeStorageFull}
+		}
+		return Error{Error: err.Error(), Code: CodeNotStored}
 	case errors.As(err, &re): // a leg turned down what it was asked: whatever it says, a conflict
 		return Error{Error: err.Error(), Code: CodeConflict}
 	case errors.As(err, &le): // before the rest: whatever the leg hit, the leg failed

@@ -82,6 +82,12 @@ type Leg struct {
 	mu    sync.Mutex
 	lanes map[string]*lane // by target address
 
+	// unrecorded are attempts the server acknowledged whose write to the
+	// store failed: deliver writes them again until it works, so the
+	// entry does not stay pending (and is not posted again at the next
+	// start). Bounded by the pending entries.
+	unrecorded map[string]*retryAck
+
 	resumed []message.Message // pending when opened; set by New only
 }
 
@@ -92,6 +98,13 @@ type lane struct {
 	due  time.Time // when the head may be attempted
 	busy bool      // an attempt of the head is under way
 	b    *backoff.ExponentialBackOff
+}
+
+// retryAck is an acknowledgement still to be written.
+type retryAck struct {
+	r    result
+	due  time.Time
+	wait time.Duration
 }
 
 // New wraps inner. Every pending entry in the store is queued again, to
@@ -131,7 +144,7 @@ func New(inner router.Leg, cfg Config) (*Leg, error) {
 		cfg.MaxInFlight = DefaultMaxInFlight
 	}
 	l := &Leg{inner: inner, store: cfg.Store, cfg: cfg, clock: cfg.Clock, log: cfg.Logger,
-		kick: make(chan struct{}, 1), lanes: map[string]*lane{}}
+		kick: make(chan struct{}, 1), lanes: map[string]*lane{}, unrecorded: map[string]*retryAck{}}
 	pending, err := cfg.Store.List(false)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: reading pending messages: %w", err)
@@ -193,14 +206,36 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 	trace := propagation.MapCarrier{}
 	otel.GetTextMapPropagator().Inject(ctx, trace)
 	e, err := l.store.Add(Entry{Message: m, Leg: l.inner.Name(), AcceptedAt: l.clock.Now(), Trace: trace})
+	if errors.Is(err, ErrExists) {
+		// The same message again (an idempotent retry of a send that was
+		// accepted before a restart): it is not stored or sent twice.
+		return l.stored(m.ID)
+	}
 	if err != nil {
-		err = fmt.Errorf("not accepted: %w", err)
+		err = fmt.Errorf("%w: %w", router.ErrNotAccepted, err)
 		return message.Receipt{MsgID: m.ID, Status: message.StatusFailed, Reason: err.Error(), Time: l.clock.Now()}, err
 	}
 	ln := l.laneFor(m.To)
 	ln.ids = append(ln.ids, m.ID)
 	l.poke()
 	return message.Receipt{MsgID: m.ID, Status: message.StatusQueued, Detail: QueuedDetail, Time: e.AcceptedAt}, nil
+}
+
+// stored answers a Send of a message the store already holds with where
+// it stands: queued while pending, its final receipt once finished.
+func (l *Leg) stored(id string) (message.Receipt, error) {
+	e, err := l.store.Get(id)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("%w: %w", router.ErrNotAccepted, err)
+		return message.Receipt{MsgID: id, Status: message.StatusFailed, Reason: err.Error(), Time: l.clock.Now()}, err
+	case e.State == StatePending:
+		return message.Receipt{MsgID: id, Status: message.StatusQueued, Detail: QueuedDetail, Time: e.AcceptedAt}, nil
+	case e.Receipt != nil:
+		return *e.Receipt, nil
+	default:
+		return failedReceipt(id, e, e.FinishedAt), nil
+	}
 }
 
 // Run runs the inner leg and delivers stored messages until ctx ends.
@@ -244,10 +279,11 @@ func (l *Leg) deliver(ctx context.Context, in chan<- message.Event) {
 				l.record(r)
 			}
 		}
+		l.recordAcks(time.Time{}) // a last try for any still unwritten
 	}()
 	for {
 		now := l.clock.Now()
-		var next time.Time
+		next := l.recordAcks(now)
 		l.mu.Lock()
 		for target, ln := range l.lanes {
 			switch {
@@ -352,10 +388,7 @@ func (l *Leg) record(r result) (message.Event, bool) {
 		if rc.Time.IsZero() {
 			rc.Time = now
 		}
-		e, err = l.store.Update(r.id, func(e *Entry) {
-			e.Attempts++
-			e.State, e.FinishedAt, e.Receipt, e.LastError, e.NextAttempt = StateAcked, now, &rc, "", time.Time{}
-		})
+		e, err = l.store.Update(r.id, ack(rc, now))
 		pop = true
 		if err == nil && e.Receipt == nil {
 			e.Receipt = &rc
@@ -399,9 +432,14 @@ func (l *Leg) record(r result) (message.Event, bool) {
 	}
 	if err != nil {
 		// The entry stays pending on disk. A delivered message is moved on
-		// anyway: sending it again now would only repeat it (after a
-		// restart it is sent once more, under the same uuid).
+		// anyway: sending it again now would only repeat it. Its
+		// acknowledgement is written again until that works (recordAcks).
 		l.log.Error("outbox: recording an attempt failed", "msg_id", r.id, "err", err)
+		if ok {
+			l.mu.Lock()
+			l.unrecorded[r.id] = &retryAck{r: r, due: now.Add(l.cfg.InitialInterval), wait: l.cfg.InitialInterval}
+			l.mu.Unlock()
+		}
 		pop = pop || ok
 		if !pop {
 			retryd = l.cfg.MaxInterval
@@ -434,6 +472,55 @@ func (l *Leg) record(r result) (message.Event, bool) {
 		rc = failedReceipt(r.id, e, now)
 	}
 	return message.Event{Type: message.EventReceipt, Leg: l.inner.Name(), Time: now, Receipt: &rc}, true
+}
+
+// ack finishes an entry as acknowledged with the receipt rc.
+func ack(rc message.Receipt, now time.Time) func(*Entry) {
+	return func(e *Entry) {
+		e.Attempts++
+		e.State, e.FinishedAt, e.Receipt, e.LastError, e.NextAttempt = StateAcked, now, &rc, "", time.Time{}
+	}
+}
+
+// recordAcks writes again the acknowledgements due by now (all of them
+// for a zero now) whose write failed, backing off each up to MaxInterval,
+// and returns when the next is due (zero for none).
+func (l *Leg) recordAcks(now time.Time) time.Time {
+	l.mu.Lock()
+	var due []*retryAck
+	for _, a := range l.unrecorded {
+		if now.IsZero() || !a.due.After(now) {
+			due = append(due, a)
+		}
+	}
+	l.mu.Unlock()
+	for _, a := range due {
+		rc := a.r.rc
+		if rc.Time.IsZero() {
+			rc.Time = l.clock.Now()
+		}
+		_, err := l.store.Update(a.r.id, ack(rc, rc.Time))
+		l.mu.Lock()
+		if err == nil || errors.Is(err, ErrNotFound) {
+			delete(l.unrecorded, a.r.id)
+		} else {
+			a.wait = min(2*a.wait, l.cfg.MaxInterval)
+			a.due = l.clock.Now().Add(a.wait)
+		}
+		l.mu.Unlock()
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			l.log.Warn("outbox: writing an acknowledgement failed again; will retry", "msg_id", a.r.id, "err", err)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var next time.Time
+	for _, a := range l.unrecorded {
+		if next.IsZero() || a.due.Before(next) {
+			next = a.due
+		}
+	}
+	return next
 }
 
 func failedReceipt(id string, e Entry, now time.Time) message.Receipt {

@@ -101,6 +101,8 @@ type Store struct {
 	pending  int
 	finished []string // ids of finished entries, oldest first
 	writeErr error    // the last write's failure, nil once one succeeds
+	// fault, set by tests only, fails writes before they reach the file.
+	fault func() error
 }
 
 // Open opens or creates the store at path, 0600 in a directory that passes
@@ -234,7 +236,7 @@ func (s *Store) Add(e Entry) (Entry, error) {
 	if s.pending >= s.opts.MaxPending {
 		return Entry{}, &FullError{Pending: s.pending, Max: s.opts.MaxPending}
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketEntries)
 		if b.Get([]byte(id)) != nil {
 			return fmt.Errorf("%w: %s", ErrExists, id)
@@ -259,6 +261,16 @@ func (s *Store) Add(e Entry) (Entry, error) {
 	}
 	s.pending++
 	return e, nil
+}
+
+// update runs one write transaction; s.mu held.
+func (s *Store) update(f func(*bolt.Tx) error) error {
+	if s.fault != nil {
+		if err := s.fault(); err != nil {
+			return err
+		}
+	}
+	return s.db.Update(f)
 }
 
 // Get reads the entry of message id.
@@ -289,7 +301,7 @@ func (s *Store) Update(id string, f func(*Entry)) (Entry, error) {
 		finished bool
 		drop     []string
 	)
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketEntries)
 		v := b.Get([]byte(id))
 		if v == nil {

@@ -2,11 +2,19 @@ package router
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
 )
+
+// ErrNotAccepted marks an error of a leg's Send that took nothing: the
+// leg's own store could not keep the message (its disk full, a write
+// failed, its cap reached). Send returns it to the caller, a 5xx on the
+// API, rather than a failed receipt: nothing went out, and the same send
+// may work later.
+var ErrNotAccepted = errors.New("not accepted")
 
 // Leg is what every transport offers the router.
 type Leg interface {

@@ -430,11 +430,22 @@ type SendRequest struct {
 	Files    []message.Attachment
 	HopChain []string
 	Unpaced  bool // see message.Message.Unpaced
+	// ID is the message id to send under; empty for a fresh one. A send
+	// with the id of a message the router still tracks sends nothing and
+	// answers where that message stands (an idempotent retry).
+	ID string
 }
 
 // Send resolves req.To, sends over the leg that reaches it and starts
-// tracking. The returned snapshot is the state right after the write.
+// tracking. The returned snapshot is the state right after the write. When
+// the leg's store took nothing, the error wraps ErrNotAccepted (and the
+// snapshot shows the message failed).
 func (r *Router) Send(ctx context.Context, req SendRequest) (Outbound, error) {
+	if req.ID != "" {
+		if snap, err := r.Message(req.ID); err == nil {
+			return snap, nil
+		}
+	}
 	leg, target, err := r.Resolve(ctx, req.To)
 	if err != nil {
 		return Outbound{}, err
@@ -443,14 +454,29 @@ func (r *Router) Send(ctx context.Context, req SendRequest) (Outbound, error) {
 	if mode == message.ModeUnknown {
 		mode = r.cfg.DefaultMode
 	}
+	id := req.ID
+	if id == "" {
+		id = uuid.NewString()
+	}
 	m := message.Message{
-		ID: uuid.NewString(), To: target.Address, ToName: target.Name, ToPID: target.PID, ToSessionID: target.SessionID, Body: req.Body,
+		ID: id, To: target.Address, ToName: target.Name, ToPID: target.PID, ToSessionID: target.SessionID, Body: req.Body,
 		Mode: mode, FromName: req.FromName, HopChain: req.HopChain, Attachments: req.Files, Unpaced: req.Unpaced,
 		Protocol: leg.Name(), Time: r.cfg.Clock.Now(),
 	}
-	rc := r.dispatch(ctx, leg, m, nil, leg.Send, "out")
+	var notAccepted error
+	send := func(ctx context.Context, m message.Message) (message.Receipt, error) {
+		rc, err := leg.Send(ctx, m)
+		if errors.Is(err, ErrNotAccepted) {
+			notAccepted = err
+		}
+		return rc, err
+	}
+	rc := r.dispatch(ctx, leg, m, nil, send, "out")
 	snap, _ := r.Message(m.ID)
 	r.hub.Publish(message.Event{Type: message.EventReceipt, Leg: leg.Name(), Receipt: &rc})
+	if notAccepted != nil {
+		return snap, fmt.Errorf("%s: %w", leg.Name(), notAccepted)
+	}
 	return snap, nil
 }
 
