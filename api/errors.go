@@ -50,6 +50,8 @@ const (
 	// CodeNotStored: the message was not accepted because a store could
 	// not write it; 503. Nothing was sent: the same send may work later.
 	CodeNotStored = "not_stored"
+	// CodeKeyReused: an Idempotency-Key sent again with another body; 422.
+	CodeKeyReused = "idempotency_key_reused"
 	// CodeUnavailable: a resolver the request needs cannot answer now (a
 	// did file gone missing or broken while serving).
 	CodeUnavailable = "unavailable"
@@ -64,7 +66,7 @@ var codeStatus = map[string]int{
 	CodeBadGateway: http.StatusBadGateway, CodeInternal: http.StatusInternalServerError,
 	CodeUnavailable: http.StatusServiceUnavailable, CodeRateLimited: http.StatusTooManyRequests,
 	CodeRequestTimeout: http.StatusRequestTimeout, CodeStorageFull: http.StatusInsufficientStorage,
-	CodeNotStored: http.StatusServiceUnavailable,
+	CodeNotStored: http.StatusServiceUnavailable, CodeKeyReused: http.StatusUnprocessableEntity,
 }
 
 // errorOf maps an error from below to what the client sees.
@@ -82,6 +84,10 @@ func errorOf(err error) Error {
 	switch {
 	case errors.As(err, &mb):
 		return Error{Error: "request body too large", Code: CodeTooLarge}
+	case errors.Is(err, errKeyMismatch):
+		return Error{Error: err.Error(), Code: CodeKeyReused}
+	case errors.Is(err, errKeyBusy):
+		return Error{Error: err.Error(), Code: CodeConflict}
 	case errors.As(err, new(slowBody)):
 		return Error{Error: err.Error(), Code: CodeRequestTimeout}
 	case errors.Is(err, router.ErrNotAccepted):

@@ -49,6 +49,9 @@ type Config struct {
 	Clock clock.Clock // nil for the wall clock
 	// MaxWait caps ?wait on message reads and sends.
 	MaxWait time.Duration
+	// Keys keeps the idempotency keys of POST /v1/messages across
+	// restarts; nil keeps them in memory only.
+	Keys KeyStore
 	// FilesDir is the one directory "files" on a send may name, below
 	// which no symlink is followed; empty refuses every attachment.
 	FilesDir string
@@ -60,6 +63,7 @@ type Server struct {
 	log   *slog.Logger
 	mux   *http.ServeMux
 	limit *limiter
+	keys  *keyTable // idempotency keys of POST /v1/messages
 }
 
 // NewServer builds the handlers from the route table.
@@ -76,7 +80,8 @@ func NewServer(cfg Config) *Server {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limit: newLimiter(cfg.RateLimit, cfg.Clock)}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limit: newLimiter(cfg.RateLimit, cfg.Clock),
+		keys: &keyTable{store: cfg.Keys, clk: cfg.Clock, max: MaxIdempotencyKeys}}
 	// paths knows every route's path whatever the method, so a known path
 	// asked with the wrong method is a 405 naming the right ones.
 	paths, allowed := http.NewServeMux(), map[string][]string{}
@@ -166,73 +171,6 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 		ss = []message.Session{}
 	}
 	writeJSON(w, http.StatusOK, ss)
-}
-
-// SendBody is the body of POST /v1/messages.
-type SendBody struct {
-	To       string   `json:"to"`
-	Text     string   `json:"text"`
-	Mode     string   `json:"mode,omitempty"`
-	FromName string   `json:"from_name,omitempty"`
-	Files    []string `json:"files,omitempty"`
-	Wait     bool     `json:"wait,omitempty"`
-	Timeout  string   `json:"timeout,omitempty"`
-	// Unpaced sends even when the receiver's published limits say the
-	// message would be dropped.
-	Unpaced bool `json:"unpaced,omitempty"`
-}
-
-func (s *Server) waitFor(raw string) (time.Duration, error) {
-	if raw == "" {
-		return 30 * time.Second, nil
-	}
-	d, err := time.ParseDuration(raw)
-	if err != nil || d <= 0 {
-		return 0, errBadRequest(fmt.Sprintf("bad timeout %q: want a positive duration like 30s", raw))
-	}
-	return min(d, s.cfg.MaxWait), nil
-}
-
-func (s *Server) send(w http.ResponseWriter, r *http.Request) {
-	var b SendBody
-	if err := decode(r, &b); err != nil {
-		s.fail(w, err)
-		return
-	}
-	if strings.TrimSpace(b.To) == "" {
-		s.fail(w, errBadRequest(`"to" is required`))
-		return
-	}
-	if b.Text == "" {
-		s.fail(w, errBadRequest(`"text" is required`))
-		return
-	}
-	mode, err := message.ParseMode(b.Mode)
-	if err != nil {
-		s.fail(w, errBadRequest(err.Error()))
-		return
-	}
-	files, ferr := s.attachments(r, b.Files)
-	if ferr != nil {
-		writeError(w, *ferr)
-		return
-	}
-	wait, err := s.waitFor(b.Timeout)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	out, err := s.cfg.Router.Send(r.Context(), router.SendRequest{To: b.To, Body: b.Text, Mode: mode, FromName: b.FromName, Files: files, Unpaced: b.Unpaced})
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	if b.Wait {
-		ctx, cancel := context.WithTimeout(r.Context(), wait)
-		defer cancel()
-		out, _ = s.cfg.Router.Wait(ctx, out.Message.ID)
-	}
-	writeJSON(w, http.StatusCreated, out)
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {

@@ -188,6 +188,10 @@ func (l *Leg) poke() {
 // their receipts reach watchers and GET /v1/messages/{id}.
 func (l *Leg) Resumed() []message.Message { return slices.Clone(l.resumed) }
 
+// Store is the leg's store, which also keeps the control API's
+// idempotency keys.
+func (l *Leg) Store() *Store { return l.store }
+
 // Name is the inner leg's.
 func (l *Leg) Name() message.Protocol { return l.inner.Name() }
 

@@ -353,6 +353,12 @@ func TestAFailedAttemptIsRecordedBeforeTheNext(t *testing.T) {
 	h.send(msg("m1", "bridge:s1", "hello"))
 	h.start()
 	h.called()
+	// The second attempt waits until the listing below is taken, so it
+	// shows the first attempt's record and not the second's.
+	release := make(chan struct{})
+	h.inner.mu.Lock()
+	h.inner.hold["bridge:s1"] = release
+	h.inner.mu.Unlock()
 	// The second attempt starts only once the first is on disk.
 	go func() {
 		for range 2000 {
@@ -372,6 +378,7 @@ func TestAFailedAttemptIsRecordedBeforeTheNext(t *testing.T) {
 	if it.State != outbox.StatePending || it.Attempts != 1 || it.LastError != "HTTP 503 api_error" || it.NextAttemptAt.IsZero() {
 		t.Fatalf("listed %+v during the second attempt", it)
 	}
+	close(release)
 	if rc := h.receipt(); rc.Status != message.StatusSent {
 		t.Fatalf("receipt %+v", rc)
 	}

@@ -53,6 +53,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	}
 	metrics := tel.Metrics
 	var outboxDepth func() int
+	var keys api.KeyStore // idempotency keys: in the outbox's file when there is one
 
 	// The remote leg is built first: building it has no side effects, so a
 	// bad credential stops the gateway before it registers anywhere.
@@ -69,6 +70,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 		}
 		defer closeOutbox()
 		remoteLeg = ob
+		keys = ob.Store()
 		outboxDepth = func() int { items, _ := ob.Outbox(false); return len(items) }
 	}
 	others := 0
@@ -94,7 +96,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	gauges.OutboxDepth = outboxDepth
 	metrics.Observe(gauges)
 	srv, err := newAPIServer(c, api.Config{Router: rt, Logger: log, Metrics: metrics.Handler(), Version: version,
-		Token: token, AllowedHosts: c.hosts})
+		Token: token, AllowedHosts: c.hosts, Keys: keys})
 
 	sockPath := filepath.Join(c.stateDir, "gateway.sock")
 	var uln net.Listener

@@ -1,0 +1,200 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/outbox"
+	"github.com/sessiongateway/gateway/router"
+)
+
+// countingLeg is the Claude stub counting what it is asked to send.
+type countingLeg struct {
+	*stubLeg
+	mu   sync.Mutex
+	sent []string // message ids
+}
+
+func (c *countingLeg) Send(ctx context.Context, m message.Message) (message.Receipt, error) {
+	c.mu.Lock()
+	c.sent = append(c.sent, m.ID)
+	c.mu.Unlock()
+	return c.stubLeg.Send(ctx, m)
+}
+
+func (c *countingLeg) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.sent)
+}
+
+func sentID(t *testing.T, body []byte) string {
+	t.Helper()
+	var out router.Outbound
+	if err := json.Unmarshal(body, &out); err != nil || out.Message.ID == "" {
+		t.Fatalf("answer %s: %v", body, err)
+	}
+	return out.Message.ID
+}
+
+func errCode(body []byte) string {
+	var e Error
+	_ = json.Unmarshal(body, &e)
+	return e.Code
+}
+
+func TestIdempotencyKeys(t *testing.T) {
+	clk := &stepClock{now: time.Unix(1e9, 0)}
+	leg := &countingLeg{stubLeg: claudeStub()}
+	srv := NewServer(Config{Router: router.New(router.Config{}, leg), Clock: clk})
+	h := srv.Handler()
+	const body = `{"to":"review","text":"once only"}`
+
+	first := postMessage(h, body, IdempotencyHeader, "k-1")
+	if first.Code != http.StatusCreated || first.Header().Get(ReplayedHeader) != "" {
+		t.Fatalf("first: %d %s", first.Code, first.Body.String())
+	}
+	id := sentID(t, first.Body.Bytes())
+
+	t.Run("a retry with the same key and body answers the same message and sends nothing", func(t *testing.T) {
+		again := postMessage(h, `{"text":"once only","to":"review","wait":false}`, IdempotencyHeader, "k-1")
+		if again.Code != http.StatusCreated || sentID(t, again.Body.Bytes()) != id || again.Header().Get(ReplayedHeader) != "true" {
+			t.Fatalf("retry: %d %s, want 201 with message %s", again.Code, again.Body.String(), id)
+		}
+		if n := leg.count(); n != 1 {
+			t.Fatalf("the leg was asked to send %d times, want once", n)
+		}
+	})
+	t.Run("the same key with another body is 422", func(t *testing.T) {
+		rec := postMessage(h, `{"to":"review","text":"something else"}`, IdempotencyHeader, "k-1")
+		if rec.Code != http.StatusUnprocessableEntity || errCode(rec.Body.Bytes()) != CodeKeyReused {
+			t.Fatalf("%d %s, want 422 %s", rec.Code, rec.Body.String(), CodeKeyReused)
+		}
+	})
+	t.Run("without a key every request sends", func(t *testing.T) {
+		before := leg.count()
+		postMessage(h, body)
+		postMessage(h, body)
+		if n := leg.count() - before; n != 2 {
+			t.Fatalf("%d sends, want 2", n)
+		}
+	})
+	t.Run("a request that sent nothing leaves its key free", func(t *testing.T) {
+		if rec := postMessage(h, `{"to":"nobody-here","text":"x"}`, IdempotencyHeader, "k-2"); rec.Code != http.StatusNotFound {
+			t.Fatalf("%d, want 404", rec.Code)
+		}
+		if rec := postMessage(h, body, IdempotencyHeader, "k-2"); rec.Code != http.StatusCreated || rec.Header().Get(ReplayedHeader) != "" {
+			t.Fatalf("%d %s, want a fresh 201", rec.Code, rec.Body.String())
+		}
+	})
+	t.Run("a bad key is 400", func(t *testing.T) {
+		for _, k := range []string{"with space", strings.Repeat("k", maxKeyLen+1)} {
+			if rec := postMessage(h, body, IdempotencyHeader, k); rec.Code != http.StatusBadRequest {
+				t.Errorf("key %q: %d, want 400", k, rec.Code)
+			}
+		}
+	})
+	t.Run("a key is forgotten after the window", func(t *testing.T) {
+		clk.Add(IdempotencyWindow + time.Minute)
+		rec := postMessage(h, `{"to":"review","text":"a day later"}`, IdempotencyHeader, "k-1")
+		if rec.Code != http.StatusCreated || sentID(t, rec.Body.Bytes()) == id {
+			t.Fatalf("%d %s, want a new message", rec.Code, rec.Body.String())
+		}
+	})
+	t.Run("keys are capped, the oldest forgotten first", func(t *testing.T) {
+		srv.keys.max = 3
+		for _, k := range []string{"c-1", "c-2", "c-3", "c-4"} {
+			postMessage(h, `{"to":"review","text":"`+k+`"}`, IdempotencyHeader, k)
+		}
+		srv.keys.mu.Lock()
+		n, _, oldest := len(srv.keys.keys), len(srv.keys.order), srv.keys.order[0]
+		srv.keys.mu.Unlock()
+		if n != 3 || oldest != "unix c-2" {
+			t.Fatalf("%d keys, oldest %q; want 3, the oldest c-2", n, oldest)
+		}
+	})
+}
+
+func TestIdempotencyKeysPerToken(t *testing.T) {
+	srv := newTestServer()
+	srv.cfg.Tokens = testTokens
+	h := srv.TCPHandler(testHost)
+	a := tcpDo(h, "POST", "/v1/messages", "sender", `{"to":"review","text":"x"}`, IdempotencyHeader, "shared")
+	b := tcpDo(h, "POST", "/v1/messages", "tok", `{"to":"review","text":"y"}`, IdempotencyHeader, "shared")
+	if a.Code != 201 || b.Code != 201 || sentID(t, a.Body.Bytes()) == sentID(t, b.Body.Bytes()) {
+		t.Fatalf("%d %d: two tokens' equal keys must not meet", a.Code, b.Code)
+	}
+}
+
+// openStore opens the outbox file in dir.
+func openStore(t *testing.T, dir string) *outbox.Store {
+	t.Helper()
+	st, err := outbox.Open(filepath.Join(dir, outbox.FileName), outbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestIdempotencyKeysSurviveARestartWithTheOutbox(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	serve := func(st *outbox.Store) (http.Handler, *outbox.Leg) {
+		leg, err := outbox.New(&cloudStub{}, outbox.Config{Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return NewServer(Config{Router: router.New(router.Config{}, claudeStub(), leg), Keys: st}).Handler(), leg
+	}
+	const body = `{"to":"cloud","text":"exactly once"}`
+	st := openStore(t, dir)
+	h, _ := serve(st)
+	first := postMessage(h, body, IdempotencyHeader, "retry-me")
+	if first.Code != http.StatusCreated {
+		t.Fatalf("%d %s", first.Code, first.Body.String())
+	}
+	id := sentID(t, first.Body.Bytes())
+	st.Close() // the gateway dies; its answer never reached the client
+
+	st = openStore(t, dir)
+	defer st.Close()
+	h, leg := serve(st)
+	again := postMessage(h, body, IdempotencyHeader, "retry-me")
+	if again.Code != http.StatusCreated || sentID(t, again.Body.Bytes()) != id {
+		t.Fatalf("after the restart: %d %s, want 201 with message %s", again.Code, again.Body.String(), id)
+	}
+	items, err := leg.Outbox(true)
+	if err != nil || len(items) != 1 {
+		t.Fatalf("the outbox holds %d messages (%v), want the one", len(items), err)
+	}
+	if rec := postMessage(h, `{"to":"cloud","text":"another"}`, IdempotencyHeader, "retry-me"); rec.Code != http.StatusUnprocessableEntity {
+		t.Fatalf("another body after the restart: %d, want 422", rec.Code)
+	}
+}
+
+// failingKeys is a KeyStore whose writes fail.
+type failingKeys struct{}
+
+func (failingKeys) Keys() ([]outbox.Key, error)       { return nil, nil }
+func (failingKeys) PutKey(outbox.Key, []string) error { return errors.New("input/output error") }
+func (failingKeys) DeleteKey(string) error            { return nil }
+
+func TestAKeyThatCannotBeStoredSendsNothing(t *testing.T) {
+	leg := &countingLeg{stubLeg: claudeStub()}
+	h := NewServer(Config{Router: router.New(router.Config{}, leg), Keys: failingKeys{}}).Handler()
+	rec := postMessage(h, `{"to":"review","text":"x"}`, IdempotencyHeader, "k")
+	if rec.Code != http.StatusServiceUnavailable || errCode(rec.Body.Bytes()) != CodeNotStored || leg.count() != 0 {
+		t.Fatalf("%d %s, %d sends; want 503 %s and none", rec.Code, rec.Body.String(), leg.count(), CodeNotStored)
+	}
+}
