@@ -11,7 +11,12 @@ import (
 // a key (after unescaping), which encoding/json would silently resolve to
 // the last one. The errors wrap the caller's own sentinels, so each leg keeps
 // its typed errors: syntaxErr for malformed text, dupErr for a repeated key.
+// Text nested deeper than MaxDepth is a syntax error (also ErrTooDeep),
+// found by a scan that allocates nothing, before any decoding.
 func CheckUniqueKeys(b []byte, syntaxErr, dupErr error) error {
+	if err := checkDepth(b, syntaxErr); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber() // 1e400 is valid JSON; only a float64 cannot hold it
 	type container struct {

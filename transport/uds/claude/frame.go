@@ -320,6 +320,8 @@ var (
 //   - invalid UTF-8 is refused (ErrInvalidUTF8) rather than replaced;
 //   - a repeated key anywhere is refused (ErrDuplicateKey) rather than the
 //     last one winning, so no two parsers can read one line two ways;
+//   - nesting deeper than jsonx.MaxDepth is refused (ErrSyntax, also
+//     jsonx.ErrTooDeep) by a scan that allocates nothing, before any parse;
 //   - keys match exactly, case included, as in JavaScript (encoding/json
 //     alone would let "TYPE" fill Type);
 //   - a known field of the wrong JSON type is refused (ErrBadField); null
@@ -332,6 +334,10 @@ var (
 func ParseLine(b []byte) (Line, error) {
 	if !utf8.Valid(b) {
 		return Line{}, ErrInvalidUTF8
+	}
+	// Before any parser allocates: a frame is 3 levels deep at most.
+	if !jsonx.WithinDepth(b, jsonx.MaxDepth) {
+		return Line{}, fmt.Errorf("%w: %w", ErrSyntax, jsonx.ErrTooDeep)
 	}
 	trimmed := bytes.TrimSpace(b)
 	if len(trimmed) == 0 {

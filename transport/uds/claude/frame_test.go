@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessiongateway/gateway/internal/jsonx"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -95,6 +96,10 @@ func TestParseLine(t *testing.T) {
 		{"a user frame whose content is a list is refused",
 			`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"x"}]}}`, Line{}, ErrBadField},
 		{"a message that is not an object is refused", `{"type":"user","message":"hi"}`, Line{}, ErrBadField},
+		{"nesting deeper than jsonx.MaxDepth is refused unparsed",
+			`{"type":"user","x":` + strings.Repeat("[", 1<<16), Line{}, jsonx.ErrTooDeep},
+		{"a too-deep array is refused as deep, not merely as not an object",
+			strings.Repeat("[", jsonx.MaxDepth+1), Line{}, jsonx.ErrTooDeep},
 		{"a fractional msgV is refused", `{"type":"control","msgV":1.5}`, Line{}, ErrBadField},
 		{"a file size given as a string is refused",
 			`{"type":"user","message":{"role":"user","content":"x"},"file_attachments":[{"file_size":"3"}]}`, Line{}, ErrBadField},

@@ -29,6 +29,13 @@ type ControllerVerifier interface {
 	Verify(token string) (Controller, bool)
 }
 
+// MaxAuthLine is the longest first line an inbox parses. A genuine auth
+// line is under 100 bytes (a 68-character controller token is the longest);
+// anything longer is refused before a parser sees it, so bytes from a
+// connection that has not authenticated cost a length check and nothing
+// more.
+const MaxAuthLine = 1 << 10
+
 // Authenticator checks a connection's first non-blank line.
 type Authenticator struct {
 	IPCToken    Token                // published in our record
@@ -40,9 +47,12 @@ type Authenticator struct {
 // whose token is our ipcToken (AuthPeer), our child token (AuthChild) or a
 // controller grant (AuthController), checked in that order, each in
 // constant time. ok false means the connection must be closed at once,
-// without a word: the line was not an auth line, or its token matched
-// nothing.
+// without a word: the line was longer than MaxAuthLine, was not an auth
+// line, or its token matched nothing.
 func (a Authenticator) Authenticate(line []byte) (o Origin, ok bool) {
+	if len(line) > MaxAuthLine {
+		return Origin{}, false // refused unparsed: no token is that long
+	}
 	l, err := ParseLine(line)
 	if err != nil || l.Auth == nil {
 		return Origin{}, false

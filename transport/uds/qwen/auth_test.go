@@ -1,6 +1,9 @@
 package qwen
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 type verifierFunc func(string) (Controller, bool)
 
@@ -25,6 +28,10 @@ func TestAuthenticate(t *testing.T) {
 		{"a user frame first closes the connection", `{"msgV":1,"msgId":"a","type":"user","message":{"role":"user","content":"x"}}`, Origin{}, false},
 		{"a newer msgV closes the connection", `{"msgV":2,"type":"auth","token":"peer-tok"}`, Origin{}, false},
 		{"junk closes the connection", `peer-tok`, Origin{}, false},
+		{"a right token on a line over MaxAuthLine closes the connection unparsed",
+			`{"msgV":1,"type":"auth","token":"peer-tok"` + strings.Repeat(" ", MaxAuthLine) + `}`, Origin{}, false},
+		{"a right token on a line of MaxAuthLine is accepted",
+			`{"msgV":1,"type":"auth","token":"peer-tok"` + strings.Repeat(" ", MaxAuthLine-len(auth("peer-tok"))) + `}`, Origin{Kind: AuthPeer}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -29,10 +29,16 @@ type object map[string]json.RawMessage
 // decodeObject reads b as one JSON object. It is stricter than JSON.parse,
 // which no genuine writer notices: invalid UTF-8 is refused rather than
 // replaced, and a repeated key anywhere is refused rather than the last one
-// winning, so that no two readers can read one text two ways.
+// winning, so that no two readers can read one text two ways. Nesting deeper
+// than jsonx.MaxDepth is refused before any parse, by a scan that allocates
+// nothing.
 func decodeObject(b []byte) (object, error) {
 	if !utf8.Valid(b) {
 		return nil, ErrInvalidUTF8
+	}
+	// Before any parser allocates: a frame is 2 levels deep at most.
+	if !jsonx.WithinDepth(b, jsonx.MaxDepth) {
+		return nil, fmt.Errorf("%w: %w", ErrSyntax, jsonx.ErrTooDeep)
 	}
 	t := bytes.TrimLeft(b, " \t\r\n")
 	if len(t) == 0 || t[0] != '{' {

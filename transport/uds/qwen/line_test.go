@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessiongateway/gateway/internal/jsonx"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -60,6 +61,7 @@ func TestParseLine(t *testing.T) {
 		{"text after the object is refused", `{"msgV":1,"type":"auth","token":"t"} x`, Line{}, ErrSyntax},
 		{"an array is not an object", `[1]`, Line{}, ErrNotObject},
 		{"broken JSON is refused", `{"msgV":1`, Line{}, ErrSyntax},
+		{"nesting deeper than jsonx.MaxDepth is refused unparsed", `{"msgV":1,"x":` + strings.Repeat("[", 1<<16), Line{}, jsonx.ErrTooDeep},
 		{"invalid UTF-8 is refused", "{\"msgV\":1,\"type\":\"auth\",\"token\":\"\xff\"}", Line{}, ErrInvalidUTF8},
 		{"white space alone is a blank line", " \t\u00a0\ufeff", Line{}, ErrBlankLine},
 		{"a type other than auth, user and control is dropped", `{"msgV":1,"msgId":"a","type":"ping"}`, Line{}, ErrUnknownType},
