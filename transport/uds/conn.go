@@ -36,6 +36,7 @@ type Conn struct {
 	br    *bufio.Reader
 
 	firstDeadline time.Time // the first line must be complete by then
+	lastDeadline  time.Time // MaxConnAge after the accept: no read goes past it
 	first         bool      // the first line is still to come
 	markDeadline  time.Time // with RearmOnMark: the deadline Mark last set
 	err           error     // sticky: once set, ReadLine returns it forever
@@ -45,6 +46,7 @@ type Conn struct {
 }
 
 func newConn(ctx context.Context, uc *net.UnixConn, cred Cred, lim Limits, stats *counters) *Conn {
+	now := time.Now()
 	return &Conn{
 		UnixConn:      uc,
 		Cred:          cred,
@@ -52,7 +54,8 @@ func newConn(ctx context.Context, uc *net.UnixConn, cred Cred, lim Limits, stats
 		lim:           lim,
 		stats:         stats,
 		br:            bufio.NewReaderSize(uc, readBufSize),
-		firstDeadline: time.Now().Add(lim.FirstLineTimeout),
+		firstDeadline: now.Add(lim.FirstLineTimeout),
+		lastDeadline:  now.Add(lim.MaxConnAge),
 		first:         true,
 	}
 }
@@ -97,12 +100,16 @@ func (c *Conn) arm() error {
 	case !c.first:
 		d = time.Now().Add(c.lim.LineTimeout)
 	}
+	if d.After(c.lastDeadline) {
+		d = c.lastDeadline
+	}
 	return c.UnixConn.SetReadDeadline(d)
 }
 
 // ReadLine returns the next line without its '\n'. A final line without '\n'
 // is returned as a line; the clean end after it is io.EOF. A line longer than
-// MaxLine (ErrLineTooLong) or not completed in time (ErrTimeout) closes the
+// MaxLine (ErrLineTooLong) or not completed in time (ErrTimeout), and any
+// read once MaxConnAge has passed since the accept (ErrTimeout), closes the
 // connection. At shutdown it returns the cancelled ctx's error. After any
 // error, every later call returns the same error.
 func (c *Conn) ReadLine() ([]byte, error) {

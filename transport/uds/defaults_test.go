@@ -14,7 +14,7 @@ import (
 )
 
 // The caps the issue names: 1 MiB per line, 30 s to complete a first line,
-// 64 concurrent connections.
+// 64 concurrent connections, 8 of them per process, 2 min per connection.
 func TestListenerDefaultsArePinned(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -23,6 +23,8 @@ func TestListenerDefaultsArePinned(t *testing.T) {
 		{"a line is capped at exactly 1 MiB", DefaultMaxLine, 1 << 20},
 		{"the first line must be complete within exactly 30 s", int64(DefaultFirstLineTimeout), int64(30 * time.Second)},
 		{"at most 64 connections are served at once", DefaultMaxConns, 64},
+		{"at most 8 of them from one process", DefaultMaxConnsPerPeer, 8},
+		{"a connection lives at most 2 min", int64(DefaultMaxConnAge), int64(2 * time.Minute)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,7 +97,7 @@ func TestZeroLimitsCapALineAtOneMiB(t *testing.T) {
 	}
 }
 
-func TestZeroLimitsServe64ConnectionsAndCloseThe65th(t *testing.T) {
+func TestZeroLimitsServe8ConnectionsOfOneProcessAndCloseThe9th(t *testing.T) {
 	release := make(chan struct{})
 	l := defaultsListener(t, func(ctx context.Context, c *Conn) {
 		select {
@@ -110,29 +112,30 @@ func TestZeroLimitsServe64ConnectionsAndCloseThe65th(t *testing.T) {
 			c.Close()
 		}
 	}()
-	for range 64 {
+	for range 8 {
 		c, err := net.Dial("unix", l.Path())
 		if err != nil {
 			t.Fatal(err)
 		}
 		conns = append(conns, c)
 	}
-	defaultsWaitFor(t, func() bool { return l.Stats().Accepted == 64 }, "64 connections served")
+	defaultsWaitFor(t, func() bool { return l.Stats().Accepted == 8 }, "8 connections served")
 	if s := l.Stats(); s.Rejected != 0 {
-		t.Fatalf("rejected %d of the first 64", s.Rejected)
+		t.Fatalf("rejected %d of the first 8", s.Rejected)
 	}
 	c, err := net.Dial("unix", l.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
 	conns = append(conns, c)
-	// The 65th is closed by the server at once: our read sees the end.
+	// The 9th from this process is closed by the server at once: our read
+	// sees the end.
 	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
 	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
-		t.Fatalf("the 65th connection: read err = %v, want EOF", err)
+		t.Fatalf("the 9th connection: read err = %v, want EOF", err)
 	}
-	if s := l.Stats(); s.Rejected != 1 || s.Accepted != 64 {
-		t.Fatalf("stats = %+v, want 64 accepted and 1 rejected", s)
+	if s := l.Stats(); s.Rejected != 1 || s.PeerLimited != 1 || s.Accepted != 8 {
+		t.Fatalf("stats = %+v, want 8 accepted and 1 rejected over the per-peer limit", s)
 	}
 }
 

@@ -23,7 +23,22 @@ type Limits struct {
 	MaxLine          int           // default 1 MiB: a longer line closes the conn (ErrLineTooLong)
 	FirstLineTimeout time.Duration // default 30 s from accept to complete the first line
 	LineTimeout      time.Duration // default 30 s to complete each later line
-	MaxConns         int           // default 64 concurrent; excess conns are accepted, closed at once, counted
+	// MaxConns is the most connections served at once (default 64). While
+	// that many are open the listener accepts nothing: a dial waits in the
+	// kernel's backlog until a slot frees, and is refused once the backlog
+	// is full, so a write to a full listener is never taken and dropped.
+	MaxConns int
+	// MaxConnsPerPeer is the most connections one process (uid and pid, as
+	// SO_PEERCRED reports them) may hold at once (default 8), so that one
+	// process cannot take every slot. One more is closed unread at once and
+	// counted: its sender sees the close (a reset when it had written), not
+	// a silent success.
+	MaxConnsPerPeer int
+	// MaxConnAge is how long a connection may stay open at all (default
+	// 2 min), whatever it sends: lines that keep re-arming the read
+	// deadline cannot hold a slot for ever. A genuine peer writes one
+	// message per connection and is done in milliseconds.
+	MaxConnAge time.Duration
 	// Units is what MaxLine counts: bytes (Claude Code) or, for Qwen Code,
 	// UTF-16 code units of the line read as UTF-8.
 	Units LineUnits
@@ -66,6 +81,8 @@ const (
 	DefaultFirstLineTimeout = 30 * time.Second
 	DefaultLineTimeout      = 30 * time.Second
 	DefaultMaxConns         = 64
+	DefaultMaxConnsPerPeer  = 8
+	DefaultMaxConnAge       = 2 * time.Minute
 )
 
 func (l Limits) withDefaults() Limits {
@@ -81,22 +98,33 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxConns <= 0 {
 		l.MaxConns = DefaultMaxConns
 	}
+	if l.MaxConnsPerPeer <= 0 {
+		l.MaxConnsPerPeer = DefaultMaxConnsPerPeer
+	}
+	l.MaxConnsPerPeer = min(l.MaxConnsPerPeer, l.MaxConns)
+	if l.MaxConnAge <= 0 {
+		l.MaxConnAge = DefaultMaxConnAge
+	}
 	return l
 }
 
 // Stats is a snapshot of a listener's counters.
 type Stats struct {
 	Accepted    uint64 // connections handed to a handler
-	Rejected    uint64 // closed at once: over MaxConns, or peer credentials unreadable
+	Rejected    uint64 // closed at once: over MaxConnsPerPeer, or peer credentials unreadable
+	PeerLimited uint64 // of Rejected, those over MaxConnsPerPeer
 	LineTooLong uint64 // connections closed for a line over MaxLine
-	Timeouts    uint64 // connections closed for a line not completed in time
+	Timeouts    uint64 // connections closed for a line not completed in time, or at MaxConnAge
 }
 
-type counters struct{ accepted, rejected, tooLong, timeouts atomic.Uint64 }
+type counters struct{ accepted, rejected, peerLimited, tooLong, timeouts atomic.Uint64 }
 
 // Handler serves one connection. Serve closes the connection when it returns.
 // ctx is cancelled at shutdown, when pending and later I/O on c also fails.
 type Handler func(ctx context.Context, c *Conn)
+
+// peerKey is who a connection's per-peer allowance is counted against.
+type peerKey struct{ uid, pid int }
 
 // Listener is a Unix stream socket bound to a path in a private directory.
 type Listener struct {
@@ -195,6 +223,7 @@ func (l *Listener) Stats() Stats {
 	return Stats{
 		Accepted:    l.stats.accepted.Load(),
 		Rejected:    l.stats.rejected.Load(),
+		PeerLimited: l.stats.peerLimited.Load(),
 		LineTooLong: l.stats.tooLong.Load(),
 		Timeouts:    l.stats.timeouts.Load(),
 	}
@@ -249,21 +278,13 @@ func (l *Listener) Serve(ctx context.Context, h Handler) error {
 	stop := onDone(ctx, func() { _ = l.ln.SetDeadline(longAgo) })
 
 	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		active = make(map[*Conn]struct{})
-		slots  = make(chan struct{}, l.lim.MaxConns) // a full channel is the cap
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		active  = make(map[*Conn]struct{})
+		perPeer = make(map[peerKey]int)
+		slots   = make(chan struct{}, l.lim.MaxConns) // a full channel is the cap
 	)
-	err := l.acceptLoop(ctx, func(uc *net.UnixConn) {
-		select {
-		case slots <- struct{}{}:
-		default:
-			// Counted before the close, so a peer that sees the close
-			// also sees the count.
-			l.stats.rejected.Add(1)
-			_ = uc.Close() // over the cap: closed, never queued
-			return
-		}
+	err := l.acceptLoop(ctx, slots, func(uc *net.UnixConn) {
 		cred, err := PeerCred(uc)
 		if err != nil {
 			l.stats.rejected.Add(1)
@@ -271,16 +292,31 @@ func (l *Listener) Serve(ctx context.Context, h Handler) error {
 			<-slots
 			return
 		}
-		c := newConn(ctx, uc, cred, l.lim, &l.stats)
-		l.stats.accepted.Add(1)
+		key := peerKey{uid: cred.UID, pid: cred.PID}
 		mu.Lock()
+		if perPeer[key] >= l.lim.MaxConnsPerPeer {
+			mu.Unlock()
+			// Counted before the close, so a peer that sees the close
+			// also sees the count.
+			l.stats.peerLimited.Add(1)
+			l.stats.rejected.Add(1)
+			_ = uc.Close()
+			<-slots
+			return
+		}
+		perPeer[key]++
+		c := newConn(ctx, uc, cred, l.lim, &l.stats)
 		active[c] = struct{}{}
 		mu.Unlock()
+		l.stats.accepted.Add(1)
 		wg.Go(func() {
 			defer func() {
 				_ = c.UnixConn.Close()
 				mu.Lock()
 				delete(active, c)
+				if perPeer[key]--; perPeer[key] == 0 {
+					delete(perPeer, key)
+				}
 				mu.Unlock()
 				<-slots
 			}()
@@ -300,17 +336,26 @@ func (l *Listener) Serve(ctx context.Context, h Handler) error {
 	return errors.Join(err, closeErr)
 }
 
-// acceptLoop calls serve for each accepted connection until ctx is done or the
-// listener is closed (nil) or accept fails for good (the error).
-func (l *Listener) acceptLoop(ctx context.Context, serve func(*net.UnixConn)) error {
+// acceptLoop takes a slot, then accepts a connection and calls serve with
+// it, which owns the slot from then on, until ctx is done or the listener is
+// closed (nil) or accept fails for good (the error). With every slot taken
+// it does not accept: the kernel queues dials in the listen backlog and
+// refuses them once that is full.
+func (l *Listener) acceptLoop(ctx context.Context, slots chan struct{}, serve func(*net.UnixConn)) error {
 	var backoff time.Duration
 	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
 		uc, err := l.ln.AcceptUnix()
 		if err == nil {
 			backoff = 0
 			serve(uc)
 			continue
 		}
+		<-slots
 		if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 			return nil
 		}

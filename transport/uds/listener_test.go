@@ -218,46 +218,102 @@ func TestLineTimeouts(t *testing.T) {
 }
 
 func TestMaxConns(t *testing.T) {
-	t.Run("the connection over MaxConns is closed at once and a freed slot is reused", func(t *testing.T) {
-		started := make(chan *Conn, DefaultMaxConns+2)
-		finished := make(chan struct{}, DefaultMaxConns+2)
+	t.Run("a dial over MaxConns is not accepted until a slot frees, and its line is then read", func(t *testing.T) {
+		const max = 4
+		started := make(chan *Conn, max+2)
+		lines := make(chan string, max+2)
 		h := func(ctx context.Context, c *Conn) {
 			started <- c
-			_, _ = c.ReadLine() // holds the slot until the client closes
-			finished <- struct{}{}
+			line, _ := c.ReadLine() // holds the slot until the client writes or closes
+			lines <- string(line)
 		}
-		lim := Limits{FirstLineTimeout: time.Minute}
+		lim := Limits{FirstLineTimeout: time.Minute, MaxConns: max, MaxConnsPerPeer: max}
 		s := serve(t, filepath.Join(testutil.ShortTempDir(t), "m.sock"), lim, h)
 
-		held := make([]*net.UnixConn, DefaultMaxConns)
+		held := make([]*net.UnixConn, max)
 		for i := range held {
 			held[i] = dialT(t, s.Path())
 			<-started // accepted and counted before the next dial
 		}
-
+		// The kernel takes the dial and the write into its backlog; before
+		// the fix the listener accepted it and closed it unread, so the
+		// write "succeeded" and was lost.
+		extra := dialT(t, s.Path())
+		if _, err := extra.Write([]byte("late\n")); err != nil {
+			t.Fatalf("write to a full listener: %v", err)
+		}
+		select {
+		case <-started:
+			t.Fatal("a connection over MaxConns was accepted")
+		case <-time.After(50 * time.Millisecond):
+		}
+		if st := s.Stats(); st.Accepted != max || st.Rejected != 0 {
+			t.Fatalf("Stats() = %+v, want %d accepted and none rejected", st, max)
+		}
+		_ = held[0].Close()
+		if got := <-lines; got != "" {
+			t.Fatalf("the closed connection read %q", got)
+		}
+		<-started
+		if got := <-lines; got != "late" {
+			t.Fatalf("the waiting connection read %q, want its line", got)
+		}
+	})
+	t.Run("a connection over MaxConnsPerPeer is closed at once, and counted", func(t *testing.T) {
+		started := make(chan *Conn, 4)
+		h := func(ctx context.Context, c *Conn) {
+			started <- c
+			_, _ = c.ReadLine()
+		}
+		lim := Limits{FirstLineTimeout: time.Minute, MaxConnsPerPeer: 2}
+		s := serve(t, filepath.Join(testutil.ShortTempDir(t), "p.sock"), lim, h)
+		for range 2 {
+			dialT(t, s.Path())
+			<-started
+		}
 		extra := dialT(t, s.Path())
 		_ = extra.SetReadDeadline(time.Now().Add(time.Minute))
 		if n, err := extra.Read(make([]byte, 1)); err != io.EOF {
-			t.Fatalf("connection %d: read = %d, %v; want io.EOF from a server-side close", DefaultMaxConns+1, n, err)
+			t.Fatalf("connection 3 of one process: read = %d, %v; want io.EOF from a server-side close", n, err)
 		}
-		if st := s.Stats(); st.Accepted != DefaultMaxConns || st.Rejected != 1 {
-			t.Fatalf("Stats() = %+v, want %d accepted and 1 rejected", st, DefaultMaxConns)
-		}
-
-		_ = held[0].Close()
-		<-finished
-		// The slot is released after the handler returns; a dial racing that
-		// release may still be refused, so dial until one is served.
-		for {
-			c := dialT(t, s.Path())
-			select {
-			case <-started:
-				return
-			case <-time.After(10 * time.Millisecond):
-				_ = c.Close()
-			}
+		if st := s.Stats(); st.Accepted != 2 || st.Rejected != 1 || st.PeerLimited != 1 {
+			t.Fatalf("Stats() = %+v, want 2 accepted and 1 rejected over the per-peer limit", st)
 		}
 	})
+}
+
+func TestMaxConnAge(t *testing.T) {
+	// A peer completing a line every 20 ms re-arms RearmEachLine's deadline
+	// for ever; MaxConnAge closes the connection anyway.
+	got := make(chan lineResult, 1)
+	lim := Limits{FirstLineTimeout: time.Minute, LineTimeout: time.Minute, MaxConnAge: 300 * time.Millisecond}
+	s := serve(t, filepath.Join(testutil.ShortTempDir(t), "a.sock"), lim, recordLines(got))
+	c := dialT(t, s.Path())
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			if _, err := c.Write([]byte("x\n")); err != nil {
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	select {
+	case r := <-got:
+		if !errors.Is(r.err, ErrTimeout) || len(r.lines) == 0 {
+			t.Fatalf("after %d lines: %v, want ErrTimeout", len(r.lines), r.err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a connection re-arming its deadline outlived MaxConnAge")
+	}
+	if st := s.Stats(); st.Timeouts != 1 {
+		t.Fatalf("Stats() = %+v, want 1 timeout", st)
+	}
 }
 
 func TestServeShutdown(t *testing.T) {

@@ -192,7 +192,12 @@ func Register(cfg Config) (*Peer, error) {
 	if err := safefile.EnsureDir(p.sessionsDir); err != nil {
 		return nil, fmt.Errorf("sessions directory: %w", err)
 	}
-	if p.ln, err = uds.Listen(p.socketPath, cfg.Socket); err != nil {
+	// Only a line that parses (an auth line, a frame) extends the read
+	// deadline, as on the Qwen leg: a blank line every few seconds must not
+	// hold a connection slot.
+	sock := cfg.Socket
+	sock.Rearm = uds.RearmOnMark
+	if p.ln, err = uds.Listen(p.socketPath, sock); err != nil {
 		return nil, fmt.Errorf("binding %s: %w", p.socketPath, err)
 	}
 	if err := p.writeFiles(); err != nil {

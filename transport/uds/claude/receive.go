@@ -46,8 +46,9 @@ func (p *Peer) serveConn(ctx context.Context, c *uds.Conn) {
 		l, err := ParseLine(line)
 		if err != nil {
 			p.log.Debug("bad line from peer ignored", "pid", c.Cred.PID, "err", err)
-			continue
+			continue // and the read deadline stays where it was
 		}
+		c.Mark()
 		if l.Auth != nil {
 			if first {
 				in.auth = p.classify(l.Auth.Token)
