@@ -11,29 +11,42 @@ import (
 )
 
 // Limits are the inbox admission limits. The defaults are Claude Code
-// 2.1.332's own (its tengu_harbor_kite_limits fallbacks).
+// 2.1.332's own (its tengu_harbor_kite_limits fallbacks), except the global
+// bucket and the hold caps, which Claude Code does not have: they are the
+// Qwen leg's, so a sender that names itself afresh on every frame gets no
+// more through, and parks no more, on one leg than on the other.
 type Limits struct {
 	BucketCapacity    int           // tokens a sender starts with and can save up
 	RefillPerSecond   float64       // tokens a sender earns back per second
+	GlobalBurst       int           // the bucket all senders share
+	GlobalRefill      float64       // tokens the shared bucket earns back per second
 	DedupWindow       time.Duration // how long an identical body counts as a duplicate
 	MaxSelfHops       int           // hop-loop at this many of our own tokens in the chain
 	MaxChainLength    int           // hop-runaway above this many chain entries
 	MaxTrackedSenders int           // senders remembered; the least recently seen is forgotten
 	MaxQueued         int           // queue-full at this many undelivered messages
+	MaxHeld           int           // queue-full at this many held messages
+	MaxHeldBytes      int           // queue-full when held bodies would pass this many bytes
 }
 
 // DefaultLimits returns Claude Code's defaults: 30 tokens refilled at 0.5/s,
 // a 30 s duplicate window, hop-loop at 10 self hops, hop-runaway above 28
-// entries, 256 tracked senders, 50 queued messages.
+// entries, 256 tracked senders, 50 queued messages; and the Qwen leg's
+// shared bucket of 32 refilled at one a second and 50 held messages, with
+// at most 8 MiB of held bodies.
 func DefaultLimits() Limits {
 	return Limits{
 		BucketCapacity:    30,
 		RefillPerSecond:   0.5,
+		GlobalBurst:       32,
+		GlobalRefill:      1,
 		DedupWindow:       30 * time.Second,
 		MaxSelfHops:       10,
 		MaxChainLength:    28,
 		MaxTrackedSenders: 256,
 		MaxQueued:         50,
+		MaxHeld:           50,
+		MaxHeldBytes:      8 << 20,
 	}
 }
 
@@ -61,6 +74,18 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxQueued <= 0 {
 		l.MaxQueued = d.MaxQueued
 	}
+	if l.GlobalBurst <= 0 {
+		l.GlobalBurst = d.GlobalBurst
+	}
+	if l.GlobalRefill <= 0 {
+		l.GlobalRefill = d.GlobalRefill
+	}
+	if l.MaxHeld <= 0 {
+		l.MaxHeld = d.MaxHeld
+	}
+	if l.MaxHeldBytes <= 0 {
+		l.MaxHeldBytes = d.MaxHeldBytes
+	}
 	return l
 }
 
@@ -70,16 +95,20 @@ func (l Limits) withDefaults() Limits {
 //  1. hop-runaway: the chain has more than MaxChainLength entries;
 //  2. hop-loop: our own tokens occur MaxSelfHops times or more in the chain
 //     (all self tokens counted together);
-//  3. duplicate: the body equals (by SHA-256) the last body admitted from the
+//  3. rate-limited: the bucket all senders share holds less than one token
+//     (ours, not Claude Code's: a sender that names itself afresh on each
+//     frame gets a fresh bucket of its own, but not of this one);
+//  4. duplicate: the body equals (by SHA-256) the last body admitted from the
 //     same sender, less than DedupWindow ago (message ids play no part);
-//  4. rate-limited: the sender's bucket holds less than one token;
-//  5. queue-full: queued is MaxQueued or more.
+//  5. rate-limited: the sender's bucket holds less than one token;
+//  6. queue-full: queued is MaxQueued or more.
 //
 // The hop checks come first because they need no state and touch no sender.
-// A message dropped by checks 1 to 4 costs no token and is not remembered as
-// the last body. A message that passes 4 spends its token and becomes the last
-// body before check 5, as in Claude Code: so a queue-full drop still costs a
-// token, and resending the same body within the window is then a duplicate.
+// A message dropped by checks 1 to 5 costs no token and is not remembered as
+// the last body. A message that passes 5 spends a token from both buckets and
+// becomes the last body before check 6, as in Claude Code: so a queue-full
+// drop still costs a token, and resending the same body within the window is
+// then a duplicate.
 //
 // Senders are tracked least-recently-seen first; a sender seen by checks 3 to
 // 5 counts as seen. When MaxTrackedSenders are tracked, a new sender evicts the
@@ -92,9 +121,11 @@ type Guard struct {
 	clk  clock.Clock
 	self func() []string
 
-	mu      sync.Mutex
-	lru     *list.List               // of *senderState, most recently seen at the front
-	senders map[string]*list.Element // by sender key
+	mu        sync.Mutex
+	lru       *list.List               // of *senderState, most recently seen at the front
+	senders   map[string]*list.Element // by sender key
+	globalTok float64                  // the shared bucket's level at globalAt
+	globalAt  time.Time
 }
 
 type senderState struct {
@@ -113,12 +144,15 @@ func NewGuard(lim Limits, clk clock.Clock, selfTokens func() []string) *Guard {
 	if clk == nil {
 		clk = clock.Real{}
 	}
+	lim = lim.withDefaults()
 	return &Guard{
-		lim:     lim.withDefaults(),
-		clk:     clk,
-		self:    selfTokens,
-		lru:     list.New(),
-		senders: make(map[string]*list.Element),
+		lim:       lim,
+		clk:       clk,
+		self:      selfTokens,
+		lru:       list.New(),
+		senders:   make(map[string]*list.Element),
+		globalTok: float64(lim.GlobalBurst),
+		globalAt:  clk.Now(),
 	}
 }
 
@@ -165,6 +199,13 @@ func (g *Guard) Admit(sender, body string, chain []string, queued int) (reason m
 
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if elapsed := now.Sub(g.globalAt); elapsed > 0 {
+		g.globalTok = min(float64(g.lim.GlobalBurst), g.globalTok+elapsed.Seconds()*g.lim.GlobalRefill)
+	}
+	g.globalAt = now
+	if g.globalTok < 1 {
+		return message.DropRateLimited, true
+	}
 	s := g.touch(sender, now)
 	if s.hasBody && s.lastBody == sum && now.Sub(s.lastBodyAt) < g.lim.DedupWindow {
 		return message.DropDuplicate, true
@@ -177,6 +218,7 @@ func (g *Guard) Admit(sender, body string, chain []string, queued int) (reason m
 		return message.DropRateLimited, true
 	}
 	s.tokens--
+	g.globalTok--
 	s.hasBody, s.lastBody, s.lastBodyAt = true, sum, now
 	if queued >= g.lim.MaxQueued {
 		return message.DropQueueFull, true

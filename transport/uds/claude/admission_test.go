@@ -16,9 +16,11 @@ func newTestGuard(self ...string) (*Guard, *clock.FakeClock) {
 	return NewGuard(Limits{}, clk, func() []string { return self }), clk
 }
 
-func TestDefaultLimitsAreClaudeCodes(t *testing.T) {
+// Claude Code's own limits, and the Qwen leg's shared bucket and hold caps.
+func TestDefaultLimitsAreClaudeCodesAndTheQwenLegs(t *testing.T) {
 	want := Limits{BucketCapacity: 30, RefillPerSecond: 0.5, DedupWindow: 30 * time.Second,
-		MaxSelfHops: 10, MaxChainLength: 28, MaxTrackedSenders: 256, MaxQueued: 50}
+		MaxSelfHops: 10, MaxChainLength: 28, MaxTrackedSenders: 256, MaxQueued: 50,
+		GlobalBurst: 32, GlobalRefill: 1, MaxHeld: 50, MaxHeldBytes: 8 << 20}
 	if got := DefaultLimits(); got != want {
 		t.Fatalf("DefaultLimits() = %+v, want %+v", got, want)
 	}
@@ -237,9 +239,40 @@ func TestGuardQueueFull(t *testing.T) {
 	})
 }
 
+// A fresh sender name on every frame once got a fresh bucket every time:
+// 4,963 of 5,000 such frames were delivered. The shared bucket stops them.
+func TestGuardGlobalBucket(t *testing.T) {
+	g, clk := newTestGuard()
+	admitted := 0
+	for i := range 100 {
+		r, d := g.Admit("from:"+strconv.Itoa(i), "x", nil, 0)
+		switch {
+		case !d:
+			admitted++
+		case r != message.DropRateLimited:
+			t.Fatalf("sender %d dropped for %v", i, r)
+		}
+	}
+	if admitted != 32 {
+		t.Fatalf("100 senders of one message each: %d admitted, want the shared burst of 32", admitted)
+	}
+	clk.Advance(999 * time.Millisecond)
+	if r, d := g.Admit("from:late", "x", nil, 0); !d || r != message.DropRateLimited {
+		t.Fatalf("after 0.999 s: %v %v, want rate-limited", r, d)
+	}
+	clk.Advance(time.Millisecond)
+	if r, d := g.Admit("from:later", "x", nil, 0); d {
+		t.Fatalf("after 1 s: %v, want the one token the shared bucket earned back", r)
+	}
+	if r, d := g.Admit("from:latest", "x", nil, 0); !d || r != message.DropRateLimited {
+		t.Fatalf("the token spent: %v %v, want rate-limited", r, d)
+	}
+}
+
 func TestGuardEviction(t *testing.T) {
 	t.Run("the 257th sender evicts the least recently seen one, which starts afresh", func(t *testing.T) {
-		g, _ := newTestGuard()
+		// A shared bucket big enough for 257 senders: this is about theirs.
+		g := NewGuard(Limits{GlobalBurst: 1 << 20}, clock.NewFakeClock(time.Time{}), nil)
 		for i := range 30 {
 			g.Admit("from:0", strconv.Itoa(i), nil, 0) // sender 0 runs dry
 		}

@@ -20,15 +20,23 @@ type heldMsg struct {
 var ErrNotHeld = errors.New("no held message with that id")
 
 // hold parks m for a person, tells the sender (held), and expires it after
-// HoldTTL (expired).
-func (p *Peer) hold(ctx context.Context, reply replyTo, m message.Message, reason string) {
+// HoldTTL (expired). It returns false, and parks nothing, when MaxHeld
+// messages are held already or their bodies and m's would pass
+// MaxHeldBytes: the caller drops m queue-full, as the Qwen leg does,
+// rather than evict a message a person may be reading.
+func (p *Peer) hold(ctx context.Context, reply replyTo, m message.Message, reason string) bool {
 	now := p.clock.Now()
 	hm := &heldMsg{h: message.Held{Message: m, Reason: reason, Since: now, Expires: now.Add(p.cfg.HoldTTL)}, reply: reply}
+	lim := p.guard.Limits()
 	p.mu.Lock()
 	if _, dup := p.held[m.ID]; dup || m.ID == "" {
 		p.mu.Unlock()
 		p.log.Info("held message with a repeated or empty id ignored", "msg_id", m.ID)
-		return
+		return true
+	}
+	if len(p.held) >= lim.MaxHeld || heldBytes(p.held)+len(m.Body) > lim.MaxHeldBytes {
+		p.mu.Unlock()
+		return false
 	}
 	p.held[m.ID] = hm
 	hm.timer = p.clock.AfterFunc(p.cfg.HoldTTL, func() { p.expire(m.ID) })
@@ -37,9 +45,20 @@ func (p *Peer) hold(ctx context.Context, reply replyTo, m message.Message, reaso
 	p.receipt(ctx, reply, NewStatusReceipt(p.addr, m.ID, WireHeld, "", reason))
 	h := hm.h
 	p.emit(ctx, message.Event{Type: message.EventHeld, Held: &h})
+	return true
 }
 
-// Held lists held messages, oldest first.
+// heldBytes is what the held bodies weigh against MaxHeldBytes.
+func heldBytes(held map[string]*heldMsg) int {
+	n := 0
+	for _, h := range held {
+		n += len(h.h.Message.Body)
+	}
+	return n
+}
+
+// Held lists held messages, oldest first: at most MaxHeld, their bodies at
+// most MaxHeldBytes together.
 func (p *Peer) Held() []message.Held {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -168,9 +168,7 @@ func (p *Peer) handleUser(ctx context.Context, in *inbound, f *Frame) {
 		sender = "pid:" + strconv.Itoa(in.cred.PID)
 	}
 	if reason, dropped := p.guard.Admit(sender, m.Body, m.HopChain, p.queued()); dropped {
-		p.log.Info("inbound message dropped", "from", sender, "reason", reason.String(), "msg_id", f.MsgID)
-		p.drops.report(ctx, sender, in.reply, f.MsgID, reason)
-		p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: f.MsgID, From: m.From, Reason: reason}})
+		p.dropInbound(ctx, sender, in.reply, m, reason)
 		return
 	}
 	v := p.decide(in, m)
@@ -186,6 +184,16 @@ func (p *Peer) handleUser(ctx context.Context, in *inbound, f *Frame) {
 			"This session refuses inbound cross-session messages"))
 		p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: f.MsgID, From: m.From, Reason: message.DropRefused}})
 	case verdictHold:
-		p.hold(ctx, in.reply, m, p.holdReason(m))
+		if !p.hold(ctx, in.reply, m, p.holdReason(m)) {
+			p.dropInbound(ctx, sender, in.reply, m, message.DropQueueFull)
+		}
 	}
+}
+
+// dropInbound turns m away for reason: a dropped receipt to a vetted
+// sender, as Claude Code writes one, and a drop event.
+func (p *Peer) dropInbound(ctx context.Context, sender string, reply replyTo, m message.Message, reason message.DropReason) {
+	p.log.Info("inbound message dropped", "from", sender, "reason", reason.String(), "msg_id", m.ID)
+	p.drops.report(ctx, sender, reply, m.ID, reason)
+	p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: m.ID, From: m.From, Reason: reason}})
 }

@@ -25,18 +25,20 @@ type Limits struct {
 	MaxTrackedSenders     int           // sender meters kept; see Gate
 	MaxSettled            int           // settled ids remembered with their verdict
 	MaxHeld               int           // held messages, per session
+	MaxHeldBytes          int           // held bodies' bytes, all sessions together (ours, not Qwen Code's)
 	MaxQueued             int           // accepted messages waiting to be consumed
 }
 
 // DefaultLimits returns Qwen Code's: a burst of 30 per sender refilled at
 // one every two seconds, a shared burst of 32 refilled at one a second, a
-// 30 s duplicate window, 256 senders, 512 settled ids, 50 held, 50 queued.
+// 30 s duplicate window, 256 senders, 512 settled ids, 50 held, 50 queued;
+// and, as on the Claude leg, at most 8 MiB of held bodies.
 func DefaultLimits() Limits {
 	return Limits{
 		SenderBurst: 30, SenderRefillPerSecond: 0.5,
 		GlobalBurst: 32, GlobalRefillPerSecond: 1,
 		DedupWindow: 30 * time.Second, MaxTrackedSenders: 256,
-		MaxSettled: 512, MaxHeld: 50, MaxQueued: 50,
+		MaxSettled: 512, MaxHeld: 50, MaxHeldBytes: 8 << 20, MaxQueued: 50,
 	}
 }
 
@@ -53,6 +55,7 @@ func (l Limits) withDefaults() Limits {
 	fill(&l.MaxTrackedSenders, d.MaxTrackedSenders)
 	fill(&l.MaxSettled, d.MaxSettled)
 	fill(&l.MaxHeld, d.MaxHeld)
+	fill(&l.MaxHeldBytes, d.MaxHeldBytes)
 	fill(&l.MaxQueued, d.MaxQueued)
 	if l.SenderRefillPerSecond <= 0 {
 		l.SenderRefillPerSecond = d.SenderRefillPerSecond
@@ -275,7 +278,8 @@ func (g *Gate) flush(p *pending) {
 //  6. an id already held: held again;
 //  7. the policy: refuse (refused); while shutting down, expired; accept
 //     (queued, or dropped queue-full when the queue is full); or hold
-//     (parked, or dropped queue-full when 50 are held for that session).
+//     (parked, or dropped queue-full when 50 are held for that session or
+//     the held bodies would pass MaxHeldBytes).
 //
 // Drops leave no settled id, so a sender that waits and retries finds the
 // gate as if it had waited in the first place. Every outcome after 4 that
@@ -343,13 +347,14 @@ func (g *Gate) admitLocked(in Inbound, p *pending) Decision {
 		return Decision{Outcome: OutcomeDelivered, Receipt: StatusDelivered}
 	}
 	hk := g.heldKey(in.Frame)
-	n := 0
+	n, size := 0, len(in.Frame.Content)
 	for _, h := range g.held {
 		if g.heldKey(h.in.Frame) == hk {
 			n++
 		}
+		size += len(h.in.Frame.Content)
 	}
-	if n >= g.lim.MaxHeld {
+	if n >= g.lim.MaxHeld || size > g.lim.MaxHeldBytes {
 		g.forgetBody(in)
 		return g.drop(in, message.DropQueueFull, p)
 	}

@@ -125,7 +125,7 @@ func want(t *testing.T, got Decision, outcome Outcome, extra ...any) {
 
 func TestDefaultLimitsAreQwenCodes(t *testing.T) {
 	want := Limits{SenderBurst: 30, SenderRefillPerSecond: 0.5, GlobalBurst: 32, GlobalRefillPerSecond: 1,
-		DedupWindow: 30 * time.Second, MaxTrackedSenders: 256, MaxSettled: 512, MaxHeld: 50, MaxQueued: 50}
+		DedupWindow: 30 * time.Second, MaxTrackedSenders: 256, MaxSettled: 512, MaxHeld: 50, MaxHeldBytes: 8 << 20, MaxQueued: 50}
 	if got := DefaultLimits(); got != want {
 		t.Fatalf("got %+v", got)
 	}
@@ -297,6 +297,19 @@ func TestGateDuplicates(t *testing.T) {
 		r.set(func(r *gateRig) { r.policy = PolicyUnset })
 		want(t, r.admit(msg("a", "m2", "same")), OutcomeDelivered)
 	})
+}
+
+// Held bodies are capped in bytes as on the Claude leg: the next one that
+// would pass MaxHeldBytes is dropped queue-full, and nothing is evicted.
+func TestGateCapsHeldBytes(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.Limits.MaxHeldBytes = 100 })
+	r.set(func(r *gateRig) { r.policy = PolicyHold })
+	want(t, r.admit(msg("a", "m1", strings.Repeat("x", 60))), OutcomeHeld)
+	want(t, r.admit(msg("b", "m2", strings.Repeat("y", 40))), OutcomeHeld)
+	want(t, r.admit(msg("c", "m3", "z")), OutcomeDropped, message.DropQueueFull)
+	if got := r.takeDrops(); fmt.Sprint(got) != "[m3:queue-full]" {
+		t.Fatalf("drops %v", got)
+	}
 }
 
 func TestGateSettledAndHeldIDs(t *testing.T) {
