@@ -6,11 +6,11 @@ import (
 )
 
 // MaxDepth is the deepest nesting of arrays and objects CheckUniqueKeys
-// accepts. The deepest frame a genuine peer writes on a session socket is 3
-// (a Claude Code user frame's file_attachments entries), the deepest remote
-// API object 7; without a cap a 1 MiB line of '[' cost about 58 MB of heap
-// to refuse.
-const MaxDepth = 32
+// accepts, the control API's cap too. The deepest frame a genuine peer
+// writes on a session socket is 3 (a Claude Code user frame's
+// file_attachments entries), the deepest remote API object 7; without a cap
+// a 1 MiB line of '[' cost about 58 MB of heap to refuse.
+const MaxDepth = 64
 
 // ErrTooDeep is wrapped, beside the caller's syntax error, by
 // CheckUniqueKeys for text nested deeper than MaxDepth.

@@ -23,8 +23,8 @@ func TestWithinDepth(t *testing.T) {
 		{`{"a":"\"[[[["}`, 1, true}, // nor after an escaped quote
 		{`{"a":"\\"}`, 1, true},     // an escaped backslash ends the escape
 		{`[[],[],[]]`, 2, true},     // siblings do not add up
-		{strings.Repeat("[", 33), MaxDepth, false},
-		{strings.Repeat("[", 32) + strings.Repeat("]", 32), MaxDepth, true},
+		{strings.Repeat("[", MaxDepth+1), MaxDepth, false},
+		{strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth), MaxDepth, true},
 	}
 	for _, tt := range tests {
 		if got := WithinDepth([]byte(tt.in), tt.limit); got != tt.want {
