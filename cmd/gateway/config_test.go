@@ -408,6 +408,32 @@ func TestConfigRedactsSecrets(t *testing.T) {
 	})
 }
 
+func TestConfigRedactsURLUserinfoAndExecArguments(t *testing.T) {
+	vars := map[string]string{"GATEWAY_STATE_DIR": t.TempDir()}
+	args := []string{"config", "--remote-url", "https://gw:url-pa55word@claude.example",
+		"--remote-signer", "exec:/usr/local/bin/signer --passphrase exec-pa55word"}
+	for _, extra := range [][]string{nil, {"--json"}} {
+		code, stdout, stderr := runGateway(t, vars, append(append([]string{}, args...), extra...)...)
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		if strings.Contains(stdout+stderr, "pa55word") {
+			t.Errorf("config %v prints a password:\n%s", extra, stdout)
+		}
+		for _, w := range []string{"https://[redacted]@claude.example", "exec:/usr/local/bin/signer [redacted]"} {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("config %v does not show %q:\n%s", extra, w, stdout)
+			}
+		}
+	}
+	t.Run("a check that quotes the URL hides its userinfo", func(t *testing.T) {
+		code, stdout, stderr := runGateway(t, vars, "config", "--remote-token-file", "/nonexistent/token", "--remote-url", "https://gw:url-pa55word@claude.example/not-a-base")
+		if code != exitUsage || !strings.Contains(stderr, "--remote-url") || strings.Contains(stdout+stderr, "pa55word") {
+			t.Fatalf("exit %d, stderr %q; want 2 naming --remote-url without the password", code, stderr)
+		}
+	})
+}
+
 func TestConfigHelpDocumentsPrecedence(t *testing.T) {
 	for _, cmd := range []string{"config", "serve"} {
 		t.Run(cmd+" -h explains the layers and lists every variable", func(t *testing.T) {

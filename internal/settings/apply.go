@@ -211,9 +211,9 @@ func (s *setting) set(vals []string) error {
 }
 
 func (s *setting) badValue(v string, err error) error {
-	shown := fmt.Sprintf("%q", v)
+	shown := fmt.Sprintf("%q", redactInline(v))
 	if s.secret() {
-		shown = "[redacted]"
+		shown = redacted
 	}
 	switch s.kind {
 	case kindDuration:
@@ -226,7 +226,8 @@ func (s *setting) badValue(v string, err error) error {
 	if s.secret() {
 		return fmt.Errorf("%w %s", ErrBadValue, shown) // the flag's message may quote it
 	}
-	return fmt.Errorf("%w %s: %v", ErrBadValue, shown, err)
+	why := redactUserinfo(strings.ReplaceAll(err.Error(), v, redactInline(v)))
+	return fmt.Errorf("%w %s: %s", ErrBadValue, shown, why)
 }
 
 // readSecret reads a _FILE secret: a regular file, not a symlink, no

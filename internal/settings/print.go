@@ -19,29 +19,76 @@ func (s *setting) display() any {
 		if s.secret() && len(vals) > 0 {
 			return "[redacted]"
 		}
-		if vals == nil {
-			vals = []string{}
+		shown := make([]string, len(vals))
+		for i, v := range vals {
+			shown[i] = redactInline(v)
 		}
-		return vals
+		return shown
 	}
 	v := s.flag.Value.String()
 	if s.secret() && v != "" {
 		return "[redacted]"
 	}
-	return v
+	return redactInline(v)
+}
+
+// redacted stands in for what is not shown.
+const redacted = "[redacted]"
+
+// redactInline hides what is secret by its shape rather than by its key's
+// name: a URL's userinfo (https://user:password@host shows as
+// https://[redacted]@host) and the arguments of an exec: command (a signer
+// given --password P shows as exec:signer [redacted]). The program name
+// and the host stay, so the value still says what it points at.
+func redactInline(v string) string {
+	if cmd, ok := strings.CutPrefix(v, "exec:"); ok {
+		if f := strings.Fields(cmd); len(f) > 1 {
+			return "exec:" + redactUserinfo(f[0]) + " " + redacted
+		}
+	}
+	return redactUserinfo(v)
+}
+
+// redactUserinfo replaces the userinfo of every URL in s.
+func redactUserinfo(s string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "://")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		start := i + len("://")
+		end := len(s)
+		if j := strings.IndexAny(s[start:], "/?#\"\\ \t\n"); j >= 0 {
+			end = start + j
+		}
+		b.WriteString(s[:start])
+		if at := strings.LastIndexByte(s[start:end], '@'); at >= 0 {
+			b.WriteString(redacted)
+			start += at
+		}
+		b.WriteString(s[start:end])
+		s = s[end:]
+	}
 }
 
 // Annotate adds where a flag named in a check's message got its value, so
 // an error about --held-expiry points at the file line or the variable. A
-// check may quote a value: a secret's is blanked out first.
+// check may quote a value: a secret's is blanked out first, and so are the
+// parts redactInline hides.
 func (st *Settings) Annotate(msg string) string {
 	var notes []string
 	for _, s := range st.list {
-		if s.secret() && s.source != Default {
+		if s.source != Default {
 			for _, v := range s.value {
-				if v != "" {
-					msg = strings.ReplaceAll(msg, v, "[redacted]")
-					msg = strings.ReplaceAll(msg, strings.Trim(strconv.Quote(v), `"`), "[redacted]")
+				shown := redactInline(v)
+				if s.secret() {
+					shown = redacted
+				}
+				if v != "" && shown != v {
+					msg = strings.ReplaceAll(msg, v, shown)
+					msg = strings.ReplaceAll(msg, strings.Trim(strconv.Quote(v), `"`), strings.Trim(strconv.Quote(shown), `"`))
 				}
 			}
 		}
@@ -50,6 +97,7 @@ func (st *Settings) Annotate(msg string) string {
 		}
 		notes = append(notes, fmt.Sprintf("--%s came from %s", s.key, s.origin))
 	}
+	msg = redactUserinfo(msg) // a check may quote a URL in a form of its own
 	if len(notes) == 0 {
 		return msg
 	}

@@ -98,3 +98,47 @@ func TestSecretsAreRedacted(t *testing.T) {
 		t.Fatalf("Annotate = %q", got)
 	}
 }
+
+func TestSecretsByShapeAreRedacted(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"https://user:hunter2@api.example:8443", "https://[redacted]@api.example:8443"},
+		{"https://tok3n@api.example/v1?x=1", "https://[redacted]@api.example/v1?x=1"},
+		{"https://api.example/user@x", "https://api.example/user@x"}, // an @ in the path is no userinfo
+		{"exec:/usr/bin/signer --password hunter2", "exec:/usr/bin/signer [redacted]"},
+		{"exec:signer", "exec:signer"},
+		{"exec:signer --url https://u:p@h", "exec:signer [redacted]"},
+		{"see https://a:b@h and ftp://c@d", "see https://[redacted]@h and ftp://[redacted]@d"},
+		{"plain", "plain"},
+	}
+	for _, tt := range tests {
+		if got := redactInline(tt.in); got != tt.want {
+			t.Errorf("redactInline(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+
+	fs := flag.NewFlagSet("app", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.String("url", "", "a URL")
+	fs.String("signer", "", "exec:COMMAND")
+	fs.Func("mirror", "repeatable", func(string) error { return nil })
+	st, _, err := Load(fs, []string{"--url", "https://u:hunter2@h", "--signer", "exec:sign --key hunter2", "--mirror", "https://m:hunter2@m"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.Lookup("url").Value.String(); got != "https://u:hunter2@h" {
+		t.Fatalf("url = %q: the value itself must stay whole", got)
+	}
+	for _, asJSON := range []bool{false, true} {
+		var out bytes.Buffer
+		if err := st.Print(&out, asJSON); err != nil {
+			t.Fatal(err)
+		}
+		if s := out.String(); strings.Contains(s, "hunter2") || !strings.Contains(s, "exec:sign [redacted]") || !strings.Contains(s, "https://[redacted]@h") {
+			t.Fatalf("printed (json %v):\n%s", asJSON, s)
+		}
+	}
+	msg := st.Annotate(`--url "https://u:hunter2@h": want a host; --signer "exec:sign --key hunter2" failed`)
+	if strings.Contains(msg, "hunter2") || !strings.Contains(msg, "exec:sign [redacted]") {
+		t.Fatalf("Annotate = %q", msg)
+	}
+}
