@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/sessiongateway/gateway/auth"
+	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/internal/settings"
 )
 
@@ -40,18 +41,37 @@ func configFlag(fs *flag.FlagSet) *string {
 // variables, --config or <state-dir>/config.json, the command line. The
 // flags named in skip are the command's own (--json of gateway config) and
 // take only the command line.
+//
+// The default config file is in the state directory, which is checked
+// first: one that cannot be used is reported as itself, with what to do,
+// not as a config.json that cannot be read.
 func loadSettings(fs *flag.FlagSet, e *env, args []string, skip ...string) (*settings.Settings, []string, error) {
-	return settings.Load(fs, args, settings.Options{
+	var dirErr error
+	st, rest, err := settings.Load(fs, args, settings.Options{
 		Getenv: e.getenv, EnvPrefix: "GATEWAY_", ConfigFlag: "config", Skip: skip,
 		KeyHint: "keys are serve's flag names; see gateway config -h",
 		DefaultFile: func(fs *flag.FlagSet) string {
-			if sd := fs.Lookup("state-dir"); sd != nil {
-				return filepath.Join(sd.Value.String(), "config.json")
+			sd := fs.Lookup("state-dir")
+			if sd == nil {
+				return ""
 			}
-			return ""
+			if dirErr = safefile.UsableDir(sd.Value.String()); dirErr != nil {
+				return ""
+			}
+			return filepath.Join(sd.Value.String(), "config.json")
 		},
 		MaxFile: maxConfigFile, MaxSecret: maxSecretFile,
 	})
+	if err == nil && dirErr != nil {
+		err = stateDirError(dirErr)
+	}
+	return st, rest, err
+}
+
+// stateDirError says which directory is the state directory and how to
+// name another.
+func stateDirError(err error) error {
+	return fmt.Errorf("state directory (--state-dir, env GATEWAY_STATE_DIR) %w", err)
 }
 
 // runConfig is `gateway config`: serve's flags and checks, then a print

@@ -434,6 +434,41 @@ func TestConfigRedactsURLUserinfoAndExecArguments(t *testing.T) {
 	})
 }
 
+func TestAnUnusableStateDirIsReportedAsItself(t *testing.T) {
+	root := t.TempDir()
+	file := writeConf(t, root, "not-a-dir", "", 0o600)
+	cases := map[string]struct{ dir, problem, fix string }{
+		"a file":                   {file, "not a directory", "use another directory"},
+		"a path through a file":    {filepath.Join(file, "state"), "not a directory", "use another directory"},
+		"another user's directory": {filepath.Join(root, "theirs"), "not owned by this user", "chown it"},
+	}
+	if err := os.Mkdir(filepath.Join(root, "theirs"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Chown(filepath.Join(root, "theirs"), 12345, 12345); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		delete(cases, "another user's directory") // only root can give a directory away
+	}
+	for name, c := range cases {
+		for _, cmd := range []string{"config", "serve"} {
+			t.Run(cmd+" with "+name, func(t *testing.T) {
+				code, _, stderr := runGateway(t, map[string]string{"GATEWAY_STATE_DIR": c.dir}, cmd, "--legs", "claude")
+				if code != exitUsage || strings.Contains(stderr, "config file") {
+					t.Fatalf("exit %d, stderr %q; want 2 about the state directory, not its config file", code, stderr)
+				}
+				for _, w := range []string{"state directory", "--state-dir", c.dir, c.problem, c.fix} {
+					if !strings.Contains(stderr, w) {
+						t.Errorf("stderr %q does not say %q", stderr, w)
+					}
+				}
+			})
+		}
+	}
+}
+
 func TestConfigHelpDocumentsPrecedence(t *testing.T) {
 	for _, cmd := range []string{"config", "serve"} {
 		t.Run(cmd+" -h explains the layers and lists every variable", func(t *testing.T) {

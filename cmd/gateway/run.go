@@ -21,6 +21,9 @@ import (
 )
 
 func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
+	if err := safefile.UsableDir(c.stateDir); err != nil {
+		return stateDirError(err)
+	}
 	if err := safefile.EnsureDir(c.stateDir); err != nil {
 		return fmt.Errorf("state directory: %w", err)
 	}
