@@ -27,7 +27,15 @@ const (
 // payload in one call, half-close our side, wait up to 150 ms or until the
 // peer closes, then close. ctx bounds the whole exchange; without a deadline
 // it gets DefaultDialTimeout. Anything the peer sends back is discarded.
+//
+// DialWrite writes to whoever listens at path: for a path read from a
+// registry or a frame, use DialWriteHeld.
 func DialWrite(ctx context.Context, path string, payload []byte) error {
+	return dialWrite(ctx, path, nil, payload)
+}
+
+// dialWrite is DialWrite; with h, the listener is checked before the write.
+func dialWrite(ctx context.Context, path string, h *Holder, payload []byte) error {
 	ctx, cancel := withDefaultTimeout(ctx, DefaultDialTimeout)
 	defer cancel()
 	c, err := dial(ctx, "write to", path)
@@ -35,6 +43,11 @@ func DialWrite(ctx context.Context, path string, payload []byte) error {
 		return err
 	}
 	defer c.Close()
+	if h != nil {
+		if err := CheckHolder(c, path, *h); err != nil {
+			return err
+		}
+	}
 	stop := onDone(ctx, func() { _ = c.SetDeadline(longAgo) })
 	defer stop()
 	deadline, _ := ctx.Deadline()

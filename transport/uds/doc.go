@@ -1,7 +1,9 @@
 // Package uds is the socket and file plumbing shared by the local legs (Claude
 // Code in uds/claude, Qwen Code in uds/qwen): a Unix socket listener with caps on
 // line length, idle time and concurrent connections; peer credentials from the
-// kernel; one-shot dialing and liveness probes; and the process identity (start
+// kernel; one-shot dialing and liveness probes, which can insist that the
+// listener is the process a registry record names (holder.go); the check
+// of a registry directory before each read; and the process identity (start
 // ticks, boot id, pid namespace, machine id) that tells a live peer from a
 // recycled pid. Its files (private directories, atomic writes, capped
 // reads) are internal/safefile's. It speaks no protocol and imports nothing

@@ -2,6 +2,7 @@ package uds
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,9 +14,12 @@ import (
 const helperEnv = "UDS_TEST_HELPER"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) == "sleep" {
+	switch mode := os.Getenv(helperEnv); {
+	case mode == "sleep":
 		time.Sleep(time.Minute)
 		os.Exit(0)
+	case strings.HasPrefix(mode, "listen:"):
+		os.Exit(runListener(strings.TrimPrefix(mode, "listen:")))
 	}
 	goleak.VerifyTestMain(m)
 }

@@ -121,6 +121,29 @@ func parseBtime(b []byte) (int64, error) {
 	return 0, errors.New("no btime line in /proc/stat")
 }
 
+// parseNSpid returns the last pid of the "NSpid:" line of /proc/<pid>/status:
+// the pid in the innermost namespace the process lives in.
+func parseNSpid(b []byte) (int, error) {
+	for len(b) > 0 {
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte("\n"))
+		rest, ok := bytes.CutPrefix(line, []byte("NSpid:"))
+		if !ok {
+			continue
+		}
+		f := bytes.Fields(rest)
+		if len(f) == 0 {
+			break
+		}
+		v, err := strconv.Atoi(string(f[len(f)-1]))
+		if err != nil || v <= 0 {
+			break
+		}
+		return v, nil
+	}
+	return 0, errors.New("no NSpid line in /proc/<pid>/status")
+}
+
 // parseNSLink parses the target of a /proc/<pid>/ns/<kind> link, "kind:[inode]".
 func parseNSLink(kind, s string) (uint64, error) {
 	rest, ok := cutAffixes(s, kind+":[", "]")

@@ -20,6 +20,7 @@ const (
 	maxStatLen     = 4 << 10
 	maxProcStatLen = 16 << 20 // /proc/stat grows with CPUs and IRQs
 	maxIDLen       = 4 << 10
+	maxStatusLen   = 64 << 10
 )
 
 // StartTicks returns when pid started, in clock ticks since boot: field 22 of
@@ -48,6 +49,20 @@ func ProcState(pid int) (state byte, ppid int, err error) {
 		return 0, 0, fmt.Errorf("uds: state of pid %d: %w", pid, err)
 	}
 	return state, ppid, nil
+}
+
+// InnermostPID is pid as its own pid namespace numbers it: the last field
+// of the NSpid line of /proc/<pid>/status (pid itself when it lives in ours).
+func InnermostPID(pid int) (int, error) {
+	b, err := readProc(pid, "status", maxStatusLen)
+	if err != nil {
+		return 0, err
+	}
+	v, err := parseNSpid(b)
+	if err != nil {
+		return 0, fmt.Errorf("uds: innermost pid of pid %d: %w", pid, err)
+	}
+	return v, nil
 }
 
 // BootID is the kernel's random id for this boot.

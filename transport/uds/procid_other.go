@@ -21,3 +21,6 @@ func Lstart(int) (string, error) { return "", ErrUnsupported }
 
 // ProcState is Linux only.
 func ProcState(int) (byte, int, error) { return 0, 0, ErrUnsupported }
+
+// InnermostPID is Linux only.
+func InnermostPID(int) (int, error) { return 0, ErrUnsupported }
