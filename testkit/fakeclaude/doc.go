@@ -1,6 +1,7 @@
 // Package fakeclaude is an in-process fake of a Claude Code session's peer
 // socket, for fast tests: it registers like the real CLI (socket, key file,
-// registry entry under a live stand-in pid), applies the mode-parity hold,
+// registry entry under a live stand-in pid that the kernel reports as the
+// socket's listener, see testkit/standin), applies the mode-parity hold,
 // sends receipts, answers idle subscriptions, and sends messages of its own
 // with the envelope the real CLI writes (from, from-name, from-mode: no
 // from-session). Unlike the real CLI it does not verify that a reply address

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/testkit/standin"
 	"github.com/sessiongateway/gateway/transport/uds"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
 )
@@ -47,7 +47,7 @@ type Received struct {
 // Peer is a running fake session.
 type Peer struct {
 	cfg       Config
-	holder    *exec.Cmd // stand-in process whose pid the registry names
+	holder    *standin.Process // the process the registry names, listener of record
 	pid       int
 	sessionID string
 	socket    string
@@ -74,14 +74,11 @@ func Start(t testing.TB, cfg Config) *Peer {
 		cfg.Mode = message.ModePrompting
 	}
 	// The registry must name a live pid other than the test's own, with a
-	// matching start time: a sleeping child stands in.
-	holder := exec.Command("sleep", "3600")
-	if err := holder.Start(); err != nil {
-		t.Fatalf("starting the stand-in process: %v", err)
-	}
-	p := &Peer{cfg: cfg, holder: holder, pid: holder.Process.Pid, sessionID: uuid.NewString(),
+	// matching start time, and that process must be the socket's listener
+	// as the kernel reports it (dialers check): a stand-in child.
+	holder := standin.Start(t)
+	p := &Peer{cfg: cfg, holder: holder, pid: holder.PID, sessionID: uuid.NewString(),
 		changed: make(chan struct{}), replyTo: map[string]string{}}
-	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
 	p.socket = claude.SocketPath(cfg.RuntimeDir, "", p.pid, os.Geteuid())
 	p.addr = addressing.UDS(p.socket)
 	b := make([]byte, 16)
@@ -94,6 +91,10 @@ func Start(t testing.TB, cfg Config) *Peer {
 	}
 	ln, err := uds.Listen(p.socket, uds.Limits{})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := handOver(ln, holder); err != nil {
+		ln.Close()
 		t.Fatal(err)
 	}
 	if err := p.register(); err != nil {
@@ -112,6 +113,16 @@ func Start(t testing.TB, cfg Config) *Peer {
 		p.Deregister()
 	})
 	return p
+}
+
+// handOver makes the stand-in the listener of record of ln.
+func handOver(ln *uds.Listener, holder *standin.Process) error {
+	f, err := ln.File()
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return holder.Listen(f)
 }
 
 func (p *Peer) sessionsDir() string { return filepath.Join(p.cfg.ConfigDir, "sessions") }

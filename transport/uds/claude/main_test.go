@@ -15,6 +15,9 @@ func TestMain(m *testing.M) {
 		runPoolParent()
 		return
 	}
+	if spec := os.Getenv(listenEnv); spec != "" {
+		os.Exit(runListener(spec))
+	}
 	if path := os.Getenv(dialEnv); path != "" {
 		os.Exit(runDialer(path))
 	}

@@ -71,6 +71,7 @@ type Peer struct {
 	socketPath  string
 	addr        string
 	sessionsDir string
+	registry    *uds.RegistryDir // sessionsDir, re-checked before each read
 	regPath     string
 	keyPath     string
 	procStart   string
@@ -185,12 +186,13 @@ func Register(cfg Config) (*Peer, error) {
 	p.hopToken = HopToken(key, p.addr)
 	p.guard = NewGuard(cfg.Limits, cfg.Clock, func() []string { return []string{p.hopToken} })
 	p.drops = newDropReporter(cfg.Clock, p.addr, p.receipt)
+	p.registry = &uds.RegistryDir{Path: p.sessionsDir, Log: p.log}
 
 	if err := safefile.EnsureDir(filepath.Dir(p.socketPath)); err != nil {
 		return nil, fmt.Errorf("socket directory: %w", err)
 	}
-	if err := safefile.EnsureDir(p.sessionsDir); err != nil {
-		return nil, fmt.Errorf("sessions directory: %w", err)
+	if err := safefile.EnsureSharedDir(p.sessionsDir); err != nil {
+		return nil, fmt.Errorf("sessions directory: %w: %w", uds.ErrUnsafeRegistry, err)
 	}
 	// Only a line that parses (an auth line, a frame) extends the read
 	// deadline, as on the Qwen leg: a blank line every few seconds must not

@@ -66,21 +66,18 @@ type rosterProbe struct {
 	sock string
 }
 
-// rosterEntryFor lists a live socket registered under a stand-in process.
+// rosterEntryFor lists a live socket registered by the process that
+// listens on it.
 func (r *rig) rosterEntryFor(t *testing.T) rosterProbe {
 	t.Helper()
-	holder := exec.Command("sleep", "60")
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
-	target := listenSock(t, r.socks)
-	e := Entry{PID: holder.Process.Pid, SessionID: uuid.NewString(), MessagingSocketPath: target.path, Name: "spaced", Kind: "interactive"}
+	path := filepath.Join(r.socks, strconv.FormatInt(900000+sockSeq.Add(1), 10)+".sock")
+	pid, _ := listenerProcess(t, path, false)
+	e := Entry{PID: pid, SessionID: uuid.NewString(), MessagingSocketPath: path, Name: "spaced", Kind: "interactive"}
 	s, ok := r.p.rosterEntry(testutil.Context(t, 10*time.Second), e)
 	if !ok {
 		t.Fatal("the live entry was not listed")
 	}
-	return rosterProbe{s, target.path}
+	return rosterProbe{s, path}
 }
 
 // TestHelperRebind is not a test: run as a child process, it binds the

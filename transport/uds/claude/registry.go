@@ -199,6 +199,16 @@ func readEntries(dir string) (entries []Entry, bad map[string]error, err error) 
 	return entries, bad, nil
 }
 
+// entryOf reads the registry entry of pid, if there is a usable one.
+func (p *Peer) entryOf(pid int) (Entry, bool) {
+	b, err := safefile.ReadCapped(filepath.Join(p.sessionsDir, strconv.Itoa(pid)+".json"), maxEntry)
+	if err != nil {
+		return Entry{}, false
+	}
+	e, err := ParseEntry(b)
+	return e, err == nil && e.PID == pid
+}
+
 // Registry kinds the gateway writes: itself, and its alias workers.
 const (
 	KindGateway = "gateway"

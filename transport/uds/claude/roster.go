@@ -121,15 +121,22 @@ func isDigits(s string) bool {
 // 250 ms). A variable, like probeSocket, so tests can hold a probe open.
 var probeTimeout = 500 * time.Millisecond
 
-// probeSocket is the liveness probe: an empty connection, like the real CLI's.
-var probeSocket = uds.Probe
+// probeSocket is the liveness probe: an empty connection, like the real
+// CLI's, whose listener must be the entry's process (uds.ProbeHeld).
+var probeSocket = uds.ProbeHeld
 
 // Sessions lists every live Claude Code peer on this machine but ourselves,
 // by the real CLI's rules: an entry with a socket, not ours, not spare or
 // parked, not a recycled pid, whose socket accepts a bounded connect probe.
 // Entries of another pid namespace are judged by the probe alone. Entries
-// proven dead are swept; recycled and foreign ones never are.
+// proven dead are swept; recycled and foreign ones never are. Beyond the
+// real CLI, the probe checks that the socket's listener is the entry's own
+// process (anyone of ours may write an entry naming any socket), and a
+// registry directory others may write is not read at all.
 func (p *Peer) Sessions(ctx context.Context) ([]message.Session, error) {
+	if err := p.registry.Check(); err != nil {
+		return nil, err
+	}
 	entries, bad, err := readEntries(p.sessionsDir)
 	if err != nil {
 		return nil, err
@@ -184,8 +191,12 @@ func (p *Peer) rosterEntry(ctx context.Context, e Entry) (message.Session, bool)
 	}
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	if err := probeSocket(pctx, e.MessagingSocketPath); err != nil {
-		p.log.Debug("peer socket does not answer", "pid", e.PID, "err", err)
+	if err := probeSocket(pctx, e.MessagingSocketPath, p.holderOf(e.PID, e.PidDomain, e.hasPidDomain)); err != nil {
+		if errors.Is(err, uds.ErrNotHolder) {
+			p.log.Info("registry entry skipped: its socket belongs to another process", "pid", e.PID, "name", e.Name, "err", err)
+		} else {
+			p.log.Debug("peer socket does not answer", "pid", e.PID, "err", err)
+		}
 		if p.sweepable(e) && !uds.Alive(e.PID) {
 			p.sweep(e)
 		}
@@ -209,6 +220,24 @@ func (p *Peer) rosterEntry(ctx context.Context, e Entry) (message.Session, bool)
 		s.StartedAt = time.UnixMilli(e.StartedAt).UTC()
 	}
 	return s, true
+}
+
+// holderOf is who must listen on the socket of an entry of pid whose pid
+// domain is domain (has: the entry names one): pid itself, in the
+// namespace the domain names. No domain, or ours, is our namespace; one we
+// cannot read is some other namespace.
+func (p *Peer) holderOf(pid int, domain string, has bool) uds.Holder {
+	h := uds.Holder{PID: pid}
+	if !has || domain == p.pidDomain {
+		return h
+	}
+	h.PidNS = ^uint64(0) // another namespace, not one we can name
+	if i := strings.LastIndex(domain, ":pid:["); i >= 0 && strings.HasSuffix(domain, "]") {
+		if ns, err := strconv.ParseUint(domain[i+len(":pid:["):len(domain)-1], 10, 64); err == nil && ns != 0 {
+			h.PidNS = ns
+		}
+	}
+	return h
 }
 
 // sweep removes the registry entry and key file of a process proven dead,

@@ -1,9 +1,12 @@
 package claude
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -11,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +70,74 @@ func listening(t *testing.T, path string) {
 		}
 	}()
 	t.Cleanup(func() { ln.Close(); <-done })
+}
+
+// listenEnv makes the test binary a session process of its own: it
+// listens at the path after "close:" (accepting and closing every
+// connection) or "hold:" (accepting and holding them), says "ready", and
+// exits when its stdin closes.
+const listenEnv = "CLAUDE_TEST_LISTEN"
+
+func runListener(spec string) int {
+	mode, path, _ := strings.Cut(spec, ":")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	fmt.Println("ready")
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}()
+	var held []net.Conn
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			for _, c := range held {
+				c.Close()
+			}
+			return 1
+		}
+		if mode == "hold" {
+			held = append(held, c)
+			continue
+		}
+		c.Close()
+	}
+}
+
+// listenerProcess starts a second process listening at path, as a real
+// session listens on its own socket, and returns its pid and start time.
+func listenerProcess(t *testing.T, path string, hold bool) (pid int, procStart string) {
+	t.Helper()
+	mode := "close:"
+	if hold {
+		mode = "hold:"
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), listenEnv+"="+mode+path)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
+	if line, _ := bufio.NewReader(stdout).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("the listener process did not start: %q", line)
+	}
+	ticks, err := uds.StartTicks(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid, strconv.FormatUint(ticks, 10)
 }
 
 // silent leaves a socket file that nobody listens on (connect is refused).
@@ -140,9 +212,8 @@ func TestRosterFiltersLikeTheRealCLI(t *testing.T) {
 		wantSwept  bool
 	}{
 		{"a live session whose socket answers is listed", func(t *testing.T, p *Peer, dir string) setup {
-			pid, start := sleeper(t)
 			sock := filepath.Join(dir, "a.sock")
-			listening(t, sock)
+			pid, start := listenerProcess(t, sock, false)
 			return setup{pid, map[string]any{"procStart": start, "pidDomain": p.pidDomain, "messagingSocketPath": sock}}
 		}, true, false},
 		{"a live session whose socket file nobody listens on is neither listed nor swept", func(t *testing.T, p *Peer, dir string) setup {
@@ -156,37 +227,32 @@ func TestRosterFiltersLikeTheRealCLI(t *testing.T) {
 			return setup{pid, map[string]any{"procStart": start, "pidDomain": p.pidDomain, "messagingSocketPath": filepath.Join(dir, "none.sock")}}
 		}, false, false},
 		{"a recycled pid (alive, another start time) is neither listed nor swept though its socket answers", func(t *testing.T, p *Peer, dir string) setup {
-			pid, _ := sleeper(t)
 			sock := filepath.Join(dir, "a.sock")
-			listening(t, sock)
+			pid, _ := listenerProcess(t, sock, false)
 			return setup{pid, map[string]any{"procStart": "1", "pidDomain": p.pidDomain, "messagingSocketPath": sock}}
 		}, false, false},
 		{"a recycled pid in the lstart spelling is neither listed nor swept", func(t *testing.T, p *Peer, dir string) setup {
-			pid, _ := sleeper(t)
 			sock := filepath.Join(dir, "a.sock")
-			listening(t, sock)
+			pid, _ := listenerProcess(t, sock, false)
 			return setup{pid, map[string]any{"procStart": "Mon Jan  1 00:00:00 2001", "pidDomain": p.pidDomain, "messagingSocketPath": sock}}
 		}, false, false},
 		{"the lstart spelling of the right start time is listed", func(t *testing.T, p *Peer, dir string) setup {
-			pid, _ := sleeper(t)
+			sock := filepath.Join(dir, "a.sock")
+			pid, _ := listenerProcess(t, sock, false)
 			lstart, err := uds.Lstart(pid)
 			if err != nil {
 				t.Fatal(err)
 			}
-			sock := filepath.Join(dir, "a.sock")
-			listening(t, sock)
 			return setup{pid, map[string]any{"procStart": lstart, "pidDomain": p.pidDomain, "messagingSocketPath": sock}}
 		}, true, false},
 		{"an empty procStart in our pid domain counts as another start time", func(t *testing.T, p *Peer, dir string) setup {
-			pid, _ := sleeper(t)
 			sock := filepath.Join(dir, "a.sock")
-			listening(t, sock)
+			pid, _ := listenerProcess(t, sock, false)
 			return setup{pid, map[string]any{"procStart": "", "pidDomain": p.pidDomain, "messagingSocketPath": sock}}
 		}, false, false},
 		{"an entry without procStart is listed when its socket answers", func(t *testing.T, p *Peer, dir string) setup {
-			pid, _ := sleeper(t)
 			sock := filepath.Join(dir, "a.sock")
-			listening(t, sock)
+			pid, _ := listenerProcess(t, sock, false)
 			return setup{pid, map[string]any{"pidDomain": p.pidDomain, "messagingSocketPath": sock}}
 		}, true, false},
 		{"a dead pid in our pid domain is swept", func(t *testing.T, p *Peer, dir string) setup {
@@ -200,17 +266,27 @@ func TestRosterFiltersLikeTheRealCLI(t *testing.T) {
 			return setup{deadPid(t), map[string]any{"procStart": "1", "messagingSocketPath": sock}}
 		}, false, true},
 		{"an entry without pid domain is listed without a procStart check when its socket answers", func(t *testing.T, p *Peer, dir string) setup {
-			pid, _ := sleeper(t)
 			sock := filepath.Join(dir, "a.sock")
-			listening(t, sock)
+			pid, _ := listenerProcess(t, sock, false)
 			return setup{pid, map[string]any{"procStart": "1", "messagingSocketPath": sock}}
 		}, true, false},
-		{"another pid namespace's entry is listed without a procStart check when its socket answers", func(t *testing.T, p *Peer, dir string) setup {
+		{"another pid namespace's entry whose listener lives in ours is not listed", func(t *testing.T, p *Peer, dir string) setup {
+			sock := filepath.Join(dir, "a.sock")
+			pid, _ := listenerProcess(t, sock, false)
+			return setup{pid, map[string]any{"procStart": "1", "pidDomain": foreign, "messagingSocketPath": sock}}
+		}, false, false},
+		{"a live session whose socket another process listens on is not listed", func(t *testing.T, p *Peer, dir string) setup {
+			pid, start := sleeper(t)
+			sock := filepath.Join(dir, "a.sock")
+			listening(t, sock) // the test process, not pid
+			return setup{pid, map[string]any{"procStart": start, "pidDomain": p.pidDomain, "messagingSocketPath": sock}}
+		}, false, false},
+		{"a session without pid domain whose socket another process listens on is not listed", func(t *testing.T, p *Peer, dir string) setup {
 			pid, _ := sleeper(t)
 			sock := filepath.Join(dir, "a.sock")
 			listening(t, sock)
-			return setup{pid, map[string]any{"procStart": "1", "pidDomain": foreign, "messagingSocketPath": sock}}
-		}, true, false},
+			return setup{pid, map[string]any{"messagingSocketPath": sock}}
+		}, false, false},
 		{"another pid namespace's entry with a silent socket is never swept, whatever its pid means here", func(t *testing.T, p *Peer, dir string) setup {
 			sock := filepath.Join(dir, "a.sock")
 			silent(t, sock)
@@ -225,21 +301,18 @@ func TestRosterFiltersLikeTheRealCLI(t *testing.T) {
 			return setup{deadPid(t), map[string]any{"procStart": "1", "pidDomain": p.pidDomain}}
 		}, false, false},
 		{"a spare session is not listed though its socket answers", func(t *testing.T, p *Peer, dir string) setup {
-			pid, start := sleeper(t)
 			sock := filepath.Join(dir, "a.sock")
-			listening(t, sock)
+			pid, start := listenerProcess(t, sock, false)
 			return setup{pid, map[string]any{"procStart": start, "pidDomain": p.pidDomain, "messagingSocketPath": sock, "spare": true}}
 		}, false, false},
 		{"a parked session is not listed though its socket answers", func(t *testing.T, p *Peer, dir string) setup {
-			pid, start := sleeper(t)
 			sock := filepath.Join(dir, "a.sock")
-			listening(t, sock)
+			pid, start := listenerProcess(t, sock, false)
 			return setup{pid, map[string]any{"procStart": start, "pidDomain": p.pidDomain, "messagingSocketPath": sock, "parkedJobId": ""}}
 		}, false, false},
 		{"a spare flag that is not true does not hide a session", func(t *testing.T, p *Peer, dir string) setup {
-			pid, start := sleeper(t)
 			sock := filepath.Join(dir, "a.sock")
-			listening(t, sock)
+			pid, start := listenerProcess(t, sock, false)
 			return setup{pid, map[string]any{"procStart": start, "pidDomain": p.pidDomain, "messagingSocketPath": sock, "spare": false, "parkedJobId": nil}}
 		}, true, false},
 		{"a dead spare session is not swept by the roster", func(t *testing.T, p *Peer, dir string) setup {
@@ -252,9 +325,8 @@ func TestRosterFiltersLikeTheRealCLI(t *testing.T) {
 			return setup{pid, map[string]any{"procStart": start, "pidDomain": p.pidDomain, "messagingSocketPath": p.SocketPath()}}
 		}, false, false},
 		{"our own alias worker is not listed", func(t *testing.T, p *Peer, dir string) setup {
-			pid, start := sleeper(t) // our child, as alias workers are
 			sock := filepath.Join(dir, "a.sock")
-			listening(t, sock)
+			pid, start := listenerProcess(t, sock, false) // our child, as alias workers are
 			return setup{pid, map[string]any{"procStart": start, "pidDomain": p.pidDomain, "messagingSocketPath": sock, "kind": KindAlias}}
 		}, false, false},
 	}
@@ -291,16 +363,15 @@ func TestRosterNeverListsItself(t *testing.T) {
 
 func TestRosterProbeIsBounded(t *testing.T) {
 	p, env := registered(t)
-	pid, start := sleeper(t)
 	sock := filepath.Join(testutil.ShortTempDir(t), "a.sock")
-	listening(t, sock)
+	pid, start := listenerProcess(t, sock, false)
 	writeEntry(t, env.sessionsDir(), pid, map[string]any{"procStart": start, "pidDomain": p.pidDomain, "messagingSocketPath": sock})
 
 	// A probe that never completes on its own: only the roster's bound ends it.
 	oldProbe, oldTimeout := probeSocket, probeTimeout
 	t.Cleanup(func() { probeSocket, probeTimeout = oldProbe, oldTimeout })
 	probeTimeout = 20 * time.Millisecond
-	probeSocket = func(ctx context.Context, _ string) error {
+	probeSocket = func(ctx context.Context, _ string, _ uds.Holder) error {
 		<-ctx.Done()
 		return ctx.Err()
 	}
@@ -329,33 +400,9 @@ func TestRosterProbeIsBounded(t *testing.T) {
 
 func TestRosterListsASocketThatAcceptsButNeverAnswers(t *testing.T) {
 	p, env := registered(t)
-	pid, start := sleeper(t)
 	sock := filepath.Join(testutil.ShortTempDir(t), "a.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Accepts, then holds every connection open without a byte.
-	held := make(chan net.Conn, 16)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held <- c
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-		close(held)
-		for c := range held {
-			c.Close()
-		}
-	})
+	pid, start := listenerProcess(t, sock, true)
 	writeEntry(t, env.sessionsDir(), pid, map[string]any{"procStart": start, "pidDomain": p.pidDomain, "messagingSocketPath": sock})
 	// The probe is an empty connection, as the real CLI's: connecting is
 	// answer enough, and the roster does not wait for a word.

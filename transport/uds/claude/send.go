@@ -72,7 +72,10 @@ func (p *Peer) Send(ctx context.Context, m message.Message) (message.Receipt, er
 }
 
 // write sends one frame to the socket at path, with an auth line when the
-// target has a usable key file.
+// target has a usable key file. pid is the target's registered pid when a
+// roster gave it; 0 reads it from the key file, if there is one. The
+// socket's listener must be that process before anything, token or frame,
+// is written; without a pid, any listener of our uid will do.
 func (p *Peer) write(ctx context.Context, path string, pid int, f Frame) error {
 	fb, err := f.Marshal()
 	if err != nil {
@@ -81,13 +84,16 @@ func (p *Peer) write(ctx context.Context, path string, pid int, f Frame) error {
 	if len(fb)+1 > MaxLine {
 		return ErrTooLarge
 	}
-	tok, err := p.tokenFor(path, pid)
+	if err := p.registry.Check(); err != nil {
+		return err
+	}
+	t, err := p.targetOf(path, pid)
 	if err != nil {
 		return err
 	}
 	var payload []byte
-	if tok != "" {
-		ab, err := json.Marshal(Auth{Type: TypeAuth, Token: tok})
+	if t.token != "" {
+		ab, err := json.Marshal(Auth{Type: TypeAuth, Token: t.token})
 		if err != nil {
 			return err
 		}
@@ -96,48 +102,79 @@ func (p *Peer) write(ctx context.Context, path string, pid int, f Frame) error {
 		payload = fb
 	}
 	payload = append(payload, '\n')
-	if err := uds.DialWrite(ctx, path, payload); err != nil {
+	if err := uds.DialWriteHeld(ctx, path, t.holder, payload); err != nil {
+		if errors.Is(err, uds.ErrNotHolder) {
+			p.log.Info("nothing sent: the target socket belongs to another process", "to", path, "err", err)
+		}
 		return fmt.Errorf("writing to %s: %w", path, err)
 	}
 	return nil
 }
 
-// tokenFor reads the target's peerToken from its key file, checking the
-// key's process is the one alive under that pid. No key file: no token, as
-// the real CLI accepts on Linux.
-func (p *Peer) tokenFor(path string, pid int) (string, error) {
+// target is what our registry says of a socket we write to: the peerToken
+// to present ("" without a key file) and who must be listening.
+type target struct {
+	token  string
+	holder uds.Holder
+}
+
+// targetOf reads the target's peerToken from its key file, checking the
+// key's process is the one alive under that pid, and names the listener
+// the socket must have: the pid, in the pid namespace its registry entry
+// (or else its key file) names. No key file: no token, as the real CLI
+// accepts on Linux.
+func (p *Peer) targetOf(path string, pid int) (target, error) {
 	hash := socketHash(path)
-	var keyPath string
-	if pid > 0 {
-		keyPath = filepath.Join(p.sessionsDir, fmt.Sprintf("%d.%s.key", pid, hash))
-	} else {
-		matches, _ := filepath.Glob(filepath.Join(p.sessionsDir, "*."+hash+".key"))
-		if len(matches) != 1 {
-			return "", nil
-		}
-		keyPath = matches[0]
-		if _, err := fmt.Sscanf(filepath.Base(keyPath), "%d.", &pid); err != nil {
-			return "", nil
-		}
+	if pid <= 0 {
+		pid = p.pidFor(path, hash)
 	}
+	if pid <= 0 {
+		return target{}, nil // nothing in the registry names the socket
+	}
+	keyPath := filepath.Join(p.sessionsDir, fmt.Sprintf("%d.%s.key", pid, hash))
+	var t target
+	domain, hasDomain := "", false
 	b, err := safefile.ReadCapped(keyPath, maxKey)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return target{}, fmt.Errorf("target key file: %w", err)
+	default:
+		k, err := ParseKeyFile(b)
+		if err != nil {
+			return target{}, err
+		}
+		domain, hasDomain = k.PidDomain, k.PidDomain != ""
+		if (!hasDomain || domain == p.pidDomain) && k.ProcStart != "" && uds.Alive(pid) && !procStartMatches(pid, k.ProcStart) {
+			return target{}, ErrStaleKey
+		}
+		t.token = k.PeerToken
 	}
-	if err != nil {
-		return "", fmt.Errorf("target key file: %w", err)
+	if e, ok := p.entryOf(pid); ok && e.MessagingSocketPath == path {
+		domain, hasDomain = e.PidDomain, e.hasPidDomain
 	}
-	k, err := ParseKeyFile(b)
-	if err != nil {
-		return "", err
+	t.holder = p.holderOf(pid, domain, hasDomain)
+	return t, nil
+}
+
+// pidFor is the pid the registry gives the socket at path: the one key
+// file for it, else the first entry naming it whose process is alive; 0
+// when neither says.
+func (p *Peer) pidFor(path, hash string) int {
+	matches, _ := filepath.Glob(filepath.Join(p.sessionsDir, "*."+hash+".key"))
+	if len(matches) == 1 {
+		var pid int
+		if _, err := fmt.Sscanf(filepath.Base(matches[0]), "%d.", &pid); err == nil {
+			return pid
+		}
 	}
-	if k.PidDomain != "" && k.PidDomain != p.pidDomain {
-		return k.PeerToken, nil // another namespace: cannot check its pid from here
+	entries, _, _ := readEntries(p.sessionsDir)
+	for _, e := range entries {
+		if e.MessagingSocketPath == path && uds.Alive(e.PID) {
+			return e.PID
+		}
 	}
-	if k.ProcStart != "" && uds.Alive(pid) && !procStartMatches(pid, k.ProcStart) {
-		return "", ErrStaleKey
-	}
-	return k.PeerToken, nil
+	return 0
 }
 
 // removeStaged deletes staged copies we made, when a send fails after staging.

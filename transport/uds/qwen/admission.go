@@ -108,6 +108,9 @@ type Decision struct {
 type Inbound struct {
 	Frame  UserFrame
 	Origin Origin
+	// SenderPID is the connecting process (SO_PEERCRED; 0 when unknown):
+	// receipts go to Frame.From only when that process listens there.
+	SenderPID int
 }
 
 // maxSenderKeyUnits bounds the sender address a key is made of (and the

@@ -32,6 +32,7 @@ type alias struct {
 type replyTo struct {
 	from  string
 	token Token
+	pid   int // the sending process, which must be listening at from
 }
 
 // maxReplies bounds remembered reply addresses; the oldest is forgotten.
@@ -180,7 +181,7 @@ func (p *Peer) Relay(_ context.Context, in message.Message, rc message.Receipt) 
 			f = NewDropFrame(in.ID, p.socketPath, dr, nil)
 		}
 	}
-	p.dial(r.from, r.token, f)
+	p.dial(r.from, uds.Holder{PID: r.pid}, r.token, f)
 }
 
 // Aliases lists the published alias records, each with the address of the

@@ -1,10 +1,17 @@
 package qwen
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
 )
 
-// No test leaves a goroutine behind.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// No test leaves a goroutine behind. The test binary doubles as a session
+// process of its own that listens on a socket (holder_test.go).
+func TestMain(m *testing.M) {
+	if path := os.Getenv(listenEnv); path != "" {
+		os.Exit(runListener(path))
+	}
+	goleak.VerifyTestMain(m)
+}

@@ -53,6 +53,7 @@ type Peer struct {
 	socketPath string
 	recPath    string
 	sessions   string
+	registry   *uds.RegistryDir // sessions, re-checked before each read
 	token      Token
 	childToken Token
 	auth       Authenticator
@@ -132,8 +133,9 @@ func Register(cfg PeerConfig) (*Peer, error) {
 		Report:  p.report,
 		Dropped: p.dropped,
 	})
-	if err := safefile.EnsureDir(p.sessions); err != nil {
-		return nil, fmt.Errorf("qwen sessions directory: %w", err)
+	p.registry = &uds.RegistryDir{Path: p.sessions, Log: p.log}
+	if err := safefile.EnsureSharedDir(p.sessions); err != nil {
+		return nil, fmt.Errorf("qwen sessions directory: %w: %w", uds.ErrUnsafeRegistry, err)
 	}
 	if err := p.bind(); err != nil {
 		return nil, err

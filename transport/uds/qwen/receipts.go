@@ -3,6 +3,7 @@ package qwen
 import (
 	"container/list"
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -35,6 +36,7 @@ const (
 // presenting ReplyToken, about OrigMsgID, also settling DroppedMsgIDs.
 type DropReceipt struct {
 	To            string
+	Holder        uds.Holder // who must listen at To: the sending process
 	ReplyToken    Token
 	OrigMsgID     string
 	Reason        message.DropReason
@@ -121,7 +123,7 @@ func (d *DropReceipts) noteLocked(in Inbound, to string, reason message.DropReas
 }
 
 func receiptFor(in Inbound, to string, reason message.DropReason) DropReceipt {
-	r := DropReceipt{To: to, OrigMsgID: in.Frame.MsgID, Reason: reason}
+	r := DropReceipt{To: to, Holder: uds.Holder{PID: in.SenderPID}, OrigMsgID: in.Frame.MsgID, Reason: reason}
 	if utf16Len(string(in.Frame.ReplyToken)) <= maxReplyTokenUnits {
 		r.ReplyToken = in.Frame.ReplyToken
 	}
@@ -264,7 +266,8 @@ func (d *DropReceipts) Close() {
 // is lost (receipts are best effort on the receiver's side).
 const maxReceiptDials = 64
 
-// report sends one receipt the gate asked for, best effort.
+// report sends one receipt the gate asked for, best effort, to the
+// sender's inbox if the sender listens there (see dial).
 func (p *Peer) report(r Report) {
 	to := r.Inbound.Frame.From
 	if to == "" || !IsLocalIPCPath(to) {
@@ -275,7 +278,7 @@ func (p *Peer) report(r Report) {
 		// outcome comes from the session behind it (Relay).
 		return
 	}
-	p.dial(to, r.Inbound.Frame.ReplyToken, NewStatusFrame(r.Status, r.Inbound.Frame.MsgID, p.socketPath))
+	p.dial(to, uds.Holder{PID: r.Inbound.SenderPID}, r.Inbound.Frame.ReplyToken, NewStatusFrame(r.Status, r.Inbound.Frame.MsgID, p.socketPath))
 }
 
 func (p *Peer) dropped(in Inbound, reason message.DropReason) {
@@ -288,12 +291,16 @@ func (p *Peer) sendDropReceipt(r DropReceipt) {
 	if r.To == "" || !IsLocalIPCPath(r.To) {
 		return
 	}
-	p.dial(r.To, r.ReplyToken, r.Frame(p.socketPath))
+	p.dial(r.To, r.Holder, r.ReplyToken, r.Frame(p.socketPath))
 }
 
 // dial writes one frame on its own connection in the background, at most
-// maxReceiptDials at once; past that the receipt is lost and logged.
-func (p *Peer) dial(to string, token Token, f Frame) {
+// maxReceiptDials at once; past that the receipt is lost and logged. The
+// frame's from is only a claim: the receipt, and the replyToken the sender
+// chose for its auth line, go out only when the process that sent the
+// message (holder) is the one listening at to, so a sender cannot aim them
+// at another session's inbox.
+func (p *Peer) dial(to string, holder uds.Holder, token Token, f Frame) {
 	payload, err := Payload(token, f)
 	if err != nil {
 		p.log.Info("qwen receipt not encoded", "err", err)
@@ -310,7 +317,11 @@ func (p *Peer) dial(to string, token Token, f Frame) {
 		defer func() { <-p.sendSem; p.wg.Done() }()
 		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 		defer cancel()
-		if err := uds.DialWrite(ctx, to, payload); err != nil {
+		if err := uds.DialWriteHeld(ctx, to, holder, payload); err != nil {
+			if errors.Is(err, uds.ErrNotHolder) {
+				p.log.Info("qwen receipt not sent: the sender does not listen at its from", "to", to, "err", err)
+				return
+			}
 			p.log.Debug("qwen receipt not delivered", "to", to, "err", err)
 			return
 		}

@@ -15,7 +15,7 @@ var originAuth = map[AuthKind]message.AuthClass{
 func (p *Peer) toMessage(in Inbound) message.Message {
 	f := in.Frame
 	m := message.Message{
-		ID: f.MsgID, From: addressing.UDS(f.From), FromName: f.FromName, Body: f.Content, Mode: f.FromMode,
+		ID: f.MsgID, From: udsOrNone(f.From), FromName: f.FromName, Body: f.Content, Mode: f.FromMode,
 		Attested: f.FromMode != message.ModeUnknown, Auth: originAuth[in.Origin.Kind],
 		Protocol: message.ProtocolQwen, Time: p.clk.Now(), ToSessionID: f.ToSessionID, HopChain: f.HopChain,
 	}
@@ -24,9 +24,18 @@ func (p *Peer) toMessage(in Inbound) message.Message {
 	}
 	if al, ok := p.al.bySession(f.ToSessionID); ok {
 		m.AliasOf, m.ToName = al.origin.Address, al.origin.Name
-		p.al.remember(f.MsgID, replyTo{from: f.From, token: f.ReplyToken})
+		p.al.remember(f.MsgID, replyTo{from: f.From, token: f.ReplyToken, pid: in.SenderPID})
 	}
 	return m
+}
+
+// udsOrNone is the uds: address of an inbox path, or "" for none: a frame
+// without a from names no sender, not the address "uds:".
+func udsOrNone(path string) string {
+	if path == "" {
+		return ""
+	}
+	return addressing.UDS(path)
 }
 
 // serveConn authenticates the first non-blank line and then reads frames.
@@ -62,7 +71,7 @@ func (p *Peer) serveConn(ctx context.Context, c *uds.Conn) {
 		}
 		switch {
 		case l.User != nil:
-			in := Inbound{Frame: *l.User, Origin: origin}
+			in := Inbound{Frame: *l.User, Origin: origin, SenderPID: c.Cred.PID}
 			if d := p.gate.Admit(in); d.Outcome == OutcomeHeld && d.Cause != 0 {
 				m := p.toMessage(in)
 				p.notice(message.Event{Type: message.EventHeld, Held: &message.Held{
@@ -73,7 +82,7 @@ func (p *Peer) serveConn(ctx context.Context, c *uds.Conn) {
 			p.mirror.Observe(moves)
 			for _, mv := range moves {
 				rc := mv.Receipt
-				rc.From = addressing.UDS(l.Status.From)
+				rc.From = udsOrNone(l.Status.From)
 				p.emit(ctx, message.Event{Type: message.EventReceipt, Receipt: &rc})
 			}
 		}

@@ -60,6 +60,10 @@ func (r Record) DisplayKind() string {
 	return r.Kind
 }
 
+// holder is who must listen on the record's inbox: its pid, in its pid
+// namespace (a null pidNs is read as ours).
+func (r Record) holder() uds.Holder { return uds.Holder{PID: r.PID, PidNS: r.PidNS} }
+
 // Ref is the handle listings show after the name.
 func (r Record) Ref() string { return Ref(r.SessionID) }
 

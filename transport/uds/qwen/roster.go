@@ -25,6 +25,9 @@ type listed struct {
 // records reads every live record but our own; dead ones are swept after
 // a re-read proves them the same incarnation.
 func (p *Peer) records() ([]listed, error) {
+	if err := p.registry.Check(); err != nil {
+		return nil, err
+	}
 	ents, err := os.ReadDir(p.sessions)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -73,7 +76,9 @@ func (p *Peer) sweep(path string, rec Record) {
 	}
 }
 
-// Sessions lists every live, reachable Qwen Code session but ourselves.
+// Sessions lists every live, reachable Qwen Code session but ourselves:
+// beyond Qwen Code's rules, one whose inbox is listened on by its record's
+// own process (anyone of ours may write a record naming any socket).
 func (p *Peer) Sessions(ctx context.Context) ([]message.Session, error) {
 	recs, err := p.records()
 	if err != nil {
@@ -91,7 +96,11 @@ func (p *Peer) Sessions(ctx context.Context) ([]message.Session, error) {
 			defer func() { <-sem }()
 			pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 			defer cancel()
-			res[i] = ClassifyProbe(uds.Probe(pctx, l.rec.IPCPath)) == ReachAlive
+			err := uds.ProbeHeld(pctx, l.rec.IPCPath, l.rec.holder())
+			if errors.Is(err, uds.ErrNotHolder) {
+				p.log.Info("qwen record skipped: its inbox belongs to another process", "pid", l.rec.PID, "name", l.rec.Name, "err", err)
+			}
+			res[i] = ClassifyProbe(err) == ReachAlive
 		})
 	}
 	wg.Wait()

@@ -48,7 +48,12 @@ func (p *Peer) Send(ctx context.Context, m message.Message) (message.Receipt, er
 	p.ledger.Track(m.ID, path)
 	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
 	defer cancel()
-	if err := uds.DialWrite(ctx, path, payload); err != nil {
+	// Our replyToken is in the frame: the listener must be the record's
+	// process before a byte goes out.
+	if err := uds.DialWriteHeld(ctx, path, rec.holder(), payload); err != nil {
+		if errors.Is(err, uds.ErrNotHolder) {
+			p.log.Info("nothing sent: the target inbox belongs to another process than its record's", "to", path, "err", err)
+		}
 		if !errors.Is(err, uds.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
 			// Never written: the receiver's meters did not move either.
 			if !m.Unpaced {
