@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/internal/clock"
-
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 )

@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiongateway/gateway/testkit/clock"
-
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/testkit/clock"
 )
 
 // fakeLeg is a leg with a fixed roster that records sends.

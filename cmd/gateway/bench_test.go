@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/internal/testutil"
-
-	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/transport/uds"
 )
 

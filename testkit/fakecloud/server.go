@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiongateway/gateway/internal/clock"
-
 	"github.com/coder/websocket"
+
+	"github.com/sessiongateway/gateway/internal/clock"
 )
 
 // DefaultRequiredHeaders are the headers seed 001 lists as sent on every REST

@@ -12,9 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sessiongateway/gateway/internal/clock"
-
 	"github.com/coder/websocket"
+
+	"github.com/sessiongateway/gateway/internal/clock"
 )
 
 // subscriber is one open subscribe WebSocket. Its writer goroutine owns all

@@ -9,14 +9,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sessiongateway/gateway/internal/clock"
-
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/oauth2"
 
 	"github.com/sessiongateway/gateway/auth"
+	"github.com/sessiongateway/gateway/internal/clock"
 )
 
 // The headers seed 001 lists for every request. The beta and feature

@@ -12,8 +12,6 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/sessiongateway/gateway/internal/clock"
-
 	"github.com/cenkalti/backoff/v4"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -21,6 +19,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/sessiongateway/gateway/auth"
+	"github.com/sessiongateway/gateway/internal/clock"
 )
 
 // retryPolicy says after which failures a request may be sent again.

@@ -13,12 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiongateway/gateway/internal/clock"
-
 	"go.opentelemetry.io/otel/propagation"
 	"golang.org/x/oauth2"
 
 	"github.com/sessiongateway/gateway/auth"
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
 	"github.com/sessiongateway/gateway/transport/remote/stream"
 	"github.com/sessiongateway/gateway/transport/sessionsapi"

@@ -7,11 +7,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/sessiongateway/gateway/internal/jsonx"
-
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/auth"
+	"github.com/sessiongateway/gateway/internal/jsonx"
 )
 
 // AttestationField is the event field that carries the event's

@@ -6,7 +6,6 @@ import (
 	"sort"
 
 	"github.com/sessiongateway/gateway/internal/clock"
-
 	"github.com/sessiongateway/gateway/message"
 )
 

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/sessiongateway/gateway/internal/jsonx"
-
 	"github.com/google/uuid"
 
+	"github.com/sessiongateway/gateway/internal/jsonx"
 	"github.com/sessiongateway/gateway/message"
 )
 

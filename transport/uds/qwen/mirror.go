@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/internal/clock"
-
 	"github.com/sessiongateway/gateway/message"
 )
 

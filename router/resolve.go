@@ -1,0 +1,175 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/message"
+)
+
+// DefaultListTimeout is Config.ListTimeout's default.
+const DefaultListTimeout = 2 * time.Second
+
+// Sessions lists every reachable session on every leg, sorted by protocol
+// then name. The legs are listed at once, each within ListTimeout; a leg
+// that fails to list is logged and left out, one that times out is shown
+// from its last listing, marked stale.
+func (r *Router) Sessions(ctx context.Context) []message.Session {
+	lists := make([][]message.Session, len(r.legs))
+	var wg sync.WaitGroup
+	for i, l := range r.legs {
+		wg.Go(func() { lists[i] = r.listLeg(ctx, l) })
+	}
+	wg.Wait()
+	var all []message.Session
+	for _, ss := range lists {
+		all = append(all, ss...)
+	}
+	defer func() {
+		r.mu.Lock()
+		r.roster, r.rosterAt = all, r.cfg.Clock.Now()
+		r.mu.Unlock()
+	}()
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].Protocol != all[j].Protocol {
+			return all[i].Protocol < all[j].Protocol
+		}
+		if all[i].Name != all[j].Name {
+			return all[i].Name < all[j].Name
+		}
+		return all[i].Address < all[j].Address
+	})
+	return all
+}
+
+// listLeg is one leg's part of Sessions: its sessions, and the aliases of
+// remote sessions it publishes (alias_of says what they stand for; those
+// of local sessions stay hidden).
+func (r *Router) listLeg(ctx context.Context, l Leg) []message.Session {
+	lctx, cancel := context.WithTimeout(ctx, r.cfg.ListTimeout)
+	defer cancel()
+	ss, err := l.Sessions(lctx)
+	if err != nil {
+		if ctx.Err() == nil && lctx.Err() != nil {
+			r.mu.Lock()
+			last := slices.Clone(r.lastList[l.Name()])
+			r.mu.Unlock()
+			r.log.Warn("listing sessions timed out; showing the last listing", "leg", l.Name(), "timeout", r.cfg.ListTimeout, "sessions", len(last))
+			for i := range last {
+				last[i].Stale = true
+			}
+			return last
+		}
+		r.log.Warn("listing sessions failed", "leg", l.Name(), "err", err)
+		return nil
+	}
+	if al, ok := l.(AliasLister); ok {
+		for _, a := range al.Aliases() {
+			if strings.HasPrefix(a.AliasOf, "bridge:") {
+				ss = append(ss, a)
+			}
+		}
+	}
+	r.mu.Lock()
+	r.lastList[l.Name()] = ss
+	r.mu.Unlock()
+	return ss
+}
+
+// ErrNoLeg means no leg reaches an address that parsed fine.
+var ErrNoLeg = errors.New("no leg reaches this address")
+
+// Resolve finds the session and the leg for an address string. It resolves
+// against the roster listed within RosterTTL when there is one, and lists
+// afresh when that fails or finds the address outside the roster, so a
+// session that just started or left is seen.
+func (r *Router) Resolve(ctx context.Context, to string) (Leg, message.Session, error) {
+	a, err := addressing.Parse(to)
+	if err != nil {
+		return nil, message.Session{}, err
+	}
+	if a.Kind == addressing.KindPipe {
+		// A Windows pipe parses everywhere but is dialable only there.
+		if err := a.Dialable(); err != nil {
+			return nil, message.Session{}, fmt.Errorf("%s: %w", to, err)
+		}
+	}
+	if cached, ok := r.cachedRoster(); ok {
+		l, s, inRoster, err := r.resolveIn(ctx, a, cached)
+		if err == nil && inRoster {
+			return l, s, nil
+		}
+	}
+	l, s, _, err := r.resolveIn(ctx, a, r.Sessions(ctx))
+	return l, s, err
+}
+
+// ResolveFresh is Resolve against a listing made now, never a cached one:
+// for a caller that knows a session may have just restarted under the
+// same name.
+func (r *Router) ResolveFresh(ctx context.Context, to string) (Leg, message.Session, error) {
+	a, err := addressing.Parse(to)
+	if err != nil {
+		return nil, message.Session{}, err
+	}
+	l, s, _, err := r.resolveIn(ctx, a, r.Sessions(ctx))
+	return l, s, err
+}
+
+func (r *Router) cachedRoster() ([]message.Session, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.rosterAt.IsZero() || r.cfg.Clock.Now().Sub(r.rosterAt) > r.cfg.RosterTTL {
+		return nil, false
+	}
+	return r.roster, true
+}
+
+func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions []message.Session) (Leg, message.Session, bool, error) {
+	// Candidates and sessions are kept side by side, not keyed by address:
+	// several Qwen sessions of one process share one inbox address and are
+	// told apart only by their session id.
+	cands := make([]addressing.Candidate, 0, len(sessions))
+	listed := make([]message.Session, 0, len(sessions))
+	for _, s := range sessions {
+		if s.AliasOf != "" {
+			continue // an alias resolves to what it stands for, not to itself
+		}
+		ca, err := addressing.Parse(s.Address)
+		if err != nil {
+			continue
+		}
+		cands = append(cands, candidateOf(ca, s))
+		listed = append(listed, s)
+	}
+	c, err := addressing.ResolveContext(ctx, a, cands, r.cfg.DID)
+	if err != nil {
+		return nil, message.Session{}, false, err
+	}
+	if i := slices.Index(cands, c); i >= 0 {
+		if l, ok := r.Leg(listed[i].Protocol); ok {
+			return l, listed[i], true, nil
+		}
+	}
+	// Not in any roster: a leg may still claim the raw address.
+	for _, l := range r.legs {
+		if cl, ok := l.(Claimer); ok && cl.Claims(c.Address) {
+			return l, message.Session{Address: c.Address.String(), Protocol: l.Name()}, false, nil
+		}
+	}
+	if c.Address.Kind == addressing.KindBridge {
+		return nil, message.Session{}, false, fmt.Errorf("%w: %s (remote sessions need `gateway serve` with remote credentials: --remote-token-file, --remote-session-key-file or --remote-claude-credentials)", ErrNoLeg, c.Address)
+	}
+	return nil, message.Session{}, false, fmt.Errorf("%w: %s", ErrNoLeg, c.Address)
+}
+
+func candidateOf(a addressing.Address, s message.Session) addressing.Candidate {
+	return addressing.Candidate{Address: a, Name: s.Name, SessionID: s.SessionID, Protocol: string(s.Protocol), NativeRef: s.NativeRef}
+}
