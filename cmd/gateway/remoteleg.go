@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"strings"
-	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
@@ -60,7 +58,7 @@ func newRemoteLeg(log *slog.Logger, o *remoteOpts) (*remote.Leg, error) {
 			return nil, fmt.Errorf("remote credentials: %w", err)
 		}
 	}
-	signer, err := newSigner(o.signer)
+	signer, err := auth.ParseSigner(o.signer)
 	if err != nil {
 		return nil, err
 	}
@@ -84,24 +82,4 @@ func newRemoteLeg(log *slog.Logger, o *remoteOpts) (*remote.Leg, error) {
 			}
 		},
 	})
-}
-
-func newSigner(spec string) (auth.Signer, error) {
-	switch {
-	case spec == "none":
-		return auth.NewNoneSigner(), nil
-	case strings.HasPrefix(spec, "ed25519-file:"):
-		s, err := auth.NewEd25519FileSigner(strings.TrimPrefix(spec, "ed25519-file:"))
-		if err != nil {
-			return nil, fmt.Errorf("--remote-signer: %w", err)
-		}
-		return s, nil
-	case strings.HasPrefix(spec, "exec:"):
-		argv := strings.Fields(strings.TrimPrefix(spec, "exec:"))
-		if len(argv) == 0 {
-			return nil, fmt.Errorf("--remote-signer exec: names no command")
-		}
-		return auth.NewExecSigner(argv, 10*time.Second), nil
-	}
-	return nil, fmt.Errorf("--remote-signer %q: want none, ed25519-file:PATH or exec:COMMAND", spec)
 }
