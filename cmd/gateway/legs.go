@@ -14,6 +14,7 @@ import (
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/observability"
 	"github.com/sessiongateway/gateway/router"
+	"github.com/sessiongateway/gateway/transport/uds"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
@@ -22,11 +23,19 @@ import (
 // that cannot register is logged and left out (DESIGN: "registers on every
 // local leg it can"), so a broken ~/.qwen does not keep Claude Code sessions
 // from the gateway; it is an error only when no leg at all would serve
-// (others counts the legs built elsewhere, the remote one).
+// (others counts the legs built elsewhere, the remote one). The socket files
+// an earlier run left behind (see uds.SocketLedger) are swept first.
 func startLegs(log *slog.Logger, c serveConfig, metrics *observability.Metrics, others int) ([]router.Leg, *claude.AliasPool, error) {
 	var legs []router.Leg
 	var pool *claude.AliasPool
 	var failed []error
+	var sockets []string
+	ledger := uds.SocketLedger(filepath.Join(c.stateDir, "sockets"))
+	if swept, err := ledger.Sweep(); err != nil {
+		log.Warn("stale sockets of an earlier run not swept", "err", err)
+	} else if len(swept) > 0 {
+		log.Info("stale sockets of an earlier run removed", "paths", swept)
+	}
 	counted := func(leg message.Protocol) func(message.Status) {
 		return func(st message.Status) { metrics.Receipt(context.Background(), string(leg), "out", st.String()) }
 	}
@@ -43,6 +52,7 @@ func startLegs(log *slog.Logger, c serveConfig, metrics *observability.Metrics, 
 			failed = append(failed, fmt.Errorf("registering as a Qwen Code peer: %w", err))
 		} else {
 			qwenLeg, childEnv = peer, peer.ChildEnv()
+			sockets = append(sockets, peer.SocketPath())
 		}
 	}
 	if !c.noClaude {
@@ -52,6 +62,7 @@ func startLegs(log *slog.Logger, c serveConfig, metrics *observability.Metrics, 
 			failed = append(failed, fmt.Errorf("registering as a Claude Code peer: %w", err))
 		} else {
 			legs, pool = append(legs, peer), p
+			sockets = append(sockets, peer.SocketPath())
 		}
 	}
 	if qwenLeg != nil {
@@ -59,6 +70,10 @@ func startLegs(log *slog.Logger, c serveConfig, metrics *observability.Metrics, 
 	}
 	if len(legs)+others == 0 && len(failed) > 0 {
 		return nil, nil, errors.Join(failed...)
+	}
+	// A kill -9 leaves these files behind; the next start sweeps them.
+	if err := ledger.Record(sockets...); err != nil {
+		log.Warn("socket ledger not written: a kill -9 would leave stale sockets", "err", err)
 	}
 	return legs, pool, nil
 }
