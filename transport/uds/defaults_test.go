@@ -97,7 +97,7 @@ func TestZeroLimitsCapALineAtOneMiB(t *testing.T) {
 	}
 }
 
-func TestZeroLimitsServe8ConnectionsOfOneProcessAndCloseThe9th(t *testing.T) {
+func TestZeroLimitsServe8ConnectionsOfOneProcessQueue8AndCloseThe17th(t *testing.T) {
 	release := make(chan struct{})
 	l := defaultsListener(t, func(ctx context.Context, c *Conn) {
 		select {
@@ -112,27 +112,27 @@ func TestZeroLimitsServe8ConnectionsOfOneProcessAndCloseThe9th(t *testing.T) {
 			c.Close()
 		}
 	}()
-	for range 8 {
+	for range 16 {
 		c, err := net.Dial("unix", l.Path())
 		if err != nil {
 			t.Fatal(err)
 		}
 		conns = append(conns, c)
 	}
-	defaultsWaitFor(t, func() bool { return l.Stats().Accepted == 8 }, "8 connections served")
+	defaultsWaitFor(t, func() bool { return l.Stats().Accepted == 8 && l.Stats().Waited == 8 }, "8 connections served, 8 waiting")
 	if s := l.Stats(); s.Rejected != 0 {
-		t.Fatalf("rejected %d of the first 8", s.Rejected)
+		t.Fatalf("rejected %d of the first 16", s.Rejected)
 	}
 	c, err := net.Dial("unix", l.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
 	conns = append(conns, c)
-	// The 9th from this process is closed by the server at once: our read
+	// The 17th from this process is closed by the server at once: our read
 	// sees the end.
 	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
 	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
-		t.Fatalf("the 9th connection: read err = %v, want EOF", err)
+		t.Fatalf("the 17th connection: read err = %v, want EOF", err)
 	}
 	if s := l.Stats(); s.Rejected != 1 || s.PeerLimited != 1 || s.Accepted != 8 {
 		t.Fatalf("stats = %+v, want 8 accepted and 1 rejected over the per-peer limit", s)

@@ -29,10 +29,11 @@ type Limits struct {
 	// is full, so a write to a full listener is never taken and dropped.
 	MaxConns int
 	// MaxConnsPerPeer is the most connections one process (uid and pid, as
-	// SO_PEERCRED reports them) may hold at once (default 8), so that one
-	// process cannot take every slot. One more is closed unread at once and
-	// counted: its sender sees the close (a reset when it had written), not
-	// a silent success.
+	// SO_PEERCRED reports them) is served at once (default 8), so that one
+	// process cannot take every slot. As many more wait, unread and holding
+	// no slot, and are served as the process's own connections end; one
+	// more than that is closed unread at once and counted: its sender sees
+	// the close (a reset when it had written), never a silent success.
 	MaxConnsPerPeer int
 	// MaxConnAge is how long a connection may stay open at all (default
 	// 2 min), whatever it sends: lines that keep re-arming the read
@@ -112,19 +113,19 @@ func (l Limits) withDefaults() Limits {
 type Stats struct {
 	Accepted    uint64 // connections handed to a handler
 	Rejected    uint64 // closed at once: over MaxConnsPerPeer, or peer credentials unreadable
-	PeerLimited uint64 // of Rejected, those over MaxConnsPerPeer
+	PeerLimited uint64 // of Rejected, those over MaxConnsPerPeer with as many waiting
+	Waited      uint64 // connections that waited for one of their peer's slots
 	LineTooLong uint64 // connections closed for a line over MaxLine
 	Timeouts    uint64 // connections closed for a line not completed in time, or at MaxConnAge
 }
 
-type counters struct{ accepted, rejected, peerLimited, tooLong, timeouts atomic.Uint64 }
+type counters struct {
+	accepted, rejected, peerLimited, waited, tooLong, timeouts atomic.Uint64
+}
 
 // Handler serves one connection. Serve closes the connection when it returns.
 // ctx is cancelled at shutdown, when pending and later I/O on c also fails.
 type Handler func(ctx context.Context, c *Conn)
-
-// peerKey is who a connection's per-peer allowance is counted against.
-type peerKey struct{ uid, pid int }
 
 // Listener is a Unix stream socket bound to a path in a private directory.
 type Listener struct {
@@ -224,6 +225,7 @@ func (l *Listener) Stats() Stats {
 		Accepted:    l.stats.accepted.Load(),
 		Rejected:    l.stats.rejected.Load(),
 		PeerLimited: l.stats.peerLimited.Load(),
+		Waited:      l.stats.waited.Load(),
 		LineTooLong: l.stats.tooLong.Load(),
 		Timeouts:    l.stats.timeouts.Load(),
 	}
@@ -277,13 +279,9 @@ func (l *Listener) Serve(ctx context.Context, h Handler) error {
 	// reused by a successor in between.
 	stop := onDone(ctx, func() { _ = l.ln.SetDeadline(longAgo) })
 
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		active  = make(map[*Conn]struct{})
-		perPeer = make(map[peerKey]int)
-		slots   = make(chan struct{}, l.lim.MaxConns) // a full channel is the cap
-	)
+	var wg sync.WaitGroup
+	table := newSlotTable(l.lim)
+	slots := make(chan struct{}, l.lim.MaxConns) // a full channel is the cap
 	err := l.acceptLoop(ctx, slots, func(uc *net.UnixConn) {
 		cred, err := PeerCred(uc)
 		if err != nil {
@@ -292,48 +290,49 @@ func (l *Listener) Serve(ctx context.Context, h Handler) error {
 			<-slots
 			return
 		}
-		key := peerKey{uid: cred.UID, pid: cred.PID}
-		mu.Lock()
-		if perPeer[key] >= l.lim.MaxConnsPerPeer {
-			mu.Unlock()
+		switch table.admit(uc, cred) {
+		case admitServe:
+			wg.Go(func() {
+				l.serveInTurn(ctx, table, uc, cred, h)
+				<-slots
+			})
+		case admitWait:
+			l.stats.waited.Add(1)
+			<-slots // a waiting connection holds no slot
+		default:
 			// Counted before the close, so a peer that sees the close
 			// also sees the count.
 			l.stats.peerLimited.Add(1)
 			l.stats.rejected.Add(1)
 			_ = uc.Close()
 			<-slots
-			return
 		}
-		perPeer[key]++
-		c := newConn(ctx, uc, cred, l.lim, &l.stats)
-		active[c] = struct{}{}
-		mu.Unlock()
-		l.stats.accepted.Add(1)
-		wg.Go(func() {
-			defer func() {
-				_ = c.UnixConn.Close()
-				mu.Lock()
-				delete(active, c)
-				if perPeer[key]--; perPeer[key] == 0 {
-					delete(perPeer, key)
-				}
-				mu.Unlock()
-				<-slots
-			}()
-			h(ctx, c)
-		})
 	})
 
 	stop()
 	cancel()
 	closeErr := l.Close()
-	mu.Lock()
-	for c := range active {
-		c.shutdown()
-	}
-	mu.Unlock()
+	table.shutdown()
 	wg.Wait()
 	return errors.Join(err, closeErr)
+}
+
+// serveInTurn runs h for uc and then, in the same slot, for each
+// connection of the same peer that waited for one.
+func (l *Listener) serveInTurn(ctx context.Context, table *slotTable, uc *net.UnixConn, cred Cred, h Handler) {
+	for {
+		c := newConn(ctx, uc, cred, l.lim, &l.stats)
+		if table.start(c) {
+			l.stats.accepted.Add(1)
+			h(ctx, c)
+		}
+		_ = uc.Close()
+		next, ok := table.finish(c, cred)
+		if !ok {
+			return
+		}
+		uc, cred = next.uc, next.cred
+	}
 }
 
 // acceptLoop takes a slot, then accepts a connection and calls serve with

@@ -3,6 +3,7 @@ package uds
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -259,25 +260,53 @@ func TestMaxConns(t *testing.T) {
 			t.Fatalf("the waiting connection read %q, want its line", got)
 		}
 	})
-	t.Run("a connection over MaxConnsPerPeer is closed at once, and counted", func(t *testing.T) {
-		started := make(chan *Conn, 4)
+	t.Run("over MaxConnsPerPeer a connection waits its turn, and past as many waiting one is closed", func(t *testing.T) {
+		started := make(chan *Conn, 8)
+		lines := make(chan string, 8)
 		h := func(ctx context.Context, c *Conn) {
 			started <- c
-			_, _ = c.ReadLine()
+			line, _ := c.ReadLine()
+			lines <- string(line)
 		}
 		lim := Limits{FirstLineTimeout: time.Minute, MaxConnsPerPeer: 2}
 		s := serve(t, filepath.Join(testutil.ShortTempDir(t), "p.sock"), lim, h)
+		var served []*net.UnixConn
 		for range 2 {
-			dialT(t, s.Path())
+			served = append(served, dialT(t, s.Path()))
 			<-started
 		}
+		var waiting []*net.UnixConn
+		for i := range 2 {
+			c := dialT(t, s.Path())
+			if _, err := fmt.Fprintf(c, "waited %d\n", i); err != nil {
+				t.Fatal(err)
+			}
+			waiting = append(waiting, c)
+		}
+		testutil.Eventually(t, "two connections waiting", func() bool { return s.Stats().Waited == 2 })
 		extra := dialT(t, s.Path())
 		_ = extra.SetReadDeadline(time.Now().Add(time.Minute))
 		if n, err := extra.Read(make([]byte, 1)); err != io.EOF {
-			t.Fatalf("connection 3 of one process: read = %d, %v; want io.EOF from a server-side close", n, err)
+			t.Fatalf("connection 5 of one process: read = %d, %v; want io.EOF from a server-side close", n, err)
 		}
 		if st := s.Stats(); st.Accepted != 2 || st.Rejected != 1 || st.PeerLimited != 1 {
-			t.Fatalf("Stats() = %+v, want 2 accepted and 1 rejected over the per-peer limit", st)
+			t.Fatalf("Stats() = %+v, want 2 accepted, 2 waiting and 1 rejected over the per-peer limit", st)
+		}
+		select {
+		case <-started:
+			t.Fatal("a waiting connection was served while its peer held both its slots")
+		case <-time.After(50 * time.Millisecond):
+		}
+		// One slot frees: the waiting connections are served in it in turn,
+		// each as the one before it ends.
+		_ = served[0].Close()
+		for _, want := range []string{"", "waited 0", "waited 1"} {
+			if got := <-lines; got != want {
+				t.Fatalf("read %q, want %q, in that order", got, want)
+			}
+		}
+		for _, c := range waiting {
+			_ = c.Close()
 		}
 	})
 }
