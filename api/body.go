@@ -12,11 +12,11 @@ import (
 	"github.com/sessiongateway/gateway/internal/jsonx"
 )
 
-// MaxDepth caps how deep a request body nests objects and arrays. No body
-// of this API needs more than a few levels (a tool's input in a permission
-// answer, a few more); a deeper one is refused before it is parsed, so a
-// body of brackets costs no more than its bytes.
-const MaxDepth = 64
+// MaxDepth caps how deep a request body nests objects and arrays: the
+// sockets' cap, which no body of this API comes near (a tool's input in a
+// permission answer is a few levels). A deeper one is refused before it is
+// parsed, so a body of brackets costs no more than its bytes.
+const MaxDepth = jsonx.MaxDepth
 
 var (
 	errSyntax  = errors.New("bad JSON")
@@ -76,27 +76,8 @@ func decode(r *http.Request, v any) error {
 // checkJSON refuses a body nested deeper than MaxDepth, by a scan of its
 // bytes that allocates nothing, and then one that repeats a key.
 func checkJSON(b []byte) error {
-	depth, inString, escaped := 0, false, false
-	for _, c := range b {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			if depth++; depth > MaxDepth {
-				return errTooDeep
-			}
-		case c == '}' || c == ']':
-			depth--
-		}
+	if !jsonx.WithinDepth(b, MaxDepth) {
+		return errTooDeep
 	}
 	return jsonx.CheckUniqueKeys(b, errSyntax, errDupKey)
 }
