@@ -1,13 +1,21 @@
 package gatewaytest
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
+
+// binDirPrefix names the directory each test process builds the gateway
+// into, followed by its pid.
+const binDirPrefix = "gatewaytest-bin-"
 
 // built is the gateway binary, built at most once per test process.
 var built struct {
@@ -21,8 +29,9 @@ var built struct {
 func Bin(tb testing.TB) string {
 	tb.Helper()
 	built.once.Do(func() {
-		built.dir, built.err = os.MkdirTemp("", "gatewaytest-bin")
-		if built.err != nil {
+		sweepBinDirs()
+		built.dir = filepath.Join(os.TempDir(), binDirPrefix+strconv.Itoa(os.Getpid()))
+		if built.err = os.MkdirAll(built.dir, 0o700); built.err != nil {
 			return
 		}
 		built.path = filepath.Join(built.dir, "gateway")
@@ -47,4 +56,19 @@ func Main(m *testing.M) int {
 		_ = os.RemoveAll(built.dir)
 	}
 	return code
+}
+
+// sweepBinDirs removes what test processes that died before Main's
+// clean-up (a panic, a kill on timeout) left behind.
+func sweepBinDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), binDirPrefix+"*"))
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(d), binDirPrefix))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			_ = os.RemoveAll(d)
+		}
+	}
 }
