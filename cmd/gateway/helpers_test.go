@@ -12,11 +12,11 @@ import (
 )
 
 // startGateway serves a gateway in process in a gatewaytest World under
-// root, for the tests that need what no flag reaches: serveConfig fields
-// (a remote leg tuned or pointed at a fake cloud, a DID resolver), the
-// test binary as alias worker, the metrics of this process. Everything
-// else about the gateway (its World, client, CLI verbs, stop) is the
-// harness's.
+// root, for the tests that need what no flag reaches: serveConfig fields (a
+// remote leg with a tuned stream, an injected DID resolver) or this
+// process's own state (its hop token). Everything else about the gateway
+// (its World, client, CLI verbs, stop) is the harness's, and every other
+// test runs the binary (startBinary).
 func startGateway(tb testing.TB, root string, opts ...func(*serveConfig)) *gatewaytest.Gateway {
 	tb.Helper()
 	w := gatewaytest.WorldAt(tb, root)

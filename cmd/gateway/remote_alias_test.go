@@ -175,11 +175,8 @@ func TestALocalApproverAnswersRemotePrompts(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(e2eToken), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ro := &remoteOpts{url: cloud.URL(), org: e2eOrg, tokenFile: tokenFile, follow: multi{"all"}}
-	if err := ro.check(); err != nil {
-		t.Fatal(err)
-	}
-	g := startGateway(t, root, func(c *serveConfig) { c.remote, c.approver, c.noQwen = ro, "boss", true })
+	g := startBinary(t, root, "--remote-url", cloud.URL(), "--remote-org", e2eOrg, "--remote-token-file", tokenFile,
+		"--remote-follow", "all", "--approver", "boss", "--legs", "claude")
 	t.Cleanup(func() { g.Stop(t) })
 	boss := newFake(t, g, "boss", message.ModePrompting)
 	testutil.Eventually(t, "the session is live and the approver listed", func() bool {

@@ -408,11 +408,8 @@ func TestOtherCredentials(t *testing.T) {
 		if err := os.WriteFile(keyFile, []byte("sk-ant-sid01-cookie\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		ro := &remoteOpts{url: cloud.URL(), org: e2eOrg, sessionKeyFile: keyFile, follow: multi{"all"}}
-		if err := ro.check(); err != nil {
-			t.Fatal(err)
-		}
-		g := startGateway(t, root, func(c *serveConfig) { c.noClaude, c.noQwen, c.bridge, c.remote = true, true, false, ro })
+		g := startBinary(t, root, "--legs", "none", "--bridge=false", "--remote-url", cloud.URL(), "--remote-org", e2eOrg,
+			"--remote-session-key-file", keyFile, "--remote-follow", "all")
 		t.Cleanup(func() { g.Stop(t) })
 		testutil.Eventually(t, "the session is live", func() bool { return cloud.Subscribers(sid) > 0 })
 		if _, errOut, code := runCLI(t, g.StateDir, "send", "bridge:"+sid, "over a cookie"); code != 0 {
@@ -437,11 +434,8 @@ func TestOtherCredentials(t *testing.T) {
 		if err := os.WriteFile(creds, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		ro := &remoteOpts{url: cloud.URL(), org: e2eOrg, claudeCreds: creds, tokenURL: cloud.URL() + "/v1/oauth/token", follow: multi{sid}, transport: "sse"}
-		if err := ro.check(); err != nil {
-			t.Fatal(err)
-		}
-		g := startGateway(t, root, func(c *serveConfig) { c.noClaude, c.noQwen, c.bridge, c.remote = true, true, false, ro })
+		g := startBinary(t, root, "--legs", "none", "--bridge=false", "--remote-url", cloud.URL(), "--remote-org", e2eOrg,
+			"--remote-claude-credentials", creds, "--remote-token-url", cloud.URL()+"/v1/oauth/token", "--remote-follow", sid, "--remote-transport", "sse")
 		t.Cleanup(func() { g.Stop(t) })
 		testutil.Eventually(t, "the session is live", func() bool { return cloud.Streams(sid) > 0 })
 		if cloud.Refreshes() == 0 {
