@@ -93,11 +93,7 @@ func TestServeStopsOnABadDIDFile(t *testing.T) {
 
 func TestSendByDID(t *testing.T) {
 	path := writeDIDFile(t, `{"did:web:example.com:alice": "work-08"}`, 0o600)
-	did, err := openDIDFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := startGateway(t, t.TempDir(), func(c *serveConfig) { c.did = did })
+	g := startBinary(t, t.TempDir(), "--did-file", path)
 	fk := newFake(t, g, "work-08", message.ModePrompting)
 	t.Run("a listed DID reaches the session its address names", func(t *testing.T) {
 		out, err := g.Send(ctxT(t), api.SendBody{To: "did:web:example.com:alice", Text: "hello by did"})
@@ -144,7 +140,7 @@ func TestSendByDID(t *testing.T) {
 		}
 	})
 	t.Run("without a DID file a DID is refused saying none is configured", func(t *testing.T) {
-		g2 := startGateway(t, t.TempDir())
+		g2 := startBinary(t, t.TempDir())
 		_, err := g2.Send(ctxT(t), api.SendBody{To: "did:web:example.com:alice", Text: "hi"})
 		if err == nil || !strings.Contains(err.Error(), addressing.ErrNoDIDResolver.Error()) {
 			t.Fatalf("got %v, want %v", err, addressing.ErrNoDIDResolver)

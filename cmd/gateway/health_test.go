@@ -103,7 +103,7 @@ func TestHealthWithNoGateway(t *testing.T) {
 
 func TestHealthAgainstARunningGateway(t *testing.T) {
 	root := t.TempDir()
-	g := startGateway(t, root)
+	g := startBinary(t, root)
 
 	t.Run("the control socket answers healthz without a token", func(t *testing.T) {
 		out, errOut, code := runCLI(t, g.StateDir, "health")

@@ -35,10 +35,7 @@ func startGateway(tb testing.TB, root string, opts ...func(*serveConfig)) *gatew
 		logTo = os.Stderr
 	}
 	go func() { done <- serve(ctx, observability.NewLogger(logTo, nil), cfg) }()
-	return gatewaytest.Attach(tb, w, cfg.name, done, func() error {
-		cancel()
-		return <-done
-	})
+	return gatewaytest.Attach(tb, w, cfg.name, done, cancel)
 }
 
 // startBinary starts the gateway binary in a gatewaytest World under root,

@@ -26,78 +26,6 @@ import (
 	"github.com/sessiongateway/gateway/transport/uds/claude"
 )
 
-// sigGateway is `gateway serve` run as a child process (this test binary
-// re-executed, see TestMain), so a test can send it real signals.
-type sigGateway struct {
-	*api.Client
-	cmd       *exec.Cmd
-	stateDir  string
-	configDir string
-	runtime   string
-	stderr    *syncBuffer
-	exited    chan struct{} // closed once the process was reaped
-	waitErr   error         // how it exited, once exited is closed
-}
-
-func startSignalled(t *testing.T, root string, args ...string) *sigGateway {
-	t.Helper()
-	g := &sigGateway{stateDir: filepath.Join(root, "state"), configDir: filepath.Join(root, "claude"),
-		runtime: filepath.Join(root, "run"), stderr: &syncBuffer{}, exited: make(chan struct{})}
-	for _, d := range []string{g.configDir, g.runtime} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GATEWAY_") && !strings.HasPrefix(kv, "OTEL_") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, "GATEWAY_TEST_AS_GATEWAY=1", "CLAUDE_CONFIG_DIR="+g.configDir,
-		"XDG_RUNTIME_DIR="+g.runtime, "HOME="+root, "TMPDIR="+root)
-	g.cmd = exec.Command(os.Args[0], append([]string{"serve", "--state-dir", g.stateDir, "--log-level", "debug"}, args...)...)
-	g.cmd.Env = env
-	g.cmd.Stderr = g.stderr
-	if err := g.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { g.waitErr = g.cmd.Wait(); close(g.exited) }()
-	t.Cleanup(func() {
-		_ = g.cmd.Process.Kill()
-		<-g.exited
-		if t.Failed() {
-			t.Logf("gateway stderr:\n%s", g.stderr.String())
-		}
-	})
-	g.Client = api.NewUnixClient(filepath.Join(g.stateDir, "gateway.sock"))
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := g.Sessions(ctx)
-		cancel()
-		if err == nil {
-			return g
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the gateway is not answering: %v\n%s", err, g.stderr.String())
-		}
-	}
-}
-
-// address is the gateway's own uds: address, from its registry entry.
-func (g *sigGateway) address(t *testing.T) string {
-	t.Helper()
-	ents, _ := filepath.Glob(filepath.Join(g.configDir, "sessions", "*.json"))
-	for _, f := range ents {
-		b, _ := os.ReadFile(f)
-		if e, err := claude.ParseEntry(b); err == nil && e.Name == "gateway" && e.PID == g.cmd.Process.Pid {
-			return "uds:" + e.MessagingSocketPath
-		}
-	}
-	t.Fatal("the gateway's registry entry is missing")
-	return ""
-}
-
 // sentOK is a message the API returned an id for.
 type sentOK struct {
 	body string
@@ -110,11 +38,11 @@ func TestSIGTERMDuringTrafficLosesNothingAcceptedAndDeregisters(t *testing.T) {
 	}
 	const grace = 5 * time.Second
 	root := t.TempDir()
-	g := startSignalled(t, root, "--legs", "claude", "--bridge=false", "--grace", grace.String(), "--settle", "300ms")
-	fk := fakeclaude.Start(t, fakeclaude.Config{Name: "work-08", ConfigDir: g.configDir, RuntimeDir: g.runtime})
-	gwAddr := g.address(t)
+	g := startBinary(t, root, "--legs", "claude", "--bridge=false", "--grace", grace.String(), "--settle", "300ms")
+	fk := fakeclaude.Start(t, fakeclaude.Config{Name: "work-08", ConfigDir: g.ConfigDir, RuntimeDir: g.Runtime})
+	gwAddr := gatewayAddress(t, g)
 	gwSocket := strings.TrimPrefix(gwAddr, "uds:")
-	regBefore, _ := filepath.Glob(filepath.Join(g.configDir, "sessions", "*"))
+	regBefore, _ := filepath.Glob(filepath.Join(g.ConfigDir, "sessions", "*"))
 
 	// A peer subscribed to the gateway's idle notices and not yet answered
 	// must hear exited: a pending hold defers the idle notice (as in Claude
@@ -131,10 +59,10 @@ func TestSIGTERMDuringTrafficLosesNothingAcceptedAndDeregisters(t *testing.T) {
 	}
 
 	// SIGHUP reloads and leaves the gateway serving.
-	if err := g.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := g.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(g.stderr.String(), "SIGHUP: reloaded"); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(g.Logs(), "SIGHUP: reloaded"); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("SIGHUP was not logged as a reload")
 		}
@@ -172,7 +100,7 @@ func TestSIGTERMDuringTrafficLosesNothingAcceptedAndDeregisters(t *testing.T) {
 				if n == senders*2 {
 					sigOnce.Do(func() {
 						sigAt = time.Now()
-						if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+						if err := g.Signal(syscall.SIGTERM); err != nil {
 							t.Error(err)
 						}
 					})
@@ -183,11 +111,11 @@ func TestSIGTERMDuringTrafficLosesNothingAcceptedAndDeregisters(t *testing.T) {
 	wg.Wait()
 	sigOnce.Do(func() { // every send finished before the signal: send it now
 		sigAt = time.Now()
-		_ = g.cmd.Process.Signal(syscall.SIGTERM)
+		_ = g.Signal(syscall.SIGTERM)
 	})
 	select {
-	case <-g.exited:
-		err = g.waitErr
+	case <-g.Exited():
+		err = g.ExitErr()
 	case <-time.After(grace + 5*time.Second):
 		t.Fatalf("the gateway did not exit within its grace period of %v", grace)
 	}
@@ -237,18 +165,18 @@ func TestSIGTERMDuringTrafficLosesNothingAcceptedAndDeregisters(t *testing.T) {
 		}
 	})
 	t.Run("the registry entry, key file and sockets are gone", func(t *testing.T) {
-		regAfter, _ := filepath.Glob(filepath.Join(g.configDir, "sessions", "*"))
+		regAfter, _ := filepath.Glob(filepath.Join(g.ConfigDir, "sessions", "*"))
 		if len(regAfter) != len(regBefore)-2 {
 			t.Errorf("registration files before %v, after %v: want the gateway's entry and key gone", regBefore, regAfter)
 		}
-		for _, f := range []string{gwSocket, filepath.Join(g.stateDir, "gateway.sock")} {
+		for _, f := range []string{gwSocket, filepath.Join(g.StateDir, "gateway.sock")} {
 			if _, err := os.Lstat(f); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("%s is still there (%v)", f, err)
 			}
 		}
 	})
 	t.Run("the log says it drained and stopped", func(t *testing.T) {
-		log := g.stderr.String()
+		log := g.Logs()
 		for _, want := range []string{"stopping: draining the API", "deregistered Claude Code peer", "gateway stopped"} {
 			if !strings.Contains(log, want) {
 				t.Errorf("no %q in the log", want)
@@ -393,7 +321,7 @@ func TestSIGTERMFlushesTheOutboxOrKeepsItStored(t *testing.T) {
 			// behind it, so all are pending at the signal.
 			c.proxy.setMode(tt.before)
 			root := t.TempDir()
-			g := startSignalled(t, root, "--legs", "remote", "--remote-url", c.proxy.url, "--remote-org", e2eOrg,
+			g := startBinary(t, root, "--legs", "remote", "--remote-url", c.proxy.url, "--remote-org", e2eOrg,
 				"--remote-token-file", c.tokenFile, "--remote-follow", c.sid, "--grace", grace.String())
 			for i := range n {
 				out, err := g.Send(ctxT(t), api.SendBody{To: "bridge:" + c.sid, Text: fmt.Sprintf("flushed message %d", i)})
@@ -403,22 +331,22 @@ func TestSIGTERMFlushesTheOutboxOrKeepsItStored(t *testing.T) {
 			}
 			testutil.EventuallyWithin(t, 20*time.Second, "the first post reached the server", func() bool { return c.proxy.saw("flushed message 0") })
 			sigAt := time.Now()
-			if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			if err := g.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
 			c.proxy.setMode(tt.atSignal)
 			select {
-			case <-g.exited:
+			case <-g.Exited():
 			case <-time.After(grace + 5*time.Second):
 				t.Fatalf("the gateway did not exit within its grace period of %v", grace)
 			}
-			if g.waitErr != nil {
-				t.Fatalf("exit: %v", g.waitErr)
+			if g.ExitErr() != nil {
+				t.Fatalf("exit: %v", g.ExitErr())
 			}
 			if took := time.Since(sigAt); took > grace+time.Second {
 				t.Errorf("took %v after SIGTERM, grace is %v", took, grace)
 			}
-			if kept := storedPending(t, g.stateDir); kept != tt.wantKept {
+			if kept := storedPending(t, g.StateDir); kept != tt.wantKept {
 				t.Errorf("%d messages still in the outbox, want %d", kept, tt.wantKept)
 			}
 			if stored := len(c.users()); stored != tt.wantOnSrv {

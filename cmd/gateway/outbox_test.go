@@ -11,7 +11,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -194,13 +193,8 @@ func outboxJSON(t *testing.T, stateDir string, args ...string) []outbox.Item {
 func TestOutboxCommand(t *testing.T) {
 	c := newOutboxCloud(t)
 	c.proxy.setMode(postHold)
-	ro := &remoteOpts{url: c.proxy.url, org: e2eOrg, tokenFile: c.tokenFile, follow: multi{c.sid}, transport: "ws"}
-	if err := ro.check(); err != nil {
-		t.Fatal(err)
-	}
-	g := startGateway(t, t.TempDir(), func(sc *serveConfig) {
-		sc.noClaude, sc.noQwen, sc.bridge, sc.remote = true, true, false, ro
-	})
+	g := startBinary(t, t.TempDir(), "--legs", "none", "--bridge=false", "--remote-url", c.proxy.url, "--remote-org", e2eOrg,
+		"--remote-token-file", c.tokenFile, "--remote-follow", c.sid, "--remote-transport", "ws")
 	if fi, err := os.Lstat(filepath.Join(g.StateDir, outbox.FileName)); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("outbox file: %v %v, want a 0600 file in the state directory", fi, err)
 	}
@@ -243,53 +237,6 @@ func TestOutboxCommand(t *testing.T) {
 	})
 }
 
-// childGateway is `gateway serve` in a child process: this test binary,
-// which TestMain turns into the gateway.
-type childGateway struct {
-	cmd    *exec.Cmd
-	stderr *bytes.Buffer
-}
-
-func startChild(t *testing.T, root string, args ...string) *childGateway {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"serve"}, args...)...)
-	cmd.Env = append(os.Environ(), "GATEWAY_TEST_AS_GATEWAY=1", "HOME="+root, "XDG_RUNTIME_DIR="+filepath.Join(root, "run"))
-	g := &childGateway{cmd: cmd, stderr: &bytes.Buffer{}}
-	cmd.Stderr = &lockedWriter{w: g.stderr}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-		if t.Failed() {
-			t.Logf("gateway stderr:\n%s", g.stderr)
-		}
-	})
-	return g
-}
-
-func (g *childGateway) kill9(t *testing.T) {
-	t.Helper()
-	if err := g.cmd.Process.Kill(); err != nil { // SIGKILL: no cleanup of any kind
-		t.Fatal(err)
-	}
-	g.cmd.Wait()
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
-}
-
 // TestAcceptedMessagesSurviveKill9 kills the gateway between the API's
 // acceptance of messages for a remote session and the server's
 // acknowledgement, restarts it on the same state directory, and checks
@@ -314,7 +261,7 @@ func TestAcceptedMessagesSurviveKill9(t *testing.T) {
 			stateDir := filepath.Join(root, "state")
 			args := []string{"--legs", "remote", "--remote-url", c.proxy.url, "--remote-org", e2eOrg,
 				"--remote-token-file", c.tokenFile, "--remote-follow", c.sid, "--state-dir", stateDir}
-			child := startChild(t, root, args...)
+			child := startBinary(t, root, args...)
 			client := api.NewUnixClient(filepath.Join(stateDir, "gateway.sock"))
 			ready := func() bool {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -342,9 +289,9 @@ func TestAcceptedMessagesSurviveKill9(t *testing.T) {
 				t.Fatalf("before the crash %d messages are pending, want %d", len(items), n)
 			}
 
-			child.kill9(t)
+			child.Kill(t) // SIGKILL: no cleanup of any kind
 			c.proxy.setMode(postPass)
-			startChild(t, root, args...)
+			startBinary(t, root, args...)
 			testutil.EventuallyWithin(t, 20*time.Second, "the restarted gateway answers", ready)
 			testutil.EventuallyWithin(t, 30*time.Second, "every message reached the server", func() bool { return len(c.users()) >= n })
 			testutil.EventuallyWithin(t, 10*time.Second, "the outbox is empty", func() bool { return len(outboxJSON(t, stateDir)) == 0 })

@@ -17,20 +17,16 @@ import (
 
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/observability"
+	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 )
 
-// startDemoCloud runs `gateway demo-cloud` in a child process, so the
-// fake's own memory is not counted in ours, and returns its URL, org and
-// token file.
+// startDemoCloud runs `gateway demo-cloud` (the built binary) in a child
+// process, so the fake's own memory is not counted in ours, and returns its
+// URL, org and token file.
 func startDemoCloud(b *testing.B, sessions int) (url, org, tokenFile string) {
 	b.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, exe, "demo-cloud", "--sessions", fmt.Sprint(sessions), "--state-dir", filepath.Join(b.TempDir(), "demo"))
-	cmd.Env = append(os.Environ(), "GATEWAY_TEST_AS_GATEWAY=1")
+	cmd := exec.CommandContext(ctx, gatewaytest.Bin(b), "demo-cloud", "--sessions", fmt.Sprint(sessions), "--state-dir", filepath.Join(b.TempDir(), "demo"))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

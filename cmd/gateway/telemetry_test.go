@@ -177,7 +177,7 @@ next:
 }
 
 func TestTheGatewaysMetricsMoveAsMessagesFlow(t *testing.T) {
-	g := startGateway(t, t.TempDir(), func(c *serveConfig) { c.noQwen, c.bridge = true, false })
+	g := startBinary(t, t.TempDir(), "--legs", "claude", "--bridge=false")
 	fk := newFake(t, g, "work-08", message.ModePrompting)
 	before := scrapeGateway(t, g.StateDir)
 	const n = 3

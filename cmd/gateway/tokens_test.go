@@ -136,10 +136,7 @@ func TestServeHardensTheTCPAPI(t *testing.T) {
 		t.Fatalf("tokens add: %d", code)
 	}
 	readTok := strings.TrimSpace(out)
-	startGateway(t, root, func(c *serveConfig) {
-		c.apiAddr = addr
-		c.api = &apiOpts{tlsCert: certFile, tlsKey: keyFile, rate: 100, burst: 100}
-	})
+	startBinary(t, root, "--api", addr, "--tls-cert", certFile, "--tls-key", keyFile, "--api-rate", "100", "--api-burst", "100")
 	b, err := os.ReadFile(filepath.Join(sd, "api-token"))
 	if err != nil {
 		t.Fatal(err)

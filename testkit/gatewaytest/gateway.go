@@ -23,10 +23,12 @@ type Gateway struct {
 	Name string
 	PID  int // the gateway's process: the binary's, or the test's own in process
 
-	logs     *lockedBuf // the binary's stderr; empty for one in process
-	stopOnce sync.Once
-	halt     func() error
-	kill     func() // nil for a gateway in process
+	logs    *lockedBuf    // the binary's stderr; empty for one in process
+	halt    func()        // asks it to stop: SIGTERM, or cancelling serve
+	proc    *os.Process   // nil for a gateway in process
+	exited  chan struct{} // closed once it has ended
+	exitErr error         // how it ended, once exited is closed
+	stopped sync.Once
 }
 
 // Start runs `gateway serve --name name --log-level debug args...` in w and
@@ -40,51 +42,34 @@ func Start(tb testing.TB, w *World, name string, args ...string) *Gateway {
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	halt := func() error {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-exited:
-			if err != nil {
-				return fmt.Errorf("gateway exited with %v", err)
-			}
-			return nil
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-			return errors.New("gateway did not stop on SIGTERM")
-		}
-	}
-	kill := func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	}
-	g := &Gateway{Client: api.NewUnixClient(w.Socket()), World: w, Name: name, logs: logs, PID: cmd.Process.Pid, halt: halt, kill: kill}
+	g := &Gateway{Client: api.NewUnixClient(w.Socket()), World: w, Name: name, PID: cmd.Process.Pid, logs: logs,
+		halt: func() { _ = cmd.Process.Signal(syscall.SIGTERM) }, proc: cmd.Process, exited: make(chan struct{})}
+	go func() { g.exitErr = cmd.Wait(); close(g.exited) }()
 	tb.Cleanup(func() {
 		g.Stop(tb)
 		if tb.Failed() {
 			tb.Logf("gateway logs:\n%s", logs.String())
 		}
 	})
-	g.waitUp(tb, 15*time.Second, exited)
+	g.waitUp(tb, 15*time.Second)
 	return g
 }
 
 // Attach wraps a gateway the test serves in process in w: it waits until
-// the gateway answers, and at the test's end calls stop, which ends the
-// gateway and returns what serve returned. exited yields serve's error if
-// it ends on its own first.
-func Attach(tb testing.TB, w *World, name string, exited <-chan error, stop func() error) *Gateway {
+// the gateway answers, and at the test's end calls cancel and waits for
+// serve's error on exited (which also says if serve ends on its own).
+func Attach(tb testing.TB, w *World, name string, exited <-chan error, cancel func()) *Gateway {
 	tb.Helper()
-	g := &Gateway{Client: api.NewUnixClient(w.Socket()), World: w, Name: name, PID: os.Getpid(), logs: &lockedBuf{}, halt: stop}
+	g := &Gateway{Client: api.NewUnixClient(w.Socket()), World: w, Name: name, PID: os.Getpid(), logs: &lockedBuf{},
+		halt: cancel, exited: make(chan struct{})}
+	go func() { g.exitErr = <-exited; close(g.exited) }()
 	tb.Cleanup(func() { g.Stop(tb) })
-	g.waitUp(tb, 10*time.Second, exited)
+	g.waitUp(tb, 10*time.Second)
 	return g
 }
 
 // waitUp waits until the gateway lists sessions on its socket.
-func (g *Gateway) waitUp(tb testing.TB, patience time.Duration, exited <-chan error) {
+func (g *Gateway) waitUp(tb testing.TB, patience time.Duration) {
 	tb.Helper()
 	deadline := time.Now().Add(patience)
 	for {
@@ -95,9 +80,8 @@ func (g *Gateway) waitUp(tb testing.TB, patience time.Duration, exited <-chan er
 			return
 		}
 		select {
-		case xerr := <-exited:
-			g.stopOnce.Do(func() {})
-			tb.Fatalf("gateway did not start: %v\n%s", xerr, g.Logs())
+		case <-g.exited:
+			tb.Fatalf("gateway did not start: %v\n%s", g.exitErr, g.Logs())
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -107,12 +91,30 @@ func (g *Gateway) waitUp(tb testing.TB, patience time.Duration, exited <-chan er
 	}
 }
 
-// Stop ends the gateway (SIGTERM for the binary) and waits for it; the
-// test fails if it does not exit cleanly. Later calls do nothing.
+// Stop asks the gateway to stop (SIGTERM for the binary) unless it has
+// ended already, and waits for it; the test fails if it does not exit
+// cleanly. Later calls do nothing.
 func (g *Gateway) Stop(tb testing.TB) {
-	g.stopOnce.Do(func() {
-		if err := g.halt(); err != nil {
-			tb.Errorf("stopping the gateway: %v", err)
+	g.stopped.Do(func() {
+		select {
+		case <-g.exited:
+		default:
+			g.halt()
+			select {
+			case <-g.exited:
+			case <-time.After(15 * time.Second):
+				if g.proc == nil {
+					<-g.exited
+					break
+				}
+				_ = g.proc.Kill()
+				<-g.exited
+				tb.Errorf("the gateway did not stop on SIGTERM")
+				return
+			}
+		}
+		if g.exitErr != nil {
+			tb.Errorf("the gateway exited with %v", g.exitErr)
 		}
 	})
 }
@@ -121,11 +123,25 @@ func (g *Gateway) Stop(tb testing.TB) {
 // written behind, and waits for it to exit.
 func (g *Gateway) Kill(tb testing.TB) {
 	tb.Helper()
-	if g.kill == nil {
-		tb.Fatal("Kill needs the gateway binary, not one in process")
+	if err := g.Signal(syscall.SIGKILL); err != nil {
+		tb.Fatal(err)
 	}
-	g.stopOnce.Do(g.kill)
+	g.stopped.Do(func() { <-g.exited })
 }
+
+// Signal sends the gateway binary sig, as a supervisor would.
+func (g *Gateway) Signal(sig os.Signal) error {
+	if g.proc == nil {
+		return errors.New("signals need the gateway binary, not one in process")
+	}
+	return g.proc.Signal(sig)
+}
+
+// Exited is closed once the gateway has ended, and ExitErr is then how.
+func (g *Gateway) Exited() <-chan struct{} { return g.exited }
+
+// ExitErr is how the gateway ended (nil for exit 0), once Exited is closed.
+func (g *Gateway) ExitErr() error { return g.exitErr }
 
 // Logs is what the gateway binary has written to stderr so far.
 func (g *Gateway) Logs() string { return g.logs.String() }

@@ -54,13 +54,13 @@ func (w *World) Vars() map[string]string {
 }
 
 // Env is the test process's environment with the World's on top, for a
-// gateway binary or CLI verb run in the World. The process's GATEWAY_*
-// variables are left out: a gateway in a World is configured by its
+// gateway binary or CLI verb run in the World. The process's GATEWAY_* and
+// OTEL_* variables are left out: a gateway in a World is configured by its
 // arguments and the World alone.
 func (w *World) Env() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GATEWAY_") {
+		if !strings.HasPrefix(kv, "GATEWAY_") && !strings.HasPrefix(kv, "OTEL_") {
 			env = append(env, kv)
 		}
 	}
