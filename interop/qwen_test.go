@@ -191,7 +191,7 @@ func TestRealQwenTUIReceiptsForGatewaySends(t *testing.T) {
 	})
 	t.Run("a stale session id is answered misaddressed", func(t *testing.T) {
 		ghost := "ghost"
-		legtest.WriteQwenGhost(t, w, ghost, s.IPCPath(), qwen.Token(string(s.IPCToken())))
+		legtest.WriteQwenGhost(t, w, ghost, s.PID(), s.IPCPath(), qwen.Token(string(s.IPCToken())))
 		o, _ := g.SendJSON(t, ghost, "to nobody", "--unpaced", "--wait", "--timeout", "20s")
 		if o.Status != message.StatusMisaddressed {
 			t.Fatalf("outbound %+v, want misaddressed", o)

@@ -45,6 +45,7 @@ type fakePeer struct {
 }
 
 func (p fakePeer) Name() string                { return p.name }
+func (p fakePeer) PID() int                    { return os.Getpid() } // the fake runs in the test process
 func (p fakePeer) Inbox() (string, qwen.Token) { return p.SocketPath(), p.token }
 
 func (p fakePeer) WaitMessage(t *testing.T, body string) string {

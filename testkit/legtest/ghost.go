@@ -14,15 +14,15 @@ import (
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 
-// WriteQwenGhost publishes in w a live record (the test process's) named name
-// that points at the inbox at path under another session id, as a record
-// left stale by /clear would: a send to it is misaddressed.
-func WriteQwenGhost(t *testing.T, w *gatewaytest.World, name, path string, token qwen.Token) {
+// WriteQwenGhost publishes in w a live record of process pid, the owner of
+// the inbox at path, named name and pointing at that inbox under another
+// session id, as a record left stale by /clear would: a send to it is
+// misaddressed.
+func WriteQwenGhost(t *testing.T, w *gatewaytest.World, name string, pid int, path string, token qwen.Token) {
 	t.Helper()
-	pid := os.Getpid()
 	procStart, ok := qwen.ProcStartToken(pid)
 	if !ok {
-		t.Fatal("no procStart for the test process")
+		t.Fatalf("no procStart for pid %d", pid)
 	}
 	ns, err := uds.PidNamespace(pid)
 	if err != nil {

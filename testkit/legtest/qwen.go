@@ -23,6 +23,8 @@ type QwenBackend interface {
 type QwenPeer interface {
 	Name() string
 	SessionID() string
+	// PID is the session's process, the one its records name.
+	PID() int
 	// Inbox is the session's inbox socket and the token it takes.
 	Inbox() (path string, token qwen.Token)
 	// WaitMessage waits until a message with body reached the session
@@ -86,7 +88,7 @@ var qwenChecks = []struct {
 	}},
 	{"a stale toSessionId is answered misaddressed", func(t *testing.T, w *gatewaytest.World, g *gatewaytest.Gateway, p QwenPeer) {
 		path, token := p.Inbox()
-		WriteQwenGhost(t, w, "ghost", path, token)
+		WriteQwenGhost(t, w, "ghost", p.PID(), path, token)
 		o, _ := g.SendJSON(t, "ghost", "to nobody "+uuid.NewString()[:8], "--unpaced", "--wait", "--timeout", "20s")
 		if r := gatewaytest.LastReceipt(t, o); o.Status != message.StatusMisaddressed || r.From != inboxAddr(p) {
 			t.Fatalf("status %v, receipts %+v; want misaddressed from %s", o.Status, o.Receipts, inboxAddr(p))
