@@ -9,6 +9,9 @@ const (
 	ProtocolClaude Protocol = "claude"
 	ProtocolQwen   Protocol = "qwen"
 	ProtocolRemote Protocol = "remote"
+	// ProtocolFederation is the leg that reaches sessions on other
+	// gateways over NATS (package federation).
+	ProtocolFederation Protocol = "federation"
 )
 
 // Attachment is a file sent along with a message, already staged by the
@@ -104,4 +107,7 @@ type Session struct {
 	// Stale says the session comes from its leg's last good listing: the
 	// leg could not list afresh (its service unreachable or too slow).
 	Stale bool `json:"stale,omitempty"`
+	// Host is the federation host name of the gateway that reaches the
+	// session, when federation is on.
+	Host string `json:"host,omitempty"`
 }

@@ -1,0 +1,134 @@
+package federation
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+)
+
+// Embedded is the URLs value that starts an in-process NATS server.
+const Embedded = "embedded"
+
+// Defaults. A vanished host leaves every roster within RosterTTL plus one
+// heartbeat, inside the 30 s the design promises.
+const (
+	DefaultRosterTTL = 20 * time.Second
+	DefaultListen    = "127.0.0.1:4222"
+	DefaultAckWait   = 30 * time.Second
+)
+
+// Config is how a gateway joins the federation.
+type Config struct {
+	// URLs is comma-separated nats://HOST:PORT, or Embedded.
+	URLs string
+	// Host names this gateway in the federation: 1 to 63 of [a-z0-9-],
+	// so NAME.HOST and NAME@HOST spell well everywhere. Empty: the
+	// machine's hostname, sanitised (SanitizeHost).
+	Host string
+	// Instance tells this gateway apart from another claiming the same
+	// Host: a restart with the same Instance takes its lease over at once.
+	// Empty: a random one (a restart then waits for the old lease to lapse).
+	Instance string
+
+	CredsFile string // a NATS .creds file (JWT and nkey seed)
+	NKeyFile  string // an nkey seed file
+	TLSCA     string
+	TLSCert   string
+	TLSKey    string
+
+	// Listen and StateDir are for Embedded: the client address other
+	// gateways join, and the directory JetStream stores under
+	// (StateDir/federation).
+	Listen   string
+	StateDir string
+
+	// RosterTTL is how long a host's roster entry and lease live without a
+	// heartbeat; heartbeats come every third of it. Zero: DefaultRosterTTL.
+	RosterTTL time.Duration
+	// AckWait is how long a delivered-but-unacknowledged message waits
+	// before NATS offers it again. Zero: DefaultAckWait.
+	AckWait time.Duration
+	// Replicas of the stream and buckets; zero tries 3 and falls back to 1
+	// when the cluster is smaller.
+	Replicas int
+
+	Log *slog.Logger
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if strings.TrimSpace(c.URLs) == "" {
+		return c, errors.New("federation: no URLs: give nats://HOST:PORT[,...] or embedded")
+	}
+	if c.Host == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return c, fmt.Errorf("federation: no host name given and the hostname is unknown: %w", err)
+		}
+		c.Host = SanitizeHost(h)
+	}
+	if !ValidHost(c.Host) {
+		return c, fmt.Errorf("federation: host name %q: use 1 to 63 of a-z 0-9 -, not starting or ending with -", c.Host)
+	}
+	if c.RosterTTL <= 0 {
+		c.RosterTTL = DefaultRosterTTL
+	}
+	if c.AckWait <= 0 {
+		c.AckWait = DefaultAckWait
+	}
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.Instance == "" {
+		c.Instance = randomID()
+	}
+	return c, nil
+}
+
+func (c Config) heartbeat() time.Duration { return c.RosterTTL / 3 }
+
+// ValidHost reports whether h is a host name the federation accepts: it is
+// a NATS subject token and a key in the buckets, so no dots or wildcards.
+func ValidHost(h string) bool {
+	if h == "" || len(h) > 63 || h[0] == '-' || h[len(h)-1] == '-' {
+		return false
+	}
+	for i := range len(h) {
+		if !hostByte(h[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func hostByte(b byte) bool { return 'a' <= b && b <= 'z' || '0' <= b && b <= '9' || b == '-' }
+
+// SanitizeHost turns a machine's hostname into a valid host name: its
+// first label, lower-cased, every run of other characters one "-".
+func SanitizeHost(h string) string {
+	h, _, _ = strings.Cut(strings.ToLower(h), ".")
+	var b strings.Builder
+	dash := false
+	for i := range len(h) {
+		if hostByte(h[i]) && h[i] != '-' {
+			b.WriteByte(h[i])
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	s := strings.TrimRight(b.String(), "-")
+	if len(s) > 63 {
+		s = strings.TrimRight(s[:63], "-")
+	}
+	if s == "" {
+		return "gateway"
+	}
+	return s
+}

@@ -1,0 +1,131 @@
+package federation
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/sessiongateway/gateway/internal/jsonx"
+	"github.com/sessiongateway/gateway/message"
+)
+
+// Version is the envelope version this gateway writes and reads.
+const Version = 1
+
+// MaxEnvelope caps what is read from NATS (and written to it), in bytes.
+const MaxEnvelope = 1 << 20
+
+const maxID = 256 // a message id, in bytes
+
+type kind string
+
+const (
+	kindMessage kind = "message"
+	kindReceipt kind = "receipt"
+)
+
+// envelope is what travels on the federation's subjects.
+type envelope struct {
+	V       int              `json:"v"`
+	Kind    kind             `json:"kind"`
+	From    string           `json:"from_host"`
+	To      string           `json:"to_host"`
+	Message *message.Message `json:"message,omitempty"`
+	Receipt *message.Receipt `json:"receipt,omitempty"`
+}
+
+// Reason is why something read from NATS was dropped.
+type Reason uint8
+
+const (
+	ReasonOversized Reason = iota + 1 // over MaxEnvelope
+	ReasonMalformed                   // not an envelope: bad JSON, missing or invalid fields
+	ReasonVersion                     // an envelope version this gateway does not read
+	ReasonMisrouted                   // addressed to another host than the subject's
+	reasonCount
+)
+
+var reasonWire = [...]string{
+	ReasonOversized: "oversized", ReasonMalformed: "malformed",
+	ReasonVersion: "unknown-version", ReasonMisrouted: "misrouted",
+}
+
+func (r Reason) String() string {
+	if r > 0 && r < reasonCount {
+		return reasonWire[r]
+	}
+	return fmt.Sprintf("reason(%d)", uint8(r))
+}
+
+// drops counts what was dropped, by reason.
+type drops [reasonCount]atomic.Uint64
+
+func (d *drops) add(r Reason) { d[r].Add(1) }
+
+func (d *drops) snapshot() map[Reason]uint64 {
+	m := map[Reason]uint64{}
+	for r := Reason(1); r < reasonCount; r++ {
+		if n := d[r].Load(); n > 0 {
+			m[r] = n
+		}
+	}
+	return m
+}
+
+func encode(e envelope) ([]byte, error) {
+	e.V = Version
+	b, err := jsonx.Marshal(e)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxEnvelope {
+		return nil, fmt.Errorf("federation: the message is %d bytes, over the %d-byte cap", len(b), MaxEnvelope)
+	}
+	return b, nil
+}
+
+// decode reads an envelope meant for host self, or says why not. It never
+// panics, whatever b holds.
+func decode(b []byte, self string) (envelope, Reason) {
+	if len(b) > MaxEnvelope {
+		return envelope{}, ReasonOversized
+	}
+	var head struct {
+		V int `json:"v"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return envelope{}, ReasonMalformed
+	}
+	if head.V != Version {
+		return envelope{}, ReasonVersion
+	}
+	var e envelope
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&e); err != nil || dec.More() {
+		return envelope{}, ReasonMalformed
+	}
+	if !ValidHost(e.From) || !ValidHost(e.To) {
+		return envelope{}, ReasonMalformed
+	}
+	switch e.Kind {
+	case kindMessage:
+		m := e.Message
+		if m == nil || e.Receipt != nil || !validID(m.ID) || m.To == "" {
+			return envelope{}, ReasonMalformed
+		}
+	case kindReceipt:
+		r := e.Receipt
+		if r == nil || e.Message != nil || !validID(r.MsgID) || r.Status == 0 {
+			return envelope{}, ReasonMalformed
+		}
+	default:
+		return envelope{}, ReasonMalformed
+	}
+	if e.To != self {
+		return envelope{}, ReasonMisrouted
+	}
+	return e, 0
+}
+
+func validID(id string) bool { return id != "" && len(id) <= maxID }

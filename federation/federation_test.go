@@ -1,0 +1,325 @@
+package federation
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/message"
+)
+
+func addresses(ss []message.Session) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Address)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestRosterSpansHostsAndForgetsAVanishedOne(t *testing.T) {
+	c := sharedCluster(t)
+	a := join(t, c.url(0), "ros-a")
+	b := join(t, c.url(1), "ros-b")
+	cc := join(t, c.url(2), "ros-c")
+	serve(t, a, &peer{sessions: []message.Session{session("lead", "s-a", message.ProtocolClaude)}})
+	serve(t, b, &peer{sessions: []message.Session{session("work", "s-b", message.ProtocolQwen),
+		{Name: "alias", AliasOf: "uds:/x.sock", Address: "uds:/y.sock", SessionID: "s-alias"}}})
+	serve(t, cc, &peer{sessions: []message.Session{session("build", "s-c", message.ProtocolClaude)}})
+
+	want := []string{"build@ros-c", "work@ros-b"}
+	testutil.Eventually(t, "a lists b's and c's sessions", func() bool {
+		return slices.Equal(addresses(filterHosts(a.Sessions(), "ros-")), want)
+	})
+	for _, s := range a.Sessions() {
+		if s.Protocol != message.ProtocolFederation || s.PID != 0 || s.Host == "" || !strings.HasSuffix(s.Address, "@"+s.Host) {
+			t.Errorf("listed %+v", s)
+		}
+	}
+	o, ok := a.Origin("work@ros-b", "s-b")
+	if !ok || o.Protocol != message.ProtocolQwen || o.Address != "uds:/run/s-b.sock" || o.Host != "ros-b" {
+		t.Fatalf("origin of work@ros-b = %+v, %v", o, ok)
+	}
+
+	crash(cc)
+	start := time.Now()
+	testutil.EventuallyWithin(t, 3*testTTL, "c leaves a's roster", func() bool {
+		return slices.Equal(addresses(filterHosts(a.Sessions(), "ros-")), []string{"work@ros-b"})
+	})
+	t.Logf("a vanished host left the roster after %v (ttl %v)", time.Since(start).Round(time.Millisecond), testTTL)
+
+	b.Close() // a clean leave is seen at once
+	testutil.EventuallyWithin(t, testTTL, "b leaves a's roster", func() bool {
+		return len(filterHosts(a.Sessions(), "ros-")) == 0
+	})
+}
+
+func filterHosts(ss []message.Session, prefix string) []message.Session {
+	var out []message.Session
+	for _, s := range ss {
+		if strings.HasPrefix(s.Host, prefix) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func TestAMessageCrossesHostsByNameAndItsReceiptsComeBack(t *testing.T) {
+	c := sharedCluster(t)
+	a := join(t, c.url(0), "msg-a")
+	cc := join(t, c.url(2), "msg-c")
+	pa, pc := &peer{}, &peer{sessions: []message.Session{session("qwen-work", "s-q", message.ProtocolQwen)}, status: message.StatusHeld}
+	serve(t, a, pa)
+	serve(t, cc, pc)
+	receipts := run(t, a)
+	ctx := testutil.Context(t, 20*time.Second)
+
+	testutil.Eventually(t, "a lists qwen-work@msg-c", func() bool {
+		_, ok := a.Origin("qwen-work@msg-c", "s-q")
+		return ok
+	})
+	m := message.Message{ID: "m-cross-1", To: "qwen-work@msg-c", ToSessionID: "s-q", FromName: "alice", Body: "hello", Time: time.Now()}
+	rc, err := a.Leg().Send(ctx, m)
+	if err != nil || rc.Status != message.StatusSent {
+		t.Fatalf("send = %+v, %v", rc, err)
+	}
+	testutil.Eventually(t, "c delivers it", func() bool { return len(pc.received()) == 1 })
+	got := pc.received()[0]
+	if got.To != "uds:/run/s-q.sock" || got.ToSessionID != "s-q" || got.Protocol != message.ProtocolQwen ||
+		got.From != "alice@msg-a" || got.Body != "hello" || got.ID != m.ID {
+		t.Fatalf("c got %+v", got)
+	}
+	// A later receipt from the receiving leg travels back too.
+	if !cc.Relay(ctx, message.Receipt{MsgID: m.ID, Status: message.StatusDelivered}) {
+		t.Fatal("relay did not know the message came from another host")
+	}
+	if cc.Relay(ctx, message.Receipt{MsgID: "local-only", Status: message.StatusDelivered}) {
+		t.Fatal("relay claimed a message that never crossed")
+	}
+	var statuses []message.Status
+	for len(statuses) < 2 {
+		select {
+		case ev := <-receipts:
+			if ev.Type != message.EventReceipt || ev.Leg != message.ProtocolFederation || ev.Receipt.MsgID != m.ID {
+				t.Fatalf("event %+v", ev)
+			}
+			statuses = append(statuses, ev.Receipt.Status)
+		case <-ctx.Done():
+			t.Fatalf("receipts so far %v", statuses)
+		}
+	}
+	if !slices.Equal(statuses, []message.Status{message.StatusHeld, message.StatusDelivered}) {
+		t.Fatalf("receipts %v", statuses)
+	}
+
+	// An unknown target fails at once, with a reason.
+	rc, err = a.Leg().Send(ctx, message.Message{ID: "m-cross-2", To: "nobody@msg-c"})
+	if err == nil || rc.Status != message.StatusFailed {
+		t.Fatalf("send to nobody = %+v, %v", rc, err)
+	}
+}
+
+func TestASecondGatewayClaimingAHostNameIsRefused(t *testing.T) {
+	c := sharedCluster(t)
+	join(t, c.url(0), "clash", func(c *Config) { c.Instance = "first" })
+	_, err := Connect(testutil.Context(t, 10*time.Second), Config{URLs: c.url(1), Host: "clash", Instance: "second", RosterTTL: testTTL})
+	if !errors.Is(err, ErrHostTaken) || !strings.Contains(err.Error(), `"clash"`) {
+		t.Fatalf("second claim: %v", err)
+	}
+	// The same gateway restarting takes its lease over.
+	again := join(t, c.url(2), "clash", func(c *Config) { c.Instance = "first" })
+	if again.Host() != "clash" {
+		t.Fatal(again.Host())
+	}
+}
+
+func TestHostileMessagesAreDroppedAndCounted(t *testing.T) {
+	c := sharedCluster(t)
+	h := join(t, c.url(1), "hostile")
+	p := &peer{}
+	serve(t, h, p)
+	nc, err := nats.Connect(c.url(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := testutil.Context(t, 20*time.Second)
+	good := func(id, to string) []byte {
+		b, err := encode(envelope{Kind: kindMessage, From: "evil", To: to, Message: &message.Message{ID: id, To: "uds:/run/x.sock", Body: "b"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	bad := [][]byte{
+		[]byte("not json"),
+		[]byte(`{"v":2,"kind":"message"}`),
+		good("m-misrouted", "someone-else"),
+		[]byte(`{"v":1,"kind":"receipt","from_host":"evil","to_host":"hostile","receipt":{"msg_id":"x","status":"delivered","time":"2026-01-01T00:00:00Z"}}`),
+		[]byte(`{"v":1,"kind":"message","from_host":"evil","to_host":"hostile","message":{"id":"","to":"x"}}`),
+	}
+	for i, b := range bad {
+		if _, err := js.Publish(ctx, inSubject("hostile"), b, jetstream.WithMsgID(fmt.Sprintf("bad-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := js.Publish(ctx, inSubject("hostile"), good("m-good", "hostile")); err != nil {
+		t.Fatal(err)
+	}
+	// Over the cap, the server refuses it before anyone reads it.
+	if _, err := js.Publish(ctx, inSubject("hostile"), make([]byte, MaxEnvelope+1)); err == nil {
+		t.Fatal("the stream stored an oversized message")
+	}
+	// A roster entry that does not check out.
+	kv, _ := js.KeyValue(ctx, rosterBucket)
+	if _, err := kv.Put(ctx, "evil", []byte(`{"v":1,"host":"not-evil","sessions":[]}`)); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "the good message is delivered", func() bool { return len(p.received()) == 1 })
+	want := map[Reason]uint64{ReasonMalformed: 2, ReasonVersion: 1, ReasonMisrouted: 3}
+	testutil.Eventually(t, "every drop counted", func() bool { return fmt.Sprint(h.Dropped()) == fmt.Sprint(want) })
+	if got := p.received()[0]; got.ID != "m-good" || got.From != "evil" {
+		t.Fatalf("delivered %+v", got)
+	}
+}
+
+func TestAThousandMessagesSurviveANodeKilled(t *testing.T) {
+	c, err := startCluster(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.shutdown()
+	a := join(t, c.urls(0), "kill-a")
+	cc := join(t, c.urls(1), "kill-c")
+	pc := &peer{sessions: []message.Session{session("sink", "s-sink", message.ProtocolClaude)}}
+	serve(t, a, &peer{})
+	serve(t, cc, pc)
+	receipts := run(t, a)
+	testutil.Eventually(t, "a lists sink@kill-c", func() bool { _, ok := a.Origin("sink@kill-c", ""); return ok })
+
+	// The stream's leader is the node whose loss hurts most.
+	ctx := testutil.Context(t, 60*time.Second)
+	info, err := a.stream.Info(ctx)
+	if err != nil || info.Cluster == nil {
+		t.Fatalf("stream info: %+v, %v", info, err)
+	}
+	if len(info.Cluster.Replicas) != 2 {
+		t.Fatalf("the stream is not R3: %+v", info.Cluster)
+	}
+	victim := slices.IndexFunc(c.servers, func(s *server.Server) bool { return s.Name() == info.Cluster.Leader })
+
+	const total, senders = 1000, 16
+	var sent atomic.Int64
+	var wg sync.WaitGroup
+	for w := range senders {
+		wg.Go(func() {
+			for i := w; i < total; i += senders {
+				m := message.Message{ID: fmt.Sprintf("kill-%04d", i), To: "sink@kill-c", Body: "x"}
+				if rc, err := a.Leg().Send(ctx, m); err != nil || rc.Status != message.StatusSent {
+					t.Errorf("send %s: %+v, %v", m.ID, rc, err)
+					return
+				}
+				sent.Add(1)
+			}
+		})
+	}
+	testutil.EventuallyWithin(t, 30*time.Second, "a third sent", func() bool { return sent.Load() >= total/3 })
+	t.Logf("killing %s (stream leader) after %d sends", c.servers[victim].Name(), sent.Load())
+	c.servers[victim].Shutdown()
+	wg.Wait()
+
+	delivered := map[string]int{}
+	testutil.EventuallyWithin(t, 40*time.Second, "all delivered", func() bool {
+		for _, m := range pc.received() {
+			delivered[m.ID]++
+		}
+		pc.mu.Lock()
+		pc.got = nil
+		pc.mu.Unlock()
+		return len(delivered) == total
+	})
+	time.Sleep(2 * time.Second) // one AckWait: a redelivery would show now
+	for _, m := range pc.received() {
+		delivered[m.ID]++
+	}
+	for id, k := range delivered {
+		if k != 1 {
+			t.Errorf("%s delivered %d times", id, k)
+		}
+	}
+	if len(delivered) != total {
+		t.Fatalf("delivered %d distinct of %d", len(delivered), total)
+	}
+	seen := map[string]bool{}
+	testutil.EventuallyWithin(t, 30*time.Second, "every receipt back", func() bool {
+		for {
+			select {
+			case ev := <-receipts:
+				seen[ev.Receipt.MsgID] = true
+			default:
+				return len(seen) == total
+			}
+		}
+	})
+}
+
+func TestWrongCredentialsFailAtStart(t *testing.T) {
+	user, _ := nkeys.CreateUser()
+	pub, _ := user.PublicKey()
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true,
+		Nkeys: []*server.NkeyUser{{Nkey: pub}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	defer s.Shutdown()
+	if !s.ReadyForConnections(5 * time.Second) {
+		t.Fatal("server did not start")
+	}
+	other, _ := nkeys.CreateUser()
+	seed, _ := other.Seed()
+	file := filepath.Join(t.TempDir(), "user.nk")
+	if err := os.WriteFile(file, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Connect(testutil.Context(t, 10*time.Second), Config{URLs: s.ClientURL(), Host: "creds", NKeyFile: file})
+	if !errors.Is(err, ErrCredentials) {
+		t.Fatalf("connect with a stranger's key: %v", err)
+	}
+	t.Log(err)
+}
+
+func TestEmbeddedServerIsJoinedByURL(t *testing.T) {
+	dir := t.TempDir()
+	e := join(t, Embedded, "emb-a", func(c *Config) { c.Listen = "127.0.0.1:0"; c.StateDir = dir; c.Replicas = 0 })
+	if e.ClientURL() == "" {
+		t.Fatal("no client url")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "federation", "jetstream")); err != nil {
+		t.Fatalf("jetstream store: %v", err)
+	}
+	b := join(t, e.ClientURL(), "emb-b")
+	pb := &peer{sessions: []message.Session{session("work", "s-w", message.ProtocolClaude)}}
+	serve(t, e, &peer{})
+	serve(t, b, pb)
+	testutil.Eventually(t, "the embedded host lists work@emb-b", func() bool { _, ok := e.Origin("work@emb-b", ""); return ok })
+	rc, err := e.Leg().Send(testutil.Context(t, 10*time.Second), message.Message{ID: "emb-1", To: "work@emb-b", Body: "hi"})
+	if err != nil || rc.Status != message.StatusSent {
+		t.Fatalf("send: %+v, %v", rc, err)
+	}
+	testutil.Eventually(t, "b delivers it", func() bool { return len(pb.received()) == 1 })
+}

@@ -1,0 +1,174 @@
+package federation
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sessiongateway/gateway/message"
+)
+
+// Local is what Serve needs of this gateway: the sessions it reaches (to
+// publish) and a way to deliver a message that arrived for one of them
+// (the router's own send). Deliver returns the first receipt; an error
+// means no outcome yet, and the message is offered again later.
+type Local struct {
+	Sessions func(ctx context.Context) ([]message.Session, error)
+	Deliver  func(ctx context.Context, m message.Message) (message.Receipt, error)
+}
+
+// rosterPoll is how often Serve looks for a change in the local sessions.
+const rosterPoll = time.Second
+
+// Serve publishes the local sessions and consumes the messages other hosts
+// send to this one, until ctx ends. Each message is delivered once: one
+// NATS offers again (a lost acknowledgement, a failover) is answered with
+// the receipt it already got, from a bounded window of settled ids.
+func (n *Node) Serve(ctx context.Context, local Local) error {
+	cons, err := retry(ctx, func() (jetstream.Consumer, error) {
+		return n.stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+			Durable:       "in-" + n.cfg.Host,
+			FilterSubject: inSubject(n.cfg.Host),
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       n.cfg.AckWait,
+			MaxDeliver:    -1,
+			MaxAckPending: 1024,
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("federation: inbound consumer: %w", err)
+	}
+	cc, err := cons.Consume(func(msg jetstream.Msg) { n.inbound(ctx, msg, local.Deliver) },
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			n.log.Debug("federation inbound consumer", "err", err)
+		}))
+	if err != nil {
+		return fmt.Errorf("federation: inbound consumer: %w", err)
+	}
+	defer cc.Stop()
+	t := time.NewTicker(rosterPoll)
+	defer t.Stop()
+	for {
+		if local.Sessions != nil {
+			if ss, err := local.Sessions(ctx); err == nil {
+				if err := n.PublishSessions(ctx, ss); err != nil && ctx.Err() == nil {
+					n.log.Warn("federation roster not published", "err", err)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-n.ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// inbound handles one message for this host. It runs on the consumer's
+// one goroutine, so messages are delivered in stream order.
+func (n *Node) inbound(ctx context.Context, msg jetstream.Msg, deliver func(context.Context, message.Message) (message.Receipt, error)) {
+	e, reason := decode(msg.Data(), n.cfg.Host)
+	if reason == 0 && e.Kind != kindMessage {
+		reason = ReasonMisrouted
+	}
+	if reason != 0 {
+		n.drops.add(reason)
+		n.log.Warn("federation message dropped", "reason", reason.String())
+		_ = msg.Term()
+		return
+	}
+	m := *e.Message
+	if rc, ok := n.settled.Get(m.ID); ok {
+		// Delivered before; say so again in case the receipt was lost.
+		n.ackAfterReceipt(ctx, msg, e.From, rc)
+		return
+	}
+	m.From = fromAddress(m.FromName, e.From)
+	dctx, cancel := context.WithTimeout(ctx, n.cfg.AckWait*2/3)
+	rc, err := deliver(dctx, m)
+	cancel()
+	if err != nil && rc.Status == 0 {
+		n.log.Warn("federation delivery failed; offered again later", "msg_id", m.ID, "err", err)
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	rc.MsgID = m.ID
+	if rc.Time.IsZero() {
+		rc.Time = time.Now()
+	}
+	n.settled.Put(m.ID, rc)
+	n.origin.Put(m.ID, e.From)
+	n.ackAfterReceipt(ctx, msg, e.From, rc)
+}
+
+// ackAfterReceipt sends rc to the origin and acknowledges msg; when the
+// receipt cannot be sent, msg is offered again and the receipt re-sent
+// from the settled window then.
+func (n *Node) ackAfterReceipt(ctx context.Context, msg jetstream.Msg, origin string, rc message.Receipt) {
+	if err := n.sendReceipt(ctx, origin, rc); err != nil {
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	_ = msg.Ack()
+}
+
+func fromAddress(name, host string) string {
+	if name == "" {
+		return host
+	}
+	return name + "@" + host
+}
+
+// Relay sends a later receipt (delivered, held, denied, ...) of a message
+// that came from another host back to that host. It reports false when
+// the message did not come through the federation (or is too old to be
+// remembered).
+func (n *Node) Relay(ctx context.Context, rc message.Receipt) bool {
+	origin, ok := n.origin.Get(rc.MsgID)
+	if !ok {
+		return false
+	}
+	if rc.Time.IsZero() {
+		rc.Time = time.Now()
+	}
+	n.settled.Put(rc.MsgID, rc)
+	if err := n.sendReceipt(ctx, origin, rc); err != nil {
+		n.log.Warn("federation receipt not sent", "msg_id", rc.MsgID, "status", rc.Status, "err", err)
+	}
+	return true
+}
+
+func (n *Node) sendReceipt(ctx context.Context, host string, rc message.Receipt) error {
+	b, err := encode(envelope{Kind: kindReceipt, From: n.cfg.Host, To: host, Receipt: &rc})
+	if err != nil {
+		return err
+	}
+	return n.publish(ctx, receiptSubject(host), b, "rc."+rc.MsgID+"."+rc.Status.String())
+}
+
+// publish writes b to subject, retrying with the same message id (so the
+// stream keeps one copy) until it is stored or ctx ends: a leader change
+// or a reconnect is a pause, not a loss.
+func (n *Node) publish(ctx context.Context, subject string, b []byte, id string) error {
+	wait := 50 * time.Millisecond
+	for {
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := n.js.Publish(actx, subject, b, jetstream.WithMsgID(id))
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("federation: publish to %s: %w", subject, err)
+		case <-n.ctx.Done():
+			return fmt.Errorf("federation: closed: %w", err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}

@@ -1,0 +1,385 @@
+package federation
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sessiongateway/gateway/internal/bounded"
+	"github.com/sessiongateway/gateway/message"
+)
+
+// Names in NATS every gateway of a federation agrees on.
+const (
+	streamName    = "GATEWAY_FED"
+	rosterBucket  = "gateway_roster"
+	leaseBucket   = "gateway_hosts"
+	subjectPrefix = "gateway.fed."
+)
+
+func inSubject(host string) string      { return subjectPrefix + "in." + host }
+func receiptSubject(host string) string { return subjectPrefix + "receipts." + host }
+
+// ErrHostTaken means another gateway holds this host name's lease.
+var ErrHostTaken = errors.New("another gateway already claims this host name")
+
+// ErrCredentials means the NATS server refused this gateway's credentials.
+var ErrCredentials = errors.New("the NATS server refused this gateway's credentials")
+
+// settledWindow is how many delivered message ids a host remembers, so a
+// message NATS offers again is not delivered twice.
+const settledWindow = 1 << 16
+
+// Node is this gateway's membership in the federation.
+type Node struct {
+	cfg      Config
+	log      *slog.Logger
+	srv      *server.Server // embedded, or nil
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	stream   jetstream.Stream
+	roster   jetstream.KeyValue
+	leases   jetstream.KeyValue
+	leaseRev uint64
+
+	drops   drops
+	settled *bounded.Map[string, message.Receipt] // inbound id -> its outcome
+	origin  *bounded.Map[string, string]          // inbound id -> the host that sent it
+
+	mu     sync.Mutex
+	others map[string]hostEntry // other hosts' roster entries, by host
+	mine   []byte               // this host's roster entry as last put
+	ctx    context.Context      // ends at Close
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+	closed bool
+}
+
+// Connect joins the federation cfg describes: it connects (after starting
+// the embedded server when asked), makes sure the stream and buckets exist
+// and claims cfg.Host, failing with ErrHostTaken when a live gateway of
+// another Instance holds it. The lease is renewed until Close.
+func Connect(ctx context.Context, cfg Config) (*Node, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg: cfg, log: cfg.Log.With("leg", "federation", "host", cfg.Host),
+		settled: bounded.NewMap[string, message.Receipt](settledWindow),
+		origin:  bounded.NewMap[string, string](settledWindow),
+		others:  map[string]hostEntry{},
+	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	urls := cfg.URLs
+	if strings.TrimSpace(urls) == Embedded {
+		if n.srv, err = startEmbedded(cfg); err != nil {
+			n.cancel()
+			return nil, err
+		}
+		urls = n.srv.ClientURL()
+	}
+	if err := n.connect(urls); err != nil {
+		n.cancel()
+		n.shutdownServer()
+		return nil, err
+	}
+	if err := n.setup(ctx); err != nil {
+		n.cancel()
+		n.nc.Close()
+		n.shutdownServer()
+		return nil, err
+	}
+	n.done.Add(2)
+	go n.heartbeat()
+	go n.watchRoster()
+	return n, nil
+}
+
+func (n *Node) connect(urls string) error {
+	opts := []nats.Option{
+		nats.Name("gateway " + n.cfg.Host),
+		nats.MaxReconnects(-1),
+		nats.CustomReconnectDelay(reconnectDelay),
+		nats.ReconnectBufSize(8 << 20),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			n.log.Warn("federation link down", "err", err)
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) { n.log.Info("federation link back", "url", c.ConnectedUrlRedacted()) }),
+	}
+	if n.cfg.CredsFile != "" {
+		opts = append(opts, nats.UserCredentials(n.cfg.CredsFile))
+	}
+	if n.cfg.NKeyFile != "" {
+		o, err := nats.NkeyOptionFromSeed(n.cfg.NKeyFile)
+		if err != nil {
+			return fmt.Errorf("federation: nkey file: %w", err)
+		}
+		opts = append(opts, o)
+	}
+	if n.cfg.TLSCA != "" {
+		opts = append(opts, nats.RootCAs(n.cfg.TLSCA))
+	}
+	if n.cfg.TLSCert != "" || n.cfg.TLSKey != "" {
+		opts = append(opts, nats.ClientCert(n.cfg.TLSCert, n.cfg.TLSKey))
+	}
+	nc, err := nats.Connect(urls, opts...)
+	if err != nil {
+		if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) ||
+			errors.Is(err, nats.ErrAuthRevoked) || strings.Contains(strings.ToLower(err.Error()), "authorization") {
+			return fmt.Errorf("federation: %w (check --federation-creds / --federation-nkey): %v", ErrCredentials, err)
+		}
+		return fmt.Errorf("federation: cannot connect to %s: %w", redactURLs(urls), err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return fmt.Errorf("federation: jetstream: %w", err)
+	}
+	n.nc, n.js = nc, js
+	return nil
+}
+
+// reconnectDelay backs off exponentially from 250 ms to 30 s, with up to
+// half again of jitter, so a cluster that comes back is not stampeded.
+func reconnectDelay(attempts int) time.Duration {
+	d := 250 * time.Millisecond << min(attempts, 7)
+	d = min(d, 30*time.Second)
+	return d + rand.N(d/2+1)
+}
+
+func redactURLs(urls string) string {
+	var out []string
+	for _, u := range strings.Split(urls, ",") {
+		if at := strings.LastIndexByte(u, '@'); at >= 0 {
+			if i := strings.Index(u, "://"); i >= 0 && i < at {
+				u = u[:i+3] + "***" + u[at:]
+			}
+		}
+		out = append(out, strings.TrimSpace(u))
+	}
+	return strings.Join(out, ",")
+}
+
+// setup creates (or opens) the stream and the two buckets, then takes the
+// lease.
+func (n *Node) setup(ctx context.Context) error {
+	ttl := n.cfg.RosterTTL
+	var err error
+	n.stream, err = withReplicas(ctx, n.nc, n.cfg.Replicas, func(r int) (jetstream.Stream, error) {
+		return n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name:       streamName,
+			Subjects:   []string{inSubject("*"), receiptSubject("*")},
+			Retention:  jetstream.WorkQueuePolicy,
+			Storage:    jetstream.FileStorage,
+			Replicas:   r,
+			Duplicates: 2 * time.Minute,
+			MaxAge:     7 * 24 * time.Hour,
+			MaxMsgSize: MaxEnvelope,
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("federation: stream %s: %w", streamName, err)
+	}
+	n.roster, err = withReplicas(ctx, n.nc, n.cfg.Replicas, func(r int) (jetstream.KeyValue, error) {
+		return n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: rosterBucket, TTL: ttl, History: 1, Replicas: r,
+			MaxValueSize: MaxEnvelope, Storage: jetstream.FileStorage,
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("federation: roster bucket: %w", err)
+	}
+	n.leases, err = withReplicas(ctx, n.nc, n.cfg.Replicas, func(r int) (jetstream.KeyValue, error) {
+		return n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: leaseBucket, TTL: ttl, History: 1, Replicas: r, Storage: jetstream.FileStorage,
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("federation: host bucket: %w", err)
+	}
+	return n.claim(ctx)
+}
+
+// withReplicas runs create with the configured replica count or, when
+// none is, with 3 on a cluster that told us of 3 or more nodes and 1
+// otherwise. A cluster still electing its leaders answers 503 for a
+// moment: that is retried until ctx ends.
+func withReplicas[T any](ctx context.Context, nc *nats.Conn, want int, create func(int) (T, error)) (T, error) {
+	if want <= 0 {
+		want = 1
+		if len(nc.Servers()) >= 3 {
+			want = 3
+		}
+	}
+	return retry(ctx, func() (T, error) { return create(want) })
+}
+
+// retry runs f until it succeeds, fails for good, or ctx ends.
+func retry[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	wait := 100 * time.Millisecond
+	for {
+		v, err := f()
+		if err == nil || !transient(err) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// transient reports whether a JetStream API error is worth retrying.
+func transient(err error) bool {
+	var api *jetstream.APIError
+	if errors.As(err, &api) && api.Code == 503 {
+		return true
+	}
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse)
+}
+
+// claim takes cfg.Host's lease: a create-only key that lapses RosterTTL
+// after the last renewal, so a gateway that died frees its name.
+func (n *Node) claim(ctx context.Context) error {
+	rev, err := n.leases.Create(ctx, n.cfg.Host, []byte(n.cfg.Instance))
+	if err == nil {
+		n.leaseRev = rev
+		return nil
+	}
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("federation: claiming host name %q: %w", n.cfg.Host, err)
+	}
+	e, gerr := n.leases.Get(ctx, n.cfg.Host)
+	if gerr != nil {
+		return fmt.Errorf("federation: claiming host name %q: %w", n.cfg.Host, gerr)
+	}
+	if string(e.Value()) != n.cfg.Instance {
+		return fmt.Errorf("federation: host name %q: %w (choose another with --host, or wait %s for its lease to lapse)",
+			n.cfg.Host, ErrHostTaken, n.cfg.RosterTTL)
+	}
+	// Our own lease, from before a restart: take it over.
+	n.leaseRev, err = n.leases.Update(ctx, n.cfg.Host, []byte(n.cfg.Instance), e.Revision())
+	if err != nil {
+		return fmt.Errorf("federation: host name %q: %w", n.cfg.Host, ErrHostTaken)
+	}
+	return nil
+}
+
+// heartbeat renews the lease and re-puts the roster entry every third of
+// the TTL until Close.
+func (n *Node) heartbeat() {
+	defer n.done.Done()
+	t := time.NewTicker(n.cfg.heartbeat())
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(n.ctx, n.cfg.heartbeat())
+		if err := n.renew(ctx); err != nil {
+			n.log.Warn("federation lease not renewed", "err", err)
+		}
+		if err := n.refreshRoster(ctx); err != nil {
+			n.log.Warn("federation roster not refreshed", "err", err)
+		}
+		cancel()
+	}
+}
+
+func (n *Node) renew(ctx context.Context) error {
+	rev, err := n.leases.Update(ctx, n.cfg.Host, []byte(n.cfg.Instance), n.leaseRev)
+	if err != nil {
+		// Lapsed (a long partition) or renewed by an update we did not
+		// see acknowledged: claim it again, which refuses if someone else
+		// has it.
+		if cerr := n.claim(ctx); cerr != nil {
+			return cerr
+		}
+		return nil
+	}
+	n.leaseRev = rev
+	return nil
+}
+
+// Host is this gateway's host name.
+func (n *Node) Host() string { return n.cfg.Host }
+
+// Dropped counts what was read from NATS and dropped, by reason.
+func (n *Node) Dropped() map[Reason]uint64 { return n.drops.snapshot() }
+
+// Ready reports whether the link to NATS is up.
+func (n *Node) Ready() error {
+	if s := n.nc.Status(); s != nats.CONNECTED {
+		return fmt.Errorf("federation link %s", strings.ToLower(s.String()))
+	}
+	return nil
+}
+
+// Close leaves the federation: the lease and roster entry are deleted so
+// other hosts forget this one at once, the connection drains and the
+// embedded server stops.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	n.mu.Unlock()
+	n.cancel()
+	n.done.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = n.roster.Delete(ctx, n.cfg.Host)
+	_ = n.leases.Delete(ctx, n.cfg.Host, jetstream.LastRevision(n.leaseRev))
+	err := n.nc.Drain()
+	if err != nil {
+		n.nc.Close()
+	}
+	for !n.nc.IsClosed() && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	n.shutdownServer()
+	return err
+}
+
+func (n *Node) shutdownServer() {
+	if n.srv != nil {
+		n.srv.Shutdown()
+		n.srv.WaitForShutdown()
+	}
+}
+
+func randomID() string {
+	var b [12]byte
+	_, _ = cryptoRand(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+var cryptoRand = crand.Read
+
+// ClientURL is the embedded server's URL other gateways join, or "" when
+// this gateway joined a cluster it does not run.
+func (n *Node) ClientURL() string {
+	if n.srv == nil {
+		return ""
+	}
+	return n.srv.ClientURL()
+}

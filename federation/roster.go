@@ -1,0 +1,215 @@
+package federation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/internal/jsonx"
+	"github.com/sessiongateway/gateway/message"
+)
+
+// maxSessions caps one host's roster entry.
+const maxSessions = 4096
+
+// rosterEntry is one host's value in the roster bucket.
+type rosterEntry struct {
+	V        int               `json:"v"`
+	Host     string            `json:"host"`
+	Sessions []message.Session `json:"sessions"`
+}
+
+// hostEntry is another host's entry as this one last heard it.
+type hostEntry struct {
+	sessions []message.Session // as that host listed them
+	seen     time.Time         // local time of the last put heard
+}
+
+// PublishSessions puts this host's sessions in the shared roster when they
+// changed since the last put. Aliases and other hosts' sessions are left
+// out: each host publishes only what it reaches itself.
+func (n *Node) PublishSessions(ctx context.Context, local []message.Session) error {
+	own := make([]message.Session, 0, len(local))
+	for _, s := range local {
+		if s.AliasOf != "" || s.Protocol == message.ProtocolFederation || (s.Host != "" && s.Host != n.cfg.Host) {
+			continue
+		}
+		s.Host = n.cfg.Host
+		own = append(own, s)
+	}
+	if len(own) > maxSessions {
+		own = own[:maxSessions]
+	}
+	b, err := jsonx.Marshal(rosterEntry{V: Version, Host: n.cfg.Host, Sessions: own})
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	same := n.mine != nil && string(n.mine) == string(b)
+	n.mine = b
+	n.mu.Unlock()
+	if same {
+		return nil
+	}
+	_, err = n.roster.Put(ctx, n.cfg.Host, b)
+	return err
+}
+
+// refreshRoster re-puts the last entry, so other hosts keep seeing this one.
+func (n *Node) refreshRoster(ctx context.Context) error {
+	n.mu.Lock()
+	b := n.mine
+	n.mu.Unlock()
+	if b == nil {
+		return nil
+	}
+	_, err := n.roster.Put(ctx, n.cfg.Host, b)
+	return err
+}
+
+// watchRoster follows the roster bucket until Close, starting over when
+// the watch ends (a reconnect, a leader change).
+func (n *Node) watchRoster() {
+	defer n.done.Done()
+	for n.ctx.Err() == nil {
+		if err := n.watchOnce(); err != nil && n.ctx.Err() == nil {
+			n.log.Warn("federation roster watch ended", "err", err)
+		}
+		select {
+		case <-n.ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (n *Node) watchOnce() error {
+	w, err := n.roster.WatchAll(n.ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errors.New("watch closed")
+			}
+			if e != nil {
+				n.heard(e)
+			}
+		}
+	}
+}
+
+// heard applies one roster update. An entry that does not check out is
+// dropped and counted, and leaves that host's last good entry to age out.
+func (n *Node) heard(e jetstream.KeyValueEntry) {
+	host := e.Key()
+	if host == n.cfg.Host {
+		return
+	}
+	if e.Operation() != jetstream.KeyValuePut {
+		n.mu.Lock()
+		delete(n.others, host)
+		n.mu.Unlock()
+		return
+	}
+	var r rosterEntry
+	switch {
+	case len(e.Value()) > MaxEnvelope:
+		n.drops.add(ReasonOversized)
+		return
+	case json.Unmarshal(e.Value(), &r) != nil:
+		n.drops.add(ReasonMalformed)
+		return
+	case r.V != Version:
+		n.drops.add(ReasonVersion)
+		return
+	case r.Host != host || !ValidHost(host) || len(r.Sessions) > maxSessions:
+		n.drops.add(ReasonMisrouted)
+		return
+	}
+	n.mu.Lock()
+	n.others[host] = hostEntry{sessions: r.Sessions, seen: time.Now()}
+	n.mu.Unlock()
+}
+
+// Sessions lists the other hosts' sessions heard within the roster TTL, as
+// the federation leg shows them: protocol federation, Host set, address
+// NAME@HOST, no local process. A session whose name would not parse in
+// that address is left out.
+func (n *Node) Sessions() []message.Session {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []message.Session
+	now := time.Now()
+	for host, h := range n.others {
+		if now.Sub(h.seen) > n.cfg.RosterTTL {
+			continue
+		}
+		for _, s := range h.sessions {
+			if f, ok := federated(host, s); ok {
+				out = append(out, f)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b message.Session) int {
+		if a.Address != b.Address {
+			if a.Address < b.Address {
+				return -1
+			}
+			return 1
+		}
+		if a.SessionID < b.SessionID {
+			return -1
+		}
+		return 0
+	})
+	return out
+}
+
+func federated(host string, s message.Session) (message.Session, bool) {
+	a, err := addressing.Parse(s.Name + "@" + host)
+	if s.Name == "" || err != nil || a.Kind != addressing.KindName {
+		return message.Session{}, false
+	}
+	s.Address, s.Host, s.Protocol, s.PID, s.AliasOf = a.String(), host, message.ProtocolFederation, 0, ""
+	return s, true
+}
+
+// Origin returns the session behind a federation address (NAME@HOST) as
+// its host listed it, picked by session id when several share the name.
+func (n *Node) Origin(address, sessionID string) (message.Session, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	now := time.Now()
+	var found message.Session
+	ok := false
+	for host, h := range n.others {
+		if now.Sub(h.seen) > n.cfg.RosterTTL {
+			continue
+		}
+		for _, s := range h.sessions {
+			f, fok := federated(host, s)
+			if !fok || f.Address != address {
+				continue
+			}
+			if sessionID != "" && s.SessionID == sessionID {
+				s.Host = host
+				return s, true
+			}
+			if !ok {
+				s.Host = host
+				found, ok = s, true
+			}
+		}
+	}
+	return found, ok && sessionID == ""
+}
