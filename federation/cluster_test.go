@@ -3,6 +3,7 @@ package federation
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -157,7 +158,7 @@ const testTTL = 3 * time.Second
 
 func join(t *testing.T, urls, host string, mods ...func(*Config)) *Node {
 	t.Helper()
-	cfg := Config{URLs: urls, Host: host, RosterTTL: testTTL, AckWait: 2 * time.Second}
+	cfg := Config{URLs: urls, Host: host, RosterTTL: testTTL, AckWait: 2 * time.Second, Log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	for _, m := range mods {
 		m(&cfg)
 	}
@@ -208,6 +209,15 @@ func (p *peer) received() []message.Message {
 	return append([]message.Message(nil), p.got...)
 }
 
+// take returns what arrived since the last take.
+func (p *peer) take() []message.Message {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	got := p.got
+	p.got = nil
+	return got
+}
+
 func serve(t *testing.T, n *Node, p *peer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -239,4 +249,12 @@ func run(t *testing.T, n *Node) <-chan message.Event {
 
 func session(name, id string, p message.Protocol) message.Session {
 	return message.Session{Address: "uds:/run/" + id + ".sock", Protocol: p, Name: name, SessionID: id, PID: 42, Kind: "interactive", Reachable: true}
+}
+
+// testWriter sends a node's log to the test's.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
 }

@@ -125,6 +125,11 @@ func TestAMessageCrossesHostsByNameAndItsReceiptsComeBack(t *testing.T) {
 		t.Fatalf("receipts %v", statuses)
 	}
 
+	// A send over the cap fails at once, with the reason.
+	rc, err = a.Leg().Send(ctx, message.Message{ID: "m-huge", To: "qwen-work@msg-c", Body: strings.Repeat("x", MaxEnvelope)})
+	if err == nil || rc.Status != message.StatusFailed || !strings.Contains(rc.Reason, "cap") {
+		t.Fatalf("huge send = %+v, %v", rc, err)
+	}
 	// An unknown target fails at once, with a reason.
 	rc, err = a.Leg().Send(ctx, message.Message{ID: "m-cross-2", To: "nobody@msg-c"})
 	if err == nil || rc.Status != message.StatusFailed {
@@ -243,17 +248,28 @@ func TestAThousandMessagesSurviveANodeKilled(t *testing.T) {
 	wg.Wait()
 
 	delivered := map[string]int{}
-	testutil.EventuallyWithin(t, 40*time.Second, "all delivered", func() bool {
-		for _, m := range pc.received() {
+	all := testutil.Within(40*time.Second, func() bool {
+		for _, m := range pc.take() {
 			delivered[m.ID]++
 		}
-		pc.mu.Lock()
-		pc.got = nil
-		pc.mu.Unlock()
 		return len(delivered) == total
 	})
+	if !all {
+		for _, h := range []*Node{a, cc} {
+			for _, d := range []string{"in-", "rc-"} {
+				ci, err := h.stream.Consumer(ctx, d+h.Host())
+				if err != nil {
+					t.Logf("%s%s: %v", d, h.Host(), err)
+					continue
+				}
+				info, err := ci.Info(ctx)
+				t.Logf("%s%s: %+v %+v %v", d, h.Host(), info, info.Cluster, err)
+			}
+		}
+		t.Fatalf("delivered %d of %d", len(delivered), total)
+	}
 	time.Sleep(2 * time.Second) // one AckWait: a redelivery would show now
-	for _, m := range pc.received() {
+	for _, m := range pc.take() {
 		delivered[m.ID]++
 	}
 	for id, k := range delivered {

@@ -2,9 +2,11 @@ package federation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sessiongateway/gateway/message"
@@ -38,6 +40,9 @@ func (n *Node) Serve(ctx context.Context, local Local) error {
 		})
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("federation: inbound consumer: %w", err)
 	}
 	cc, err := cons.Consume(func(msg jetstream.Msg) { n.inbound(ctx, msg, local.Deliver) },
@@ -162,6 +167,9 @@ func (n *Node) publish(ctx context.Context, subject string, b []byte, id string)
 		if err == nil {
 			return nil
 		}
+		if permanent(err) {
+			return fmt.Errorf("federation: publish to %s: %w", subject, err)
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("federation: publish to %s: %w", subject, err)
@@ -171,4 +179,11 @@ func (n *Node) publish(ctx context.Context, subject string, b []byte, id string)
 		}
 		wait = min(2*wait, 2*time.Second)
 	}
+}
+
+// permanent reports whether a publish error would recur on a retry.
+func permanent(err error) bool {
+	var api *jetstream.APIError
+	return errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrBadSubject) ||
+		errors.As(err, &api) && api.Code == 400
 }

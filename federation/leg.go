@@ -75,6 +75,9 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 		})
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("federation: receipt consumer: %w", err)
 	}
 	cc, err := cons.Consume(func(msg jetstream.Msg) { l.receipt(ctx, msg, in) },

@@ -246,10 +246,14 @@ func retry[T any](ctx context.Context, f func() (T, error)) (T, error) {
 // transient reports whether a JetStream API error is worth retrying.
 func transient(err error) bool {
 	var api *jetstream.APIError
-	if errors.As(err, &api) && api.Code == 503 {
+	// 503: not enough of the cluster answers yet; 10005: no peers to
+	// place the replicas on (a node down or not yet known).
+	if errors.As(err, &api) && (api.Code == 503 || api.ErrorCode == 10005) {
 		return true
 	}
-	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) ||
+	// A request that timed out (the API's own timeout, not the caller's
+	// context: retry checks that) is a leader election under way.
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) ||
 		errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
