@@ -45,7 +45,7 @@ func TestRosterSpansHostsAndForgetsAVanishedOne(t *testing.T) {
 		return slices.Equal(addresses(filterHosts(a.Sessions(), "ros-")), want)
 	})
 	for _, s := range a.Sessions() {
-		if s.Protocol != message.ProtocolFederation || s.PID != 0 || s.Host == "" || !strings.HasSuffix(s.Address, "@"+s.Host) {
+		if s.Protocol != message.ProtocolFederation || s.PID != 0 || s.Host == "" || !strings.HasSuffix(s.Address, "@"+s.Host) || !strings.HasSuffix(s.Name, "."+s.Host) {
 			t.Errorf("listed %+v", s)
 		}
 	}
@@ -99,7 +99,7 @@ func TestAMessageCrossesHostsByNameAndItsReceiptsComeBack(t *testing.T) {
 	testutil.Eventually(t, "c delivers it", func() bool { return len(pc.received()) == 1 })
 	got := pc.received()[0]
 	if got.To != "uds:/run/s-q.sock" || got.ToSessionID != "s-q" || got.Protocol != message.ProtocolQwen ||
-		got.From != "alice@msg-a" || got.Body != "hello" || got.ID != m.ID {
+		got.From != "alice@msg-a" || got.FromName != "alice.msg-a" || got.Body != "hello" || got.ID != m.ID {
 		t.Fatalf("c got %+v", got)
 	}
 	// A later receipt from the receiving leg travels back too.

@@ -89,10 +89,14 @@ func (n *Node) inbound(ctx context.Context, msg jetstream.Msg, deliver func(cont
 	m := *e.Message
 	if rc, ok := n.settled.Get(m.ID); ok {
 		// Delivered before; say so again in case the receipt was lost.
+		if rc.Status == message.StatusQueued {
+			_ = msg.Ack()
+			return
+		}
 		n.ackAfterReceipt(ctx, msg, e.From, rc)
 		return
 	}
-	m.From = fromAddress(m.FromName, e.From)
+	m.From, m.FromName = fromAddress(m.FromName, e.From)
 	dctx, cancel := context.WithTimeout(ctx, n.cfg.AckWait*2/3)
 	rc, err := deliver(dctx, m)
 	cancel()
@@ -107,6 +111,11 @@ func (n *Node) inbound(ctx context.Context, msg jetstream.Msg, deliver func(cont
 	}
 	n.settled.Put(m.ID, rc)
 	n.origin.Put(m.ID, e.From)
+	if rc.Status == message.StatusQueued {
+		// Taken by the router; its receipts follow through Relay.
+		_ = msg.Ack()
+		return
+	}
 	n.ackAfterReceipt(ctx, msg, e.From, rc)
 }
 
@@ -121,11 +130,13 @@ func (n *Node) ackAfterReceipt(ctx context.Context, msg jetstream.Msg, origin st
 	_ = msg.Ack()
 }
 
-func fromAddress(name, host string) string {
+// fromAddress is the sender of a message from host as this host shows it:
+// NAME@HOST and NAME.HOST, as the sender's session is listed here.
+func fromAddress(name, host string) (address, display string) {
 	if name == "" {
-		return host
+		return host, host
 	}
-	return name + "@" + host
+	return name + "@" + host, name + "." + host
 }
 
 // Relay sends a later receipt (delivered, held, denied, ...) of a message

@@ -2,7 +2,9 @@ package federation
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -12,16 +14,62 @@ import (
 )
 
 // Leg is the router's view of the federation: the other hosts' sessions,
-// sends to them and their receipts.
-type Leg struct{ n *Node }
+// sends to them and their receipts. It is an alias host to the router, so
+// a message from another host travels the bridge's road to the local
+// session (Deliver), and that session's receipts come back through Relay.
+type Leg struct {
+	n  *Node
+	mu sync.Mutex
+	in chan<- message.Event // Run's, while it runs
+}
 
 var (
-	_ router.Leg     = (*Leg)(nil)
-	_ router.Readier = (*Leg)(nil)
+	_ router.Leg       = (*Leg)(nil)
+	_ router.Readier   = (*Leg)(nil)
+	_ router.AliasHost = (*Leg)(nil)
 )
 
 // Leg returns the node's leg.
-func (n *Node) Leg() *Leg { return &Leg{n: n} }
+func (n *Node) Leg() *Leg { return n.leg }
+
+// Deliver hands m, a message from another host for a session of this one,
+// to the router as a message that arrived at an alias of that session, so
+// the bridge forwards it (hop guard, sender's alias, receipts). The
+// receipt is queued: the local leg's own receipts follow through Relay.
+// Use it as Local.Deliver.
+func (l *Leg) Deliver(ctx context.Context, m message.Message) (message.Receipt, error) {
+	l.mu.Lock()
+	in := l.in
+	l.mu.Unlock()
+	if in == nil {
+		return message.Receipt{}, errors.New("federation: the leg is not running")
+	}
+	m.AliasOf, m.Protocol = m.To, message.ProtocolFederation
+	select {
+	case in <- message.Event{Type: message.EventMessage, Time: time.Now(), Leg: message.ProtocolFederation, Message: &m}:
+		return message.Receipt{MsgID: m.ID, Status: message.StatusQueued, Time: time.Now()}, nil
+	case <-ctx.Done():
+		return message.Receipt{}, ctx.Err()
+	}
+}
+
+// SyncAliases does nothing: other hosts learn this one's sessions from
+// the roster Serve publishes.
+func (l *Leg) SyncAliases(context.Context, []message.Session) error { return nil }
+
+// SendAs sends m from sender, a session of this host, to another host's
+// session.
+func (l *Leg) SendAs(ctx context.Context, sender message.Session, m message.Message) (message.Receipt, error) {
+	m.FromName, m.FromSession = sender.Name, sender.SessionID
+	return l.Send(ctx, m)
+}
+
+// Relay sends what became of in, a message from another host, back to
+// that host.
+func (l *Leg) Relay(ctx context.Context, in message.Message, rc message.Receipt) {
+	rc.MsgID = in.ID
+	l.n.Relay(ctx, rc)
+}
 
 func (l *Leg) Name() message.Protocol { return message.ProtocolFederation }
 
@@ -80,6 +128,14 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 		}
 		return fmt.Errorf("federation: receipt consumer: %w", err)
 	}
+	l.mu.Lock()
+	l.in = in
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.in = nil
+		l.mu.Unlock()
+	}()
 	cc, err := cons.Consume(func(msg jetstream.Msg) { l.receipt(ctx, msg, in) },
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			n.log.Debug("federation receipt consumer", "err", err)

@@ -53,6 +53,7 @@ type Node struct {
 	leases   jetstream.KeyValue
 	leaseRev uint64
 
+	leg     *Leg
 	drops   drops
 	settled *bounded.Map[string, message.Receipt] // inbound id -> its outcome
 	origin  *bounded.Map[string, string]          // inbound id -> the host that sent it
@@ -81,6 +82,7 @@ func Connect(ctx context.Context, cfg Config) (*Node, error) {
 		origin:  bounded.NewMap[string, string](settledWindow),
 		others:  map[string]hostEntry{},
 	}
+	n.leg = &Leg{n: n}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	urls := cfg.URLs
 	if strings.TrimSpace(urls) == Embedded {
@@ -114,7 +116,9 @@ func (n *Node) connect(urls string) error {
 		nats.CustomReconnectDelay(reconnectDelay),
 		nats.ReconnectBufSize(8 << 20),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			n.log.Warn("federation link down", "err", err)
+			if err != nil { // nil: our own Close
+				n.log.Warn("federation link down", "err", err)
+			}
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) { n.log.Info("federation link back", "url", c.ConnectedUrlRedacted()) }),
 	}
@@ -338,8 +342,11 @@ func (n *Node) Ready() error {
 
 // Close leaves the federation: the lease and roster entry are deleted so
 // other hosts forget this one at once, the connection drains and the
-// embedded server stops.
+// embedded server stops. A nil Node closes as nothing.
 func (n *Node) Close() error {
+	if n == nil {
+		return nil
+	}
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()

@@ -142,8 +142,8 @@ func (n *Node) heard(e jetstream.KeyValueEntry) {
 }
 
 // Sessions lists the other hosts' sessions heard within the roster TTL, as
-// the federation leg shows them: protocol federation, Host set, address
-// NAME@HOST, no local process. A session whose name would not parse in
+// the federation leg shows them: protocol federation, Host set, name
+// NAME.HOST, address NAME@HOST, no local process. A session whose name would not parse in
 // that address is left out.
 func (n *Node) Sessions() []message.Session {
 	n.mu.Lock()
@@ -175,11 +175,18 @@ func (n *Node) Sessions() []message.Session {
 	return out
 }
 
+// federated is s as this host lists it: named NAME.HOST (a name both
+// CLIs' registries accept, so the bridge can alias it on the local legs)
+// and addressed NAME@HOST.
 func federated(host string, s message.Session) (message.Session, bool) {
 	a, err := addressing.Parse(s.Name + "@" + host)
 	if s.Name == "" || err != nil || a.Kind != addressing.KindName {
 		return message.Session{}, false
 	}
+	if n, err := addressing.Parse(s.Name + "." + host); err != nil || n.Kind != addressing.KindName {
+		return message.Session{}, false
+	}
+	s.Name = s.Name + "." + host
 	s.Address, s.Host, s.Protocol, s.PID, s.AliasOf = a.String(), host, message.ProtocolFederation, 0, ""
 	return s, true
 }

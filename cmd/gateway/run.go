@@ -80,9 +80,17 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	if remoteLeg != nil {
 		others = 1
 	}
-	legs, pool, err := startLegs(log, c, metrics, others)
+	fed, err := c.fed.Join(ctx, c.stateDir, log) // before registering anywhere: a clash stops the start
 	if err != nil {
 		return err
+	}
+	legs, pool, err := startLegs(log, c, metrics, others)
+	if err != nil {
+		return errors.Join(err, fed.Close())
+	}
+	if fed != nil {
+		defer fed.Close()
+		legs = append(legs, fed.Leg())
 	}
 	if remoteLeg != nil {
 		legs = append(legs, remoteLeg)
@@ -95,6 +103,9 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 		// review class, so a receiver of that class admits it.
 		DefaultMode: c.mode}, legs...)
 	defer startApprover(ctx, log, rt, c.approver)()
+	if fed != nil {
+		go func() { _ = fed.ServeRouter(ctx, rt) }()
+	}
 	gauges := rt.Gauges()
 	gauges.OutboxDepth = outboxDepth
 	metrics.Observe(gauges)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/federation"
 	"github.com/sessiongateway/gateway/internal/settings"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/observability"
@@ -69,6 +70,7 @@ func setupServe(e *env, cmd string, args []string, extra func(*flag.FlagSet)) (*
 	life := lifecycleFlags(fs, e)
 	apiHard := apiFlags(fs, e)
 	files := filesFlags(fs, e)
+	fed := federation.RegisterFlags(fs)
 	approver := fs.String("approver", "", "address of a local session (or alias) that gets each remote permission prompt as a message and answers it by replying allow, deny or answer (env GATEWAY_APPROVER)")
 	own := settings.OwnFlags(fs, extra)
 	st, _, err := loadSettings(fs, e, args, own...)
@@ -93,7 +95,7 @@ func setupServe(e *env, cmd string, args []string, extra func(*flag.FlagSet)) (*
 	if err := apiHard.check(*apiAddr); err != nil {
 		return fail("%v", err) // also caught by `gateway config`
 	}
-	if err := files.check(); err != nil {
+	if err := errors.Join(files.check(), fed.Check(*sd)); err != nil {
 		return fail("%v", err)
 	}
 	did, err := openDIDFile(*didFile)
@@ -156,7 +158,7 @@ func setupServe(e *env, cmd string, args []string, extra func(*flag.FlagSet)) (*
 		qwenInbound: qpol, heldExpiry: qwen.ParseHeldExpiry(*heldExpiry), noClaude: !enabled["claude"], noQwen: !enabled["qwen"], bridge: *bridge, bridgeOnly: bridgeOnly,
 		maxAliases:  *maxAliases,
 		requireAuth: *requireAuth, settle: *settle, getenv: e.getenv, remote: remote, did: did, approver: *approver,
-		life: life, api: apiHard, files: files,
+		life: life, api: apiHard, files: files, fed: fed,
 	}}, 0
 }
 
@@ -184,4 +186,5 @@ type serveConfig struct {
 	life        *lifecycleOpts         // --grace and SIGHUP; nil takes the defaults
 	api         *apiOpts               // TLS, CORS and rate limits of --api; nil takes the defaults
 	files       *filesOpts             // --files-dir and the uploads limits; nil takes the defaults
+	fed         *federation.Flags      // --federation and its options; nil or unset: no federation
 }

@@ -1,0 +1,99 @@
+package federation
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sessiongateway/gateway/internal/safefile"
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/router"
+)
+
+// Flags are serve's federation flags; each also reads its GATEWAY_*
+// variable through the configuration layer (--federation-creds is
+// GATEWAY_FEDERATION_CREDS).
+type Flags struct {
+	urls, host, listen, creds, nkey, ca, cert, key *string
+}
+
+// RegisterFlags adds the federation flags to fs.
+func RegisterFlags(fs *flag.FlagSet) *Flags {
+	return &Flags{
+		urls:   fs.String("federation", "", "join other gateways over NATS JetStream: nats://HOST:PORT[,nats://...], or embedded to run a NATS server in this gateway"),
+		host:   fs.String("host", "", "this gateway's name in the federation: a-z 0-9 - (default: the hostname, sanitised)"),
+		listen: fs.String("federation-listen", DefaultListen, "with --federation embedded: the address other gateways join as nats://ADDR"),
+		creds:  fs.String("federation-creds", "", "a NATS .creds file (JWT and nkey seed)"),
+		nkey:   fs.String("federation-nkey", "", "a NATS nkey seed file"),
+		ca:     fs.String("federation-tls-ca", "", "CA certificate the NATS servers' certificates are checked against"),
+		cert:   fs.String("federation-tls-cert", "", "client certificate for NATS"),
+		key:    fs.String("federation-tls-key", "", "client certificate key for NATS"),
+	}
+}
+
+// Check validates the flags without connecting.
+func (f *Flags) Check(stateDir string) error {
+	if *f.urls == "" {
+		return nil
+	}
+	_, err := f.config(stateDir, nil).withDefaults()
+	return err
+}
+
+func (f *Flags) config(stateDir string, log *slog.Logger) Config {
+	return Config{
+		URLs: *f.urls, Host: *f.host, Listen: *f.listen, StateDir: stateDir, Log: log,
+		CredsFile: *f.creds, NKeyFile: *f.nkey, TLSCA: *f.ca, TLSCert: *f.cert, TLSKey: *f.key,
+		Instance: instanceID(stateDir),
+	}
+}
+
+// joinTimeout bounds Join: a cluster without a quorum answers 503 for as
+// long as it lasts, and serve should say so rather than wait.
+const joinTimeout = 30 * time.Second
+
+// Join connects as the flags say; it returns nil and no error when
+// --federation is not given.
+func (f *Flags) Join(ctx context.Context, stateDir string, log *slog.Logger) (*Node, error) {
+	if f == nil || *f.urls == "" {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
+	defer cancel()
+	n, err := Connect(ctx, f.config(stateDir, log))
+	if err != nil {
+		return nil, err
+	}
+	log.Info("federation joined", "host", n.Host(), "embedded", n.ClientURL())
+	return n, nil
+}
+
+// instanceID is this state directory's stable instance id, so a gateway
+// restarted on it (even after kill -9) takes its own host lease over at
+// once. It is written on first use; a failure falls back to a random one.
+func instanceID(stateDir string) string {
+	if stateDir == "" {
+		return ""
+	}
+	p := filepath.Join(stateDir, "federation-instance")
+	if b, err := safefile.ReadCapped(p, 256); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b))
+	}
+	id := randomID()
+	if err := safefile.WriteAtomic(p, []byte(id+"\n")); err != nil {
+		return ""
+	}
+	return id
+}
+
+// ServeRouter runs Serve with the router's sessions as this host's and the
+// leg's Deliver, until ctx ends.
+func (n *Node) ServeRouter(ctx context.Context, r *router.Router) error {
+	return n.Serve(ctx, Local{
+		Sessions: func(ctx context.Context) ([]message.Session, error) { return r.Sessions(ctx), nil },
+		Deliver:  n.leg.Deliver,
+	})
+}
