@@ -145,9 +145,10 @@ func TestASecondGatewayClaimingAHostNameIsRefused(t *testing.T) {
 		t.Fatalf("second claim: %v", err)
 	}
 	// The same gateway restarting takes its lease over.
-	again := join(t, c.url(2), "clash", func(c *Config) { c.Instance = "first" })
-	if again.Host() != "clash" {
-		t.Fatal(again.Host())
+	// It asks for another TTL, but the federation's is the bucket's.
+	again := join(t, c.url(2), "clash", func(c *Config) { c.Instance = "first"; c.RosterTTL = time.Minute })
+	if again.Host() != "clash" || again.cfg.RosterTTL != testTTL {
+		t.Fatal(again.Host(), again.cfg.RosterTTL)
 	}
 }
 

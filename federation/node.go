@@ -176,44 +176,57 @@ func redactURLs(urls string) string {
 	return strings.Join(out, ",")
 }
 
-// setup creates (or opens) the stream and the two buckets, then takes the
-// lease.
+// setup opens the stream and the two buckets, creating those that do not
+// exist yet. One that exists is used as it is: a gateway that sees fewer
+// nodes, or has another TTL configured, must not reshape what the others
+// use. The roster bucket's TTL is the federation's, whatever this
+// gateway's configuration says.
 func (n *Node) setup(ctx context.Context) error {
 	ttl := n.cfg.RosterTTL
 	var err error
-	n.stream, err = withReplicas(ctx, n.nc, n.cfg.Replicas, func(r int) (jetstream.Stream, error) {
-		return n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-			Name:       streamName,
-			Subjects:   []string{inSubject("*"), receiptSubject("*")},
-			Retention:  jetstream.WorkQueuePolicy,
-			Storage:    jetstream.FileStorage,
-			Replicas:   r,
-			Duplicates: 2 * time.Minute,
-			MaxAge:     7 * 24 * time.Hour,
-			MaxMsgSize: MaxEnvelope,
+	n.stream, err = open(ctx, n, func(ctx context.Context) (jetstream.Stream, error) { return n.js.Stream(ctx, streamName) },
+		func(r int) (jetstream.Stream, error) {
+			return n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+				Name:       streamName,
+				Subjects:   []string{inSubject("*"), receiptSubject("*")},
+				Retention:  jetstream.WorkQueuePolicy,
+				Storage:    jetstream.FileStorage,
+				Replicas:   r,
+				Duplicates: 2 * time.Minute,
+				MaxAge:     7 * 24 * time.Hour,
+				MaxMsgSize: MaxEnvelope,
+			})
 		})
-	})
 	if err != nil {
 		return fmt.Errorf("federation: stream %s: %w", streamName, err)
 	}
-	n.roster, err = withReplicas(ctx, n.nc, n.cfg.Replicas, func(r int) (jetstream.KeyValue, error) {
-		return n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: rosterBucket, TTL: ttl, History: 1, Replicas: r,
-			MaxValueSize: MaxEnvelope, Storage: jetstream.FileStorage,
-		})
-	})
-	if err != nil {
+	bucket := func(name string, size int32) (jetstream.KeyValue, error) {
+		return open(ctx, n, func(ctx context.Context) (jetstream.KeyValue, error) { return n.js.KeyValue(ctx, name) },
+			func(r int) (jetstream.KeyValue, error) {
+				return n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+					Bucket: name, TTL: ttl, History: 1, Replicas: r, MaxValueSize: size, Storage: jetstream.FileStorage,
+				})
+			})
+	}
+	if n.roster, err = bucket(rosterBucket, MaxEnvelope); err != nil {
 		return fmt.Errorf("federation: roster bucket: %w", err)
 	}
-	n.leases, err = withReplicas(ctx, n.nc, n.cfg.Replicas, func(r int) (jetstream.KeyValue, error) {
-		return n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: leaseBucket, TTL: ttl, History: 1, Replicas: r, Storage: jetstream.FileStorage,
-		})
-	})
-	if err != nil {
+	if n.leases, err = bucket(leaseBucket, 256); err != nil {
 		return fmt.Errorf("federation: host bucket: %w", err)
 	}
+	if st, err := n.roster.Status(ctx); err == nil && st.TTL() > 0 {
+		n.cfg.RosterTTL = st.TTL()
+	}
 	return n.claim(ctx)
+}
+
+// open returns what get finds, or creates it when it is not there.
+func open[T any](ctx context.Context, n *Node, get func(context.Context) (T, error), create func(int) (T, error)) (T, error) {
+	v, err := retry(ctx, func() (T, error) { return get(ctx) })
+	if err == nil || !(errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound)) {
+		return v, err
+	}
+	return withReplicas(ctx, n.nc, n.cfg.Replicas, create)
 }
 
 // withReplicas runs create with the configured replica count or, when
