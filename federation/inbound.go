@@ -97,6 +97,8 @@ func (n *Node) inbound(ctx context.Context, msg jetstream.Msg, deliver func(cont
 		return
 	}
 	m.From, m.FromName = fromAddress(m.FromName, e.From)
+	// Known before delivery: a receipt may be relayed before Deliver returns.
+	n.origin.Put(m.ID, e.From)
 	dctx, cancel := context.WithTimeout(ctx, n.cfg.AckWait*2/3)
 	rc, err := deliver(dctx, m)
 	cancel()
@@ -109,13 +111,16 @@ func (n *Node) inbound(ctx context.Context, msg jetstream.Msg, deliver func(cont
 	if rc.Time.IsZero() {
 		rc.Time = time.Now()
 	}
-	n.settled.Put(m.ID, rc)
-	n.origin.Put(m.ID, e.From)
 	if rc.Status == message.StatusQueued {
-		// Taken by the router; its receipts follow through Relay.
+		// Taken by the router; its receipts follow through Relay, which
+		// may have settled the id already.
+		if _, ok := n.settled.Get(m.ID); !ok {
+			n.settled.Put(m.ID, rc)
+		}
 		_ = msg.Ack()
 		return
 	}
+	n.settled.Put(m.ID, rc)
 	n.ackAfterReceipt(ctx, msg, e.From, rc)
 }
 
