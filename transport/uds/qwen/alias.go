@@ -73,7 +73,9 @@ func (a *aliases) remember(msgID string, r replyTo) { a.replies.Put(msgID, r) }
 func (a *aliases) reply(msgID string) (replyTo, bool) { return a.replies.Get(msgID) }
 
 // SyncAliases publishes a record for each session of another leg and
-// removes the records of those gone.
+// removes the records of those gone. An alias is known to the inbox before
+// its record is written: a sender may read the record and send to its
+// session id at once, and that frame must not be judged misaddressed.
 func (p *Peer) SyncAliases(_ context.Context, others []message.Session) error {
 	want := map[string]message.Session{}
 	for _, s := range others {
@@ -86,15 +88,15 @@ func (p *Peer) SyncAliases(_ context.Context, others []message.Session) error {
 	for key, al := range p.al.byKey {
 		if s, ok := want[key]; !ok || s.Name != al.origin.Name {
 			drop = append(drop, al)
-			delete(p.al.byKey, key)
-			delete(p.al.bySID, al.sid)
-			delete(p.al.paths, al.path)
+			p.al.forget(key, al)
 		}
 	}
-	var add []message.Session
+	var add []*alias
 	for key, s := range want {
 		if _, ok := p.al.byKey[key]; !ok {
-			add = append(add, s)
+			al := &alias{origin: s, sid: uuid.NewString(), path: filepath.Join(p.sessions, RecordFileName(p.pid, NewSuffix()))}
+			p.al.byKey[key], p.al.bySID[al.sid], p.al.paths[al.path] = al, al, true
+			add = append(add, al)
 		}
 	}
 	p.al.mu.Unlock()
@@ -103,42 +105,53 @@ func (p *Peer) SyncAliases(_ context.Context, others []message.Session) error {
 		p.log.Info("retired qwen alias", "name", al.origin.Name)
 	}
 	var firstErr error
-	for _, s := range add {
-		al, err := p.writeAlias(s)
-		if err != nil {
+	for _, al := range add {
+		if err := p.writeAlias(al); err != nil {
+			p.al.mu.Lock()
+			p.al.forget(originKey(al.origin), al)
+			p.al.mu.Unlock()
 			if firstErr == nil {
 				firstErr = err
 			}
 			continue
 		}
-		p.al.mu.Lock()
-		p.al.byKey[originKey(s)], p.al.bySID[al.sid], p.al.paths[al.path] = al, al, true
-		p.al.mu.Unlock()
-		p.log.Info("published qwen alias", "name", s.Name, "for", s.Address)
+		p.log.Info("published qwen alias", "name", al.origin.Name, "for", al.origin.Address)
 	}
 	return firstErr
 }
 
-func (p *Peer) writeAlias(s message.Session) (*alias, error) {
+// forget drops al, listed under key, from every index; the caller holds mu.
+func (a *aliases) forget(key string, al *alias) {
+	if a.byKey[key] == al {
+		delete(a.byKey, key)
+	}
+	delete(a.bySID, al.sid)
+	delete(a.paths, al.path)
+}
+
+// writeAlias writes al's record at al.path.
+func (p *Peer) writeAlias(al *alias) error {
 	procStart, _ := ProcStartToken(p.pid)
 	ns, err := uds.PidNamespace(p.pid)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	al := &alias{origin: s, sid: uuid.NewString()}
+	s := al.origin
 	rec := Record{
 		PID: p.pid, ProcStart: procStart, PidNS: ns, SessionID: al.sid, Cwd: s.Cwd, Name: s.Name,
 		StartedAt: p.clk.Now().UnixMilli(), Kind: KindAlias, IPCPath: p.socketPath, IPCToken: p.token,
 	}
 	b, err := rec.Marshal()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	al.path = filepath.Join(p.sessions, RecordFileName(p.pid, NewSuffix()))
 	if err := safefile.CreateExclusive(al.path, b); err != nil {
-		return nil, err
+		return err
 	}
-	return al, nil
+	if p.testHookAliasWritten != nil {
+		p.testHookAliasWritten(al.path)
+	}
+	return nil
 }
 
 func (p *Peer) removeAliases() {

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -50,5 +52,62 @@ func TestQwenAliasRecordsFollowTheirSessions(t *testing.T) {
 	recs = aliasRecords(t, p)
 	if len(recs) != 1 || recs[0]["name"] != "work-09" {
 		t.Fatalf("records %v after a rename; want one named work-09", recs)
+	}
+}
+
+// A sender may read an alias record the moment it is written and send to
+// its session id at once (the bridge's answer by name): the inbox must
+// take that frame for the alias, not judge it misaddressed.
+func TestAFrameToAnAliasRecordJustWrittenReachesTheAlias(t *testing.T) {
+	gw := registerTestPeer(t, PeerConfig{Name: "gw"})
+	gwEvents, _ := runPeer(t, gw)
+	sender := registerTestPeer(t, PeerConfig{Name: "qwen-work", Home: gw.cfg.Home})
+	senderEvents, _ := runPeer(t, sender)
+	origin := message.Session{Address: "uds:/tmp/cc-socks/9.sock", Protocol: message.ProtocolClaude, Name: "work-08", SessionID: uuid.NewString()}
+
+	var got message.Event
+	gw.testHookAliasWritten = func(path string) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		rec, err := ParseRecord(b)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		id := uuid.NewString()
+		if _, err := sender.Send(context.Background(), message.Message{ID: id, To: addressing.UDS(rec.IPCPath),
+			ToSessionID: rec.SessionID, Body: "answer by name", Mode: message.ModePrompting}); err != nil {
+			t.Error(err)
+			return
+		}
+		// Wait here, before the sync goes on: the frame is judged while
+		// the record is all there is of the alias.
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case ev := <-gwEvents:
+				if ev.Type == message.EventMessage && ev.Message.ID == id {
+					got = ev
+					return
+				}
+			case ev := <-senderEvents:
+				if ev.Type == message.EventReceipt && ev.Receipt.MsgID == id {
+					got = ev
+					return
+				}
+			case <-timeout:
+				t.Error("neither the alias nor the sender heard of the frame")
+				return
+			}
+		}
+	}
+	if err := gw.SyncAliases(context.Background(), []message.Session{origin}); err != nil {
+		t.Fatal(err)
+	}
+	if got.Type != message.EventMessage || got.Message.ToName != "work-08" || got.Message.AliasOf != origin.Address {
+		t.Fatalf("got %+v (receipt %+v), want the message at the work-08 alias", got, got.Receipt)
 	}
 }

@@ -68,6 +68,10 @@ type Peer struct {
 
 	emitter *uds.Emitter
 	wg      sync.WaitGroup // receipt dials in flight
+
+	// testHookAliasWritten, when set, runs as soon as an alias record is
+	// on disk: what a sender that reads it at once meets.
+	testHookAliasWritten func(path string)
 }
 
 // Register binds the inbox and writes the record. Run serves it and
