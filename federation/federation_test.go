@@ -102,6 +102,15 @@ func TestAMessageCrossesHostsByNameAndItsReceiptsComeBack(t *testing.T) {
 		got.From != "alice@msg-a" || got.FromName != "alice.msg-a" || got.Body != "hello" || got.ID != m.ID {
 		t.Fatalf("c got %+v", got)
 	}
+	// A receipt for it from a host it never went to is dropped and counted.
+	spoof, err := encode(envelope{Kind: kindReceipt, From: "msg-evil", To: "msg-a", Receipt: &message.Receipt{MsgID: m.ID, Status: message.StatusDenied}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cc.js.Publish(ctx, receiptSubject("msg-a"), spoof); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "the spoofed receipt counted", func() bool { return a.Dropped()[ReasonMisrouted] == 1 })
 	// A later receipt from the receiving leg travels back too.
 	if !cc.Relay(ctx, message.Receipt{MsgID: m.ID, Status: message.StatusDelivered}) {
 		t.Fatal("relay did not know the message came from another host")

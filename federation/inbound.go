@@ -82,12 +82,13 @@ func (n *Node) inbound(ctx context.Context, msg jetstream.Msg, deliver func(cont
 	}
 	if reason != 0 {
 		n.drops.add(reason)
-		n.log.Warn("federation message dropped", "reason", reason.String())
+		n.log.Debug("federation message dropped", "reason", reason.String()) // counted; a flood must not flood the log
 		_ = msg.Term()
 		return
 	}
 	m := *e.Message
-	if rc, ok := n.settled.Get(m.ID); ok {
+	key := settledKey(e.From, m.ID)
+	if rc, ok := n.settled.Get(key); ok {
 		// Delivered before; say so again in case the receipt was lost.
 		if rc.Status == message.StatusQueued {
 			_ = msg.Ack()
@@ -114,13 +115,13 @@ func (n *Node) inbound(ctx context.Context, msg jetstream.Msg, deliver func(cont
 	if rc.Status == message.StatusQueued {
 		// Taken by the router; its receipts follow through Relay, which
 		// may have settled the id already.
-		if _, ok := n.settled.Get(m.ID); !ok {
-			n.settled.Put(m.ID, rc)
+		if _, ok := n.settled.Get(key); !ok {
+			n.settled.Put(key, rc)
 		}
 		_ = msg.Ack()
 		return
 	}
-	n.settled.Put(m.ID, rc)
+	n.settled.Put(key, rc)
 	n.ackAfterReceipt(ctx, msg, e.From, rc)
 }
 
@@ -134,6 +135,10 @@ func (n *Node) ackAfterReceipt(ctx context.Context, msg jetstream.Msg, origin st
 	}
 	_ = msg.Ack()
 }
+
+// settledKey names a message by its origin too, so one host cannot mark
+// another's message id delivered before it arrives.
+func settledKey(origin, id string) string { return origin + "/" + id }
 
 // fromAddress is the sender of a message from host as this host shows it:
 // NAME@HOST and NAME.HOST, as the sender's session is listed here.
@@ -156,7 +161,7 @@ func (n *Node) Relay(ctx context.Context, rc message.Receipt) bool {
 	if rc.Time.IsZero() {
 		rc.Time = time.Now()
 	}
-	n.settled.Put(rc.MsgID, rc)
+	n.settled.Put(settledKey(origin, rc.MsgID), rc)
 	if err := n.sendReceipt(ctx, origin, rc); err != nil {
 		n.log.Warn("federation receipt not sent", "msg_id", rc.MsgID, "status", rc.Status, "err", err)
 	}

@@ -102,6 +102,7 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 	if err != nil {
 		return fail(err)
 	}
+	n.sentTo.Put(m.ID, target.Host)
 	if err := n.publish(ctx, inSubject(target.Host), b, m.ID); err != nil {
 		return fail(err)
 	}
@@ -155,6 +156,11 @@ func (l *Leg) receipt(ctx context.Context, msg jetstream.Msg, in chan<- message.
 	e, reason := decode(msg.Data(), l.n.cfg.Host)
 	if reason == 0 && e.Kind != kindReceipt {
 		reason = ReasonMisrouted
+	}
+	if reason == 0 {
+		if to, ok := l.n.sentTo.Get(e.Receipt.MsgID); ok && to != e.From {
+			reason = ReasonMisrouted // a receipt from a host the message never went to
+		}
 	}
 	if reason != 0 {
 		l.n.drops.add(reason)

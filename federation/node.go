@@ -55,8 +55,9 @@ type Node struct {
 
 	leg     *Leg
 	drops   drops
-	settled *bounded.Map[string, message.Receipt] // inbound id -> its outcome
+	settled *bounded.Map[string, message.Receipt] // origin/inbound id -> its outcome
 	origin  *bounded.Map[string, string]          // inbound id -> the host that sent it
+	sentTo  *bounded.Map[string, string]          // outbound id -> the host it went to
 
 	mu     sync.Mutex
 	others map[string]hostEntry // other hosts' roster entries, by host
@@ -80,6 +81,7 @@ func Connect(ctx context.Context, cfg Config) (*Node, error) {
 		cfg: cfg, log: cfg.Log.With("leg", "federation", "host", cfg.Host),
 		settled: bounded.NewMap[string, message.Receipt](settledWindow),
 		origin:  bounded.NewMap[string, string](settledWindow),
+		sentTo:  bounded.NewMap[string, string](settledWindow),
 		others:  map[string]hostEntry{},
 	}
 	n.leg = &Leg{n: n}
