@@ -49,7 +49,7 @@ func ParseAnswers(qs []message.Question, specs []string) (map[string][]string, e
 	var missing []string
 	for i, q := range qs {
 		if len(answers[q.Question]) == 0 {
-			missing = append(missing, DescribeQuestion(i, q))
+			missing = append(missing, q.Describe(i))
 		}
 	}
 	if len(missing) > 0 {
@@ -127,41 +127,15 @@ func pickOption(q message.Question, v string) (string, error) {
 	if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= len(q.Options) {
 		return q.Options[n-1], nil
 	}
-	return "", fmt.Errorf("question %q has no option %q; options: %s", q.Question, v, listOptions(q))
+	return "", fmt.Errorf("question %q has no option %q; options: %s", q.Question, v, q.ListOptions())
 }
 
 func listQuestions(qs []message.Question) string {
 	lines := make([]string, len(qs))
 	for i, q := range qs {
-		lines[i] = DescribeQuestion(i, q)
+		lines[i] = q.Describe(i)
 	}
 	return strings.Join(lines, "\n  ")
-}
-
-// DescribeQuestion is one line about question i (0-based) of a prompt:
-// its number, text, header, whether it takes several options, and its
-// numbered options, as ParseAnswers accepts them.
-func DescribeQuestion(i int, q message.Question) string {
-	var tags []string
-	if q.Header != "" {
-		tags = append(tags, q.Header)
-	}
-	if q.MultiSelect {
-		tags = append(tags, "several")
-	}
-	s := fmt.Sprintf("%d %q", i+1, q.Question)
-	if len(tags) > 0 {
-		s += " (" + strings.Join(tags, ", ") + ")"
-	}
-	return s + ": " + listOptions(q)
-}
-
-func listOptions(q message.Question) string {
-	opts := make([]string, len(q.Options))
-	for i, o := range q.Options {
-		opts[i] = fmt.Sprintf("%d %q", i+1, o)
-	}
-	return strings.Join(opts, ", ")
 }
 
 func quotedList(ss []string) string {

@@ -3,6 +3,7 @@ package message
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -61,4 +62,31 @@ func OneLine(s string, width int) string {
 	}
 	r := []rune(s)
 	return string(r[:width-1]) + "…"
+}
+
+// Describe is one line about q as question i (0-based) of a prompt:
+// its number, text, header, whether it takes several options, and its
+// numbered options, as the approver's answer grammar accepts them.
+func (q Question) Describe(i int) string {
+	var tags []string
+	if q.Header != "" {
+		tags = append(tags, q.Header)
+	}
+	if q.MultiSelect {
+		tags = append(tags, "several")
+	}
+	s := fmt.Sprintf("%d %q", i+1, q.Question)
+	if len(tags) > 0 {
+		s += " (" + strings.Join(tags, ", ") + ")"
+	}
+	return s + ": " + q.ListOptions()
+}
+
+// ListOptions lists q's options numbered from 1, as answers may name them.
+func (q Question) ListOptions() string {
+	opts := make([]string, len(q.Options))
+	for i, o := range q.Options {
+		opts[i] = fmt.Sprintf("%d %q", i+1, o)
+	}
+	return strings.Join(opts, ", ")
 }

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -172,47 +170,4 @@ func runAnswer(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stdout, "  %s = %s\n", q.Question, strings.Join(answers[q.Question], ", "))
 	}
 	return exitOK
-}
-
-// printPrompt shows a pending prompt and how to answer it.
-func printPrompt(w io.Writer, p message.PermissionRequest) {
-	if len(p.Questions) > 0 {
-		fmt.Fprintf(w, "question %s from %s:\n", p.ID, p.SessionID)
-		for i, q := range p.Questions {
-			fmt.Fprintf(w, "  %s\n", approver.DescribeQuestion(i, q))
-		}
-		ex := make([]string, len(p.Questions))
-		for i, q := range p.Questions {
-			name := q.Header
-			if name == "" {
-				name = strconv.Itoa(i + 1)
-			}
-			opt := "1"
-			if len(q.Options) > 0 {
-				opt = q.Options[0]
-			}
-			ex[i] = strconv.Quote(name + "=" + opt)
-		}
-		fmt.Fprintf(w, "  answer: gateway answer %s %s\n", p.ID, strings.Join(ex, " "))
-		fmt.Fprintf(w, "  or:     gateway deny %s --message TEXT\n", p.ID)
-		return
-	}
-	fmt.Fprintf(w, "permission %s from %s: %s %s\n", p.ID, p.SessionID, p.ToolName, p.Summary(eventfmt.SummaryWidth))
-	fmt.Fprintf(w, "  allow: gateway allow %s%s\n", p.ID, ruleHint(p))
-	fmt.Fprintf(w, "  deny:  gateway deny %s --message TEXT\n", p.ID)
-}
-
-// ruleHint suggests the rule that would allow this use from now on, for
-// tools where a rule makes sense.
-func ruleHint(p message.PermissionRequest) string {
-	switch p.ToolName {
-	case "AskUserQuestion", "ExitPlanMode", "EnterPlanMode":
-		return ""
-	case "Bash":
-		var in struct{ Command string }
-		if json.Unmarshal(p.Input, &in) == nil && in.Command != "" && !strings.ContainsAny(in.Command, "'\n") {
-			return fmt.Sprintf(" [--rule 'Bash(%s)']", in.Command)
-		}
-	}
-	return fmt.Sprintf(" [--rule '%s']", p.ToolName)
 }

@@ -151,7 +151,7 @@ func remoteWatch(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return fail(e, err)
 	}
-	pr := eventfmt.NewTranscript(e.stdout, printPrompt)
+	pr := eventfmt.NewTranscript(e.stdout, eventfmt.Prompt)
 	if !*asJSON && *since < 0 {
 		// Prompts raised before the watch started still wait for an answer.
 		ps, err := c.Permissions(ctx, false)

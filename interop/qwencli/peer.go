@@ -394,27 +394,6 @@ func (e *Endpoint) List(ctx context.Context) ([]PeerSession, error) {
 	return out, nil
 }
 
-// Messages returns every message received so far.
-func (e *Endpoint) Messages() []InboundMessage {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]InboundMessage(nil), e.messages...)
-}
-
-// Receipts returns every receipt received so far.
-func (e *Endpoint) Receipts() []Receipt {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]Receipt(nil), e.receipts...)
-}
-
-// Errors returns what the SDK reported through onError.
-func (e *Endpoint) Errors() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]string(nil), e.errs...)
-}
-
 // WaitMessage waits for a message matching pred (nil matches any), looking
 // at those already received first.
 func (e *Endpoint) WaitMessage(ctx context.Context, pred func(InboundMessage) bool) (InboundMessage, error) {
@@ -491,9 +470,6 @@ func (e *Endpoint) RecordPath() string { return e.info.RecordPath }
 
 // Record reads the endpoint's record, which holds its ipcToken.
 func (e *Endpoint) Record() (Record, error) { return ReadRecord(e.info.RecordPath) }
-
-// Done is closed when node has exited.
-func (e *Endpoint) Done() <-chan struct{} { return e.done }
 
 // Close closes the endpoint (which removes its record and socket) and waits
 // for node to exit, killing it after 10 s. It is safe to call more than once.
