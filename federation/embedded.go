@@ -41,6 +41,10 @@ func startEmbedded(cfg Config) (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("federation: embedded server: %w", err)
 	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		// No accounts yet: anyone who reaches the port may join.
+		cfg.Log.Warn("the embedded NATS server listens beyond loopback without authentication; anyone who reaches it can join the federation", "listen", cfg.Listen)
+	}
 	s.Start()
 	if !s.ReadyForConnections(10 * time.Second) {
 		s.Shutdown()
