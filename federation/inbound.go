@@ -29,27 +29,11 @@ const rosterPoll = time.Second
 // NATS offers again (a lost acknowledgement, a failover) is answered with
 // the receipt it already got, from a bounded window of settled ids.
 func (n *Node) Serve(ctx context.Context, local Local) error {
-	cons, err := retry(ctx, func() (jetstream.Consumer, error) {
-		return n.stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-			Durable:       "in-" + n.cfg.Host,
-			FilterSubject: inSubject(n.cfg.Host),
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       n.cfg.AckWait,
-			MaxDeliver:    -1,
-			MaxAckPending: 1024,
-		})
-	})
+	cc, err := n.consume(ctx, "in-", inSubject(n.cfg.Host), 1024, func(msg jetstream.Msg) { n.inbound(ctx, msg, local.Deliver) })
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("federation: inbound consumer: %w", err)
-	}
-	cc, err := cons.Consume(func(msg jetstream.Msg) { n.inbound(ctx, msg, local.Deliver) },
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			n.log.Debug("federation inbound consumer", "err", err)
-		}))
-	if err != nil {
 		return fmt.Errorf("federation: inbound consumer: %w", err)
 	}
 	defer cc.Stop()
@@ -72,6 +56,45 @@ func (n *Node) Serve(ctx context.Context, local Local) error {
 		}
 	}
 }
+
+// consume creates (or opens) this host's durable consumer of subject and
+// runs handle for each message. It waits for the consumer's leader first,
+// and pulls with a short heartbeat: a pull the cluster could not answer (a
+// consumer or stream leader being elected) is noticed and made again in
+// seconds, not tens of them.
+func (n *Node) consume(ctx context.Context, prefix, subject string, pending int, handle func(jetstream.Msg)) (jetstream.ConsumeContext, error) {
+	cons, err := retry(ctx, func() (jetstream.Consumer, error) {
+		return n.stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+			Durable:       prefix + n.cfg.Host,
+			FilterSubject: subject,
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       n.cfg.AckWait,
+			MaxDeliver:    -1,
+			MaxAckPending: pending,
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	_, err = retry(ctx, func() (bool, error) {
+		info, err := cons.Info(ctx)
+		if err == nil && info.Cluster != nil && info.Cluster.Leader == "" {
+			err = errNoLeader
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cons.Consume(handle,
+		jetstream.PullExpiry(5*time.Second), jetstream.PullHeartbeat(time.Second),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			n.log.Debug("federation consumer", "subject", subject, "err", err)
+		}))
+}
+
+// errNoLeader is a consumer whose leader is still being elected.
+var errNoLeader = errors.New("the consumer has no leader yet")
 
 // inbound handles one message for this host. It runs on the consumer's
 // one goroutine, so messages are delivered in stream order.

@@ -113,22 +113,14 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 // until ctx ends. A receipt is acknowledged once it is handed to in.
 func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 	n := l.n
-	cons, err := retry(ctx, func() (jetstream.Consumer, error) {
-		return n.stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-			Durable:       "rc-" + n.cfg.Host,
-			FilterSubject: receiptSubject(n.cfg.Host),
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       n.cfg.AckWait,
-			MaxDeliver:    -1,
-			MaxAckPending: 4096,
-		})
-	})
+	cc, err := n.consume(ctx, "rc-", receiptSubject(n.cfg.Host), 4096, func(msg jetstream.Msg) { l.receipt(ctx, msg, in) })
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return fmt.Errorf("federation: receipt consumer: %w", err)
 	}
+	defer cc.Stop()
 	l.mu.Lock()
 	l.in = in
 	l.mu.Unlock()
@@ -137,14 +129,6 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 		l.in = nil
 		l.mu.Unlock()
 	}()
-	cc, err := cons.Consume(func(msg jetstream.Msg) { l.receipt(ctx, msg, in) },
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			n.log.Debug("federation receipt consumer", "err", err)
-		}))
-	if err != nil {
-		return fmt.Errorf("federation: receipt consumer: %w", err)
-	}
-	defer cc.Stop()
 	select {
 	case <-ctx.Done():
 	case <-n.ctx.Done():

@@ -272,7 +272,7 @@ func transient(err error) bool {
 	}
 	// A request that timed out (the API's own timeout, not the caller's
 	// context: retry checks that) is a leader election under way.
-	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) ||
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errNoLeader) || errors.Is(err, nats.ErrNoResponders) ||
 		errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
