@@ -27,7 +27,9 @@ while read -r pkg dir; do
 done < <(go list -f '{{.ImportPath}} {{.Dir}}' ./...)
 echo "fuzz: $ran targets, ${per} each, ${#failed[@]} failed"
 if [ "${#failed[@]}" -gt 0 ]; then
-  printf 'fuzz: new crasher in %s (see testdata/fuzz under %s)\n' "${failed[@]}" "$root"
+  for f in "${failed[@]}"; do
+    echo "fuzz: new crasher in $f (see its package's testdata/fuzz under $root)"
+  done
   exit 1
 fi
 if [ "$ran" -eq 0 ]; then
