@@ -69,9 +69,6 @@ func (r *Router) Send(ctx context.Context, req SendRequest) (Outbound, error) {
 	return snap, nil
 }
 
-// dispatch remembers m, writes it with send over leg, and applies the first
-// receipt (failed when the write failed); a forward links it to the message
-// it passes on. It is the one way a message leaves the router.
 // dropper is an error from a leg's Send that stands for a drop: the
 // receiver's published limits would have turned the message away.
 type dropper interface {
@@ -79,6 +76,9 @@ type dropper interface {
 	DropReason() message.DropReason
 }
 
+// dispatch remembers m, writes it with send over leg, and applies the first
+// receipt (failed when the write failed); a forward links it to the message
+// it passes on. It is the one way a message leaves the router.
 func (r *Router) dispatch(ctx context.Context, leg Leg, m message.Message, fwd *forward,
 	send func(context.Context, message.Message) (message.Receipt, error), dir string) message.Receipt {
 	o := &outbound{msg: m, track: message.NewTracker(), changed: make(chan struct{}), fwd: fwd}

@@ -50,13 +50,22 @@ func Bin(tb testing.TB) string {
 // whose tests start gateways calls it from TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(gatewaytest.Main(m)) }
-func Main(m *testing.M) int {
+//
+// or hands Cleaned(m) on to a TestMain helper such as goleak.VerifyTestMain.
+func Main(m interface{ Run() int }) int {
 	code := m.Run()
 	if built.dir != "" {
 		_ = os.RemoveAll(built.dir)
 	}
 	return code
 }
+
+// Cleaned is m with Main's clean-up after its Run.
+func Cleaned(m interface{ Run() int }) interface{ Run() int } { return cleaned{m} }
+
+type cleaned struct{ m interface{ Run() int } }
+
+func (c cleaned) Run() int { return Main(c.m) }
 
 // sweepBinDirs removes what test processes that died before Main's
 // clean-up (a panic, a kill on timeout) left behind.

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 )
 
 // No test leaves a goroutine behind. The test binary doubles as the parent
@@ -21,5 +23,5 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(dialEnv); path != "" {
 		os.Exit(runDialer(path))
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(gatewaytest.Cleaned(m)) // the conformance suite starts gateway binaries
 }

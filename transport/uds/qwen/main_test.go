@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 )
 
 // No test leaves a goroutine behind. The test binary doubles as a session
@@ -13,5 +15,5 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(listenEnv); path != "" {
 		os.Exit(runListener(path))
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(gatewaytest.Cleaned(m)) // the conformance suite starts gateway binaries
 }

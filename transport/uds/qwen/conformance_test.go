@@ -1,4 +1,4 @@
-package fakeqwen_test
+package qwen_test
 
 import (
 	"os"
@@ -12,8 +12,6 @@ import (
 	"github.com/sessiongateway/gateway/testkit/legtest"
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
-
-func TestMain(m *testing.M) { os.Exit(gatewaytest.Main(m)) }
 
 // TestQwenLegConformance runs the Qwen leg's conformance suite against the
 // fake; interop runs the same suite against the real CLI.

@@ -1,7 +1,6 @@
-package fakeclaude_test
+package claude_test
 
 import (
-	"os"
 	"testing"
 	"time"
 
@@ -12,8 +11,6 @@ import (
 	"github.com/sessiongateway/gateway/testkit/legtest"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
 )
-
-func TestMain(m *testing.M) { os.Exit(gatewaytest.Main(m)) }
 
 // TestClaudeLegConformance runs the Claude leg's conformance suite against
 // the fake; interop runs the same suite against the real CLI.
