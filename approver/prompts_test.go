@@ -1,9 +1,6 @@
 package approver
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -15,8 +12,6 @@ import (
 
 // Every goroutine the approver starts is stopped by the end of Run.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-const remoteSession = promptleg.SessionID
 
 // promptLeg is the shared remote fixture, with the two things these tests
 // ask of it by name.
@@ -46,37 +41,4 @@ func (l promptLeg) feed(t *testing.T, r *router.Router, evs ...message.Event) []
 	}
 	t.Fatalf("subscription ended: %v", sub.Err())
 	return nil
-}
-
-func prompt(session, request, tool string, input string) message.Event {
-	return message.Event{Type: message.EventPermission, Leg: message.ProtocolRemote, Permission: &message.PermissionRequest{
-		SessionID: session, Address: "bridge:" + session, RequestID: request, ToolName: tool,
-		ToolUseID: "toolu_" + request, Input: json.RawMessage(input), State: message.PermissionPending,
-	}}
-}
-
-func withdraw(session, request string) message.Event {
-	return message.Event{Type: message.EventPermission, Leg: message.ProtocolRemote, Permission: &message.PermissionRequest{
-		SessionID: session, RequestID: request, State: message.PermissionCancelled,
-	}}
-}
-
-var askInput = `{"questions":[{"question":"Which approach?","header":"Approach","multiSelect":false,"options":[{"label":"Option A"},{"label":"Option B"}]},` +
-	`{"question":"Which features?","header":"Features","multiSelect":true,"options":[{"label":"Logging"},{"label":"Metrics"}]}]}`
-
-// askPrompt is an AskUserQuestion prompt with its questions decoded, as the
-// remote leg publishes it.
-func askPrompt(request string) message.Event {
-	ev := prompt(remoteSession, request, router.AskUserQuestion, askInput)
-	ev.Permission.Questions = []message.Question{
-		{Question: "Which approach?", Header: "Approach", Options: []string{"Option A", "Option B"}},
-		{Question: "Which features?", Header: "Features", MultiSelect: true, Options: []string{"Logging", "Metrics"}},
-	}
-	return ev
-}
-
-// shortID is the id the router's broker gives a prompt.
-func shortID(session, request string) string {
-	sum := sha256.Sum256([]byte(session + "\x00" + request))
-	return "p" + hex.EncodeToString(sum[:])[:6]
 }

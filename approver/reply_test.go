@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
+	"github.com/sessiongateway/gateway/testkit/promptleg"
 )
 
 func TestParseReply(t *testing.T) {
@@ -98,7 +99,7 @@ func FuzzAnswerReply(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	req := *askPrompt("r1").Permission
+	req := *promptleg.AskPrompt("r1").Permission
 	f.Fuzz(func(t *testing.T, s string) {
 		rep, err := ParseReply("answer p1 " + s)
 		if err != nil {

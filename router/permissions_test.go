@@ -16,9 +16,6 @@ import (
 	"github.com/sessiongateway/gateway/testkit/promptleg"
 )
 
-// remoteSession is the prompt leg's one session.
-const remoteSession = promptleg.SessionID
-
 // feed sends evs from the leg and returns the permission events the router
 // published for them. A session event after them marks the end: the router
 // handles one leg event at a time, in order.
@@ -39,38 +36,6 @@ func feed(t *testing.T, r *Router, l *promptleg.Leg, evs ...message.Event) []mes
 	}
 	t.Fatalf("subscription ended: %v", sub.Err())
 	return nil
-}
-
-func prompt(session, request, tool string, input string) message.Event {
-	return message.Event{Type: message.EventPermission, Leg: message.ProtocolRemote, Permission: &message.PermissionRequest{
-		SessionID: session, Address: "bridge:" + session, RequestID: request, ToolName: tool,
-		ToolUseID: "toolu_" + request, Input: json.RawMessage(input), State: message.PermissionPending,
-	}}
-}
-
-func withdraw(session, request string) message.Event {
-	return message.Event{Type: message.EventPermission, Leg: message.ProtocolRemote, Permission: &message.PermissionRequest{
-		SessionID: session, RequestID: request, State: message.PermissionCancelled,
-	}}
-}
-
-var askInput = `{"questions":[{"question":"Which approach?","header":"Approach","multiSelect":false,"options":[{"label":"Option A"},{"label":"Option B"}]},` +
-	`{"question":"Which features?","header":"Features","multiSelect":true,"options":[{"label":"Logging"},{"label":"Metrics"}]}]}`
-
-// askPrompt is an AskUserQuestion prompt with its questions decoded, as the
-// remote leg publishes it.
-func askPrompt(request string) message.Event {
-	ev := prompt(remoteSession, request, AskUserQuestion, askInput)
-	ev.Permission.Questions = []message.Question{
-		{Question: "Which approach?", Header: "Approach", Options: []string{"Option A", "Option B"}},
-		{Question: "Which features?", Header: "Features", MultiSelect: true, Options: []string{"Logging", "Metrics"}},
-	}
-	return ev
-}
-
-func shortID(session, request string) string {
-	sum := sha256.Sum256([]byte(session + "\x00" + request))
-	return "p" + hex.EncodeToString(sum[:])[:6]
 }
 
 func requestIDs(ps []message.PermissionRequest) []string {
@@ -97,32 +62,32 @@ func TestTheBrokerKeepsOnePromptPerSessionAndRequest(t *testing.T) {
 		wantPending   []string
 	}{
 		{"a new prompt is pending and published",
-			[]message.Event{prompt(remoteSession, "r1", "Bash", `{"command":"ls"}`)},
+			[]message.Event{promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{"command":"ls"}`)},
 			[]string{"r1:pending"}, []string{"r1"}},
 		{"a prompt raised again after a reconnect is neither repeated nor republished",
-			[]message.Event{prompt(remoteSession, "r1", "Bash", `{}`), prompt(remoteSession, "r1", "Bash", `{}`)},
+			[]message.Event{promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`), promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`)},
 			[]string{"r1:pending"}, []string{"r1"}},
 		{"a withdrawn prompt leaves the pending list",
-			[]message.Event{prompt(remoteSession, "r1", "Bash", `{}`), prompt(remoteSession, "r2", "Edit", `{}`), withdraw(remoteSession, "r1")},
+			[]message.Event{promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`), promptleg.Prompt(promptleg.SessionID, "r2", "Edit", `{}`), promptleg.Withdraw(promptleg.SessionID, "r1")},
 			[]string{"r1:pending", "r2:pending", "r1:cancelled"}, []string{"r2"}},
 		{"a withdrawal of an unknown prompt is ignored",
-			[]message.Event{withdraw(remoteSession, "nope")},
+			[]message.Event{promptleg.Withdraw(promptleg.SessionID, "nope")},
 			nil, nil},
 		{"a withdrawal repeated after a replay is published once",
-			[]message.Event{prompt(remoteSession, "r1", "Bash", `{}`), withdraw(remoteSession, "r1"), prompt(remoteSession, "r1", "Bash", `{}`), withdraw(remoteSession, "r1")},
+			[]message.Event{promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`), promptleg.Withdraw(promptleg.SessionID, "r1"), promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`), promptleg.Withdraw(promptleg.SessionID, "r1")},
 			[]string{"r1:pending", "r1:cancelled"}, nil},
 		{"the same request id in two sessions is two prompts",
-			[]message.Event{prompt("session_a", "r1", "Bash", `{}`), prompt("session_b", "r1", "Bash", `{}`)},
+			[]message.Event{promptleg.Prompt("session_a", "r1", "Bash", `{}`), promptleg.Prompt("session_b", "r1", "Bash", `{}`)},
 			[]string{"r1:pending", "r1:pending"}, []string{"r1", "r1"}},
 		{"a prompt without a request id is dropped",
-			[]message.Event{prompt(remoteSession, "", "Bash", `{}`)},
+			[]message.Event{promptleg.Prompt(promptleg.SessionID, "", "Bash", `{}`)},
 			nil, nil},
 		{"an answer of an unknown prompt seen by a leg is ignored",
-			[]message.Event{{Type: message.EventPermission, Permission: &message.PermissionRequest{SessionID: remoteSession, RequestID: "r1", State: message.PermissionAnswered}}},
+			[]message.Event{{Type: message.EventPermission, Permission: &message.PermissionRequest{SessionID: promptleg.SessionID, RequestID: "r1", State: message.PermissionAnswered}}},
 			nil, nil},
 		{"a prompt a leg saw answered elsewhere leaves the pending list as answered",
-			[]message.Event{prompt(remoteSession, "r1", "Bash", `{}`), prompt(remoteSession, "r2", "Bash", `{}`),
-				{Type: message.EventPermission, Permission: &message.PermissionRequest{SessionID: remoteSession, RequestID: "r1", State: message.PermissionAnswered}}},
+			[]message.Event{promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`), promptleg.Prompt(promptleg.SessionID, "r2", "Bash", `{}`),
+				{Type: message.EventPermission, Permission: &message.PermissionRequest{SessionID: promptleg.SessionID, RequestID: "r1", State: message.PermissionAnswered}}},
 			[]string{"r1:pending", "r2:pending", "r1:answered"}, []string{"r2"}},
 	}
 	for _, tt := range tests {
@@ -135,7 +100,7 @@ func TestTheBrokerKeepsOnePromptPerSessionAndRequest(t *testing.T) {
 			}
 			for _, ev := range got {
 				p := ev.Permission
-				if p.ID != shortID(p.SessionID, p.RequestID) || p.Leg != message.ProtocolRemote || p.Created.IsZero() {
+				if p.ID != promptleg.ShortID(p.SessionID, p.RequestID) || p.Leg != message.ProtocolRemote || p.Created.IsZero() {
 					t.Errorf("published %+v: want the short id, the leg and a creation time", p)
 				}
 			}
@@ -149,8 +114,8 @@ func TestTheBrokerKeepsOnePromptPerSessionAndRequest(t *testing.T) {
 func TestAWithdrawnPromptStaysReadableAsCancelled(t *testing.T) {
 	leg := promptleg.New()
 	r := start(t, leg)
-	feed(t, r, leg, prompt(remoteSession, "r1", "Bash", `{}`), withdraw(remoteSession, "r1"))
-	id := shortID(remoteSession, "r1")
+	feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`), promptleg.Withdraw(promptleg.SessionID, "r1"))
+	id := promptleg.ShortID(promptleg.SessionID, "r1")
 	p, err := r.Permission(id)
 	if err != nil || p.State != message.PermissionCancelled || p.ToolName != "Bash" {
 		t.Fatalf("Permission = %+v, %v; want the prompt, cancelled", p, err)
@@ -172,9 +137,9 @@ func TestPendingPromptsListOldestFirst(t *testing.T) {
 	leg := promptleg.New()
 	r := start(t, leg)
 	t0 := time.Date(2026, 3, 11, 10, 0, 0, 0, time.UTC)
-	late, early := prompt(remoteSession, "late", "Bash", `{}`), prompt(remoteSession, "early", "Bash", `{}`)
+	late, early := promptleg.Prompt(promptleg.SessionID, "late", "Bash", `{}`), promptleg.Prompt(promptleg.SessionID, "early", "Bash", `{}`)
 	late.Permission.Created, early.Permission.Created = t0.Add(time.Minute), t0
-	feed(t, r, leg, late, early, prompt(remoteSession, "unstamped", "Bash", `{}`))
+	feed(t, r, leg, late, early, promptleg.Prompt(promptleg.SessionID, "unstamped", "Bash", `{}`))
 	if ids := requestIDs(r.Permissions()); fmt.Sprint(ids) != "[early late unstamped]" {
 		t.Fatalf("pending %v, want oldest first", ids)
 	}
@@ -182,7 +147,7 @@ func TestPendingPromptsListOldestFirst(t *testing.T) {
 
 func TestShortIDsGrowOnACollision(t *testing.T) {
 	var b permBroker
-	k := permKey{remoteSession, "r1"}
+	k := permKey{promptleg.SessionID, "r1"}
 	sum := sha256.Sum256([]byte(k.session + "\x00" + k.request))
 	h := hex.EncodeToString(sum[:])
 	b.byID = map[string]*permEntry{}
@@ -200,12 +165,12 @@ func TestTheSettledHistoryIsBounded(t *testing.T) {
 	r := start(t, leg)
 	n := keepSettledPermissions + 10
 	for i := range n {
-		feed(t, r, leg, prompt(remoteSession, fmt.Sprint(i), "Bash", `{}`), withdraw(remoteSession, fmt.Sprint(i)))
+		feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, fmt.Sprint(i), "Bash", `{}`), promptleg.Withdraw(promptleg.SessionID, fmt.Sprint(i)))
 	}
 	if s := r.SettledPermissions(); len(s) != keepSettledPermissions || s[len(s)-1].RequestID != fmt.Sprint(n-1) {
 		t.Fatalf("kept %d settled, want the last %d", len(s), keepSettledPermissions)
 	}
-	if _, err := r.Permission(shortID(remoteSession, "0")); !errors.Is(err, ErrNoPermission) {
+	if _, err := r.Permission(promptleg.ShortID(promptleg.SessionID, "0")); !errors.Is(err, ErrNoPermission) {
 		t.Fatalf("the oldest settled prompt: %v, want forgotten", err)
 	}
 }
@@ -218,34 +183,34 @@ func TestAnswersAreCheckedBeforeTheyReachTheLeg(t *testing.T) {
 		answer  message.PermissionAnswer
 		problem AnswerProblem // 0: accepted
 	}{
-		{"a plain allow is accepted", prompt(remoteSession, "r", "Bash", `{"command":"ls"}`), message.PermissionAnswer{Behavior: allow}, 0},
-		{"a deny with a message is accepted", prompt(remoteSession, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: message.BehaviorDeny, Message: "not now"}, 0},
-		{"an allow with an object input and a rule is accepted", prompt(remoteSession, "r", "Bash", `{}`),
+		{"a plain allow is accepted", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{"command":"ls"}`), message.PermissionAnswer{Behavior: allow}, 0},
+		{"a deny with a message is accepted", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: message.BehaviorDeny, Message: "not now"}, 0},
+		{"an allow with an object input and a rule is accepted", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`),
 			message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`{"command":"ls -l"}`), Rules: []message.PermissionRule{{ToolName: "Bash", RuleContent: "ls:*"}}, RuleDestination: "session"}, 0},
-		{"a missing behavior is refused", prompt(remoteSession, "r", "Bash", `{}`), message.PermissionAnswer{}, AnswerBadBehavior},
-		{"a made-up behavior is refused", prompt(remoteSession, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: "maybe"}, AnswerBadBehavior},
-		{"a deny with input is refused", prompt(remoteSession, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: message.BehaviorDeny, UpdatedInput: json.RawMessage(`{}`)}, AnswerDenyWithInput},
-		{"a deny with answers is refused", askPrompt("r"), message.PermissionAnswer{Behavior: message.BehaviorDeny, Answers: map[string][]string{"Which approach?": {"Option A"}}}, AnswerDenyWithInput},
-		{"an input that is a list is refused", prompt(remoteSession, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`["ls"]`)}, AnswerInputNotObject},
-		{"an input that is null is refused", prompt(remoteSession, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`null`)}, AnswerInputNotObject},
-		{"an input that is not JSON is refused", prompt(remoteSession, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`{`)}, AnswerInputNotObject},
-		{"a rule without a tool is refused", prompt(remoteSession, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Rules: []message.PermissionRule{{RuleContent: "ls"}}}, AnswerBadRule},
-		{"a rule whose tool still has its parentheses is refused", prompt(remoteSession, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Rules: []message.PermissionRule{{ToolName: "Bash(ls)"}}}, AnswerBadRule},
-		{"an unknown rule destination is refused", prompt(remoteSession, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Rules: []message.PermissionRule{{ToolName: "Bash"}}, RuleDestination: "everywhere"}, AnswerBadDestination},
-		{"answers to a prompt that asks no questions are refused", prompt(remoteSession, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Q": {"A"}}}, AnswerNotAQuestion},
-		{"answers to every question are accepted", askPrompt("r"),
+		{"a missing behavior is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{}, AnswerBadBehavior},
+		{"a made-up behavior is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: "maybe"}, AnswerBadBehavior},
+		{"a deny with input is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: message.BehaviorDeny, UpdatedInput: json.RawMessage(`{}`)}, AnswerDenyWithInput},
+		{"a deny with answers is refused", promptleg.AskPrompt("r"), message.PermissionAnswer{Behavior: message.BehaviorDeny, Answers: map[string][]string{"Which approach?": {"Option A"}}}, AnswerDenyWithInput},
+		{"an input that is a list is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`["ls"]`)}, AnswerInputNotObject},
+		{"an input that is null is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`null`)}, AnswerInputNotObject},
+		{"an input that is not JSON is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`{`)}, AnswerInputNotObject},
+		{"a rule without a tool is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Rules: []message.PermissionRule{{RuleContent: "ls"}}}, AnswerBadRule},
+		{"a rule whose tool still has its parentheses is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Rules: []message.PermissionRule{{ToolName: "Bash(ls)"}}}, AnswerBadRule},
+		{"an unknown rule destination is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Rules: []message.PermissionRule{{ToolName: "Bash"}}, RuleDestination: "everywhere"}, AnswerBadDestination},
+		{"answers to a prompt that asks no questions are refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Q": {"A"}}}, AnswerNotAQuestion},
+		{"answers to every question are accepted", promptleg.AskPrompt("r"),
 			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Metrics", "Logging"}}}, 0},
-		{"an answer to a question the prompt did not ask is refused", askPrompt("r"),
+		{"an answer to a question the prompt did not ask is refused", promptleg.AskPrompt("r"),
 			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Logging"}, "Why?": {"x"}}}, AnswerUnknownQuestion},
-		{"a question left unanswered is refused", askPrompt("r"),
+		{"a question left unanswered is refused", promptleg.AskPrompt("r"),
 			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option B"}}}, AnswerMissingQuestion},
-		{"two options for a single-select question are refused", askPrompt("r"),
+		{"two options for a single-select question are refused", promptleg.AskPrompt("r"),
 			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option A", "Option B"}, "Which features?": {"Logging"}}}, AnswerOneOption},
-		{"no option for a multi-select question is refused", askPrompt("r"),
+		{"no option for a multi-select question is refused", promptleg.AskPrompt("r"),
 			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option A"}, "Which features?": {}}}, AnswerNoOption},
-		{"a label that is not an option is refused", askPrompt("r"),
+		{"a label that is not an option is refused", promptleg.AskPrompt("r"),
 			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option C"}, "Which features?": {"Logging"}}}, AnswerUnknownOption},
-		{"a label given twice is refused", askPrompt("r"),
+		{"a label given twice is refused", promptleg.AskPrompt("r"),
 			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option A"}, "Which features?": {"Logging", "Logging"}}}, AnswerRepeatedOption},
 	}
 	for _, tt := range tests {
@@ -281,7 +246,7 @@ func TestAnswersAreCheckedBeforeTheyReachTheLeg(t *testing.T) {
 func TestAnsweringSettlesThePromptOnce(t *testing.T) {
 	leg := promptleg.New()
 	r := start(t, leg)
-	id := feed(t, r, leg, prompt(remoteSession, "r1", "Bash", `{"command":"go test ./..."}`))[0].Permission.ID
+	id := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{"command":"go test ./..."}`))[0].Permission.ID
 	_, _, sub := r.Hub().Subscribe(-1)
 	defer sub.Close()
 
@@ -310,7 +275,7 @@ func TestAnsweringSettlesThePromptOnce(t *testing.T) {
 		}
 	})
 	t.Run("the prompt raised again after a reconnect stays answered", func(t *testing.T) {
-		if pub := feed(t, r, leg, prompt(remoteSession, "r1", "Bash", `{}`)); len(pub) != 0 {
+		if pub := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`)); len(pub) != 0 {
 			t.Fatalf("republished %v", states(pub))
 		}
 		if p, _ := r.Permission(id); p.State != message.PermissionAnswered {
@@ -318,7 +283,7 @@ func TestAnsweringSettlesThePromptOnce(t *testing.T) {
 		}
 	})
 	t.Run("a withdrawal after the answer does not undo it", func(t *testing.T) {
-		if pub := feed(t, r, leg, withdraw(remoteSession, "r1")); len(pub) != 0 {
+		if pub := feed(t, r, leg, promptleg.Withdraw(promptleg.SessionID, "r1")); len(pub) != 0 {
 			t.Fatalf("published %v", states(pub))
 		}
 		if p, _ := r.Permission(id); p.State != message.PermissionAnswered {
@@ -331,7 +296,7 @@ func TestConcurrentAnswersReachTheLegOnce(t *testing.T) {
 	leg := promptleg.New()
 	leg.Gate, leg.Entered = make(chan struct{}), make(chan struct{}, 1)
 	r := start(t, leg)
-	id := feed(t, r, leg, prompt(remoteSession, "r1", "Bash", `{}`))[0].Permission.ID
+	id := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))[0].Permission.ID
 
 	const n = 16
 	errs := make(chan error, n)
@@ -372,7 +337,7 @@ func TestALegErrorLeavesThePromptPending(t *testing.T) {
 	leg := promptleg.New()
 	leg.FailAnswers(errors.New("429 too many requests"))
 	r := start(t, leg)
-	id := feed(t, r, leg, prompt(remoteSession, "r1", "Bash", `{}`))[0].Permission.ID
+	id := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))[0].Permission.ID
 	_, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow})
 	var le *LegError
 	if !errors.As(err, &le) || le.Leg != message.ProtocolRemote || le.Op != "answer" {
@@ -391,14 +356,14 @@ func TestAPromptWithdrawnWhileItsAnswerIsOnItsWayStaysWithdrawn(t *testing.T) {
 	leg := promptleg.New()
 	leg.Gate, leg.Entered = make(chan struct{}), make(chan struct{}, 1)
 	r := start(t, leg)
-	id := feed(t, r, leg, prompt(remoteSession, "r1", "Bash", `{}`))[0].Permission.ID
+	id := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))[0].Permission.ID
 	errs := make(chan error, 1)
 	go func() {
 		_, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow})
 		errs <- err
 	}()
 	<-leg.Entered
-	feed(t, r, leg, withdraw(remoteSession, "r1"))
+	feed(t, r, leg, promptleg.Withdraw(promptleg.SessionID, "r1"))
 	close(leg.Gate)
 	var se *SettledError
 	if err := <-errs; !errors.As(err, &se) || se.State != message.PermissionCancelled {
@@ -413,7 +378,7 @@ func TestAnAnswerWaitingItsTurnGivesUpWithItsContext(t *testing.T) {
 	leg := promptleg.New()
 	leg.Gate, leg.Entered = make(chan struct{}), make(chan struct{}, 1)
 	r := start(t, leg)
-	id := feed(t, r, leg, prompt(remoteSession, "r1", "Bash", `{}`))[0].Permission.ID
+	id := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))[0].Permission.ID
 	first := make(chan error, 1)
 	go func() {
 		_, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow})
@@ -446,7 +411,7 @@ func TestAnswerErrorsForUnknownIDsAndLegsThatCannotAnswer(t *testing.T) {
 		r := start(t, leg)
 		_, _, sub := r.Hub().Subscribe(-1)
 		defer sub.Close()
-		ev := prompt(remoteSession, "r1", "Bash", `{}`)
+		ev := promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`)
 		ev.Leg, ev.Permission.Leg = leg.name, ""
 		leg.emit(t, ev)
 		id := (<-sub.C).Permission.ID
@@ -465,7 +430,7 @@ func TestControlGoesToTheSessionsLeg(t *testing.T) {
 		legErr  error
 		check   func(t *testing.T, err error)
 	}{
-		{"an interrupt by bridge address reaches the remote leg", "bridge:" + remoteSession, message.Control{Kind: message.ControlInterrupt}, nil, nil},
+		{"an interrupt by bridge address reaches the remote leg", "bridge:" + promptleg.SessionID, message.Control{Kind: message.ControlInterrupt}, nil, nil},
 		{"a mode change by name reaches the remote leg", "fix-the-bug", message.Control{Kind: message.ControlSetPermissionMode, Mode: "plan"}, nil, nil},
 		{"a model change to the default is allowed", "fix-the-bug", message.Control{Kind: message.ControlSetModel}, nil, nil},
 		{"a session of a leg without control requests is refused", "review", message.Control{Kind: message.ControlInterrupt}, nil, func(t *testing.T, err error) {
@@ -512,7 +477,7 @@ func TestControlGoesToTheSessionsLeg(t *testing.T) {
 				t.Fatal(err)
 			}
 			controls, targets := leg.Controls(), leg.Targets()
-			if len(controls) != 1 || controls[0] != tt.control || targets[0].SessionID != remoteSession {
+			if len(controls) != 1 || controls[0] != tt.control || targets[0].SessionID != promptleg.SessionID {
 				t.Fatalf("leg got %+v for %+v", controls, targets)
 			}
 		})
@@ -525,19 +490,19 @@ func TestAFullPendingListRefusesNewPrompts(t *testing.T) {
 	for i := 0; i < maxPendingPermissions; i += 100 {
 		var evs []message.Event
 		for j := i; j < min(i+100, maxPendingPermissions); j++ {
-			evs = append(evs, prompt(remoteSession, fmt.Sprint(j), "Bash", `{}`))
+			evs = append(evs, promptleg.Prompt(promptleg.SessionID, fmt.Sprint(j), "Bash", `{}`))
 		}
 		feed(t, r, leg, evs...)
 	}
-	if pub := feed(t, r, leg, prompt(remoteSession, "one-too-many", "Bash", `{}`)); len(pub) != 0 {
+	if pub := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "one-too-many", "Bash", `{}`)); len(pub) != 0 {
 		t.Fatalf("published %v beyond the cap", states(pub))
 	}
 	if n := len(r.Permissions()); n != maxPendingPermissions {
 		t.Fatalf("%d pending, want the cap %d", n, maxPendingPermissions)
 	}
 	// Once one is settled there is room again.
-	feed(t, r, leg, withdraw(remoteSession, "0"))
-	if pub := feed(t, r, leg, prompt(remoteSession, "one-too-many", "Bash", `{}`)); len(pub) != 1 {
+	feed(t, r, leg, promptleg.Withdraw(promptleg.SessionID, "0"))
+	if pub := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "one-too-many", "Bash", `{}`)); len(pub) != 1 {
 		t.Fatalf("published %v, want the prompt kept now", states(pub))
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/internal/testutil"
 )
 
 func TestTokensAddListRemove(t *testing.T) {
@@ -116,20 +117,10 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.
 	return certFile, keyFile, pool
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 func TestServeHardensTheTCPAPI(t *testing.T) {
 	root := t.TempDir()
 	certFile, keyFile, pool := selfSigned(t, root)
-	addr := freePort(t)
+	addr := testutil.FreePort(t)
 	sd := filepath.Join(root, "state")
 	out, _, code := runCLI(t, sd, "tokens", "add", "--label", "dashboard", "--scope", "read")
 	if code != 0 {

@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -65,4 +66,17 @@ func Context(tb testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	tb.Cleanup(cancel)
 	return ctx
+}
+
+// FreePort returns a loopback address, "127.0.0.1:port", whose port was
+// free a moment ago: the listener that found it is closed before it
+// returns, so another process may take it in between.
+func FreePort(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }

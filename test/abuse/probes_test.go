@@ -10,25 +10,15 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 )
-
-// freePort is a loopback port nothing listens on now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // TestHealthUnderAWrongTokenFlood: 80 wrong bearer tokens from one address
 // exhaust its rate-limit bucket for the API, and the probes stay up:
 // `gateway health --url` and /readyz answer, not 429.
 func TestHealthUnderAWrongTokenFlood(t *testing.T) {
-	addr := freePort(t)
+	addr := testutil.FreePort(t)
 	g := gatewaytest.Start(t, gatewaytest.NewWorld(t), "gateway", "--legs", "claude", "--api", addr)
 	c := &http.Client{Timeout: 10 * time.Second}
 	codes := map[int]int{}

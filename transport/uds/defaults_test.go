@@ -119,7 +119,7 @@ func TestZeroLimitsServe8ConnectionsOfOneProcessQueue8AndCloseThe17th(t *testing
 		}
 		conns = append(conns, c)
 	}
-	defaultsWaitFor(t, func() bool { return l.Stats().Accepted == 8 && l.Stats().Waited == 8 }, "8 connections served, 8 waiting")
+	testutil.EventuallyWithin(t, 20*time.Second, "8 connections served, 8 waiting", func() bool { return l.Stats().Accepted == 8 && l.Stats().Waited == 8 })
 	if s := l.Stats(); s.Rejected != 0 {
 		t.Fatalf("rejected %d of the first 16", s.Rejected)
 	}
@@ -161,16 +161,5 @@ func TestZeroLimitsDoNotTimeOutAFirstLineAtOnce(t *testing.T) {
 	}
 	if s := l.Stats(); s.Timeouts != 0 {
 		t.Fatalf("timeouts = %d", s.Timeouts)
-	}
-}
-
-func defaultsWaitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
