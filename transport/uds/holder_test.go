@@ -1,89 +1,16 @@
 package uds
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/sessiongateway/gateway/internal/testutil"
 )
-
-// runListener is the child side of listenerProcess: it listens at path,
-// says "ready", then reports how many bytes each connection brought, one
-// line per connection, until its stdin closes.
-func runListener(path string) int {
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	fmt.Println("ready")
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		os.Exit(0)
-	}()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return 1
-		}
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-		n, _ := io.Copy(io.Discard, c)
-		c.Close()
-		fmt.Println(n)
-	}
-}
-
-// listenerProcess starts a second process listening at path and returns
-// its pid and the byte counts of the connections it accepts.
-func listenerProcess(t *testing.T, path string) (pid int, counts <-chan int64) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=listen:"+path)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	out := make(chan int64, 16)
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() || sc.Text() != "ready" {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("the listener process did not start: %q", sc.Text())
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for sc.Scan() {
-			n, _ := strconv.ParseInt(sc.Text(), 10, 64)
-			out <- n
-		}
-	}()
-	t.Cleanup(func() {
-		_ = stdin.Close()
-		_ = cmd.Wait()
-		<-done
-	})
-	return cmd.Process.Pid, out
-}
 
 func next(t *testing.T, counts <-chan int64) int64 {
 	t.Helper()
@@ -101,7 +28,7 @@ func TestDialWriteHeldWritesOnlyToTheNamedListener(t *testing.T) {
 		t.Skip("peer credentials of a listener are read on Linux")
 	}
 	path := filepath.Join(testutil.ShortTempDir(t), "other.sock")
-	pid, counts := listenerProcess(t, path)
+	pid, counts := testutil.CountingListener(t, helperEnv+"=listen:"+path)
 	secret := []byte(`{"type":"auth","token":"secret"}` + "\n")
 
 	t.Run("a record naming another pid gets nothing written", func(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
 )
 
 // helperEnv turns the test binary into a child process that sleeps, so
@@ -19,7 +21,7 @@ func TestMain(m *testing.M) {
 		time.Sleep(time.Minute)
 		os.Exit(0)
 	case strings.HasPrefix(mode, "listen:"):
-		os.Exit(runListener(strings.TrimPrefix(mode, "listen:")))
+		os.Exit(testutil.RunCountingListener(strings.TrimPrefix(mode, "listen:")))
 	}
 	goleak.VerifyTestMain(m)
 }

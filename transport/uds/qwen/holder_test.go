@@ -1,11 +1,9 @@
 package qwen
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -32,69 +30,17 @@ import (
 // line per connection in the order accepted, and exits when its stdin closes.
 const listenEnv = "QWEN_TEST_LISTEN"
 
-func runListener(path string) int {
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	fmt.Println("ready")
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		os.Exit(0)
-	}()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return 1
-		}
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-		n, _ := io.Copy(io.Discard, c)
-		c.Close()
-		fmt.Println(n)
-	}
-}
-
 // otherProcess is a second process listening at path.
 type otherProcess struct {
 	pid    int
 	path   string
-	counts chan int64
+	counts <-chan int64
 }
 
 func listenInOtherProcess(t *testing.T, path string) *otherProcess {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), listenEnv+"="+path)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	o := &otherProcess{pid: cmd.Process.Pid, path: path, counts: make(chan int64, 64)}
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() || sc.Text() != "ready" {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("the listener process did not start: %q", sc.Text())
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for sc.Scan() {
-			n, _ := strconv.ParseInt(sc.Text(), 10, 64)
-			o.counts <- n
-		}
-	}()
-	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait(); <-done })
-	return o
+	pid, counts := testutil.CountingListener(t, listenEnv+"="+path)
+	return &otherProcess{pid: pid, path: path, counts: counts}
 }
 
 // bytesBeforeSentinel writes a sentinel on a connection of our own and

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 )
 
@@ -13,7 +14,7 @@ import (
 // process of its own that listens on a socket (holder_test.go).
 func TestMain(m *testing.M) {
 	if path := os.Getenv(listenEnv); path != "" {
-		os.Exit(runListener(path))
+		os.Exit(testutil.RunCountingListener(path))
 	}
 	goleak.VerifyTestMain(gatewaytest.Cleaned(m)) // the conformance suite starts gateway binaries
 }
