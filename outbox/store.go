@@ -72,6 +72,10 @@ func decodeEntry(key, v []byte) (Entry, error) {
 		return Entry{}, fmt.Errorf("entry holds message %q", e.Message.ID)
 	case e.State < StatePending || e.State > StateFailed:
 		return Entry{}, fmt.Errorf("entry state %v", e.State)
+	case e.Receipt != nil && !knownStatus(e.Receipt.Status):
+		// A receipt with no status (or one this gateway does not know)
+		// could not be written back as it was read.
+		return Entry{}, fmt.Errorf("entry receipt has status %v", e.Receipt.Status)
 	}
 	return e, nil
 }
@@ -376,4 +380,9 @@ func (s *Store) List(all bool) ([]Entry, error) {
 		return 0
 	})
 	return out, err
+}
+
+func knownStatus(s message.Status) bool {
+	_, err := message.ParseStatus(s.String())
+	return err == nil
 }
