@@ -1,59 +1,30 @@
 package abuse
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"fmt"
-	"io"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 	"github.com/sessiongateway/gateway/transport/uds"
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 
-// victimEnv makes the test binary a victim session process: it listens at
-// the path it names, says "ready", prints the bytes each connection brought
-// (one line per connection, in the order accepted) and exits when its stdin
-// closes.
+// victimEnv makes the test binary a victim session process
+// (testutil.RunCountingListener): it listens at the path it names and reports
+// the bytes each connection brought.
 const victimEnv = "ABUSE_TEST_VICTIM"
 
 func init() {
 	if path := os.Getenv(victimEnv); path != "" {
-		os.Exit(runVictim(path))
-	}
-}
-
-func runVictim(path string) int {
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	fmt.Println("ready")
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		os.Exit(0)
-	}()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return 1
-		}
-		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-		n, _ := io.Copy(io.Discard, io.LimitReader(c, 1<<20))
-		c.Close()
-		fmt.Println(n)
+		os.Exit(testutil.RunCountingListener(path))
 	}
 }
 
@@ -64,36 +35,8 @@ func startVictim(t *testing.T, path string) (counts <-chan int64) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), victimEnv+"="+path)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() || sc.Text() != "ready" {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("the victim did not start: %q", sc.Text())
-	}
-	out := make(chan int64, 64)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for sc.Scan() {
-			n, _ := strconv.ParseInt(sc.Text(), 10, 64)
-			out <- n
-		}
-	}()
-	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait(); <-done })
-	return out
+	_, counts = testutil.CountingListener(t, victimEnv+"="+path)
+	return counts
 }
 
 // A sender's from is a claim. A message naming another process's inbox as
