@@ -18,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
 )
 
 // testSeed is the key the helper signer program signs with.
@@ -136,15 +138,7 @@ func equalAttestation(a, b Attestation) bool {
 
 // writeKey writes b to a fresh file with mode perm and returns its path.
 func writeKey(t *testing.T, b []byte, perm os.FileMode) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "device.key")
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, perm); err != nil { // WriteFile's mode is subject to umask
-		t.Fatal(err)
-	}
-	return p
+	return testutil.WriteFile(t, filepath.Join(t.TempDir(), "device.key"), b, perm)
 }
 
 func pemKey(t *testing.T, key any) []byte {

@@ -11,20 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
+
 	"github.com/sessiongateway/gateway/internal/settings"
 )
 
 // writeConf writes a file with perm into dir and returns its path.
 func writeConf(t *testing.T, dir, name, body string, perm os.FileMode) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, perm); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return testutil.WriteFile(t, filepath.Join(dir, name), []byte(body), perm)
 }
 
 // runGateway runs a gateway command with exactly the variables in vars.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
+
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/addressing/didfile"
 	"github.com/sessiongateway/gateway/api"
@@ -20,15 +22,7 @@ import (
 )
 
 func writeDIDFile(t *testing.T, body string, perm os.FileMode) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "dids.json")
-	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, perm); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return testutil.WriteFile(t, filepath.Join(t.TempDir(), "dids.json"), []byte(body), perm)
 }
 
 func TestDIDFileFlag(t *testing.T) {

@@ -13,15 +13,7 @@ import (
 )
 
 func writeMode(t *testing.T, dir, name, body string, perm os.FileMode) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, perm); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return testutil.WriteFile(t, filepath.Join(dir, name), []byte(body), perm)
 }
 
 func TestReadSecret(t *testing.T) {

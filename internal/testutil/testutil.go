@@ -80,3 +80,16 @@ func FreePort(tb testing.TB) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+// WriteFile writes body to path with exactly perm (os.WriteFile's mode is
+// subject to the umask) and returns path.
+func WriteFile(tb testing.TB, path string, body []byte, perm os.FileMode) string {
+	tb.Helper()
+	if err := os.WriteFile(path, body, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Chmod(path, perm); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
