@@ -10,6 +10,17 @@ cd "$(dirname "$0")/.."
 echo "== installing what the interop tests need"
 bash .ci/install-interop.sh
 
+echo "== nats-server for the federation tests (built from its module, cached outside the repo)"
+nats_version=$(go list -m -f '{{.Version}}' github.com/nats-io/nats-server/v2)
+nats_bin="${GATEWAY_NATS_CACHE:-$HOME/.cache/gateway-nats}/$nats_version/nats-server"
+if [ ! -x "$nats_bin" ]; then
+  mkdir -p "$(dirname "$nats_bin")"
+  go build -o "$nats_bin.tmp" github.com/nats-io/nats-server/v2
+  mv "$nats_bin.tmp" "$nats_bin"
+fi
+"$nats_bin" --version || { echo "nats-server at $nats_bin does not run"; exit 1; }
+export GATEWAY_NATS_SERVER="$nats_bin"
+
 echo "== gofmt"
 unformatted=$(gofmt -l . | grep -v '^testdata/' || true)
 if [ -n "$unformatted" ]; then
