@@ -39,6 +39,11 @@ type Config struct {
 	TLSCert   string
 	TLSKey    string
 
+	// Publish, when not empty, limits the local sessions other hosts see
+	// (and may send to) to those whose name matches one of these
+	// path.Match patterns.
+	Publish []string
+
 	// Listen and StateDir are for Embedded: the client address other
 	// gateways join, and the directory JetStream stores under
 	// (StateDir/federation).
@@ -71,6 +76,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if !ValidHost(c.Host) {
 		return c, fmt.Errorf("federation: host name %q: use 1 to 63 of a-z 0-9 -, not starting or ending with -", c.Host)
+	}
+	if err := checkPublish(c.Publish); err != nil {
+		return c, err
 	}
 	if c.RosterTTL <= 0 {
 		c.RosterTTL = DefaultRosterTTL

@@ -18,11 +18,12 @@ import (
 // GATEWAY_FEDERATION_CREDS).
 type Flags struct {
 	urls, host, listen, creds, nkey, ca, cert, key *string
+	publish                                        []string
 }
 
 // RegisterFlags adds the federation flags to fs.
 func RegisterFlags(fs *flag.FlagSet) *Flags {
-	return &Flags{
+	f := &Flags{
 		urls:   fs.String("federation", "", "join other gateways over NATS JetStream: nats://HOST:PORT[,nats://...], or embedded to run a NATS server in this gateway"),
 		host:   fs.String("host", "", "this gateway's name in the federation: a-z 0-9 - (default: the hostname, sanitised)"),
 		listen: fs.String("federation-listen", DefaultListen, "with --federation embedded: the address other gateways join as nats://ADDR"),
@@ -32,6 +33,9 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 		cert:   fs.String("federation-tls-cert", "", "client certificate for NATS"),
 		key:    fs.String("federation-tls-key", "", "client certificate key for NATS"),
 	}
+	fs.Func("federation-publish", "show other hosts only the local sessions whose name matches this glob (repeatable; default all)",
+		func(s string) error { f.publish = append(f.publish, s); return nil })
+	return f
 }
 
 // Check validates the flags without connecting.
@@ -47,7 +51,7 @@ func (f *Flags) config(stateDir string, log *slog.Logger) Config {
 	return Config{
 		URLs: *f.urls, Host: *f.host, Listen: *f.listen, StateDir: stateDir, Log: log,
 		CredsFile: *f.creds, NKeyFile: *f.nkey, TLSCA: *f.ca, TLSCert: *f.cert, TLSKey: *f.key,
-		Instance: instanceID(stateDir),
+		Instance: instanceID(stateDir), Publish: f.publish,
 	}
 }
 

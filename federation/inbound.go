@@ -29,7 +29,8 @@ const rosterPoll = time.Second
 // NATS offers again (a lost acknowledgement, a failover) is answered with
 // the receipt it already got, from a bounded window of settled ids.
 func (n *Node) Serve(ctx context.Context, local Local) error {
-	cc, err := n.consume(ctx, "in-", inSubject(n.cfg.Host), 1024, func(msg jetstream.Msg) { n.inbound(ctx, msg, local.Deliver) })
+	deliver := n.onlyPublished(local.Deliver)
+	cc, err := n.consume(ctx, "in-", inSubject(n.cfg.Host), 1024, func(msg jetstream.Msg) { n.inbound(ctx, msg, deliver) })
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

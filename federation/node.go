@@ -59,13 +59,14 @@ type Node struct {
 	origin  *bounded.Map[string, string]          // inbound id -> the host that sent it
 	sentTo  *bounded.Map[string, string]          // outbound id -> the host it went to
 
-	mu     sync.Mutex
-	others map[string]hostEntry // other hosts' roster entries, by host
-	mine   []byte               // this host's roster entry as last put
-	ctx    context.Context      // ends at Close
-	cancel context.CancelFunc
-	done   sync.WaitGroup
-	closed bool
+	mu        sync.Mutex
+	others    map[string]hostEntry // other hosts' roster entries, by host
+	mine      []byte               // this host's roster entry as last put
+	published []message.Session    // the sessions in it
+	ctx       context.Context      // ends at Close
+	cancel    context.CancelFunc
+	done      sync.WaitGroup
+	closed    bool
 }
 
 // Connect joins the federation cfg describes: it connects (after starting
@@ -341,8 +342,13 @@ func (n *Node) renew(ctx context.Context) error {
 	return nil
 }
 
-// Host is this gateway's host name.
-func (n *Node) Host() string { return n.cfg.Host }
+// Host is this gateway's host name; "" for a nil Node (no federation).
+func (n *Node) Host() string {
+	if n == nil {
+		return ""
+	}
+	return n.cfg.Host
+}
 
 // Dropped counts what was read from NATS and dropped, by reason.
 func (n *Node) Dropped() map[Reason]uint64 { return n.drops.snapshot() }

@@ -36,7 +36,7 @@ type hostEntry struct {
 func (n *Node) PublishSessions(ctx context.Context, local []message.Session) error {
 	own := make([]message.Session, 0, len(local))
 	for _, s := range local {
-		if s.AliasOf != "" || s.Protocol == message.ProtocolFederation || (s.Host != "" && s.Host != n.cfg.Host) {
+		if s.AliasOf != "" || s.Protocol == message.ProtocolFederation || (s.Host != "" && s.Host != n.cfg.Host) || !n.publishes(s) {
 			continue
 		}
 		s.Host = n.cfg.Host
@@ -51,7 +51,7 @@ func (n *Node) PublishSessions(ctx context.Context, local []message.Session) err
 	}
 	n.mu.Lock()
 	same := n.mine != nil && string(n.mine) == string(b)
-	n.mine = b
+	n.mine, n.published = b, own
 	n.mu.Unlock()
 	if same {
 		return nil

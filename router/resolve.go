@@ -32,6 +32,11 @@ func (r *Router) Sessions(ctx context.Context) []message.Session {
 	for _, ss := range lists {
 		all = append(all, ss...)
 	}
+	for i := range all {
+		if all[i].Host == "" && all[i].Protocol != message.ProtocolFederation {
+			all[i].Host = r.cfg.Host
+		}
+	}
 	defer func() {
 		r.mu.Lock()
 		r.roster, r.rosterAt = all, r.cfg.Clock.Now()
@@ -136,20 +141,24 @@ func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions [
 	// Candidates and sessions are kept side by side, not keyed by address:
 	// several Qwen sessions of one process share one inbox address and are
 	// told apart only by their session id.
-	cands := make([]addressing.Candidate, 0, len(sessions))
-	listed := make([]message.Session, 0, len(sessions))
+	var local, others []message.Session
 	for _, s := range sessions {
-		if s.AliasOf != "" {
-			continue // an alias resolves to what it stands for, not to itself
+		switch {
+		case s.AliasOf != "": // an alias resolves to what it stands for, not to itself
+		case s.Protocol == message.ProtocolFederation:
+			others = append(others, s)
+		default:
+			local = append(local, s)
 		}
-		ca, err := addressing.Parse(s.Address)
-		if err != nil {
-			continue
-		}
-		cands = append(cands, candidateOf(ca, s))
-		listed = append(listed, s)
 	}
+	cands, listed := candidates(local, func(s message.Session) string { return s.Name })
 	c, err := addressing.ResolveContext(ctx, a, cands, r.cfg.DID)
+	var nf *addressing.NotFoundError
+	if errors.As(err, &nf) && len(others) > 0 && (a.Kind == addressing.KindName || a.Kind == addressing.KindRef) {
+		// Local first: another host's session is a candidate only when no
+		// local one matches.
+		return r.resolveOther(a, others, nf)
+	}
 	if err != nil {
 		return nil, message.Session{}, false, err
 	}
@@ -168,6 +177,85 @@ func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions [
 		return nil, message.Session{}, false, fmt.Errorf("%w: %s (remote sessions need `gateway serve` with remote credentials: --remote-token-file, --remote-session-key-file or --remote-claude-credentials)", ErrNoLeg, c.Address)
 	}
 	return nil, message.Session{}, false, fmt.Errorf("%w: %s", ErrNoLeg, c.Address)
+}
+
+// resolveOther resolves a name or ref no local session matched among other
+// hosts' sessions (the federation leg's: named NAME.HOST, addressed
+// NAME@HOST). It tries, in order, the address (NAME@HOST, NAME@HOST [ref],
+// or a ref), the listed name (NAME.HOST) and the bare name (NAME, which
+// several hosts may share). An ambiguity lists NAME@HOST [ref] forms,
+// which each resolve to one session.
+func (r *Router) resolveOther(a addressing.Address, others []message.Session, local *addressing.NotFoundError) (Leg, message.Session, bool, error) {
+	byAddr, listed := candidates(others, func(s message.Session) string { return s.Address })
+	tiers := []func(message.Session) string{
+		func(s message.Session) string { return s.Address },
+		func(s message.Session) string { return s.Name },
+		func(s message.Session) string { return strings.TrimSuffix(s.Name, "."+s.Host) },
+	}
+	if a.Kind == addressing.KindRef {
+		tiers = tiers[:1]
+	}
+	for _, name := range tiers {
+		cands, _ := candidates(others, name)
+		c, err := addressing.Resolve(a, cands)
+		var amb *addressing.AmbiguousError
+		switch {
+		case err == nil:
+			i := slices.Index(cands, c)
+			l, ok := r.Leg(listed[i].Protocol)
+			if !ok {
+				return nil, message.Session{}, false, fmt.Errorf("%w: %s", ErrNoLeg, listed[i].Address)
+			}
+			return l, listed[i], true, nil
+		case errors.As(err, &amb):
+			forms := make([]string, 0, len(amb.Candidates))
+			for _, f := range amb.Candidates {
+				// Each form picks one candidate of this tier; say it as
+				// that session's address form instead.
+				if p, perr := addressing.Parse(f); perr == nil {
+					if c, cerr := addressing.Resolve(p, cands); cerr == nil {
+						f = byAddr[slices.Index(cands, c)].Display()
+					}
+				}
+				forms = append(forms, f)
+			}
+			return nil, message.Session{}, false, &addressing.AmbiguousError{Kind: a.Kind, Query: a.String(), Candidates: forms}
+		}
+	}
+	// Nothing anywhere: suggest close local names first, then other hosts'.
+	out := *local
+	out.Suggestions = slices.Clone(out.Suggestions)
+	var nf *addressing.NotFoundError
+	if _, err := addressing.Resolve(a, byAddr); errors.As(err, &nf) {
+		for _, s := range nf.Suggestions {
+			if len(out.Suggestions) < maxSuggestions && !slices.Contains(out.Suggestions, s) {
+				out.Suggestions = append(out.Suggestions, s)
+			}
+		}
+	}
+	return nil, message.Session{}, false, &out
+}
+
+// maxSuggestions is addressing's cap on a not-found error's suggestions.
+const maxSuggestions = 5
+
+// candidates are the sessions ss as Resolve's candidates, each under the
+// name name gives, side by side with the sessions they stand for; a
+// session whose address does not parse is left out.
+func candidates(ss []message.Session, name func(message.Session) string) ([]addressing.Candidate, []message.Session) {
+	cands := make([]addressing.Candidate, 0, len(ss))
+	listed := make([]message.Session, 0, len(ss))
+	for _, s := range ss {
+		ca, err := addressing.Parse(s.Address)
+		if err != nil {
+			continue
+		}
+		c := candidateOf(ca, s)
+		c.Name = name(s)
+		cands = append(cands, c)
+		listed = append(listed, s)
+	}
+	return cands, listed
 }
 
 func candidateOf(a addressing.Address, s message.Session) addressing.Candidate {

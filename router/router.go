@@ -43,6 +43,9 @@ type Config struct {
 	// BridgeOnly, when not empty, limits the bridge to sessions whose name
 	// matches one of these path.Match patterns.
 	BridgeOnly []string
+	// Host is this gateway's federation host name, "" without federation;
+	// Sessions lists the sessions this gateway reaches itself with it.
+	Host string
 }
 
 // Router resolves, sends, tracks and fans out.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/sessiongateway/gateway/api"
@@ -49,12 +48,7 @@ func runSessions(ctx context.Context, e *env, args []string) int {
 		printJSON(e.stdout, ss)
 		return exitOK
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tREF\tPROTOCOL\tKIND\tSTATUS\tPID\tADDRESS")
-	for _, s := range ss {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", eventfmt.OrDash(s.Name), s.Ref, s.Protocol, eventfmt.OrDash(s.Kind), eventfmt.OrDash(s.Status), s.PID, s.Address)
-	}
-	tw.Flush()
+	eventfmt.Sessions(e.stdout, ss)
 	return exitOK
 }
 

@@ -98,7 +98,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	if pool != nil {
 		defer pool.Close()
 	}
-	rt := router.New(router.Config{Logger: log, Metrics: metrics, Tracer: tel.Tracer(), Bridge: c.bridge, BridgeOnly: c.bridgeOnly, DID: c.did,
+	rt := router.New(router.Config{Logger: log, Metrics: metrics, Tracer: tel.Tracer(), Bridge: c.bridge, BridgeOnly: c.bridgeOnly, DID: c.did, Host: fed.Host(),
 		// What the gateway itself sends (approver notices) attests its own
 		// review class, so a receiver of that class admits it.
 		DefaultMode: c.mode}, legs...)

@@ -1,0 +1,93 @@
+package federation
+
+import (
+	"bytes"
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/message"
+)
+
+func TestAnUnpublishedSessionNeverReachesAnotherHostNorTakesItsMessages(t *testing.T) {
+	c := sharedCluster(t)
+	a := join(t, c.url(0), "pub-a", func(c *Config) { c.Publish = []string{"pub-*", "team-?"} })
+	b := join(t, c.url(1), "pub-b")
+	shown, hidden := session("pub-one", "s-pub", message.ProtocolClaude), session("secret", "s-secret", message.ProtocolQwen)
+	pa := &peer{sessions: []message.Session{hidden, shown, session("team-1", "s-team", message.ProtocolQwen)}}
+	serve(t, a, pa)
+	serve(t, b, &peer{})
+	receipts := run(t, b)
+	ctx := testutil.Context(t, 20*time.Second)
+
+	testutil.Eventually(t, "b lists a's published sessions", func() bool {
+		return strings.Join(addresses(filterHosts(b.Sessions(), "pub-")), " ") == "pub-one@pub-a team-1@pub-a"
+	})
+	// The roster entry itself, as any host reads it, does not name it.
+	e, err := b.roster.Get(ctx, "pub-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(e.Value(), []byte("secret")) {
+		t.Fatalf("a's roster entry holds the unpublished session: %s", e.Value())
+	}
+	if _, err := b.Leg().Send(ctx, message.Message{ID: "m-pub-0", To: "secret@pub-a", Body: "x"}); err == nil {
+		t.Fatal("b sent to a session a does not publish")
+	}
+	// A host that guesses the address anyway is refused, with the answer
+	// a missing session gets; one it may reach, sent after, arrives.
+	forge := func(id string, to message.Session) {
+		b, err := encode(envelope{Kind: kindMessage, From: "pub-b", To: "pub-a", Message: &message.Message{ID: id, To: to.Address, ToName: to.Name, ToSessionID: to.SessionID, Body: "guess"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.js.Publish(ctx, inSubject("pub-a"), b, jetstream.WithMsgID(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	forge("m-pub-1", hidden)
+	forge("m-pub-2", message.Session{Address: shown.Address, Name: hidden.Name}) // a published address, the hidden name
+	forge("m-pub-3", shown)
+	got := map[string]message.Status{}
+	for len(got) < 3 {
+		select {
+		case ev := <-receipts:
+			got[ev.Receipt.MsgID] = ev.Receipt.Status
+			if ev.Receipt.MsgID != "m-pub-3" && !strings.Contains(ev.Receipt.Reason, "no session") {
+				t.Errorf("refusal says %q", ev.Receipt.Reason)
+			}
+		case <-ctx.Done():
+			t.Fatalf("receipts %v", got)
+		}
+	}
+	if got["m-pub-1"] != message.StatusFailed || got["m-pub-2"] != message.StatusFailed || got["m-pub-3"] != message.StatusDelivered {
+		t.Fatalf("receipts %v", got)
+	}
+	if r := pa.received(); len(r) != 1 || r[0].ID != "m-pub-3" {
+		t.Fatalf("a delivered %+v", r)
+	}
+}
+
+func TestPublishFlagsRepeatAndRefuseABadPattern(t *testing.T) {
+	parse := func(args ...string) *Flags {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		f := RegisterFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	f := parse("--federation", "embedded", "--federation-publish", "a-*", "--federation-publish", "b")
+	if got := f.config("", nil).Publish; strings.Join(got, ",") != "a-*,b" {
+		t.Fatalf("publish = %q", got)
+	}
+	if err := parse("--federation", "embedded", "--host", "h", "--federation-publish", "[").Check(""); err == nil || !strings.Contains(err.Error(), "--federation-publish") {
+		t.Fatalf("bad pattern: %v", err)
+	}
+}

@@ -1,0 +1,137 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/message"
+)
+
+// Other hosts' sessions as the federation leg lists them: protocol
+// federation, named NAME.HOST, addressed NAME@HOST.
+func other(name, host, id string) message.Session {
+	return message.Session{Address: name + "@" + host, Protocol: message.ProtocolFederation, Name: name + "." + host, Host: host, SessionID: id, Reachable: true}
+}
+
+var (
+	hbWork  = other("work", "hb", "hb-work")
+	hbBuild = other("build", "hb", "hb-build")
+	hcBuild = other("build", "hc", "hc-build")
+	hbDup1  = other("dup", "hb", "hb-dup-1")
+	hbDup2  = other("dup", "hb", "hb-dup-2")
+	hcLone  = other("lone", "hc", "hc-lone")
+	solo    = message.Session{Address: "uds:/tmp/qwen-socks-0123456789abcdef/30.sock", Protocol: message.ProtocolQwen, Name: "solo", SessionID: "q-solo", PID: 30}
+)
+
+func federatedRouter(t *testing.T) (*Router, *fakeLeg) {
+	t.Helper()
+	fed := &fakeLeg{name: message.ProtocolFederation, run: make(chan struct{}), sessions: []message.Session{hbWork, hbBuild, hcBuild, hbDup1, hbDup2, hcLone}}
+	return start(t, claudeLeg(claudeWork), qwenLeg(solo), fed), fed
+}
+
+func ref(s message.Session) string { return addressing.Ref(s.SessionID) }
+
+func TestNamesResolveAcrossHostsLocalFirst(t *testing.T) {
+	r, _ := federatedRouter(t)
+	tests := []struct {
+		name, to string
+		want     message.Session
+	}{
+		{"a local name wins over another host's", "work", claudeWork},
+		{"a local ref picks the local session", "[" + ref(claudeWork) + "]", claudeWork},
+		{"NAME@HOST picks the other host's session", "work@hb", hbWork},
+		{"NAME@HOST matches ignoring case", "WORK@HB", hbWork},
+		{"the listed name NAME.HOST picks it", "work.hb", hbWork},
+		{"another host's ref picks its session", "[" + ref(hbWork) + "]", hbWork},
+		{"a name with another host's ref picks that session over the local one", "work [" + ref(hbWork) + "]", hbWork},
+		{"NAME@HOST [ref] picks one of two of a name", "dup@hb [" + ref(hbDup2) + "]", hbDup2},
+		{"a bare name only another host has picks it", "lone", hcLone},
+		{"NAME@HOST picks one of two hosts' sessions of a name", "build@hc", hcBuild},
+		{"a bare name no local session has resolves on the one host that has it", "dup [" + ref(hbDup1) + "]", hbDup1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, s, err := r.Resolve(context.Background(), tt.to)
+			if err != nil {
+				t.Fatalf("Resolve(%q): %v", tt.to, err)
+			}
+			if s.SessionID != tt.want.SessionID || l.Name() != tt.want.Protocol {
+				t.Fatalf("Resolve(%q) = %s on %s, want %s", tt.to, s.SessionID, l.Name(), tt.want.SessionID)
+			}
+		})
+	}
+}
+
+func TestAmbiguityAcrossHostsListsNAMEatHOSTFormsThatEachResolve(t *testing.T) {
+	r, _ := federatedRouter(t)
+	tests := []struct {
+		name, to string
+		want     []message.Session
+	}{
+		{"a bare name two hosts share", "build", []message.Session{hbBuild, hcBuild}},
+		{"a name two sessions of one host share", "dup@hb", []message.Session{hbDup1, hbDup2}},
+		{"the listed name two sessions share", "dup.hb", []message.Session{hbDup1, hbDup2}},
+		{"the bare name two sessions share", "dup", []message.Session{hbDup1, hbDup2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := r.Resolve(context.Background(), tt.to)
+			ambiguity(t, r, err, tt.want...)
+			var amb *addressing.AmbiguousError
+			errors.As(err, &amb)
+			for _, c := range amb.Candidates {
+				if a, err := addressing.Parse(c); err != nil || a.Ref == "" || !strings.Contains(a.Name, "@") {
+					t.Errorf("candidate %q is not a NAME@HOST [ref] form", c)
+				}
+			}
+		})
+	}
+}
+
+func TestANameNoHostHasSuggestsOtherHostsSessionsThatResolve(t *testing.T) {
+	r, _ := federatedRouter(t)
+	_, _, err := r.Resolve(context.Background(), "bui")
+	var nf *addressing.NotFoundError
+	if !errors.As(err, &nf) {
+		t.Fatalf("err = %v, want not found", err)
+	}
+	if len(nf.Suggestions) == 0 {
+		t.Fatalf("no suggestions: %v", err)
+	}
+	for _, s := range nf.Suggestions {
+		if _, _, err := r.Resolve(context.Background(), s); err != nil {
+			t.Errorf("suggestion %q does not resolve: %v", s, err)
+		}
+	}
+}
+
+func TestASendToNAMEatHOSTGoesOverTheFederationLeg(t *testing.T) {
+	r, fed := federatedRouter(t)
+	if _, err := r.Send(context.Background(), SendRequest{To: "build@hc", Body: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	fed.mu.Lock()
+	defer fed.mu.Unlock()
+	if len(fed.sent) != 1 || fed.sent[0].To != "build@hc" || fed.sent[0].ToSessionID != hcBuild.SessionID {
+		t.Fatalf("the federation leg sent %+v", fed.sent)
+	}
+}
+
+func TestSessionsCarryThisHostsNameWhenFederated(t *testing.T) {
+	fed := &fakeLeg{name: message.ProtocolFederation, run: make(chan struct{}), sessions: []message.Session{hbWork}}
+	for _, host := range []string{"ha", ""} {
+		r := New(Config{Host: host}, claudeLeg(claudeWork), fed)
+		for _, s := range r.Sessions(context.Background()) {
+			want := host
+			if s.Protocol == message.ProtocolFederation {
+				want = "hb"
+			}
+			if s.Host != want {
+				t.Errorf("with host %q: %s lists host %q, want %q", host, s.Name, s.Host, want)
+			}
+		}
+	}
+}
