@@ -61,6 +61,10 @@ func (a *Approver) sessionLabel(ctx context.Context, p message.PermissionRequest
 	if addr == "" {
 		addr = p.SessionID
 	}
+	if p.Leg == message.ProtocolFederation && p.Host != "" {
+		// Pending on another host: the reply is carried there.
+		return fmt.Sprintf("session %s on host %s", addr, p.Host)
+	}
 	if _, s, err := a.r.Resolve(ctx, addr); err == nil && s.Name != "" {
 		return fmt.Sprintf("%s %q (%s)", kind, message.OneLine(s.Name, 100), addr)
 	}

@@ -23,16 +23,22 @@ type kind string
 const (
 	kindMessage kind = "message"
 	kindReceipt kind = "receipt"
+	kindPrompts kind = "prompts" // a host's prompt list, in the prompts bucket (prompts.go)
+	kindAnswer  kind = "answer"  // an answer to a prompt of the host it goes to
+	kindOutcome kind = "outcome" // what became of an answer, back to where it came from
 )
 
 // envelope is what travels on the federation's subjects.
 type envelope struct {
-	V       int              `json:"v"`
-	Kind    kind             `json:"kind"`
-	From    string           `json:"from_host"`
-	To      string           `json:"to_host"`
-	Message *message.Message `json:"message,omitempty"`
-	Receipt *message.Receipt `json:"receipt,omitempty"`
+	V       int                         `json:"v"`
+	Kind    kind                        `json:"kind"`
+	From    string                      `json:"from_host"`
+	To      string                      `json:"to_host"`
+	Message *message.Message            `json:"message,omitempty"`
+	Receipt *message.Receipt            `json:"receipt,omitempty"`
+	Prompts []message.PermissionRequest `json:"prompts,omitempty"`
+	Answer  *promptAnswer               `json:"answer,omitempty"`
+	Outcome *answerOutcome              `json:"outcome,omitempty"`
 }
 
 // Reason is why something read from NATS was dropped.
@@ -117,6 +123,10 @@ func decode(b []byte, self string) (envelope, Reason) {
 	case kindReceipt:
 		r := e.Receipt
 		if r == nil || e.Message != nil || !validID(r.MsgID) || r.Status == 0 {
+			return envelope{}, ReasonMalformed
+		}
+	case kindPrompts, kindAnswer, kindOutcome:
+		if e.Message != nil || e.Receipt != nil || !validPromptEnvelope(e) {
 			return envelope{}, ReasonMalformed
 		}
 	default:

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sessiongateway/gateway/internal/safefile"
@@ -94,8 +95,16 @@ func instanceID(stateDir string) string {
 }
 
 // ServeRouter runs Serve with the router's sessions as this host's and the
-// leg's Deliver, until ctx ends.
+// leg's Deliver, until ctx ends. It publishes the router's permission
+// prompts to the other hosts and answers theirs for them through it.
 func (n *Node) ServeRouter(ctx context.Context, r *router.Router) error {
+	n.pr.mu.Lock()
+	n.pr.router = r
+	n.pr.mu.Unlock()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer n.pr.bg.Wait()
+	wg.Go(func() { n.publishPrompts(ctx, r) })
 	return n.Serve(ctx, Local{
 		Sessions: func(ctx context.Context) ([]message.Session, error) { return r.Sessions(ctx), nil },
 		Deliver:  n.leg.Deliver,

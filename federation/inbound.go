@@ -101,6 +101,10 @@ var errNoLeader = errors.New("the consumer has no leader yet")
 // one goroutine, so messages are delivered in stream order.
 func (n *Node) inbound(ctx context.Context, msg jetstream.Msg, deliver func(context.Context, message.Message) (message.Receipt, error)) {
 	e, reason := decode(msg.Data(), n.cfg.Host)
+	if reason == 0 && e.Kind == kindAnswer {
+		n.answerIn(ctx, msg, e)
+		return
+	}
 	if reason == 0 && e.Kind != kindMessage {
 		reason = ReasonMisrouted
 	}

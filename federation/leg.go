@@ -121,6 +121,11 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 		return fmt.Errorf("federation: receipt consumer: %w", err)
 	}
 	defer cc.Stop()
+	var prompts sync.WaitGroup
+	defer prompts.Wait()
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	prompts.Go(func() { l.watchPrompts(pctx, in) })
 	l.mu.Lock()
 	l.in = in
 	l.mu.Unlock()
@@ -138,6 +143,11 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 
 func (l *Leg) receipt(ctx context.Context, msg jetstream.Msg, in chan<- message.Event) {
 	e, reason := decode(msg.Data(), l.n.cfg.Host)
+	if reason == 0 && e.Kind == kindOutcome {
+		l.n.outcomeIn(e)
+		_ = msg.Ack()
+		return
+	}
 	if reason == 0 && e.Kind != kindReceipt {
 		reason = ReasonMisrouted
 	}

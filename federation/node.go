@@ -58,6 +58,7 @@ type Node struct {
 	settled *bounded.Map[string, message.Receipt] // origin/inbound id -> its outcome
 	origin  *bounded.Map[string, string]          // inbound id -> the host that sent it
 	sentTo  *bounded.Map[string, string]          // outbound id -> the host it went to
+	pr      promptState                           // permission prompts across hosts (prompts.go)
 
 	mu        sync.Mutex
 	others    map[string]hostEntry // other hosts' roster entries, by host
@@ -86,6 +87,7 @@ func Connect(ctx context.Context, cfg Config) (*Node, error) {
 		others:  map[string]hostEntry{},
 	}
 	n.leg = &Leg{n: n}
+	n.pr.init(cfg.Host)
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	urls := cfg.URLs
 	if strings.TrimSpace(urls) == Embedded {
@@ -216,6 +218,9 @@ func (n *Node) setup(ctx context.Context) error {
 	}
 	if n.leases, err = bucket(leaseBucket, 256); err != nil {
 		return fmt.Errorf("federation: host bucket: %w", err)
+	}
+	if n.pr.kv, err = bucket(promptBucket, MaxEnvelope); err != nil {
+		return fmt.Errorf("federation: prompts bucket: %w", err)
 	}
 	if st, err := n.roster.Status(ctx); err == nil && st.TTL() > 0 {
 		n.cfg.RosterTTL = st.TTL()
@@ -380,6 +385,7 @@ func (n *Node) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = n.roster.Delete(ctx, n.cfg.Host)
+	_ = n.pr.kv.Delete(ctx, n.cfg.Host)
 	_ = n.leases.Delete(ctx, n.cfg.Host, jetstream.LastRevision(n.leaseRev))
 	err := n.nc.Drain()
 	if err != nil {

@@ -32,6 +32,11 @@ type PermissionRequest struct {
 	SessionID string   `json:"session_id"` // the remote session
 	Address   string   `json:"address"`    // bridge:<session id>
 	Leg       Protocol `json:"leg"`
+	// Host is the federation host the prompt is pending on, when
+	// federation is on (this host's own prompts carry its name). A prompt
+	// of another host is listed with Leg federation; its answer travels
+	// to that host.
+	Host string `json:"host,omitempty"`
 	// RequestID is the control_request's request_id; the answer echoes it.
 	RequestID   string          `json:"request_id"`
 	ToolName    string          `json:"tool_name"`

@@ -175,6 +175,9 @@ func (r *Router) notePermission(ev message.Event) (message.Event, bool) {
 	if req.Leg == "" {
 		req.Leg = ev.Leg
 	}
+	if req.Host == "" {
+		req.Host = r.cfg.Host
+	}
 	if req.Created.IsZero() {
 		req.Created = r.cfg.Clock.Now()
 	}
@@ -377,6 +380,10 @@ func (r *Router) AnswerPermission(ctx context.Context, id string, a message.Perm
 	}
 	a = cloneAnswer(a)
 	if err := p.Answer(ctx, req, a); err != nil {
+		var se *SettledError
+		if errors.As(err, &se) {
+			return r.settledByLeg(e, *se)
+		}
 		return req, &LegError{Leg: req.Leg, Op: "answer", Err: err}
 	}
 	r.perms.mu.Lock()
@@ -400,6 +407,28 @@ func (r *Router) AnswerPermission(ctx context.Context, id string, a message.Perm
 	r.perms.mu.Unlock()
 	r.hub.Publish(message.Event{Type: message.EventPermission, Leg: req.Leg, Permission: &req})
 	return req, nil
+}
+
+// settledByLeg settles e as the leg says it already was: a prompt of
+// another host that an answer from elsewhere settled first. The answer we
+// carried lost; the error says to whom.
+func (r *Router) settledByLeg(e *permEntry, se SettledError) (message.PermissionRequest, error) {
+	r.perms.mu.Lock()
+	fresh := e.req.State == message.PermissionPending
+	if fresh {
+		var a *message.PermissionAnswer
+		if se.State == message.PermissionAnswered {
+			a = &message.PermissionAnswer{Behavior: se.Behavior, By: se.By}
+		}
+		r.perms.settleLocked(e, se.State, a)
+	}
+	req := e.req
+	r.perms.mu.Unlock()
+	if fresh {
+		r.hub.Publish(message.Event{Type: message.EventPermission, Leg: req.Leg, Permission: &req})
+	}
+	se.ID = req.ID
+	return req, &se
 }
 
 func cloneAnswer(a message.PermissionAnswer) message.PermissionAnswer {

@@ -44,7 +44,8 @@ type Config struct {
 	// matches one of these path.Match patterns.
 	BridgeOnly []string
 	// Host is this gateway's federation host name, "" without federation;
-	// Sessions lists the sessions this gateway reaches itself with it.
+	// Sessions lists the sessions this gateway reaches itself with it, and
+	// its own permission prompts carry it.
 	Host string
 }
 

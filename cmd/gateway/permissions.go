@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/approver"
@@ -39,20 +38,7 @@ func runPermissions(ctx context.Context, e *env, args []string) int {
 		printJSON(e.stdout, ps)
 		return exitOK
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	if *all {
-		fmt.Fprintln(tw, "ID\tSESSION\tTOOL\tSTATE\tSUMMARY")
-	} else {
-		fmt.Fprintln(tw, "ID\tSESSION\tTOOL\tSUMMARY")
-	}
-	for _, p := range ps {
-		if *all {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.ID, p.SessionID, p.ToolName, p.State, p.Summary(eventfmt.SummaryWidth))
-		} else {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, p.SessionID, p.ToolName, p.Summary(eventfmt.SummaryWidth))
-		}
-	}
-	tw.Flush()
+	eventfmt.Prompts(e.stdout, ps, *all)
 	return exitOK
 }
 

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/sessiongateway/gateway/message"
 )
@@ -51,4 +53,28 @@ func ruleHint(p message.PermissionRequest) string {
 		}
 	}
 	return fmt.Sprintf(" [--rule '%s']", p.ToolName)
+}
+
+// Prompts prints prompts as the table `gateway permissions` shows: a HOST
+// column when any prompt carries a federation host, a STATE column when
+// settled ones are listed too.
+func Prompts(w io.Writer, ps []message.PermissionRequest, withState bool) {
+	hosts := slices.ContainsFunc(ps, func(p message.PermissionRequest) bool { return p.Host != "" })
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(id, host, session, tool, state, summary string) {
+		cols := []string{id}
+		if hosts {
+			cols = append(cols, host)
+		}
+		cols = append(cols, session, tool)
+		if withState {
+			cols = append(cols, state)
+		}
+		fmt.Fprintln(tw, strings.Join(append(cols, summary), "\t"))
+	}
+	row("ID", "HOST", "SESSION", "TOOL", "STATE", "SUMMARY")
+	for _, p := range ps {
+		row(p.ID, OrDash(p.Host), p.SessionID, p.ToolName, string(p.State), p.Summary(SummaryWidth))
+	}
+	tw.Flush()
 }
