@@ -13,7 +13,11 @@
 // host (Origin). The leg is an alias host: in production Local.Deliver is
 // Leg.Deliver, which hands a message to the router as if it had arrived at
 // an alias of the local session, so it takes the bridge's road (hop guard,
-// sender's alias, receipts relayed back through Relay). Everything read
+// sender's alias, receipts relayed back through Relay). Permission prompts
+// cross too (prompts.go, answers.go): each host publishes its own in a
+// bucket, the leg raises the other hosts' in this router as a Prompter,
+// and an answer travels to the prompt's host, which applies it through
+// its own router and says back whether it won. Everything read
 // from NATS is hostile: a versioned envelope, capped in size, dropped with
 // a counted Reason when it does not check out. It may import router,
 // message, addressing and internal/..., never a transport, the api or cmd.
