@@ -96,6 +96,40 @@ func TestAPromptOfOneHostIsListedEverywhereAndAnsweredFromAnother(t *testing.T) 
 		t.Fatalf("the remote leg got %d answers", n)
 	}
 
+	// A question is answered by its options, checked on both hosts.
+	cloud.Raise(promptleg.AskPrompt("req-ask"))
+	waitListed(t, rb, "req-ask", message.PermissionPending)
+	ask := promptleg.ShortID(promptleg.SessionID, "req-ask")
+	if _, err := rb.AnswerPermission(ctx, ask, message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli",
+		Answers: map[string][]string{"Which approach?": {"Option C"}, "Which features?": {"Logging"}}}); err == nil {
+		t.Fatal("an answer naming no option of the question was taken")
+	}
+	picked := map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Logging", "Metrics"}}
+	if _, err := rb.AnswerPermission(ctx, ask, message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli", Answers: picked}); err != nil {
+		t.Fatalf("b's answer to the question: %v", err)
+	}
+	if answers := cloud.Answers(); len(answers) != 2 || fmt.Sprint(answers[1].Answers) != fmt.Sprint(picked) {
+		t.Fatalf("a's remote leg got %+v", answers)
+	}
+
+	// A leg that cannot carry the answer leaves the prompt pending on
+	// both hosts, and b is told why.
+	cloud.Raise(promptleg.Prompt(promptleg.SessionID, "req-fail", "Bash", `{"command":"make"}`))
+	waitListed(t, rb, "req-fail", message.PermissionPending)
+	cloud.FailAnswers(errors.New("the cloud is down"))
+	_, err = rb.AnswerPermission(ctx, promptleg.ShortID(promptleg.SessionID, "req-fail"), message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli"})
+	var le *router.LegError
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), "the cloud is down") {
+		t.Fatalf("an answer a's leg could not carry: %v", err)
+	}
+	cloud.FailAnswers(nil)
+	if p, _ := listed(rb, "req-fail"); p.State != message.PermissionPending {
+		t.Fatalf("b settled it as %s", p.State)
+	}
+	if p, _ := listed(ra, "req-fail"); p.State != message.PermissionPending {
+		t.Fatalf("a settled it as %s", p.State)
+	}
+
 	// Withdrawn on a: withdrawn on b.
 	cloud.Raise(promptleg.Prompt(promptleg.SessionID, "req-2", "Bash", `{"command":"make"}`))
 	waitListed(t, rb, "req-2", message.PermissionPending)
@@ -162,6 +196,25 @@ func TestTheFirstAnswerWinsAcrossHosts(t *testing.T) {
 	// c settled it as lost to b; so does b's own list.
 	if p := waitListed(t, rc, "req-w", message.PermissionAnswered); p.Answer == nil || p.Answer.By != "cli on host win-b" {
 		t.Fatalf("c settled it as %+v", p.Answer)
+	}
+}
+
+func TestAnAnswerThatArrivesAfterItExpiredIsNotApplied(t *testing.T) {
+	c := sharedCluster(t)
+	a := join(t, c.url(0), "exp-a")
+	cloud := promptleg.New()
+	ra := promptHost(t, a, "", cloud)
+	cloud.Raise(promptleg.Prompt(promptleg.SessionID, "req-x", "Bash", `{"command":"ls"}`))
+	p := waitListed(t, ra, "req-x", message.PermissionPending)
+	o := a.applyAnswer(testutil.Context(t, 10*time.Second), ra, "exp-b", promptAnswer{ID: "late", Prompt: p.ID, SessionID: p.SessionID,
+		RequestID: p.RequestID, Expires: time.Now().Add(-time.Second), Answer: message.PermissionAnswer{Behavior: message.BehaviorAllow}})
+	if o.Result != outcomeExpired || len(cloud.Answers()) != 0 {
+		t.Fatalf("outcome %+v, leg answers %d", o, len(cloud.Answers()))
+	}
+	o = a.applyAnswer(testutil.Context(t, 10*time.Second), ra, "exp-b", promptAnswer{ID: "wrong", Prompt: p.ID, SessionID: p.SessionID,
+		RequestID: "another", Expires: time.Now().Add(time.Minute), Answer: message.PermissionAnswer{Behavior: message.BehaviorAllow}})
+	if o.Result != outcomeUnknown || len(cloud.Answers()) != 0 {
+		t.Fatalf("an answer naming another request: outcome %+v", o)
 	}
 }
 
