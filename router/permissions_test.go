@@ -352,6 +352,29 @@ func TestALegErrorLeavesThePromptPending(t *testing.T) {
 	}
 }
 
+func TestALegSayingThePromptWasSettledElsewhereSettlesIt(t *testing.T) {
+	leg := promptleg.New()
+	leg.FailAnswers(&SettledError{State: message.PermissionAnswered, Behavior: message.BehaviorDeny, By: "cli on host b"})
+	r := start(t, leg)
+	id := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))[0].Permission.ID
+	_, _, sub := r.Hub().Subscribe(int64(r.Hub().LastID()))
+	defer sub.Close()
+	p, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli"})
+	var se *SettledError
+	if !errors.As(err, &se) || se.ID != id || se.By != "cli on host b" || err.Error() != "permission "+id+" was already answered (deny) by cli on host b" {
+		t.Fatalf("err = %v, want the leg's settled error under this id", err)
+	}
+	if p.State != message.PermissionAnswered || p.Answer == nil || p.Answer.By != "cli on host b" || p.Answer.Behavior != message.BehaviorDeny {
+		t.Fatalf("settled as %+v", p)
+	}
+	if ev := <-sub.C; ev.Type != message.EventPermission || ev.Permission.State != message.PermissionAnswered {
+		t.Fatalf("published %+v", ev)
+	}
+	if _, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow}); !errors.Is(err, ErrPermissionSettled) {
+		t.Fatalf("a second answer: %v", err)
+	}
+}
+
 func TestAPromptWithdrawnWhileItsAnswerIsOnItsWayStaysWithdrawn(t *testing.T) {
 	leg := promptleg.New()
 	leg.Gate, leg.Entered = make(chan struct{}), make(chan struct{}, 1)
