@@ -141,6 +141,21 @@ func TestAPromptOfOneHostIsListedEverywhereAndAnsweredFromAnother(t *testing.T) 
 	waitListed(t, rb, "req-3", message.PermissionPending)
 	crash(a)
 	waitListed(t, rb, "req-3", message.PermissionCancelled)
+
+	// Back on its own name, it lists the prompt pending again: so does b.
+	again := join(t, c.url(2), "pr-a", func(cfg *Config) { cfg.Instance = a.cfg.Instance })
+	cloud2 := promptleg.New()
+	promptHost(t, again, "", cloud2)
+	cloud2.Raise(promptleg.Prompt(promptleg.SessionID, "req-3", "Bash", `{"command":"ls"}`))
+	if p := waitListed(t, rb, "req-3", message.PermissionPending); p.ID != promptleg.ShortID(promptleg.SessionID, "req-3") {
+		t.Fatalf("b lists it again as %+v", p)
+	}
+	if _, err := rb.AnswerPermission(ctx, promptleg.ShortID(promptleg.SessionID, "req-3"), message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli"}); err != nil {
+		t.Fatalf("answering it again: %v", err)
+	}
+	if n := len(cloud2.Answers()); n != 1 {
+		t.Fatalf("the restarted host's leg got %d answers", n)
+	}
 }
 
 func TestTheFirstAnswerWinsAcrossHosts(t *testing.T) {

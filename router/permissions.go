@@ -228,17 +228,29 @@ func (b *permBroker) add(req message.PermissionRequest) (message.PermissionReque
 		b.byKey, b.byID = map[permKey]*permEntry{}, map[string]*permEntry{}
 	}
 	k := permKey{req.SessionID, req.RequestID}
-	if _, seen := b.byKey[k]; seen {
+	e, seen := b.byKey[k]
+	if seen && !(req.Leg == message.ProtocolFederation && e.req.State == message.PermissionCancelled) {
 		// Raised again after a reconnect or replay, or already settled.
 		return message.PermissionRequest{}, false, nil
 	}
 	if len(b.pending) >= maxPendingPermissions {
 		return message.PermissionRequest{}, false, errTooManyPrompts
 	}
+	if seen {
+		// Another host's prompt, withdrawn here when that host went
+		// quiet, and listed pending by it again: its list is the truth.
+		if i := slices.Index(b.settled, e); i >= 0 {
+			b.settled = slices.Delete(b.settled, i, i+1)
+		}
+		req.ID, req.State, req.Answer = e.req.ID, message.PermissionPending, nil
+		e.req = req
+		b.pending = append(b.pending, e)
+		return req, true, nil
+	}
 	req.ID = b.newID(k)
 	req.State = message.PermissionPending
 	req.Answer = nil
-	e := &permEntry{key: k, req: req, turn: make(chan struct{}, 1)}
+	e = &permEntry{key: k, req: req, turn: make(chan struct{}, 1)}
 	b.byKey[k], b.byID[req.ID] = e, e
 	b.pending = append(b.pending, e)
 	return req, true, nil
