@@ -65,7 +65,7 @@ type Router struct {
 	lastList map[message.Protocol][]message.Session // each leg's last good listing
 
 	bg     sync.WaitGroup // bridge forwards and relays in flight
-	bgSlot chan struct{}  // bounds them
+	bgSlot chan struct{}  // bounds them (MaxBackground)
 
 	perms permBroker // permission prompts of the legs' sessions
 }
@@ -118,7 +118,7 @@ func New(cfg Config, legs ...Leg) *Router {
 	}
 	h := NewHub(cfg.KeepEvents, cfg.WatcherBuf)
 	h.now = cfg.Clock.Now
-	return &Router{cfg: cfg, log: cfg.Logger, legs: legs, hub: h, out: map[string]*outbound{}, lastList: map[message.Protocol][]message.Session{}, bgSlot: make(chan struct{}, 32)}
+	return &Router{cfg: cfg, log: cfg.Logger, legs: legs, hub: h, out: map[string]*outbound{}, lastList: map[message.Protocol][]message.Session{}, bgSlot: make(chan struct{}, MaxBackground)}
 }
 
 // Hub is the event fan-out.
@@ -206,6 +206,13 @@ func (r *Router) handle(ctx context.Context, ev message.Event) {
 	}
 	r.hub.Publish(ev)
 }
+
+// MaxBackground bounds the bridge forwards and receipt relays in flight;
+// past it a bridged message is dropped (queue-full) and a relay skipped.
+// Another host's senders all cross one bridge, each forward and relay
+// waiting on a socket or a stream's acknowledgement: at 32, sixteen
+// senders on another host already had messages dropped.
+const MaxBackground = 256
 
 // background runs f in a bounded, owned goroutine; full runs busy instead.
 func (r *Router) background(f, busy func()) {

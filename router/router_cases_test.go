@@ -29,7 +29,7 @@ func TestABusyBridgeAnswersQueueFull(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 	defer func() { close(qw.gate); cancel(); <-done }()
-	for i := range 33 {
+	for i := range MaxBackground + 1 {
 		cl.fakeLeg.emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
 			ID: fmt.Sprint("m", i), From: sender.Address, FromName: "lead", Body: fmt.Sprint("hi", i), Mode: message.ModePrompting,
 			Protocol: message.ProtocolClaude, AliasOf: alpha.Address, ToName: "alpha"}})
