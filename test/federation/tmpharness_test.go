@@ -24,7 +24,7 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(gatewaytest.Main(m)) }
 
-func tmpCluster(t *testing.T) string {
+func tmpCluster(t testing.TB) string {
 	dir := t.TempDir()
 	var ports []int
 	var ls []net.Listener
@@ -80,7 +80,7 @@ type tmpHost struct {
 	*gatewaytest.Gateway
 }
 
-func tmpStartHost(t *testing.T, urls, host string) *tmpHost {
+func tmpStartHost(t testing.TB, urls, host string) *tmpHost {
 	w := gatewaytest.NewWorld(t)
 	g := gatewaytest.Start(t, w, "gw-"+host, "--federation", urls, "--host", host)
 	return &tmpHost{host: host, Gateway: g}

@@ -29,10 +29,12 @@ import (
 // Config sets up a fake session.
 type Config struct {
 	Name       string
-	ConfigDir  string       // sessions live in ConfigDir/sessions
-	RuntimeDir string       // sockets in RuntimeDir/cc-socks
-	Mode       message.Mode // review class; default prompting
-	NoKey      bool         // write no key file (senders then send no auth line)
+	ConfigDir  string         // sessions live in ConfigDir/sessions
+	RuntimeDir string         // sockets in RuntimeDir/cc-socks
+	Mode       message.Mode   // review class; default prompting
+	NoKey      bool           // write no key file (senders then send no auth line)
+	Limits     claude.Limits  // admission; zero is Claude Code's defaults (a benchmark's sink lifts them)
+	OnReceived func(Received) // called with each user frame admitted, after it is recorded
 }
 
 // Received is one user frame that reached the fake.
@@ -84,7 +86,11 @@ func Start(t testing.TB, cfg Config) *Peer {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	p.token = hex.EncodeToString(b)
-	p.guard = claude.NewGuard(claude.DefaultLimits(), clock.Real{}, func() []string { return nil })
+	lim := cfg.Limits
+	if lim == (claude.Limits{}) {
+		lim = claude.DefaultLimits()
+	}
+	p.guard = claude.NewGuard(lim, clock.Real{}, func() []string { return nil })
 
 	if err := safefile.EnsureDir(filepath.Dir(p.socket)); err != nil {
 		t.Fatal(err)
@@ -227,6 +233,9 @@ func (p *Peer) onUser(ctx context.Context, auth message.AuthClass, pid int, f cl
 	}
 	p.notify()
 	p.mu.Unlock()
+	if p.cfg.OnReceived != nil {
+		p.cfg.OnReceived(Received{Auth: auth, Frame: f, Content: c, Held: held, SenderID: pid})
+	}
 	if held {
 		p.send(ctx, reply, claude.NewStatusReceipt(p.addr, f.MsgID, claude.WireHeld, "", ""))
 	}
