@@ -84,14 +84,14 @@ func sendOne(ctx context.Context, g *api.Client, s *benchSink, to, body string) 
 // once, each waiting for its message to arrive before the next. Each
 // reports p50/p99 and msg/s for both roads.
 func BenchmarkFederatedSend(b *testing.B) {
-	urls := tmpCluster(b)
-	a := tmpStartHost(b, urls, "ba")
-	c := tmpStartHost(b, urls, "bc")
-	near := newBenchSink(b, a.ConfigDir, a.Runtime, "near")
-	far := newBenchSink(b, c.ConfigDir, c.Runtime, "far")
+	nc := cluster(b)
+	a := startHost(b, "ba", nc.URLs())
+	c := startHost(b, "bc", nc.URL(2)+","+nc.URL(0))
+	near := newBenchSink(b, a.W.ConfigDir, a.W.Runtime, "near")
+	far := newBenchSink(b, c.W.ConfigDir, c.W.Runtime, "far")
 	ctx := context.Background()
 	testutil.EventuallyWithin(b, 30*time.Second, "a lists far.bc", func() bool {
-		ss, _ := a.Sessions(ctx)
+		ss, _ := a.G.Sessions(ctx)
 		for _, s := range ss {
 			if s.Name == "far.bc" {
 				return true
@@ -107,7 +107,7 @@ func BenchmarkFederatedSend(b *testing.B) {
 	// Warm both roads (alias workers, connections) before measuring.
 	for _, r := range roads {
 		for i := range 20 {
-			if _, err := sendOne(ctx, a.Client, r.sink, r.to, fmt.Sprintf("warm-%d", i)); err != nil {
+			if _, err := sendOne(ctx, a.G.Client, r.sink, r.to, fmt.Sprintf("warm-%d", i)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -122,7 +122,7 @@ func BenchmarkFederatedSend(b *testing.B) {
 			for s := range senders {
 				wg.Go(func() {
 					for i := range per {
-						d, err := sendOne(ctx, a.Client, r.sink, r.to, fmt.Sprintf("%s-%d-%d-%d-%d", b.Name(), b.N, senders, s, i))
+						d, err := sendOne(ctx, a.G.Client, r.sink, r.to, fmt.Sprintf("%s-%d-%d-%d-%d", b.Name(), b.N, senders, s, i))
 						if err != nil {
 							errs <- err
 							return

@@ -62,18 +62,18 @@ func qwenListed(t *testing.T, q *fakeqwen.Peer, name string) message.Session {
 }
 
 func TestSessionsOnThreeHostsReachEachOtherByNameWithReceipts(t *testing.T) {
-	urls := tmpCluster(t)
-	a := tmpStartHost(t, urls, "a")
-	b := tmpStartHost(t, urls, "b")
-	c := tmpStartHost(t, urls, "c")
-	alice := a.claude(t, "alice")
-	sink := c.qwen(t, "sink", qwen.PolicyUnset)
-	gate := c.qwen(t, "gate", qwen.PolicyHold)
-	c.qwen(t, "wall", qwen.PolicyRefuse)
+	nc := cluster(t)
+	a := startHost(t, "a", nc.URLs())
+	b := startHost(t, "b", nc.URL(1)+","+nc.URL(2))
+	c := startHost(t, "c", nc.URL(2)+","+nc.URL(0))
+	alice := a.claude(t, "alice", message.ModePrompting)
+	sink := c.qwen(t, fakeqwen.Config{Name: "sink", Mode: message.ModePrompting})
+	gate := c.qwen(t, fakeqwen.Config{Name: "gate", Mode: message.ModePrompting, Inbound: qwen.PolicyHold})
+	c.qwen(t, fakeqwen.Config{Name: "wall", Mode: message.ModePrompting, Inbound: qwen.PolicyRefuse})
 	ctx := testutil.Context(t, 120*time.Second)
 
-	alias := claudeAlias(t, a.ConfigDir, "sink.c")
-	gateAlias := claudeAlias(t, a.ConfigDir, "gate.c")
+	alias := claudeAlias(t, a.W.ConfigDir, "sink.c")
+	gateAlias := claudeAlias(t, a.W.ConfigDir, "gate.c")
 	receipt := func(t *testing.T, id string) claude.Frame {
 		t.Helper()
 		f, err := alice.WaitControl(ctx, func(f claude.Frame) bool { return f.OrigMsgID == id })
@@ -218,18 +218,18 @@ func TestSessionsOnThreeHostsReachEachOtherByNameWithReceipts(t *testing.T) {
 				want     message.Status
 			}{
 				{"sink", "api hello " + spell(""), message.StatusDelivered},
-				{"gate", "api hold", message.StatusHeld},
-				{"wall", "api refused", message.StatusRefused},
+				{"gate", "api hold " + spell(""), message.StatusHeld},
+				{"wall", "api refused " + spell(""), message.StatusRefused},
 				{"sink", "api hello " + spell(""), message.StatusDropped}, // the same body again: the receiver would drop it
 			}
 			for _, tt := range tests {
-				out, err := a.Send(ctx, api.SendBody{To: spell(tt.to), Text: tt.text})
+				out, err := a.G.Send(ctx, api.SendBody{To: spell(tt.to), Text: tt.text})
 				if err != nil {
 					t.Fatalf("send to %s: %v", spell(tt.to), err)
 				}
 				var got message.Status
 				if !testutil.Within(20*time.Second, func() bool {
-					o, err := a.Message(ctx, out.Message.ID)
+					o, err := a.G.Message(ctx, out.Message.ID)
 					got = o.Status
 					return err == nil && got == tt.want
 				}) {
@@ -239,7 +239,7 @@ func TestSessionsOnThreeHostsReachEachOtherByNameWithReceipts(t *testing.T) {
 		})
 	}
 	t.Run("by NAME@HOST through the CLI", func(t *testing.T) {
-		out, _, err := a.Run(t, "send", "sink@c", "cli hello", "--wait", "--json")
+		out, _, err := a.G.Run(t, "send", "sink@c", "cli hello", "--wait", "--json")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -249,14 +249,14 @@ func TestSessionsOnThreeHostsReachEachOtherByNameWithReceipts(t *testing.T) {
 		arrived(t, sink, message.EventMessage, "cli hello")
 	})
 	t.Run("no host shows another's aliases again", func(t *testing.T) {
-		for _, h := range []*tmpHost{a, b, c} {
-			ss, err := h.Sessions(ctx)
+		for _, h := range []*host{a, b, c} {
+			ss, err := h.G.Sessions(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, s := range ss {
-				if strings.Count(s.Name, ".") > 1 || s.Protocol == message.ProtocolFederation && s.Host == h.host {
-					t.Errorf("%s lists %+v", h.host, s)
+				if strings.Count(s.Name, ".") > 1 || s.Protocol == message.ProtocolFederation && s.Host == h.Name {
+					t.Errorf("%s lists %+v", h.Name, s)
 				}
 			}
 		}

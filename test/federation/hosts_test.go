@@ -23,7 +23,7 @@ type host struct {
 }
 
 // cluster starts a real three-node NATS cluster for one test.
-func cluster(t *testing.T) *natscluster.Cluster {
+func cluster(t testing.TB) *natscluster.Cluster {
 	t.Helper()
 	return natscluster.Start(t, natscluster.Options{Nodes: 3})
 }
@@ -31,14 +31,14 @@ func cluster(t *testing.T) *natscluster.Cluster {
 // startHost runs `gateway serve --federation urls --host name args...` in a
 // fresh World (the gateway's --name is "gw-NAME") and waits until it
 // answers.
-func startHost(t *testing.T, name, urls string, args ...string) *host {
+func startHost(t testing.TB, name, urls string, args ...string) *host {
 	t.Helper()
 	h := &host{Name: name, URLs: urls, W: gatewaytest.NewWorld(t), args: args}
 	h.start(t)
 	return h
 }
 
-func (h *host) start(t *testing.T) {
+func (h *host) start(t testing.TB) {
 	t.Helper()
 	args := append([]string{"--federation", h.URLs, "--host", h.Name}, h.args...)
 	h.G = gatewaytest.Start(t, h.W, "gw-"+h.Name, args...)
@@ -52,7 +52,7 @@ func (h *host) kill(t *testing.T) { t.Helper(); h.G.Kill(t) }
 func (h *host) restart(t *testing.T) { t.Helper(); h.start(t) }
 
 // claude starts a fake Claude Code session named name on this host.
-func (h *host) claude(t *testing.T, name string, mode message.Mode) *fakeclaude.Peer {
+func (h *host) claude(t testing.TB, name string, mode message.Mode) *fakeclaude.Peer {
 	t.Helper()
 	return fakeclaude.Start(t, fakeclaude.Config{Name: name, ConfigDir: h.W.ConfigDir, RuntimeDir: h.W.Runtime, Mode: mode})
 }
