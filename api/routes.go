@@ -85,6 +85,8 @@ func init() {
 			query: []param{{"address", "string", "the address to resolve (required)"}}, out: message.Session{}, handle: (*Server).resolve},
 		{method: "GET", path: "/v1/outbox", summary: "Messages accepted for a remote session and not yet acknowledged by its server, oldest first; ?all=true adds recently acknowledged and failed ones.", scope: ScopeRead,
 			query: []param{qAll}, out: []outbox.Item{}, handle: (*Server).outbox},
+		{method: "GET", path: "/v1/federation", summary: "This host's view of the federation: hosts with their session counts and when each was last heard, the link to NATS, the lag of this host's consumers, drops by reason; {\"enabled\": false} without federation.", scope: ScopeRead,
+			out: FederationStatus{}, handle: (*Server).federation},
 		{method: "GET", path: "/healthz", summary: "The process is alive. No token needed.",
 			out: Health{}, handle: (*Server).healthz},
 		{method: "GET", path: "/readyz", summary: "Every enabled leg is ready (503 when not), with each leg's state. No token needed.",

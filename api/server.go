@@ -51,6 +51,9 @@ type Config struct {
 	// Keys keeps the idempotency keys of POST /v1/messages across
 	// restarts; nil keeps them in memory only.
 	Keys KeyStore
+	// Federation reports the federation's status for GET /v1/federation;
+	// nil when the gateway runs without federation.
+	Federation func(ctx context.Context) any
 	// FilesDir is the one directory "files" on a send may name, below
 	// which no symlink is followed; empty refuses every attachment.
 	FilesDir string

@@ -54,6 +54,7 @@ type Node struct {
 	leaseRev uint64
 
 	leg     *Leg
+	link    link
 	drops   drops
 	settled *bounded.Map[string, message.Receipt] // origin/inbound id -> its outcome
 	origin  *bounded.Map[string, string]          // inbound id -> the host that sent it
@@ -64,6 +65,7 @@ type Node struct {
 	others    map[string]hostEntry // other hosts' roster entries, by host
 	mine      []byte               // this host's roster entry as last put
 	published []message.Session    // the sessions in it
+	putAt     time.Time            // when it was last put
 	ctx       context.Context      // ends at Close
 	cancel    context.CancelFunc
 	done      sync.WaitGroup
@@ -123,9 +125,14 @@ func (n *Node) connect(urls string) error {
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil { // nil: our own Close
 				n.log.Warn("federation link down", "err", err)
+				n.link.down(err)
 			}
 		}),
-		nats.ReconnectHandler(func(c *nats.Conn) { n.log.Info("federation link back", "url", c.ConnectedUrlRedacted()) }),
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { n.link.retrying(err) }),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			n.link.up()
+			n.log.Info("federation link back", "url", c.ConnectedUrlRedacted())
+		}),
 	}
 	if n.cfg.CredsFile != "" {
 		opts = append(opts, nats.UserCredentials(n.cfg.CredsFile))
@@ -157,6 +164,7 @@ func (n *Node) connect(urls string) error {
 		return fmt.Errorf("federation: jetstream: %w", err)
 	}
 	n.nc, n.js = nc, js
+	n.link.up()
 	return nil
 }
 
@@ -357,14 +365,6 @@ func (n *Node) Host() string {
 
 // Dropped counts what was read from NATS and dropped, by reason.
 func (n *Node) Dropped() map[Reason]uint64 { return n.drops.snapshot() }
-
-// Ready reports whether the link to NATS is up.
-func (n *Node) Ready() error {
-	if s := n.nc.Status(); s != nats.CONNECTED {
-		return fmt.Errorf("federation link %s", strings.ToLower(s.String()))
-	}
-	return nil
-}
 
 // Close leaves the federation: the lease and roster entry are deleted so
 // other hosts forget this one at once, the connection drains and the

@@ -56,8 +56,7 @@ func (n *Node) PublishSessions(ctx context.Context, local []message.Session) err
 	if same {
 		return nil
 	}
-	_, err = n.roster.Put(ctx, n.cfg.Host, b)
-	return err
+	return n.put(ctx, b)
 }
 
 // refreshRoster re-puts the last entry, so other hosts keep seeing this one.
@@ -68,8 +67,18 @@ func (n *Node) refreshRoster(ctx context.Context) error {
 	if b == nil {
 		return nil
 	}
-	_, err := n.roster.Put(ctx, n.cfg.Host, b)
-	return err
+	return n.put(ctx, b)
+}
+
+// put writes this host's roster entry b, noting when it last did.
+func (n *Node) put(ctx context.Context, b []byte) error {
+	if _, err := n.roster.Put(ctx, n.cfg.Host, b); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.putAt = time.Now()
+	n.mu.Unlock()
+	return nil
 }
 
 // watchRoster follows the roster bucket until Close, starting over when

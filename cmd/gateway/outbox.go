@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"text/tabwriter"
 	"time"
 
-	"github.com/sessiongateway/gateway/message/eventfmt"
 	"github.com/sessiongateway/gateway/outbox"
 	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/transport/remote"
@@ -56,29 +54,6 @@ func runOutbox(ctx context.Context, e *env, args []string) int {
 		printJSON(e.stdout, items)
 		return exitOK
 	}
-	now := time.Now()
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tTRIES\tTO\tACCEPTED\tNEXT TRY\tLAST ERROR\tBODY")
-	for _, it := range items {
-		next := "-"
-		if it.State == outbox.StatePending {
-			next = "now"
-			if it.NextAttemptAt.After(now) {
-				next = "in " + it.NextAttemptAt.Sub(now).Round(time.Second).String()
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s ago\t%s\t%s\t%s\n", it.ID, it.State, it.Attempts, it.To,
-			now.Sub(it.AcceptedAt).Round(time.Second), next, eventfmt.OrDash(outbox.Preview(cut(it.LastError, 60))), it.Preview)
-	}
-	tw.Flush()
+	outbox.WriteTable(e.stdout, items, time.Now())
 	return exitOK
-}
-
-// cut shortens s to at most n runes.
-func cut(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }

@@ -110,7 +110,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	gauges.OutboxDepth = outboxDepth
 	metrics.Observe(gauges)
 	srv, err := newAPIServer(c, api.Config{Router: rt, Logger: log, Metrics: metrics.Handler(), Version: version,
-		Token: token, AllowedHosts: c.hosts, Keys: keys})
+		Token: token, AllowedHosts: c.hosts, Keys: keys, Federation: fed.StatusFunc()})
 
 	sockPath := filepath.Join(c.stateDir, "gateway.sock")
 	var uln net.Listener

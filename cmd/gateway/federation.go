@@ -1,0 +1,29 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sessiongateway/gateway/federation"
+)
+
+// runFederation is the federation verb group; the work is the federation
+// package's, the answer the running gateway's.
+func runFederation(ctx context.Context, e *env, args []string) int {
+	fs := newFlags(e, "federation")
+	sd := stateDirFlag(fs, e)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parse(fs, args)
+	if err != nil || len(pos) != 1 || pos[0] != "status" {
+		fmt.Fprintln(e.stderr, "usage: gateway federation status [--json]")
+		return exitUsage
+	}
+	raw, err := clientFor(*sd).Federation(ctx)
+	if err == nil {
+		err = federation.WriteStatus(e.stdout, raw, *asJSON)
+	}
+	if err != nil {
+		return fail(e, err)
+	}
+	return exitOK
+}

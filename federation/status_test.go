@@ -1,0 +1,137 @@
+package federation
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/testkit/natscluster"
+)
+
+func TestStatusListsHostsTheirSessionsTheLinkLagAndDrops(t *testing.T) {
+	c := sharedCluster(t)
+	a := join(t, c.url(0), "st-a")
+	b := join(t, c.url(1), "st-b")
+	idle := join(t, c.url(2), "st-idle")
+	serve(t, a, &peer{sessions: []message.Session{session("one", "st-1", message.ProtocolClaude), session("two", "st-2", message.ProtocolQwen)}})
+	serve(t, b, &peer{sessions: []message.Session{session("three", "st-3", message.ProtocolQwen)}})
+	// idle's consumer exists, but nothing consumes: what arrives waits.
+	ictx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = idle.Serve(ictx, Local{}) }()
+	ctx := testutil.Context(t, 20*time.Second)
+	testutil.Eventually(t, "idle's consumer exists", func() bool {
+		_, err := idle.stream.Consumer(ctx, "in-st-idle")
+		return err == nil
+	})
+	stop()
+	<-done
+	for i := range 3 {
+		m, _ := encode(envelope{Kind: kindMessage, From: "st-a", To: "st-idle", Message: &message.Message{ID: fmt.Sprintf("st-lag-%d", i), To: "uds:/x.sock"}})
+		if _, err := a.js.Publish(ctx, inSubject("st-idle"), m, jetstream.WithMsgID(fmt.Sprintf("st-lag-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.js.Publish(ctx, inSubject("st-b"), []byte("not json")); err != nil {
+		t.Fatal(err)
+	}
+	hosts := func(st Status) map[string]int {
+		m := map[string]int{}
+		for _, h := range st.Hosts {
+			if strings.HasPrefix(h.Host, "st-") && h.Reachable {
+				m[h.Host] = h.Sessions
+			}
+		}
+		return m
+	}
+	want := map[string]int{"st-a": 2, "st-b": 1}
+	testutil.Eventually(t, "b's status lists a and itself with their sessions, and the drop", func() bool {
+		st := b.Status(ctx)
+		return fmt.Sprint(hosts(st)) == fmt.Sprint(want) && st.Drops["malformed"] == 1
+	})
+	st := b.Status(ctx)
+	if !st.Enabled || st.Host != "st-b" || !st.Hosts[0].Self || st.Hosts[0].Host != "st-b" || st.Link.State != LinkConnected || st.Link.Server == "" {
+		t.Fatalf("status %+v link %+v", st, st.Link)
+	}
+	if len(st.Consumers) != 2 || st.Consumers[0].Name != "in-st-b" || st.Consumers[1].Name != "rc-st-b" || st.Consumers[0].Error != "" {
+		t.Fatalf("consumers %+v", st.Consumers)
+	}
+	// idle's lag is exactly what waits for it.
+	lag := idle.Status(ctx).Consumers[0]
+	if lag.Name != "in-st-idle" || lag.Pending+uint64(lag.AckPending) != 3 || lag.Error != "" {
+		t.Fatalf("idle's lag %+v", lag)
+	}
+
+	// What the API serves is what the CLI writes.
+	raw, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table, js bytes.Buffer
+	if err := WriteStatus(&table, raw, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"st-b (this host)", "st-a", "link: connected to nats://", "consumer in-st-b: 0 pending", "drops: malformed 1"} {
+		if !strings.Contains(table.String(), w) {
+			t.Errorf("the table lacks %q:\n%s", w, table.String())
+		}
+	}
+	if err := WriteStatus(&js, raw, true); err != nil {
+		t.Fatal(err)
+	}
+	var back Status
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Host != "st-b" || len(back.Hosts) != len(st.Hosts) {
+		t.Fatalf("json %s: %v", js.String(), err)
+	}
+}
+
+func TestStatusWithoutFederationSaysSo(t *testing.T) {
+	var n *Node
+	raw, _ := json.Marshal(n.Status(context.Background()))
+	for _, asJSON := range []bool{false, true} {
+		var out bytes.Buffer
+		if err := WriteStatus(&out, raw, asJSON); !errors.Is(err, ErrNotEnabled) {
+			t.Fatalf("json %v: err %v", asJSON, err)
+		}
+		if asJSON && strings.TrimSpace(out.String()) != "{\n  \"enabled\": false\n}" {
+			t.Fatalf("json: %s", out.String())
+		}
+	}
+	if n.StatusFunc() != nil {
+		t.Fatal("a nil node serves a status")
+	}
+}
+
+// TestReadinessFollowsTheLinkWithItsReason cuts a gateway off a real
+// cluster of nats-server processes and heals it.
+func TestReadinessFollowsTheLinkWithItsReason(t *testing.T) {
+	c := natscluster.Start(t, natscluster.Options{Nodes: 3})
+	p := natscluster.NewProxy(t, c.URLs())
+	n := join(t, p.URLs(), "ready-a")
+	if err := n.Ready(); err != nil {
+		t.Fatalf("joined, not ready: %v", err)
+	}
+	p.Cut()
+	var err error
+	testutil.Eventually(t, "cut off, not ready", func() bool { err = n.Ready(); return err != nil })
+	if !strings.HasPrefix(err.Error(), "federation: link reconnecting (") {
+		t.Fatalf("not ready: %v", err)
+	}
+	if st := n.Link(); st.State != LinkReconnecting || st.Reason == "" {
+		t.Fatalf("link %+v", st)
+	}
+	p.Heal()
+	testutil.EventuallyWithin(t, 45*time.Second, "healed, ready again", func() bool { return n.Ready() == nil })
+	if st := n.Link(); st.State != LinkConnected || st.Reconnects == 0 || st.Reason != "" {
+		t.Fatalf("link %+v", st)
+	}
+}

@@ -1,0 +1,39 @@
+package outbox
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteTable writes `gateway outbox`' table of items as of now.
+func WriteTable(w io.Writer, items []Item, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tTRIES\tTO\tACCEPTED\tNEXT TRY\tLAST ERROR\tBODY")
+	for _, it := range items {
+		next := "-"
+		if it.State == StatePending {
+			next = "now"
+			if it.NextAttemptAt.After(now) {
+				next = "in " + it.NextAttemptAt.Sub(now).Round(time.Second).String()
+			}
+		}
+		last := "-"
+		if it.LastError != "" {
+			last = Preview(cut(it.LastError, 60))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s ago\t%s\t%s\t%s\n", it.ID, it.State, it.Attempts, it.To,
+			now.Sub(it.AcceptedAt).Round(time.Second), next, last, it.Preview)
+	}
+	tw.Flush()
+}
+
+// cut shortens s to at most n runes.
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
