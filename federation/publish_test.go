@@ -16,8 +16,11 @@ import (
 
 func TestAnUnpublishedSessionNeverReachesAnotherHostNorTakesItsMessages(t *testing.T) {
 	c := sharedCluster(t)
-	a := join(t, c.url(0), "pub-a", func(c *Config) { c.Publish = []string{"pub-*", "team-?"} })
-	b := join(t, c.url(1), "pub-b")
+	// Host names of this run only: a durable consumer outlives its host.
+	tag := randomID()[:6]
+	ha, hb := "pub-a-"+tag, "pub-b-"+tag
+	a := join(t, c.url(0), ha, func(c *Config) { c.Publish = []string{"pub-*", "team-?"} })
+	b := join(t, c.url(1), hb)
 	shown, hidden := session("pub-one", "s-pub", message.ProtocolClaude), session("secret", "s-secret", message.ProtocolQwen)
 	pa := &peer{sessions: []message.Session{hidden, shown, session("team-1", "s-team", message.ProtocolQwen)}}
 	serve(t, a, pa)
@@ -26,27 +29,28 @@ func TestAnUnpublishedSessionNeverReachesAnotherHostNorTakesItsMessages(t *testi
 	ctx := testutil.Context(t, 20*time.Second)
 
 	testutil.Eventually(t, "b lists a's published sessions", func() bool {
-		return strings.Join(addresses(filterHosts(b.Sessions(), "pub-")), " ") == "pub-one@pub-a team-1@pub-a"
+		return strings.Join(addresses(filterHosts(b.Sessions(), ha)), " ") == "pub-one@"+ha+" team-1@"+ha
 	})
 	// The roster entry itself, as any host reads it, does not name it.
-	e, err := b.roster.Get(ctx, "pub-a")
+	e, err := b.roster.Get(ctx, ha)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if bytes.Contains(e.Value(), []byte("secret")) {
 		t.Fatalf("a's roster entry holds the unpublished session: %s", e.Value())
 	}
-	if _, err := b.Leg().Send(ctx, message.Message{ID: "m-pub-0", To: "secret@pub-a", Body: "x"}); err == nil {
+	if _, err := b.Leg().Send(ctx, message.Message{ID: "m-pub-0", To: "secret@" + ha, Body: "x"}); err == nil {
 		t.Fatal("b sent to a session a does not publish")
 	}
 	// A host that guesses the address anyway is refused, with the answer
 	// a missing session gets; one it may reach, sent after, arrives.
 	forge := func(id string, to message.Session) {
-		b, err := encode(envelope{Kind: kindMessage, From: "pub-b", To: "pub-a", Message: &message.Message{ID: id, To: to.Address, ToName: to.Name, ToSessionID: to.SessionID, Body: "guess"}})
+		id += tag
+		b, err := encode(envelope{Kind: kindMessage, From: hb, To: ha, Message: &message.Message{ID: id, To: to.Address, ToName: to.Name, ToSessionID: to.SessionID, Body: "guess"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.js.Publish(ctx, inSubject("pub-a"), b, jetstream.WithMsgID(id)); err != nil {
+		if _, err := a.js.Publish(ctx, inSubject(ha), b, jetstream.WithMsgID(id)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -57,8 +61,9 @@ func TestAnUnpublishedSessionNeverReachesAnotherHostNorTakesItsMessages(t *testi
 	for len(got) < 3 {
 		select {
 		case ev := <-receipts:
-			got[ev.Receipt.MsgID] = ev.Receipt.Status
-			if ev.Receipt.MsgID != "m-pub-3" && !strings.Contains(ev.Receipt.Reason, "no session") {
+			id := strings.TrimSuffix(ev.Receipt.MsgID, tag)
+			got[id] = ev.Receipt.Status
+			if id != "m-pub-3" && !strings.Contains(ev.Receipt.Reason, "no session") {
 				t.Errorf("refusal says %q", ev.Receipt.Reason)
 			}
 		case <-ctx.Done():
@@ -68,7 +73,7 @@ func TestAnUnpublishedSessionNeverReachesAnotherHostNorTakesItsMessages(t *testi
 	if got["m-pub-1"] != message.StatusFailed || got["m-pub-2"] != message.StatusFailed || got["m-pub-3"] != message.StatusDelivered {
 		t.Fatalf("receipts %v", got)
 	}
-	if r := pa.received(); len(r) != 1 || r[0].ID != "m-pub-3" {
+	if r := pa.received(); len(r) != 1 || r[0].ID != "m-pub-3"+tag {
 		t.Fatalf("a delivered %+v", r)
 	}
 }

@@ -19,9 +19,12 @@ import (
 
 func TestStatusListsHostsTheirSessionsTheLinkLagAndDrops(t *testing.T) {
 	c := sharedCluster(t)
-	a := join(t, c.url(0), "st-a")
-	b := join(t, c.url(1), "st-b")
-	idle := join(t, c.url(2), "st-idle")
+	// Host names of this run only: a durable consumer outlives its host.
+	tag := randomID()[:6]
+	ha, hb, hidle := "st-a-"+tag, "st-b-"+tag, "st-idle-"+tag
+	a := join(t, c.url(0), ha)
+	b := join(t, c.url(1), hb)
+	idle := join(t, c.url(2), hidle)
 	serve(t, a, &peer{sessions: []message.Session{session("one", "st-1", message.ProtocolClaude), session("two", "st-2", message.ProtocolQwen)}})
 	serve(t, b, &peer{sessions: []message.Session{session("three", "st-3", message.ProtocolQwen)}})
 	// idle's consumer exists, but nothing consumes: what arrives waits.
@@ -30,44 +33,45 @@ func TestStatusListsHostsTheirSessionsTheLinkLagAndDrops(t *testing.T) {
 	go func() { defer close(done); _ = idle.Serve(ictx, Local{}) }()
 	ctx := testutil.Context(t, 20*time.Second)
 	testutil.Eventually(t, "idle's consumer exists", func() bool {
-		_, err := idle.stream.Consumer(ctx, "in-st-idle")
+		_, err := idle.stream.Consumer(ctx, "in-"+hidle)
 		return err == nil
 	})
 	stop()
 	<-done
 	for i := range 3 {
-		m, _ := encode(envelope{Kind: kindMessage, From: "st-a", To: "st-idle", Message: &message.Message{ID: fmt.Sprintf("st-lag-%d", i), To: "uds:/x.sock"}})
-		if _, err := a.js.Publish(ctx, inSubject("st-idle"), m, jetstream.WithMsgID(fmt.Sprintf("st-lag-%d", i))); err != nil {
+		id := fmt.Sprintf("st-lag-%d-%s", i, tag)
+		m, _ := encode(envelope{Kind: kindMessage, From: ha, To: hidle, Message: &message.Message{ID: id, To: "uds:/x.sock"}})
+		if _, err := a.js.Publish(ctx, inSubject(hidle), m, jetstream.WithMsgID(id)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := a.js.Publish(ctx, inSubject("st-b"), []byte("not json")); err != nil {
+	if _, err := a.js.Publish(ctx, inSubject(hb), []byte("not json")); err != nil {
 		t.Fatal(err)
 	}
 	hosts := func(st Status) map[string]int {
 		m := map[string]int{}
 		for _, h := range st.Hosts {
-			if strings.HasPrefix(h.Host, "st-") && h.Reachable {
+			if strings.HasSuffix(h.Host, tag) && h.Reachable {
 				m[h.Host] = h.Sessions
 			}
 		}
 		return m
 	}
-	want := map[string]int{"st-a": 2, "st-b": 1}
+	want := map[string]int{ha: 2, hb: 1}
 	testutil.Eventually(t, "b's status lists a and itself with their sessions, and the drop", func() bool {
 		st := b.Status(ctx)
 		return fmt.Sprint(hosts(st)) == fmt.Sprint(want) && st.Drops["malformed"] == 1
 	})
 	st := b.Status(ctx)
-	if !st.Enabled || st.Host != "st-b" || !st.Hosts[0].Self || st.Hosts[0].Host != "st-b" || st.Link.State != LinkConnected || st.Link.Server == "" {
+	if !st.Enabled || st.Host != hb || !st.Hosts[0].Self || st.Hosts[0].Host != hb || st.Link.State != LinkConnected || st.Link.Server == "" {
 		t.Fatalf("status %+v link %+v", st, st.Link)
 	}
-	if len(st.Consumers) != 2 || st.Consumers[0].Name != "in-st-b" || st.Consumers[1].Name != "rc-st-b" || st.Consumers[0].Error != "" {
+	if len(st.Consumers) != 2 || st.Consumers[0].Name != "in-"+hb || st.Consumers[1].Name != "rc-"+hb || st.Consumers[0].Error != "" {
 		t.Fatalf("consumers %+v", st.Consumers)
 	}
 	// idle's lag is exactly what waits for it.
 	lag := idle.Status(ctx).Consumers[0]
-	if lag.Name != "in-st-idle" || lag.Pending+uint64(lag.AckPending) != 3 || lag.Error != "" {
+	if lag.Name != "in-"+hidle || lag.Pending+uint64(lag.AckPending) != 3 || lag.Error != "" {
 		t.Fatalf("idle's lag %+v", lag)
 	}
 
@@ -80,7 +84,7 @@ func TestStatusListsHostsTheirSessionsTheLinkLagAndDrops(t *testing.T) {
 	if err := WriteStatus(&table, raw, false); err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"st-b (this host)", "st-a", "link: connected to nats://", "consumer in-st-b: 0 pending", "drops: malformed 1"} {
+	for _, w := range []string{hb + " (this host)", ha, "link: connected to nats://", "consumer in-" + hb + ": 0 pending", "drops: malformed 1"} {
 		if !strings.Contains(table.String(), w) {
 			t.Errorf("the table lacks %q:\n%s", w, table.String())
 		}
@@ -89,7 +93,7 @@ func TestStatusListsHostsTheirSessionsTheLinkLagAndDrops(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back Status
-	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Host != "st-b" || len(back.Hosts) != len(st.Hosts) {
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Host != hb || len(back.Hosts) != len(st.Hosts) {
 		t.Fatalf("json %s: %v", js.String(), err)
 	}
 }
@@ -122,10 +126,13 @@ func TestReadinessFollowsTheLinkWithItsReason(t *testing.T) {
 	}
 	p.Cut()
 	var err error
-	testutil.Eventually(t, "cut off, not ready", func() bool { err = n.Ready(); return err != nil })
-	if !strings.HasPrefix(err.Error(), "federation: link reconnecting (") {
-		t.Fatalf("not ready: %v", err)
-	}
+	// The reason follows the state: the client reports it from its own
+	// goroutine.
+	testutil.Eventually(t, "cut off, not ready, saying why", func() bool {
+		err = n.Ready()
+		return err != nil && strings.HasPrefix(err.Error(), "federation: link reconnecting (")
+	})
+	t.Logf("not ready: %v", err)
 	if st := n.Link(); st.State != LinkReconnecting || st.Reason == "" {
 		t.Fatalf("link %+v", st)
 	}
