@@ -293,7 +293,8 @@ func transient(err error) bool {
 // claim takes cfg.Host's lease: a create-only key that lapses RosterTTL
 // after the last renewal, so a gateway that died frees its name.
 func (n *Node) claim(ctx context.Context) error {
-	rev, err := n.leases.Create(ctx, n.cfg.Host, []byte(n.cfg.Instance))
+	// Retried: a cluster that just started may not answer for its stream yet.
+	rev, err := retry(ctx, func() (uint64, error) { return n.leases.Create(ctx, n.cfg.Host, []byte(n.cfg.Instance)) })
 	if err == nil {
 		n.leaseRev = rev
 		return nil
