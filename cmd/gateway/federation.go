@@ -14,7 +14,10 @@ func runFederation(ctx context.Context, e *env, args []string) int {
 	sd := stateDirFlag(fs, e)
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parse(fs, args)
-	if err != nil || len(pos) != 1 || pos[0] != "status" {
+	if err != nil {
+		return flagErr(err)
+	}
+	if len(pos) != 1 || pos[0] != "status" {
 		fmt.Fprintln(e.stderr, "usage: gateway federation status [--json]")
 		return exitUsage
 	}
