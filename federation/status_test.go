@@ -69,11 +69,13 @@ func TestStatusListsHostsTheirSessionsTheLinkLagAndDrops(t *testing.T) {
 	if len(st.Consumers) != 2 || st.Consumers[0].Name != "in-"+hb || st.Consumers[1].Name != "rc-"+hb || st.Consumers[0].Error != "" {
 		t.Fatalf("consumers %+v", st.Consumers)
 	}
-	// idle's lag is exactly what waits for it.
-	lag := idle.Status(ctx).Consumers[0]
-	if lag.Name != "in-"+hidle || lag.Pending+uint64(lag.AckPending) != 3 || lag.Error != "" {
-		t.Fatalf("idle's lag %+v", lag)
-	}
+	// idle's lag is exactly what waits for it (once the consumer's
+	// leader has seen the stream move).
+	var lag ConsumerStatus
+	testutil.Eventually(t, "idle's lag is the three messages", func() bool {
+		lag = idle.Status(ctx).Consumers[0]
+		return lag.Name == "in-"+hidle && lag.Pending+uint64(lag.AckPending) == 3 && lag.Error == ""
+	})
 
 	// What the API serves is what the CLI writes.
 	raw, err := json.Marshal(st)
