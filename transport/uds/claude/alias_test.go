@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,4 +180,23 @@ func TestAnAliasListedForOneSyncGoesAtTheNext(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRunning(t, pool)
+}
+
+// A session whose name the registry would refuse (too long: another
+// host's NAME.HOST can be) gets no alias, rather than a worker started at
+// every sync that can never register.
+func TestASessionNamedBeyondTheRegistrysRulesGetsNoAlias(t *testing.T) {
+	ctx := context.Background()
+	r := startRig(t, Config{Name: "gw"})
+	pool := shellPool(t, 8)
+	r.p.EnableAliases(pool)
+	long := strings.Repeat("n", MaxNameRunes-1) + ".ci"
+	ss := []message.Session{
+		{Name: long, Address: long[:8] + "@ci", Protocol: message.ProtocolFederation},
+		{Name: "build.ci", Address: "build@ci", Protocol: message.ProtocolFederation},
+	}
+	if err := r.p.SyncAliases(ctx, ss); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, pool, "build.ci")
 }

@@ -133,7 +133,10 @@ func (p *Peer) SyncAliases(ctx context.Context, others []message.Session) error 
 	keep := map[string]bool{}
 	byNm := map[string]message.Session{}
 	for _, s := range others {
-		if s.Name == "" || s.Name == p.cfg.Name {
+		// A name the registry would refuse (another host's NAME.HOST can
+		// pass its 64 characters) gets no alias: its worker could never
+		// register, and would be started again at every sync.
+		if s.Name == "" || s.Name == p.cfg.Name || validName(s.Name) != nil {
 			continue
 		}
 		keep[s.Name] = true
