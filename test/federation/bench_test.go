@@ -12,6 +12,7 @@ import (
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
+	"github.com/sessiongateway/gateway/transport/uds"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
 )
 
@@ -27,6 +28,10 @@ func newBenchSink(tb testing.TB, configDir, runtime, name string) *benchSink {
 	unlimited := claude.Limits{BucketCapacity: 1 << 30, RefillPerSecond: 1 << 30, GlobalBurst: 1 << 30, GlobalRefill: 1 << 30,
 		DedupWindow: time.Nanosecond, MaxQueued: 1 << 30, MaxHeld: 1 << 30, MaxHeldBytes: 1 << 30}
 	fakeclaude.Start(tb, fakeclaude.Config{Name: name, ConfigDir: configDir, RuntimeDir: runtime, Mode: message.ModePrompting,
+		// Sixteen senders write through one gateway process at once, and
+		// its roster probes the sink too: past the default eight (and eight
+		// waiting) per process the listener would close a write unread.
+		Listen: uds.Limits{MaxConnsPerPeer: 64},
 		Limits: unlimited, OnReceived: func(r fakeclaude.Received) {
 			now := time.Now()
 			s.mu.Lock()

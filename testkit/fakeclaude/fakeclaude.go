@@ -35,6 +35,7 @@ type Config struct {
 	NoKey      bool           // write no key file (senders then send no auth line)
 	Limits     claude.Limits  // admission; zero is Claude Code's defaults (a benchmark's sink lifts them)
 	OnReceived func(Received) // called with each user frame admitted, after it is recorded
+	Listen     uds.Limits     // the socket's caps; zero is the defaults
 }
 
 // Received is one user frame that reached the fake.
@@ -95,7 +96,7 @@ func Start(t testing.TB, cfg Config) *Peer {
 	if err := safefile.EnsureDir(filepath.Dir(p.socket)); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := uds.Listen(p.socket, uds.Limits{})
+	ln, err := uds.Listen(p.socket, cfg.Listen)
 	if err != nil {
 		t.Fatal(err)
 	}
