@@ -163,9 +163,19 @@ func (c *Client) AnswerPermission(ctx context.Context, id string, a message.Perm
 	return p, c.do(ctx, "POST", "/v1/permissions/"+url.PathEscape(id), a, &p)
 }
 
-// Control sends the session at address a control request.
-func (c *Client) Control(ctx context.Context, address string, ctl message.Control) error {
-	return c.do(ctx, "POST", "/v1/control", ControlBody{Address: address, Kind: ctl.Kind, Mode: ctl.Mode, Model: ctl.Model}, nil)
+// Control sends the session at address a control request and returns its
+// answer.
+func (c *Client) Control(ctx context.Context, address string, ctl message.Control) (ControlReply, error) {
+	var r ControlReply
+	err := c.do(ctx, "POST", "/v1/control", ControlBody{Address: address, Kind: ctl.Kind, Mode: ctl.Mode, Model: ctl.Model}, &r)
+	return r, err
+}
+
+// RemoteInfo is what the remote session at address told about itself.
+func (c *Client) RemoteInfo(ctx context.Context, address string) (message.SessionInfo, error) {
+	var info message.SessionInfo
+	err := c.do(ctx, "GET", "/v1/remote/info?address="+url.QueryEscape(address), nil, &info)
+	return info, err
 }
 
 // Resolve says which session address names.

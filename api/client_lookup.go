@@ -51,19 +51,31 @@ func (c *Client) RemoteAddress(ctx context.Context, id string) string {
 
 // RemoteSessionID finds the remote session id behind id: a session id, a
 // bridge:<id> address or any address that resolves to a remote session.
+// Only a session the gateway follows will do: of any other, no output
+// reaches it, so one unknown or not followed is an error at once.
 func (c *Client) RemoteSessionID(ctx context.Context, id string) (string, error) {
 	addr := c.RemoteAddress(ctx, id)
-	if sid, ok := strings.CutPrefix(addr, "bridge:"); ok && sid != "" {
-		return sid, nil
+	sid, ok := strings.CutPrefix(addr, "bridge:")
+	if !ok || sid == "" {
+		s, err := c.Resolve(ctx, addr)
+		if err != nil {
+			return "", err
+		}
+		if s.Protocol != message.ProtocolRemote || s.SessionID == "" {
+			return "", fmt.Errorf("%s is a %s session, not a remote one (see gateway remote sessions)", s.Address, s.Protocol)
+		}
+		sid = s.SessionID
 	}
-	s, err := c.Resolve(ctx, addr)
-	if err != nil {
+	info, err := c.RemoteInfo(ctx, "bridge:"+sid)
+	switch {
+	case IsNotFound(err):
+		return "", fmt.Errorf("no remote session %s: the gateway neither lists nor follows it (see gateway remote sessions)", sid)
+	case err != nil:
 		return "", err
+	case !info.Followed:
+		return "", fmt.Errorf("remote session %s is not followed, so none of its output reaches the gateway (serve --remote-follow %s, or all)", sid, sid)
 	}
-	if s.Protocol != message.ProtocolRemote || s.SessionID == "" {
-		return "", fmt.Errorf("%s is a %s session, not a remote one (see gateway remote sessions)", s.Address, s.Protocol)
-	}
-	return s.SessionID, nil
+	return sid, nil
 }
 
 // Health returns path's answer (/healthz or /readyz) as one line of JSON

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/addressing/didfile"
+	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/outbox"
 	"github.com/sessiongateway/gateway/router"
 )
@@ -95,6 +96,8 @@ func errorOf(err error) Error {
 			return Error{Error: err.Error(), Code: CodeStorageFull}
 		}
 		return Error{Error: err.Error(), Code: CodeNotStored}
+	case errors.Is(err, message.ErrNoControlAnswer):
+		return Error{Error: err.Error(), Code: CodeTimeout}
 	case errors.As(err, &re): // a leg turned down what it was asked: whatever it says, a conflict
 		return Error{Error: err.Error(), Code: CodeConflict}
 	case errors.As(err, &le): // before the rest: whatever the leg hit, the leg failed

@@ -242,8 +242,8 @@ func TestTheClientSpeaksThePermissionEndpoints(t *testing.T) {
 	if all, err := c.Permissions(ctx, true); err != nil || len(all) != 2 {
 		t.Fatalf("Permissions(all) = %v, %v", all, err)
 	}
-	if err := c.Control(ctx, "bridge:"+remoteSession, message.Control{Kind: message.ControlSetModel, Model: "opus"}); err != nil {
-		t.Fatal(err)
+	if r, err := c.Control(ctx, "bridge:"+remoteSession, message.Control{Kind: message.ControlSetModel, Model: "opus"}); err != nil || !r.Acknowledged || r.Model != "opus" {
+		t.Fatalf("Control = %+v, %v", r, err)
 	}
 	s, err := c.Resolve(ctx, "bridge:"+remoteSession)
 	if err != nil || s.Name != "fix-the-bug" {

@@ -409,12 +409,19 @@ func (s *Server) answerPermission(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, p)
 }
 
-// ControlBody is the body of POST /v1/control, and its answer.
+// ControlBody is the body of POST /v1/control.
 type ControlBody struct {
 	Address string              `json:"address"`
 	Kind    message.ControlKind `json:"kind"`
 	Mode    string              `json:"mode,omitempty"`
 	Model   string              `json:"model,omitempty"`
+}
+
+// ControlReply answers POST /v1/control: the request and the session's
+// answer (acknowledged true: it answered success).
+type ControlReply struct {
+	ControlBody
+	message.ControlResult
 }
 
 func (s *Server) control(w http.ResponseWriter, r *http.Request) {
@@ -427,11 +434,27 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, errBadRequest(`"address" is required`))
 		return
 	}
-	if err := s.cfg.Router.Control(r.Context(), b.Address, message.Control{Kind: b.Kind, Mode: b.Mode, Model: b.Model}); err != nil {
+	res, err := s.cfg.Router.Control(r.Context(), b.Address, message.Control{Kind: b.Kind, Mode: b.Mode, Model: b.Model})
+	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, b)
+	writeJSON(w, http.StatusOK, ControlReply{ControlBody: b, ControlResult: res})
+}
+
+// remoteInfo answers with what the session ?address= told about itself.
+func (s *Server) remoteInfo(w http.ResponseWriter, r *http.Request) {
+	to := r.URL.Query().Get("address")
+	if strings.TrimSpace(to) == "" {
+		s.fail(w, errBadRequest(`"address" query parameter is required`))
+		return
+	}
+	info, err := s.cfg.Router.SessionInfo(r.Context(), to)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
 }
 
 // resolve says which session ?address= names, as sends and control requests

@@ -118,6 +118,8 @@ type RemoteEvent struct {
 	Final     bool   `json:"final,omitempty"`
 	// Text is the event's text for display: the assistant message's text
 	// blocks so far, a user prompt, a result's result.
-	Text string          `json:"text,omitempty"`
-	Raw  json.RawMessage `json:"raw,omitempty"`
+	Text string `json:"text,omitempty"`
+	// Control is set on control_request and control_response events.
+	Control *RemoteControl  `json:"control,omitempty"`
+	Raw     json.RawMessage `json:"raw,omitempty"`
 }

@@ -8,7 +8,8 @@ import "fmt"
 // guard's); the rest are the gateway's own, in drop events and its receipts,
 // never on a peer's wire: a person denied it, its hold expired, the inbound
 // policy refused it, the leg refused an unauthenticated sender, or the
-// bridge could not give the sender (or a session) an alias. The wire
+// bridge could not give the sender (or a session) an alias, or the remote
+// leg answered a session's control request it does not serve with an error. The wire
 // spellings are in dropWire, the one table; the JSON the API and the CLI
 // print carries them.
 type DropReason uint8
@@ -24,13 +25,14 @@ const (
 	DropRefused                               // the inbound policy refuses every message
 	DropUnauthenticated                       // the leg requires an auth line and got none
 	DropAliasLimit                            // the bridge runs as many alias workers as it may
+	DropUnserved                              // a remote session's control request of a subtype the gateway does not serve, answered with an error
 )
 
 var dropWire = [...]string{
 	DropDuplicate: "duplicate", DropRateLimited: "rate-limited",
 	DropHopLoop: "hop-loop", DropHopRunaway: "hop-runaway", DropQueueFull: "queue-full",
 	DropDenied: "denied", DropExpired: "expired", DropRefused: "refused",
-	DropUnauthenticated: "unauthenticated", DropAliasLimit: "alias-limit",
+	DropUnauthenticated: "unauthenticated", DropAliasLimit: "alias-limit", DropUnserved: "unserved",
 }
 
 // Admission reports whether r is one of the admission checks' reasons

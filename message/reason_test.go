@@ -48,6 +48,7 @@ func TestDropReasonsHaveOneWireSpelling(t *testing.T) {
 		{DropQueueFull, "queue-full", true}, {DropDenied, "denied", false},
 		{DropExpired, "expired", false}, {DropRefused, "refused", false},
 		{DropUnauthenticated, "unauthenticated", false}, {DropAliasLimit, "alias-limit", false},
+		{DropUnserved, "unserved", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.wire+" reads back as itself", func(t *testing.T) {

@@ -31,12 +31,22 @@ func (l *Leg) Answer(ctx context.Context, req message.PermissionRequest, a messa
 }
 
 // Control hands a control request to the inner leg, at once.
-func (l *Leg) Control(ctx context.Context, target message.Session, c message.Control) error {
+func (l *Leg) Control(ctx context.Context, target message.Session, c message.Control) (message.ControlResult, error) {
 	ct, ok := l.inner.(router.Controllable)
 	if !ok {
-		return fmt.Errorf("%w: %s is a %s session", router.ErrNotControllable, target.Address, l.inner.Name())
+		return message.ControlResult{}, fmt.Errorf("%w: %s is a %s session", router.ErrNotControllable, target.Address, l.inner.Name())
 	}
 	return ct.Control(ctx, target, c)
+}
+
+// Info is the inner leg's (the remote leg: what a session told about
+// itself).
+func (l *Leg) Info(ctx context.Context, target message.Session) (message.SessionInfo, error) {
+	d, ok := l.inner.(router.Describer)
+	if !ok {
+		return message.SessionInfo{}, fmt.Errorf("%w: %s is a %s session", router.ErrNotControllable, target.Address, l.inner.Name())
+	}
+	return d.Info(ctx, target)
 }
 
 // Wake is the inner leg's (the remote leg: leave dormancy for a session).

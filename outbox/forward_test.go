@@ -25,9 +25,9 @@ func (a *ableLeg) Answer(context.Context, message.PermissionRequest, message.Per
 	a.asked = append(a.asked, "answer")
 	return nil
 }
-func (a *ableLeg) Control(context.Context, message.Session, message.Control) error {
+func (a *ableLeg) Control(context.Context, message.Session, message.Control) (message.ControlResult, error) {
 	a.asked = append(a.asked, "control")
-	return nil
+	return message.ControlResult{}, nil
 }
 func (a *ableLeg) Wake(string)  { a.asked = append(a.asked, "wake") }
 func (a *ableLeg) Ready() error { a.asked = append(a.asked, "ready"); return a.ready }
@@ -35,10 +35,12 @@ func (a *ableLeg) Ready() error { a.asked = append(a.asked, "ready"); return a.r
 type abilities interface {
 	Claims(addressing.Address) bool
 	Answer(context.Context, message.PermissionRequest, message.PermissionAnswer) error
-	Control(context.Context, message.Session, message.Control) error
+	Control(context.Context, message.Session, message.Control) (message.ControlResult, error)
 	Wake(string)
 	Ready() error
 }
+
+func controlErr(_ message.ControlResult, err error) error { return err }
 
 func TestAbilitiesAreForwarded(t *testing.T) {
 	ctx := context.Background()
@@ -47,7 +49,7 @@ func TestAbilitiesAreForwarded(t *testing.T) {
 		l.Wake("s1")
 		return []error{
 			l.Answer(ctx, message.PermissionRequest{}, message.PermissionAnswer{Behavior: message.BehaviorAllow}),
-			l.Control(ctx, message.Session{Address: "bridge:s1"}, message.Control{Kind: message.ControlInterrupt}),
+			controlErr(l.Control(ctx, message.Session{Address: "bridge:s1"}, message.Control{Kind: message.ControlInterrupt})),
 			l.Ready(),
 		}
 	}
@@ -101,6 +103,7 @@ func TestTheWrapperOffersExactlyTheRemoteLegsAbilities(t *testing.T) {
 		"AliasHost":      reflect.TypeFor[router.AliasHost](),
 		"Prompter":       reflect.TypeFor[router.Prompter](),
 		"Controllable":   reflect.TypeFor[router.Controllable](),
+		"Describer":      reflect.TypeFor[router.Describer](),
 		"Readier":        reflect.TypeFor[router.Readier](),
 		"Waker":          reflect.TypeFor[router.Waker](),
 	}

@@ -83,9 +83,18 @@ type Prompter interface {
 }
 
 // Controllable is a leg whose sessions take control requests: interrupt,
-// set_permission_mode, set_model.
+// set_permission_mode, set_model. Control reports the session's answer: a
+// *message.ControlRefusedError for an error answer, message.ErrNoControlAnswer
+// for none in time.
 type Controllable interface {
-	Control(ctx context.Context, target message.Session, c message.Control) error
+	Control(ctx context.Context, target message.Session, c message.Control) (message.ControlResult, error)
+}
+
+// Describer is a leg that can say what a session told about itself (the
+// remote leg: initialize's answer, its mode and model). A session the leg
+// does not know is an *addressing.NotFoundError.
+type Describer interface {
+	Info(ctx context.Context, target message.Session) (message.SessionInfo, error)
 }
 
 // Resumer is a leg that carries messages accepted before a restart (a

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -456,6 +457,7 @@ func TestControlGoesToTheSessionsLeg(t *testing.T) {
 		{"an interrupt by bridge address reaches the remote leg", "bridge:" + promptleg.SessionID, message.Control{Kind: message.ControlInterrupt}, nil, nil},
 		{"a mode change by name reaches the remote leg", "fix-the-bug", message.Control{Kind: message.ControlSetPermissionMode, Mode: "plan"}, nil, nil},
 		{"a model change to the default is allowed", "fix-the-bug", message.Control{Kind: message.ControlSetModel}, nil, nil},
+		{"a model the session offers may be named by its display name", "fix-the-bug", message.Control{Kind: message.ControlSetModel, Model: "Sonnet"}, nil, nil},
 		{"a session of a leg without control requests is refused", "review", message.Control{Kind: message.ControlInterrupt}, nil, func(t *testing.T, err error) {
 			if !errors.Is(err, ErrNotControllable) {
 				t.Fatalf("err = %v, want ErrNotControllable", err)
@@ -479,6 +481,24 @@ func TestControlGoesToTheSessionsLeg(t *testing.T) {
 				t.Fatalf("err = %v, want not found", err)
 			}
 		}},
+		{"a mode the protocol does not have is refused before anything is sent", "fix-the-bug", message.Control{Kind: message.ControlSetPermissionMode, Mode: "yolo"}, nil, func(t *testing.T, err error) {
+			var ie *InvalidControlError
+			if !errors.As(err, &ie) || !strings.Contains(err.Error(), "acceptEdits") {
+				t.Fatalf("err = %v, want an invalid control naming the modes", err)
+			}
+		}},
+		{"a model the session does not offer is refused before anything is sent", "fix-the-bug", message.Control{Kind: message.ControlSetModel, Model: "gpt-5"}, nil, func(t *testing.T, err error) {
+			var ie *InvalidControlError
+			if !errors.As(err, &ie) || !strings.Contains(err.Error(), "claude-opus-4-6") {
+				t.Fatalf("err = %v, want an invalid control naming the offered models", err)
+			}
+		}},
+		{"the session's error answer is a refusal", "fix-the-bug", message.Control{Kind: message.ControlInterrupt}, &message.ControlRefusedError{Kind: message.ControlInterrupt, Reason: "nothing to interrupt"}, func(t *testing.T, err error) {
+			var re *RefusedError
+			if !errors.As(err, &re) || !strings.Contains(err.Error(), "nothing to interrupt") {
+				t.Fatalf("err = %v, want a refusal carrying the session's error", err)
+			}
+		}},
 		{"a leg failure is a leg error", "fix-the-bug", message.Control{Kind: message.ControlInterrupt}, errors.New("stream down"), func(t *testing.T, err error) {
 			var le *LegError
 			if !errors.As(err, &le) || le.Op != "control" {
@@ -490,10 +510,14 @@ func TestControlGoesToTheSessionsLeg(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			leg := promptleg.New()
 			leg.FailControls(tt.legErr)
+			leg.Models = []message.ModelInfo{{Value: "claude-opus-4-6"}, {Value: "claude-sonnet-4-5", DisplayName: "Sonnet"}}
 			r := start(t, leg, newFake())
-			err := r.Control(context.Background(), tt.address, tt.control)
+			_, err := r.Control(context.Background(), tt.address, tt.control)
 			if tt.check != nil {
 				tt.check(t, err)
+				if ie := (*InvalidControlError)(nil); errors.As(err, &ie) && len(leg.Controls()) != 0 {
+					t.Fatalf("an invalid control reached the leg: %+v", leg.Controls())
+				}
 				return
 			}
 			if err != nil {

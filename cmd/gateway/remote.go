@@ -18,9 +18,11 @@ import (
 const remoteUsage = `usage: gateway remote COMMAND
   sessions [--json]               list remote sessions
   watch ID [--json] [--since N]   print one remote session's output, prompts and link state
+  info ID [--json]                what it told the gateway: models, commands, permission mode
   interrupt ID                    stop the session's current turn
   mode ID MODE                    set its permission mode: default, plan, acceptEdits, bypassPermissions
-  model ID MODEL                  set its model
+  model ID MODEL                  set its model (one info lists)
+Controls wait for the session's answer and fail with its error.
 ID is the session id, bridge:<id>, or any address the gateway resolves.`
 
 func runRemote(ctx context.Context, e *env, args []string) int {
@@ -43,6 +45,8 @@ func runRemote(ctx context.Context, e *env, args []string) int {
 		return remoteSessions(ctx, e, rest)
 	case "watch":
 		return remoteWatch(ctx, e, rest)
+	case "info":
+		return remoteControl(ctx, e, "info", "", rest)
 	case "interrupt":
 		return remoteControl(ctx, e, "interrupt", message.ControlInterrupt, rest)
 	case "mode":
@@ -94,7 +98,7 @@ func remoteControl(ctx context.Context, e *env, name string, kind message.Contro
 		return flagErr(err)
 	}
 	want, shape := 2, "ID "+strings.ToUpper(name)
-	if kind == message.ControlInterrupt {
+	if kind == message.ControlInterrupt || kind == "" {
 		want, shape = 1, "ID"
 	}
 	if len(pos) != want {
@@ -110,25 +114,31 @@ func remoteControl(ctx context.Context, e *env, name string, kind message.Contro
 		ctl.Model = pos[1]
 	}
 	addr := c.RemoteAddress(ctx, pos[0])
-	if err := c.Control(ctx, addr, ctl); err != nil {
-		var ae *api.APIError
-		if *asJSON && errors.As(err, &ae) {
-			printJSON(e.stdout, ae.Body)
-			return exitError
-		}
+	var (
+		reply any
+		info  message.SessionInfo
+		r     api.ControlReply
+	)
+	if kind == "" {
+		info, err = c.RemoteInfo(ctx, addr)
+		reply = info
+	} else {
+		r, err = c.Control(ctx, addr, ctl)
+		reply = r
+	}
+	var ae *api.APIError
+	switch {
+	case err != nil && *asJSON && errors.As(err, &ae):
+		printJSON(e.stdout, ae.Body)
+		return exitError
+	case err != nil:
 		return fail(e, err)
-	}
-	if *asJSON {
-		printJSON(e.stdout, api.ControlBody{Address: addr, Kind: kind, Mode: ctl.Mode, Model: ctl.Model})
-		return exitOK
-	}
-	switch kind {
-	case message.ControlSetPermissionMode:
-		fmt.Fprintf(e.stdout, "asked %s to switch to permission mode %s\n", addr, ctl.Mode)
-	case message.ControlSetModel:
-		fmt.Fprintf(e.stdout, "asked %s to switch to model %s\n", addr, ctl.Model)
+	case *asJSON:
+		printJSON(e.stdout, reply)
+	case kind == "":
+		eventfmt.SessionInfo(e.stdout, info)
 	default:
-		fmt.Fprintf(e.stdout, "interrupted %s\n", addr)
+		eventfmt.Control(e.stdout, addr, ctl, r.ControlResult)
 	}
 	return exitOK
 }

@@ -106,7 +106,12 @@ func (p *Transcript) remote(t string, r *message.RemoteEvent) {
 			fmt.Fprintf(p.w, "%s %s: %s\n", t, r.Kind, r.Text)
 		}
 	case "control_request", "control_response", "control_cancel_request":
-		// Prompts show as permission events, with their ids.
+		// Prompts show as permission events, with their ids; a request
+		// the gateway refused for the session says so.
+		if r.Control != nil && r.Control.Unserved {
+			p.EndLine()
+			fmt.Fprintf(p.w, "%s %s\n", t, r.Text)
+		}
 	default:
 		if r.Text != "" {
 			p.EndLine()

@@ -110,17 +110,22 @@ func (w *echoWorker) emit(line []byte) {
 	}
 }
 
-// control applies a control request and answers it if asked; it reports
-// whether the request was an interrupt.
+// control applies a control request (unless RefuseControls names its
+// subtype) and answers it if asked; it reports whether the request was an
+// interrupt that took.
 func (w *echoWorker) control(j job) bool {
 	req := j.m.ControlRequest
-	switch req.Subtype {
-	case "set_model":
+	w.s.mu.Lock()
+	_, refused := w.s.sessions[w.id].refuse[req.Subtype]
+	w.s.mu.Unlock()
+	switch subtype := req.Subtype; {
+	case refused:
+	case subtype == "set_model":
 		w.model = req.Model
 		if w.model == "" {
 			w.model = defaultModel
 		}
-	case "set_permission_mode":
+	case subtype == "set_permission_mode":
 		w.mode = req.Mode
 	}
 	if j.ack {
@@ -130,7 +135,7 @@ func (w *echoWorker) control(j job) bool {
 		w.s.mu.Unlock()
 		w.emit(line)
 	}
-	return req.Subtype == "interrupt"
+	return req.Subtype == "interrupt" && !refused
 }
 
 // wait runs the inbox until done fires (nil: never), an answer to requestID

@@ -324,6 +324,14 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 			stored = append(stored, ss.events[j])
 			continue
 		}
+		if ss.noEcho && m.Type == "user" { // the session gets it; the stream does not say so
+			ss.held = append(ss.held, body.Events[i])
+			ss.posted = append(ss.posted, m)
+			ss.classes = append(ss.classes, classes[i])
+			s.toWorker(ss, m, true)
+			stored = append(stored, body.Events[i])
+			continue
+		}
 		e, _, err := s.store(ss, body.Events[i], sourceClient)
 		if err != nil { // cannot happen: Decode accepted the object
 			writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())

@@ -93,9 +93,28 @@ type Options struct {
 	// and reply once they are answered over HTTP; posted interrupt,
 	// set_permission_mode and set_model requests are honoured and answered.
 	Echo bool
+	// Models and Commands are what every session's initialize answer
+	// lists (nil: none, as seed 001's capture shows).
+	Models   []Model
+	Commands []Command
 	// EchoPace is the time between the streamed copies of an echo turn
 	// (default 0: all at once). With a pace, an interrupt can land mid-turn.
 	EchoPace time.Duration
+}
+
+// Model is one model of initialize's answer, in the shape the Agent SDK
+// documents (seed 001 shows only an empty list).
+type Model struct {
+	Value       string `json:"value"`
+	DisplayName string `json:"displayName"`
+	Description string `json:"description"`
+}
+
+// Command is one slash command of initialize's answer, in the SDK's shape.
+type Command struct {
+	Name         string `json:"name"`
+	Description  string `json:"description"`
+	ArgumentHint string `json:"argumentHint"`
 }
 
 // Environment is one entry of the environments list, in the seed's shape.
@@ -169,6 +188,13 @@ type session struct {
 	subs     map[*subscriber]struct{}
 	streams  map[*stream]struct{} // open v2 event streams
 	worker   *echoWorker          // nil until Echo's worker is first needed
+	// noEcho keeps posted user messages off the stream and out of the
+	// history (SuppressEcho); held are those kept, in post order.
+	noEcho bool
+	held   []json.RawMessage
+	// refuse maps a control subtype to the error the session answers it
+	// with (RefuseControls).
+	refuse map[string]string
 }
 
 // Session is a session as the REST endpoints show it. The seed gives no

@@ -311,18 +311,27 @@ func (s *Server) control(ss *session, req *ControlRequest) []byte {
 	return s.controlResponse(ss, req)
 }
 
-// controlResponse builds the success answer to a control request: the
-// initialize answer carries the pending prompts; s.mu must be held.
+// controlResponse builds the answer to a control request: an error for a
+// subtype RefuseControls named, else success; the initialize answer
+// carries the models, commands and pending prompts; s.mu must be held.
 func (s *Server) controlResponse(ss *session, req *ControlRequest) []byte {
+	if msg, ok := ss.refuse[req.Subtype]; ok {
+		b, _ := json.Marshal(map[string]any{
+			"type": "control_response", "session_id": ss.ID, "created_at": s.now(),
+			"response": map[string]any{"subtype": "error", "request_id": req.RequestID, "error": msg},
+		})
+		return b
+	}
 	inner := map[string]any{}
 	if req.Subtype == "initialize" {
 		pending := make([]json.RawMessage, 0, len(ss.pending))
 		for _, p := range ss.pending {
 			pending = append(pending, pendingMessage(p))
 		}
+		models, commands := append([]Model{}, s.opts.Models...), append([]Command{}, s.opts.Commands...)
 		inner = map[string]any{
 			"account": map[string]any{}, "available_output_styles": []string{"normal"},
-			"commands": []any{}, "models": []any{}, "output_style": "normal", "pid": os.Getpid(),
+			"commands": commands, "models": models, "output_style": "normal", "pid": os.Getpid(),
 			"pending_permission_requests": pending,
 		}
 	}
@@ -331,6 +340,54 @@ func (s *Server) controlResponse(ss *session, req *ControlRequest) []byte {
 		"response": map[string]any{"subtype": "success", "request_id": req.RequestID, "response": inner},
 	})
 	return b
+}
+
+// RefuseControls makes the session answer control requests of subtype
+// (interrupt, set_model, ...) with an error carrying msg, and not act on
+// them; an empty msg answers them with success again. Posted requests are
+// answered only with Options.Echo, as all are.
+func (s *Server) RefuseControls(sessionID, subtype, msg string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.sessions[sessionID]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrNoSession, sessionID)
+	}
+	if ss.refuse == nil {
+		ss.refuse = map[string]string{}
+	}
+	if msg == "" {
+		delete(ss.refuse, subtype)
+	} else {
+		ss.refuse[subtype] = msg
+	}
+	return nil
+}
+
+// SuppressEcho, on, keeps the user messages posted to the session off its
+// stream and out of its history: the session (the echo worker) still gets
+// and answers them, but no client sees their echo. Off, the messages kept
+// are stored and streamed then: a late echo.
+func (s *Server) SuppressEcho(sessionID string, on bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.sessions[sessionID]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrNoSession, sessionID)
+	}
+	ss.noEcho = on
+	if on {
+		return nil
+	}
+	for _, e := range ss.held {
+		out, _, err := s.store(ss, e, sourceClient)
+		if err != nil {
+			return err
+		}
+		s.broadcast(ss, out)
+	}
+	ss.held = nil
+	return nil
 }
 
 // pendingMessage is a pending prompt as a whole control_request message.

@@ -2,8 +2,10 @@ package promptleg
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
+	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -17,6 +19,8 @@ type Leg struct {
 	Status  string        // the listed session's status
 	Gate    chan struct{} // when set, Answer waits for it to close
 	Entered chan struct{} // when set, Answer says on it that it was called
+	// Models are the models its session offers (Info); none: any.
+	Models []message.ModelInfo
 
 	started chan struct{}
 
@@ -75,15 +79,25 @@ func (l *Leg) Answer(ctx context.Context, _ message.PermissionRequest, a message
 
 // Control records c for target; with an error set it records nothing and
 // returns it.
-func (l *Leg) Control(_ context.Context, target message.Session, c message.Control) error {
+func (l *Leg) Control(_ context.Context, target message.Session, c message.Control) (message.ControlResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.controlErr != nil {
-		return l.controlErr
+		return message.ControlResult{}, l.controlErr
 	}
 	l.targets = append(l.targets, target)
 	l.controls = append(l.controls, c)
-	return nil
+	return message.ControlResult{RequestID: fmt.Sprintf("%s-%d", c.Kind, len(l.controls)), Acknowledged: true}, nil
+}
+
+// Info describes the leg's one session, followed, offering Models; any
+// other session is not found.
+func (l *Leg) Info(_ context.Context, target message.Session) (message.SessionInfo, error) {
+	if target.SessionID != SessionID {
+		return message.SessionInfo{}, &addressing.NotFoundError{Kind: addressing.KindBridge, Query: target.SessionID}
+	}
+	return message.SessionInfo{SessionID: SessionID, Address: "bridge:" + SessionID, Followed: true,
+		Initialized: l.Models != nil, Models: l.Models, Commands: []message.CommandInfo{}}, nil
 }
 
 // Started is closed once the router runs the leg.

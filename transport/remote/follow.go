@@ -32,6 +32,18 @@ type follow struct {
 	// turn, which began with its first assistant message.
 	waiting, current []replyTo
 	turnActive       bool
+
+	// info is what the session told about itself; l.mu guards it, as Info
+	// reads it from other goroutines.
+	info message.SessionInfo
+	// asked are mode and model changes seen and not yet answered.
+	asked map[string]asked
+	// refused are the unserved requests answered with an error, toRefuse
+	// those still to answer; unserved, while reading the history, those
+	// the history shows no answer to.
+	refused  map[string]bool
+	toRefuse []wire.ControlRequest
+	unserved map[string]wire.ControlRequest
 }
 
 // retryable says the stream has ended by giving up on a failure that may
@@ -147,6 +159,7 @@ func (l *Leg) startLocked(ctx context.Context, wg *sync.WaitGroup, id string, in
 			for _, ev := range l.translate(id, f, u) {
 				emit(fctx, in, ev)
 			}
+			l.postRefusals(fctx, id, f)
 		}
 		<-runDone // f.err is set
 	}()
@@ -237,6 +250,16 @@ func (l *Leg) backlog(ctx context.Context, id string, f *follow, in chan<- messa
 	for _, req := range f.prompts {
 		emit(ctx, in, message.Event{Type: message.EventPermission, Leg: message.ProtocolRemote, Time: l.cfg.Now(), Permission: &req})
 	}
+	// Requests the gateway does not serve, still unanswered, would hold
+	// the session up for ever: refuse them now.
+	for _, cr := range f.unserved {
+		if f.refuse(cr) {
+			emit(ctx, in, message.Event{Type: message.EventDrop, Leg: message.ProtocolRemote, Time: l.cfg.Now(),
+				Drop: &message.Drop{MsgID: cr.RequestID, From: bridgeAddr(id), Reason: message.DropUnserved}})
+		}
+	}
+	f.unserved = nil
+	l.postRefusals(ctx, id, f)
 	return afterID, afterSeq, seen, nil
 }
 
@@ -245,15 +268,27 @@ func (l *Leg) track(id string, f *follow, m wire.Message, now time.Time) {
 	addr := bridgeAddr(id)
 	switch m.Kind {
 	case wire.KindControlRequest:
-		if m.ControlRequest.Subtype == wire.SubtypeCanUseTool {
-			f.prompts[m.ControlRequest.RequestID] = permission(id, addr, m.ControlRequest, now)
+		switch cr := m.ControlRequest; {
+		case cr.Subtype == wire.SubtypeCanUseTool:
+			f.prompts[cr.RequestID] = permission(id, addr, cr, now)
+		case !cr.Subtype.FromClient() && cr.RequestID != "":
+			if f.unserved == nil || len(f.unserved) >= maxWaiters {
+				f.unserved = map[string]wire.ControlRequest{} // a flood: keep the newest
+			}
+			f.unserved[cr.RequestID] = *cr
 		}
 	case wire.KindControlCancelRequest:
 		delete(f.prompts, m.Cancel.RequestID)
+		delete(f.unserved, m.Cancel.RequestID)
 	case wire.KindControlResponse:
-		if cr := m.ControlResponse; cr != nil && cr.Decision != nil {
-			delete(f.prompts, cr.RequestID)
+		if cr := m.ControlResponse; cr != nil {
+			if cr.Decision != nil {
+				delete(f.prompts, cr.RequestID)
+			}
+			delete(f.unserved, cr.RequestID)
 		}
+	case wire.KindSystem:
+		l.system(id, f, m, now)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/sessiongateway/gateway/internal/bounded"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/remote/stream"
+	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
 // API is the REST surface the remote leg uses. NewSessionsAPI adapts
@@ -80,6 +81,10 @@ type LegConfig struct {
 	// has none yet; default DefaultListWait. Once it has one, Sessions
 	// answers from it at once and never waits on the API.
 	ListWait time.Duration
+	// ControlTimeout bounds the wait for a session's answer to a control
+	// request (interrupt, set_model, set_permission_mode); default
+	// DefaultControlTimeout.
+	ControlTimeout time.Duration
 	// Buffer is each stream's update queue; default 16. The stream blocks
 	// when it is full, so more would only cost memory per idle session.
 	Buffer int
@@ -109,6 +114,11 @@ type Leg struct {
 	names    map[string]string  // session id -> alias name, from the last listing
 
 	posted *bounded.Map[string, postedMsg] // event uuid we posted -> what it carried, until echoed
+	// unechoed are the uuids of posts with a local sender to answer, by
+	// session, accepted and not yet echoed: the next turn answers them.
+	unechoed map[string][]string
+	// waiters wait for the answers to our control requests, by request id.
+	waiters map[string]chan *wire.ControlResponse
 }
 
 const (
@@ -123,6 +133,9 @@ const (
 const (
 	DefaultListTimeout = 15 * time.Second
 	DefaultListWait    = 250 * time.Millisecond
+	// DefaultControlTimeout is how long a control request waits for the
+	// session's answer.
+	DefaultControlTimeout = 10 * time.Second
 )
 
 // NewLeg checks cfg and builds the leg; Run starts following.
@@ -154,6 +167,9 @@ func NewLeg(cfg LegConfig) (*Leg, error) {
 	if cfg.ListWait <= 0 {
 		cfg.ListWait = DefaultListWait
 	}
+	if cfg.ControlTimeout <= 0 {
+		cfg.ControlTimeout = DefaultControlTimeout
+	}
 	if cfg.Buffer <= 0 {
 		cfg.Buffer = 16
 	}
@@ -175,7 +191,8 @@ func NewLeg(cfg LegConfig) (*Leg, error) {
 			return nil, fmt.Errorf("remote leg: alias %s=%s: want SESSION_ID=NAME with a name of letters, digits, '-', '_' or '.'", id, name)
 		}
 	}
-	l := &Leg{cfg: cfg, log: cfg.Logger, links: map[string]*follow{}, posted: bounded.NewMap[string, postedMsg](maxPosted), names: map[string]string{}}
+	l := &Leg{cfg: cfg, log: cfg.Logger, links: map[string]*follow{}, posted: bounded.NewMap[string, postedMsg](maxPosted), names: map[string]string{},
+		unechoed: map[string][]string{}, waiters: map[string]chan *wire.ControlResponse{}}
 	l.listCtx, l.stopListing = context.WithCancel(context.Background())
 	return l, nil
 }

@@ -353,7 +353,7 @@ func TestLegControl(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			api := &stubAPI{}
 			l := newTestLeg(t, api)
-			err := l.Control(context.Background(), message.Session{Address: "bridge:session_01a"}, tt.c)
+			_, err := l.Control(context.Background(), message.Session{Address: "bridge:session_01a"}, tt.c)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)

@@ -3,7 +3,6 @@ package remote
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -63,6 +62,9 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 		// The error too, so a caller that retries (the outbox) can tell a
 		// refusal (sessionsapi.ErrNotFound, ...) from a passing failure.
 		return message.Receipt{MsgID: m.ID, Status: message.StatusFailed, Reason: err.Error(), Time: now}, err
+	}
+	if pm.reply != nil {
+		l.accepted(id, evUUID)
 	}
 	l.Wake(id) // a dormant stream comes back to hear the answer
 	return message.Receipt{MsgID: m.ID, Status: message.StatusSent, Detail: "accepted by the server", Time: now}, nil
@@ -163,37 +165,4 @@ func updatedInput(req message.PermissionRequest, a message.PermissionAnswer) (js
 	}
 	obj["answers"] = b
 	return json.Marshal(obj)
-}
-
-// Control posts a control_request (interrupt, set_permission_mode,
-// set_model) over HTTP.
-func (l *Leg) Control(ctx context.Context, target message.Session, c message.Control) error {
-	id := target.SessionID
-	if id == "" {
-		var err error
-		if id, err = targetID(message.Message{To: target.Address}); err != nil {
-			return err
-		}
-	}
-	req := map[string]any{"subtype": string(c.Kind)}
-	switch c.Kind {
-	case message.ControlInterrupt:
-	case message.ControlSetPermissionMode:
-		if c.Mode == "" {
-			return errors.New("remote leg: set_permission_mode needs a mode")
-		}
-		req["mode"] = c.Mode
-	case message.ControlSetModel:
-		if c.Model != "" {
-			req["model"] = c.Model
-		}
-	default:
-		return fmt.Errorf("remote leg: unknown control %q", c.Kind)
-	}
-	rid := fmt.Sprintf("%s-%d-%s", c.Kind, l.cfg.Now().UnixMilli(), uuid.NewString()[:8])
-	ev, err := wire.ControlEvent(uuid.NewString(), rid, req)
-	if err != nil {
-		return err
-	}
-	return l.cfg.API.Post(ctx, id, ev)
 }

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -26,10 +27,62 @@ type postedMsg struct {
 }
 
 // beginTurn: the first assistant message begins a turn, which answers the
-// messages the session had by then.
-func (f *follow) beginTurn() {
+// messages the session had by then: those echoed, and those accepted and
+// not (yet) echoed, so a late or missing echo costs no answer.
+func (l *Leg) beginTurn(id string, f *follow) {
 	if !f.turnActive {
-		f.turnActive, f.current, f.waiting = true, f.waiting, nil
+		f.turnActive, f.current, f.waiting = true, append(f.waiting, l.takeUnechoed(id)...), nil
+	}
+}
+
+// accepted notes a post with a local sender to answer, which the server
+// accepted: the next turn of session id answers it, echoed or not.
+func (l *Leg) accepted(id, evUUID string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.unechoed[id]; !ok && len(l.unechoed) >= maxPosted {
+		return // posts to that many sessions: this one's answer needs its echo
+	}
+	q := l.unechoed[id]
+	if len(q) >= maxWaiting {
+		q = q[1:]
+	}
+	l.unechoed[id] = append(q, evUUID)
+}
+
+// takeUnechoed takes the senders of session id's posts not yet echoed. Their
+// posts stay known, so the echo still makes the delivered receipt, and
+// changes nothing else.
+func (l *Leg) takeUnechoed(id string) []replyTo {
+	l.mu.Lock()
+	q := l.unechoed[id]
+	delete(l.unechoed, id)
+	l.mu.Unlock()
+	var to []replyTo
+	for _, evUUID := range q {
+		l.posted.Update(evUUID, func(pm postedMsg) postedMsg {
+			if pm.reply != nil {
+				to = append(to, *pm.reply)
+				pm.reply = nil
+			}
+			return pm
+		})
+	}
+	return to
+}
+
+// echoedFrom forgets an echoed post of session id as not yet echoed.
+func (l *Leg) echoedFrom(id, evUUID string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	q := l.unechoed[id]
+	if i := slices.Index(q, evUUID); i >= 0 {
+		q = slices.Delete(q, i, i+1)
+	}
+	if len(q) == 0 {
+		delete(l.unechoed, id)
+	} else {
+		l.unechoed[id] = q
 	}
 }
 

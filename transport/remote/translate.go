@@ -55,11 +55,17 @@ func (l *Leg) translate(id string, f *follow, su stream.Update) []message.Event 
 	case wire.KindResult:
 		return l.result(u)
 	case wire.KindControlRequest:
-		return u.prompt()
+		return l.request(u)
 	case wire.KindControlCancelRequest:
 		return u.cancel()
 	case wire.KindControlResponse:
+		if cr := m.ControlResponse; cr != nil {
+			l.response(id, f, cr, u.now)
+			u.re.Control = &message.RemoteControl{RequestID: cr.RequestID, Error: cr.Error}
+		}
 		return u.answered()
+	case wire.KindSystem:
+		l.system(id, f, m, u.now)
 	}
 	return u.events()
 }
@@ -68,7 +74,7 @@ func (l *Leg) translate(id string, f *follow, su stream.Update) []message.Event 
 // finished top-level one answers the senders of the running turn.
 func (l *Leg) assistant(u *update) []message.Event {
 	f := u.f
-	f.beginTurn()
+	l.beginTurn(u.id, f)
 	a := f.merge(*u.m.Assistant)
 	u.re.MessageID, u.re.Final, u.re.Text = a.ID, a.StopReason != "", a.Content.Text()
 	if u.re.Final && l.cfg.Reply == ReplyAssistant && len(f.current) > 0 && u.m.ParentToolUseID == "" {
@@ -102,6 +108,7 @@ func (l *Leg) user(u *update) []message.Event {
 	if !ok {
 		return u.events()
 	}
+	l.echoedFrom(u.id, u.re.UUID)
 	if reply != nil {
 		u.f.await(*reply)
 	}
@@ -124,12 +131,8 @@ func (l *Leg) result(u *update) []message.Event {
 }
 
 // prompt raises a can_use_tool request as a pending permission prompt.
-// Other control requests are shown only.
 func (u *update) prompt() []message.Event {
 	cr := u.m.ControlRequest
-	if cr.Subtype != wire.SubtypeCanUseTool {
-		return u.events()
-	}
 	req := permission(u.id, u.addr, cr, u.now)
 	u.f.prompts[cr.RequestID] = req
 	return u.events(u.permission(req))

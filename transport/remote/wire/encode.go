@@ -72,3 +72,17 @@ func PendingMessage(sessionID string, p ControlRequest) (Message, error) {
 	}
 	return Decode(line)
 }
+
+// ErrorEvent is the control_response event refusing the control request
+// requestID with msg (seed 001's error shape).
+func ErrorEvent(uuid, requestID, msg string) (json.RawMessage, error) {
+	return json.Marshal(map[string]any{
+		"type": "control_response",
+		"uuid": uuid,
+		"response": map[string]any{
+			"subtype":    "error",
+			"request_id": requestID,
+			"error":      msg,
+		},
+	})
+}

@@ -73,6 +73,18 @@ var subtypeWire = [...]string{
 
 func (s Subtype) String() string { return subtypeWire[s] }
 
+// FromClient says a client sends this subtype to the session (seed 001's
+// Client→Server rows): seen on the stream, it is a client's request (ours
+// echoed, or the web app's), not one the session waits on us to answer.
+func (s Subtype) FromClient() bool {
+	switch s {
+	case SubtypeInitialize, SubtypeInterrupt, SubtypeSetPermissionMode, SubtypeSetModel,
+		SubtypeSetMaxThinkingTokens, SubtypeMCPStatus:
+		return true
+	}
+	return false
+}
+
 // lookup maps a wire spelling back to its value; unknown spellings give 0.
 func lookup[T ~uint8](table []string, s string) T {
 	for i, w := range table {
