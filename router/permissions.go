@@ -526,4 +526,3 @@ func validateAnswers(req message.PermissionRequest, answers map[string][]string,
 	}
 	return nil
 }
-

@@ -53,6 +53,13 @@ func startRemoteGatewayWith(t *testing.T, transport string, before func(c *fakec
 	if before != nil {
 		before(cloud, sid)
 	}
+	return followCloud(t, cloud, sid, transport, tune)
+}
+
+// followCloud starts a gateway with only the remote leg, following every
+// session of cloud.
+func followCloud(t *testing.T, cloud *fakecloud.Server, sid, transport string, tune func(*stream.Config)) *remoteGateway {
+	t.Helper()
 	root := t.TempDir()
 	tokenFile := filepath.Join(root, "token")
 	if err := os.WriteFile(tokenFile, []byte(e2eToken+"\n"), 0o600); err != nil {

@@ -21,6 +21,7 @@ type stubAPI struct {
 	posts    []json.RawMessage
 	postErr  error
 	history  []json.RawMessage // served two at a time
+	onPost   func(json.RawMessage) // called with each event posted, on the poster's goroutine
 }
 
 func (s *stubAPI) EventsAfter(_ context.Context, _ string, after string) ([]json.RawMessage, bool, error) {
@@ -50,6 +51,11 @@ func (s *stubAPI) Post(_ context.Context, _ string, evs ...json.RawMessage) erro
 		return s.postErr
 	}
 	s.posts = append(s.posts, evs...)
+	if s.onPost != nil {
+		for _, ev := range evs {
+			s.onPost(ev)
+		}
+	}
 	return nil
 }
 func (s *stubAPI) StreamHeader(context.Context) (http.Header, error) { return http.Header{}, nil }

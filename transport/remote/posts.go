@@ -56,15 +56,18 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 		pm.reply = &replyTo{msgID: m.ID, from: m.From, fromName: m.FromName, fromSession: m.FromSession, hopChain: m.HopChain, mode: m.Mode}
 	}
 	l.posted.Put(evUUID, pm)
+	if pm.reply != nil {
+		// Before the post: the session may begin its turn before the
+		// server's acceptance reaches us.
+		l.unechoedPost(id, evUUID)
+	}
 	now := l.cfg.Now()
 	if err := l.cfg.API.Post(ctx, id, ev); err != nil {
 		l.posted.Delete(evUUID)
+		l.forgetUnechoed(id, evUUID)
 		// The error too, so a caller that retries (the outbox) can tell a
 		// refusal (sessionsapi.ErrNotFound, ...) from a passing failure.
 		return message.Receipt{MsgID: m.ID, Status: message.StatusFailed, Reason: err.Error(), Time: now}, err
-	}
-	if pm.reply != nil {
-		l.accepted(id, evUUID)
 	}
 	l.Wake(id) // a dormant stream comes back to hear the answer
 	return message.Receipt{MsgID: m.ID, Status: message.StatusSent, Detail: "accepted by the server", Time: now}, nil

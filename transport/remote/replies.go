@@ -35,9 +35,9 @@ func (l *Leg) beginTurn(id string, f *follow) {
 	}
 }
 
-// accepted notes a post with a local sender to answer, which the server
-// accepted: the next turn of session id answers it, echoed or not.
-func (l *Leg) accepted(id, evUUID string) {
+// unechoedPost notes a post with a local sender to answer: the next turn of
+// session id answers it, echoed or not (a failed post is forgotten).
+func (l *Leg) unechoedPost(id, evUUID string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.unechoed[id]; !ok && len(l.unechoed) >= maxPosted {
@@ -71,8 +71,9 @@ func (l *Leg) takeUnechoed(id string) []replyTo {
 	return to
 }
 
-// echoedFrom forgets an echoed post of session id as not yet echoed.
-func (l *Leg) echoedFrom(id, evUUID string) {
+// forgetUnechoed forgets a post of session id as not yet echoed: it was
+// echoed, or it failed.
+func (l *Leg) forgetUnechoed(id, evUUID string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	q := l.unechoed[id]

@@ -108,7 +108,7 @@ func (l *Leg) user(u *update) []message.Event {
 	if !ok {
 		return u.events()
 	}
-	l.echoedFrom(u.id, u.re.UUID)
+	l.forgetUnechoed(u.id, u.re.UUID)
 	if reply != nil {
 		u.f.await(*reply)
 	}
