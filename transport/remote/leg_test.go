@@ -20,7 +20,7 @@ type stubAPI struct {
 	sessions []RemoteSession
 	posts    []json.RawMessage
 	postErr  error
-	history  []json.RawMessage // served two at a time
+	history  []json.RawMessage     // served two at a time
 	onPost   func(json.RawMessage) // called with each event posted, on the poster's goroutine
 }
 
