@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
@@ -88,6 +91,11 @@ func TestControlsReportTheSessionsAnswer(t *testing.T) {
 			out, _, code = runCLI(t, g.StateDir, "remote", "model", g.sid, "claude-opus-4-6", "--json")
 			if code != exitError || !strings.Contains(out, `"code": "conflict"`) {
 				t.Fatalf("a refused model change, as JSON: exit %d: %s", code, out)
+			}
+			var ae *api.APIError
+			if _, err := g.Client.Control(ctxT(t), "bridge:"+g.sid, message.Control{Kind: message.ControlSetModel, Model: "claude-opus-4-6"}); !errors.As(err, &ae) ||
+				ae.Status != http.StatusConflict || !strings.Contains(ae.Error(), "is not available") {
+				t.Fatalf("the API gave %v, want a 409 carrying the session's error", err)
 			}
 			before := len(g.cloud.Controls(g.sid))
 			_, errOut, code = runCLI(t, g.StateDir, "remote", "mode", g.sid, "yolo")

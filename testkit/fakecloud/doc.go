@@ -15,7 +15,10 @@
 // prompt (answered only over HTTP POST, as the seed says) and CancelPrompt
 // withdraws one; with Options.Echo a built-in worker answers posted user
 // messages, raises prompts for "ask", "bash" and "plan", and honours
-// interrupt, set_model and set_permission_mode. Failure scripts make the next
+// interrupt, set_model and set_permission_mode (RefuseControls makes a
+// subtype answered with an error instead; Options.Models and Commands fill
+// initialize's answer; SuppressEcho keeps posted user messages off the
+// stream, then streams them late). Failure scripts make the next
 // requests answer 401, 403, 429 with Retry-After or 5xx, slow (Delay), or
 // make a subscription or stream close, drop or stall. Time comes from an
 // injectable Clock. It listens on loopback only. It reads and writes seed

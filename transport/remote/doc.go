@@ -3,7 +3,10 @@
 // up with their history), translates what they say into router events
 // (remote output, permission prompts, link state, answers back to the
 // local senders of a turn) and posts messages, permission answers and
-// control requests over REST through its API. NewSessionsAPI adapts the
+// control requests over REST through its API. A control request waits for
+// the session's answer on the live stream; a control request of the
+// session's that the gateway does not serve is refused at once; Info is
+// what initialize answered. NewSessionsAPI adapts the
 // Sessions API client (transport/sessionsapi) to that API on the v1 or v2
 // paths, and IsRefusal names its errors that no retry will change.
 //

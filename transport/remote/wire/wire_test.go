@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -453,13 +454,22 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{seedKeepAlive, seedAssistant, seedResult, seedUser, seedInterrupt, seedPermMode, seedInit,
 		seedInitSDK, seedAskUser, seedMCPMessage, seedAllow, seedAnswers, seedError, seedInitAns, seedMCPAnswer, seedCancel,
-		`{"type":"user","message":{"content":` + nest(3) + `}}`, `{"type":"x"}`, `[]`, ``} {
+		`{"type":"user","message":{"content":` + nest(3) + `}}`, `{"type":"x"}`, `[]`, ``,
+		`{"type":"control_response","response":{"subtype":"success","request_id":"i","response":{"models":[{"value":"m","displayName":"M"},"n",1,null],"commands":[{"name":"c"},"d",{}]}}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		m, err := Decode(line)
 		if err != nil {
 			return // refusing is fine; panicking is not
+		}
+		if cr := m.ControlResponse; cr != nil && cr.Initialize != nil {
+			// Initialize's lists keep only named entries, and a bounded number.
+			ms, cs := cr.Initialize.ModelList(), cr.Initialize.CommandList()
+			if len(ms) > maxListed || len(cs) > maxListed || slices.ContainsFunc(ms, func(m Model) bool { return m.Value == "" }) ||
+				slices.ContainsFunc(cs, func(c Command) bool { return c.Name == "" }) {
+				t.Fatalf("lists %+v %+v", ms, cs)
+			}
 		}
 		if m.Type == "" || m.Kind.String() == "" || len(m.Raw) == 0 {
 			t.Fatalf("decoded message without type or raw: %+v", m)
