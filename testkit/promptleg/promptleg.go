@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -91,10 +90,10 @@ func (l *Leg) Control(_ context.Context, target message.Session, c message.Contr
 }
 
 // Info describes the leg's one session, followed, offering Models; any
-// other session is not found.
+// other is an error.
 func (l *Leg) Info(_ context.Context, target message.Session) (message.SessionInfo, error) {
 	if target.SessionID != SessionID {
-		return message.SessionInfo{}, &addressing.NotFoundError{Kind: addressing.KindBridge, Query: target.SessionID}
+		return message.SessionInfo{}, fmt.Errorf("no session %s", target.SessionID)
 	}
 	return message.SessionInfo{SessionID: SessionID, Address: "bridge:" + SessionID, Followed: true,
 		Initialized: l.Models != nil, Models: l.Models, Commands: []message.CommandInfo{}}, nil
