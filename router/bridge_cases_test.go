@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -115,5 +116,34 @@ func TestARawAddressOutsideTheCachedRosterRefreshes(t *testing.T) {
 	_, s, err := r.Resolve(ctx, "uds:/tmp/cc-socks/13.sock")
 	if err != nil || s.Name != "newcomer" || s.PID != 13 {
 		t.Fatalf("got %+v %v; want the newly listed session", s, err)
+	}
+}
+
+// Another host's senders all cross one bridge at once, each forward
+// waiting on a slow receiver: a burst of 64 (four times sixteen senders)
+// is carried in full, none dropped as busy.
+func TestABurstOfSixtyFourForwardsIsCarriedWhileTheReceiverIsSlow(t *testing.T) {
+	sender := message.Session{Address: "uds:/tmp/cc-socks/30.sock", Protocol: message.ProtocolClaude, Name: "lead", SessionID: "c-lead"}
+	cl := &hostLeg{fakeLeg: claudeLeg(sender)}
+	qw := &blockingHost{hostLeg: &hostLeg{fakeLeg: qwenLeg(alpha)}, gate: make(chan struct{})}
+	r := New(Config{Bridge: true, BridgeInterval: time.Hour}, cl, qw)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	const burst = 64
+	for i := range burst {
+		cl.fakeLeg.emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
+			ID: fmt.Sprint("m", i), From: sender.Address, FromName: "lead", Body: fmt.Sprint("hi", i), Mode: message.ModePrompting,
+			Protocol: message.ProtocolClaude, AliasOf: alpha.Address, ToName: "alpha"}})
+	}
+	time.Sleep(50 * time.Millisecond) // every forward is in flight, or turned away
+	close(qw.gate)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(qw.sends()) < burst && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n, rel := len(qw.sends()), cl.relays(); n != burst || len(rel) != 0 {
+		t.Fatalf("forwarded %d of %d, %d turned away; want all forwarded", n, burst, len(rel))
 	}
 }
