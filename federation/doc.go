@@ -19,6 +19,11 @@
 // and an answer travels to the prompt's host, which applies it through
 // its own router and says back whether it won. Everything read
 // from NATS is hostile: a versioned envelope, capped in size, dropped with
-// a counted Reason when it does not check out. It may import router,
-// message, addressing and internal/..., never a transport, the api or cmd.
+// a counted Reason when it does not check out. Status reports the hosts,
+// the link and the consumers' lag (GET /v1/federation, /readyz); each
+// host counts its traffic per peer host (metrics.go), and a message's
+// trace context travels in its NATS headers, so the receiving host's span
+// continues the sender's trace. It may import router, message,
+// addressing, observability and internal/..., never a transport, the api
+// or cmd.
 package federation

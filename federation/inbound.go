@@ -115,6 +115,8 @@ func (n *Node) inbound(ctx context.Context, msg jetstream.Msg, deliver func(cont
 		return
 	}
 	m := *e.Message
+	ctx, end := n.received(ctx, msg, e.From, m.ID)
+	defer end()
 	key := settledKey(e.From, m.ID)
 	if rc, ok := n.settled.Get(key); ok {
 		// Delivered before; say so again in case the receipt was lost.
@@ -201,7 +203,9 @@ func (n *Node) sendReceipt(ctx context.Context, host string, rc message.Receipt)
 	if err != nil {
 		return err
 	}
-	return n.publish(ctx, receiptSubject(host), b, "rc."+rc.MsgID+"."+rc.Status.String())
+	err = n.publish(ctx, receiptSubject(host), b, "rc."+rc.MsgID+"."+rc.Status.String())
+	n.receiptCounted(ctx, host, "out", rc.Status, err)
+	return err
 }
 
 // publish writes b to subject, retrying with the same message id (so the
@@ -211,7 +215,7 @@ func (n *Node) publish(ctx context.Context, subject string, b []byte, id string)
 	wait := 50 * time.Millisecond
 	for {
 		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := n.js.Publish(actx, subject, b, jetstream.WithMsgID(id))
+		_, err := n.js.PublishMsg(actx, &nats.Msg{Subject: subject, Data: b, Header: traceHeader(ctx)}, jetstream.WithMsgID(id))
 		cancel()
 		if err == nil {
 			return nil

@@ -106,6 +106,7 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 	if err := n.publish(ctx, inSubject(target.Host), b, m.ID); err != nil {
 		return fail(err)
 	}
+	n.sent(ctx, target.Host)
 	return message.Receipt{MsgID: m.ID, Status: message.StatusSent, From: m.To, Time: time.Now()}, nil
 }
 
@@ -164,6 +165,7 @@ func (l *Leg) receipt(ctx context.Context, msg jetstream.Msg, in chan<- message.
 	rc := *e.Receipt
 	select {
 	case in <- message.Event{Type: message.EventReceipt, Time: time.Now(), Leg: message.ProtocolFederation, Receipt: &rc}:
+		l.n.receiptCounted(ctx, e.From, "in", rc.Status, nil)
 		_ = msg.Ack()
 	case <-ctx.Done():
 		_ = msg.Nak()

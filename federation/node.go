@@ -55,6 +55,7 @@ type Node struct {
 
 	leg     *Leg
 	link    link
+	meter   meter // metrics.go
 	drops   drops
 	settled *bounded.Map[string, message.Receipt] // origin/inbound id -> its outcome
 	origin  *bounded.Map[string, string]          // inbound id -> the host that sent it

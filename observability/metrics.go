@@ -2,6 +2,7 @@ package observability
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -28,6 +29,7 @@ type Metrics struct {
 
 	mu     sync.Mutex
 	gauges Gauges
+	fed    fedInstruments // federation.go
 }
 
 // Gauges are the readings taken at collection time rather than counted as
@@ -57,7 +59,8 @@ func NewMetrics(readers ...sdkmetric.Reader) (*Metrics, error) {
 	}
 	mp := sdkmetric.NewMeterProvider(opts...)
 	m := &Metrics{provider: mp, registry: reg}
-	if err := m.instruments(mp.Meter("github.com/sessiongateway/gateway")); err != nil {
+	meter := mp.Meter("github.com/sessiongateway/gateway")
+	if err := errors.Join(m.instruments(meter), m.fedInstruments(meter)); err != nil {
 		_ = mp.Shutdown(context.Background())
 		return nil, err
 	}

@@ -51,3 +51,12 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestNilMetricsCountNoFederation(t *testing.T) {
+	var m *Metrics
+	ctx := context.Background()
+	m.FederationMessage(ctx, "b", "sent") // none of these may panic
+	m.FederationReceipt(ctx, "b", "in", "delivered")
+	m.FederationRedelivery(ctx, "b")
+	m.ObserveFederation(func() FederationReadings { return FederationReadings{} })
+}

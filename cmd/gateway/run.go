@@ -90,6 +90,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	}
 	if fed != nil {
 		defer fed.Close()
+		fed.Instrument(metrics)
 		legs = append(legs, fed.Leg())
 	}
 	if remoteLeg != nil {

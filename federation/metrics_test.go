@@ -1,0 +1,158 @@
+package federation
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/observability"
+)
+
+// scrape reads m's /metrics: each family's samples as "label=value,..." ->
+// value, labels in name order.
+func scrape(t *testing.T, m *observability.Metrics) map[string]map[string]float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(rec.Body.String()))
+	if err != nil {
+		t.Fatalf("metrics do not parse: %v", err)
+	}
+	out := map[string]map[string]float64{}
+	for name, f := range fams {
+		out[name] = map[string]float64{}
+		for _, s := range f.GetMetric() {
+			var ls []string
+			for _, l := range s.GetLabel() {
+				ls = append(ls, l.GetName()+"="+l.GetValue())
+			}
+			out[name][strings.Join(ls, ",")] = value(s)
+		}
+	}
+	return out
+}
+
+func value(s *dto.Metric) float64 {
+	switch {
+	case s.GetCounter() != nil:
+		return s.GetCounter().GetValue()
+	case s.GetGauge() != nil:
+		return s.GetGauge().GetValue()
+	}
+	return -1
+}
+
+// TestOneTraceSpansBothHostsAndEachCountsPerPeer sends one message from a
+// to c whose first delivery fails (so NATS offers it again), and a
+// malformed one, and checks c's receiving span continues a's trace and
+// both hosts' counts, exactly.
+func TestOneTraceSpansBothHostsAndEachCountsPerPeer(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	t.Cleanup(func() { otel.SetTracerProvider(prevTP); otel.SetTextMapPropagator(prevProp); _ = tp.Shutdown(context.Background()) })
+
+	c := sharedCluster(t)
+	tag := randomID()[:6]
+	ha, hc := "tr-a-"+tag, "tr-c-"+tag
+	a := join(t, c.url(0), ha)
+	cc := join(t, c.url(2), hc)
+	ma, _ := observability.NewMetrics()
+	mc, _ := observability.NewMetrics()
+	a.Instrument(ma)
+	cc.Instrument(mc)
+	var tries atomic.Int32
+	sink := session("sink", "s-sink", message.ProtocolQwen)
+	local := Local{
+		Sessions: func(context.Context) ([]message.Session, error) { return []message.Session{sink}, nil },
+		Deliver: func(_ context.Context, m message.Message) (message.Receipt, error) {
+			if tries.Add(1) == 1 {
+				return message.Receipt{}, errors.New("not now") // offered again
+			}
+			return message.Receipt{MsgID: m.ID, Status: message.StatusDelivered}, nil
+		},
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = cc.Serve(sctx, local) }()
+	t.Cleanup(func() { cancel(); <-done })
+	serve(t, a, &peer{})
+	receipts := run(t, a)
+	ctx := testutil.Context(t, 30*time.Second)
+	testutil.Eventually(t, "a lists sink@"+hc, func() bool { _, ok := a.Origin("sink@"+hc, "s-sink"); return ok })
+
+	sendCtx, send := tp.Tracer("test").Start(ctx, "send")
+	if _, err := a.Leg().Send(sendCtx, message.Message{ID: "tr-" + tag, To: "sink@" + hc, ToSessionID: "s-sink", Body: "traced"}); err != nil {
+		t.Fatal(err)
+	}
+	send.End()
+	select {
+	case ev := <-receipts:
+		if ev.Receipt.Status != message.StatusDelivered {
+			t.Fatalf("receipt %+v", ev.Receipt)
+		}
+	case <-ctx.Done():
+		t.Fatal("no receipt")
+	}
+	if _, err := a.js.Publish(ctx, inSubject(hc), []byte("not json")); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "c counted the drop", func() bool { return cc.Dropped()[ReasonMalformed] == 1 })
+
+	// c's receiving spans (one per delivery) are children of a's span.
+	var got int
+	for _, s := range spans.GetSpans() {
+		if s.Name != spanReceive {
+			continue
+		}
+		got++
+		if s.SpanContext.TraceID() != send.SpanContext().TraceID() || s.Parent.SpanID() != send.SpanContext().SpanID() || !s.Parent.IsRemote() {
+			t.Errorf("c's span %s has trace %s parent %s, want trace %s parent %s", s.Name, s.SpanContext.TraceID(), s.Parent.SpanID(), send.SpanContext().TraceID(), send.SpanContext().SpanID())
+		}
+	}
+	if got != 2 {
+		t.Fatalf("%d receiving spans, want one per delivery (2)", got)
+	}
+
+	sa, sc := scrape(t, ma), scrape(t, mc)
+	want := []struct {
+		fams   map[string]map[string]float64
+		family string
+		labels string
+		value  float64
+	}{
+		{sa, "gateway_federation_messages_total", "direction=sent,peer=" + hc, 1},
+		{sa, "gateway_federation_receipts_total", "direction=in,peer=" + hc + ",status=delivered", 1},
+		{sc, "gateway_federation_messages_total", "direction=received,peer=" + ha, 2},
+		{sc, "gateway_federation_redeliveries_total", "peer=" + ha, 1},
+		{sc, "gateway_federation_receipts_total", "direction=out,peer=" + ha + ",status=delivered", 1},
+		{sc, "gateway_federation_drops_total", "reason=malformed", 1},
+		{sc, "gateway_federation_consumer_lag", "consumer=in-" + hc, 0},
+		{sa, "gateway_federation_consumer_lag", "consumer=in-" + ha, 0},
+		{sa, "gateway_federation_consumer_lag", "consumer=rc-" + ha, 0},
+		{sc, "gateway_federation_reconnects_total", "", 0},
+	}
+	for _, w := range want {
+		v, ok := w.fams[w.family][w.labels]
+		if !ok || v != w.value {
+			t.Errorf("%s{%s} = %v (listed %v), want %v; family: %v", w.family, w.labels, v, ok, w.value, w.fams[w.family])
+		}
+	}
+}
