@@ -18,7 +18,9 @@ import (
 
 // meter is where the node counts, set once by Instrument; nil counts
 // nothing (observability.Metrics is nil-safe).
-type meter struct{ p atomic.Pointer[observability.Metrics] }
+type meter struct {
+	p atomic.Pointer[observability.Metrics]
+}
 
 func (m *meter) get() *observability.Metrics { return m.p.Load() }
 
