@@ -123,6 +123,21 @@ func (l *Leg) knownLocked(id string) bool {
 	return slices.ContainsFunc(l.listed, func(rs RemoteSession) bool { return rs.ID == id })
 }
 
+// followedLocked says whether the leg follows session id, or will once it
+// has listed it (all are followed but archived ones); l.mu must be held.
+func (l *Leg) followedLocked(id string) bool {
+	if slices.Contains(l.cfg.Follow, id) {
+		return true
+	}
+	if !l.followsAll() {
+		return false
+	}
+	if l.listedAt.IsZero() {
+		return true
+	}
+	return slices.ContainsFunc(l.listed, func(rs RemoteSession) bool { return rs.ID == id && rs.Status != "archived" })
+}
+
 // Info is what session target told about itself: initialize's answer and
 // the mode and model it last reported or accepted. A session the leg
 // neither lists nor follows is not found.
@@ -136,16 +151,16 @@ func (l *Leg) Info(_ context.Context, target message.Session) (message.SessionIn
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	f, followed := l.links[id]
-	if !followed && !l.knownLocked(id) {
+	f, live := l.links[id]
+	if !live && !l.knownLocked(id) {
 		return message.SessionInfo{}, &addressing.NotFoundError{Kind: addressing.KindBridge, Query: id}
 	}
 	var info message.SessionInfo
-	if followed {
+	if live {
 		info = f.info
 		info.Models, info.Commands = slices.Clone(info.Models), slices.Clone(info.Commands)
 	}
-	info.SessionID, info.Address, info.Followed = id, bridgeAddr(id), followed
+	info.SessionID, info.Address, info.Followed = id, bridgeAddr(id), live || l.followedLocked(id)
 	if info.Models == nil {
 		info.Models = []message.ModelInfo{}
 	}

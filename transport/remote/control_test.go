@@ -275,3 +275,40 @@ func TestRepliesSurviveALateOrMissingEcho(t *testing.T) {
 		t.Errorf("unechoed = %v, want none left", l.unechoed)
 	}
 }
+
+func TestInfoSaysWhetherASessionIsFollowed(t *testing.T) {
+	listed := []RemoteSession{{ID: "session_a"}, {ID: "session_old", Status: "archived"}}
+	tests := []struct {
+		name, id string
+		follow   []string
+		want     string // followed, not-followed or not-found
+	}{
+		{"a session named to follow is followed before its stream starts", "session_a", []string{"session_a"}, "followed"},
+		{"with all, a listed session is followed before its stream starts", "session_a", []string{FollowAll}, "followed"},
+		{"with all, an archived one is not", "session_old", []string{FollowAll}, "not-followed"},
+		{"a listed session not named is not followed", "session_a", []string{"session_b"}, "not-followed"},
+		{"an unlisted session not named is not found", "session_z", []string{FollowAll}, "not-found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newTestLeg(t, &stubAPI{sessions: listed}, tt.follow...)
+			if _, err := l.Sessions(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			info, err := l.Info(context.Background(), message.Session{SessionID: tt.id})
+			got := "not-followed"
+			var nf *addressing.NotFoundError
+			switch {
+			case errors.As(err, &nf):
+				got = "not-found"
+			case err != nil:
+				t.Fatal(err)
+			case info.Followed:
+				got = "followed"
+			}
+			if got != tt.want {
+				t.Fatalf("%s, want %s", got, tt.want)
+			}
+		})
+	}
+}
