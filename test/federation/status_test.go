@@ -25,6 +25,8 @@ func TestHostsAddressesStatusAndReadinessAsUsersSeeThem(t *testing.T) {
 	a.claude(t, "alice", message.ModePrompting)
 	b.qwen(t, fakeqwen.Config{Name: "hidden"})
 	b.qwen(t, fakeqwen.Config{Name: "bob"})
+	b.qwen(t, fakeqwen.Config{Name: "bob-twin"})
+	b.qwen(t, fakeqwen.Config{Name: "bob-twin"})
 	a.waitListed(t, "bob.b")
 	b.waitListed(t, "alice.a")
 
@@ -51,6 +53,42 @@ func TestHostsAddressesStatusAndReadinessAsUsersSeeThem(t *testing.T) {
 		}
 	})
 
+	t.Run("a name two sessions share is answered with candidates that each resolve", func(t *testing.T) {
+		testutil.Eventually(t, "a lists both twins", func() bool {
+			n := 0
+			for _, s := range a.G.Listed(t) {
+				if s.Name == "bob-twin.b" {
+					n++
+				}
+			}
+			return n == 2
+		})
+		_, code, err := a.G.Run(t, "send", "bob-twin", "which one?")
+		if code == 0 || err == nil {
+			t.Fatalf("an ambiguous send went out: exit %d", code)
+		}
+		_, list, _ := strings.Cut(err.Error(), "candidates:")
+		cands := strings.Split(strings.TrimSpace(list), "\n")
+		if len(cands) != 2 {
+			t.Fatalf("candidates %q in %v", cands, err)
+		}
+		reached := map[string]bool{}
+		for _, c := range cands {
+			c = strings.TrimSpace(c)
+			if !strings.HasPrefix(c, "bob-twin@b [") {
+				t.Errorf("candidate %q is not NAME@HOST [ref]", c)
+			}
+			if o, code := a.G.SendJSON(t, c, "this one", "--wait", "--timeout", "30s"); code != 0 || o.Message.To != "bob-twin@b" {
+				t.Errorf("send %q: exit %d, %+v", c, code, o)
+			} else {
+				reached[o.Message.ToSessionID] = true
+			}
+		}
+		if len(reached) != 2 {
+			t.Fatalf("the candidates reached %v, want both twins", reached)
+		}
+	})
+
 	t.Run("federation status lists both hosts, the link and the consumers", func(t *testing.T) {
 		out, _, err := a.G.Run(t, "federation", "status", "--json")
 		if err != nil {
@@ -60,7 +98,7 @@ func TestHostsAddressesStatusAndReadinessAsUsersSeeThem(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &st); err != nil {
 			t.Fatalf("%v: %s", err, out)
 		}
-		if !st.Enabled || st.Host != "a" || len(st.Hosts) != 2 || !st.Hosts[0].Self || st.Hosts[1].Host != "b" || st.Hosts[1].Sessions != 1 ||
+		if !st.Enabled || st.Host != "a" || len(st.Hosts) != 2 || !st.Hosts[0].Self || st.Hosts[1].Host != "b" || st.Hosts[1].Sessions != 3 ||
 			st.Link == nil || st.Link.State != federation.LinkConnected || len(st.Consumers) != 2 {
 			t.Fatalf("status: %s", out)
 		}
