@@ -16,6 +16,7 @@ import (
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
+	"github.com/sessiongateway/gateway/transport/remote/stream"
 )
 
 // live waits until the gateway has the session's live stream open.
@@ -220,5 +221,17 @@ func TestARemoteAnswerNeedsNoEcho(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("the first message was answered %d times, want once", n)
+	}
+}
+
+func TestAControlToADormantSessionWakesItToHearTheAnswer(t *testing.T) {
+	g := startRemoteGatewayTuned(t, "ws", func(c *stream.Config) {
+		c.IdleTimeout, c.DormantPoll = 300*time.Millisecond, time.Hour
+	})
+	g.live(t)
+	testutil.Eventually(t, "the idle session goes dormant", func() bool { return g.cloud.Subscribers(g.sid) == 0 })
+	out, errOut, code := runCLI(t, g.StateDir, "remote", "interrupt", g.sid)
+	if code != 0 || !strings.Contains(out, "accepted interrupt") {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
 	}
 }

@@ -90,6 +90,7 @@ func (l *Leg) Control(ctx context.Context, target message.Session, c message.Con
 	if err := l.cfg.API.Post(ctx, id, ev); err != nil {
 		return res, err
 	}
+	l.Wake(id) // a dormant stream comes back to hear the answer
 	switch {
 	case !live:
 		res.Detail = "sent; the session is not followed, so its answer cannot be read"
