@@ -82,7 +82,7 @@ func (l *Leg) Answer(ctx context.Context, req message.PermissionRequest, a messa
 	}
 	pa := promptAnswer{ID: id, Prompt: orig.ID, SessionID: orig.SessionID, RequestID: orig.RequestID,
 		Expires: time.Now().Add(wait), Answer: a}
-	b, err := encode(envelope{Kind: kindAnswer, From: n.cfg.Host, To: host, Answer: &pa})
+	b, err := n.encode(envelope{Kind: kindAnswer, From: n.cfg.Host, To: host, Answer: &pa})
 	if err != nil {
 		return err
 	}
@@ -225,7 +225,7 @@ func (n *Node) applyAnswer(ctx context.Context, r *router.Router, from string, p
 // sendOutcome sends o to host and acknowledges msg; when it cannot be
 // sent, msg is offered again and o re-sent then.
 func (n *Node) sendOutcome(ctx context.Context, msg jetstream.Msg, host string, o answerOutcome) {
-	b, err := encode(envelope{Kind: kindOutcome, From: n.cfg.Host, To: host, Outcome: &o})
+	b, err := n.encode(envelope{Kind: kindOutcome, From: n.cfg.Host, To: host, Outcome: &o})
 	if err == nil {
 		err = n.publish(ctx, receiptSubject(host), b, "out."+o.ID)
 	}

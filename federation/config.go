@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,6 +45,24 @@ type Config struct {
 	// path.Match patterns.
 	Publish []string
 
+	// Key is this host's signing key; nil: the one in KeyFile, which is
+	// written on first use. KeyFile empty: KeyFile(StateDir); no StateDir
+	// either: a key that lives as long as the process.
+	Key     ed25519.PrivateKey
+	KeyFile string
+	// TrustFile pins the other hosts' keys (ParseTrust); empty: each host's
+	// key is pinned the first time it is seen, in StateDir.
+	TrustFile string
+	// ReplayWindow bounds how long before it was stored an envelope may
+	// have been signed. Zero: DefaultReplayWindow.
+	ReplayWindow time.Duration
+
+	// ServerConfig is a nats-server configuration file the embedded
+	// server loads (its authorization, accounts, TLS); NoAuth lets it
+	// listen beyond loopback without any authentication.
+	ServerConfig string
+	NoAuth       bool
+
 	// Listen and StateDir are for Embedded: the client address other
 	// gateways join, and the directory JetStream stores under
 	// (StateDir/federation).
@@ -85,6 +104,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.AckWait <= 0 {
 		c.AckWait = DefaultAckWait
+	}
+	if c.ReplayWindow <= 0 {
+		c.ReplayWindow = DefaultReplayWindow
 	}
 	if c.Listen == "" {
 		c.Listen = DefaultListen

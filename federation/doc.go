@@ -18,8 +18,10 @@
 // bucket, the leg raises the other hosts' in this router as a Prompter,
 // and an answer travels to the prompt's host, which applies it through
 // its own router and says back whether it won. Everything read
-// from NATS is hostile: a versioned envelope, capped in size, dropped with
-// a counted Reason when it does not check out. Status reports the hosts,
+// from NATS is hostile: a versioned envelope, capped in size, signed by
+// its origin host's ed25519 key (sign.go: over the JCS form; keys.go,
+// trust.go: the host key, pinned keys), dropped with a counted Reason
+// when it does not check out or is a replay. Status reports the hosts,
 // the link and the consumers' lag (GET /v1/federation, /readyz); each
 // host counts its traffic per peer host (metrics.go), and a message's
 // trace context travels in its NATS headers, so the receiving host's span

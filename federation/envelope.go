@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync/atomic"
+	"time"
 
-	"github.com/sessiongateway/gateway/internal/jsonx"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -39,6 +41,7 @@ type envelope struct {
 	Prompts []message.PermissionRequest `json:"prompts,omitempty"`
 	Answer  *promptAnswer               `json:"answer,omitempty"`
 	Outcome *answerOutcome              `json:"outcome,omitempty"`
+	seal                                // signed by the host From names
 }
 
 // Reason is why something read from NATS was dropped.
@@ -49,12 +52,16 @@ const (
 	ReasonMalformed                   // not an envelope: bad JSON, missing or invalid fields
 	ReasonVersion                     // an envelope version this gateway does not read
 	ReasonMisrouted                   // addressed to another host than the subject's
+	ReasonSignature                   // unsigned, or the signature does not check out
+	ReasonUntrusted                   // signed by a key that is not the one trusted for its origin host
+	ReasonReplayed                    // signed outside the replay window, or a copy of one already read
 	reasonCount
 )
 
 var reasonWire = [...]string{
 	ReasonOversized: "oversized", ReasonMalformed: "malformed",
 	ReasonVersion: "unknown-version", ReasonMisrouted: "misrouted",
+	ReasonSignature: "signature", ReasonUntrusted: "untrusted", ReasonReplayed: "replayed",
 }
 
 func (r Reason) String() string {
@@ -79,9 +86,12 @@ func (d *drops) snapshot() map[Reason]uint64 {
 	return m
 }
 
-func encode(e envelope) ([]byte, error) {
+// encode is e as this host sends it: versioned, signed, within the cap.
+func (n *Node) encode(e envelope) ([]byte, error) { return n.signer.envelope(e) }
+
+func (sg *signer) envelope(e envelope) ([]byte, error) {
 	e.V = Version
-	b, err := jsonx.Marshal(e)
+	b, err := sg.sign(domainEnvelope, &e, &e.seal)
 	if err != nil {
 		return nil, err
 	}
@@ -91,9 +101,30 @@ func encode(e envelope) ([]byte, error) {
 	return b, nil
 }
 
-// decode reads an envelope meant for host self, or says why not. It never
-// panics, whatever b holds.
-func decode(b []byte, self string) (envelope, Reason) {
+// decode reads msg, an envelope from NATS for this host, or says why not:
+// well formed, signed by the key pinned for its origin host within the
+// replay window, and not a copy of one read before.
+func (n *Node) decode(msg jetstream.Msg) (envelope, Reason) {
+	e, r := parse(msg.Data(), n.cfg.Host)
+	if r != 0 {
+		return envelope{}, r
+	}
+	stored, seq := time.Now(), uint64(0)
+	if md, err := msg.Metadata(); err == nil {
+		stored, seq = md.Timestamp, md.Sequence.Stream
+	}
+	if r := n.checkSeal(domainEnvelope, &e, &e.seal, e.From, stored, false); r != 0 {
+		return envelope{}, r
+	}
+	if n.nonces.replayed(e.From, e.Nonce, seq) {
+		return envelope{}, ReasonReplayed
+	}
+	return e, 0
+}
+
+// parse reads an envelope meant for host self, or says why not; its
+// signature is decode's to check. It never panics, whatever b holds.
+func parse(b []byte, self string) (envelope, Reason) {
 	if len(b) > MaxEnvelope {
 		return envelope{}, ReasonOversized
 	}

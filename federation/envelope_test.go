@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"crypto/ed25519"
 	"strings"
 	"testing"
 
@@ -28,8 +29,19 @@ func TestSanitizeHost(t *testing.T) {
 	}
 }
 
-func TestDecodeSaysWhyItDrops(t *testing.T) {
-	ok, err := encode(envelope{Kind: kindMessage, From: "a", To: "b", Message: &message.Message{ID: "1", To: "uds:/x.sock"}})
+// testSigner signs as a host of the tests.
+func testSigner(t testing.TB) *signer {
+	t.Helper()
+	_, k, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newSigner(k)
+}
+
+func TestParseSaysWhyItDrops(t *testing.T) {
+	sg := testSigner(t)
+	ok, err := sg.envelope(envelope{Kind: kindMessage, From: "a", To: "b", Message: &message.Message{ID: "1", To: "uds:/x.sock"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,32 +63,33 @@ func TestDecodeSaysWhyItDrops(t *testing.T) {
 		"another host's":  {`{"v":1,"kind":"message","from_host":"a","to_host":"c","message":{"id":"1","to":"x"}}`, ReasonMisrouted},
 		"a receipt for b": {`{"v":1,"kind":"receipt","from_host":"a","to_host":"b","receipt":{"msg_id":"1","status":"held"}}`, 0},
 	} {
-		if _, got := decode([]byte(c.in), "b"); got != c.want {
+		if _, got := parse([]byte(c.in), "b"); got != c.want {
 			t.Errorf("%s: reason %v, want %v", name, got, c.want)
 		}
 	}
-	if _, err := encode(envelope{Kind: kindMessage, From: "a", To: "b", Message: &message.Message{ID: "1", Body: strings.Repeat("x", MaxEnvelope)}}); err == nil {
+	if _, err := sg.envelope(envelope{Kind: kindMessage, From: "a", To: "b", Message: &message.Message{ID: "1", Body: strings.Repeat("x", MaxEnvelope)}}); err == nil {
 		t.Error("encode wrote an envelope over the cap")
 	}
 }
 
 func FuzzDecode(f *testing.F) {
-	ok, _ := encode(envelope{Kind: kindMessage, From: "a", To: "b", Message: &message.Message{ID: "1", To: "uds:/x.sock", Body: "hi"}})
-	rc, _ := encode(envelope{Kind: kindReceipt, From: "a", To: "b", Receipt: &message.Receipt{MsgID: "1", Status: message.StatusDropped, DropReason: message.DropDuplicate}})
+	sg := testSigner(f)
+	ok, _ := sg.envelope(envelope{Kind: kindMessage, From: "a", To: "b", Message: &message.Message{ID: "1", To: "uds:/x.sock", Body: "hi"}})
+	rc, _ := sg.envelope(envelope{Kind: kindReceipt, From: "a", To: "b", Receipt: &message.Receipt{MsgID: "1", Status: message.StatusDropped, DropReason: message.DropDuplicate}})
 	for _, s := range [][]byte{ok, rc, []byte(`{"v":1}`), []byte(`{"v":1e400}`), []byte(`[]`), []byte(`null`)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		e, r := decode(b, "b")
+		e, r := parse(b, "b")
 		if r != 0 {
 			return
 		}
 		// What is accepted re-encodes, and reads back the same way.
-		again, err := encode(e)
+		again, err := sg.envelope(e)
 		if err != nil {
 			t.Fatalf("accepted %q but cannot re-encode: %v", b, err)
 		}
-		if _, r := decode(again, "b"); r != 0 {
+		if _, r := parse(again, "b"); r != 0 {
 			t.Fatalf("re-encoded %q dropped: %v", again, r)
 		}
 	})

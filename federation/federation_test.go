@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"os"
@@ -103,14 +104,14 @@ func TestAMessageCrossesHostsByNameAndItsReceiptsComeBack(t *testing.T) {
 		t.Fatalf("c got %+v", got)
 	}
 	// A receipt for it from a host it never went to is dropped and counted.
-	spoof, err := encode(envelope{Kind: kindReceipt, From: "msg-evil", To: "msg-a", Receipt: &message.Receipt{MsgID: m.ID, Status: message.StatusDenied}})
+	spoof, err := testSigner(t).envelope(envelope{Kind: kindReceipt, From: "msg-evil", To: "msg-a", Receipt: &message.Receipt{MsgID: m.ID, Status: message.StatusDenied}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cc.js.Publish(ctx, receiptSubject("msg-a"), spoof); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, "the spoofed receipt counted", func() bool { return a.Dropped()[ReasonMisrouted] == 1 })
+	testutil.Eventually(t, "the spoofed receipt counted", func() bool { return a.Dropped()[ReasonUntrusted] == 1 })
 	// A later receipt from the receiving leg travels back too.
 	if !cc.Relay(ctx, message.Receipt{MsgID: m.ID, Status: message.StatusDelivered}) {
 		t.Fatal("relay did not know the message came from another host")
@@ -173,18 +174,25 @@ func TestHostileMessagesAreDroppedAndCounted(t *testing.T) {
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	ctx := testutil.Context(t, 20*time.Second)
-	good := func(id, to string) []byte {
-		b, err := encode(envelope{Kind: kindMessage, From: "evil", To: to, Message: &message.Message{ID: id, To: "uds:/run/x.sock", Body: "b"}})
+	evil := testSigner(t)
+	kv, _ := js.KeyValue(ctx, rosterBucket)
+	putRoster(t, kv, evil, "evil")
+	testutil.Eventually(t, "hostile pins evil's key", func() bool { r, _ := h.keys.check("evil", evil.key.Public().(ed25519.PublicKey), false); return r == 0 })
+	signed := func(e envelope) []byte {
+		b, err := evil.envelope(e)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}
+	good := func(id, to string) []byte {
+		return signed(envelope{Kind: kindMessage, From: "evil", To: to, Message: &message.Message{ID: id, To: "uds:/run/x.sock", Body: "b"}})
+	}
 	bad := [][]byte{
 		[]byte("not json"),
 		[]byte(`{"v":2,"kind":"message"}`),
 		good("m-misrouted", "someone-else"),
-		[]byte(`{"v":1,"kind":"receipt","from_host":"evil","to_host":"hostile","receipt":{"msg_id":"x","status":"delivered","time":"2026-01-01T00:00:00Z"}}`),
+		signed(envelope{Kind: kindReceipt, From: "evil", To: "hostile", Receipt: &message.Receipt{MsgID: "x", Status: message.StatusDelivered}}),
 		[]byte(`{"v":1,"kind":"message","from_host":"evil","to_host":"hostile","message":{"id":"","to":"x"}}`),
 	}
 	for i, b := range bad {
@@ -200,7 +208,6 @@ func TestHostileMessagesAreDroppedAndCounted(t *testing.T) {
 		t.Fatal("the stream stored an oversized message")
 	}
 	// A roster entry that does not check out.
-	kv, _ := js.KeyValue(ctx, rosterBucket)
 	if _, err := kv.Put(ctx, "evil", []byte(`{"v":1,"host":"not-evil","sessions":[]}`)); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,8 @@ import (
 type Flags struct {
 	urls, host, listen, creds, nkey, ca, cert, key *string
 	publish                                        []string
+	hostKey, trust, serverConf                     *string
+	noAuth                                         *bool
 }
 
 // RegisterFlags adds the federation flags to fs.
@@ -33,6 +35,11 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 		ca:     fs.String("federation-tls-ca", "", "CA certificate the NATS servers' certificates are checked against"),
 		cert:   fs.String("federation-tls-cert", "", "client certificate for NATS"),
 		key:    fs.String("federation-tls-key", "", "client certificate key for NATS"),
+
+		hostKey:    fs.String("federation-key", "", "this host's signing key, written by gateway federation keygen (default: <state-dir>/federation/host.key, created on first start)"),
+		trust:      fs.String("federation-trust", "", "pinned host keys, a line HOST ed25519:KEY each (default: each host's key is pinned on first use into <state-dir>/federation/known-hosts)"),
+		serverConf: fs.String("federation-server-config", "", "with --federation embedded: a nats-server configuration file for its authorization, accounts and TLS"),
+		noAuth:     fs.Bool("federation-no-auth", false, "with --federation embedded: let it listen beyond loopback without authentication"),
 	}
 	fs.Func("federation-publish", "show other hosts only the local sessions whose name matches this glob (repeatable; default all)",
 		func(s string) error { f.publish = append(f.publish, s); return nil })
@@ -53,6 +60,7 @@ func (f *Flags) config(stateDir string, log *slog.Logger) Config {
 		URLs: *f.urls, Host: *f.host, Listen: *f.listen, StateDir: stateDir, Log: log,
 		CredsFile: *f.creds, NKeyFile: *f.nkey, TLSCA: *f.ca, TLSCert: *f.cert, TLSKey: *f.key,
 		Instance: instanceID(stateDir), Publish: f.publish,
+		KeyFile: *f.hostKey, TrustFile: *f.trust, ServerConfig: *f.serverConf, NoAuth: *f.noAuth,
 	}
 }
 
@@ -72,7 +80,7 @@ func (f *Flags) Join(ctx context.Context, stateDir string, log *slog.Logger) (*N
 	if err != nil {
 		return nil, err
 	}
-	log.Info("federation joined", "host", n.Host(), "embedded", n.ClientURL())
+	log.Info("federation joined", "host", n.Host(), "public_key", n.PublicKey(), "embedded", n.ClientURL())
 	return n, nil
 }
 

@@ -100,7 +100,7 @@ var errNoLeader = errors.New("the consumer has no leader yet")
 // inbound handles one message for this host. It runs on the consumer's
 // one goroutine, so messages are delivered in stream order.
 func (n *Node) inbound(ctx context.Context, msg jetstream.Msg, deliver func(context.Context, message.Message) (message.Receipt, error)) {
-	e, reason := decode(msg.Data(), n.cfg.Host)
+	e, reason := n.decode(msg)
 	if reason == 0 && e.Kind == kindAnswer {
 		n.answerIn(ctx, msg, e)
 		return
@@ -199,7 +199,7 @@ func (n *Node) Relay(ctx context.Context, rc message.Receipt) bool {
 }
 
 func (n *Node) sendReceipt(ctx context.Context, host string, rc message.Receipt) error {
-	b, err := encode(envelope{Kind: kindReceipt, From: n.cfg.Host, To: host, Receipt: &rc})
+	b, err := n.encode(envelope{Kind: kindReceipt, From: n.cfg.Host, To: host, Receipt: &rc})
 	if err != nil {
 		return err
 	}

@@ -98,7 +98,7 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 	out := m
 	out.To, out.ToName, out.ToPID, out.ToSessionID = target.Address, target.Name, target.PID, target.SessionID
 	out.Protocol, out.From, out.AliasOf = target.Protocol, "", ""
-	b, err := encode(envelope{Kind: kindMessage, From: n.cfg.Host, To: target.Host, Message: &out})
+	b, err := n.encode(envelope{Kind: kindMessage, From: n.cfg.Host, To: target.Host, Message: &out})
 	if err != nil {
 		return fail(err)
 	}
@@ -143,7 +143,7 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 }
 
 func (l *Leg) receipt(ctx context.Context, msg jetstream.Msg, in chan<- message.Event) {
-	e, reason := decode(msg.Data(), l.n.cfg.Host)
+	e, reason := l.n.decode(msg)
 	if reason == 0 && e.Kind == kindOutcome {
 		l.n.outcomeIn(e)
 		_ = msg.Ack()

@@ -29,6 +29,7 @@ const (
 )
 
 func inSubject(host string) string      { return subjectPrefix + "in." + host }
+func inboxPrefix(host string) string    { return "_INBOX." + host }
 func receiptSubject(host string) string { return subjectPrefix + "receipts." + host }
 
 // ErrHostTaken means another gateway holds this host name's lease.
@@ -55,7 +56,10 @@ type Node struct {
 
 	leg     *Leg
 	link    link
-	meter   meter // metrics.go
+	meter   meter    // metrics.go
+	signer  *signer  // this host's key
+	keys    *keyring // the other hosts' keys
+	nonces  nonces   // envelopes read, to tell a replay
 	drops   drops
 	settled *bounded.Map[string, message.Receipt] // origin/inbound id -> its outcome
 	origin  *bounded.Map[string, string]          // inbound id -> the host that sent it
@@ -67,6 +71,7 @@ type Node struct {
 	mine      []byte               // this host's roster entry as last put
 	published []message.Session    // the sessions in it
 	putAt     time.Time            // when it was last put
+	mineEntry rosterEntry          // the same, unsigned, to sign again at each put
 	ctx       context.Context      // ends at Close
 	cancel    context.CancelFunc
 	done      sync.WaitGroup
@@ -88,6 +93,10 @@ func Connect(ctx context.Context, cfg Config) (*Node, error) {
 		origin:  bounded.NewMap[string, string](settledWindow),
 		sentTo:  bounded.NewMap[string, string](settledWindow),
 		others:  map[string]hostEntry{},
+		nonces:  newNonces(),
+	}
+	if err := n.loadKeys(); err != nil {
+		return nil, err
 	}
 	n.leg = &Leg{n: n}
 	n.pr.init(cfg.Host)
@@ -120,6 +129,9 @@ func Connect(ctx context.Context, cfg Config) (*Node, error) {
 func (n *Node) connect(urls string) error {
 	opts := []nats.Option{
 		nats.Name("gateway " + n.cfg.Host),
+		// Replies to this host alone: subject permissions let each host
+		// subscribe to its own inbox prefix, so none reads another's.
+		nats.CustomInboxPrefix(inboxPrefix(n.cfg.Host)),
 		nats.MaxReconnects(-1),
 		nats.CustomReconnectDelay(reconnectDelay),
 		nats.ReconnectBufSize(8 << 20),
@@ -134,6 +146,8 @@ func (n *Node) connect(urls string) error {
 			n.link.up()
 			n.log.Info("federation link back", "url", c.ConnectedUrlRedacted())
 		}),
+		// A permission the server refuses is said here, or nowhere.
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { n.log.Warn("federation NATS error", "err", err) }),
 	}
 	if n.cfg.CredsFile != "" {
 		opts = append(opts, nats.UserCredentials(n.cfg.CredsFile))
@@ -194,13 +208,15 @@ func redactURLs(urls string) string {
 // exist yet. One that exists is used as it is: a gateway that sees fewer
 // nodes, or has another TTL configured, must not reshape what the others
 // use. The roster bucket's TTL is the federation's, whatever this
-// gateway's configuration says.
+// gateway's configuration says. They are created, never updated: subject
+// permissions can then let a gateway create them (the first one to join
+// does) without letting it reshape or delete what others use.
 func (n *Node) setup(ctx context.Context) error {
 	ttl := n.cfg.RosterTTL
 	var err error
 	n.stream, err = open(ctx, n, func(ctx context.Context) (jetstream.Stream, error) { return n.js.Stream(ctx, streamName) },
 		func(r int) (jetstream.Stream, error) {
-			return n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			return n.js.CreateStream(ctx, jetstream.StreamConfig{
 				Name:       streamName,
 				Subjects:   []string{inSubject("*"), receiptSubject("*")},
 				Retention:  jetstream.WorkQueuePolicy,
@@ -217,7 +233,7 @@ func (n *Node) setup(ctx context.Context) error {
 	bucket := func(name string, size int32) (jetstream.KeyValue, error) {
 		return open(ctx, n, func(ctx context.Context) (jetstream.KeyValue, error) { return n.js.KeyValue(ctx, name) },
 			func(r int) (jetstream.KeyValue, error) {
-				return n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+				return n.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
 					Bucket: name, TTL: ttl, History: 1, Replicas: r, MaxValueSize: size, Storage: jetstream.FileStorage,
 				})
 			})
@@ -234,7 +250,15 @@ func (n *Node) setup(ctx context.Context) error {
 	if st, err := n.roster.Status(ctx); err == nil && st.TTL() > 0 {
 		n.cfg.RosterTTL = st.TTL()
 	}
-	return n.claim(ctx)
+	if err := n.claim(ctx); err != nil {
+		return err
+	}
+	// A signed entry before anything is sent: the hosts this one sends to
+	// learn its key from it, even before Serve lists its sessions.
+	if err := n.PublishSessions(ctx, nil); err != nil {
+		return fmt.Errorf("federation: roster entry: %w", err)
+	}
+	return nil
 }
 
 // open returns what get finds, or creates it when it is not there.
@@ -243,7 +267,11 @@ func open[T any](ctx context.Context, n *Node, get func(context.Context) (T, err
 	if err == nil || !(errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound)) {
 		return v, err
 	}
-	return withReplicas(ctx, n.nc, n.cfg.Replicas, create)
+	v, err = withReplicas(ctx, n.nc, n.cfg.Replicas, create)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		return get(ctx) // another gateway created it first
+	}
+	return v, err
 }
 
 // withReplicas runs create with the configured replica count or, when

@@ -242,7 +242,7 @@ func (n *Node) forWire(p message.PermissionRequest) message.PermissionRequest {
 // cap loses its newest half until it fits.
 func (n *Node) putPrompts(ctx context.Context, list []message.PermissionRequest) error {
 	for {
-		b, err := encode(envelope{Kind: kindPrompts, From: n.cfg.Host, To: n.cfg.Host, Prompts: list})
+		b, err := n.encode(envelope{Kind: kindPrompts, From: n.cfg.Host, To: n.cfg.Host, Prompts: list})
 		if err == nil {
 			_, err = n.pr.kv.Put(ctx, n.cfg.Host, b)
 			return err
@@ -318,9 +318,12 @@ func (n *Node) heardPrompts(host string, put bool, value []byte, now time.Time) 
 	if !put {
 		return n.pr.forget(host, now)
 	}
-	e, reason := decode(value, host)
+	e, reason := parse(value, host)
 	if reason == 0 && (e.Kind != kindPrompts || e.From != host) {
 		reason = ReasonMisrouted
+	}
+	if reason == 0 {
+		reason = n.checkSeal(domainEnvelope, &e, &e.seal, host, now, false)
 	}
 	if reason != 0 {
 		n.drops.add(reason)

@@ -2,6 +2,7 @@ package federation
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -143,7 +144,7 @@ func TestAPromptOfOneHostIsListedEverywhereAndAnsweredFromAnother(t *testing.T) 
 	waitListed(t, rb, "req-3", message.PermissionCancelled)
 
 	// Back on its own name, it lists the prompt pending again: so does b.
-	again := join(t, c.url(2), "pr-a", func(cfg *Config) { cfg.Instance = a.cfg.Instance })
+	again := join(t, c.url(2), "pr-a", func(cfg *Config) { cfg.Instance, cfg.Key = a.cfg.Instance, a.signer.key })
 	cloud2 := promptleg.New()
 	promptHost(t, again, "", cloud2)
 	cloud2.Raise(promptleg.Prompt(promptleg.SessionID, "req-3", "Bash", `{"command":"ls"}`))
@@ -317,15 +318,16 @@ func TestAnApproverOnAnotherHostAnswersAPrompt(t *testing.T) {
 }
 
 func TestHostilePromptListsAreDroppedAndCounted(t *testing.T) {
-	n := &Node{cfg: Config{Host: "self"}, log: discard()}
-	n.pr.init("self")
+	n := testNode(t, "self")
+	evil := testSigner(t)
+	n.keys.check("evil", evil.key.Public().(ed25519.PublicKey), true) // as from its roster entry
 	good := func(mod func(*envelope)) []byte {
 		e := envelope{Kind: kindPrompts, From: "evil", To: "evil", Prompts: []message.PermissionRequest{
 			{ID: "p1", SessionID: "s", RequestID: "r", ToolName: "Bash", State: message.PermissionPending}}}
 		if mod != nil {
 			mod(&e)
 		}
-		b, err := encode(e)
+		b, err := evil.envelope(e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -388,11 +390,11 @@ func TestHostileAnswersAndOutcomesAreDropped(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.e.From, tc.e.To = "evil", "self"
-			b, err := encode(tc.e)
+			b, err := testSigner(t).envelope(tc.e)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, reason := decode(b, "self"); reason != ReasonMalformed {
+			if _, reason := parse(b, "self"); reason != ReasonMalformed {
 				t.Fatalf("reason %v, want malformed", reason)
 			}
 		})
@@ -409,18 +411,18 @@ func TestHostileAnswersAndOutcomesAreDropped(t *testing.T) {
 }
 
 func FuzzPromptList(f *testing.F) {
-	b, _ := encode(envelope{Kind: kindPrompts, From: "h", To: "h", Prompts: []message.PermissionRequest{
+	sg := testSigner(f)
+	b, _ := sg.envelope(envelope{Kind: kindPrompts, From: "h", To: "h", Prompts: []message.PermissionRequest{
 		{ID: "p1", SessionID: "s", RequestID: "r", ToolName: "Bash", State: message.PermissionPending}}})
 	f.Add(b)
-	b, _ = encode(envelope{Kind: kindAnswer, From: "h", To: "h", Answer: &promptAnswer{ID: "a", Prompt: "p", SessionID: "s", RequestID: "r",
+	b, _ = sg.envelope(envelope{Kind: kindAnswer, From: "h", To: "h", Answer: &promptAnswer{ID: "a", Prompt: "p", SessionID: "s", RequestID: "r",
 		Answer: message.PermissionAnswer{Behavior: message.BehaviorAllow, Answers: map[string][]string{"q": {"x"}}}}})
 	f.Add(b)
-	b, _ = encode(envelope{Kind: kindOutcome, From: "h", To: "h", Outcome: &answerOutcome{ID: "a", Result: outcomeSettled, State: message.PermissionAnswered}})
+	b, _ = sg.envelope(envelope{Kind: kindOutcome, From: "h", To: "h", Outcome: &answerOutcome{ID: "a", Result: outcomeSettled, State: message.PermissionAnswered}})
 	f.Add(b)
 	f.Add([]byte(`{"v":1,"kind":"prompts","from_host":"h","to_host":"h","prompts":[{}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		n := &Node{cfg: Config{Host: "self"}, log: discard()}
-		n.pr.init("self")
+		n := testNode(t, "self")
 		evs := n.heardPrompts("h", true, b, time.Now())
 		if len(evs) > maxHostPrompts {
 			t.Fatalf("%d events from one list", len(evs))
@@ -430,10 +432,22 @@ func FuzzPromptList(f *testing.F) {
 				t.Fatalf("raised %+v", ev.Permission)
 			}
 		}
-		if e, reason := decode(b, "h"); reason == 0 && e.Kind == kindOutcome {
+		if e, reason := parse(b, "h"); reason == 0 && e.Kind == kindOutcome {
 			n.outcomeIn(e) // nobody waits: let go
 		}
 	})
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// testNode is a node with no connection: a key, pins in memory.
+func testNode(t testing.TB, host string) *Node {
+	t.Helper()
+	n := &Node{cfg: Config{Host: host, ReplayWindow: DefaultReplayWindow}, log: discard(), nonces: newNonces(), signer: testSigner(t)}
+	var err error
+	if n.keys, err = newKeyring(Config{}, n.log); err != nil {
+		t.Fatal(err)
+	}
+	n.pr.init(host)
+	return n
+}

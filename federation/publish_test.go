@@ -46,11 +46,11 @@ func TestAnUnpublishedSessionNeverReachesAnotherHostNorTakesItsMessages(t *testi
 	// a missing session gets; one it may reach, sent after, arrives.
 	forge := func(id string, to message.Session) {
 		id += tag
-		b, err := encode(envelope{Kind: kindMessage, From: hb, To: ha, Message: &message.Message{ID: id, To: to.Address, ToName: to.Name, ToSessionID: to.SessionID, Body: "guess"}})
+		v, err := b.encode(envelope{Kind: kindMessage, From: hb, To: ha, Message: &message.Message{ID: id, To: to.Address, ToName: to.Name, ToSessionID: to.SessionID, Body: "guess"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.js.Publish(ctx, inSubject(ha), b, jetstream.WithMsgID(id)); err != nil {
+		if _, err := a.js.Publish(ctx, inSubject(ha), v, jetstream.WithMsgID(id)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -22,6 +22,7 @@ type rosterEntry struct {
 	V        int               `json:"v"`
 	Host     string            `json:"host"`
 	Sessions []message.Session `json:"sessions"`
+	seal                       // signed by Host
 }
 
 // hostEntry is another host's entry as this one last heard it.
@@ -45,16 +46,27 @@ func (n *Node) PublishSessions(ctx context.Context, local []message.Session) err
 	if len(own) > maxSessions {
 		own = own[:maxSessions]
 	}
-	b, err := jsonx.Marshal(rosterEntry{V: Version, Host: n.cfg.Host, Sessions: own})
+	r := rosterEntry{V: Version, Host: n.cfg.Host, Sessions: own}
+	b, err := jsonx.Marshal(r)
 	if err != nil {
 		return err
 	}
 	n.mu.Lock()
 	same := n.mine != nil && string(n.mine) == string(b)
-	n.mine, n.published = b, own
+	n.mine, n.published, n.mineEntry = b, own, r
 	n.mu.Unlock()
 	if same {
 		return nil
+	}
+	return n.putRoster(ctx, r)
+}
+
+// putRoster signs r afresh and puts it: each put is signed when made, so
+// an old one put again by someone else is told apart.
+func (n *Node) putRoster(ctx context.Context, r rosterEntry) error {
+	b, err := n.signer.sign(domainRoster, &r, &r.seal)
+	if err != nil {
+		return err
 	}
 	return n.put(ctx, b)
 }
@@ -62,12 +74,12 @@ func (n *Node) PublishSessions(ctx context.Context, local []message.Session) err
 // refreshRoster re-puts the last entry, so other hosts keep seeing this one.
 func (n *Node) refreshRoster(ctx context.Context) error {
 	n.mu.Lock()
-	b := n.mine
+	b, r := n.mine, n.mineEntry
 	n.mu.Unlock()
 	if b == nil {
 		return nil
 	}
-	return n.put(ctx, b)
+	return n.putRoster(ctx, r)
 }
 
 // put writes this host's roster entry b, noting when it last did.
@@ -143,6 +155,10 @@ func (n *Node) heard(e jetstream.KeyValueEntry) {
 		return
 	case r.Host != host || !ValidHost(host) || len(r.Sessions) > maxSessions:
 		n.drops.add(ReasonMisrouted)
+		return
+	}
+	if reason := n.checkSeal(domainRoster, &r, &r.seal, host, e.Created(), true); reason != 0 {
+		n.drops.add(reason) // and the host's last good entry ages out
 		return
 	}
 	n.mu.Lock()

@@ -40,7 +40,7 @@ func TestStatusListsHostsTheirSessionsTheLinkLagAndDrops(t *testing.T) {
 	<-done
 	for i := range 3 {
 		id := fmt.Sprintf("st-lag-%d-%s", i, tag)
-		m, _ := encode(envelope{Kind: kindMessage, From: ha, To: hidle, Message: &message.Message{ID: id, To: "uds:/x.sock"}})
+		m, _ := a.encode(envelope{Kind: kindMessage, From: ha, To: hidle, Message: &message.Message{ID: id, To: "uds:/x.sock"}})
 		if _, err := a.js.Publish(ctx, inSubject(hidle), m, jetstream.WithMsgID(id)); err != nil {
 			t.Fatal(err)
 		}

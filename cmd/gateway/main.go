@@ -59,7 +59,7 @@ func init() {
 		{"idle", "ask a peer to say when it is idle: idle ADDRESS [--wait]", runIdle},
 		{"controllers", "manage trusted controller tokens for the Qwen inbox: add --label X | list | remove ID", runControllers},
 		{"tokens", "manage scoped bearer tokens for the TCP API: add --label L --scope read,send,approve | list | remove ID", runTokens},
-		{"federation", "gateways on other hosts: federation status [--json]", runFederation},
+		{"federation", "gateways on other hosts: federation status [--json] | keygen [--force] [--show]", runFederation},
 		{"health", "exit 0 when the running gateway answers /healthz (--ready: /readyz)", runHealth},
 		{"version", "print the version", runVersion},
 	}

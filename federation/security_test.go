@@ -1,0 +1,279 @@
+package federation
+
+import (
+	"crypto/ed25519"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sessiongateway/gateway/internal/jsonx"
+	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/message"
+)
+
+// putRoster puts a roster entry for host signed by sg, as a gateway would.
+func putRoster(t *testing.T, kv jetstream.KeyValue, sg *signer, host string) {
+	t.Helper()
+	r := rosterEntry{V: Version, Host: host}
+	b, err := sg.sign(domainRoster, &r, &r.seal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(testutil.Context(t, 10e9), host, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rawConn is a plain client of the test cluster: it publishes what a
+// hostile host (or one replaying captured traffic) would.
+func rawConn(t *testing.T, url string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
+}
+
+func pinned(n *Node, host string, key ed25519.PublicKey) bool {
+	r, _ := n.keys.check(host, key, false)
+	return r == 0
+}
+
+func pubOf(n *Node) ed25519.PublicKey { return n.signer.key.Public().(ed25519.PublicKey) }
+
+func TestAForgedSignatureIsDroppedAndCountedNeverDelivered(t *testing.T) {
+	c := sharedCluster(t)
+	a := join(t, c.url(0), "sig-a")
+	b := join(t, c.url(1), "sig-b")
+	pb := &peer{sessions: []message.Session{session("work", "s-w", message.ProtocolClaude)}}
+	serve(t, a, &peer{})
+	serve(t, b, pb)
+	_, js := rawConn(t, c.url(2))
+	ctx := testutil.Context(t, 20*time.Second)
+	testutil.Eventually(t, "b pins a's key", func() bool { return pinned(b, "sig-a", pubOf(a)) })
+	testutil.Eventually(t, "a lists work@sig-b", func() bool { _, ok := a.Origin("work@sig-b", ""); return ok })
+
+	msg := func(id string) envelope {
+		return envelope{Kind: kindMessage, From: "sig-a", To: "sig-b", Message: &message.Message{ID: id, To: "uds:/run/s-w.sock", Body: "rm -rf"}}
+	}
+	// Signed by another key that claims to be a's.
+	mallory := testSigner(t)
+	mallory.pub = a.PublicKey()
+	forged, err := mallory.envelope(msg("forged-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a's own signature, over another body.
+	real, err := a.encode(msg("forged-2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := []byte(strings.Replace(string(real), `"body":"rm -rf"`, `"body":"rm -rf /"`, 1))
+	// No signature at all.
+	unsigned, err := jsonx.Marshal(envelope{V: Version, Kind: kindMessage, From: "sig-a", To: "sig-b", Message: &message.Message{ID: "forged-3", To: "uds:/run/s-w.sock"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range [][]byte{forged, edited, unsigned} {
+		if _, err := js.Publish(ctx, inSubject("sig-b"), b, jetstream.WithMsgID(fmt.Sprintf("forged-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The genuine message after them is delivered, alone.
+	if rc, err := a.Leg().Send(ctx, message.Message{ID: "genuine", To: "work@sig-b", Body: "hi"}); err != nil || rc.Status != message.StatusSent {
+		t.Fatalf("send: %+v, %v", rc, err)
+	}
+	testutil.Eventually(t, "the genuine message is delivered", func() bool { return len(pb.received()) == 1 })
+	testutil.Eventually(t, "each forgery counted", func() bool { return fmt.Sprint(b.Dropped()) == fmt.Sprint(map[Reason]uint64{ReasonSignature: 3}) })
+	if got := pb.received(); len(got) != 1 || got[0].ID != "genuine" {
+		t.Fatalf("delivered %+v", got)
+	}
+}
+
+func TestAnEnvelopeClaimingAnotherOriginHostIsDropped(t *testing.T) {
+	c := sharedCluster(t)
+	a := join(t, c.url(0), "orig-a")
+	b := join(t, c.url(1), "orig-b")
+	m := join(t, c.url(2), "orig-m") // a member of the federation, turned hostile
+	pb := &peer{sessions: []message.Session{session("work", "s-w", message.ProtocolClaude)}}
+	serve(t, b, pb)
+	ctx := testutil.Context(t, 20*time.Second)
+	testutil.Eventually(t, "b pins a's and m's keys", func() bool {
+		return pinned(b, "orig-a", pubOf(a)) && pinned(b, "orig-m", pubOf(m))
+	})
+	as := func(from, id string) envelope {
+		return envelope{Kind: kindMessage, From: from, To: "orig-b", Message: &message.Message{ID: id, To: "uds:/run/s-w.sock", Body: "from a, honest"}}
+	}
+	// m signs with its own key, as a; and as a host nobody has heard of,
+	// which it cannot pin from an envelope.
+	for i, e := range []envelope{as("orig-a", "claim-1"), as("orig-ghost", "claim-2")} {
+		b, err := m.encode(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.publish(ctx, inSubject("orig-b"), b, fmt.Sprintf("claim-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// m's own message, in its own name, is delivered.
+	own, _ := m.encode(as("orig-m", "honest"))
+	if err := m.publish(ctx, inSubject("orig-b"), own, "honest"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "m's own message delivered", func() bool { return len(pb.received()) == 1 })
+	testutil.Eventually(t, "the claims counted", func() bool { return b.Dropped()[ReasonUntrusted] == 2 })
+	if got := pb.received(); got[0].ID != "honest" || got[0].From != "orig-m" {
+		t.Fatalf("delivered %+v", got)
+	}
+	if pinned(b, "orig-ghost", pubOf(m)) {
+		t.Fatal("an envelope pinned a new host's key")
+	}
+}
+
+func TestARosterEntryPutWithAnotherHostsKeyIsIgnored(t *testing.T) {
+	c := sharedCluster(t)
+	a := join(t, c.url(0), "rkey-a")
+	obs := join(t, c.url(1), "rkey-o")
+	serve(t, a, &peer{sessions: []message.Session{session("lead", "s-lead", message.ProtocolClaude)}})
+	testutil.Eventually(t, "the observer lists lead@rkey-a", func() bool { _, ok := obs.Origin("lead@rkey-a", ""); return ok })
+
+	_, js := rawConn(t, c.url(2))
+	ctx := testutil.Context(t, 20*time.Second)
+	kv, err := js.KeyValue(ctx, rosterBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := testSigner(t) // host b's key
+	evil := rosterEntry{V: Version, Host: "rkey-a", Sessions: []message.Session{session("evil", "s-evil", message.ProtocolClaude)}}
+	put := func(sg *signer) {
+		r := evil
+		v, err := sg.sign(domainRoster, &r, &r.seal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kv.Put(ctx, "rkey-a", v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(b) // b's key: not a's
+	b.pub = a.PublicKey()
+	put(b) // b's signature under a's key
+	testutil.Eventually(t, "both counted", func() bool {
+		d := obs.Dropped()
+		return d[ReasonUntrusted] == 1 && d[ReasonSignature] == 1
+	})
+	if _, ok := obs.Origin("evil@rkey-a", ""); ok {
+		t.Fatal("the observer lists a session b put in a's name")
+	}
+	if _, ok := obs.Origin("lead@rkey-a", ""); !ok {
+		t.Fatal("the observer forgot a's own entry")
+	}
+}
+
+func TestReplayedEnvelopesAreDroppedAndCountedAndDeliveredOnce(t *testing.T) {
+	c := sharedCluster(t)
+	const window = 2 * time.Second
+	a := join(t, c.url(0), "rp-a", func(c *Config) { c.ReplayWindow = window })
+	b := join(t, c.url(1), "rp-b", func(c *Config) { c.ReplayWindow = window })
+	pb := &peer{sessions: []message.Session{session("sink", "s-sink", message.ProtocolClaude)}}
+	serve(t, a, &peer{})
+	serve(t, b, pb)
+	receipts := run(t, a)
+	ctx := testutil.Context(t, 30*time.Second)
+	testutil.Eventually(t, "a lists sink@rp-b", func() bool { _, ok := a.Origin("sink@rp-b", ""); return ok })
+
+	// Someone records what crosses the wire.
+	nc, js := rawConn(t, c.url(2))
+	wire := make(chan *nats.Msg, 16)
+	for _, s := range []string{inSubject("rp-b"), receiptSubject("rp-a")} {
+		if _, err := nc.ChanSubscribe(s, wire); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if rc, err := a.Leg().Send(ctx, message.Message{ID: "once", To: "sink@rp-b", Body: "pay 10"}); err != nil || rc.Status != message.StatusSent {
+		t.Fatalf("send: %+v, %v", rc, err)
+	}
+	var sent, receipt []byte
+	for sent == nil || receipt == nil {
+		select {
+		case m := <-wire:
+			if m.Subject == inSubject("rp-b") {
+				sent = m.Data
+			} else {
+				receipt = m.Data
+			}
+		case <-ctx.Done():
+			t.Fatal("nothing crossed")
+		}
+	}
+	testutil.Eventually(t, "delivered", func() bool { return len(pb.received()) == 1 })
+	first := <-receipts
+	if first.Receipt.MsgID != "once" || first.Receipt.Status != message.StatusDelivered {
+		t.Fatalf("receipt %+v", first.Receipt)
+	}
+
+	replay := func(subject string, b []byte, id string) {
+		t.Helper()
+		if _, err := js.Publish(ctx, subject, b, jetstream.WithMsgID(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Byte-identical copies, inside the window, under a new de-duplication
+	// id so the stream keeps them.
+	replay(inSubject("rp-b"), sent, "replay-1")
+	replay(receiptSubject("rp-a"), receipt, "replay-2")
+	testutil.Eventually(t, "the copies counted", func() bool {
+		return b.Dropped()[ReasonReplayed] == 1 && a.Dropped()[ReasonReplayed] == 1
+	})
+	// The same message re-signed (a new nonce, as a sender's retry is) is
+	// answered from the settled window, not delivered again.
+	again, err := a.encode(envelope{Kind: kindMessage, From: "rp-a", To: "rp-b", Message: &message.Message{ID: "once", To: "uds:/run/s-sink.sock", Body: "pay 10"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replay(inSubject("rp-b"), again, "replay-3")
+	// Past the window: the recorded copy, and a message never seen before
+	// that was signed before the window.
+	time.Sleep(window + 500*time.Millisecond)
+	replay(inSubject("rp-b"), sent, "replay-4")
+	old := newSigner(a.signer.key)
+	old.now = func() time.Time { return time.Now().Add(-2 * window) }
+	stale, err := old.envelope(envelope{Kind: kindMessage, From: "rp-a", To: "rp-b", Message: &message.Message{ID: "stale", To: "uds:/run/s-sink.sock", Body: "pay 20"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replay(inSubject("rp-b"), stale, "replay-5")
+	testutil.Eventually(t, "the late ones counted", func() bool { return b.Dropped()[ReasonReplayed] == 3 })
+	if got := pb.received(); len(got) != 1 || got[0].ID != "once" {
+		t.Fatalf("delivered %d: %+v", len(got), got)
+	}
+	// The re-signed copy's receipt came back once more (the at-least-once
+	// wire), the recorded receipt copy never.
+	time.Sleep(500 * time.Millisecond)
+	n := 0
+	for len(receipts) > 0 {
+		ev := <-receipts
+		if ev.Receipt.MsgID == "once" {
+			n++
+		}
+	}
+	if n > 1 {
+		t.Fatalf("%d more receipts for one message", n)
+	}
+	if fmt.Sprint(b.Dropped()) != fmt.Sprint(map[Reason]uint64{ReasonReplayed: 3}) || fmt.Sprint(a.Dropped()) != fmt.Sprint(map[Reason]uint64{ReasonReplayed: 1}) {
+		t.Fatalf("dropped at b %v, at a %v", b.Dropped(), a.Dropped())
+	}
+}

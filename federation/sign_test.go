@@ -1,0 +1,90 @@
+package federation
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sessiongateway/gateway/message"
+)
+
+func TestASignatureCoversEveryFieldItsReaderActsOn(t *testing.T) {
+	sg := testSigner(t)
+	b, err := sg.envelope(envelope{Kind: kindMessage, From: "a", To: "b", Message: &message.Message{ID: "1", To: "uds:/x.sock", Body: "hi", Time: time.Now()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(b []byte) Reason {
+		e, r := parse(b, "b")
+		if r != 0 {
+			return r
+		}
+		_, r = verify(domainEnvelope, &e, &e.seal)
+		return r
+	}
+	if r := check(b); r != 0 {
+		t.Fatalf("as signed: %v", r)
+	}
+	for name, edit := range map[string][2]string{
+		"body":      {`"body":"hi"`, `"body":"ho"`},
+		"origin":    {`"from_host":"a"`, `"from_host":"c"`},
+		"time":      {`"signed_at":`, `"signed_at":1`},
+		"nonce":     {`"nonce":"`, `"nonce":"0`},
+		"a field":   {`"body":"hi"`, `"body":"hi","from_name":"root"`},
+		"no sig":    {`"sig":"`, `"sig_":"`},
+		"dup key":   {`"body":"hi"`, `"body":"hi","body":"ho"`},
+		"case":      {`"body":"hi"`, `"body":"hi","Body":"ho"`},
+		"unicode":   {`"body":"hi"`, `"body":"h\u0131"`},
+		"other key": {`"key":"ed25519:`, `"key":"ed25519:A`},
+	} {
+		bad := []byte(strings.Replace(string(b), edit[0], edit[1], 1))
+		if bytes.Equal(bad, b) {
+			t.Fatalf("%s: the edit did not apply", name)
+		}
+		if r := check(bad); r == 0 {
+			t.Errorf("%s: an edited envelope verified", name)
+		}
+	}
+	// A signature over a roster entry is no good for an envelope.
+	var r rosterEntry
+	if _, err := sg.sign(domainRoster, &r, &r.seal); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := parse(b, "b")
+	e.seal = r.seal
+	if _, reason := verify(domainEnvelope, &e, &e.seal); reason != ReasonSignature {
+		t.Fatal(reason)
+	}
+}
+
+// FuzzSignedEnvelope: nothing but the envelope signed verifies, and
+// reading never panics.
+func FuzzSignedEnvelope(f *testing.F) {
+	sg := testSigner(f)
+	orig := envelope{Kind: kindReceipt, From: "a", To: "b", Receipt: &message.Receipt{MsgID: "m1", Status: message.StatusDelivered, Time: time.Unix(1700000000, 0).UTC()}}
+	b, err := sg.envelope(orig)
+	if err != nil {
+		f.Fatal(err)
+	}
+	want, _ := parse(b, "b")
+	want.Sig = ""
+	wantC, _ := canonical(&want)
+	f.Add(b)
+	f.Add(bytes.Replace(b, []byte(`"delivered"`), []byte(`"denied"`), 1))
+	f.Add(bytes.Replace(b, []byte(`{"v":1,`), []byte(`{"v":1,"V":1,`), 1))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		e, r := parse(in, "b")
+		if r != 0 {
+			return
+		}
+		if _, r := verify(domainEnvelope, &e, &e.seal); r != 0 {
+			return
+		}
+		e.Sig = ""
+		got, err := canonical(&e)
+		if err != nil || !bytes.Equal(got, wantC) {
+			t.Fatalf("%q verified as\n%s\nbut was signed as\n%s", in, got, wantC)
+		}
+	})
+}
