@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
@@ -27,6 +28,7 @@ var (
 	_ router.Leg       = (*Leg)(nil)
 	_ router.Readier   = (*Leg)(nil)
 	_ router.AliasHost = (*Leg)(nil)
+	_ router.Traced    = (*Leg)(nil)
 )
 
 // Leg returns the node's leg.
@@ -45,6 +47,7 @@ func (l *Leg) Deliver(ctx context.Context, m message.Message) (message.Receipt, 
 		return message.Receipt{}, errors.New("federation: the leg is not running")
 	}
 	m.AliasOf, m.Protocol = m.To, message.ProtocolFederation
+	l.n.traces.Put(m.ID, trace.SpanContextFromContext(ctx)) // for TraceContext
 	select {
 	case in <- message.Event{Type: message.EventMessage, Time: time.Now(), Leg: message.ProtocolFederation, Message: &m}:
 		return message.Receipt{MsgID: m.ID, Status: message.StatusQueued, Time: time.Now()}, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/observability"
+	"github.com/sessiongateway/gateway/router"
 )
 
 // scrape reads m's /metrics: each family's samples as "label=value,..." ->
@@ -61,7 +63,9 @@ func value(s *dto.Metric) float64 {
 // to c whose first delivery fails (so NATS offers it again), and a
 // malformed one, and checks c's receiving span continues a's trace and
 // both hosts' counts, exactly.
-func TestOneTraceSpansBothHostsAndEachCountsPerPeer(t *testing.T) {
+// tracing installs, for one test, a tracer provider recording every span
+// and the W3C propagator as the process's globals, as serve does.
+func tracing(t *testing.T) (*tracetest.InMemoryExporter, *sdktrace.TracerProvider) {
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
@@ -72,6 +76,11 @@ func TestOneTraceSpansBothHostsAndEachCountsPerPeer(t *testing.T) {
 		otel.SetTextMapPropagator(prevProp)
 		_ = tp.Shutdown(context.Background())
 	})
+	return spans, tp
+}
+
+func TestOneTraceSpansBothHostsAndEachCountsPerPeer(t *testing.T) {
+	spans, tp := tracing(t)
 
 	c := sharedCluster(t)
 	tag := randomID()[:6]
@@ -158,5 +167,65 @@ func TestOneTraceSpansBothHostsAndEachCountsPerPeer(t *testing.T) {
 		if !ok || v != w.value {
 			t.Errorf("%s{%s} = %v (listed %v), want %v; family: %v", w.family, w.labels, v, ok, w.value, w.fams[w.family])
 		}
+	}
+}
+
+// TestTheReceivingHostsRouteContinuesTheSendersTrace routes a message
+// from a's router to a session behind c's, and checks c's route to that
+// session is in a's trace, under c's receiving span.
+func TestTheReceivingHostsRouteContinuesTheSendersTrace(t *testing.T) {
+	spans, tp := tracing(t)
+	c := sharedCluster(t)
+	tag := randomID()[:6]
+	ha, hc := "rt-tr-a-"+tag, "rt-tr-c-"+tag
+	a, cc := join(t, c.url(0), ha), join(t, c.url(2), hc)
+	traced := func(n *Node, local router.Leg) *router.Router {
+		rt := router.New(router.Config{Bridge: true, Tracer: tp.Tracer(observability.TracerName), Host: n.Host()}, local, n.Leg())
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = rt.Run(ctx) })
+		wg.Go(func() { _ = n.ServeRouter(ctx, rt) })
+		t.Cleanup(func() { cancel(); wg.Wait() })
+		return rt
+	}
+	ra := traced(a, newSinkLeg(session("alice", "s-alice", message.ProtocolQwen)))
+	traced(cc, newSinkLeg(session("sink", "s-sink", message.ProtocolQwen)))
+	ctx := testutil.Context(t, 30*time.Second)
+	testutil.Eventually(t, "a resolves sink@"+hc, func() bool { _, _, err := ra.Resolve(ctx, "sink@"+hc); return err == nil })
+	out, err := ra.Send(ctx, router.SendRequest{To: "sink@" + hc, Body: "traced", FromName: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done, err := ra.Wait(ctx, out.Message.ID); err != nil || done.Status != message.StatusDelivered {
+		t.Fatalf("wait: %+v, %v", done, err)
+	}
+	route := func(dir string) (sdktrace.ReadOnlySpan, bool) {
+		for _, s := range spans.GetSpans().Snapshots() {
+			for _, kv := range s.Attributes() {
+				if s.Name() == "gateway.route" && kv.Key == router.AttrDirection && kv.Value.AsString() == dir {
+					return s, true
+				}
+			}
+		}
+		return nil, false
+	}
+	var out0, bridged sdktrace.ReadOnlySpan
+	testutil.Eventually(t, "both routes' spans ended", func() bool {
+		var ok1, ok2 bool
+		out0, ok1 = route("out")
+		bridged, ok2 = route("bridged")
+		return ok1 && ok2
+	})
+	if bridged.SpanContext().TraceID() != out0.SpanContext().TraceID() {
+		t.Fatalf("c's route is in trace %s, a's in %s", bridged.SpanContext().TraceID(), out0.SpanContext().TraceID())
+	}
+	var recv sdktrace.ReadOnlySpan
+	for _, s := range spans.GetSpans().Snapshots() {
+		if s.Name() == spanReceive {
+			recv = s
+		}
+	}
+	if recv == nil || bridged.Parent().SpanID() != recv.SpanContext().SpanID() || recv.Parent().SpanID() != out0.SpanContext().SpanID() {
+		t.Fatalf("c's route is not under c's receiving span, under a's route")
 	}
 }

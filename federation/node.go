@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sessiongateway/gateway/internal/bounded"
 	"github.com/sessiongateway/gateway/message"
@@ -61,10 +62,11 @@ type Node struct {
 	keys    *keyring // the other hosts' keys
 	nonces  nonces   // envelopes read, to tell a replay
 	drops   drops
-	settled *bounded.Map[string, message.Receipt] // origin/inbound id -> its outcome
-	origin  *bounded.Map[string, string]          // inbound id -> the host that sent it
-	sentTo  *bounded.Map[string, string]          // outbound id -> the host it went to
-	pr      promptState                           // permission prompts across hosts (prompts.go)
+	settled *bounded.Map[string, message.Receipt]   // origin/inbound id -> its outcome
+	origin  *bounded.Map[string, string]            // inbound id -> the host that sent it
+	sentTo  *bounded.Map[string, string]            // outbound id -> the host it went to
+	traces  *bounded.Map[string, trace.SpanContext] // inbound id -> its receiving span (metrics.go)
+	pr      promptState                             // permission prompts across hosts (prompts.go)
 
 	mu        sync.Mutex
 	others    map[string]hostEntry // other hosts' roster entries, by host
@@ -92,6 +94,7 @@ func Connect(ctx context.Context, cfg Config) (*Node, error) {
 		settled: bounded.NewMap[string, message.Receipt](settledWindow),
 		origin:  bounded.NewMap[string, string](settledWindow),
 		sentTo:  bounded.NewMap[string, string](settledWindow),
+		traces:  bounded.NewMap[string, trace.SpanContext](settledWindow),
 		others:  map[string]hostEntry{},
 		nonces:  newNonces(),
 	}

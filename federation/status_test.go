@@ -30,9 +30,14 @@ func TestStatusListsHostsTheirSessionsTheLinkLagAndDrops(t *testing.T) {
 	// idle's consumer exists, but nothing consumes: what arrives waits.
 	ictx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = idle.Serve(ictx, Local{}) }()
+	go func() {
+		defer close(done)
+		if err := idle.Serve(ictx, Local{}); err != nil {
+			t.Errorf("idle serve: %v", err)
+		}
+	}()
 	ctx := testutil.Context(t, 20*time.Second)
-	testutil.Eventually(t, "idle's consumer exists", func() bool {
+	testutil.EventuallyWithin(t, 30*time.Second, "idle's consumer exists", func() bool {
 		_, err := idle.stream.Consumer(ctx, "in-"+hidle)
 		return err == nil
 	})

@@ -184,8 +184,11 @@ func (r *Router) handle(ctx context.Context, ev message.Event) {
 		r.cfg.Metrics.Message(ctx, string(ev.Leg), "in")
 		if ev.Message != nil && ev.Message.AliasOf != "" {
 			if src, ok := r.Leg(ev.Leg); ok && r.cfg.Bridge {
-				m := *ev.Message
-				r.background(func() { r.bridge(ctx, src, m) }, func() {
+				m, bctx := *ev.Message, ctx
+				if tr, ok := src.(Traced); ok {
+					bctx = tr.TraceContext(ctx, m)
+				}
+				r.background(func() { r.bridge(bctx, src, m) }, func() {
 					if h, ok := src.(AliasHost); ok {
 						h.Relay(ctx, m, message.Receipt{MsgID: m.ID, Status: message.StatusDropped, DropReason: message.DropQueueFull, Reason: "the gateway's bridge is busy"})
 					}
