@@ -34,6 +34,13 @@ type Demo struct {
 
 // StartDemo writes a fresh bearer token to a 0600 file, listens and
 // creates the sessions. Close stops it and removes what it wrote.
+// demoModels are what the demo's sessions offer (remote info, remote model).
+var demoModels = []Model{
+	{Value: "claude-opus-4-6", DisplayName: "Opus", Description: "the most capable"},
+	{Value: "claude-sonnet-4-5", DisplayName: "Sonnet", Description: "fast and capable"},
+	{Value: defaultModel, DisplayName: "Default"},
+}
+
 func StartDemo(o DemoOptions) (*Demo, error) {
 	if err := CheckLoopback(o.Addr); err != nil {
 		return nil, err // anyone who can reach it and read the token drives it
@@ -54,7 +61,8 @@ func StartDemo(o DemoOptions) (*Demo, error) {
 		d.cleanup()
 		return nil, fmt.Errorf("write token file: %w", err)
 	}
-	d.Server, err = Listen(Options{Addr: o.Addr, Token: token, OrgUUID: o.OrgUUID, Echo: true, Logf: o.Logf})
+	d.Server, err = Listen(Options{Addr: o.Addr, Token: token, OrgUUID: o.OrgUUID, Echo: true, Logf: o.Logf,
+		Models: demoModels, Commands: []Command{{Name: "review", Description: "Review the open changes", ArgumentHint: "[path]"}}})
 	if err != nil {
 		d.cleanup()
 		return nil, err
