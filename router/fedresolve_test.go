@@ -135,3 +135,17 @@ func TestSessionsCarryThisHostsNameWhenFederated(t *testing.T) {
 		}
 	}
 }
+
+func TestNAMEatThisHostResolvesToTheLocalSession(t *testing.T) {
+	fed := &fakeLeg{name: message.ProtocolFederation, run: make(chan struct{}), sessions: []message.Session{hbWork}}
+	r := New(Config{Host: "ha"}, claudeLeg(claudeWork), qwenLeg(solo), fed)
+	for _, to := range []string{"solo@ha", "solo@ha [" + ref(solo) + "]"} {
+		l, s, err := r.Resolve(context.Background(), to)
+		if err != nil || s.SessionID != solo.SessionID || l.Name() != message.ProtocolQwen {
+			t.Errorf("Resolve(%q) = %+v, %v", to, s, err)
+		}
+	}
+	if _, _, err := r.Resolve(context.Background(), "solo@hz"); err == nil {
+		t.Error("NAME@HOST of a host that is not this one resolved locally")
+	}
+}

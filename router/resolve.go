@@ -154,6 +154,15 @@ func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions [
 	cands, listed := candidates(local, func(s message.Session) string { return s.Name })
 	c, err := addressing.ResolveContext(ctx, a, cands, r.cfg.DID)
 	var nf *addressing.NotFoundError
+	if name, ok := strings.CutSuffix(a.Name, "@"+r.cfg.Host); ok && r.cfg.Host != "" && a.Kind == addressing.KindName && errors.As(err, &nf) {
+		// NAME@HOST naming this host, as other hosts list its sessions.
+		if own, perr := addressing.Parse(name); perr == nil && own.Kind == addressing.KindName {
+			own.Ref = a.Ref
+			if c2, err2 := addressing.Resolve(own, cands); err2 == nil {
+				c, err = c2, nil
+			}
+		}
+	}
 	if errors.As(err, &nf) && len(others) > 0 && (a.Kind == addressing.KindName || a.Kind == addressing.KindRef) {
 		// Local first: another host's session is a candidate only when no
 		// local one matches.
