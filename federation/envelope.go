@@ -170,3 +170,18 @@ func parse(b []byte, self string) (envelope, Reason) {
 }
 
 func validID(id string) bool { return id != "" && len(id) <= maxID }
+
+// resign signs again, with a fresh time and nonce, an envelope this host
+// encoded earlier: a send kept while the link was down must be signed
+// when it is published, or a receiver takes it for a replay once it is
+// older than the replay window.
+func (n *Node) resign(b []byte) ([]byte, error) {
+	var e envelope
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, fmt.Errorf("federation: a kept send does not read: %w", err)
+	}
+	if e.From != n.cfg.Host {
+		return nil, fmt.Errorf("federation: a kept send from host %q, not this one", e.From)
+	}
+	return n.encode(e)
+}

@@ -93,3 +93,28 @@ func FuzzSignedEnvelope(f *testing.F) {
 		}
 	})
 }
+
+func TestAKeptSendIsSignedAgainWhenPublished(t *testing.T) {
+	n := testNode(t, "a")
+	old := newSigner(n.signer.key)
+	old.now = func() time.Time { return time.Now().Add(-time.Hour) }
+	kept, err := old.envelope(envelope{Kind: kindMessage, From: "a", To: "b", Message: &message.Message{ID: "1", To: "uds:/x.sock", Body: "hi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := n.resign(kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, r := parse(fresh, "b")
+	if r != 0 {
+		t.Fatal(r)
+	}
+	k, _ := parse(kept, "b")
+	if _, r := verify(domainEnvelope, &e, &e.seal); r != 0 || time.Since(time.UnixMilli(e.SignedAt)) > time.Minute || e.Nonce == k.Nonce || e.Message.Body != "hi" {
+		t.Fatalf("re-signed %s (%v)", fresh, r)
+	}
+	if _, err := testNode(t, "c").resign(kept); err == nil {
+		t.Fatal("another host's envelope re-signed")
+	}
+}
