@@ -115,13 +115,26 @@ func (r *Router) bridge(ctx context.Context, source Leg, in message.Message) {
 }
 
 // senderOf finds the session that sent in on its leg, for its name and
-// address; when the roster does not list it, what the message claims.
+// address: in the router's recent listing first (a leg's own listing can
+// mean probing every session's socket, on every forward), then the leg's;
+// when neither lists it, what the message claims.
 func (r *Router) senderOf(ctx context.Context, source Leg, in message.Message) message.Session {
-	if ss, err := source.Sessions(ctx); err == nil {
+	match := func(ss []message.Session) (message.Session, bool) {
 		for _, s := range ss {
-			if s.Address == in.From && (in.FromName == "" || s.Name == in.FromName) {
-				return s
+			if s.Protocol == source.Name() && s.AliasOf == "" && s.Address == in.From && (in.FromName == "" || s.Name == in.FromName) {
+				return s, true
 			}
+		}
+		return message.Session{}, false
+	}
+	if cached, ok := r.cachedRoster(); ok {
+		if s, ok := match(cached); ok {
+			return s
+		}
+	}
+	if ss, err := source.Sessions(ctx); err == nil {
+		if s, ok := match(ss); ok {
+			return s
 		}
 	}
 	return message.Session{Address: in.From, Name: in.FromName, Protocol: source.Name(), SessionID: in.FromSession}

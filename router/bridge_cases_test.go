@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -145,5 +149,71 @@ func TestABurstOfSixtyFourForwardsIsCarriedWhileTheReceiverIsSlow(t *testing.T) 
 	}
 	if n, rel := len(qw.sends()), cl.relays(); n != burst || len(rel) != 0 {
 		t.Fatalf("forwarded %d of %d, %d turned away; want all forwarded", n, burst, len(rel))
+	}
+}
+
+// countingHost lists its own sessions, which a test may change, and counts
+// how often it is asked.
+type countingHost struct {
+	*hostLeg
+	listed atomic.Int32
+	mu     sync.Mutex
+	ss     []message.Session
+}
+
+func (c *countingHost) Sessions(context.Context) ([]message.Session, error) {
+	c.listed.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.ss), nil
+}
+
+// The sender of a forward is found in the router's recent listing: the
+// Claude leg lists by probing every session's socket, which on every
+// forward cost a cross-host message milliseconds. A sender the listing
+// does not have yet is looked up on its leg.
+func TestAForwardFindsItsSenderInTheRecentListing(t *testing.T) {
+	lead := message.Session{Address: "uds:/tmp/cc-socks/30.sock", Protocol: message.ProtocolClaude, Name: "lead", SessionID: "c-lead"}
+	late := message.Session{Address: "uds:/tmp/cc-socks/31.sock", Protocol: message.ProtocolClaude, Name: "late", SessionID: "c-late"}
+	cl := &countingHost{hostLeg: &hostLeg{fakeLeg: claudeLeg()}, ss: []message.Session{lead}}
+	qw := &hostLeg{fakeLeg: qwenLeg(alpha)}
+	r := New(Config{Bridge: true, BridgeInterval: time.Hour, RosterTTL: time.Hour}, cl, qw)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	<-cl.run
+	// The bridge's first sync lists every leg: the recent listing.
+	if !testutil.Within(3*time.Second, func() bool { return cl.listed.Load() > 0 }) {
+		t.Fatal("the bridge never listed the sessions")
+	}
+	forward := func(from message.Session, id string) message.Message {
+		t.Helper()
+		cl.fakeLeg.emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
+			ID: id, From: from.Address, FromName: from.Name, Body: id, Mode: message.ModePrompting,
+			Protocol: message.ProtocolClaude, AliasOf: alpha.Address, ToName: "alpha"}})
+		var got message.Message
+		if !testutil.Within(3*time.Second, func() bool {
+			for _, m := range qw.sends() {
+				if m.Body == id {
+					got = m
+					return true
+				}
+			}
+			return false
+		}) {
+			t.Fatalf("%s was not forwarded", id)
+		}
+		return got
+	}
+	cl.listed.Store(0)
+	if m := forward(lead, "m1"); m.FromName != "lead" || cl.listed.Load() != 0 {
+		t.Fatalf("forwarded from %q with the leg listed %d times; want lead, from the recent listing", m.FromName, cl.listed.Load())
+	}
+	cl.mu.Lock()
+	cl.ss = append(cl.ss, late)
+	cl.mu.Unlock()
+	if m := forward(late, "m2"); m.FromName != "late" || cl.listed.Load() != 1 {
+		t.Fatalf("forwarded from %q with the leg listed %d times; want late, from the leg's listing", m.FromName, cl.listed.Load())
 	}
 }
