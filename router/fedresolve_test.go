@@ -149,3 +149,32 @@ func TestNAMEatThisHostResolvesToTheLocalSession(t *testing.T) {
 		t.Error("NAME@HOST of a host that is not this one resolved locally")
 	}
 }
+
+// FuzzResolveAcrossHosts resolves any query against a roster holding
+// another host's sessions named as that (hostile) host pleases: it never
+// panics, and an ambiguity's candidates each resolve.
+func FuzzResolveAcrossHosts(f *testing.F) {
+	f.Add("build", "build", "hb", "hc", "build")
+	f.Add("work", "wörk", "hb", "hb", "work@hb")
+	f.Add("x", "x", "hb", "hb", "[5d0d1c]")
+	f.Add("a.hb", "a", "hb", "hb", "a.hb")
+	f.Fuzz(func(t *testing.T, n1, n2, h1, h2, query string) {
+		a, err := addressing.Parse(query)
+		if err != nil {
+			return
+		}
+		fed := &fakeLeg{name: message.ProtocolFederation, run: make(chan struct{}), sessions: []message.Session{
+			other(n1, h1, "f-1"), other(n2, h2, "f-2"), other(n1, h2, "f-3"),
+		}}
+		r := New(Config{Host: "ha"}, claudeLeg(claudeWork), fed)
+		_, _, err = r.Resolve(context.Background(), a.String())
+		var amb *addressing.AmbiguousError
+		if errors.As(err, &amb) {
+			for _, c := range amb.Candidates {
+				if _, _, err := r.Resolve(context.Background(), c); err != nil {
+					t.Fatalf("candidate %q of %q does not resolve: %v", c, query, err)
+				}
+			}
+		}
+	})
+}
