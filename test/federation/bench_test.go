@@ -90,8 +90,10 @@ func sendOne(ctx context.Context, g *api.Client, s *benchSink, to, body string) 
 // reports p50/p99 and msg/s for both roads.
 func BenchmarkFederatedSend(b *testing.B) {
 	nc := cluster(b)
-	a := startHost(b, "ba", nc.URLs())
-	c := startHost(b, "bc", nc.URL(2)+","+nc.URL(0))
+	// At the default log level, as deployed: the harness's debug level
+	// writes a line per message on each host.
+	a := startHost(b, "ba", nc.URLs(), "--log-level", "info")
+	c := startHost(b, "bc", nc.URL(2)+","+nc.URL(0), "--log-level", "info")
 	near := newBenchSink(b, a.W.ConfigDir, a.W.Runtime, "near")
 	far := newBenchSink(b, c.W.ConfigDir, c.W.Runtime, "far")
 	ctx := context.Background()
