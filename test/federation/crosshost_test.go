@@ -142,6 +142,15 @@ func TestSessionsOnThreeHostsReachEachOtherByNameWithReceipts(t *testing.T) {
 			t.Fatalf("receipt = %+v, %v; want denied", f, err)
 		}
 	})
+	t.Run("a refusal there reaches the Claude sender in Claude Code's words: expired, refused", func(t *testing.T) {
+		id, err := alice.Send(ctx, claudeAlias(t, a.W.ConfigDir, "wall.c"), "refuse me", message.ModePrompting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := receipt(t, id); f.Status != claude.WireExpired || f.StatusDetail != claude.DetailRefused {
+			t.Fatalf("receipt = %+v, want expired/refused", f)
+		}
+	})
 	t.Run("a message that would pass the hop limit on the other host is dropped there and the Claude sender told", func(t *testing.T) {
 		chain := make([]string, router.MaxForwardChain-1) // a's bridge adds the last allowed entry, c's would pass it
 		for i := range chain {
