@@ -46,6 +46,10 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	return f
 }
 
+// Enabled reports whether --federation was given: a gateway may then
+// serve no local leg at all, reaching only other hosts' sessions.
+func (f *Flags) Enabled() bool { return f != nil && *f.urls != "" }
+
 // Check validates the flags without connecting.
 func (f *Flags) Check(stateDir string) error {
 	if *f.urls == "" {

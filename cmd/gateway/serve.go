@@ -150,8 +150,8 @@ func setupServe(e *env, cmd string, args []string, extra func(*flag.FlagSet)) (*
 			return fail("--approver: %v", err)
 		}
 	}
-	if len(enabled) == 0 && !remote.enabled() {
-		return fail("--legs: name at least one leg, or give remote credentials")
+	if len(enabled) == 0 && !remote.enabled() && !fed.Enabled() {
+		return fail("--legs: name at least one leg, give remote credentials or join a federation")
 	}
 	return &servePlan{logLevel: lvl, settings: st, cfg: serveConfig{
 		stateDir: *sd, name: *name, apiAddr: *apiAddr, hosts: hosts, mode: m, inbound: pol,

@@ -1,7 +1,9 @@
 package federation
 
 import (
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -9,6 +11,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 )
 
 // composeService is what the test reads of a compose service.
@@ -104,6 +108,35 @@ func TestTheComposeFederationProfileRunsTwoGatewaysOnAThreeNodeCluster(t *testin
 			}
 			if !s.ReadOnly || !slices.Contains(s.CapDrop, "ALL") {
 				t.Errorf("%s is not hardened: %+v", g, s)
+			}
+		}
+	})
+	t.Run("each gateway's command and environment pass serve's checks", func(t *testing.T) {
+		for _, g := range []string{"gateway-a", "gateway-b"} {
+			s := cf.Services[g]
+			w := gatewaytest.NewWorld(t)
+			cmd := exec.Command(gatewaytest.Bin(t), append([]string{"config", "--json"}, s.Command...)...)
+			cmd.Env = w.Env()
+			for k, v := range s.Environment {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%s: gateway config %v: %v\n%s", g, s.Command, err, out)
+			}
+			var keys []struct {
+				Key    string `json:"key"`
+				Value  any    `json:"value"`
+				Source string `json:"source"`
+			}
+			if err := json.Unmarshal(out, &keys); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range keys {
+				if want, ok := map[string]string{"federation": s.Environment["GATEWAY_FEDERATION"], "host": s.Environment["GATEWAY_HOST"]}[k.Key]; ok &&
+					(k.Value != want || k.Source != "env") {
+					t.Errorf("%s: %s = %v from %s, want %s from env", g, k.Key, k.Value, k.Source, want)
+				}
 			}
 		}
 	})

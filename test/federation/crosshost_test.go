@@ -64,7 +64,7 @@ func qwenListed(t *testing.T, q *fakeqwen.Peer, name string) message.Session {
 func TestSessionsOnThreeHostsReachEachOtherByNameWithReceipts(t *testing.T) {
 	nc := cluster(t)
 	a := startHost(t, "a", nc.URLs())
-	b := startHost(t, "b", nc.URL(1)+","+nc.URL(2))
+	b := startHost(t, "b", nc.URL(1)+","+nc.URL(2), "--legs", "none") // a CI runner: no sessions of its own
 	c := startHost(t, "c", nc.URL(2)+","+nc.URL(0))
 	alice := a.claude(t, "alice", message.ModePrompting)
 	sink := c.qwen(t, fakeqwen.Config{Name: "sink", Mode: message.ModePrompting})
@@ -256,6 +256,15 @@ func TestSessionsOnThreeHostsReachEachOtherByNameWithReceipts(t *testing.T) {
 			t.Fatalf("send printed %s", out)
 		}
 		arrived(t, sink, message.EventMessage, "cli hello")
+	})
+	t.Run("a gateway with no local leg reaches another host's session", func(t *testing.T) {
+		out, err := b.G.Send(ctx, api.SendBody{To: "sink@c", Text: "from a runner", Wait: true, Timeout: "20s"})
+		if err != nil || out.Status != message.StatusDelivered {
+			t.Fatalf("send from b: %+v, %v; want delivered", out, err)
+		}
+		if ev := arrived(t, sink, message.EventMessage, "from a runner"); ev.Message.FromName != "b" {
+			t.Fatalf("sink got %+v, want it from b", ev.Message)
+		}
 	})
 	t.Run("no host shows another's aliases again", func(t *testing.T) {
 		for _, h := range []*host{a, b, c} {
