@@ -57,10 +57,11 @@ type Node struct {
 
 	leg     *Leg
 	link    link
-	meter   meter    // metrics.go
-	signer  *signer  // this host's key
-	keys    *keyring // the other hosts' keys
-	nonces  nonces   // envelopes read, to tell a replay
+	meter   meter                           // metrics.go
+	signer  *signer                         // this host's key
+	keys    *keyring                        // the other hosts' keys
+	nonces  nonces                          // envelopes read, to tell a replay
+	missing *bounded.Map[string, time.Time] // hosts found without a roster entry, when
 	drops   drops
 	settled *bounded.Map[string, message.Receipt]   // origin/inbound id -> its outcome
 	origin  *bounded.Map[string, string]            // inbound id -> the host that sent it
@@ -97,6 +98,7 @@ func Connect(ctx context.Context, cfg Config) (*Node, error) {
 		traces:  bounded.NewMap[string, trace.SpanContext](settledWindow),
 		others:  map[string]hostEntry{},
 		nonces:  newNonces(),
+		missing: bounded.NewMap[string, time.Time](1024),
 	}
 	if err := n.loadKeys(); err != nil {
 		return nil, err

@@ -94,7 +94,10 @@ func TestAForgedSignatureIsDroppedAndCountedNeverDelivered(t *testing.T) {
 		t.Fatalf("send: %+v, %v", rc, err)
 	}
 	testutil.Eventually(t, "the genuine message is delivered", func() bool { return len(pb.received()) == 1 })
-	testutil.Eventually(t, "each forgery counted", func() bool { return fmt.Sprint(b.Dropped()) == fmt.Sprint(map[Reason]uint64{ReasonSignature: 3}) })
+	// (Other tests' hostile roster entries may be counted too: the bucket is shared.)
+	if !testutil.Within(10*time.Second, func() bool { return b.Dropped()[ReasonSignature] == 3 }) {
+		t.Fatalf("dropped %v, want 3 for their signature", b.Dropped())
+	}
 	if got := pb.received(); len(got) != 1 || got[0].ID != "genuine" {
 		t.Fatalf("delivered %+v", got)
 	}
@@ -273,7 +276,7 @@ func TestReplayedEnvelopesAreDroppedAndCountedAndDeliveredOnce(t *testing.T) {
 	if n > 1 {
 		t.Fatalf("%d more receipts for one message", n)
 	}
-	if fmt.Sprint(b.Dropped()) != fmt.Sprint(map[Reason]uint64{ReasonReplayed: 3}) || fmt.Sprint(a.Dropped()) != fmt.Sprint(map[Reason]uint64{ReasonReplayed: 1}) {
+	if db, da := b.Dropped(), a.Dropped(); db[ReasonReplayed] != 3 || da[ReasonReplayed] != 1 || db[ReasonSignature]+db[ReasonUntrusted]+da[ReasonSignature]+da[ReasonUntrusted] != 0 {
 		t.Fatalf("dropped at b %v, at a %v", b.Dropped(), a.Dropped())
 	}
 }

@@ -115,20 +115,30 @@ func (n *Node) checkSeal(domain string, v any, s *seal, host string, stored time
 }
 
 // learnHost reads host's roster entry from the bucket and takes it as if
-// heard, pinning its key; it reports whether there was one.
+// heard, pinning its key; it reports whether there was one. A host found
+// missing is not looked for again for a while: a flood of envelopes in an
+// unknown host's name costs one read, not one each.
 func (n *Node) learnHost(host string) bool {
 	if n.roster == nil || !ValidHost(host) {
+		return false
+	}
+	if at, ok := n.missing.Get(host); ok && time.Since(at) < missingFor {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, 2*time.Second)
 	defer cancel()
 	e, err := n.roster.Get(ctx, host)
 	if err != nil {
+		n.missing.Put(host, time.Now())
 		return false
 	}
 	n.heard(e)
 	return true
 }
+
+// missingFor is how long a host found without a roster entry is not
+// looked for again.
+const missingFor = 2 * time.Second
 
 // nonces remembers the envelopes read, by origin and nonce, with the
 // stream sequence each came in: the same stream message offered again is
