@@ -55,8 +55,15 @@ func (f *Flags) Check(stateDir string) error {
 	if *f.urls == "" {
 		return nil
 	}
-	_, err := f.config(stateDir, nil).withDefaults()
-	return err
+	if _, err := f.config(stateDir, nil).withDefaults(); err != nil {
+		return err
+	}
+	if *f.trust != "" { // a broken trust file is said at once, with its line
+		if _, _, err := readTrust(*f.trust); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (f *Flags) config(stateDir string, log *slog.Logger) Config {

@@ -138,3 +138,22 @@ func TestPublicKeysRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestServeCreatesTheHostKeyOnFirstStartAndKeepsIt(t *testing.T) {
+	c := sharedCluster(t)
+	state := t.TempDir()
+	if err := os.Chmod(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	n := join(t, c.url(0), "key-first", func(c *Config) { c.StateDir = state })
+	k, err := LoadKey(KeyFile(state))
+	if err != nil || FormatPublicKey(k.Public().(ed25519.PublicKey)) != n.PublicKey() {
+		t.Fatalf("the key file: %v, %v; the node signs as %s", k, err, n.PublicKey())
+	}
+	pub := n.PublicKey()
+	n.Close()
+	again := join(t, c.url(1), "key-first", func(c *Config) { c.StateDir = state })
+	if again.PublicKey() != pub {
+		t.Fatalf("a restart signs as %s, not %s", again.PublicKey(), pub)
+	}
+}

@@ -3,6 +3,8 @@ package federation
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -72,7 +74,15 @@ func (v *violations) has(subject string) bool {
 
 func TestSubjectPermissionsKeepEachHostToItsOwnSubjects(t *testing.T) {
 	c, seeds := permittedCluster(t)
-	withKey := func(h string) func(*Config) { return func(c *Config) { c.NKeyFile = seeds[h] } }
+	// Every refusal the gateways hear is logged: under the documented
+	// permissions there must be none, whatever runs in the background.
+	var logs lockedLog
+	withKey := func(h string) func(*Config) {
+		return func(c *Config) {
+			c.NKeyFile = seeds[h]
+			c.Log = slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, &logs), nil))
+		}
+	}
 	a := join(t, c.URL(0), "alpha", withKey("alpha"))
 	b := join(t, c.URL(1), "beta", withKey("beta"))
 	pa := &peer{sessions: []message.Session{session("lead", "s-lead", message.ProtocolClaude)}}
@@ -202,10 +212,30 @@ func TestSubjectPermissionsKeepEachHostToItsOwnSubjects(t *testing.T) {
 		t.Fatalf("send after: %+v, %v", rc, err)
 	}
 	testutil.Eventually(t, "alpha delivers it", func() bool { return len(pa.received()) == 2 })
+	if strings.Contains(strings.ToLower(logs.String()), "permissions violation") {
+		t.Errorf("a gateway was refused something it needs:\n%s", logs.String())
+	}
 	if d := a.Dropped(); len(d) != 0 {
 		t.Errorf("alpha dropped %v", d)
 	}
 	if d := b.Dropped(); len(d) != 0 {
 		t.Errorf("beta dropped %v", d)
 	}
+}
+
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
