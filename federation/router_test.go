@@ -84,7 +84,8 @@ func TestARouterSendsToAnotherHostsSessionByName(t *testing.T) {
 		return false
 	})
 	out, err := ra.Send(ctx, router.SendRequest{To: "sink.rt-c", Body: "over the wire", FromName: "alice"})
-	if err != nil || out.Status != message.StatusSent {
+	// Sent, or already delivered when the receipt came back before Send returned.
+	if err != nil || out.Status != message.StatusSent && out.Status != message.StatusDelivered {
 		t.Fatalf("send: %+v, %v", out, err)
 	}
 	done, err := ra.Wait(ctx, out.Message.ID)
