@@ -291,3 +291,31 @@ func (c *Client) Probe(ctx context.Context, path string) (int, []byte, error) {
 	}
 	return resp.StatusCode, b, nil
 }
+
+// Upgrade asks path to switch this connection to protocol proto (101
+// Switching Protocols) and returns the raw stream.
+func (c *Client) Upgrade(ctx context.Context, path, proto string) (io.ReadWriteCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", proto)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("gateway not reachable (is `gateway serve` running with the same --state-dir?): %w", err)
+	}
+	rwc, ok := resp.Body.(io.ReadWriteCloser)
+	if resp.StatusCode != http.StatusSwitchingProtocols || !ok {
+		defer resp.Body.Close()
+		e := &APIError{Status: resp.StatusCode}
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&e.Body); err != nil {
+			e.Body.Error = resp.Status
+		}
+		return nil, e
+	}
+	return rwc, nil
+}

@@ -57,6 +57,9 @@ type Config struct {
 	// FilesDir is the one directory "files" on a send may name, below
 	// which no symlink is followed; empty refuses every attachment.
 	FilesDir string
+	// MCP serves /mcp (package mcp): Streamable HTTP, checked against
+	// the request's grant by each tool; nil for 404.
+	MCP http.Handler
 }
 
 // Server serves the control API.
@@ -93,6 +96,9 @@ func NewServer(cfg Config) *Server {
 			paths.Handle(rt.path, http.NotFoundHandler())
 		}
 		allowed[rt.path] = append(allowed[rt.path], rt.method)
+	}
+	if cfg.MCP != nil {
+		s.mux.Handle("/mcp", cfg.MCP)
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if _, pat := paths.Handler(r); pat != "" {

@@ -12,6 +12,9 @@ const (
 	// ProtocolFederation is the leg that reaches sessions on other
 	// gateways over NATS (package federation).
 	ProtocolFederation Protocol = "federation"
+	// ProtocolMCP is the leg whose sessions are MCP clients of the
+	// gateway (package mcp).
+	ProtocolMCP Protocol = "mcp"
 )
 
 // Attachment is a file sent along with a message, already staged by the

@@ -26,6 +26,7 @@ const (
 	DropUnauthenticated                       // the leg requires an auth line and got none
 	DropAliasLimit                            // the bridge runs as many alias workers as it may
 	DropUnserved                              // a remote session's control request of a subtype the gateway does not serve, answered with an error
+	DropDisconnected                          // the receiver (an MCP client) left before reading it
 )
 
 var dropWire = [...]string{
@@ -33,6 +34,7 @@ var dropWire = [...]string{
 	DropHopLoop: "hop-loop", DropHopRunaway: "hop-runaway", DropQueueFull: "queue-full",
 	DropDenied: "denied", DropExpired: "expired", DropRefused: "refused",
 	DropUnauthenticated: "unauthenticated", DropAliasLimit: "alias-limit", DropUnserved: "unserved",
+	DropDisconnected: "disconnected",
 }
 
 // Admission reports whether r is one of the admission checks' reasons

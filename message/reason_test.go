@@ -49,6 +49,7 @@ func TestDropReasonsHaveOneWireSpelling(t *testing.T) {
 		{DropExpired, "expired", false}, {DropRefused, "refused", false},
 		{DropUnauthenticated, "unauthenticated", false}, {DropAliasLimit, "alias-limit", false},
 		{DropUnserved, "unserved", false},
+		{DropDisconnected, "disconnected", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.wire+" reads back as itself", func(t *testing.T) {

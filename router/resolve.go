@@ -163,6 +163,15 @@ func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions [
 			}
 		}
 	}
+	if errors.As(err, &nf) && a.Kind == addressing.KindName {
+		// A name no session has now may be one a leg still answers for
+		// (an MCP client that just left: its receipt says so).
+		for _, l := range r.legs {
+			if cl, ok := l.(Claimer); ok && l.Name() == message.ProtocolMCP && cl.Claims(a) {
+				return l, message.Session{Address: a.String(), Name: a.Name, Protocol: l.Name()}, false, nil
+			}
+		}
+	}
 	if errors.As(err, &nf) && len(others) > 0 && (a.Kind == addressing.KindName || a.Kind == addressing.KindRef) {
 		// Local first: another host's session is a candidate only when no
 		// local one matches.

@@ -183,7 +183,9 @@ func (r *Router) handle(ctx context.Context, ev message.Event) {
 	case message.EventMessage:
 		r.cfg.Metrics.Message(ctx, string(ev.Leg), "in")
 		if ev.Message != nil && ev.Message.AliasOf != "" {
-			if src, ok := r.Leg(ev.Leg); ok && r.cfg.Bridge {
+			// An MCP client's own sends take the bridge's road whether or
+			// not the bridge is on: that is how they go out as from it.
+			if src, ok := r.Leg(ev.Leg); ok && (r.cfg.Bridge || ev.Leg == message.ProtocolMCP) {
 				m, bctx := *ev.Message, ctx
 				if tr, ok := src.(Traced); ok {
 					bctx = tr.TraceContext(ctx, m)

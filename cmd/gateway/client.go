@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/mcp"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/message/eventfmt"
 )
@@ -205,6 +207,19 @@ func runVersion(ctx context.Context, e *env, args []string) int {
 		printJSON(e.stdout, map[string]string{"version": version})
 	} else {
 		fmt.Fprintf(e.stdout, "gateway %s\n", version)
+	}
+	return exitOK
+}
+
+func runMCP(ctx context.Context, e *env, args []string) int {
+	fs := newFlags(e, "mcp")
+	sd := stateDirFlag(fs, e)
+	name := fs.String("name", "", "the session name others reach this client by (default: the client's own name)")
+	if _, err := parse(fs, args); err != nil {
+		return flagErr(err)
+	}
+	if err := mcp.Stdio(ctx, clientFor(*sd), *name, os.Stdin, e.stdout); err != nil {
+		return fail(e, err)
 	}
 	return exitOK
 }

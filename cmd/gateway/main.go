@@ -60,6 +60,7 @@ func init() {
 		{"controllers", "manage trusted controller tokens for the Qwen inbox: add --label X | list | remove ID", runControllers},
 		{"tokens", "manage scoped bearer tokens for the TCP API: add --label L --scope read,send,approve | list | remove ID", runTokens},
 		{"federation", "gateways on other hosts: federation status [--json] | keygen [--force] [--show]", runFederation},
+		{"mcp", "serve MCP on stdin/stdout as a session of the running gateway: mcp [--name NAME]", runMCP},
 		{"health", "exit 0 when the running gateway answers /healthz (--ready: /readyz)", runHealth},
 		{"version", "print the version", runVersion},
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/sessiongateway/gateway/approver"
 	"github.com/sessiongateway/gateway/internal/lifecycle"
 	"github.com/sessiongateway/gateway/internal/safefile"
+	"github.com/sessiongateway/gateway/mcp"
 	"github.com/sessiongateway/gateway/observability"
 	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/transport/uds"
@@ -96,6 +97,8 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	if remoteLeg != nil {
 		legs = append(legs, remoteLeg)
 	}
+	mcpLeg := mcp.NewLeg(nil)
+	legs = append(legs, mcpLeg)
 	if pool != nil {
 		defer pool.Close()
 	}
@@ -110,8 +113,10 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	gauges := rt.Gauges()
 	gauges.OutboxDepth = outboxDepth
 	metrics.Observe(gauges)
+	mcpSrv := mcp.New(mcp.Config{Router: rt, Leg: mcpLeg, Logger: log, Version: version})
+	defer mcpSrv.Close()
 	srv, err := newAPIServer(c, api.Config{Router: rt, Logger: log, Metrics: metrics.Handler(), Version: version,
-		Token: token, AllowedHosts: c.hosts, Keys: keys, Federation: fed.StatusFunc()})
+		Token: token, AllowedHosts: c.hosts, Keys: keys, Federation: fed.StatusFunc(), MCP: mcpSrv.Handler()})
 
 	sockPath := filepath.Join(c.stateDir, "gateway.sock")
 	var uln net.Listener
@@ -142,7 +147,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	err = lifecycle.Run(ctx, lifecycle.Parts{Log: log, Grace: life.grace, Core: rt.Run,
 		Servers: servers, Listeners: listeners, Pending: outboxDepth, Reloaders: life.reloaders(level, srv),
 		// An event stream never finishes by itself: end it now, with a reason.
-		EndStreams: func() { rt.Hub().CloseAll(router.ErrShuttingDown) }})
+		EndStreams: func() { rt.Hub().CloseAll(router.ErrShuttingDown); mcpSrv.Close() }})
 	log.Info("gateway stopped")
 	return err
 }

@@ -1,0 +1,309 @@
+package mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/internal/bounded"
+	"github.com/sessiongateway/gateway/internal/clock"
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/router"
+)
+
+// Limits of the leg.
+const (
+	// MaxClients caps the MCP clients connected at once; one more is
+	// refused at initialize.
+	MaxClients = 256
+	// KeepSent is how many of its clients' sent messages the leg
+	// remembers for get_message_status.
+	KeepSent = 4096
+	// KeepLeft is how many disconnected clients' names the leg remembers,
+	// for LeftFor, so a message to one is answered with a receipt saying
+	// it left rather than "no such session".
+	KeepLeft = 1024
+	// LeftFor is how long a disconnected client's name is remembered.
+	LeftFor = 10 * time.Minute
+)
+
+// AddressPrefix starts every MCP client's address: mcp:NAME. It parses as
+// a name, so it needs no address form of its own.
+const AddressPrefix = "mcp:"
+
+// ErrTooManyClients refuses a client past MaxClients.
+var ErrTooManyClients = errors.New("mcp: too many clients connected to this gateway")
+
+// Leg is the router's view of the MCP clients: each one a session named as
+// it asked, with a bounded inbox. It is an alias host to the router, so
+// what a client sends travels the bridge (the target sees the client's
+// name as sender) and the receipts come back through Relay.
+type Leg struct {
+	clk clock.Clock
+
+	mu      sync.Mutex
+	clients map[string]*client // by name
+	in      chan<- message.Event
+
+	sent *bounded.Map[string, *sent]     // what the clients sent, by message id
+	left *bounded.Map[string, time.Time] // names of clients gone, when they left
+}
+
+var (
+	_ router.Leg       = (*Leg)(nil)
+	_ router.AliasHost = (*Leg)(nil)
+	_ router.Claimer   = (*Leg)(nil)
+)
+
+// NewLeg returns a leg with no clients; c nil is the wall clock.
+func NewLeg(c clock.Clock) *Leg {
+	return &Leg{clk: clock.Or(c), clients: map[string]*client{},
+		sent: bounded.NewMap[string, *sent](KeepSent), left: bounded.NewMap[string, time.Time](KeepLeft)}
+}
+
+// client is one connected MCP client, a session of the leg.
+type client struct {
+	session message.Session
+	inbox   *inbox
+	push    func(message.Message) // tells the client a message arrived; may be nil
+}
+
+// sent is one message a client sent, as its receipts tell.
+type sent struct {
+	mu      sync.Mutex
+	msg     message.Message
+	track   *message.Tracker
+	changed chan struct{}
+}
+
+func (l *Leg) Name() message.Protocol { return message.ProtocolMCP }
+
+// Sessions lists the connected clients, by name.
+func (l *Leg) Sessions(context.Context) ([]message.Session, error) {
+	l.mu.Lock()
+	out := make([]message.Session, 0, len(l.clients))
+	for _, c := range l.clients {
+		out = append(out, c.session)
+	}
+	l.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// join adds a client under name, or under name-2, name-3... when that is
+// taken, so each name stands for one client.
+func (l *Leg) join(name, kind string, push func(message.Message)) (*client, error) {
+	if name == "" {
+		name = "mcp"
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.clients) >= MaxClients {
+		return nil, ErrTooManyClients
+	}
+	unique := name
+	for i := 2; l.clients[unique] != nil; i++ {
+		unique = name + "-" + strconv.Itoa(i)
+	}
+	ref := make([]byte, 3)
+	_, _ = rand.Read(ref)
+	c := &client{push: push, inbox: newInbox(InboxSize), session: message.Session{
+		Address: AddressPrefix + unique, Protocol: message.ProtocolMCP, Name: unique, Ref: hex.EncodeToString(ref),
+		SessionID: uuid.NewString(), Kind: kind, Status: "connected", Reachable: true, StartedAt: l.clk.Now(),
+	}}
+	l.clients[unique] = c
+	l.left.Delete(unique)
+	return c, nil
+}
+
+// leave takes c out of the roster at once; what waits unread in its inbox
+// is answered dropped (reason disconnected).
+func (l *Leg) leave(c *client) {
+	l.mu.Lock()
+	if l.clients[c.session.Name] == c {
+		delete(l.clients, c.session.Name)
+		l.left.Put(c.session.Name, l.clk.Now())
+	}
+	l.mu.Unlock()
+	for _, m := range c.inbox.close() {
+		l.receipt(message.Receipt{MsgID: m.ID, Status: message.StatusDropped, DropReason: message.DropDisconnected, Reason: leftReason(c.session.Name), From: c.session.Address})
+	}
+}
+
+func leftReason(name string) string {
+	return fmt.Sprintf("%s disconnected: its MCP client left the gateway before reading the message", name)
+}
+
+// Claims takes a name of a client that left within LeftFor, so that a
+// message to it gets a failed receipt saying so, not "no such session".
+func (l *Leg) Claims(a addressing.Address) bool {
+	_, ok := l.leftAt(a)
+	return ok
+}
+
+func (l *Leg) leftAt(a addressing.Address) (time.Time, bool) {
+	if a.Kind != addressing.KindName {
+		return time.Time{}, false
+	}
+	name := strings.TrimPrefix(a.Name, AddressPrefix)
+	at, ok := l.left.Get(name)
+	if !ok || l.clk.Now().Sub(at) > LeftFor {
+		return time.Time{}, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return at, l.clients[name] == nil
+}
+
+// Send puts m in the inbox of the client m.To names: sent when it is in,
+// dropped (queue-full) when the inbox is full, failed when the client has
+// left. Reading it (wait_for_messages) is its delivered receipt.
+func (l *Leg) Send(_ context.Context, m message.Message) (message.Receipt, error) {
+	now := l.clk.Now()
+	name := strings.TrimPrefix(m.To, AddressPrefix)
+	l.mu.Lock()
+	c := l.clients[name]
+	l.mu.Unlock()
+	if c == nil {
+		return message.Receipt{MsgID: m.ID, Status: message.StatusFailed, Reason: leftReason(name), From: m.To, Time: now}, nil
+	}
+	switch err := c.inbox.put(m); {
+	case errors.Is(err, errInboxFull):
+		return message.Receipt{MsgID: m.ID, Status: message.StatusDropped, DropReason: message.DropQueueFull,
+			Reason: fmt.Sprintf("%s's inbox is full (%d messages unread)", name, InboxSize), From: m.To, Time: now}, nil
+	case err != nil:
+		return message.Receipt{MsgID: m.ID, Status: message.StatusFailed, Reason: leftReason(name), From: m.To, Time: now}, nil
+	}
+	if c.push != nil {
+		c.push(m)
+	}
+	return message.Receipt{MsgID: m.ID, Status: message.StatusSent, From: m.To, Time: now}, nil
+}
+
+// SyncAliases does nothing: an MCP client reaches others by name.
+func (l *Leg) SyncAliases(context.Context, []message.Session) error { return nil }
+
+// SendAs puts m, from sender (a session of another leg), in a client's
+// inbox; the client sees the sender's name and can answer it by name.
+func (l *Leg) SendAs(ctx context.Context, sender message.Session, m message.Message) (message.Receipt, error) {
+	m.From, m.FromName, m.FromSession = sender.Address, sender.Name, sender.SessionID
+	if m.Protocol == "" || m.Protocol == message.ProtocolMCP {
+		m.Protocol = sender.Protocol
+	}
+	return l.Send(ctx, m)
+}
+
+// Relay records what became of in, a message a client sent.
+func (l *Leg) Relay(_ context.Context, in message.Message, rc message.Receipt) {
+	s, ok := l.sent.Get(in.ID)
+	if !ok {
+		return
+	}
+	rc.MsgID = in.ID
+	if rc.Time.IsZero() {
+		rc.Time = l.clk.Now()
+	}
+	s.apply(rc)
+}
+
+// Run hands the clients' messages and their inboxes' receipts to in until
+// ctx ends.
+func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
+	l.mu.Lock()
+	l.in = in
+	l.mu.Unlock()
+	<-ctx.Done()
+	l.mu.Lock()
+	l.in = nil
+	l.mu.Unlock()
+	return nil
+}
+
+// ErrNotRunning is a send while the gateway is not routing.
+var ErrNotRunning = errors.New("mcp: the gateway is not routing messages (shutting down?)")
+
+// submit hands m, from c to the session target, to the router as a message
+// that arrived at an alias of target: the bridge forwards it as from c.
+func (l *Leg) submit(ctx context.Context, c *client, target message.Session, body string) (*sent, error) {
+	l.mu.Lock()
+	in := l.in
+	l.mu.Unlock()
+	if in == nil {
+		return nil, ErrNotRunning
+	}
+	m := message.Message{ID: uuid.NewString(), From: c.session.Address, FromName: c.session.Name, FromSession: c.session.SessionID,
+		To: target.Address, ToName: target.Name, AliasOf: target.Address, Body: body, Protocol: message.ProtocolMCP, Time: l.clk.Now()}
+	s := &sent{msg: m, track: message.NewTracker(), changed: make(chan struct{})}
+	l.sent.Put(m.ID, s)
+	select {
+	case in <- message.Event{Type: message.EventMessage, Time: m.Time, Leg: message.ProtocolMCP, Message: &m}:
+		return s, nil
+	case <-ctx.Done():
+		l.sent.Delete(m.ID)
+		return nil, ctx.Err()
+	}
+}
+
+// receipt reports rc, about a message in a client's inbox, to the router.
+func (l *Leg) receipt(rc message.Receipt) {
+	l.mu.Lock()
+	in := l.in
+	l.mu.Unlock()
+	if in == nil {
+		return
+	}
+	if rc.Time.IsZero() {
+		rc.Time = l.clk.Now()
+	}
+	select {
+	case in <- message.Event{Type: message.EventReceipt, Time: rc.Time, Leg: message.ProtocolMCP, Receipt: &rc}:
+	default: // the router's queue is full: the receipt is lost, the message is not
+	}
+}
+
+func (s *sent) apply(rc message.Receipt) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.track.Apply(rc) {
+		close(s.changed)
+		s.changed = make(chan struct{})
+	}
+}
+
+// status is the message's state now, and a channel closed when it moves.
+func (s *sent) status() (Status, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Status{ID: s.msg.ID, To: s.msg.ToName, Status: s.track.Status.String(), Receipts: append([]message.Receipt(nil), s.track.Receipts...)}, s.changed
+}
+
+// wait blocks until the message has a final status or ctx ends.
+func (s *sent) wait(ctx context.Context) Status {
+	for {
+		st, changed := s.status()
+		if s.final() {
+			return st
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return st
+		}
+	}
+}
+
+func (s *sent) final() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.track.Status.Final()
+}

@@ -1,0 +1,322 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/router"
+)
+
+// world is a router with the mcp leg (and any other legs) running, and
+// the MCP server over it.
+type world struct {
+	rt  *router.Router
+	leg *Leg
+	srv *Server
+}
+
+func newWorld(t *testing.T, others ...router.Leg) *world {
+	t.Helper()
+	leg := NewLeg(nil)
+	rt := router.New(router.Config{RosterTTL: time.Millisecond}, append(others, leg)...)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = rt.Run(ctx) }()
+	w := &world{rt: rt, leg: leg, srv: New(Config{Router: rt, Leg: leg, Version: "test"})}
+	t.Cleanup(func() { w.srv.Close(); cancel(); <-done })
+	return w
+}
+
+// connect is an SDK client over an in-memory pipe, joined as name with
+// the grant's scopes.
+func (w *world) connect(t *testing.T, name string, scopes api.Scopes) *sdk.ClientSession {
+	t.Helper()
+	ct, st := sdk.NewInMemoryTransports()
+	srv := w.srv.session(name, "memory", api.Grant{ID: "t", Scopes: scopes})
+	ctx := testutil.Context(t, 30*time.Second)
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	c := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	testutil.Eventually(t, name+" in the roster", func() bool { return w.listed(name) })
+	return cs
+}
+
+func (w *world) listed(name string) bool {
+	ss, _ := w.leg.Sessions(context.Background())
+	for _, s := range ss {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// call calls a tool and decodes its JSON text into out; it fails the test
+// on a tool error unless wantErr, and returns the error text.
+func call(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any, out any) string {
+	t.Helper()
+	res, err := cs.CallTool(testutil.Context(t, 30*time.Second), &sdk.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return err.Error()
+	}
+	text := res.Content[0].(*sdk.TextContent).Text
+	if res.IsError {
+		return text
+	}
+	if out != nil {
+		if err := json.Unmarshal([]byte(text), out); err != nil {
+			t.Fatalf("%s: %v in %s", tool, err, text)
+		}
+	}
+	return ""
+}
+
+func mustCall(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any, out any) {
+	t.Helper()
+	if e := call(t, cs, tool, args, out); e != "" {
+		t.Fatalf("%s: %s", tool, e)
+	}
+}
+
+type waited struct {
+	Messages   []Inbound `json:"messages"`
+	NextCursor uint64    `json:"next_cursor"`
+	Unread     int       `json:"unread"`
+}
+
+func TestTwoMCPClientsMessageEachOtherByName(t *testing.T) {
+	w := newWorld(t)
+	alice := w.connect(t, "alice", api.AllScopes)
+	bob := w.connect(t, "bob", api.AllScopes)
+
+	var list struct{ Sessions []message.Session }
+	mustCall(t, alice, "list_sessions", map[string]any{"protocol": "mcp"}, &list)
+	if len(list.Sessions) != 2 || list.Sessions[0].Name != "alice" || list.Sessions[1].Name != "bob" || list.Sessions[1].Protocol != message.ProtocolMCP {
+		t.Fatalf("list_sessions = %+v", list.Sessions)
+	}
+
+	var st Status
+	mustCall(t, alice, "send_message", map[string]any{"to": "bob", "text": "hello bob"}, &st)
+	var got waited
+	mustCall(t, bob, "wait_for_messages", map[string]any{"timeout_seconds": 10}, &got)
+	if len(got.Messages) != 1 || got.Messages[0].From != "alice" || got.Messages[0].Text != "hello bob" {
+		t.Fatalf("bob read %+v", got)
+	}
+	// Read once: the same cursor reads nothing new, and the sender hears
+	// it was delivered.
+	var again waited
+	mustCall(t, bob, "wait_for_messages", map[string]any{"timeout_seconds": 0.05, "cursor": got.NextCursor}, &again)
+	if len(again.Messages) != 0 {
+		t.Fatalf("read twice: %+v", again)
+	}
+	testutil.Eventually(t, "delivered receipt", func() bool {
+		var s Status
+		mustCall(t, alice, "get_message_status", map[string]any{"id": st.ID}, &s)
+		return s.Status == "delivered"
+	})
+
+	mustCall(t, bob, "send_message", map[string]any{"to": got.Messages[0].From, "text": "hi alice"}, nil)
+	var back waited
+	mustCall(t, alice, "wait_for_messages", map[string]any{"timeout_seconds": 10}, &back)
+	if len(back.Messages) != 1 || back.Messages[0].From != "bob" || back.Messages[0].Text != "hi alice" {
+		t.Fatalf("alice read %+v", back)
+	}
+}
+
+func TestAMessageToADisconnectedClientIsAnsweredWithAReceiptSayingSo(t *testing.T) {
+	w := newWorld(t)
+	alice := w.connect(t, "alice", api.AllScopes)
+	bob := w.connect(t, "bob", api.AllScopes)
+	if err := bob.Close(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "bob out of the roster", func() bool { return !w.listed("bob") })
+	var st Status
+	mustCall(t, alice, "send_message", map[string]any{"to": "bob", "text": "are you there", "wait": true, "timeout_seconds": 10}, &st)
+	if st.Status != "failed" || len(st.Receipts) == 0 || !strings.Contains(st.Receipts[len(st.Receipts)-1].Reason, "bob disconnected") {
+		t.Fatalf("status = %+v", st)
+	}
+}
+
+func TestUnreadMessagesOfAClientThatLeavesAreAnsweredDroppedDisconnected(t *testing.T) {
+	w := newWorld(t)
+	alice := w.connect(t, "alice", api.AllScopes)
+	bob := w.connect(t, "bob", api.AllScopes)
+	var st Status
+	mustCall(t, alice, "send_message", map[string]any{"to": "bob", "text": "unread"}, &st)
+	testutil.Eventually(t, "in bob's inbox", func() bool {
+		w.leg.mu.Lock()
+		defer w.leg.mu.Unlock()
+		return w.leg.clients["bob"].inbox.unread() == 1
+	})
+	_ = bob.Close()
+	testutil.Eventually(t, "dropped receipt", func() bool {
+		var s Status
+		mustCall(t, alice, "get_message_status", map[string]any{"id": st.ID}, &s)
+		return s.Status == "dropped" && s.Receipts[len(s.Receipts)-1].DropReason == message.DropDisconnected
+	})
+}
+
+func TestAFullInboxDropsTheNewestWithAQueueFullReceipt(t *testing.T) {
+	leg := NewLeg(nil)
+	c, err := leg.join("bob", "memory", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range InboxSize {
+		rc, _ := leg.Send(context.Background(), message.Message{ID: "m" + string(rune('a'+i%26)), To: c.session.Address, Body: "x"})
+		if rc.Status != message.StatusSent {
+			t.Fatalf("message %d: %v", i, rc.Status)
+		}
+	}
+	rc, _ := leg.Send(context.Background(), message.Message{ID: "over", To: c.session.Address, Body: "x"})
+	if rc.Status != message.StatusDropped || rc.DropReason != message.DropQueueFull {
+		t.Fatalf("over the cap: %+v", rc)
+	}
+	if n := c.inbox.unread(); n != InboxSize {
+		t.Fatalf("unread = %d, want %d", n, InboxSize)
+	}
+}
+
+func TestNamesAreMadeUnique(t *testing.T) {
+	w := newWorld(t)
+	w.connect(t, "twin", api.AllScopes)
+	w.connect(t, "twin-2", api.AllScopes) // taken by name, so the next twin is twin-3
+	w.connect(t, "twin", api.AllScopes)
+	testutil.Eventually(t, "twin-3 in the roster", func() bool { return w.listed("twin-3") })
+	if n := len(w.names()); n != 3 {
+		t.Fatalf("roster: %v", w.names())
+	}
+}
+
+func (w *world) names() []string {
+	ss, _ := w.leg.Sessions(context.Background())
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func TestErrorsComeBackAsMCPErrorsThatSayWhatToDo(t *testing.T) {
+	w := newWorld(t)
+	reader := w.connect(t, "reader", api.Scopes(1<<api.ScopeRead))
+	full := w.connect(t, "full", api.AllScopes)
+	tests := []struct {
+		name string
+		cs   *sdk.ClientSession
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"a send without the send scope", reader, "send_message", map[string]any{"to": "full", "text": "x"}, `lacks the "send" scope`},
+		{"an answer without the approve scope", reader, "answer_permission_request", map[string]any{"id": "p1", "behavior": "allow"}, `lacks the "approve" scope`},
+		{"an unknown address", full, "send_message", map[string]any{"to": "nobody-here", "text": "x"}, "list_sessions"},
+		{"a missing argument", full, "send_message", map[string]any{"text": "x"}, "to"},
+		{"an argument of the wrong type", full, "wait_for_messages", map[string]any{"cursor": "later"}, "cursor"},
+		{"an oversized text", full, "send_message", map[string]any{"to": "reader", "text": strings.Repeat("x", MaxText+1)}, "cap"},
+		{"an unknown tool", full, "no_such_tool", map[string]any{}, "no_such_tool"},
+		{"an unknown prompt", full, "answer_permission_request", map[string]any{"id": "p1", "behavior": "allow"}, "list_permission_requests"},
+		{"an unknown message", full, "get_message_status", map[string]any{"id": "nope"}, "send_message returned"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := call(t, tt.cs, tt.tool, tt.args, nil)
+			if got == "" || !strings.Contains(got, tt.want) {
+				t.Fatalf("error = %q, want it to mention %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTheInboxResourceIsUpdatedForASubscriber(t *testing.T) {
+	w := newWorld(t)
+	alice := w.connect(t, "alice", api.AllScopes)
+	updated := make(chan string, 8)
+	ct, st := sdk.NewInMemoryTransports()
+	srv := w.srv.session("bob", "memory", api.Grant{ID: "t", Scopes: api.AllScopes})
+	ctx := testutil.Context(t, 30*time.Second)
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	c := sdk.NewClient(&sdk.Implementation{Name: "bob"}, &sdk.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) { updated <- req.Params.URI },
+	})
+	bob, err := c.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bob.Close()
+	testutil.Eventually(t, "bob joined", func() bool { return w.listed("bob") })
+	if err := bob.Subscribe(ctx, &sdk.SubscribeParams{URI: InboxURI}); err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, alice, "send_message", map[string]any{"to": "bob", "text": "ping"}, nil)
+	select {
+	case uri := <-updated:
+		if uri != InboxURI {
+			t.Fatalf("updated %s", uri)
+		}
+	case <-ctx.Done():
+		t.Fatal("no resources/updated")
+	}
+}
+
+func TestStreamableHTTPNeedsAToken(t *testing.T) {
+	w := newWorld(t)
+	apiSrv := api.NewServer(api.Config{Router: w.rt, Token: "secret-token", MCP: w.srv.Handler()})
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config.Handler = apiSrv.TCPHandler(ts.Listener.Addr().String())
+	ts.Start()
+	defer ts.Close()
+	ctx := testutil.Context(t, 30*time.Second)
+	dial := func(token string) (*sdk.ClientSession, error) {
+		hc := &http.Client{Transport: bearer{token}}
+		tr := &sdk.StreamableClientTransport{Endpoint: ts.URL + "/mcp?name=web", HTTPClient: hc}
+		return sdk.NewClient(&sdk.Implementation{Name: "ignored"}, nil).Connect(ctx, tr, nil)
+	}
+	if _, err := dial("wrong"); err == nil {
+		t.Fatal("connected with a wrong token")
+	}
+	cs, err := dial("secret-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "web in the roster", func() bool { return w.listed("web") })
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 7 {
+		t.Fatalf("tools: %v %v", tools, err)
+	}
+	if err := cs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "web out of the roster", func() bool { return !w.listed("web") })
+}
+
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}

@@ -1,0 +1,338 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/router"
+)
+
+// Limits of the server.
+const (
+	// MaxInput caps one request (an HTTP body, a stdio line): the API's
+	// body cap, so MCP takes nothing the API would refuse.
+	MaxInput = api.MaxBody
+	// SessionIdle ends an HTTP client's session after this long without a
+	// request (and takes it out of the roster); stdio clients end when
+	// their connection does.
+	SessionIdle = 30 * time.Minute
+	// MaxNameLen caps a client's name, in characters.
+	MaxNameLen = 64
+)
+
+// UpgradeProtocol is the Upgrade token of the stdio bridge: `gateway mcp`
+// turns its connection to the control socket into a plain stream of MCP
+// lines (see Dial).
+const UpgradeProtocol = "gateway-mcp"
+
+// Config wires a Server.
+type Config struct {
+	Router  *router.Router
+	Leg     *Leg
+	Logger  *slog.Logger
+	Version string
+}
+
+// Server serves MCP on the API's listeners: Streamable HTTP at /mcp and,
+// for `gateway mcp`, the same endpoint upgraded to a plain stream.
+type Server struct {
+	cfg  Config
+	log  *slog.Logger
+	http *sdk.StreamableHTTPHandler
+
+	mu     sync.Mutex
+	conns  map[*conn]struct{}
+	closed bool
+	wg     sync.WaitGroup // each client's watcher
+}
+
+// New builds the server.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}}
+	s.http = sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
+		g, _ := api.GrantFrom(r.Context())
+		return s.session(r.URL.Query().Get("name"), "http", g)
+	}, &sdk.StreamableHTTPOptions{
+		SessionTimeout: SessionIdle, Logger: cfg.Logger,
+		// The API checks the Host header against its own allowlist.
+		DisableLocalhostProtection: true,
+	})
+	return s
+}
+
+// Handler serves /mcp: the stdio bridge's upgrade, or Streamable HTTP with
+// each request's body capped at MaxInput.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.EqualFold(r.Header.Get("Upgrade"), UpgradeProtocol) {
+			s.upgrade(w, r)
+			return
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			// Read whole under the listener's read deadline, capped.
+			b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxInput))
+			if err != nil {
+				http.Error(w, fmt.Sprintf("request body over %d bytes, or unreadable: send less", MaxInput), http.StatusRequestEntityTooLarge)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		// A stream of events or a long wait_for_messages outlives the
+		// API's deadlines; the session's own timeouts bound it.
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Time{})
+		_ = rc.SetWriteDeadline(time.Time{})
+		s.http.ServeHTTP(w, r)
+	})
+}
+
+// upgrade takes over the connection for one stdio client: newline-delimited
+// MCP both ways until either side closes.
+func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
+	g, _ := api.GrantFrom(r.Context())
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		http.Error(w, "this listener cannot upgrade", http.StatusInternalServerError)
+		return
+	}
+	nc, rw, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	_ = nc.SetDeadline(time.Time{})
+	_, _ = io.WriteString(nc, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: "+UpgradeProtocol+"\r\n\r\n")
+	srv := s.session(r.URL.Query().Get("name"), "stdio", g)
+	t := &sdk.IOTransport{Reader: readCloser{rw.Reader, nc}, Writer: nc, MaxLineLength: MaxInput}
+	ss, err := srv.Connect(context.Background(), t, nil)
+	if err != nil {
+		_ = nc.Close()
+		return
+	}
+	_ = ss.Wait()
+	_ = nc.Close()
+}
+
+type readCloser struct {
+	*bufio.Reader
+	c net.Conn
+}
+
+func (r readCloser) Close() error { return r.c.Close() }
+
+// Close ends every client's session and waits for them to leave the
+// roster.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+	s.wg.Wait()
+}
+
+// conn is one MCP connection: its grant, the name it asked for, and, once
+// initialized, its session in the leg's roster.
+type conn struct {
+	s     *Server
+	grant api.Grant
+	want  string
+	kind  string
+	srv   *sdk.Server
+
+	mu    sync.Mutex
+	c     *client
+	ss    *sdk.ServerSession
+	done  chan struct{} // closed when the session ends
+	watch *watch        // resources subscribed to
+}
+
+// session builds the MCP server of one connection.
+func (s *Server) session(name, kind string, g api.Grant) *sdk.Server {
+	cn := &conn{s: s, grant: g, want: name, kind: kind}
+	cn.srv = sdk.NewServer(&sdk.Implementation{Name: "gateway", Title: "Session gateway", Version: s.cfg.Version}, &sdk.ServerOptions{
+		Instructions: instructions,
+		Logger:       s.log,
+		InitializedHandler: func(ctx context.Context, req *sdk.InitializedRequest) {
+			cn.join(req.Session)
+		},
+		SubscribeHandler:   func(ctx context.Context, req *sdk.SubscribeRequest) error { return cn.subscribe(req.Params.URI) },
+		UnsubscribeHandler: func(context.Context, *sdk.UnsubscribeRequest) error { return nil },
+		// Each client is a session in the roster for as long as it is
+		// connected: the stateless protocol (2026-07-28) has no session
+		// to stand for it, so the versions offered are the ones with an
+		// initialize handshake.
+		SupportedProtocolVersions: sessionVersions,
+	})
+	cn.addTools()
+	cn.addResources()
+	return cn.srv
+}
+
+// sessionVersions are the MCP versions with sessions, newest first.
+var sessionVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// instructions tell an agent what the server is for.
+const instructions = "The session gateway: reach other AI coding sessions (Claude Code, Qwen Code, claude.ai, other MCP clients, other hosts) by name. " +
+	"list_sessions shows who is reachable; send_message sends; wait_for_messages reads what others sent you (you are listed under your own name); " +
+	"list_permission_requests and answer_permission_request handle remote sessions' prompts."
+
+// join puts the client in the roster under its name: the one asked for
+// (--name, ?name=) or else the client's own, made unique. When the
+// session ends it leaves at once.
+func (cn *conn) join(ss *sdk.ServerSession) {
+	name := cn.want
+	if name == "" {
+		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+			name = p.ClientInfo.Name
+		}
+	}
+	s := cn.s
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = ss.Close()
+		return
+	}
+	c, err := s.cfg.Leg.join(cleanName(name), cn.kind, cn.notify)
+	if err != nil {
+		s.mu.Unlock()
+		s.log.Warn("mcp client refused", "err", err)
+		_ = ss.Close()
+		return
+	}
+	cn.mu.Lock()
+	cn.c, cn.ss, cn.done = c, ss, make(chan struct{})
+	start := cn.watch != nil && !cn.watch.started
+	if start {
+		cn.watch.started = true
+	}
+	cn.mu.Unlock()
+	s.conns[cn] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	s.log.Info("mcp client joined", "name", c.session.Name, "transport", cn.kind)
+	if start { // subscribed before initialized
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			cn.watchLoop()
+		}()
+	}
+	go func() {
+		defer s.wg.Done()
+		_ = ss.Wait()
+		close(cn.done)
+		s.cfg.Leg.leave(c)
+		s.mu.Lock()
+		delete(s.conns, cn)
+		s.mu.Unlock()
+		s.log.Info("mcp client left", "name", c.session.Name)
+	}()
+}
+
+func (cn *conn) close() {
+	cn.mu.Lock()
+	ss := cn.ss
+	cn.mu.Unlock()
+	if ss != nil {
+		_ = ss.Close()
+	}
+}
+
+// me is the client's session; an error before initialize.
+func (cn *conn) me() (*client, error) {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if cn.c == nil {
+		return nil, errors.New("this MCP session has not finished initializing (send notifications/initialized first)")
+	}
+	return cn.c, nil
+}
+
+// need refuses a tool call whose token lacks sc.
+func (cn *conn) need(sc api.Scope) error {
+	if cn.grant.Scopes.Has(sc) {
+		return nil
+	}
+	return fmt.Errorf("this token lacks the %q scope: ask the gateway's owner for a token with it (gateway tokens add --scope %s)", sc, sc)
+}
+
+// notify tells the client a message arrived: a log notification (sent only
+// when the client asked for logging) and an update of its inbox resource
+// (sent only when it subscribed to it). It never blocks the sender.
+func (cn *conn) notify(m message.Message) {
+	cn.mu.Lock()
+	ss := cn.ss
+	cn.mu.Unlock()
+	if ss == nil {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		//lint:ignore SA1019 the versions served (sessionVersions) all have logging; it is how a message is pushed
+		_ = ss.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Logger: "gateway", Data: map[string]any{
+			"event": "message", "id": m.ID, "from": m.FromName, "from_address": m.From, "text": clip(m.Body, 2048),
+			"hint": "call wait_for_messages to read it",
+		}})
+		_ = cn.srv.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: InboxURI})
+	}()
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// cleanName makes what a client calls itself a session name: printable,
+// none of " < > [ ], no leading or trailing space, at most MaxNameLen.
+func cleanName(name string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range name {
+		if n == MaxNameLen {
+			break
+		}
+		switch {
+		case unicode.IsControl(r), strings.ContainsRune(`"<>[]/\`, r):
+			r = '-'
+		case unicode.IsSpace(r):
+			r = '-'
+		}
+		b.WriteRune(r)
+		n++
+	}
+	out := strings.Trim(b.String(), " -")
+	for _, p := range []string{"uds:", "bridge:", "did:", "name:", "mcp:"} {
+		out = strings.TrimPrefix(out, p)
+	}
+	if out == "" {
+		return "mcp"
+	}
+	return out
+}

@@ -1,0 +1,44 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/url"
+
+	"github.com/sessiongateway/gateway/api"
+)
+
+// Stdio is `gateway mcp`: it upgrades a connection to the gateway's /mcp
+// (over c, the control socket) and copies in to it and it to out until
+// either side ends. The client's session lives in the gateway, named
+// name (the client's own name when empty).
+func Stdio(ctx context.Context, c *api.Client, name string, in io.Reader, out io.Writer) error {
+	path := "/mcp"
+	if name != "" {
+		path += "?name=" + url.QueryEscape(name)
+	}
+	rwc, err := c.Upgrade(ctx, path, UpgradeProtocol)
+	if err != nil {
+		return err
+	}
+	defer rwc.Close()
+	stop := context.AfterFunc(ctx, func() { _ = rwc.Close() })
+	defer stop()
+	// The client closing its end (stdin EOF) ends the session at once:
+	// closing the stream ends the copy below too.
+	go func() {
+		_, _ = io.Copy(rwc, in)
+		_ = rwc.Close()
+	}()
+	_, err = io.Copy(out, rwc)
+	if err != nil && (errors.Is(err, io.ErrClosedPipe) || ctx.Err() != nil || isClosed(err)) {
+		return nil
+	}
+	return err
+}
+
+func isClosed(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)
+}
