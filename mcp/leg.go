@@ -242,7 +242,11 @@ func (l *Leg) submit(ctx context.Context, c *client, target message.Session, bod
 		return nil, ErrNotRunning
 	}
 	m := message.Message{ID: uuid.NewString(), From: c.session.Address, FromName: c.session.Name, FromSession: c.session.SessionID,
-		To: target.Address, ToName: target.Name, AliasOf: target.Address, Body: body, Protocol: message.ProtocolMCP, Time: l.clk.Now()}
+		To: target.Address, ToName: target.Name, AliasOf: target.Address, Body: body, Protocol: message.ProtocolMCP, Time: l.clk.Now(),
+		// An MCP client attests no review class of its own: it is taken
+		// for prompting, so a receiver's mode parity never lets it pass
+		// for a session that runs unreviewed.
+		Mode: message.ModePrompting}
 	s := &sent{msg: m, track: message.NewTracker(), changed: make(chan struct{})}
 	l.sent.Put(m.ID, s)
 	select {
