@@ -61,6 +61,12 @@ func qwenListed(t *testing.T, q *fakeqwen.Peer, name string) message.Session {
 	return got
 }
 
+// Three hosts on one three-node cluster. A fake Claude Code session on a
+// reaches fake Qwen Code sessions on c through its alias NAME.HOST (which
+// its own CLI would use), and a's API and CLI reach them by NAME.HOST and
+// NAME@HOST; c's sessions hold, deny, refuse or accept, and every receipt
+// comes back to the sender in its own protocol's words; c's answer to the
+// sender's name there, SENDER.ORIGIN, comes back to a.
 func TestSessionsOnThreeHostsReachEachOtherByNameWithReceipts(t *testing.T) {
 	nc := cluster(t)
 	a := startHost(t, "a", nc.URLs())
