@@ -80,6 +80,7 @@ func errorOf(err error) Error {
 		le *router.LegError
 		ia *router.InvalidAnswerError
 		ic *router.InvalidControlError
+		is *router.InvalidSessionError
 		re *router.RefusedError
 	)
 	switch {
@@ -106,7 +107,7 @@ func errorOf(err error) Error {
 		return Error{Error: err.Error(), Code: CodeNotFound}
 	case errors.Is(err, router.ErrPermissionSettled):
 		return Error{Error: err.Error(), Code: CodeConflict}
-	case errors.As(err, &ia), errors.As(err, &ic), errors.Is(err, router.ErrNotControllable),
+	case errors.As(err, &ia), errors.As(err, &ic), errors.As(err, &is), errors.Is(err, router.ErrNotControllable), errors.Is(err, router.ErrNotLifecycled),
 		errors.Is(err, router.ErrNoIdleNotices):
 		return Error{Error: err.Error(), Code: CodeBadRequest}
 	case errors.As(err, &pe):
@@ -115,7 +116,7 @@ func errorOf(err error) Error {
 		return Error{Error: err.Error(), Code: CodeNotFound, Suggestions: nf.Suggestions}
 	case errors.As(err, &am):
 		return Error{Error: err.Error(), Code: CodeAmbiguous, Candidates: am.Candidates}
-	case errors.Is(err, router.ErrNoLeg), errors.Is(err, router.ErrUnknownMessage), errors.Is(err, router.ErrNotHeld),
+	case errors.Is(err, router.ErrNoLeg), errors.Is(err, router.ErrNoLifecycle), errors.Is(err, router.ErrUnknownMessage), errors.Is(err, router.ErrNotHeld),
 		errors.Is(err, addressing.ErrNoDIDResolver):
 		return Error{Error: err.Error(), Code: CodeNotFound}
 	case errors.Is(err, addressing.ErrUnsupported): // a pipe address off Windows

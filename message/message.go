@@ -113,4 +113,8 @@ type Session struct {
 	// Host is the federation host name of the gateway that reaches the
 	// session, when federation is on.
 	Host string `json:"host,omitempty"`
+	// BridgeSessionID is a local Claude Code session's bridgeSessionId
+	// (its registry entry, when signed in): bridge:<it> reaches the
+	// session over its local socket.
+	BridgeSessionID string `json:"bridge_session_id,omitempty"`
 }

@@ -56,6 +56,56 @@ func (l *Leg) Wake(id string) {
 	}
 }
 
+// CarriesFiles: the inner leg (the remote leg) reads each file when the
+// message goes out, from the path it was accepted with.
+func (l *Leg) CarriesFiles() {}
+
+// The lifecycle (create, retitle, archive, environments) is the inner
+// leg's, at once: none of it is a message to keep.
+func (l *Leg) lifecycler() (router.Lifecycler, error) {
+	lc, ok := l.inner.(router.Lifecycler)
+	if !ok {
+		return nil, fmt.Errorf("%w: the %s leg", router.ErrNoLifecycle, l.inner.Name())
+	}
+	return lc, nil
+}
+
+// Create is the inner leg's.
+func (l *Leg) Create(ctx context.Context, n message.NewRemoteSession) (message.Session, error) {
+	lc, err := l.lifecycler()
+	if err != nil {
+		return message.Session{}, err
+	}
+	return lc.Create(ctx, n)
+}
+
+// Retitle is the inner leg's.
+func (l *Leg) Retitle(ctx context.Context, target message.Session, title string) (message.Session, error) {
+	lc, err := l.lifecycler()
+	if err != nil {
+		return message.Session{}, err
+	}
+	return lc.Retitle(ctx, target, title)
+}
+
+// Archive is the inner leg's.
+func (l *Leg) Archive(ctx context.Context, target message.Session) (message.Session, error) {
+	lc, err := l.lifecycler()
+	if err != nil {
+		return message.Session{}, err
+	}
+	return lc.Archive(ctx, target)
+}
+
+// Environments is the inner leg's.
+func (l *Leg) Environments(ctx context.Context) ([]message.Environment, error) {
+	lc, err := l.lifecycler()
+	if err != nil {
+		return nil, err
+	}
+	return lc.Environments(ctx)
+}
+
 // Ready is not ready when the store cannot take a message (its last write
 // failed, or it is full); else the inner leg's readiness.
 func (l *Leg) Ready() error {

@@ -106,6 +106,8 @@ func TestTheWrapperOffersExactlyTheRemoteLegsAbilities(t *testing.T) {
 		"Describer":      reflect.TypeFor[router.Describer](),
 		"Readier":        reflect.TypeFor[router.Readier](),
 		"Waker":          reflect.TypeFor[router.Waker](),
+		"Lifecycler":     reflect.TypeFor[router.Lifecycler](),
+		"FileCarrier":    reflect.TypeFor[router.FileCarrier](),
 	}
 	remote, wrapper := reflect.TypeFor[*remote.Leg](), reflect.TypeFor[*outbox.Leg]()
 	var _ router.Leg = (*outbox.Leg)(nil)

@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"fmt"
 	"path"
 	"time"
 
@@ -93,11 +94,15 @@ func (r *Router) bridge(ctx context.Context, source Leg, in message.Message) {
 		fail("the bridge does not reach " + target.Name)
 		return
 	}
+	if err := forwardable(targetLeg, in.Attachments); err != nil {
+		fail(err.Error())
+		return
+	}
 	sender := r.senderOf(ctx, source, in)
 	m := message.Message{
 		ID: uuid.NewString(), To: target.Address, ToName: target.Name, ToPID: target.PID,
 		ToSessionID: target.SessionID, Body: in.Body, Mode: in.Mode, FromName: sender.Name,
-		HopChain: in.HopChain, Protocol: targetLeg.Name(), Time: r.cfg.Clock.Now(),
+		HopChain: in.HopChain, Attachments: in.Attachments, Protocol: targetLeg.Name(), Time: r.cfg.Clock.Now(),
 	}
 	var sendAs func(ctx context.Context, m message.Message) (message.Receipt, error)
 	if host, ok := targetLeg.(AliasHost); ok {
@@ -112,6 +117,18 @@ func (r *Router) bridge(ctx context.Context, source Leg, in message.Message) {
 	}
 	r.dispatch(ctx, targetLeg, m, &forward{source: source, in: in}, sendAs, "bridged")
 	r.log.Info("bridged message", "from", sender.Name, "from_leg", source.Name(), "to", target.Name, "to_leg", targetLeg.Name(), "msg_id", m.ID)
+}
+
+// forwardable says whether a bridged message's files can go on to leg:
+// every one arrived (none refused on the way in) and the leg carries files.
+// Otherwise the message is not forwarded and its sender is told why.
+func forwardable(leg Leg, atts []message.Attachment) error {
+	for _, a := range atts {
+		if a.Refused != "" {
+			return fmt.Errorf("attachment %q was refused on arrival (%s), so the message is not forwarded without it", a.FileName, a.Refused)
+		}
+	}
+	return carries(leg, atts)
 }
 
 // senderOf finds the session that sent in on its leg, for its name and

@@ -18,7 +18,7 @@ func (r *Router) Control(ctx context.Context, address string, c message.Control)
 	if err := validateControl(c); err != nil {
 		return message.ControlResult{}, err
 	}
-	leg, target, err := r.Resolve(ctx, address)
+	leg, target, err := r.resolveCloud(ctx, address)
 	if err != nil {
 		return message.ControlResult{}, err
 	}
@@ -52,7 +52,7 @@ func (r *Router) Control(ctx context.Context, address string, c message.Control)
 // SessionInfo is what the session address resolves to told about itself,
 // through its leg.
 func (r *Router) SessionInfo(ctx context.Context, address string) (message.SessionInfo, error) {
-	leg, target, err := r.Resolve(ctx, address)
+	leg, target, err := r.resolveCloud(ctx, address)
 	if err != nil {
 		return message.SessionInfo{}, err
 	}

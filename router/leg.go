@@ -135,3 +135,21 @@ type Traced interface {
 type Waker interface {
 	Wake(sessionID string)
 }
+
+// Lifecycler is a leg whose sessions can be created, retitled and
+// archived, in environments it lists (the remote leg).
+type Lifecycler interface {
+	Create(ctx context.Context, n message.NewRemoteSession) (message.Session, error)
+	// Retitle and Archive change target and return it as its leg now
+	// shows it.
+	Retitle(ctx context.Context, target message.Session, title string) (message.Session, error)
+	Archive(ctx context.Context, target message.Session) (message.Session, error)
+	Environments(ctx context.Context) ([]message.Environment, error)
+}
+
+// FileCarrier is a leg that carries a message's attachments (Claude Code's
+// staged files, the remote leg's file_attachments). The router fails a
+// message with files to a leg without it, rather than drop them unsaid.
+type FileCarrier interface {
+	CarriesFiles()
+}

@@ -94,8 +94,21 @@ var ErrNoLeg = errors.New("no leg reaches this address")
 // Resolve finds the session and the leg for an address string. It resolves
 // against the roster listed within RosterTTL when there is one, and lists
 // afresh when that fails or finds the address outside the roster, so a
-// session that just started or left is seen.
+// session that just started or left is seen. A bridge:<id> naming a local
+// Claude Code session's bridgeSessionId resolves to that session, reached
+// over its socket.
 func (r *Router) Resolve(ctx context.Context, to string) (Leg, message.Session, error) {
+	return r.resolve(ctx, to, true)
+}
+
+// resolveCloud is Resolve without the local bridgeSessionId match: for
+// what only the cloud's copy of a session takes (controls, its info, its
+// title), a bridge:<id> is the remote session.
+func (r *Router) resolveCloud(ctx context.Context, to string) (Leg, message.Session, error) {
+	return r.resolve(ctx, to, false)
+}
+
+func (r *Router) resolve(ctx context.Context, to string, localBridge bool) (Leg, message.Session, error) {
 	a, err := addressing.Parse(to)
 	if err != nil {
 		return nil, message.Session{}, err
@@ -107,12 +120,12 @@ func (r *Router) Resolve(ctx context.Context, to string) (Leg, message.Session, 
 		}
 	}
 	if cached, ok := r.cachedRoster(); ok {
-		l, s, inRoster, err := r.resolveIn(ctx, a, cached)
+		l, s, inRoster, err := r.resolveIn(ctx, a, cached, localBridge)
 		if err == nil && inRoster {
 			return l, s, nil
 		}
 	}
-	l, s, _, err := r.resolveIn(ctx, a, r.Sessions(ctx))
+	l, s, _, err := r.resolveIn(ctx, a, r.Sessions(ctx), localBridge)
 	return l, s, err
 }
 
@@ -124,7 +137,7 @@ func (r *Router) ResolveFresh(ctx context.Context, to string) (Leg, message.Sess
 	if err != nil {
 		return nil, message.Session{}, err
 	}
-	l, s, _, err := r.resolveIn(ctx, a, r.Sessions(ctx))
+	l, s, _, err := r.resolveIn(ctx, a, r.Sessions(ctx), true)
 	return l, s, err
 }
 
@@ -137,7 +150,7 @@ func (r *Router) cachedRoster() ([]message.Session, bool) {
 	return r.roster, true
 }
 
-func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions []message.Session) (Leg, message.Session, bool, error) {
+func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions []message.Session, localBridge bool) (Leg, message.Session, bool, error) {
 	// Candidates and sessions are kept side by side, not keyed by address:
 	// several Qwen sessions of one process share one inbox address and are
 	// told apart only by their session id.
@@ -180,6 +193,11 @@ func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions [
 	if err != nil {
 		return nil, message.Session{}, false, err
 	}
+	if localBridge && c.Address.Kind == addressing.KindBridge {
+		if l, s, ok, err := r.bridgeLocal(c.Address, local); ok || err != nil {
+			return l, s, ok, err
+		}
+	}
 	if i := slices.Index(cands, c); i >= 0 {
 		if l, ok := r.Leg(listed[i].Protocol); ok {
 			return l, listed[i], true, nil
@@ -195,6 +213,33 @@ func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions [
 		return nil, message.Session{}, false, fmt.Errorf("%w: %s (remote sessions need `gateway serve` with remote credentials: --remote-token-file, --remote-session-key-file or --remote-claude-credentials)", ErrNoLeg, c.Address)
 	}
 	return nil, message.Session{}, false, fmt.Errorf("%w: %s", ErrNoLeg, c.Address)
+}
+
+// bridgeLocal finds the local session whose bridgeSessionId is a's id
+// (seed 000: a signed-in Claude Code session's cloud address, which the
+// session also answers on its socket). Two local sessions claiming one id
+// are ambiguous, never a guess.
+func (r *Router) bridgeLocal(a addressing.Address, local []message.Session) (Leg, message.Session, bool, error) {
+	var hit []message.Session
+	for _, s := range local {
+		if s.BridgeSessionID == a.ID && s.Protocol != message.ProtocolRemote {
+			hit = append(hit, s)
+		}
+	}
+	switch len(hit) {
+	case 0:
+		return nil, message.Session{}, false, nil
+	case 1:
+		if l, ok := r.Leg(hit[0].Protocol); ok {
+			return l, hit[0], true, nil
+		}
+		return nil, message.Session{}, false, nil
+	}
+	forms := make([]string, len(hit))
+	for i, s := range hit {
+		forms[i] = s.Address
+	}
+	return nil, message.Session{}, false, &addressing.AmbiguousError{Kind: a.Kind, Query: a.String(), Candidates: forms}
 }
 
 // resolveOther resolves a name or ref no local session matched among other

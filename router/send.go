@@ -54,6 +54,9 @@ func (r *Router) Send(ctx context.Context, req SendRequest) (Outbound, error) {
 	}
 	var notAccepted error
 	send := func(ctx context.Context, m message.Message) (message.Receipt, error) {
+		if err := carries(leg, m.Attachments); err != nil {
+			return message.Receipt{}, err
+		}
 		rc, err := leg.Send(ctx, m)
 		if errors.Is(err, ErrNotAccepted) {
 			notAccepted = err
@@ -67,6 +70,18 @@ func (r *Router) Send(ctx context.Context, req SendRequest) (Outbound, error) {
 		return snap, fmt.Errorf("%s: %w", leg.Name(), notAccepted)
 	}
 	return snap, nil
+}
+
+// ErrNoFiles fails a message with attachments to a leg that cannot carry
+// them: sent without them, the receiver would never know they existed.
+var ErrNoFiles = errors.New("cannot carry files")
+
+// carries says whether leg can take the attachments atts.
+func carries(leg Leg, atts []message.Attachment) error {
+	if _, ok := leg.(FileCarrier); ok || len(atts) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the %s leg %w: %d attached, none sent; send the text alone, or to a Claude Code or remote session", leg.Name(), ErrNoFiles, len(atts))
 }
 
 // dropper is an error from a leg's Send that stands for a drop: the

@@ -36,6 +36,9 @@ type Config struct {
 	Limits     claude.Limits  // admission; zero is Claude Code's defaults (a benchmark's sink lifts them)
 	OnReceived func(Received) // called with each user frame admitted, after it is recorded
 	Listen     uds.Limits     // the socket's caps; zero is the defaults
+	// BridgeSessionID is written to the registry entry, as a signed-in
+	// Claude Code session with remote control writes its cloud id.
+	BridgeSessionID string
 }
 
 // Received is one user frame that reached the fake.
@@ -159,7 +162,7 @@ func (p *Peer) register() error {
 		PID: p.pid, SessionID: p.sessionID, Cwd: "/", StartedAt: now, ProcStart: procStart,
 		Version: "fake", PeerProtocol: 1, PeerFeatures: []string{"notify_idle"}, Kind: "interactive",
 		Entrypoint: "cli", PidDomain: domain, MessagingSocketPath: p.socket, Name: p.cfg.Name,
-		NameSource: "user", Status: "idle", UpdatedAt: now,
+		NameSource: "user", Status: "idle", UpdatedAt: now, BridgeSessionID: p.cfg.BridgeSessionID,
 	})
 	return safefile.WriteAtomic(filepath.Join(p.sessionsDir(), strconv.Itoa(p.pid)+".json"), eb)
 }

@@ -2,6 +2,7 @@ package fakecloud
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,6 +40,7 @@ type Message struct {
 // User is a user message: a prompt, or tool results.
 type User struct {
 	Content Content
+	Files   []FileAttachment // file_attachments
 }
 
 // Content is a message's content. Seed 001 shows both a plain string and a
@@ -134,6 +136,7 @@ func decode(line []byte) (Message, error) {
 		Message   json.RawMessage `json:"message"`
 		Request   json.RawMessage `json:"request"`
 		Response  json.RawMessage `json:"response"`
+		Files     json.RawMessage `json:"file_attachments"`
 	}
 	if len(line) == 0 || line[0] != '{' {
 		return Message{}, fmt.Errorf("%w: not a JSON object", errMessage)
@@ -148,7 +151,9 @@ func decode(line []byte) (Message, error) {
 	var err error
 	switch w.Type {
 	case "user":
-		m.User, err = decodeUser(w.Message)
+		if m.User, err = decodeUser(w.Message); err == nil {
+			m.User.Files, err = decodeFiles(w.Files)
+		}
 	case "control_request":
 		m.ControlRequest, err = decodeRequest(w.RequestID, w.Request)
 	case "control_response":
@@ -161,6 +166,41 @@ func decode(line []byte) (Message, error) {
 }
 
 func absent(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+
+// FileAttachment is one of a user message's file_attachments (seed 001),
+// its content decoded.
+type FileAttachment struct {
+	Name, Type string
+	Content    []byte
+}
+
+// decodeFiles reads file_attachments: objects with a file_name, a
+// file_type and a file_content in standard base64.
+func decodeFiles(raw json.RawMessage) ([]FileAttachment, error) {
+	if absent(raw) {
+		return nil, nil
+	}
+	var fs []struct {
+		Name    *string `json:"file_name"`
+		Type    *string `json:"file_type"`
+		Content *string `json:"file_content"`
+	}
+	if err := json.Unmarshal(raw, &fs); err != nil {
+		return nil, fmt.Errorf("file_attachments: %v", err)
+	}
+	out := make([]FileAttachment, len(fs))
+	for i, f := range fs {
+		if f.Name == nil || f.Type == nil || f.Content == nil || *f.Name == "" {
+			return nil, fmt.Errorf("file_attachments[%d]: want file_name, file_type and file_content", i)
+		}
+		b, err := base64.StdEncoding.DecodeString(*f.Content)
+		if err != nil {
+			return nil, fmt.Errorf("file_attachments[%d]: file_content is not base64: %v", i, err)
+		}
+		out[i] = FileAttachment{Name: *f.Name, Type: *f.Type, Content: b}
+	}
+	return out, nil
+}
 
 // decodeUser reads {"role":"user","content":"..." or [blocks]}.
 func decodeUser(raw json.RawMessage) (*User, error) {

@@ -81,14 +81,33 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		}
 		initial = append(initial, wrap.Data)
 	}
+	msgs, classes := make([]Message, len(initial)), make([]Classification, len(initial))
+	for i, e := range initial {
+		m, err := decode(e)
+		if err == nil {
+			classes[i], err = s.classify(e)
+		}
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("events[%d]: %v", i, err))
+			return
+		}
+		msgs[i] = m
+	}
+	if body.EnvironmentID != "" && !s.hasEnvironment(body.EnvironmentID) {
+		writeError(w, http.StatusNotFound, "not_found_error", "environment not found")
+		return
+	}
 	s.mu.Lock()
 	ss := s.addSession(Session{Title: body.Title, EnvironmentID: body.EnvironmentID, SessionContext: body.SessionContext})
-	for _, e := range initial {
+	for i, e := range initial {
 		if _, _, err := s.store(ss, e, sourceClient); err != nil {
 			s.mu.Unlock()
 			writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 			return
 		}
+		// The first prompt starts the session's first turn.
+		ss.posted, ss.classes = append(ss.posted, msgs[i]), append(ss.classes, classes[i])
+		s.toWorker(ss, msgs[i], true)
 	}
 	v := ss.Session
 	s.mu.Unlock()
@@ -402,6 +421,20 @@ func (s *Server) listEnvironments(w http.ResponseWriter, r *http.Request) {
 		out.FirstID, out.LastID = &envs[0].EnvironmentID, &envs[len(envs)-1].EnvironmentID
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// hasEnvironment says whether the fake lists the environment id (with no
+// environments configured, any id will do).
+func (s *Server) hasEnvironment(id string) bool {
+	if len(s.opts.Environments) == 0 {
+		return true
+	}
+	for _, e := range s.opts.Environments {
+		if e.EnvironmentID == id {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) getEnvironment(w http.ResponseWriter, r *http.Request) {

@@ -130,7 +130,7 @@ func (l *Leg) followedLocked(id string) bool {
 	if slices.Contains(l.cfg.Follow, id) {
 		return true
 	}
-	if !l.followsAll() {
+	if !l.followsAll() && !l.createdLocked(id) {
 		return false
 	}
 	if l.listedAt.IsZero() {

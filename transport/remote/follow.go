@@ -95,14 +95,12 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 				want[id] = true
 			}
 		}
-		if l.followsAll() {
-			for _, rs := range listed {
-				if rs.Status != "archived" {
-					want[rs.ID] = true
-				}
+		l.mu.Lock()
+		for _, rs := range listed {
+			if rs.Status != "archived" && (l.followsAll() || l.createdLocked(rs.ID)) {
+				want[rs.ID] = true
 			}
 		}
-		l.mu.Lock()
 		if err == nil {
 			// With FollowAll, a session gone from the list (archived,
 			// deleted) is no longer followed, nor counted by Ready.
@@ -129,6 +127,7 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-l.relist:
 		}
 	}
 }

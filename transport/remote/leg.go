@@ -119,6 +119,11 @@ type Leg struct {
 	unechoed map[string][]string
 	// waiters wait for the answers to our control requests, by request id.
 	waiters map[string]chan *wire.ControlResponse
+	// created are the sessions the leg created, oldest first: followed
+	// like those named in Follow, until archived.
+	created []string
+	// relist asks Run to list (and follow) afresh now.
+	relist chan struct{}
 }
 
 const (
@@ -192,7 +197,7 @@ func NewLeg(cfg LegConfig) (*Leg, error) {
 		}
 	}
 	l := &Leg{cfg: cfg, log: cfg.Logger, links: map[string]*follow{}, posted: bounded.NewMap[string, postedMsg](maxPosted), names: map[string]string{},
-		unechoed: map[string][]string{}, waiters: map[string]chan *wire.ControlResponse{}}
+		unechoed: map[string][]string{}, waiters: map[string]chan *wire.ControlResponse{}, relist: make(chan struct{}, 1)}
 	l.listCtx, l.stopListing = context.WithCancel(context.Background())
 	return l, nil
 }

@@ -46,8 +46,12 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 	if err != nil {
 		return message.Receipt{}, err
 	}
+	files, err := fileAttachments(m.Attachments)
+	if err != nil {
+		return message.Receipt{MsgID: m.ID, Status: message.StatusFailed, Reason: err.Error(), Time: l.cfg.Now()}, err
+	}
 	evUUID := EventUUID(m.ID)
-	ev, err := wire.UserEvent(evUUID, id, attributed(m))
+	ev, err := wire.UserEvent(evUUID, id, attributed(m), files...)
 	if err != nil {
 		return message.Receipt{}, err
 	}

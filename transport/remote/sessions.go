@@ -14,7 +14,12 @@ import (
 func (l *Leg) followsAll() bool { return slices.Contains(l.cfg.Follow, FollowAll) }
 
 func (l *Leg) follows(id string) bool {
-	return l.followsAll() || slices.Contains(l.cfg.Follow, id)
+	if l.followsAll() || slices.Contains(l.cfg.Follow, id) {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.createdLocked(id)
 }
 
 // Sessions lists the remote sessions: every listed one when following all,

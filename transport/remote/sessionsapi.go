@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/remote/stream"
 	"github.com/sessiongateway/gateway/transport/sessionsapi"
 )
@@ -45,7 +46,7 @@ func (a sessionsAPI) ListSessions(ctx context.Context) ([]RemoteSession, error) 
 	}
 	out := make([]RemoteSession, len(ss))
 	for i, s := range ss {
-		out[i] = RemoteSession{ID: s.ID, Title: s.Title, Status: s.Status, Created: s.CreatedAt}
+		out[i] = remoteSession(s)
 	}
 	return out, nil
 }
@@ -59,11 +60,43 @@ func (a sessionsAPI) Post(ctx context.Context, id string, events ...json.RawMess
 	return err
 }
 
+// CreateSession creates a session on seed 001's v1 path, whichever the
+// live transport: the v2 paths' create is not documented.
+func (a sessionsAPI) CreateSession(ctx context.Context, title, envID string, sc json.RawMessage, first ...json.RawMessage) (RemoteSession, error) {
+	s, err := a.c.CreateSession(ctx, sessionsapi.CreateSessionRequest{Title: title, EnvironmentID: envID, Events: first, SessionContext: sc})
+	return remoteSession(s), err
+}
+
+// PatchSession is seed 001's PATCH /v1/sessions/{id} (title, status).
+func (a sessionsAPI) PatchSession(ctx context.Context, id string, title, status *string) (RemoteSession, error) {
+	s, err := a.c.PatchSession(ctx, id, sessionsapi.SessionPatch{Title: title, Status: status})
+	return remoteSession(s), err
+}
+
+func (a sessionsAPI) Environments(ctx context.Context) ([]message.Environment, error) {
+	envs, err := a.c.ListEnvironments(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]message.Environment, len(envs))
+	for i, e := range envs {
+		out[i] = message.Environment{ID: e.EnvironmentID, Name: e.Name, Kind: e.Kind, State: e.State}
+		if b := e.BridgeInfo; b != nil {
+			out[i].Online, out[i].Machine, out[i].Directory, out[i].Branch, out[i].MaxSessions = b.Online, b.MachineName, b.Directory, b.Branch, b.MaxSessions
+		}
+	}
+	return out, nil
+}
+
+func remoteSession(s sessionsapi.Session) RemoteSession {
+	return RemoteSession{ID: s.ID, Title: s.Title, Status: s.Status, Created: s.CreatedAt}
+}
+
 // refusals are the Sessions API's answers that retrying the same request
 // will not change.
 var refusals = []error{
 	sessionsapi.ErrBadRequest, sessionsapi.ErrUnauthorized, sessionsapi.ErrForbidden,
-	sessionsapi.ErrNotFound, sessionsapi.ErrInvalidEvent, sessionsapi.ErrNoID,
+	sessionsapi.ErrNotFound, sessionsapi.ErrInvalidEvent, sessionsapi.ErrNoID, ErrAttachment,
 }
 
 // IsRefusal says a send error of the leg refuses the message for good: a

@@ -23,15 +23,24 @@ func InitializeLine(requestID string) []byte {
 	return append(b, '\n')
 }
 
-// UserEvent is a user message event carrying text as its content.
-func UserEvent(uuid, sessionID, text string) (json.RawMessage, error) {
-	return json.Marshal(map[string]any{
+// UserEvent is a user message event carrying text as its content and
+// files as its file_attachments (seed 001's user message event). An empty
+// sessionID is left out: a session's first events are sent before it has
+// one.
+func UserEvent(uuid, sessionID, text string, files ...FileAttachment) (json.RawMessage, error) {
+	ev := map[string]any{
 		"type":               "user",
 		"uuid":               uuid,
-		"session_id":         sessionID,
 		"parent_tool_use_id": nil,
 		"message":            map[string]any{"role": "user", "content": text},
-	})
+	}
+	if sessionID != "" {
+		ev["session_id"] = sessionID
+	}
+	if len(files) > 0 {
+		ev["file_attachments"] = files
+	}
+	return json.Marshal(ev)
 }
 
 // AnswerEvent is the control_response event answering the can_use_tool

@@ -190,3 +190,7 @@ func gcSpool(dir string, now time.Time) (removed int) {
 	}
 	return removed
 }
+
+// CarriesFiles: a message's attachments are staged in the spool and named
+// in the frame (stage).
+func (p *Peer) CarriesFiles() {}

@@ -215,6 +215,8 @@ func (p *Peer) rosterEntry(ctx context.Context, e Entry) (message.Session, bool)
 		Cwd:       e.Cwd,
 		Version:   e.Version,
 		Reachable: true,
+		// A bridge id the address grammar refuses could never be asked for.
+		BridgeSessionID: validBridgeID(e.BridgeSessionID),
 	}
 	if e.StartedAt > 0 {
 		s.StartedAt = time.UnixMilli(e.StartedAt).UTC()
@@ -263,4 +265,12 @@ func (p *Peer) sweep(e Entry) {
 // entry: any socket but Qwen Code's inboxes (qwen-socks directories).
 func (p *Peer) Claims(a addressing.Address) bool {
 	return a.Kind == addressing.KindUDS && !strings.Contains(filepath.Dir(a.Path), "qwen-socks")
+}
+
+// validBridgeID is id when bridge:<id> parses, else "".
+func validBridgeID(id string) string {
+	if a, err := addressing.Parse("bridge:" + id); err != nil || a.ID != id {
+		return ""
+	}
+	return id
 }
