@@ -172,15 +172,22 @@ func (l *Leg) run(ctx context.Context, id string, f *follow, updates chan<- stre
 	if l.cfg.Tune != nil {
 		l.cfg.Tune(&sc)
 	}
-	afterID, afterSeq, seen, err := l.backlog(ctx, id, f, in)
-	if err != nil {
-		if ctx.Err() != nil {
+	l.mu.Lock()
+	created := l.createdLocked(id)
+	l.mu.Unlock()
+	// A session the leg created is young: the stream delivers its whole
+	// history as live events, so its first turn is watched too.
+	if !created {
+		afterID, afterSeq, seen, err := l.backlog(ctx, id, f, in)
+		switch {
+		case err != nil && ctx.Err() != nil:
 			return nil
+		case err != nil:
+			// The stream then delivers the whole history itself.
+			l.log.Warn("reading the session's history failed; following it from its start", "session", id, "err", err)
+		default:
+			sc.ResumeAfterID, sc.ResumeAfterSeq, sc.Seen = afterID, afterSeq, seen
 		}
-		// The stream then delivers the whole history itself.
-		l.log.Warn("reading the session's history failed; following it from its start", "session", id, "err", err)
-	} else {
-		sc.ResumeAfterID, sc.ResumeAfterSeq, sc.Seen = afterID, afterSeq, seen
 	}
 	st, err := stream.New(sc)
 	if err != nil {
