@@ -31,6 +31,17 @@ func (s *Server) CreateSession(title string) string {
 	return s.addSession(Session{Title: title}).ID
 }
 
+// Session returns the session id as the REST endpoints show it.
+func (s *Server) Session(id string) (Session, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.sessions[id]
+	if !ok {
+		return Session{}, false
+	}
+	return ss.Session, true
+}
+
 // addSession stores a new session; s.mu must be held.
 func (s *Server) addSession(v Session) *session {
 	v.ID = s.nextID("session_01fake")
