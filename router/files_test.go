@@ -1,0 +1,158 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/message"
+)
+
+// carrier is a fake leg that carries files.
+type carrier struct{ *fakeLeg }
+
+func (carrier) CarriesFiles() {}
+
+var notes = []message.Attachment{{Path: "/srv/files/notes.txt", FileName: "notes.txt", FileSize: 5, SHA256: strings.Repeat("a", 64)}}
+
+func TestASendWithFilesFailsOnALegThatCannotCarryThem(t *testing.T) {
+	tests := []struct {
+		name    string
+		carries bool
+	}{
+		{"a leg without files fails it, saying why, and writes nothing", false},
+		{"a leg that carries files gets them", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			leg := newFake()
+			var l Leg = leg
+			if tt.carries {
+				l = carrier{leg}
+			}
+			r := start(t, l)
+			out, err := r.Send(context.Background(), SendRequest{To: "review", Body: "see the notes", Files: notes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.carries {
+				if out.Status != message.StatusSent || len(leg.sent) != 1 || len(leg.sent[0].Attachments) != 1 {
+					t.Fatalf("status %v, sent %+v", out.Status, leg.sent)
+				}
+				return
+			}
+			if out.Status != message.StatusFailed || len(leg.sent) != 0 || !strings.Contains(out.Receipts[len(out.Receipts)-1].Reason, "cannot carry files") {
+				t.Fatalf("status %v, receipts %+v, sent %+v", out.Status, out.Receipts, leg.sent)
+			}
+		})
+	}
+}
+
+func TestABridgedMessageWhoseFilesCannotGoOnIsRefusedToItsSender(t *testing.T) {
+	sender := message.Session{Address: "uds:/tmp/cc-socks/30.sock", Protocol: message.ProtocolClaude, Name: "lead", SessionID: "c-lead"}
+	refused := []message.Attachment{{FileName: "big.bin", Refused: message.AttachmentOverQuota}}
+	tests := []struct {
+		name  string
+		files []message.Attachment
+		why   string
+	}{
+		{"to a leg without files", notes, "the qwen leg cannot carry files"},
+		{"with a file refused on arrival", refused, `"big.bin" was refused on arrival (uploads-quota)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cl := &hostLeg{fakeLeg: claudeLeg(sender)}
+			qw := &hostLeg{fakeLeg: qwenLeg(alpha)}
+			runBridge(t, Config{}, cl, qw)
+			cl.fakeLeg.emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
+				ID: "m", From: sender.Address, FromName: "lead", Body: "see the file", Mode: message.ModePrompting, Protocol: message.ProtocolClaude,
+				AliasOf: alpha.Address, ToName: "alpha", Attachments: tt.files}})
+			waitAny(cl, qw)
+			if rs := cl.relays(); len(qw.sends()) != 0 || len(rs) != 1 || rs[0].Status != message.StatusFailed || !strings.Contains(rs[0].Reason, tt.why) {
+				t.Fatalf("sends %+v relays %+v", qw.sends(), rs)
+			}
+		})
+	}
+}
+
+func TestABridgedMessageCarriesItsFilesToALegThatTakesThem(t *testing.T) {
+	sender := message.Session{Address: "uds:/tmp/cc-socks/30.sock", Protocol: message.ProtocolClaude, Name: "lead", SessionID: "c-lead"}
+	remote := message.Session{Address: "bridge:session_01files", Protocol: message.ProtocolRemote, Name: "cloud", SessionID: "session_01files"}
+	cl := &hostLeg{fakeLeg: claudeLeg(sender)}
+	rl := &fakeLeg{name: message.ProtocolRemote, run: make(chan struct{}), sessions: []message.Session{remote}}
+	r := New(Config{Bridge: true, BridgeInterval: time.Hour}, cl, carrier{rl})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	cl.fakeLeg.emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
+		ID: "m", From: sender.Address, FromName: "lead", Body: "see the file", Mode: message.ModePrompting, Protocol: message.ProtocolClaude,
+		AliasOf: remote.Address, ToName: "cloud", Attachments: notes}})
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		rl.mu.Lock()
+		n := len(rl.sent)
+		rl.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	if len(rl.sent) != 1 || len(rl.sent[0].Attachments) != 1 || rl.sent[0].Attachments[0] != notes[0] {
+		t.Fatalf("sent %+v", rl.sent)
+	}
+}
+
+// remoteFake claims every bridge: address, as the remote leg does.
+type remoteFake struct{ *fakeLeg }
+
+func (remoteFake) Claims(a addressing.Address) bool { return a.Kind == addressing.KindBridge }
+
+func TestABridgeIDOfALocalSessionResolvesToItsSocket(t *testing.T) {
+	local := message.Session{Address: "uds:/tmp/cc-socks/40.sock", Protocol: message.ProtocolClaude, Name: "signed-in", SessionID: "c-40", PID: 40, BridgeSessionID: "cse_01local"}
+	twin := local
+	twin.Address, twin.PID, twin.SessionID = "uds:/tmp/cc-socks/41.sock", 41, "c-41"
+	cloud := message.Session{Address: "bridge:cse_01local", Protocol: message.ProtocolRemote, Name: "signed-in-cloud", SessionID: "cse_01local"}
+	newRemote := func() Leg {
+		return remoteFake{&fakeLeg{name: message.ProtocolRemote, run: make(chan struct{}), sessions: []message.Session{cloud}}}
+	}
+	tests := []struct {
+		name    string
+		locals  []message.Session
+		remote  bool
+		want    string // the address resolved to; "" for an ambiguity
+		cloudTo string // what the cloud-only resolution gives
+	}{
+		{"with no cloud configured, over the socket", []message.Session{local}, false, local.Address, ""},
+		{"with the cloud configured too, still over the socket", []message.Session{local}, true, local.Address, cloud.Address},
+		{"two local sessions claiming one id are ambiguous", []message.Session{local, twin}, true, "", cloud.Address},
+		{"no local session with the id: the cloud's", nil, true, cloud.Address, cloud.Address},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			legs := []Leg{&fakeLeg{name: message.ProtocolClaude, run: make(chan struct{}), sessions: tt.locals}}
+			if tt.remote {
+				legs = append(legs, newRemote())
+			}
+			r := start(t, legs...)
+			_, s, err := r.Resolve(context.Background(), "bridge:cse_01local")
+			var amb *addressing.AmbiguousError
+			switch {
+			case tt.want == "" && (!errors.As(err, &amb) || len(amb.Candidates) != 2):
+				t.Fatalf("err = %v, want an ambiguity between both sockets", err)
+			case tt.want != "" && (err != nil || s.Address != tt.want):
+				t.Fatalf("resolved to %+v, %v; want %s", s, err, tt.want)
+			}
+			if tt.cloudTo != "" {
+				if _, s, err := r.resolveCloud(context.Background(), "bridge:cse_01local"); err != nil || s.Address != tt.cloudTo {
+					t.Fatalf("controls resolve to %+v, %v; want the cloud's session", s, err)
+				}
+			}
+		})
+	}
+}
