@@ -112,4 +112,3 @@ func (c *Client) Environments(ctx context.Context) ([]message.Environment, error
 	var envs []message.Environment
 	return envs, c.do(ctx, "GET", "/v1/remote/environments", nil, &envs)
 }
-

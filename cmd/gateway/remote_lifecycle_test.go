@@ -182,4 +182,3 @@ func TestAFileSentToABridgeTargetReachesFileAttachmentsIntact(t *testing.T) {
 		})
 	}
 }
-
