@@ -20,6 +20,9 @@ type filesLeg struct {
 	sent [][]message.Attachment
 }
 
+// CarriesFiles: it stands for a leg that takes attachments (Claude Code).
+func (*filesLeg) CarriesFiles() {}
+
 func (l *filesLeg) Send(ctx context.Context, m message.Message) (message.Receipt, error) {
 	l.mu.Lock()
 	l.sent = append(l.sent, m.Attachments)
