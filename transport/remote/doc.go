@@ -6,7 +6,10 @@
 // control requests over REST through its API. A control request waits for
 // the session's answer on the live stream; a control request of the
 // session's that the gateway does not serve is refused at once; Info is
-// what initialize answered. NewSessionsAPI adapts the
+// what initialize answered. A message's attachments go in its user
+// event's file_attachments. Create, Retitle, Archive and Environments are
+// the sessions' lifecycle (an API with LifecycleAPI); a session the leg
+// created is followed, its whole history streamed. NewSessionsAPI adapts the
 // Sessions API client (transport/sessionsapi) to that API on the v1 or v2
 // paths, and IsRefusal names its errors that no retry will change.
 //
