@@ -1,10 +1,15 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/message"
@@ -163,5 +168,49 @@ func TestNoAliasIsStartedUnderTheGatewaysOwnName(t *testing.T) {
 		if e, err := claude.ParseEntry(b); err == nil && e.Kind == claude.KindAlias && e.Name == "gateway" {
 			t.Fatalf("an alias worker registered under the gateway's own name: %s", f)
 		}
+	}
+}
+
+// A Claude session's file to a Qwen name cannot go on (Qwen Code takes no
+// files): the message is not forwarded without it, and the sender's
+// receipt says why.
+func TestAFileBridgedToALegWithoutFilesIsRefusedToItsSender(t *testing.T) {
+	g := startBinary(t, t.TempDir())
+	fk := newFake(t, g, "work-08", message.ModePrompting)
+	q := newQwenPeer(t, g, "qwen-work", message.ModePrompting)
+	alias := claudeAlias(t, g, "qwen-work")
+	spool := filepath.Join(g.ConfigDir, "file-transfers")
+	if err := os.MkdirAll(spool, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	data := []byte("the notes")
+	p := filepath.Join(spool, "notes.txt")
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	att := message.Attachment{Path: p, FileName: "notes.txt", FileSize: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
+	id := uuid.NewString()
+	env := claude.Envelope{From: fk.Address(), FromName: "work-08", FromMode: "prompting", Body: "see the notes"}
+	if err := fk.SendFrame(ctxT(t), alias, claude.NewUserFrame(fk.Address(), id, env, []message.Attachment{att})); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fk.WaitControl(ctxT(t), func(f claude.Frame) bool { return f.OrigMsgID == id && f.Status != claude.WireDelivered })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := f.Marshal(); !strings.Contains(string(b), "cannot carry files") {
+		t.Fatalf("the sender heard %s, want the reason", b)
+	}
+	for {
+		select {
+		case ev := <-q.events:
+			if ev.Type == message.EventMessage && ev.Message.Body == "see the notes" {
+				t.Fatal("the message reached the Qwen session without its file")
+			}
+			continue
+		default:
+		}
+		break
 	}
 }
