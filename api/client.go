@@ -319,3 +319,9 @@ func (c *Client) Upgrade(ctx context.Context, path, proto string) (io.ReadWriteC
 	}
 	return rwc, nil
 }
+
+// Pair opens a one-time pairing link for a browser (gateway pair).
+func (c *Client) Pair(ctx context.Context, b PairBody) (Pairing, error) {
+	var out Pairing
+	return out, c.do(ctx, "POST", "/v1/pairings", b, &out)
+}

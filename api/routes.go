@@ -27,6 +27,8 @@ type route struct {
 	status int // the success status; 0 for 200
 	// produces is the success media type when it is not JSON.
 	produces string
+	// anon routes need no token on TCP but are rate limited (login).
+	anon bool
 	// long routes stream or wait (?wait, "wait": true): they get no read or
 	// write deadline once their body is read; their own timeouts bound them.
 	long   bool
@@ -97,6 +99,14 @@ func init() {
 			query: []param{qAll}, out: []outbox.Item{}, handle: (*Server).outbox},
 		{method: "GET", path: "/v1/federation", summary: "This host's view of the federation: hosts with their session counts and when each was last heard, the link to NATS, the lag of this host's consumers, drops by reason; {\"enabled\": false} without federation.", scope: ScopeRead,
 			out: FederationStatus{}, handle: (*Server).federation},
+		{method: "POST", path: "/v1/login", summary: "Sign a browser in: a bearer token or a one-time pairing code (from POST /v1/pairings) for a session cookie (HttpOnly, SameSite=Strict, Secure over TLS), 201 with the scopes and the CSRF token every state-changing request on the cookie must carry in X-CSRF-Token; 401 for a wrong token or a used, expired or unknown code. No token needed.",
+			anon: true, in: LoginBody{}, out: LoginInfo{}, status: http.StatusCreated, handle: (*Server).login},
+		{method: "GET", path: "/v1/login", summary: "Who the caller is signed in as, its scopes and, for a browser session, its CSRF token.", scope: ScopeRead,
+			out: LoginInfo{}, handle: (*Server).whoami},
+		{method: "POST", path: "/v1/logout", summary: "End the browser session of the request's cookie; 204.", scope: ScopeRead,
+			status: http.StatusNoContent, handle: (*Server).logout},
+		{method: "POST", path: "/v1/pairings", summary: "Open a one-time pairing link (gateway pair): the browser that opens it before it expires is signed in with read and the asked scopes, none beyond the caller's; the link works once.", scope: ScopeRead,
+			in: PairBody{}, out: Pairing{}, status: http.StatusCreated, handle: (*Server).pair},
 		{method: "GET", path: "/healthz", summary: "The process is alive. No token needed.",
 			out: Health{}, handle: (*Server).healthz},
 		{method: "GET", path: "/readyz", summary: "Every enabled leg is ready (503 when not), with each leg's state. No token needed.",
@@ -184,9 +194,12 @@ func (s *Server) TCPHandler(addr string) http.Handler {
 	for _, h := range s.cfg.AllowedHosts {
 		allowed[canonicalHost(h)] = true
 	}
-	public := map[string]bool{}
+	s.tcpAddr.Store(addr)
+	public, anon := map[string]bool{}, map[string]bool{}
 	for _, rt := range routes {
-		if rt.scope == 0 {
+		if rt.anon {
+			anon[rt.pattern()] = true
+		} else if rt.scope == 0 {
 			public[rt.path] = true
 		}
 	}
@@ -200,7 +213,13 @@ func (s *Server) TCPHandler(addr string) http.Handler {
 			return
 		}
 		g, ok := s.authenticate(r)
-		if public[r.URL.Path] && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		var sess *browserSession
+		if !ok && r.Header.Get("Authorization") == "" {
+			if sess, ok = s.sessionFor(r); ok {
+				g = sess.grant
+			}
+		}
+		if (public[r.URL.Path] || s.consoleAsset(r.URL.Path)) && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 			// Probes are never rate limited: a flood of wrong tokens from
 			// an address must not make the gateway look dead to the
 			// health checks sharing it (gateway health --url).
@@ -217,13 +236,25 @@ func (s *Server) TCPHandler(addr string) http.Handler {
 			writeError(w, Error{Error: fmt.Sprintf("too many requests: retry in %ds", secs), Code: CodeRateLimited, RetryAfter: secs})
 			return
 		}
+		if anon[r.Method+" "+r.URL.Path] {
+			next.ServeHTTP(w, r)
+			return
+		}
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gateway"`)
 			writeError(w, Error{Error: "missing or wrong bearer token (see <state-dir>/api-token or gateway tokens add)", Code: CodeUnauth})
 			return
 		}
+		if sess != nil && !s.checkBrowser(w, r, sess) {
+			return
+		}
 		next.ServeHTTP(w, r.WithContext(withGrant(r.Context(), g)))
 	})
+}
+
+// consoleAsset reports whether path is one of the console's public assets.
+func (s *Server) consoleAsset(path string) bool {
+	return s.cfg.Console != nil && (path == "/" || strings.HasPrefix(path, "/console/"))
 }
 
 // canonicalHost is a Host header as the allowlist compares it: host names

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sessiongateway/gateway/internal/clock"
@@ -60,6 +61,9 @@ type Config struct {
 	// MCP serves /mcp (package mcp): Streamable HTTP, checked against
 	// the request's grant by each tool; nil for 404.
 	MCP http.Handler
+	// Console serves the web console's assets at / and /console/ (package
+	// console), public like the probes: what they do goes through the API.
+	Console http.Handler
 }
 
 // Server serves the control API.
@@ -69,6 +73,9 @@ type Server struct {
 	mux   *http.ServeMux
 	limit *limiter
 	keys  *keyTable // idempotency keys of POST /v1/messages
+	// browser holds signed-in browsers and open pairing links.
+	browser browserAuth
+	tcpAddr atomic.Value // string: the TCP listener's address, for pairing URLs
 }
 
 // NewServer builds the handlers from the route table.
@@ -86,7 +93,8 @@ func NewServer(cfg Config) *Server {
 		cfg.Clock = clock.Real{}
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limit: newLimiter(cfg.RateLimit, cfg.Clock),
-		keys: &keyTable{store: cfg.Keys, clk: cfg.Clock, max: MaxIdempotencyKeys}}
+		keys:    &keyTable{store: cfg.Keys, clk: cfg.Clock, max: MaxIdempotencyKeys},
+		browser: browserAuth{sessions: map[string]*browserSession{}, pairings: map[string]pairingRec{}}}
 	// paths knows every route's path whatever the method, so a known path
 	// asked with the wrong method is a 405 naming the right ones.
 	paths, allowed := http.NewServeMux(), map[string][]string{}
@@ -99,6 +107,10 @@ func NewServer(cfg Config) *Server {
 	}
 	if cfg.MCP != nil {
 		s.mux.Handle("/mcp", cfg.MCP)
+	}
+	if cfg.Console != nil {
+		s.mux.Handle("GET /{$}", cfg.Console)
+		s.mux.Handle("GET /console/", cfg.Console)
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if _, pat := paths.Handler(r); pat != "" {

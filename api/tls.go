@@ -3,6 +3,7 @@ package api
 import (
 	"crypto/tls"
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"time"
@@ -89,4 +90,17 @@ func (c *CertReloader) Err() error {
 // TLSConfig is TLS 1.2 or later, with the reloading certificate.
 func (c *CertReloader) TLSConfig() *tls.Config {
 	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: c.GetCertificate}
+}
+
+// Listen opens the TCP listener on addr (--api), with the server's TLS when
+// it has a certificate.
+func (s *Server) Listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--api %s: %w", addr, err)
+	}
+	if tc := s.TLSConfig(); tc != nil {
+		ln = tls.NewListener(ln, tc)
+	}
+	return ln, nil
 }

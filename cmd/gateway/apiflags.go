@@ -1,10 +1,8 @@
 package main
 
 import (
-	"crypto/tls"
 	"flag"
 	"fmt"
-	"net"
 	"net/url"
 
 	"github.com/sessiongateway/gateway/api"
@@ -85,16 +83,4 @@ func newAPIServer(c serveConfig, cfg api.Config) (*api.Server, error) {
 	cfg.CORSOrigin = o.corsOrigin
 	cfg.RateLimit = o.rateLimit()
 	return api.NewServer(cfg), nil
-}
-
-// listenAPI opens --api, with the server's TLS when it has a certificate.
-func listenAPI(addr string, srv *api.Server) (net.Listener, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--api %s: %w", addr, err)
-	}
-	if tc := srv.TLSConfig(); tc != nil {
-		ln = tls.NewListener(ln, tc)
-	}
-	return ln, nil
 }

@@ -58,6 +58,7 @@ func init() {
 		{"demo-cloud", "run a fake claude.ai on loopback to try the remote features", runDemoCloud},
 		{"idle", "ask a peer to say when it is idle: idle ADDRESS [--wait]", runIdle},
 		{"controllers", "manage trusted controller tokens for the Qwen inbox: add --label X | list | remove ID", runControllers},
+		{"pair", "print a one-time link and QR code that signs a browser in to the console: pair [--scope approve] [--ttl 10m]", runPair},
 		{"tokens", "manage scoped bearer tokens for the TCP API: add --label L --scope read,send,approve | list | remove ID", runTokens},
 		{"federation", "gateways on other hosts: federation status [--json] | keygen [--force] [--show]", runFederation},
 		{"mcp", "serve MCP on stdin/stdout as a session of the running gateway: mcp [--name NAME]", runMCP},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/approver"
+	"github.com/sessiongateway/gateway/console"
 	"github.com/sessiongateway/gateway/internal/lifecycle"
 	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/mcp"
@@ -116,7 +117,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	mcpSrv := mcp.New(mcp.Config{Router: rt, Leg: mcpLeg, Logger: log, Version: version})
 	defer mcpSrv.Close()
 	srv, err := newAPIServer(c, api.Config{Router: rt, Logger: log, Metrics: metrics.Handler(), Version: version,
-		Token: token, AllowedHosts: c.hosts, Keys: keys, Federation: fed.StatusFunc(), MCP: mcpSrv.Handler()})
+		Token: token, AllowedHosts: c.hosts, Keys: keys, Federation: fed.StatusFunc(), MCP: mcpSrv.Handler(), Console: console.Handler()})
 
 	sockPath := filepath.Join(c.stateDir, "gateway.sock")
 	var uln net.Listener
@@ -132,7 +133,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	servers := []*http.Server{unixSrv}
 	listeners := []net.Listener{uln}
 	if c.apiAddr != "" {
-		tln, err := listenAPI(c.apiAddr, srv)
+		tln, err := srv.Listen(c.apiAddr)
 		if err != nil {
 			uln.Close()
 			deregister(legs...)

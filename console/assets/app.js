@@ -1,0 +1,215 @@
+// The console: sign-in, then the lists (prompts, held messages, sessions)
+// refreshed whenever the event stream says they changed, and the stream
+// itself, resumed from the last event id after any drop.
+import * as api from "./api.js";
+import { renderPrompt } from "./prompts.js";
+import { el, clear } from "./dom.js";
+
+const $ = (id) => document.getElementById(id);
+const EVENT_TYPES = ["message", "receipt", "idle", "held", "drop", "session", "remote_event",
+  "permission_request", "remote_link", "gap", "error"];
+const MAX_EVENTS = 200;
+const MAX_OUTPUT = 20;
+
+let scopes = new Set();
+let lastEventID = null;
+let source = null;
+const output = new Map(); // address -> {message_id, text}
+
+function showError(err) {
+  $("error").textContent = err ? String(err.message || err) : "";
+}
+
+function act(fn) {
+  return async (ev) => {
+    if (ev) ev.preventDefault();
+    const btn = ev && ev.currentTarget;
+    if (btn) btn.disabled = true;
+    try {
+      showError(null);
+      await fn();
+    } catch (err) {
+      showError(err);
+      if (err.status === 401) signedOut();
+    } finally {
+      if (btn) btn.disabled = false;
+    }
+  };
+}
+
+async function start() {
+  $("login-form").addEventListener("submit", act(async () => {
+    try {
+      await signedIn(await api.login({ token: $("token").value.trim() }));
+      $("token").value = "";
+    } catch (err) {
+      $("login-error").textContent = err.message;
+    }
+  }));
+  $("logout").addEventListener("click", act(async () => { await api.logout(); signedOut(); }));
+  const pair = new URLSearchParams(location.hash.slice(1)).get("pair");
+  if (pair) {
+    // Drop the code from the address bar and history before using it.
+    history.replaceState(null, "", location.pathname + location.search);
+    try {
+      await signedIn(await api.login({ pairing: pair }));
+    } catch (err) {
+      signedOut();
+      $("login-error").textContent = err.message;
+    }
+    return;
+  }
+  try {
+    await signedIn(await api.whoami());
+  } catch {
+    signedOut();
+  }
+}
+
+function signedOut() {
+  if (source) source.close();
+  source = null;
+  $("app").hidden = true;
+  $("logout").hidden = true;
+  $("login").hidden = false;
+  $("who").textContent = "";
+  setLink(false);
+}
+
+async function signedIn(info) {
+  scopes = new Set(info.scopes.split(","));
+  $("who").textContent = `${info.label} · ${info.scopes}${scopes.has("approve") ? "" : " (read only)"}`;
+  $("login").hidden = true;
+  $("login-error").textContent = "";
+  $("app").hidden = false;
+  $("logout").hidden = false;
+  connect();
+  await refreshAll();
+}
+
+function setLink(live) {
+  $("link").textContent = live ? "live" : "offline";
+  $("link").classList.toggle("live", live);
+}
+
+// connect opens the event stream. The browser resumes a dropped stream by
+// itself with Last-Event-ID; when it gives up (the stream closed), this
+// opens a new one from the last id seen, so nothing is lost either way.
+function connect() {
+  if (source) source.close();
+  const url = lastEventID === null ? "v1/events" : `v1/events?last_event_id=${lastEventID}`;
+  source = new EventSource(url);
+  const me = source;
+  source.onopen = () => { setLink(true); refreshAll().catch(showError); };
+  source.onerror = () => {
+    setLink(false);
+    if (me.readyState === EventSource.CLOSED && source === me) {
+      setTimeout(() => { if (source === me) connect(); }, 1000);
+    }
+  };
+  for (const t of EVENT_TYPES) source.addEventListener(t, onEvent);
+}
+
+function onEvent(e) {
+  if (e.lastEventId) lastEventID = e.lastEventId;
+  let ev;
+  try { ev = JSON.parse(e.data); } catch { return; }
+  logEvent(ev);
+  switch (ev.type) {
+    case "permission_request": refreshPrompts().catch(showError); break;
+    case "held": case "drop": refreshHeld().catch(showError); break;
+    case "session": refreshSessions().catch(showError); break;
+    case "message": refreshHeld().catch(showError); break;
+    case "remote_event": remoteOutput(ev.remote); break;
+  }
+}
+
+function summary(ev) {
+  const m = ev.message, r = ev.receipt, p = ev.permission, rem = ev.remote;
+  switch (ev.type) {
+    case "message": return `${m.from_name || m.from} → ${m.to}: ${m.body}`;
+    case "receipt": return `${r.id || r.message_id} ${r.state || ""}`;
+    case "held": return `held from ${ev.held.message.from_name || ev.held.message.from}: ${ev.held.reason}`;
+    case "permission_request": return `prompt ${p.id} ${p.tool_name} ${p.state}`;
+    case "remote_event": return `${rem.address} ${rem.kind}${rem.text ? ": " + rem.text.slice(0, 120) : ""}`;
+    case "session": return `${ev.session.address} ${ev.session.status || ""}`;
+    case "idle": return `${ev.idle.address || ""} idle`;
+    default: return ev.error || "";
+  }
+}
+
+function logEvent(ev) {
+  const list = $("events");
+  const li = el("li", { "data-id": String(ev.id ?? "") }, `#${ev.id ?? "-"} ${ev.type} ${summary(ev)}`);
+  list.prepend(li);
+  while (list.children.length > MAX_EVENTS) list.lastElementChild.remove();
+}
+
+function remoteOutput(rem) {
+  if (!rem || !rem.text || (rem.kind !== "assistant" && rem.kind !== "result")) return;
+  output.set(rem.address, { kind: rem.kind, text: rem.text, final: rem.final });
+  while (output.size > MAX_OUTPUT) output.delete(output.keys().next().value);
+  const box = clear($("output"));
+  for (const [addr, o] of output) {
+    box.append(el("div", { class: "card" },
+      el("h3", {}, addr), el("pre", {}, o.text), el("span", { class: "muted" }, o.final ? "done" : "streaming…")));
+  }
+}
+
+async function refreshAll() {
+  await Promise.all([refreshPrompts(), refreshHeld(), refreshSessions()]);
+}
+
+async function refreshPrompts() {
+  const ps = await api.permissions();
+  const box = clear($("prompts"));
+  $("prompt-count").textContent = ps.length ? `(${ps.length})` : "";
+  if (!ps.length) box.append(el("p", { class: "muted" }, "Nothing waits for an answer."));
+  for (const p of ps) box.append(renderPrompt(p, scopes.has("approve"), act));
+}
+
+async function refreshHeld() {
+  const hs = await api.held();
+  const box = clear($("held"));
+  $("held-count").textContent = hs.length ? `(${hs.length})` : "";
+  if (!hs.length) box.append(el("p", { class: "muted" }, "No held messages."));
+  for (const h of hs) {
+    const m = h.message;
+    const reason = el("input", { type: "text", placeholder: "reason (deny)", "aria-label": "reason" });
+    const card = el("div", { class: "card held", "data-id": m.id },
+      el("h3", {}, `from ${m.from_name || m.from}`),
+      el("span", { class: "muted" }, h.reason), el("pre", {}, m.body));
+    if (scopes.has("approve")) {
+      const release = el("button", { class: "primary" }, "Release");
+      const deny = el("button", { class: "danger" }, "Deny");
+      release.addEventListener("click", act(async () => { await api.decide(m.id, "release"); await refreshHeld(); }));
+      deny.addEventListener("click", act(async () => { await api.decide(m.id, "deny", reason.value); await refreshHeld(); }));
+      card.append(el("div", { class: "row" }, reason, release, deny));
+    }
+    box.append(card);
+  }
+}
+
+async function refreshSessions() {
+  const ss = await api.sessions();
+  const box = clear($("sessions"));
+  if (!ss.length) box.append(el("p", { class: "muted" }, "No sessions."));
+  for (const s of ss) {
+    const card = el("div", { class: "card session", "data-address": s.address },
+      el("h3", {}, s.title || s.name || s.address),
+      el("span", { class: "muted" }, `${s.address} · ${s.protocol} · ${s.status || (s.reachable ? "reachable" : "unreachable")}`));
+    if (scopes.has("send")) {
+      const text = el("input", { type: "text", placeholder: "message", "aria-label": `message to ${s.address}` });
+      const btn = el("button", { class: "primary" }, "Send");
+      btn.addEventListener("click", act(async () => {
+        if (!text.value.trim()) return;
+        await api.send(s.address, text.value);
+        text.value = "";
+      }));
+      card.append(el("div", { class: "row" }, text, btn));
+    }
+    box.append(card);
+  }
+}
+
+start();

@@ -1,0 +1,107 @@
+// One pending permission prompt with the controls its kind needs: a
+// question's options as buttons, a plan shown with a mode to continue in,
+// or a tool's allow / always allow / deny with a reason.
+import * as api from "./api.js";
+import { el } from "./dom.js";
+
+export function kindOf(p) {
+  if (p.kind) return p.kind;
+  if (p.questions && p.questions.length) return "question";
+  if (p.tool_name === "ExitPlanMode") return "plan";
+  return "tool";
+}
+
+// rulesOf turns a suggestion into the answer's rules: Claude's addRules
+// suggestions carry toolName / ruleContent.
+function rulesOf(s) {
+  const rules = (s && s.rules) || [];
+  return rules.map((r) => ({ tool_name: r.toolName || r.tool_name, rule_content: r.ruleContent || r.rule_content }))
+    .filter((r) => r.tool_name);
+}
+
+function suggestionLabel(s) {
+  const rules = rulesOf(s);
+  if (rules.length) return "Always allow " + rules.map((r) => r.rule_content ? `${r.tool_name}(${r.rule_content})` : r.tool_name).join(", ");
+  return "Always allow (" + (s.type || "suggestion") + ")";
+}
+
+export function renderPrompt(p, canAnswer, act) {
+  const kind = kindOf(p);
+  const card = el("div", { class: `card prompt prompt-${kind}`, "data-id": p.id },
+    el("h3", {}, `${p.tool_name} · ${p.address}`));
+  if (p.description) card.append(el("p", {}, p.description));
+  const done = async (a) => { await api.answer(p.id, a); card.remove(); };
+  if (kind === "question") {
+    renderQuestions(card, p, canAnswer, act, done);
+  } else if (kind === "plan") {
+    const plan = (p.input && p.input.plan) || JSON.stringify(p.input, null, 2);
+    card.append(el("pre", { class: "plan" }, plan));
+    if (canAnswer) {
+      const mode = el("select", { "aria-label": "mode after the plan" },
+        el("option", { value: "default" }, "Approve, ask before edits"),
+        el("option", { value: "acceptEdits" }, "Approve, accept edits"));
+      const approve = el("button", { class: "primary" }, "Approve plan");
+      approve.addEventListener("click", act(async () => {
+        await done({ behavior: "allow" });
+        if (mode.value !== "default") await api.control(p.address, "set_permission_mode", mode.value);
+      }));
+      card.append(el("div", { class: "row" }, mode, approve), denyRow(p, act, done));
+    }
+  } else {
+    card.append(el("pre", {}, JSON.stringify(p.input, null, 2)));
+    if (canAnswer) {
+      const allow = el("button", { class: "primary" }, "Allow");
+      allow.addEventListener("click", act(() => done({ behavior: "allow" })));
+      const row = el("div", { class: "row" }, allow);
+      const sugg = p.suggestions && p.suggestions.length ? p.suggestions : [{ rules: [{ toolName: p.tool_name }] }];
+      sugg.forEach((s, i) => {
+        const b = el("button", { class: "always", "data-suggestion": String(i) }, suggestionLabel(s));
+        b.addEventListener("click", act(() => done({ behavior: "allow", rules: rulesOf(s) })));
+        row.append(b);
+      });
+      card.append(row, denyRow(p, act, done));
+    }
+  }
+  if (!canAnswer) card.append(el("p", { class: "muted" }, "Read only: this sign-in cannot answer."));
+  return card;
+}
+
+function denyRow(p, act, done) {
+  const reason = el("input", { type: "text", placeholder: "reason for the model", "aria-label": "deny reason" });
+  const deny = el("button", { class: "danger" }, "Deny");
+  deny.addEventListener("click", act(() => done(reason.value ? { behavior: "deny", message: reason.value } : { behavior: "deny" })));
+  return el("div", { class: "row" }, reason, deny);
+}
+
+function renderQuestions(card, p, canAnswer, act, done) {
+  const picked = new Map(); // question -> Set of labels
+  for (const q of p.questions || []) {
+    picked.set(q.question, new Set());
+    const row = el("div", { class: "row question", role: q.multi_select ? "group" : "radiogroup" });
+    for (const label of q.options) {
+      const b = el("button", { class: "option", "aria-pressed": "false", type: "button" }, label);
+      b.disabled = !canAnswer;
+      b.addEventListener("click", () => {
+        const set = picked.get(q.question);
+        if (q.multi_select) {
+          set.has(label) ? set.delete(label) : set.add(label);
+        } else {
+          set.clear();
+          set.add(label);
+        }
+        for (const o of row.querySelectorAll("button.option")) o.setAttribute("aria-pressed", String(set.has(o.textContent)));
+        submit.disabled = ![...picked.values()].every((s) => s.size > 0);
+      });
+      row.append(b);
+    }
+    card.append(el("p", {}, (q.header ? q.header + ": " : "") + q.question + (q.multi_select ? " (pick any)" : "")), row);
+  }
+  const submit = el("button", { class: "primary submit" }, "Send answer");
+  submit.disabled = true;
+  submit.addEventListener("click", act(() => {
+    const answers = {};
+    for (const [q, set] of picked) answers[q] = [...set];
+    return done({ behavior: "allow", answers });
+  }));
+  if (canAnswer) card.append(el("div", { class: "row" }, submit), denyRow(p, act, done));
+}
