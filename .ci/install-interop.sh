@@ -6,6 +6,7 @@
 #
 #   CACHE=${GATEWAY_INTEROP_CACHE:-$HOME/.cache/gateway-interop}
 #   $CACHE/claude/node_modules/.bin/claude   Claude Code
+#   $CACHE/playwright/node_modules/playwright-core   the console's browser test
 #
 # The tests find the binary there (or at $GATEWAY_CLAUDE_BIN).
 set -euo pipefail
@@ -18,7 +19,7 @@ die() { printf 'install-interop: ERROR: %s\n' "$*" >&2; exit 1; }
 
 # --- Debian packages -------------------------------------------------------
 # command -> package that provides it
-declare -A PKG_FOR=([tmux]=tmux [ss]=iproute2 [ps]=procps)
+declare -A PKG_FOR=([tmux]=tmux [ss]=iproute2 [ps]=procps [chromium]=chromium)
 missing=()
 for cmd in "${!PKG_FOR[@]}"; do
 	command -v "$cmd" >/dev/null 2>&1 || missing+=("${PKG_FOR[$cmd]}")
@@ -34,10 +35,23 @@ if ((${#missing[@]})); then
 	$SUDO apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
-	log "tmux, iproute2, procps: present"
+	log "tmux, iproute2, procps, chromium: present"
 fi
 
 command -v npm >/dev/null 2>&1 || die "npm is required (install Node.js 20 or later)"
+
+# --- playwright-core (drives Debian's chromium for the console's browser test) ---
+PLAYWRIGHT_VERSION=1.65.1
+pw_dir=$CACHE/playwright
+installed=$(node -p "require('$pw_dir/node_modules/playwright-core/package.json').version" 2>/dev/null || true)
+if [ "$installed" = "$PLAYWRIGHT_VERSION" ]; then
+	log "playwright-core $PLAYWRIGHT_VERSION: present in $pw_dir"
+else
+	log "installing playwright-core@$PLAYWRIGHT_VERSION into $pw_dir (no browser download)"
+	mkdir -p "$pw_dir"
+	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --prefix "$pw_dir" --no-audit --no-fund --loglevel=error \
+		"playwright-core@$PLAYWRIGHT_VERSION"
+fi
 
 # --- Claude Code -------------------------------------------------------------
 claude_dir=$CACHE/claude

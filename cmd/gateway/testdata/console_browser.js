@@ -1,0 +1,120 @@
+// Drives the web console in headless Chromium for TestTheConsoleInAHeadlessBrowser:
+// the Go test is the director, answering each step (raise a prompt, hold a
+// message, cut the connection) and checking what the fakes received. Any
+// console error or failed request fails the run, except the event stream's
+// own failures while the test has cut the connection on purpose.
+"use strict";
+const { chromium } = require(process.env.PLAYWRIGHT_CORE);
+const path = require("path");
+
+const director = process.env.DIRECTOR;
+const shots = process.env.SCREENSHOTS;
+
+async function step(name, args = {}) {
+  const res = await fetch(director, { method: "POST", body: JSON.stringify({ step: name, args }) });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`step ${name}: ${res.status} ${text}`);
+  return text.trim() ? JSON.parse(text) : null;
+}
+
+function log(...a) { console.log(new Date().toISOString(), ...a); }
+
+async function run(browser, width, height) {
+  const size = `${width}x${height}`;
+  const ctx = await browser.newContext({ viewport: { width, height }, hasTouch: width < 600, isMobile: width < 600 });
+  const page = await ctx.newPage();
+  const problems = [];
+  let cutting = false;
+  page.on("console", (m) => {
+    if (m.type() === "error" && !cutting) problems.push(`console error: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("requestfailed", (r) => {
+    const streamCut = cutting && r.url().includes("v1/events");
+    if (!streamCut) problems.push(`request failed: ${r.method()} ${r.url()} ${r.failure() && r.failure().errorText}`);
+  });
+  page.on("response", (r) => {
+    if (r.status() >= 400) problems.push(`HTTP ${r.status()} for ${r.request().method()} ${r.url()}`);
+  });
+  const shot = async (view) => {
+    const noScroll = await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+    if (!noScroll) throw new Error(`${size} ${view}: the page scrolls horizontally`);
+    await page.screenshot({ path: path.join(shots, `${size}-${view}.png`), fullPage: true });
+  };
+  const tap = async (locator) => (width < 600 ? locator.tap() : locator.click());
+
+  // Pair with the printed link.
+  const { url } = await step("pair");
+  await page.goto(url);
+  await page.locator("#link.live").waitFor();
+  await page.locator("#who", { hasText: "read,send,approve" }).waitFor();
+  if (page.url().includes("#pair=")) throw new Error("the pairing code stayed in the address bar");
+  await page.locator(".session", { hasText: "fix the flaky test" }).waitFor();
+  await shot("signed-in");
+  log(size, "signed in");
+
+  // A question from the fake cloud appears live; answer it by tapping options.
+  const { rid: qid } = await step("question");
+  const q = page.locator(".prompt-question");
+  await q.waitFor();
+  await tap(q.getByRole("button", { name: "Option B", exact: true }));
+  await tap(q.getByRole("button", { name: "Logging", exact: true }));
+  await tap(q.getByRole("button", { name: "Metrics", exact: true }));
+  await shot("question");
+  await tap(q.getByRole("button", { name: "Send answer" }));
+  await q.waitFor({ state: "detached" });
+  await step("check-question", { rid: qid });
+  log(size, "question answered");
+
+  // A tool prompt, allowed with "always allow".
+  const { rid: bid } = await step("bash");
+  const b = page.locator(".prompt-tool", { hasText: "Bash" });
+  await b.waitFor();
+  await shot("tool");
+  await tap(b.locator("button.always").first());
+  await b.waitFor({ state: "detached" });
+  await step("check-bash", { rid: bid });
+  log(size, "tool allowed always");
+
+  // A held message from a local peer, released.
+  const { id: hid } = await step("hold");
+  const h = page.locator(`.held[data-id="${hid}"]`);
+  await h.waitFor();
+  await shot("held");
+  await tap(h.getByRole("button", { name: "Release" }));
+  await h.waitFor({ state: "detached" });
+  await step("check-held", { id: hid });
+  log(size, "held message released");
+
+  // Drop the event stream; what happens meanwhile still shows once it is back.
+  const marker = `while you were away ${size}`;
+  cutting = true;
+  await step("cut");
+  await page.locator("#link:not(.live)").waitFor();
+  await step("turn", { text: marker });
+  await step("heal");
+  await page.locator("#link.live").waitFor({ timeout: 30000 });
+  await page.locator("#events li", { hasText: marker }).first().waitFor();
+  await page.locator("#output pre", { hasText: marker }).waitFor();
+  cutting = false;
+  const ids = await page.locator("#events li").evaluateAll((lis) => lis.map((li) => li.dataset.id).filter(Boolean));
+  if (new Set(ids).size !== ids.length) throw new Error(`an event was shown twice: ${ids}`);
+  await shot("resumed");
+  log(size, "the stream resumed without a loss");
+
+  if (problems.length) throw new Error(`${size}:\n  ${problems.join("\n  ")}`);
+  await ctx.close();
+}
+
+(async () => {
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM, args: ["--no-sandbox"] });
+  try {
+    await run(browser, 360, 740);
+    await run(browser, 1280, 800);
+  } finally {
+    await browser.close();
+  }
+})().catch((e) => {
+  console.error(e && e.stack ? e.stack : e);
+  process.exit(1);
+});
