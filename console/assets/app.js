@@ -133,7 +133,7 @@ function summary(ev) {
     case "permission_request": return `prompt ${p.id} ${p.tool_name} ${p.state}`;
     case "remote_event": return `${rem.address} ${rem.kind}${rem.text ? ": " + rem.text.slice(0, 120) : ""}`;
     case "session": return `${ev.session.address} ${ev.session.status || ""}`;
-    case "idle": return `${ev.idle.address || ""} idle`;
+    case "idle": return `${ev.idle.peer || ""} idle`;
     default: return ev.error || "";
   }
 }
