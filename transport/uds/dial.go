@@ -62,9 +62,13 @@ func dialWrite(ctx context.Context, path string, h *Holder, payload []byte) erro
 		return ioError(ctx, "write to", path, err)
 	}
 	// The payload is out: what follows is courtesy, and its failures are not
-	// the caller's concern.
+	// the caller's concern, but one. A listener that closes with our bytes
+	// still unread resets the connection (the kernel's ECONNRESET on a Unix
+	// socket): the write succeeded, the message was not taken.
 	_ = c.SetReadDeadline(earliest(deadline, time.Now().Add(lingerAfterWrite)))
-	_, _ = io.Copy(io.Discard, io.LimitReader(c, lingerDrainMax))
+	if _, err := io.Copy(io.Discard, io.LimitReader(c, lingerDrainMax)); errors.Is(err, syscall.ECONNRESET) {
+		return &opError{op: "write to", path: path, kind: ErrUnread, cause: err}
+	}
 	return nil
 }
 

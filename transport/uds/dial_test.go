@@ -46,6 +46,26 @@ func TestDialWrite(t *testing.T) {
 		}
 	})
 
+	t.Run("a listener that closes with the payload unread is ErrUnread, not a success", func(t *testing.T) {
+		path := filepath.Join(testutil.ShortTempDir(t), "d.sock")
+		ln, err := net.Listen("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			time.Sleep(30 * time.Millisecond) // the writer has written by now, within its linger
+			c.Close()
+		}()
+		if err := DialWrite(context.Background(), path, []byte("x\n")); !errors.Is(err, ErrUnread) {
+			t.Fatalf("DialWrite = %v, want ErrUnread", err)
+		}
+	})
+
 	tests := []struct {
 		name    string
 		prepare func(t *testing.T, path string)

@@ -20,6 +20,9 @@ var (
 	ErrRefused = errors.New("connection refused")
 	// ErrBusy: the listener is alive but its accept backlog is full (EAGAIN).
 	ErrBusy = errors.New("listener backlog full")
+	// ErrUnread: the listener closed the connection with what we wrote
+	// unread (over its caps, or it refused our token): not delivered.
+	ErrUnread = errors.New("the listener closed the connection without reading it")
 	// ErrNotSocket: the path exists and is something other than a socket.
 	ErrNotSocket = errors.New("not a socket")
 	// ErrNoProcess: no process has that pid (or it is not visible to us).
