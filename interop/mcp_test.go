@@ -13,8 +13,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/interop/claudecli"
+	"github.com/sessiongateway/gateway/interop/qwencli"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeanthropic"
+	"github.com/sessiongateway/gateway/testkit/fakeclaude"
+	"github.com/sessiongateway/gateway/testkit/fakeopenai"
 	"github.com/sessiongateway/gateway/testkit/fakeqwen"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 )
@@ -121,5 +124,87 @@ func TestARealClaudeSessionReachesAQwenPeerThroughTheGatewaysMCPServer(t *testin
 	}
 	if !strings.Contains(req.Text(), `"from": "qwen-peer"`) {
 		t.Errorf("the answer is not from qwen-peer: %s", req.Text())
+	}
+}
+
+// toolEndingIn calls, in turn, the offered tools whose names end in each of
+// suffixes (the CLI decides how it prefixes an MCP server's tools), with
+// the given arguments, on the newest user message containing trigger.
+func toolEndingIn(trigger string, calls [][2]string, then string) fakeopenai.Rule {
+	return func(req fakeopenai.Request) (fakeopenai.Reply, int, bool) {
+		var specs []fakeopenai.FunctionCallSpec
+		for _, c := range calls {
+			for _, tl := range req.Tools {
+				if strings.HasSuffix(tl.Function.Name, c[0]) {
+					specs = append(specs, fakeopenai.FunctionCallSpec{Name: tl.Function.Name, Arguments: c[1]})
+					break
+				}
+			}
+		}
+		if len(specs) != len(calls) {
+			return fakeopenai.Reply{}, 0, false
+		}
+		return fakeopenai.CallTools(trigger, specs, then)(req)
+	}
+}
+
+// The real Qwen Code CLI with the gateway in its MCP server settings does
+// the same towards a fake Claude peer.
+func TestARealQwenSessionReachesAClaudePeerThroughTheGatewaysMCPServer(t *testing.T) {
+	needQwen(t)
+	w := gatewaytest.NewWorld(t)
+	peer := fakeclaude.Start(t, fakeclaude.Config{Name: "claude-peer", ConfigDir: w.ConfigDir, RuntimeDir: w.Runtime})
+	body := "over-mcp-" + uuid.NewString()[:8]
+	answer := "answer-" + uuid.NewString()[:8]
+	send, read := "please-send-over-mcp", "please-read-over-mcp"
+	model := fakeopenai.Start(t, fakeopenai.Rules(fakeopenai.Text("ok"),
+		toolEndingIn(send, [][2]string{{"list_sessions", `{}`}, {"send_message", fmt.Sprintf(`{"to":"claude-peer","text":%q}`, body)}}, "sent"),
+		toolEndingIn(read, [][2]string{{"wait_for_messages", `{"timeout_seconds":60}`}}, "read")))
+	g := gatewaytest.Start(t, w, "gateway-it")
+	_, servers := mcpConfig(t, w, "qwen-mcp")
+	// Qwen Code keeps an MCP server's tools behind its tool_search bridge
+	// unless the server is set to load them up front.
+	servers["gateway"].(map[string]any)["alwaysLoadTools"] = true
+	qs := qwencli.Start(t, qwencli.Options{APIURL: model.URL() + "/v1", QwenHome: w.QwenHome, XDGRuntimeDir: w.Runtime,
+		ApprovalMode: qwencli.ModeYolo, Settings: map[string]any{"mcpServers": servers}})
+	if s := g.WaitListed(t, "qwen-mcp"); s.Protocol != message.ProtocolMCP {
+		t.Fatalf("qwen-mcp listed as %+v", s)
+	}
+	if err := qs.TypeTurn(send); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	pctx, pcancel := context.WithTimeout(ctx, time.Minute)
+	defer pcancel()
+	got, err := peer.WaitReceived(pctx, func(r fakeclaude.Received) bool { return r.Content.Envelope.Body == body })
+	if err != nil {
+		var names []string
+		for _, r := range model.Requests() {
+			for _, tl := range r.Tools {
+				names = append(names, tl.Function.Name)
+			}
+		}
+		t.Fatalf("the Claude peer never got the message: %v; tools offered: %v", err, names)
+	}
+	if got.Content.Envelope.FromName != "qwen-mcp" {
+		t.Fatalf("the Claude peer got it from %q, want qwen-mcp", got.Content.Envelope.FromName)
+	}
+	if _, err := model.WaitContains(ctx, "claude-peer"); err != nil {
+		t.Errorf("list_sessions' result never reached the model: %v", err)
+	}
+
+	if _, err := peer.Send(ctx, got.Content.Envelope.From, answer, message.ModePrompting); err != nil {
+		t.Fatal(err)
+	}
+	if err := qs.TypeTurn(read); err != nil {
+		t.Fatal(err)
+	}
+	req, err := model.WaitContains(ctx, answer)
+	if err != nil {
+		t.Fatalf("wait_for_messages never returned the peer's answer: %v", err)
+	}
+	if !strings.Contains(req.Text(), "claude-peer") {
+		t.Errorf("the answer is not from claude-peer: %s", req.Text())
 	}
 }
