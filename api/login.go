@@ -283,12 +283,13 @@ func (s *Server) pair(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Error{Error: fmt.Sprintf("%d pairing links are already open; wait for some to expire", maxPairings), Code: CodeConflict})
 		return
 	}
-	writeJSON(w, http.StatusCreated, Pairing{Code: code, URL: s.consoleURL() + "#pair=" + code, Scopes: scopes.String(), ExpiresAt: now.Add(ttl).UTC()})
+	writeJSON(w, http.StatusCreated, Pairing{Code: code, URL: s.ConsoleURL() + "#pair=" + code, Scopes: scopes.String(), ExpiresAt: now.Add(ttl).UTC()})
 }
 
-// consoleURL is where the console is reached on the TCP listener: its
-// address, or the first --allow-host when it listens on every interface.
-func (s *Server) consoleURL() string {
+// ConsoleURL is where the console is reached on the TCP listener, ending in
+// "/": its address, or the first --allow-host when it listens on every
+// interface; "/" before the listener is up or without one.
+func (s *Server) ConsoleURL() string {
 	addr, _ := s.tcpAddr.Load().(string)
 	if addr == "" {
 		return "/"

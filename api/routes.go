@@ -107,6 +107,8 @@ func init() {
 			status: http.StatusNoContent, handle: (*Server).logout},
 		{method: "POST", path: "/v1/pairings", summary: "Open a one-time pairing link (gateway pair): the browser that opens it before it expires is signed in with read and the asked scopes, none beyond the caller's; the link works once.", scope: ScopeRead,
 			in: PairBody{}, out: Pairing{}, status: http.StatusCreated, handle: (*Server).pair},
+		{method: "GET", path: "/v1/actions/{token}", summary: "Follow a notification's one-time signed link: it answers the prompt or decides the held message it names, once, and says what happened in plain text; 403 a forged link, 410 a used or expired one, 409 the prompt or message was settled meanwhile, 404 without notifications. No token needed: the signature is the authority.",
+			anon: true, produces: "text/plain", handle: (*Server).action},
 		{method: "GET", path: "/healthz", summary: "The process is alive. No token needed.",
 			out: Health{}, handle: (*Server).healthz},
 		{method: "GET", path: "/readyz", summary: "Every enabled leg is ready (503 when not), with each leg's state. No token needed.",
@@ -120,6 +122,14 @@ func init() {
 
 // pattern is the route's http.ServeMux pattern.
 func (rt route) pattern() string { return rt.method + " " + rt.path }
+
+func (s *Server) action(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Actions == nil {
+		writeError(w, Error{Error: "notifications are off", Code: CodeNotFound})
+		return
+	}
+	s.cfg.Actions.ServeHTTP(w, r)
+}
 
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Metrics == nil {
@@ -195,10 +205,10 @@ func (s *Server) TCPHandler(addr string) http.Handler {
 		allowed[canonicalHost(h)] = true
 	}
 	s.tcpAddr.Store(addr)
-	public, anon := map[string]bool{}, map[string]bool{}
+	public, anon := map[string]bool{}, http.NewServeMux()
 	for _, rt := range routes {
 		if rt.anon {
-			anon[rt.pattern()] = true
+			anon.Handle(rt.pattern(), http.NotFoundHandler())
 		} else if rt.scope == 0 {
 			public[rt.path] = true
 		}
@@ -236,7 +246,7 @@ func (s *Server) TCPHandler(addr string) http.Handler {
 			writeError(w, Error{Error: fmt.Sprintf("too many requests: retry in %ds", secs), Code: CodeRateLimited, RetryAfter: secs})
 			return
 		}
-		if anon[r.Method+" "+r.URL.Path] {
+		if _, pat := anon.Handler(r); pat != "" {
 			next.ServeHTTP(w, r)
 			return
 		}

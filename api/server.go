@@ -64,6 +64,9 @@ type Config struct {
 	// Console serves the web console's assets at / and /console/ (package
 	// console), public like the probes: what they do goes through the API.
 	Console http.Handler
+	// Actions serves GET /v1/actions/{token}, the one-time signed links of
+	// notifications (package notify); nil for 404.
+	Actions http.Handler
 }
 
 // Server serves the control API.

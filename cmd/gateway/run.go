@@ -116,8 +116,11 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	metrics.Observe(gauges)
 	mcpSrv := mcp.New(mcp.Config{Router: rt, Leg: mcpLeg, Logger: log, Version: version})
 	defer mcpSrv.Close()
-	srv, err := newAPIServer(c, api.Config{Router: rt, Logger: log, Metrics: metrics.Handler(), Version: version,
+	notes := c.notify.Start(ctx, log, rt)
+	defer notes.Stop()
+	srv, err := newAPIServer(c, api.Config{Router: rt, Logger: log, Metrics: metrics.Handler(), Version: version, Actions: notes.Actions(),
 		Token: token, AllowedHosts: c.hosts, Keys: keys, Federation: fed.StatusFunc(), MCP: mcpSrv.Handler(), Console: console.Handler()})
+	notes.LinkBase(srv.ConsoleURL)
 
 	sockPath := filepath.Join(c.stateDir, "gateway.sock")
 	var uln net.Listener

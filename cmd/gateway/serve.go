@@ -14,6 +14,7 @@ import (
 	"github.com/sessiongateway/gateway/federation"
 	"github.com/sessiongateway/gateway/internal/settings"
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/notify"
 	"github.com/sessiongateway/gateway/observability"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
@@ -70,7 +71,7 @@ func setupServe(e *env, cmd string, args []string, extra func(*flag.FlagSet)) (*
 	life := lifecycleFlags(fs, e)
 	apiHard := apiFlags(fs, e)
 	files := filesFlags(fs, e)
-	fed := federation.RegisterFlags(fs)
+	fed, notes := federation.RegisterFlags(fs), notify.RegisterFlags(fs)
 	approver := fs.String("approver", "", "address of a local session (or alias) that gets each remote permission prompt as a message and answers it by replying allow, deny or answer (env GATEWAY_APPROVER)")
 	own := settings.OwnFlags(fs, extra)
 	st, _, err := loadSettings(fs, e, args, own...)
@@ -95,7 +96,7 @@ func setupServe(e *env, cmd string, args []string, extra func(*flag.FlagSet)) (*
 	if err := apiHard.check(*apiAddr); err != nil {
 		return fail("%v", err) // also caught by `gateway config`
 	}
-	if err := errors.Join(files.check(), fed.Check(*sd)); err != nil {
+	if err := errors.Join(files.check(), fed.Check(*sd), notes.Check()); err != nil {
 		return fail("%v", err)
 	}
 	did, err := openDIDFile(*didFile)
@@ -158,7 +159,7 @@ func setupServe(e *env, cmd string, args []string, extra func(*flag.FlagSet)) (*
 		qwenInbound: qpol, heldExpiry: qwen.ParseHeldExpiry(*heldExpiry), noClaude: !enabled["claude"], noQwen: !enabled["qwen"], bridge: *bridge, bridgeOnly: bridgeOnly,
 		maxAliases:  *maxAliases,
 		requireAuth: *requireAuth, settle: *settle, getenv: e.getenv, remote: remote, did: did, approver: *approver,
-		life: life, api: apiHard, files: files, fed: fed,
+		life: life, api: apiHard, files: files, fed: fed, notify: notes,
 	}}, 0
 }
 
@@ -187,4 +188,5 @@ type serveConfig struct {
 	api         *apiOpts               // TLS, CORS and rate limits of --api; nil takes the defaults
 	files       *filesOpts             // --files-dir and the uploads limits; nil takes the defaults
 	fed         *federation.Flags      // --federation and its options; nil or unset: no federation
+	notify      *notify.Flags          // --notify and its options; nil or unset: no notifications
 }

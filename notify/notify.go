@@ -1,0 +1,407 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/router"
+)
+
+// Kinds of notification. Prompt and held are always on; idle and turn are
+// opt-in (--notify-on).
+const (
+	KindPrompt = "prompt"
+	KindHeld   = "held"
+	KindIdle   = "idle"
+	KindTurn   = "turn"
+)
+
+// SignatureHeader carries "sha256=" and the hex HMAC-SHA256 of a webhook's
+// body under the secret.
+const SignatureHeader = "X-Gateway-Signature"
+
+const (
+	queueSize   = 256 // notifications waiting for delivery; past it they are dropped and counted
+	maxAttempts = 5
+	maxActions  = 3 // ntfy shows at most three buttons
+)
+
+// Config wires a Notifier.
+type Config struct {
+	Targets []string // webhook URLs, ntfy://HOST/TOPIC, ntfy:http(s)://HOST/TOPIC
+	Secret  []byte   // signs webhook bodies; empty sends them unsigned
+	Kinds   []string // opt-in kinds beside prompt and held: idle, turn
+	// BaseURL is the gateway's API as the phone reaches it, for action
+	// links; empty sends no buttons.
+	BaseURL string
+	Decider Decider
+	Links   *Links // nil for a random key
+	Log     *slog.Logger
+	Client  *http.Client
+	// Backoff is the wait before retry n (1-based); nil doubles from 1 s.
+	Backoff func(n int) time.Duration
+}
+
+// Notification is one message to people, the webhook's JSON body.
+type Notification struct {
+	Kind     string         `json:"kind"`
+	ID       string         `json:"id"`
+	Address  string         `json:"address,omitempty"`
+	Title    string         `json:"title"`
+	Message  string         `json:"message"`
+	Priority int            `json:"priority"` // ntfy's 1 (min) to 5 (max)
+	Actions  []ActionButton `json:"actions,omitempty"`
+	Time     time.Time      `json:"time"`
+}
+
+// ActionButton is one button: following URL acts once.
+type ActionButton struct {
+	Label string `json:"label"`
+	URL   string `json:"url"`
+}
+
+type target struct {
+	url  string
+	ntfy bool
+	root string // ntfy: the server's publish URL
+	tpc  string // ntfy: the topic
+}
+
+// Notifier follows the router's events and delivers notifications.
+type Notifier struct {
+	cfg     Config
+	links   *Links
+	targets []target
+	kinds   map[string]bool
+	queue   chan Notification
+	base    atomic.Pointer[func() string] // the link base when BaseURL is empty
+
+	mu     sync.Mutex
+	counts map[string]uint64
+}
+
+// ParseTarget checks one --notify value.
+func ParseTarget(raw string) (target, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return target{}, fmt.Errorf("--notify %q: %w", raw, err)
+	}
+	switch {
+	case u.Scheme == "ntfy" && u.Opaque != "":
+		inner, err := url.Parse(u.Opaque)
+		if err != nil || (inner.Scheme != "http" && inner.Scheme != "https") || inner.Host == "" {
+			return target{}, fmt.Errorf("--notify %q: want ntfy:https://HOST/TOPIC", raw)
+		}
+		return ntfyTarget(raw, inner.Scheme+"://"+inner.Host, inner.Path)
+	case u.Scheme == "ntfy":
+		return ntfyTarget(raw, "https://"+u.Host, u.Path)
+	case (u.Scheme == "http" || u.Scheme == "https") && u.Host != "":
+		return target{url: raw}, nil
+	}
+	return target{}, fmt.Errorf("--notify %q: want an http(s) webhook URL, ntfy://HOST/TOPIC or ntfy:https://HOST/TOPIC", raw)
+}
+
+func ntfyTarget(raw, root, path string) (target, error) {
+	topic := strings.Trim(path, "/")
+	if topic == "" || strings.Contains(topic, "/") || root == "https://" {
+		return target{}, fmt.Errorf("--notify %q: want one topic after the host", raw)
+	}
+	return target{url: raw, ntfy: true, root: root + "/", tpc: topic}, nil
+}
+
+// New checks the configuration.
+func New(cfg Config) (*Notifier, error) {
+	n := &Notifier{cfg: cfg, links: cfg.Links, kinds: map[string]bool{KindPrompt: true, KindHeld: true},
+		queue: make(chan Notification, queueSize), counts: map[string]uint64{}}
+	for _, raw := range cfg.Targets {
+		t, err := ParseTarget(raw)
+		if err != nil {
+			return nil, err
+		}
+		n.targets = append(n.targets, t)
+	}
+	for _, k := range cfg.Kinds {
+		if k != KindIdle && k != KindTurn {
+			return nil, fmt.Errorf("--notify-on %q: want idle or turn", k)
+		}
+		n.kinds[k] = true
+	}
+	if n.links == nil {
+		n.links = NewLinks(nil, nil)
+	}
+	if n.cfg.Log == nil {
+		n.cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if n.cfg.Client == nil {
+		n.cfg.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	if n.cfg.Backoff == nil {
+		n.cfg.Backoff = func(i int) time.Duration { return time.Second << (i - 1) }
+	}
+	n.cfg.BaseURL = strings.TrimSuffix(n.cfg.BaseURL, "/")
+	return n, nil
+}
+
+func (n *Notifier) count(what string) {
+	n.mu.Lock()
+	n.counts[what]++
+	n.mu.Unlock()
+}
+
+// Counts returns the counters: sent, failed (after every retry), dropped
+// (the queue full), action_done, action_refused, action_failed.
+func (n *Notifier) Counts() map[string]uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make(map[string]uint64, len(n.counts))
+	for k, v := range n.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// Run follows hub until ctx ends: one goroutine reads events and queues
+// notifications without ever waiting on delivery, one delivers.
+func (n *Notifier) Run(ctx context.Context, hub *router.Hub) {
+	var wg sync.WaitGroup
+	wg.Go(func() { n.deliver(ctx) })
+	last := int64(-1)
+	for ctx.Err() == nil {
+		replay, _, sub := hub.Subscribe(last)
+		for _, ev := range replay {
+			n.onEvent(ev)
+			last = int64(ev.ID)
+		}
+		func() {
+			defer sub.Close()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case ev, ok := <-sub.C:
+					if !ok {
+						return // a slow reader is cut off: subscribe again from the last id
+					}
+					n.onEvent(ev)
+					last = int64(ev.ID)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func (n *Notifier) onEvent(ev message.Event) {
+	nt, ok := n.notificationOf(ev)
+	if !ok || !n.kinds[nt.Kind] {
+		return
+	}
+	select {
+	case n.queue <- nt:
+	default:
+		n.count("dropped")
+		n.cfg.Log.Warn("notification dropped: the queue is full", "kind", nt.Kind, "id", nt.ID)
+	}
+}
+
+// linkBase is where action links point, without a trailing slash; empty
+// sends no buttons.
+func (n *Notifier) linkBase() string {
+	if n.cfg.BaseURL != "" {
+		return n.cfg.BaseURL
+	}
+	if f := n.base.Load(); f != nil {
+		if b := strings.TrimSuffix((*f)(), "/"); strings.HasPrefix(b, "http") {
+			return b
+		}
+	}
+	return ""
+}
+
+func (n *Notifier) link(base string, a Action) string {
+	return base + "/v1/actions/" + n.links.Token(a)
+}
+
+func (n *Notifier) notificationOf(ev message.Event) (Notification, bool) {
+	nt := Notification{Time: ev.Time.UTC(), Priority: 4}
+	base := n.linkBase()
+	switch {
+	case ev.Type == message.EventPermission && ev.Permission != nil && ev.Permission.State == message.PermissionPending:
+		p := ev.Permission
+		nt.Kind, nt.ID, nt.Address = KindPrompt, p.ID, p.Address
+		nt.Title = "Waiting for you: " + p.ToolName
+		nt.Message = firstOf(p.Description, string(p.Input))
+		if base == "" {
+			break
+		}
+		if len(p.Questions) == 1 && !p.Questions[0].MultiSelect {
+			q := p.Questions[0]
+			nt.Message = q.Question
+			for _, o := range q.Options {
+				if len(nt.Actions) == maxActions {
+					break
+				}
+				nt.Actions = append(nt.Actions, ActionButton{Label: o, URL: n.link(base, Action{Kind: KindPrompt, ID: p.ID, Verb: "answer", Quest: q.Question, Option: o})})
+			}
+		} else if len(p.Questions) == 0 {
+			nt.Actions = []ActionButton{
+				{Label: "Allow", URL: n.link(base, Action{Kind: KindPrompt, ID: p.ID, Verb: "allow"})},
+				{Label: "Deny", URL: n.link(base, Action{Kind: KindPrompt, ID: p.ID, Verb: "deny"})},
+			}
+		}
+	case ev.Type == message.EventHeld && ev.Held != nil:
+		m := ev.Held.Message
+		nt.Kind, nt.ID, nt.Address = KindHeld, m.ID, m.From
+		nt.Title = "Held message from " + firstOf(m.FromName, m.From)
+		nt.Message = firstOf(m.Body, ev.Held.Reason)
+		if base != "" {
+			nt.Actions = []ActionButton{
+				{Label: "Release", URL: n.link(base, Action{Kind: KindHeld, ID: m.ID, Verb: "release"})},
+				{Label: "Deny", URL: n.link(base, Action{Kind: KindHeld, ID: m.ID, Verb: "deny"})},
+			}
+		}
+	case ev.Type == message.EventIdle && ev.Idle != nil:
+		nt.Kind, nt.ID, nt.Priority = KindIdle, ev.Idle.SubID, 3
+		nt.Address = ev.Idle.Peer
+		nt.Title, nt.Message = "Idle: "+ev.Idle.Peer, "The session finished its turn."
+	case ev.Type == message.EventRemote && ev.Remote != nil && ev.Remote.Kind == "result":
+		r := ev.Remote
+		nt.Kind, nt.ID, nt.Address, nt.Priority = KindTurn, r.UUID, r.Address, 3
+		nt.Title, nt.Message = "Turn ended: "+r.Address, firstOf(r.Text, "(no text)")
+	default:
+		return nt, false
+	}
+	if len(nt.Message) > 1024 {
+		nt.Message = nt.Message[:1024] + "…"
+	}
+	return nt, true
+}
+
+func firstOf(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func (n *Notifier) deliver(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case nt := <-n.queue:
+			for _, t := range n.targets {
+				n.send(ctx, t, nt)
+			}
+		}
+	}
+}
+
+// send posts nt to t, retrying with backoff; a 4xx other than 429 is not
+// retried. The log names the target, never a link (its token acts).
+func (n *Notifier) send(ctx context.Context, t target, nt Notification) {
+	body, hdr, endpoint := n.encode(t, nt)
+	var last string
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		if attempt > 1 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(n.cfg.Backoff(attempt - 1)):
+			}
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+		if err != nil {
+			last = err.Error()
+			break
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		res, err := n.cfg.Client.Do(req)
+		if err != nil {
+			last = "unreachable"
+			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+		res.Body.Close()
+		if res.StatusCode < 300 {
+			n.count("sent")
+			return
+		}
+		last = res.Status
+		if res.StatusCode < 500 && res.StatusCode != http.StatusTooManyRequests {
+			break
+		}
+	}
+	n.cfg.Log.Warn("notification not delivered", "target", redact(t), "kind", nt.Kind, "id", nt.ID, "err", last)
+	n.count("failed")
+}
+
+// redact is a target as logs show it: scheme and host, no path or query
+// (a webhook URL may carry its own secret).
+func redact(t target) string {
+	u, err := url.Parse(t.url)
+	if err != nil {
+		return "(unparsable)"
+	}
+	if u.Scheme == "ntfy" && u.Opaque != "" {
+		if in, err := url.Parse(u.Opaque); err == nil {
+			return "ntfy:" + in.Scheme + "://" + in.Host
+		}
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// encode is the request body, headers and URL for a target.
+func (n *Notifier) encode(t target, nt Notification) ([]byte, map[string]string, string) {
+	hdr := map[string]string{"Content-Type": "application/json"}
+	if !t.ntfy {
+		body, _ := json.Marshal(nt)
+		if len(n.cfg.Secret) > 0 {
+			m := hmac.New(sha256.New, n.cfg.Secret)
+			m.Write(body)
+			hdr[SignatureHeader] = "sha256=" + hex.EncodeToString(m.Sum(nil))
+		}
+		return body, hdr, t.url
+	}
+	// ntfy's JSON publishing: POST to the server root with the topic in the body.
+	type action struct {
+		Action string `json:"action"`
+		Label  string `json:"label"`
+		URL    string `json:"url"`
+		Clear  bool   `json:"clear"`
+	}
+	msg := struct {
+		Topic    string   `json:"topic"`
+		Title    string   `json:"title"`
+		Message  string   `json:"message"`
+		Priority int      `json:"priority"`
+		Tags     []string `json:"tags,omitempty"`
+		Actions  []action `json:"actions,omitempty"`
+	}{Topic: t.tpc, Title: nt.Title, Message: nt.Message, Priority: nt.Priority, Tags: []string{nt.Kind}}
+	for _, a := range nt.Actions {
+		msg.Actions = append(msg.Actions, action{Action: "view", Label: a.Label, URL: a.URL, Clear: true})
+	}
+	body, _ := json.Marshal(msg)
+	return body, hdr, t.root
+}

@@ -1,0 +1,381 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/internal/clock"
+	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/router"
+	"github.com/sessiongateway/gateway/testkit/promptleg"
+)
+
+// receiver is a local webhook receiver or ntfy stand-in: it keeps each body,
+// and answers the first fail requests with 503.
+type receiver struct {
+	mu     sync.Mutex
+	bodies [][]byte
+	sigs   []string
+	hits   int
+	fail   int
+	check  func([]byte) error // a body it refuses with 400
+	server *httptest.Server
+}
+
+func newReceiver(t *testing.T, fail int, check func([]byte) error) *receiver {
+	rc := &receiver{fail: fail, check: check}
+	rc.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		rc.hits++
+		if rc.hits <= rc.fail {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		if rc.check != nil {
+			if err := rc.check(b); err != nil {
+				t.Errorf("the stand-in refused %s: %v", b, err)
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+		}
+		rc.bodies = append(rc.bodies, b)
+		rc.sigs = append(rc.sigs, r.Header.Get(SignatureHeader))
+	}))
+	t.Cleanup(rc.server.Close)
+	return rc
+}
+
+func (rc *receiver) got() ([][]byte, []string) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([][]byte(nil), rc.bodies...), append([]string(nil), rc.sigs...)
+}
+
+// ntfyMessage is ntfy's documented JSON publish body (POST to the server
+// root); the stand-in refuses any other field.
+type ntfyMessage struct {
+	Topic    string   `json:"topic"`
+	Message  string   `json:"message"`
+	Title    string   `json:"title"`
+	Tags     []string `json:"tags"`
+	Priority int      `json:"priority"`
+	Click    string   `json:"click"`
+	Markdown bool     `json:"markdown"`
+	Actions  []struct {
+		Action string `json:"action"`
+		Label  string `json:"label"`
+		URL    string `json:"url"`
+		Clear  bool   `json:"clear"`
+	} `json:"actions"`
+}
+
+func decodeNtfy(b []byte) (ntfyMessage, error) {
+	var m ntfyMessage
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return m, err
+	}
+	if m.Topic == "" || m.Priority < 1 || m.Priority > 5 || len(m.Actions) > 3 {
+		return m, io.ErrUnexpectedEOF
+	}
+	for _, a := range m.Actions {
+		if a.Action != "view" || a.Label == "" || !strings.HasPrefix(a.URL, "http") {
+			return m, io.ErrUnexpectedEOF
+		}
+	}
+	return m, nil
+}
+
+// world is a router with a prompt leg, its API on a loopback server (for the
+// action links) and a notifier to targets.
+type world struct {
+	rt    *router.Router
+	leg   *promptleg.Leg
+	n     *Notifier
+	api   *httptest.Server
+	logs  *bytes.Buffer
+	logMu *sync.Mutex
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.w.Write(p) }
+
+func newWorld(t *testing.T, cfg Config) *world {
+	t.Helper()
+	leg := promptleg.New()
+	rt := router.New(router.Config{}, leg)
+	w := &world{rt: rt, leg: leg, logs: &bytes.Buffer{}, logMu: &sync.Mutex{}}
+	cfg.Decider, cfg.Log = rt, slog.New(slog.NewTextHandler(lockedWriter{w.logMu, w.logs}, nil))
+	if cfg.Backoff == nil {
+		cfg.Backoff = func(int) time.Duration { return time.Millisecond }
+	}
+	var base string
+	cfg.BaseURL = "" // set from the API server below
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.n = n
+	srv := api.NewServer(api.Config{Router: rt, Token: "tok", Actions: n.ActionHandler()})
+	w.api = httptest.NewServer(nil)
+	w.api.Config.Handler = srv.TCPHandler(w.api.Listener.Addr().String())
+	base = w.api.URL
+	n.cfg.BaseURL = base
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = rt.Run(ctx) })
+	wg.Go(func() { n.Run(ctx, rt.Hub()) })
+	t.Cleanup(func() { w.api.Close(); cancel(); wg.Wait() })
+	<-leg.Started()
+	return w
+}
+
+func (w *world) logged() string {
+	w.logMu.Lock()
+	defer w.logMu.Unlock()
+	return w.logs.String()
+}
+
+func follow(t *testing.T, link string) (int, string) {
+	t.Helper()
+	res, err := http.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+func TestAWebhookGetsOneSignedNotificationPerPrompt(t *testing.T) {
+	secret := []byte("s3cret")
+	hook := newReceiver(t, 2, nil) // two 503s first: delivered on the third try
+	w := newWorld(t, Config{Targets: []string{hook.server.URL + "/hook"}, Secret: secret})
+	w.leg.Raise(promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{"command":"make"}`))
+	w.leg.Raise(promptleg.Prompt(promptleg.SessionID, "r2", "Edit", `{"file_path":"a.go"}`))
+	testutil.Eventually(t, "two notifications arrive", func() bool { b, _ := hook.got(); return len(b) >= 2 })
+	time.Sleep(50 * time.Millisecond) // a duplicate would arrive by now
+	bodies, sigs := hook.got()
+	if len(bodies) != 2 {
+		t.Fatalf("%d notifications for 2 prompts", len(bodies))
+	}
+	seen := map[string]bool{}
+	for i, b := range bodies {
+		m := hmac.New(sha256.New, secret)
+		m.Write(b)
+		if want := "sha256=" + hex.EncodeToString(m.Sum(nil)); sigs[i] != want {
+			t.Errorf("signature %q, want %q", sigs[i], want)
+		}
+		var nt Notification
+		if err := json.Unmarshal(b, &nt); err != nil || nt.Kind != KindPrompt || len(nt.Actions) != 2 {
+			t.Fatalf("body %s", b)
+		}
+		seen[nt.ID] = true
+	}
+	if !seen[promptleg.ShortID(promptleg.SessionID, "r1")] || !seen[promptleg.ShortID(promptleg.SessionID, "r2")] {
+		t.Errorf("notified %v", seen)
+	}
+	if c := w.n.Counts(); c["sent"] != 2 || c["failed"] != 0 {
+		t.Errorf("counts %v", c)
+	}
+}
+
+func TestNtfyButtonsAnswerThePromptOnce(t *testing.T) {
+	stand := newReceiver(t, 0, func(b []byte) error { _, err := decodeNtfy(b); return err })
+	target := "ntfy:" + stand.server.URL + "/gateway-alerts"
+	w := newWorld(t, Config{Targets: []string{target}})
+	w.leg.Raise(promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{"command":"make"}`))
+	testutil.Eventually(t, "the stand-in gets the notification", func() bool { b, _ := stand.got(); return len(b) == 1 })
+	bodies, _ := stand.got()
+	m, _ := decodeNtfy(bodies[0])
+	if m.Topic != "gateway-alerts" || m.Title != "Waiting for you: Bash" || len(m.Actions) != 2 || m.Actions[0].Label != "Allow" || m.Actions[1].Label != "Deny" {
+		t.Fatalf("published %+v", m)
+	}
+	allow, deny := m.Actions[0].URL, m.Actions[1].URL
+	id := promptleg.ShortID(promptleg.SessionID, "r1")
+
+	t.Run("an altered link does nothing", func(t *testing.T) {
+		tok := allow[strings.LastIndex(allow, "/")+1:]
+		body, sig, _ := strings.Cut(tok, ".")
+		flipped := []byte(body)
+		flipped[len(flipped)/2] ^= 1
+		for _, bad := range []string{string(flipped) + "." + sig, body + "." + sig[:len(sig)-2] + "AA", body, "x.y"} {
+			if code, _ := follow(t, w.api.URL+"/v1/actions/"+bad); code != http.StatusForbidden {
+				t.Errorf("an altered link: %d", code)
+			}
+		}
+		if len(w.leg.Answers()) != 0 {
+			t.Fatal("an altered link answered")
+		}
+	})
+	t.Run("the allow button answers once and says so", func(t *testing.T) {
+		code, text := follow(t, allow)
+		if code != 200 || !strings.Contains(text, "allowed") {
+			t.Fatalf("%d %s", code, text)
+		}
+		if code, text := follow(t, allow); code != http.StatusGone || !strings.Contains(text, "already used") {
+			t.Fatalf("replayed: %d %s", code, text)
+		}
+		if code, text := follow(t, deny); code != http.StatusConflict {
+			t.Fatalf("the other button after the answer: %d %s", code, text)
+		}
+		as := w.leg.Answers()
+		if len(as) != 1 || as[0].Behavior != message.BehaviorAllow || as[0].By != "notification" {
+			t.Fatalf("the leg got %+v", as)
+		}
+		if p, _ := w.rt.Permission(id); p.State != message.PermissionAnswered {
+			t.Fatalf("prompt %+v", p)
+		}
+	})
+	t.Run("logs never hold a link", func(t *testing.T) {
+		if strings.Contains(w.logged(), "/v1/actions/") {
+			t.Fatalf("logs: %s", w.logged())
+		}
+	})
+}
+
+func TestAQuestionsOptionsAreButtons(t *testing.T) {
+	stand := newReceiver(t, 0, func(b []byte) error { _, err := decodeNtfy(b); return err })
+	w := newWorld(t, Config{Targets: []string{"ntfy:" + stand.server.URL + "/t"}})
+	ev := promptleg.Prompt(promptleg.SessionID, "q1", "AskUserQuestion", `{"questions":[{"question":"Ship it?","multiSelect":false,"options":[{"label":"Yes"},{"label":"No"}]}]}`)
+	ev.Permission.Questions = []message.Question{{Question: "Ship it?", Options: []string{"Yes", "No"}}}
+	w.leg.Raise(ev)
+	testutil.Eventually(t, "the stand-in gets the question", func() bool { b, _ := stand.got(); return len(b) == 1 })
+	bodies, _ := stand.got()
+	m, _ := decodeNtfy(bodies[0])
+	if len(m.Actions) != 2 || m.Actions[0].Label != "Yes" || m.Message != "Ship it?" {
+		t.Fatalf("published %+v", m)
+	}
+	if code, text := follow(t, m.Actions[1].URL); code != 200 || !strings.Contains(text, `"No"`) {
+		t.Fatalf("%d %s", code, text)
+	}
+	as := w.leg.Answers()
+	if len(as) != 1 || len(as[0].Answers["Ship it?"]) != 1 || as[0].Answers["Ship it?"][0] != "No" {
+		t.Fatalf("the leg got %+v", as)
+	}
+}
+
+func TestFailedDeliveriesAreCountedAndLoggedWithoutTheLink(t *testing.T) {
+	down := newReceiver(t, 1000, nil)
+	w := newWorld(t, Config{Targets: []string{down.server.URL + "/hook?key=private"}})
+	w.leg.Raise(promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))
+	testutil.Eventually(t, "the delivery fails", func() bool { return w.n.Counts()["failed"] == 1 })
+	down.mu.Lock()
+	hits := down.hits
+	down.mu.Unlock()
+	if hits != maxAttempts {
+		t.Errorf("%d attempts, want %d", hits, maxAttempts)
+	}
+	if l := w.logged(); !strings.Contains(l, "notification not delivered") || strings.Contains(l, "private") || strings.Contains(l, "/v1/actions/") {
+		t.Fatalf("logs: %s", l)
+	}
+}
+
+func TestAFullQueueDropsAndCountsWithoutBlocking(t *testing.T) {
+	n, err := New(Config{Targets: []string{"http://127.0.0.1:9/hook"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nothing delivers: the queue fills, and then each notification is dropped at once.
+	for i := range queueSize + 10 {
+		ev := promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`)
+		ev.Permission.ID = "p" + string(rune('a'+i%26))
+		n.onEvent(ev)
+	}
+	if c := n.Counts(); c["dropped"] != 10 {
+		t.Fatalf("counts %v", c)
+	}
+}
+
+func TestLinksExpireAndCannotBeForged(t *testing.T) {
+	clk := &stepClock{now: time.Unix(1_800_000_000, 0)}
+	l := NewLinks(nil, clk)
+	tok := l.Token(Action{Kind: KindPrompt, ID: "p1", Verb: "allow"})
+	other := NewLinks(nil, clk).Token(Action{Kind: KindPrompt, ID: "p1", Verb: "allow"})
+	if _, err := l.Spend(other); err != ErrForged {
+		t.Fatalf("another key's link: %v", err)
+	}
+	clk.now = clk.now.Add(LinkTTL)
+	if _, err := l.Spend(tok); err != ErrExpired {
+		t.Fatalf("expired: %v", err)
+	}
+}
+
+func TestTargets(t *testing.T) {
+	for _, tt := range []struct {
+		raw  string
+		ok   bool
+		ntfy string
+	}{
+		{"https://hooks.example/x", true, ""},
+		{"ntfy://ntfy.sh/alerts", true, "https://ntfy.sh/ alerts"},
+		{"ntfy:http://127.0.0.1:8080/alerts", true, "http://127.0.0.1:8080/ alerts"},
+		{"ntfy://ntfy.sh/", false, ""},
+		{"ntfy://ntfy.sh/a/b", false, ""},
+		{"ftp://x/y", false, ""},
+		{"hooks.example/x", false, ""},
+	} {
+		got, err := ParseTarget(tt.raw)
+		if (err == nil) != tt.ok || (tt.ntfy != "" && got.root+" "+got.tpc != tt.ntfy) {
+			t.Errorf("%s: %+v %v", tt.raw, got, err)
+		}
+	}
+}
+
+type stepClock struct{ now time.Time }
+
+func (c *stepClock) Now() time.Time { return c.now }
+func (c *stepClock) AfterFunc(time.Duration, func()) clock.Stopper { return time.NewTimer(time.Hour) }
+
+func FuzzLinkToken(f *testing.F) {
+	l := NewLinks([]byte("k"), nil)
+	f.Add(l.Token(Action{Kind: KindHeld, ID: "m1", Verb: "release"}))
+	f.Add("x.y")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, tok string) {
+		_, _ = l.Spend(tok) // never a panic
+	})
+}
+
+func TestIdleAndTurnNotifyOnlyWhenAskedFor(t *testing.T) {
+	turn := message.Event{Type: message.EventRemote, Remote: &message.RemoteEvent{Address: "bridge:s1", Kind: "result", UUID: "u1", Text: "done"}}
+	idle := message.Event{Type: message.EventIdle, Idle: &message.IdleNotice{Peer: "uds:/x", State: "idle", SubID: "s1"}}
+	for _, tt := range []struct {
+		kinds []string
+		want  int
+	}{{nil, 0}, {[]string{KindTurn}, 1}, {[]string{KindIdle, KindTurn}, 2}} {
+		n, err := New(Config{Targets: []string{"http://127.0.0.1:9/"}, Kinds: tt.kinds})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.onEvent(turn)
+		n.onEvent(idle)
+		if len(n.queue) != tt.want {
+			t.Errorf("--notify-on %v: %d notifications, want %d", tt.kinds, len(n.queue), tt.want)
+		}
+	}
+	if _, err := New(Config{Kinds: []string{"everything"}}); err == nil {
+		t.Error("an unknown kind was accepted")
+	}
+}
