@@ -119,7 +119,11 @@ type lockedWriter struct {
 	w  io.Writer
 }
 
-func (l lockedWriter) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.w.Write(p) }
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
 
 func newWorld(t *testing.T, cfg Config) *world {
 	t.Helper()
@@ -345,7 +349,7 @@ func TestTargets(t *testing.T) {
 
 type stepClock struct{ now time.Time }
 
-func (c *stepClock) Now() time.Time { return c.now }
+func (c *stepClock) Now() time.Time                                { return c.now }
 func (c *stepClock) AfterFunc(time.Duration, func()) clock.Stopper { return time.NewTimer(time.Hour) }
 
 func FuzzLinkToken(f *testing.F) {
