@@ -79,7 +79,7 @@ func init() {
 			query: []param{qAll}, out: []message.PermissionRequest{}, handle: (*Server).permissions},
 		{method: "GET", path: "/v1/permissions/{id}", summary: "One permission prompt, pending or recently settled.", scope: ScopeRead,
 			out: message.PermissionRequest{}, handle: (*Server).getPermission},
-		{method: "POST", path: "/v1/permissions/{id}", summary: "Answer a pending prompt; 200 with the settled prompt, 404 unknown, 409 already settled, 400 invalid, 502 the leg could not deliver it.", scope: ScopeApprove,
+		{method: "POST", path: "/v1/permissions/{id}", summary: "Answer a pending prompt as its kind takes it (its verbs): allow (with suggestions by number, a mode switch, rules, an edited input) or deny; a question takes answers, and an allow without them is refused. 200 with the settled prompt, 404 unknown, 409 already settled, 400 invalid, 502 the leg could not deliver it.", scope: ScopeApprove,
 			in: message.PermissionAnswer{}, out: message.PermissionRequest{}, handle: (*Server).answerPermission},
 		{method: "POST", path: "/v1/control", summary: "Send a session a control request: interrupt, set_permission_mode (default, acceptEdits, plan, bypassPermissions) or set_model (one the session offers, see /v1/remote/info), and wait for the session's answer: 200 acknowledged (false when the session is not followed and its answer cannot be read), 400 invalid (nothing sent), 404 unknown session, 409 the session answered with an error, 504 no answer in time.", scope: ScopeApprove,
 			in: ControlBody{}, out: ControlReply{}, long: true, handle: (*Server).control},

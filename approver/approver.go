@@ -225,6 +225,10 @@ func (a *Approver) apply(ctx context.Context, rep Reply, by string) string {
 	}
 	ans := message.PermissionAnswer{Behavior: message.BehaviorAllow, By: by}
 	switch rep.Verb {
+	case VerbAllow:
+		if ans, err = rep.Allow.Answer(by); err != nil {
+			return fmt.Sprintf("Not applied: %v.\n%s", err, replyForms(p))
+		}
 	case VerbDeny:
 		ans.Behavior, ans.Message = message.BehaviorDeny, rep.Reason
 	case VerbAnswer:

@@ -354,7 +354,7 @@ func TestARepliesThatCannotBeAppliedSayWhatIsExpected(t *testing.T) {
 		want   []string
 	}{
 		{"a verb without an id", promptleg.AskPrompt("r1"), "allow", append([]string{`could not read your reply "allow": allow needs the request's id`}, forms...)},
-		{"an allow with words after the id", promptleg.AskPrompt("r1"), "allow " + id + " please", append([]string{`allow takes the id alone, but "please" follows it`}, forms...)},
+		{"an allow with words after the id", promptleg.AskPrompt("r1"), "allow " + id + " please", append([]string{`allow takes the id and options (--suggestion N, --mode MODE, --rule RULE, --input JSON), but "please" follows it`}, forms...)},
 		{"an id that is no id", promptleg.AskPrompt("r1"), "deny p#1", append([]string{`"p#1" is not a request id`}, forms...)},
 		{"an answer without specs", promptleg.AskPrompt("r1"), "answer " + id, append([]string{`answer needs "Question=Option" after the id`}, forms...)},
 		{"an unclosed quote", promptleg.AskPrompt("r1"), "answer " + id + ` "Approach=Option B`, append([]string{`a "quote" is not closed`}, forms...)},

@@ -38,11 +38,21 @@ func (a *Approver) promptText(ctx context.Context, p message.PermissionRequest) 
 			}
 		}
 	} else {
-		fmt.Fprintf(&b, "Permission request %s from %s: the tool %s wants to run.\n", p.ID, from, message.OneLine(p.ToolName, 100))
+		if message.KindOf(p.ToolName) == message.PromptPlan {
+			fmt.Fprintf(&b, "Plan approval %s from %s: the session asks to leave plan mode and carry out its plan.\n", p.ID, from)
+		} else {
+			fmt.Fprintf(&b, "Permission request %s from %s: the tool %s wants to run.\n", p.ID, from, message.OneLine(p.ToolName, 100))
+		}
 		if d := message.OneLine(p.Description, 300); d != "" {
 			fmt.Fprintf(&b, "Description: %s\n", d)
 		}
 		fmt.Fprintf(&b, "Input:\n%s\n", prettyInput(p.Input))
+		for i, u := range p.Suggestions {
+			if i == 0 {
+				b.WriteString("The session suggests (add one to an allow with --suggestion N):\n")
+			}
+			fmt.Fprintf(&b, "  %d) %s\n", i+1, u)
+		}
 	}
 	b.WriteString("\n")
 	b.WriteString(replyForms(p))
@@ -78,7 +88,15 @@ func replyForms(p message.PermissionRequest) string {
 	b.WriteString("Reply to this message with one line, one of:\n")
 	if len(p.Questions) == 0 {
 		fmt.Fprintf(&b, "  allow %s\n  deny %s <reason>\n", p.ID, p.ID)
-		b.WriteString("The reason is told to the session's model.\n")
+		b.WriteString("The reason is told to the session's model. ")
+		switch {
+		case message.KindOf(p.ToolName) == message.PromptPlan:
+			fmt.Fprintf(&b, "To approve the plan and switch the permission mode in the same answer: allow %s --mode acceptEdits (modes: %s). ",
+				p.ID, strings.Join(message.PermissionModes, ", "))
+		case len(p.Suggestions) > 0:
+			fmt.Fprintf(&b, "To allow and apply the session's suggestion 1 as well: allow %s --suggestion 1 (repeatable). ", p.ID)
+		}
+		b.WriteString(allowOptions)
 		return b.String()
 	}
 	names := questionNames(p.Questions)
@@ -192,8 +210,12 @@ func (a *Approver) helpText(body string, err error) string {
 	return fmt.Sprintf("The gateway could not read your reply %q: %v.\n%s%s", message.OneLine(replyLine(body), 200), err, genericForms, a.pendingText())
 }
 
+// allowOptions tells every option an allow reply takes.
+const allowOptions = "An allow also takes --suggestion N (the session's suggestion N), --mode MODE (switch the permission mode), " +
+	"--rule RULE (add a rule, such as 'Bash(npm test)'), --rule-destination D and --input JSON (the edited tool input, a JSON object).\n"
+
 const genericForms = "Reply with one line, one of:\n" +
-	"  allow <id>\n" +
+	"  allow <id> [--suggestion N] [--mode MODE] [--rule RULE] [--input JSON]\n" +
 	"  deny <id> <reason>\n" +
 	"  answer <id> \"Question=Option\" ...   (for questions; options by number or label)\n"
 

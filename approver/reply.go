@@ -16,7 +16,7 @@ import (
 type ReplyVerb uint8
 
 const (
-	VerbAllow  ReplyVerb = iota + 1 // allow <id>
+	VerbAllow  ReplyVerb = iota + 1 // allow <id> [--suggestion N]... [--mode M] [--rule R]... [--input JSON]
 	VerbDeny                        // deny <id> [reason]
 	VerbAnswer                      // answer <id> "Question=Option"...
 )
@@ -31,14 +31,15 @@ type ReplyProblem uint8
 const (
 	ReplyNoID       ReplyProblem = iota + 1 // nothing after the verb
 	ReplyBadID                              // the id has characters no id has
-	ReplyExtraWords                         // allow takes nothing after the id
+	ReplyExtraWords                         // allow takes only --options after the id
 	ReplyNoAnswers                          // answer names no Question=Option
-	ReplyUnclosed                           // a quote or a [ list is not closed
+	ReplyUnclosed                           // a quote, a [ list or a { object } is not closed
+	ReplyBadOption                          // an allow option allow does not take, or without a value
 )
 
 var replyProblemWire = [...]string{
 	ReplyNoID: "no-id", ReplyBadID: "bad-id", ReplyExtraWords: "extra-words",
-	ReplyNoAnswers: "no-answers", ReplyUnclosed: "unclosed",
+	ReplyNoAnswers: "no-answers", ReplyUnclosed: "unclosed", ReplyBadOption: "bad-option",
 }
 
 func (p ReplyProblem) String() string {
@@ -73,12 +74,19 @@ type Reply struct {
 	ID     string   // the prompt's short id, in lower case
 	Reason string   // deny: told to the session's model; may be empty
 	Specs  []string // answer: "Question=Option" specs, as ParseAnswers reads them
+	// Allow are an allow's options, as `gateway allow` takes them; they
+	// are checked when the reply is applied (AllowOptions.Answer).
+	Allow AllowOptions
 }
 
 // String writes the reply the way ParseReply reads it.
 func (r Reply) String() string {
 	s := r.Verb.String() + " " + r.ID
 	switch r.Verb {
+	case VerbAllow:
+		for _, w := range r.Allow.args() {
+			s += " " + w
+		}
 	case VerbDeny:
 		if r.Reason != "" {
 			s += " " + r.Reason
@@ -92,8 +100,11 @@ func (r Reply) String() string {
 }
 
 // ParseReply reads the first line of body that says anything (blank lines
-// and code fences skipped) as `allow ID`, `deny ID [reason]` or `answer ID
-// SPEC...`. It tolerates what people and models wrap commands in: the line
+// and code fences skipped) as `allow ID [OPTION...]`, `deny ID [reason]` or
+// `answer ID SPEC...`. Allow's options are `gateway allow`'s: --suggestion
+// N (repeatable), --mode MODE, --rule RULE (repeatable), --rule-destination
+// D and --input JSON, each with its value as the next word or after "=";
+// a JSON object is kept whole, spaces and quotes included. It tolerates what people and models wrap commands in: the line
 // in quotes or backticks, a leading "/", a verb in any case or followed by
 // ":", an id in <> or followed by punctuation. Answer specs are split like a
 // shell's words ("..." with \" and \\, '...', “...”, \x), and a [ list ] is
@@ -122,8 +133,29 @@ func ParseReply(body string) (Reply, error) {
 	rep := Reply{Verb: verb, ID: id}
 	switch verb {
 	case VerbAllow:
-		if extra := strings.TrimSpace(rest); extra != "" {
-			return bad(ReplyExtraWords, "allow takes the id alone, but %q follows it", extra)
+		for {
+			var word string
+			word, rest, found, err = readWord(rest, true)
+			if err != nil {
+				return bad(ReplyUnclosed, "%v", err)
+			}
+			if !found {
+				break
+			}
+			name, value, hasValue := strings.Cut(strings.TrimPrefix(word, "--"), "=")
+			if !strings.HasPrefix(word, "--") {
+				return bad(ReplyExtraWords, "allow takes the id and options (--suggestion N, --mode MODE, --rule RULE, --input JSON), but %q follows it", strings.TrimSpace(word+rest))
+			}
+			if !hasValue {
+				if value, rest, found, err = readWord(rest, true); err != nil {
+					return bad(ReplyUnclosed, "%v", err)
+				} else if !found {
+					return bad(ReplyBadOption, "allow's --%s needs a value", name)
+				}
+			}
+			if !rep.Allow.set(name, value) {
+				return bad(ReplyBadOption, "allow takes --suggestion, --mode, --rule, --rule-destination and --input, not --%s", name)
+			}
 		}
 	case VerbDeny:
 		rep.Reason = unquoteReason(rest)
@@ -208,7 +240,10 @@ func unquoteReason(s string) string {
 
 // nextWord reads one shell-like word from s: found is false when only
 // space is left.
-func nextWord(s string) (word, rest string, found bool, err error) {
+func nextWord(s string) (word, rest string, found bool, err error) { return readWord(s, false) }
+
+// readWord is nextWord; with objects, a { JSON object } is kept whole too.
+func readWord(s string, objects bool) (word, rest string, found bool, err error) {
 	s = strings.TrimLeftFunc(s, unicode.IsSpace)
 	if s == "" {
 		return "", "", false, nil
@@ -250,10 +285,10 @@ func nextWord(s string) (word, rest string, found bool, err error) {
 			_, n := utf8.DecodeRuneInString(s[i+1:])
 			b.WriteString(s[i+1 : i+1+n])
 			i += 1 + n
-		case c == '[':
+		case c == '[' || c == '{' && objects:
 			n, ok := jsonListEnd(s[i:])
 			if !ok {
-				return "", "", false, errors.New("a [ list ] is not closed")
+				return "", "", false, fmt.Errorf("a %c ... %c is not closed", c, closer[s[i]])
 			}
 			b.WriteString(s[i : i+n])
 			i += n
@@ -265,9 +300,13 @@ func nextWord(s string) (word, rest string, found bool, err error) {
 	return b.String(), "", true, nil
 }
 
-// jsonListEnd finds the ] that closes the [ s starts with, skipping
-// brackets inside JSON strings.
+// closer is the bracket that closes each opening one.
+var closer = map[byte]byte{'[': ']', '{': '}'}
+
+// jsonListEnd finds the ] (or }) that closes the [ (or {) s starts with,
+// skipping brackets inside JSON strings.
 func jsonListEnd(s string) (int, bool) {
+	open, end := s[0], closer[s[0]]
 	depth, inString := 0, false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -283,9 +322,9 @@ func jsonListEnd(s string) (int, bool) {
 		switch c {
 		case '"':
 			inString = true
-		case '[':
+		case open:
 			depth++
-		case ']':
+		case end:
 			if depth--; depth == 0 {
 				return i + 1, true
 			}

@@ -35,7 +35,12 @@ func TestParseReply(t *testing.T) {
 		{"a verb alone has no id", "deny", Reply{}, ReplyNoID, false},
 		{"an id with odd characters is refused", "allow p1/../x", Reply{}, ReplyBadID, false},
 		{"an overlong id is refused", "allow p" + strings.Repeat("a", 64), Reply{}, ReplyBadID, false},
-		{"allow takes nothing more", "allow p1 --rule Bash", Reply{}, ReplyExtraWords, false},
+		{"allow takes options, not other words", "allow p1 please", Reply{}, ReplyExtraWords, false},
+		{"allow takes gateway allow's options", `allow p1 --suggestion 2 --mode=acceptEdits --rule "Bash(npm test)" --input {"command": "npm test -- --watch=false"}`,
+			Reply{Verb: VerbAllow, ID: "p1", Allow: AllowOptions{Suggestions: []string{"2"}, Mode: "acceptEdits", Rules: []string{"Bash(npm test)"}, Input: `{"command": "npm test -- --watch=false"}`}}, 0, false},
+		{"an option allow does not take", "allow p1 --force", Reply{}, ReplyBadOption, false},
+		{"an option without its value", "allow p1 --mode", Reply{}, ReplyBadOption, false},
+		{"an unclosed object", `allow p1 --input {"a":1`, Reply{}, ReplyUnclosed, false},
 		{"answer needs a spec", "answer p1  ", Reply{}, ReplyNoAnswers, false},
 		{"an unclosed single quote", "answer p1 'x", Reply{}, ReplyUnclosed, false},
 		{"an unclosed list", "answer p1 Q=[\"A\"", Reply{}, ReplyUnclosed, false},
@@ -70,6 +75,7 @@ func FuzzParseReply(f *testing.F) {
 		"allow p1a2b3c", "/Allow <P1A2B3C>.", "`deny p1 'too risky'`", `deny p1 "a" and "b"`,
 		`answer p1 "Approach=Option B" Features=["Logging","Metrics"]`, `answer p1 'a\b' c\ d “e f” "x\"y\\"`,
 		"```\nanswer p1 1=1 2=2\n```", "allow", "answer p1 [", "deny p1 \"'x'\"", "allow p1 \x00", "answer p1 \"\"",
+		`allow p1 --suggestion 1 --mode=plan --rule 'Bash(x y)' --input {"a": "}"}`, `allow p1 --input={"b":[1,{"c":"d"}]} --rule-destination session`,
 	} {
 		f.Add(s)
 	}
@@ -79,7 +85,8 @@ func FuzzParseReply(f *testing.F) {
 			return
 		}
 		if !validReplyID(r.ID) || (r.Verb == VerbAnswer) != (len(r.Specs) > 0) ||
-			(r.Verb != VerbDeny && r.Reason != "") || strings.Contains(r.Reason, "\n") {
+			(r.Verb != VerbDeny && r.Reason != "") || strings.Contains(r.Reason, "\n") ||
+			(r.Verb != VerbAllow && !reflect.DeepEqual(r.Allow, AllowOptions{})) {
 			t.Fatalf("%q gave the malformed %#v", s, r)
 		}
 		again, err := ParseReply(r.String())

@@ -38,16 +38,24 @@ type PermissionRequest struct {
 	// to that host.
 	Host string `json:"host,omitempty"`
 	// RequestID is the control_request's request_id; the answer echoes it.
-	RequestID   string          `json:"request_id"`
-	ToolName    string          `json:"tool_name"`
+	RequestID string `json:"request_id"`
+	ToolName  string `json:"tool_name"`
+	// Kind is what the prompt asks for, Verbs the verbs that answer it
+	// (the usual one first): `allow` on a question would answer nothing.
+	Kind        PromptKind      `json:"kind"`
+	Verbs       []string        `json:"verbs"`
 	ToolUseID   string          `json:"tool_use_id,omitempty"`
 	Description string          `json:"description,omitempty"`
 	Input       json.RawMessage `json:"input"`
 	// Questions are AskUserQuestion's questions, decoded from Input.
-	Questions []Question        `json:"questions,omitempty"`
-	Created   time.Time         `json:"created_at"`
-	State     PermissionState   `json:"state"`
-	Answer    *PermissionAnswer `json:"answer,omitempty"`
+	Questions []Question `json:"questions,omitempty"`
+	// Suggestions are the permission updates the session offers with the
+	// prompt (permission_suggestions), such as "always allow this command";
+	// an allow picks them by number, from 1.
+	Suggestions []PermissionUpdate `json:"suggestions,omitempty"`
+	Created     time.Time          `json:"created_at"`
+	State       PermissionState    `json:"state"`
+	Answer      *PermissionAnswer  `json:"answer,omitempty"`
 }
 
 // Question is one AskUserQuestion question.
@@ -81,6 +89,13 @@ type PermissionAnswer struct {
 	// behavior; RuleDestination defaults to "localSettings".
 	Rules           []PermissionRule `json:"rules,omitempty"`
 	RuleDestination string           `json:"rule_destination,omitempty"`
+	// Suggestions pick the prompt's Suggestions by number (from 1); each
+	// goes out as it was offered, in updatedPermissions (allow only).
+	Suggestions []int `json:"suggestions,omitempty"`
+	// Mode switches the session's permission mode in the same answer (a
+	// setMode update for the session), as approving a plan does in
+	// claude.ai: one of PermissionModes (allow only).
+	Mode string `json:"mode,omitempty"`
 	// By says who answered: "cli", "api", or a session address.
 	By string `json:"by,omitempty"`
 }

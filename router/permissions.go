@@ -80,18 +80,22 @@ func (e *LegError) Unwrap() error { return e.Err }
 type AnswerProblem uint8
 
 const (
-	AnswerBadBehavior     AnswerProblem = iota + 1 // behavior is neither allow nor deny
-	AnswerDenyWithInput                            // a deny carries updated input or answers
-	AnswerInputNotObject                           // updated input is not a JSON object
-	AnswerNotAQuestion                             // answers to a prompt that is not AskUserQuestion
-	AnswerUnknownQuestion                          // an answer names no question of the prompt
-	AnswerMissingQuestion                          // a question of the prompt has no answer
-	AnswerOneOption                                // a single-select question needs exactly one option
-	AnswerNoOption                                 // a multi-select question needs at least one option
-	AnswerUnknownOption                            // a label is not among the question's options
-	AnswerRepeatedOption                           // a label is given twice
-	AnswerBadRule                                  // a rule has an empty or malformed tool name
-	AnswerBadDestination                           // the rule destination is not a settings scope
+	AnswerBadBehavior          AnswerProblem = iota + 1 // behavior is neither allow nor deny
+	AnswerDenyWithInput                                 // a deny carries updated input or answers
+	AnswerInputNotObject                                // updated input is not a JSON object
+	AnswerNotAQuestion                                  // answers to a prompt that is not AskUserQuestion
+	AnswerUnknownQuestion                               // an answer names no question of the prompt
+	AnswerMissingQuestion                               // a question of the prompt has no answer
+	AnswerOneOption                                     // a single-select question needs exactly one option
+	AnswerNoOption                                      // a multi-select question needs at least one option
+	AnswerUnknownOption                                 // a label is not among the question's options
+	AnswerRepeatedOption                                // a label is given twice
+	AnswerBadRule                                       // a rule has an empty or malformed tool name
+	AnswerBadDestination                                // the rule destination is not a settings scope
+	AnswerQuestionNeedsAnswers                          // an allow of a question without answers
+	AnswerBadSuggestion                                 // a suggestion number the prompt does not offer
+	AnswerBadMode                                       // a mode switch to no permission mode
+	AnswerDenyWithUpdates                               // a deny picks suggestions or switches the mode
 )
 
 var answerProblemWire = [...]string{
@@ -101,6 +105,8 @@ var answerProblemWire = [...]string{
 	AnswerOneOption: "one-option", AnswerNoOption: "no-option",
 	AnswerUnknownOption: "unknown-option", AnswerRepeatedOption: "repeated-option",
 	AnswerBadRule: "bad-rule", AnswerBadDestination: "bad-destination",
+	AnswerQuestionNeedsAnswers: "question-needs-answers", AnswerBadSuggestion: "bad-suggestion",
+	AnswerBadMode: "bad-mode", AnswerDenyWithUpdates: "deny-with-updates",
 }
 
 func (p AnswerProblem) String() string {
@@ -180,6 +186,10 @@ func (r *Router) notePermission(ev message.Event) (message.Event, bool) {
 	}
 	if req.Created.IsZero() {
 		req.Created = r.cfg.Clock.Now()
+	}
+	req.Classify()
+	if len(req.Suggestions) > message.MaxSuggestions {
+		req.Suggestions = req.Suggestions[:message.MaxSuggestions]
 	}
 	var (
 		out message.PermissionRequest
@@ -446,6 +456,7 @@ func (r *Router) settledByLeg(e *permEntry, se SettledError) (message.Permission
 func cloneAnswer(a message.PermissionAnswer) message.PermissionAnswer {
 	a.UpdatedInput = slices.Clone(a.UpdatedInput)
 	a.Rules = slices.Clone(a.Rules)
+	a.Suggestions = slices.Clone(a.Suggestions)
 	if a.Answers != nil {
 		m := make(map[string][]string, len(a.Answers))
 		for k, v := range a.Answers {
@@ -468,6 +479,9 @@ func ValidateAnswer(req message.PermissionRequest, a message.PermissionAnswer) e
 		if len(a.UpdatedInput) > 0 || len(a.Answers) > 0 {
 			return bad(AnswerDenyWithInput, nil, "a deny takes no updated input or answers, only a message")
 		}
+		if len(a.Suggestions) > 0 || a.Mode != "" {
+			return bad(AnswerDenyWithUpdates, nil, "a deny takes no suggestions or mode switch, only a message (and rules)")
+		}
 	default:
 		return bad(AnswerBadBehavior, []string{"allow", "deny"}, "behavior %q: want allow or deny", a.Behavior)
 	}
@@ -485,10 +499,48 @@ func ValidateAnswer(req message.PermissionRequest, a message.PermissionAnswer) e
 	if a.RuleDestination != "" && !slices.Contains(message.RuleDestinations, a.RuleDestination) {
 		return bad(AnswerBadDestination, message.RuleDestinations, "rule destination %q is not a settings scope", a.RuleDestination)
 	}
+	for i, n := range a.Suggestions {
+		if n < 1 || n > len(req.Suggestions) {
+			return bad(AnswerBadSuggestion, suggestionList(req), "suggestion %d: %s", n, offered(req))
+		}
+		if slices.Contains(a.Suggestions[:i], n) {
+			return bad(AnswerBadSuggestion, suggestionList(req), "suggestion %d is given twice", n)
+		}
+	}
+	if a.Mode != "" && !message.ValidPermissionMode(a.Mode) {
+		return bad(AnswerBadMode, message.PermissionModes, "mode %q is not a permission mode", a.Mode)
+	}
 	if len(a.Answers) > 0 {
 		return validateAnswers(req, a.Answers, bad)
 	}
+	if a.Behavior == message.BehaviorAllow && message.KindOf(req.ToolName) == message.PromptQuestion && !hasAnswers(a.UpdatedInput) {
+		return bad(AnswerQuestionNeedsAnswers, nil,
+			"%s is a question: allow would send no answers; answer it (gateway answer %s \"QUESTION=OPTION\"...) or deny it", req.ID, req.ID)
+	}
 	return nil
+}
+
+// hasAnswers says whether an updated input carries AskUserQuestion answers
+// of its own.
+func hasAnswers(in json.RawMessage) bool {
+	var obj map[string]json.RawMessage
+	return json.Unmarshal(in, &obj) == nil && len(obj["answers"]) > 0 && string(obj["answers"]) != "null"
+}
+
+// suggestionList numbers req's suggestions as answers pick them.
+func suggestionList(req message.PermissionRequest) []string {
+	out := make([]string, len(req.Suggestions))
+	for i, u := range req.Suggestions {
+		out[i] = fmt.Sprintf("%d: %s", i+1, u)
+	}
+	return out
+}
+
+func offered(req message.PermissionRequest) string {
+	if len(req.Suggestions) == 0 {
+		return "the session offers no suggestions with this prompt"
+	}
+	return fmt.Sprintf("the session offers %d, numbered from 1", len(req.Suggestions))
 }
 
 func validateAnswers(req message.PermissionRequest, answers map[string][]string,

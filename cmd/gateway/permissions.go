@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/sessiongateway/gateway/api"
@@ -48,18 +46,7 @@ func answered(e *env, asJSON bool, verb string, p message.PermissionRequest) int
 		printJSON(e.stdout, p)
 		return exitOK
 	}
-	fmt.Fprintf(e.stdout, "%s %s (%s: %s)\n", verb, p.ID, p.ToolName, p.Summary(eventfmt.SummaryWidth))
-	if p.Answer != nil && len(p.Answer.Rules) > 0 {
-		dest := p.Answer.RuleDestination
-		if dest == "" {
-			dest = "localSettings"
-		}
-		rules := make([]string, len(p.Answer.Rules))
-		for i, r := range p.Answer.Rules {
-			rules[i] = r.String()
-		}
-		fmt.Fprintf(e.stdout, "  rules for %s: %s\n", dest, strings.Join(rules, ", "))
-	}
+	eventfmt.Answered(e.stdout, verb, p)
 	return exitOK
 }
 
@@ -78,37 +65,23 @@ func runAllow(ctx context.Context, e *env, args []string) int {
 	fs := newFlags(e, "allow")
 	sd := stateDirFlag(fs, e)
 	asJSON := fs.Bool("json", false, "print the settled prompt as JSON")
-	input := fs.String("input", "", "replace the tool's input with this JSON object")
-	var rules multi
-	fs.Var(&rules, "rule", "also add a permission rule: Tool or Tool(content), e.g. 'Bash(go test ./...)' (repeatable)")
-	dest := fs.String("rule-destination", "", "where rules are saved: "+strings.Join(message.RuleDestinations, ", ")+" (default localSettings)")
+	var o approver.AllowOptions
+	fs.StringVar(&o.Input, "input", "", "replace the tool's input with this JSON object")
+	fs.Var((*multi)(&o.Rules), "rule", "also add a permission rule: Tool or Tool(content), e.g. 'Bash(go test ./...)' (repeatable)")
+	fs.StringVar(&o.Destination, "rule-destination", "", "where rules are saved: "+strings.Join(message.RuleDestinations, ", ")+" (default localSettings)")
+	fs.Var((*multi)(&o.Suggestions), "suggestion", "also apply the session's suggestion N, as gateway permissions numbers them (repeatable)")
+	fs.StringVar(&o.Mode, "mode", "", "switch the permission mode in the same answer (plan approval): "+strings.Join(message.PermissionModes, ", "))
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagErr(err)
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(e.stderr, "usage: gateway allow ID [--input JSON] [--rule RULE]... [--rule-destination D] [--json]")
+		fmt.Fprintln(e.stderr, "usage: gateway allow ID [--suggestion N]... [--mode MODE] [--input JSON] [--rule RULE]... [--rule-destination D] [--json]")
 		return exitUsage
 	}
-	a := message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli", RuleDestination: *dest}
-	if *input != "" {
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(*input), &obj); err != nil || obj == nil {
-			fmt.Fprintf(e.stderr, "gateway: --input must be a JSON object, such as '{\"command\":\"ls\"}'\n")
-			return exitUsage
-		}
-		a.UpdatedInput = json.RawMessage(*input)
-	}
-	for _, r := range rules {
-		rule, err := message.ParseRule(r)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "gateway: --rule %v\n", err)
-			return exitUsage
-		}
-		a.Rules = append(a.Rules, rule)
-	}
-	if *dest != "" && !slices.Contains(message.RuleDestinations, *dest) {
-		fmt.Fprintf(e.stderr, "gateway: --rule-destination %q: want one of %s\n", *dest, strings.Join(message.RuleDestinations, ", "))
+	a, err := o.Answer("cli")
+	if err != nil {
+		fmt.Fprintf(e.stderr, "gateway: %v\n", err)
 		return exitUsage
 	}
 	p, err := clientFor(*sd).AnswerPermission(ctx, pos[0], a)

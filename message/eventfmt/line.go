@@ -51,8 +51,8 @@ func Line(ev message.Event) string {
 		p := ev.Permission
 		switch p.State {
 		case message.PermissionPending:
-			return fmt.Sprintf("%s %s asks to use %s: %s (answer: gateway allow %s | gateway deny %s --message TEXT)",
-				t, p.Address, p.ToolName, p.Summary(SummaryWidth), p.ID, p.ID)
+			return fmt.Sprintf("%s %s asks to use %s: %s (answer: %s | gateway deny %s --message TEXT)",
+				t, p.Address, p.ToolName, p.Summary(SummaryWidth), withKind(*p).VerbHint(), p.ID)
 		case message.PermissionAnswered:
 			by := ""
 			if p.Answer != nil {

@@ -123,18 +123,41 @@ func answerEvent(req message.PermissionRequest, a message.PermissionAnswer) (jso
 	default:
 		return nil, fmt.Errorf("remote leg: behavior %q is neither allow nor deny", a.Behavior)
 	}
+	d.UpdatedPermissions = permissionUpdates(req, a)
+	return wire.AnswerEvent(answerUUID(req.SessionID, req.RequestID), req.RequestID, d)
+}
+
+// permissionUpdates are the answer's updatedPermissions, in this order:
+// its rules (one addRules update with the answer's behavior), the
+// suggestions it picks, as the session offered them, and its mode switch
+// (setMode for the session).
+func permissionUpdates(req message.PermissionRequest, a message.PermissionAnswer) []wire.PermissionUpdate {
+	var out []wire.PermissionUpdate
 	if len(a.Rules) > 0 {
 		dest := a.RuleDestination
 		if dest == "" {
 			dest = "localSettings"
 		}
-		u := wire.PermissionUpdate{Type: "addRules", Behavior: string(a.Behavior), Destination: dest}
-		for _, r := range a.Rules {
-			u.Rules = append(u.Rules, wire.Rule{ToolName: r.ToolName, RuleContent: r.RuleContent})
-		}
-		d.UpdatedPermissions = []wire.PermissionUpdate{u}
+		out = append(out, wireUpdate(message.PermissionUpdate{Type: message.UpdateAddRules, Rules: a.Rules,
+			Behavior: string(a.Behavior), Destination: dest}))
 	}
-	return wire.AnswerEvent(answerUUID(req.SessionID, req.RequestID), req.RequestID, d)
+	for _, n := range a.Suggestions {
+		if n >= 1 && n <= len(req.Suggestions) { // the router checked them
+			out = append(out, wireUpdate(req.Suggestions[n-1]))
+		}
+	}
+	if a.Mode != "" {
+		out = append(out, wire.PermissionUpdate{Type: message.UpdateSetMode, Mode: a.Mode, Destination: "session"})
+	}
+	return out
+}
+
+func wireUpdate(u message.PermissionUpdate) wire.PermissionUpdate {
+	w := wire.PermissionUpdate{Type: u.Type, Behavior: u.Behavior, Destination: u.Destination, Mode: u.Mode, Directories: u.Directories}
+	for _, r := range u.Rules {
+		w.Rules = append(w.Rules, wire.Rule{ToolName: r.ToolName, RuleContent: r.RuleContent})
+	}
+	return w
 }
 
 // updatedInput is the tool input an allow carries: the given replacement,

@@ -179,7 +179,9 @@ func permission(id, addr string, cr *wire.ControlRequest, now time.Time) message
 		SessionID: id, Address: addr, Leg: message.ProtocolRemote, RequestID: cr.RequestID,
 		ToolName: cr.ToolName, ToolUseID: cr.ToolUseID, Description: cr.Description,
 		Input: cr.Input, Created: now, State: message.PermissionPending,
+		Suggestions: message.ParseSuggestions(cr.PermissionSuggestions),
 	}
+	req.Classify()
 	if len(req.Input) == 0 {
 		req.Input = json.RawMessage(`{}`)
 	}

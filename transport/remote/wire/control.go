@@ -92,13 +92,15 @@ type Decision struct {
 	UpdatedPermissions []PermissionUpdate `json:"updatedPermissions,omitempty"`
 }
 
-// PermissionUpdate changes permission rules: replaceRules, addRules or setMode.
+// PermissionUpdate changes permissions: addRules, replaceRules,
+// removeRules, setMode, addDirectories or removeDirectories.
 type PermissionUpdate struct {
-	Type        string `json:"type"`
-	Rules       []Rule `json:"rules,omitempty"`
-	Behavior    string `json:"behavior,omitempty"`
-	Destination string `json:"destination,omitempty"`
-	Mode        string `json:"mode,omitempty"`
+	Type        string   `json:"type"`
+	Rules       []Rule   `json:"rules,omitempty"`
+	Behavior    string   `json:"behavior,omitempty"`
+	Destination string   `json:"destination,omitempty"`
+	Mode        string   `json:"mode,omitempty"`
+	Directories []string `json:"directories,omitempty"`
 }
 
 // Rule is one permission rule.
