@@ -196,6 +196,12 @@ func (a *Approver) reply(ctx context.Context, m message.Message) {
 		a.log.Debug("reply to a permission prompt from someone other than the approver ignored", "msg_id", m.ID, "from", m.From)
 		return
 	}
+	if !a.writtenByApprover(ctx, &who, m) {
+		a.log.Warn("reply to a permission prompt refused: it claims to come from the approver, but another process wrote it",
+			"msg_id", m.ID, "from", m.From, "sender_pid", m.SenderPID, "approver_pid", who.PID)
+		a.r.Dropped(ctx, m.Protocol, message.Drop{MsgID: m.ID, From: m.From, Reason: message.DropNotApprover})
+		return
+	}
 	rep, err := ParseReply(m.Body)
 	if err != nil {
 		a.log.Info("approver reply not understood", "msg_id", m.ID, "err", err)
@@ -284,6 +290,40 @@ func (a *Approver) from(ctx context.Context, m message.Message) (message.Session
 	a.who = who
 	a.mu.Unlock()
 	return who, a.matches(who, m)
+}
+
+// writtenByApprover checks who wrote m, where the leg knows: what a frame
+// claims (from, from-session) any process of the user can write, so a
+// message over a local socket counts only when the kernel's peer
+// credentials name the approver's own process, or the alias worker that
+// stands for it. who is looked up afresh once before a refusal, as a
+// restarted approver has a new process. Other legs name the sender
+// themselves (a remote session's stream, another host's signed envelope).
+func (a *Approver) writtenByApprover(ctx context.Context, who *message.Session, m message.Message) bool {
+	if m.Protocol != message.ProtocolClaude && m.Protocol != message.ProtocolQwen {
+		return true
+	}
+	if m.SenderPID <= 0 {
+		return false
+	}
+	if m.SenderPID == who.PID {
+		return true
+	}
+	if _, fresh, err := a.r.ResolveFresh(ctx, a.addr); err == nil && a.matches(fresh, m) {
+		*who = fresh
+		a.mu.Lock()
+		a.who = fresh
+		a.mu.Unlock()
+		if m.SenderPID == fresh.PID {
+			return true
+		}
+	}
+	for _, s := range a.r.Sessions(ctx) {
+		if s.AliasOf != "" && s.AliasOf == who.Address && s.PID == m.SenderPID {
+			return true
+		}
+	}
+	return false
 }
 
 // matches compares m's sender with the approver's session: its address,

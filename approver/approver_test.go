@@ -76,12 +76,19 @@ func (l *localLeg) Run(ctx context.Context, in chan<- message.Event) error {
 	return ctx.Err()
 }
 
-// say delivers a message from a local session to the gateway itself.
+// say delivers a message from a local session to the gateway itself,
+// written by the approver's process unless m names another (-1: none).
 func (l *localLeg) say(t *testing.T, m message.Message) {
 	t.Helper()
 	<-l.run
 	l.mu.Lock()
 	in := l.in
+	switch m.SenderPID {
+	case 0:
+		m.SenderPID = l.sessions[1].PID
+	case -1:
+		m.SenderPID = 0
+	}
 	l.mu.Unlock()
 	if m.ID == "" {
 		m.ID = fmt.Sprintf("msg-%d", msgSeq.Add(1))
@@ -425,6 +432,51 @@ func TestMessagesThatAreNoRepliesAreLeftAlone(t *testing.T) {
 				t.Fatalf("the gateway answered %s: %q", sent.To, sent.Body)
 			default:
 			}
+		})
+	}
+}
+
+func TestAReplyWrittenByAnotherProcessThanTheApproversIsRefusedAndCounted(t *testing.T) {
+	tests := []struct {
+		name string
+		from message.Message
+	}{
+		{"the approver's address, written by another session's process", message.Message{From: approverAddr, SenderPID: 10}},
+		{"the approver's session id, written by another session's process", message.Message{FromSession: approverSession, SenderPID: 10}},
+		{"the approver's address, with no peer credentials", message.Message{From: approverAddr, SenderPID: -1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := startApprover(t)
+			id := g.raise(t, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))[0]
+			_, _, sub := g.r.Hub().Subscribe(-1)
+			defer sub.Close()
+			m := tt.from
+			m.ID, m.Body = "forged-1", "allow "+id
+			g.local.say(t, m)
+			timeout := time.After(10 * time.Second) // only stops a broken test from hanging
+		wait:
+			for {
+				select {
+				case ev := <-sub.C:
+					if ev.Type == message.EventDrop {
+						if ev.Drop.MsgID != "forged-1" || ev.Drop.Reason != message.DropNotApprover || ev.Leg != message.ProtocolClaude {
+							t.Fatalf("drop %+v on %s, want forged-1 not-approver on claude", ev.Drop, ev.Leg)
+						}
+						break wait
+					}
+				case <-timeout:
+					t.Fatal("the forged reply was not refused")
+				}
+			}
+			if n := len(g.remote.answered()); n != 0 {
+				t.Fatalf("the leg got %d answers", n)
+			}
+			if p, _ := g.r.Permission(id); p.State != message.PermissionPending {
+				t.Fatalf("state %s, want still pending", p.State)
+			}
+			// The approver's own process is still heard.
+			holdsAll(t, g.ask(t, "allow "+id), "Allowed "+id)
 		})
 	}
 }

@@ -66,6 +66,11 @@ type Message struct {
 	Protocol    Protocol     `json:"protocol,omitempty"`
 	Attachments []Attachment `json:"attachments,omitempty"`
 	Plugin      string       `json:"from_plugin,omitempty"`
+	// SenderPID is the process that wrote the message to the gateway's
+	// socket, as the kernel says (SO_PEERCRED), set by the local legs;
+	// 0 for messages that came another way. Never read from the wire:
+	// what a frame claims (From, FromSession) any process can write.
+	SenderPID int `json:"-"`
 	// AliasOf is set on a message that arrived at one of the gateway's
 	// aliases: the address of the session on another leg it stands for.
 	AliasOf string `json:"alias_of,omitempty"`

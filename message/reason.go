@@ -27,6 +27,7 @@ const (
 	DropAliasLimit                            // the bridge runs as many alias workers as it may
 	DropUnserved                              // a remote session's control request of a subtype the gateway does not serve, answered with an error
 	DropDisconnected                          // the receiver (an MCP client) left before reading it
+	DropNotApprover                           // a reply to a permission prompt claiming the approver, from a process that is not the approver's
 )
 
 var dropWire = [...]string{
@@ -35,6 +36,7 @@ var dropWire = [...]string{
 	DropDenied: "denied", DropExpired: "expired", DropRefused: "refused",
 	DropUnauthenticated: "unauthenticated", DropAliasLimit: "alias-limit", DropUnserved: "unserved",
 	DropDisconnected: "disconnected",
+	DropNotApprover: "not-approver",
 }
 
 // Admission reports whether r is one of the admission checks' reasons

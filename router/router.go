@@ -212,6 +212,13 @@ func (r *Router) handle(ctx context.Context, ev message.Event) {
 	r.hub.Publish(ev)
 }
 
+// Dropped counts and publishes a message a client of the router turned
+// away (the approver refusing a forged reply), as a leg's drop is.
+func (r *Router) Dropped(ctx context.Context, leg message.Protocol, d message.Drop) {
+	r.cfg.Metrics.Drop(ctx, string(leg), d.Reason.String())
+	r.hub.Publish(message.Event{Type: message.EventDrop, Leg: leg, Drop: &d})
+}
+
 // MaxBackground bounds the bridge forwards and receipt relays in flight;
 // past it a bridged message is dropped (queue-full) and a relay skipped.
 // Another host's senders all cross one bridge, each forward and relay

@@ -151,7 +151,7 @@ func (p *Peer) handleUser(ctx context.Context, in *inbound, f *Frame) {
 	m := message.Message{
 		ID: f.MsgID, From: f.From, Body: c.Raw, Auth: in.auth, Attested: c.Attested,
 		Protocol: message.ProtocolClaude, Time: p.clock.Now(), Plugin: f.FromPlugin,
-		Attachments: f.FileAttachments,
+		Attachments: f.FileAttachments, SenderPID: in.cred.PID,
 	}
 	if c.Attested {
 		e := c.Envelope

@@ -18,6 +18,7 @@ func (p *Peer) toMessage(in Inbound) message.Message {
 		ID: f.MsgID, From: udsOrNone(f.From), FromName: f.FromName, Body: f.Content, Mode: f.FromMode,
 		Attested: f.FromMode != message.ModeUnknown, Auth: originAuth[in.Origin.Kind],
 		Protocol: message.ProtocolQwen, Time: p.clk.Now(), ToSessionID: f.ToSessionID, HopChain: f.HopChain,
+		SenderPID: in.SenderPID,
 	}
 	if in.Origin.Kind == AuthController {
 		m.Controller = in.Origin.Controller.Label
