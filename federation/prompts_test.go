@@ -3,9 +3,11 @@ package federation
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -268,7 +270,8 @@ func (l *approverLeg) say(body string) {
 	in := l.in
 	l.mu.Unlock()
 	in <- message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
-		ID: "reply-" + randomID(), From: reviewAddr, FromSession: "s-review", Protocol: message.ProtocolClaude, Body: body}}
+		ID: "reply-" + randomID(), From: reviewAddr, FromSession: "s-review", Protocol: message.ProtocolClaude, Body: body,
+		SenderPID: 7}} // written by the approver's process, as the Claude leg's peer credentials say
 }
 
 // next is the next notice whose body holds want.
@@ -450,4 +453,47 @@ func testNode(t testing.TB, host string) *Node {
 	}
 	n.pr.init(host)
 	return n
+}
+
+func TestAFullAnswerFromAnotherHostCarriesItsSuggestionsModeAndInput(t *testing.T) {
+	c := sharedCluster(t)
+	a, b := join(t, c.url(0), "fa-a"), join(t, c.url(1), "fa-b")
+	cloud := promptleg.New()
+	promptHost(t, a, "", cloud)
+	rb := promptHost(t, b, "", newSinkLeg())
+	ctx := testutil.Context(t, 30*time.Second)
+
+	ev := promptleg.Prompt(promptleg.SessionID, "req-full", "Bash", `{"command":"npm test"}`)
+	ev.Permission.Suggestions = []message.PermissionUpdate{
+		{Type: message.UpdateAddRules, Behavior: "allow", Destination: "localSettings", Rules: []message.PermissionRule{{ToolName: "Bash", RuleContent: "npm test"}}},
+		{Type: message.UpdateAddDirectories, Destination: "session", Directories: []string{"/tmp/build"}},
+	}
+	cloud.Raise(ev, promptleg.AskPrompt("req-ask"))
+	there := waitListed(t, rb, "req-full", message.PermissionPending)
+	if there.Kind != message.PromptToolUse || len(there.Suggestions) != 2 || there.Suggestions[1].Directories[0] != "/tmp/build" {
+		t.Fatalf("b lists a's prompt as %+v", there)
+	}
+	if ask := waitListed(t, rb, "req-ask", message.PermissionPending); ask.Kind != message.PromptQuestion || fmt.Sprint(ask.Verbs) != "[answer deny]" {
+		t.Fatalf("b lists a's question as %+v", ask)
+	}
+	// Checked on b against b's copy, before anything travels.
+	_, err := rb.AnswerPermission(ctx, there.ID, message.PermissionAnswer{Behavior: message.BehaviorAllow, Suggestions: []int{3}})
+	var ie *router.InvalidAnswerError
+	if !errors.As(err, &ie) || ie.Problem != router.AnswerBadSuggestion {
+		t.Fatalf("suggestion 3 of 2: %v", err)
+	}
+	_, err = rb.AnswerPermission(ctx, promptleg.ShortID(promptleg.SessionID, "req-ask"), message.PermissionAnswer{Behavior: message.BehaviorAllow})
+	if !errors.As(err, &ie) || ie.Problem != router.AnswerQuestionNeedsAnswers {
+		t.Fatalf("allow on a question: %v", err)
+	}
+	want := message.PermissionAnswer{Behavior: message.BehaviorAllow, Suggestions: []int{2, 1}, Mode: "acceptEdits",
+		UpdatedInput: json.RawMessage(`{"command":"npm test -- --ci"}`), By: "cli"}
+	if _, err := rb.AnswerPermission(ctx, there.ID, want); err != nil {
+		t.Fatal(err)
+	}
+	answers := cloud.Answers()
+	want.By = "cli on host fa-b"
+	if len(answers) != 1 || !reflect.DeepEqual(answers[0], want) {
+		t.Fatalf("a's remote leg got %+v, want %+v", answers, want)
+	}
 }

@@ -206,7 +206,7 @@ func TestALocalApproverAnswersRemotePrompts(t *testing.T) {
 	if id == "" {
 		t.Fatalf("no short id in the prompt message: %s", r.Content.Envelope.Body)
 	}
-	if _, err := boss.Send(ctxT(t), r.Frame.From, "allow "+id, message.ModePrompting); err != nil {
+	if _, err := boss.SendFromProcess(ctxT(t), r.Frame.From, "allow "+id, message.ModePrompting); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, "the remote session gets the approver's answer", func() bool {

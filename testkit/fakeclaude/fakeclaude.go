@@ -376,8 +376,29 @@ func (p *Peer) Send(ctx context.Context, toAddr, text string, mode message.Mode)
 	return id, p.SendFrame(ctx, toAddr, claude.NewUserFrame(p.addr, id, env, nil))
 }
 
+// SendFromProcess is Send written by the fake's registered process (its
+// stand-in), as Claude Code writes from its own: the receiver's peer
+// credentials name the process the registry names. (Send writes from the
+// test's process, which holds the fake's socket, so the receiver can vet
+// the reply address and send receipts; the stand-in does not hold it.)
+func (p *Peer) SendFromProcess(ctx context.Context, toAddr, text string, mode message.Mode) (string, error) {
+	id := uuid.NewString()
+	env := claude.Envelope{From: p.addr, FromName: p.cfg.Name, FromMode: mode.String(), Body: text}
+	return id, p.sendFrame(ctx, toAddr, claude.NewUserFrame(p.addr, id, env, nil), true)
+}
+
+// SendFrameFromProcess is SendFrame written by the fake's registered
+// process, as SendFromProcess is.
+func (p *Peer) SendFrameFromProcess(ctx context.Context, toAddr string, f claude.Frame) error {
+	return p.sendFrame(ctx, toAddr, f, true)
+}
+
 // SendFrame sends any frame, with an auth line when the target has a key.
 func (p *Peer) SendFrame(ctx context.Context, toAddr string, f claude.Frame) error {
+	return p.sendFrame(ctx, toAddr, f, false)
+}
+
+func (p *Peer) sendFrame(ctx context.Context, toAddr string, f claude.Frame, fromProcess bool) error {
 	path, _ := addressing.SocketOf(toAddr)
 	fb, err := f.Marshal()
 	if err != nil {
@@ -394,7 +415,28 @@ func (p *Peer) SendFrame(ctx context.Context, toAddr string, f claude.Frame) err
 		}
 	}
 	payload = append(append(payload, fb...), '\n')
-	return uds.DialWrite(ctx, path, payload)
+	if !fromProcess {
+		return uds.DialWrite(ctx, path, payload)
+	}
+	return p.write(ctx, path, payload)
+}
+
+// write sends payload to the socket at path from the fake's stand-in.
+func (p *Peer) write(ctx context.Context, path string, payload []byte) error {
+	c, err := p.holder.Dial(path)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if d, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(d)
+	} else {
+		_ = c.SetDeadline(time.Now().Add(uds.DefaultDialTimeout))
+	}
+	if _, err := c.Write(payload); err != nil {
+		return err
+	}
+	return c.CloseWrite()
 }
 
 func keyHash(path string) string {

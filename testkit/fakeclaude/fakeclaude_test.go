@@ -197,3 +197,20 @@ func TestAPendingHoldDefersIdleNoticesUntilItIsDecided(t *testing.T) {
 		t.Fatalf("the decision did not answer the deferred subscription: %v", err)
 	}
 }
+
+func TestSendFromProcessWritesFromTheRegisteredProcess(t *testing.T) {
+	d := newDirs(t)
+	to := d.start(t, "to", message.ModePrompting)
+	from := d.start(t, "from", message.ModePrompting)
+	id, err := from.SendFromProcess(testutil.Context(t, 20*time.Second), to.Address(), "hello", message.ModePrompting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := to.WaitReceived(testutil.Context(t, 20*time.Second), func(r fakeclaude.Received) bool { return r.Frame.MsgID == id })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.SenderID != from.PID() || from.PID() == os.Getpid() {
+		t.Errorf("sender pid %d, want the sender's registered process %d", r.SenderID, from.PID())
+	}
+}

@@ -43,6 +43,22 @@ type PromptSpec struct {
 	ToolUseID string
 	// Model is the model of the assistant tool_use message (default claude-sonnet-4-6).
 	Model string
+	// Suggestions are the request's permission_suggestions, as Claude Code
+	// offers them (SeedSuggestions); none when empty.
+	Suggestions []json.RawMessage
+}
+
+// SeedSuggestions are the permission suggestions Claude Code offers with a
+// Bash prompt for command: a rule that always allows it (in the local
+// settings), a directory added for the session, and a mode switch.
+func SeedSuggestions(command string) []json.RawMessage {
+	rule := mustJSON(map[string]any{"type": "addRules", "rules": []map[string]string{{"toolName": "Bash", "ruleContent": command}},
+		"behavior": "allow", "destination": "localSettings"})
+	return []json.RawMessage{
+		json.RawMessage(rule),
+		json.RawMessage(`{"type":"addDirectories","directories":["/tmp/build"],"destination":"session"}`),
+		json.RawMessage(`{"type":"setMode","mode":"acceptEdits","destination":"session"}`),
+	}
 }
 
 // ErrBadPrompt: a PromptSpec without a tool or with an input that is not an object.
@@ -285,13 +301,14 @@ func turnLines(t Turn) [][]byte {
 
 // promptLines builds a prompt's control_request and tool_use message.
 func promptLines(p PromptSpec) [][]byte {
-	req := mustJSON(map[string]any{
-		"type": "control_request", "request_id": p.RequestID,
-		"request": map[string]any{
-			"subtype": "can_use_tool", "tool_name": p.Tool, "tool_use_id": p.ToolUseID,
-			"description": p.Description, "input": p.Input,
-		},
-	})
+	r := map[string]any{
+		"subtype": "can_use_tool", "tool_name": p.Tool, "tool_use_id": p.ToolUseID,
+		"description": p.Description, "input": p.Input,
+	}
+	if len(p.Suggestions) > 0 {
+		r["permission_suggestions"] = p.Suggestions
+	}
+	req := mustJSON(map[string]any{"type": "control_request", "request_id": p.RequestID, "request": r})
 	use := assistantLine("msg_01fake"+randomHex()[:20], p.Model, map[string]any{
 		"type": "tool_use", "id": p.ToolUseID, "name": p.Tool, "input": p.Input,
 		"caller": map[string]string{"type": "direct"},

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -19,8 +21,10 @@ const env = "GATEWAY_TESTKIT_STANDIN"
 const backlog = 4096
 
 // The stand-in's side: before any test runs, a stand-in takes each socket
-// it is sent on its control descriptor (fd 3), listens on it, answers "ok",
-// and exits when the control descriptor closes (its test is over, or died).
+// it is sent on its control descriptor (fd 3) with one byte saying what to
+// do: listen on it (0), or connect it to the socket path that follows (C).
+// It answers "ok", and exits when the control descriptor closes (its test
+// is over, or died).
 func init() {
 	if os.Getenv(env) == "" {
 		return
@@ -29,7 +33,7 @@ func init() {
 }
 
 func serve(ctl *os.File) int {
-	buf := make([]byte, 1)
+	buf := make([]byte, 1+len(unix.RawSockaddrUnix{}.Path))
 	oob := make([]byte, unix.CmsgSpace(4))
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(int(ctl.Fd()), buf, oob, 0)
@@ -44,7 +48,11 @@ func serve(ctl *os.File) int {
 		if err != nil || len(fds) != 1 {
 			return 2
 		}
-		err = unix.Listen(fds[0], backlog)
+		if buf[0] == opConnect {
+			err = unix.Connect(fds[0], &unix.SockaddrUnix{Name: string(buf[1:n])})
+		} else {
+			err = unix.Listen(fds[0], backlog)
+		}
 		unix.Close(fds[0])
 		reply := "ok\n"
 		if err != nil {
@@ -56,10 +64,14 @@ func serve(ctl *os.File) int {
 	}
 }
 
+// opConnect asks the stand-in to connect a socket; 0 to listen on one.
+const opConnect = 'C'
+
 // Process is a running stand-in.
 type Process struct {
 	PID   int
 	ctl   *os.File
+	mu    sync.Mutex // one request at a time
 	reply *bufio.Reader
 }
 
@@ -100,19 +112,47 @@ func (p *Process) Listen(sock *os.File) error {
 	}
 	var serr error
 	if err := raw.Control(func(fd uintptr) {
-		serr = unix.Sendmsg(int(p.ctl.Fd()), []byte{0}, unix.UnixRights(int(fd)), nil, 0)
+		serr = p.ask([]byte{0}, int(fd))
 	}); err != nil {
 		return fmt.Errorf("standin: %w", err)
 	}
-	if serr != nil {
-		return fmt.Errorf("standin: handing over the socket: %w", serr)
+	return serr
+}
+
+// Dial connects to the Unix socket at path as the stand-in: the socket is
+// made here and connected there, so the listener's SO_PEERCRED names the
+// stand-in, as it names a real session's process for what the session
+// writes.
+func (p *Process) Dial(path string) (*net.UnixConn, error) {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("standin: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "standin-dial")
+	defer f.Close()
+	if err := p.ask(append([]byte{opConnect}, path...), fd); err != nil {
+		return nil, err
+	}
+	c, err := net.FileConn(f)
+	if err != nil {
+		return nil, fmt.Errorf("standin: %w", err)
+	}
+	return c.(*net.UnixConn), nil
+}
+
+// ask sends the stand-in one request with fd and reads its answer.
+func (p *Process) ask(req []byte, fd int) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := unix.Sendmsg(int(p.ctl.Fd()), req, unix.UnixRights(fd), nil, 0); err != nil {
+		return fmt.Errorf("standin: handing over the socket: %w", err)
 	}
 	line, err := p.reply.ReadString('\n')
 	if err != nil && err != io.EOF {
 		return fmt.Errorf("standin: %w", err)
 	}
 	if line != "ok\n" {
-		return fmt.Errorf("standin: listen: %q", line)
+		return fmt.Errorf("standin: %q", line)
 	}
 	return nil
 }

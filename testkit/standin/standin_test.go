@@ -54,3 +54,34 @@ func TestTheStandInBecomesTheListenerOfRecord(t *testing.T) {
 		t.Fatalf("the test no longer accepts: %v", err)
 	}
 }
+
+func TestWhatTheStandInDialsComesFromItsProcess(t *testing.T) {
+	path := filepath.Join(testutil.ShortTempDir(t), "s.sock")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	p := standin.Start(t)
+	c, err := p.Dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got, err := ln.AcceptUnix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Close()
+	cred, err := uds.PeerCred(got)
+	if err != nil || cred.PID != p.PID {
+		t.Fatalf("peer %+v, %v; want the stand-in's pid %d", cred, err, p.PID)
+	}
+	if _, err := c.Write([]byte("hi\n")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 3)
+	if _, err := got.Read(buf); err != nil || string(buf) != "hi\n" {
+		t.Fatalf("read %q, %v", buf, err)
+	}
+}
