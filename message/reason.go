@@ -36,7 +36,7 @@ var dropWire = [...]string{
 	DropDenied: "denied", DropExpired: "expired", DropRefused: "refused",
 	DropUnauthenticated: "unauthenticated", DropAliasLimit: "alias-limit", DropUnserved: "unserved",
 	DropDisconnected: "disconnected",
-	DropNotApprover: "not-approver",
+	DropNotApprover:  "not-approver",
 }
 
 // Admission reports whether r is one of the admission checks' reasons

@@ -4,8 +4,11 @@
 import * as api from "./api.js";
 import { el } from "./dom.js";
 
+// The gateway's kinds: tool_use, question, plan_approval, other.
 export function kindOf(p) {
-  if (p.kind) return p.kind;
+  if (p.kind === "plan_approval") return "plan";
+  if (p.kind === "question") return "question";
+  if (p.kind) return "tool";
   if (p.questions && p.questions.length) return "question";
   if (p.tool_name === "ExitPlanMode") return "plan";
   return "tool";
@@ -22,6 +25,8 @@ function rulesOf(s) {
 function suggestionLabel(s) {
   const rules = rulesOf(s);
   if (rules.length) return "Always allow " + rules.map((r) => r.rule_content ? `${r.tool_name}(${r.rule_content})` : r.tool_name).join(", ");
+  if (s.type === "setMode") return "Allow, and switch to " + s.mode;
+  if (s.directories && s.directories.length) return (s.type === "removeDirectories" ? "Allow, and remove " : "Allow, and add ") + s.directories.join(", ");
   return "Always allow (" + (s.type || "suggestion") + ")";
 }
 
@@ -41,10 +46,8 @@ export function renderPrompt(p, canAnswer, act) {
         el("option", { value: "default" }, "Approve, ask before edits"),
         el("option", { value: "acceptEdits" }, "Approve, accept edits"));
       const approve = el("button", { class: "primary" }, "Approve plan");
-      approve.addEventListener("click", act(async () => {
-        await done({ behavior: "allow" });
-        if (mode.value !== "default") await api.control(p.address, "set_permission_mode", mode.value);
-      }));
+      // The mode switch goes in the same answer (a setMode update).
+      approve.addEventListener("click", act(() => done(mode.value !== "default" ? { behavior: "allow", mode: mode.value } : { behavior: "allow" })));
       card.append(el("div", { class: "row" }, mode, approve), denyRow(p, act, done));
     }
   } else {
@@ -53,10 +56,13 @@ export function renderPrompt(p, canAnswer, act) {
       const allow = el("button", { class: "primary" }, "Allow");
       allow.addEventListener("click", act(() => done({ behavior: "allow" })));
       const row = el("div", { class: "row" }, allow);
-      const sugg = p.suggestions && p.suggestions.length ? p.suggestions : [{ rules: [{ toolName: p.tool_name }] }];
+      // The session's own suggestions go back by number, as offered;
+      // without any, "always allow" adds a rule for the tool.
+      const offered = p.suggestions && p.suggestions.length;
+      const sugg = offered ? p.suggestions : [{ rules: [{ toolName: p.tool_name }] }];
       sugg.forEach((s, i) => {
         const b = el("button", { class: "always", "data-suggestion": String(i) }, suggestionLabel(s));
-        b.addEventListener("click", act(() => done({ behavior: "allow", rules: rulesOf(s) })));
+        b.addEventListener("click", act(() => done(offered ? { behavior: "allow", suggestions: [i + 1] } : { behavior: "allow", rules: rulesOf(s) })));
         row.append(b);
       });
       card.append(row, denyRow(p, act, done));
