@@ -160,7 +160,11 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.Error("handler panic", "path", r.URL.Path, "panic", fmt.Sprint(v))
+				path := r.URL.Path
+				if strings.HasPrefix(path, "/v1/actions/") {
+					path = "/v1/actions/[redacted]" // the token acts: never in a log
+				}
+				s.log.Error("handler panic", "path", path, "panic", fmt.Sprint(v))
 				writeError(w, Error{Error: "internal error", Code: CodeInternal})
 			}
 		}()

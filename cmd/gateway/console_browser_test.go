@@ -133,7 +133,8 @@ func (p *cutProxy) setCut(cut bool) {
 
 // TestTheConsoleInAHeadlessBrowser drives the console in Chromium at phone
 // and desktop sizes: pairing with the printed link, a question answered by
-// tapping options, a tool allowed always, a held message released, and the
+// tapping options, a tool allowed always, a plan approved with a mode, a
+// message sent from a session's send box, a held message released, and the
 // event stream dropped and resumed without losing an event. The script
 // (testdata/console_browser.js) asks this test for each step over a loopback
 // "director" and the test checks what the fakes received.
@@ -210,6 +211,42 @@ func TestTheConsoleInAHeadlessBrowser(t *testing.T) {
 				return nil
 			})
 		},
+		"plan": func(map[string]string) (any, error) {
+			rid, err := cloud.Prompt(sid, fakecloud.PlanPrompt("1. fix the race\n2. run the tests"))
+			return map[string]string{"rid": rid}, err
+		},
+		"check-plan": func(a map[string]string) (any, error) {
+			err := checkAnswer(cloud, sid, a["rid"], func(got map[string]any) error {
+				if got["behavior"] != "allow" {
+					return fmt.Errorf("the answer was %v, want allow", got)
+				}
+				return nil
+			})
+			if err == nil && !testutil.Within(10*time.Second, func() bool {
+				for _, c := range cloud.Controls(sid) {
+					if c.Subtype == "set_permission_mode" && c.Mode == "acceptEdits" {
+						return true
+					}
+				}
+				return false
+			}) {
+				err = errors.New("no set_permission_mode acceptEdits reached the fake cloud")
+			}
+			return nil, err
+		},
+		"check-sent": func(a map[string]string) (any, error) {
+			if !testutil.Within(10*time.Second, func() bool {
+				for _, m := range cloud.Posted(sid) {
+					if m.User != nil && strings.Contains(string(m.Raw), a["text"]) {
+						return true
+					}
+				}
+				return false
+			}) {
+				return nil, errors.New("the fake cloud got no user message " + a["text"])
+			}
+			return nil, nil
+		},
 		"hold": func(map[string]string) (any, error) {
 			peer := newFake(t, g, fmt.Sprintf("work-%02d", len(peers)+1), message.ModePrompting)
 			id, err := peer.Send(ctxT(t), gwAddr, "hold me, please", message.ModeBypass)
@@ -258,7 +295,7 @@ func TestTheConsoleInAHeadlessBrowser(t *testing.T) {
 		t.Fatalf("the browser script failed: %v", err)
 	}
 	for _, size := range []string{"360x740", "1280x800"} {
-		for _, view := range []string{"signed-in", "question", "tool", "held", "resumed"} {
+		for _, view := range []string{"signed-in", "question", "tool", "plan", "sent", "held", "resumed"} {
 			if _, err := os.Stat(filepath.Join(shots, size+"-"+view+".png")); err != nil {
 				t.Errorf("no screenshot of %s at %s", view, size)
 			}

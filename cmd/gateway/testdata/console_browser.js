@@ -76,6 +76,27 @@ async function run(browser, width, height) {
   await step("check-bash", { rid: bid });
   log(size, "tool allowed always");
 
+  // A plan, shown, approved with a mode to continue in.
+  const { rid: pid } = await step("plan");
+  const pl = page.locator(".prompt-plan");
+  await pl.locator("pre.plan", { hasText: "1. fix the race" }).waitFor();
+  await pl.locator("select").selectOption("acceptEdits");
+  await shot("plan");
+  await tap(pl.getByRole("button", { name: "Approve plan" }));
+  await pl.waitFor({ state: "detached" });
+  await step("check-plan", { rid: pid });
+  log(size, "plan approved");
+
+  // A message from the remote session's send box; its echo streams back.
+  const text = `hello from ${size}`;
+  const card = page.locator(".session", { hasText: "fix the flaky test" });
+  await card.locator("input").fill(text);
+  await tap(card.getByRole("button", { name: "Send" }));
+  await step("check-sent", { text });
+  await page.locator("#output pre", { hasText: text }).waitFor();
+  await shot("sent");
+  log(size, "sent, and the reply streamed");
+
   // A held message from a local peer, released.
   const { id: hid } = await step("hold");
   const h = page.locator(`.held[data-id="${hid}"]`);
