@@ -38,6 +38,13 @@ type localLeg struct {
 	failures int // sends still to fail
 	attempts int
 	in       chan<- message.Event
+	aliases  []message.Session // the aliases of remote sessions it publishes
+}
+
+func (l *localLeg) Aliases() []message.Session {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]message.Session(nil), l.aliases...)
 }
 
 func newLocalLeg() *localLeg {
@@ -170,11 +177,15 @@ func (c instantClock) AfterFunc(d time.Duration, f func()) clock.Stopper {
 
 // startApprover runs a router over a remote leg that raises prompts and a
 // local leg, with the approver "review" beside it. Waits take no time.
-func startApprover(t *testing.T) *approverRig {
+func startApprover(t *testing.T) *approverRig { return startApproverAt(t, "review") }
+
+// startApproverAt is startApprover with the approver at addr.
+func startApproverAt(t *testing.T, addr string, aliases ...message.Session) *approverRig {
 	t.Helper()
 	g := &approverRig{remote: newPromptLeg(), local: newLocalLeg(), log: logTap{msgs: make(chan string, 4096)}}
+	g.local.aliases = aliases
 	g.r = router.New(router.Config{Logger: slog.New(g.log), Clock: instantClock{g}}, g.remote, g.local)
-	a := New(g.r, Config{Address: "review", Logger: slog.New(g.log), Clock: instantClock{g}})
+	a := New(g.r, Config{Address: addr, Logger: slog.New(g.log), Clock: instantClock{g}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 2)
 	go func() { done <- g.r.Run(ctx) }()
@@ -477,6 +488,43 @@ func TestAReplyWrittenByAnotherProcessThanTheApproversIsRefusedAndCounted(t *tes
 			}
 			// The approver's own process is still heard.
 			holdsAll(t, g.ask(t, "allow "+id), "Allowed "+id)
+		})
+	}
+}
+
+func TestAReplyWrittenByTheAliasWorkerStandingForTheApproverCounts(t *testing.T) {
+	remote := "bridge:" + promptleg.SessionID
+	worker := message.Session{Address: "uds:/tmp/cc-socks/77.sock", Protocol: message.ProtocolClaude, Name: "fix-the-bug",
+		SessionID: "s-alias", PID: 77, Kind: "alias", Reachable: true, AliasOf: remote}
+	tests := []struct {
+		name    string
+		pid     int
+		answers int
+	}{
+		{"written by another process, it is refused", 10, 0},
+		{"written by the alias worker, it counts", 77, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := startApproverAt(t, remote, worker)
+			pub := g.remote.feed(t, g.r, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))
+			id := pub[0].Permission.ID
+			_, _, sub := g.r.Hub().Subscribe(-1)
+			defer sub.Close()
+			g.local.say(t, message.Message{ID: "via-alias", From: remote, SenderPID: tt.pid, Body: "allow " + id})
+			timeout := time.After(10 * time.Second) // only stops a broken test from hanging
+			for done := false; !done; {
+				select {
+				case ev := <-sub.C:
+					done = ev.Drop != nil && ev.Drop.MsgID == "via-alias" ||
+						ev.Permission != nil && ev.Permission.ID == id && ev.Permission.State == message.PermissionAnswered
+				case <-timeout:
+					t.Fatal("the reply was neither refused nor applied")
+				}
+			}
+			if n := len(g.remote.answered()); n != tt.answers {
+				t.Fatalf("the leg got %d answers, want %d", n, tt.answers)
+			}
 		})
 	}
 }

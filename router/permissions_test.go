@@ -176,6 +176,15 @@ func TestTheSettledHistoryIsBounded(t *testing.T) {
 	}
 }
 
+// withSuggestions is a Bash prompt offering n suggestions.
+func withSuggestions(n int) message.Event {
+	ev := promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{"command":"ls"}`)
+	for i := range n {
+		ev.Permission.Suggestions = append(ev.Permission.Suggestions, message.PermissionUpdate{Type: message.UpdateAddDirectories, Directories: []string{fmt.Sprint("/d", i)}})
+	}
+	return ev
+}
+
 func TestAnswersAreCheckedBeforeTheyReachTheLeg(t *testing.T) {
 	allow := message.BehaviorAllow
 	tests := []struct {
@@ -213,6 +222,17 @@ func TestAnswersAreCheckedBeforeTheyReachTheLeg(t *testing.T) {
 			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option C"}, "Which features?": {"Logging"}}}, AnswerUnknownOption},
 		{"a label given twice is refused", promptleg.AskPrompt("r"),
 			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option A"}, "Which features?": {"Logging", "Logging"}}}, AnswerRepeatedOption},
+		{"an allow of a question without answers is refused", promptleg.AskPrompt("r"), message.PermissionAnswer{Behavior: allow}, AnswerQuestionNeedsAnswers},
+		{"an allow of a question whose input carries its answers is accepted", promptleg.AskPrompt("r"),
+			message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`{"answers":{"Which approach?":"Option A"}}`)}, 0},
+		{"the session's suggestions by number are accepted", withSuggestions(2), message.PermissionAnswer{Behavior: allow, Suggestions: []int{2, 1}}, 0},
+		{"a suggestion the session did not offer is refused", withSuggestions(2), message.PermissionAnswer{Behavior: allow, Suggestions: []int{3}}, AnswerBadSuggestion},
+		{"suggestion 0 is refused: they count from 1", withSuggestions(2), message.PermissionAnswer{Behavior: allow, Suggestions: []int{0}}, AnswerBadSuggestion},
+		{"a suggestion given twice is refused", withSuggestions(2), message.PermissionAnswer{Behavior: allow, Suggestions: []int{1, 1}}, AnswerBadSuggestion},
+		{"a plan approved with a mode switch is accepted", promptleg.Prompt(promptleg.SessionID, "r", "ExitPlanMode", `{"plan":"x"}`), message.PermissionAnswer{Behavior: allow, Mode: "acceptEdits"}, 0},
+		{"a switch to no permission mode is refused", promptleg.Prompt(promptleg.SessionID, "r", "ExitPlanMode", `{"plan":"x"}`), message.PermissionAnswer{Behavior: allow, Mode: "yolo"}, AnswerBadMode},
+		{"a deny with a mode switch is refused", promptleg.Prompt(promptleg.SessionID, "r", "ExitPlanMode", `{"plan":"x"}`), message.PermissionAnswer{Behavior: message.BehaviorDeny, Mode: "plan"}, AnswerDenyWithUpdates},
+		{"a deny with suggestions is refused", withSuggestions(1), message.PermissionAnswer{Behavior: message.BehaviorDeny, Suggestions: []int{1}}, AnswerDenyWithUpdates},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
