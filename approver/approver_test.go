@@ -256,6 +256,18 @@ func TestTheApproverGetsEachPromptWithItsIDAndTheReplyForms(t *testing.T) {
 			[]string{"Question " + id, "1. Which approach? [Approach] (choose one)", "1) Option A", "2) Option B",
 				"2. Which features? [Features] (choose one or more)", "  answer " + id + ` "Approach=Option A" "Features=Logging"` + "\n",
 				`answer ` + id + ` "1=1" "2=1" works too`, `("Features=Logging" "Features=Metrics")`, `Features=["Logging","Metrics"]`, "  deny " + id + " <reason>"}},
+		{"a tool prompt lists the session's suggestions by number and the allow options",
+			func() message.Event {
+				ev := promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{"command":"npm test"}`)
+				ev.Permission.Suggestions = []message.PermissionUpdate{{Type: message.UpdateAddRules, Behavior: "allow", Destination: "localSettings",
+					Rules: []message.PermissionRule{{ToolName: "Bash", RuleContent: "npm test"}}}}
+				return ev
+			}(),
+			[]string{"The session suggests (add one to an allow with --suggestion N):\n  1) addRules allow Bash(npm test) in localSettings\n",
+				"allow " + id + " --suggestion 1", "--mode MODE", "--input JSON"}},
+		{"a plan asks for approval and offers a mode switch in the same answer",
+			promptleg.Prompt(promptleg.SessionID, "r1", "ExitPlanMode", `{"plan":"1. fix it"}`),
+			[]string{"Plan approval " + id, "leave plan mode and carry out its plan", "allow " + id + " --mode acceptEdits", "  deny " + id + " <reason>\n"}},
 		{"a huge input is cut and says where to read it whole",
 			promptleg.Prompt(promptleg.SessionID, "r1", "Write", `{"content":"`+strings.Repeat("x", 5000)+`"}`),
 			[]string{"… (cut: 2000 of ", "bytes shown; `gateway permissions --json` shows it whole)"}},
