@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -185,15 +186,22 @@ func TestTheConsoleInAHeadlessBrowser(t *testing.T) {
 			return map[string]string{"url": pairLink(t, g.StateDir, "http://"+proxy.ln.Addr().String())}, nil
 		},
 		"question": func(map[string]string) (any, error) {
-			rid, err := cloud.Prompt(sid, fakecloud.AskPrompt())
-			return map[string]string{"rid": rid}, err
+			spec := fakecloud.AskPrompt()
+			spec.ToolUseID = fmt.Sprintf("toolu_console_%d", time.Now().UnixNano())
+			rid, err := cloud.Prompt(sid, spec)
+			return map[string]string{"rid": rid, "tool_use_id": spec.ToolUseID}, err
 		},
 		"check-question": func(a map[string]string) (any, error) {
+			// Exactly the question's input with the answers added, and nothing else.
+			var in map[string]any
+			_ = json.Unmarshal(fakecloud.AskPrompt().Input, &in)
+			in["answers"] = map[string]any{"Which approach?": "Option B", "Which features?": []any{"Logging", "Metrics"}}
+			want := map[string]any{"behavior": "allow", "updatedInput": in, "toolUseID": a["tool_use_id"]}
 			return nil, checkAnswer(cloud, sid, a["rid"], func(got map[string]any) error {
-				want := map[string]any{"Which approach?": "Option B", "Which features?": []any{"Logging", "Metrics"}}
-				in, _ := got["updatedInput"].(map[string]any)
-				if got["behavior"] != "allow" || fmt.Sprint(in["answers"]) != fmt.Sprint(want) || in["questions"] == nil {
-					return fmt.Errorf("the answer was %v, want allow with answers %v and the questions", got, want)
+				if !reflect.DeepEqual(got, want) {
+					g, _ := json.Marshal(got)
+					w, _ := json.Marshal(want)
+					return fmt.Errorf("the control_response's response was\n%s\nwant\n%s", g, w)
 				}
 				return nil
 			})

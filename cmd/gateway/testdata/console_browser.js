@@ -54,7 +54,7 @@ async function run(browser, width, height) {
   log(size, "signed in");
 
   // A question from the fake cloud appears live; answer it by tapping options.
-  const { rid: qid } = await step("question");
+  const { rid: qid, tool_use_id: quid } = await step("question");
   const q = page.locator(".prompt-question");
   await q.waitFor();
   await tap(q.getByRole("button", { name: "Option B", exact: true }));
@@ -63,7 +63,7 @@ async function run(browser, width, height) {
   await shot("question");
   await tap(q.getByRole("button", { name: "Send answer" }));
   await q.waitFor({ state: "detached" });
-  await step("check-question", { rid: qid });
+  await step("check-question", { rid: qid, tool_use_id: quid });
   log(size, "question answered");
 
   // A tool prompt, allowed with "always allow".
