@@ -86,7 +86,7 @@ func startCluster(dir string) (*cluster, error) {
 			StoreDir:   filepath.Join(dir, fmt.Sprintf("n%d", i)),
 			NoLog:      true,
 			NoSigs:     true,
-			Cluster:    server.ClusterOpts{Name: "fedtest", Host: "127.0.0.1", Port: p},
+			Cluster:    server.ClusterOpts{Name: "fedtest", Host: "127.0.0.1", Port: p, NoAdvertise: true}, // a client cut off through a proxy must not find the nodes itself
 			Routes:     server.RoutesFromStr(strings.Join(routes, ",")),
 		})
 		if err != nil {
@@ -176,6 +176,7 @@ func crash(n *Node) {
 	n.cancel()
 	n.done.Wait()
 	n.nc.Close()
+	n.closeStore() // a killed process's file lock goes with it
 }
 
 // peer is one host's local side: fixed sessions, and a Deliver that

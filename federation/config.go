@@ -18,7 +18,7 @@ const Embedded = "embedded"
 const (
 	DefaultRosterTTL = 20 * time.Second
 	DefaultListen    = "127.0.0.1:4222"
-	DefaultAckWait   = 30 * time.Second
+	DefaultAckWait   = 10 * time.Second // a message being worked on is kept in progress; this is how soon a crash's are offered again
 )
 
 // Config is how a gateway joins the federation.
@@ -79,6 +79,15 @@ type Config struct {
 	// when the cluster is smaller.
 	Replicas int
 
+	// SettledCap is how many settled message ids are kept (StateDir's
+	// store); zero: DefaultSettledCap.
+	SettledCap int
+	// SpoolPerHost and SpoolTotal cap the sends kept while the link is
+	// down, for one host and for all; SpoolBytes caps their size. Beyond
+	// them a send is refused (*SpoolFullError). Zero: the defaults.
+	SpoolPerHost, SpoolTotal int
+	SpoolBytes               int64
+
 	Log *slog.Logger
 }
 
@@ -107,6 +116,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ReplayWindow <= 0 {
 		c.ReplayWindow = DefaultReplayWindow
+	}
+	if c.SettledCap <= 0 {
+		c.SettledCap = DefaultSettledCap
 	}
 	if c.Listen == "" {
 		c.Listen = DefaultListen

@@ -11,10 +11,12 @@
 // send through this leg; each is named NAME.HOST (valid in both CLIs'
 // registries) and addressed NAME@HOST, and its own protocol stays on its
 // host (Origin). The leg is an alias host: in production Local.Deliver is
-// Leg.Deliver, which hands a message to the router as if it had arrived at
-// an alias of the local session, so it takes the bridge's road (hop guard,
-// sender's alias, receipts relayed back through Relay). Permission prompts
-// cross too (prompts.go, answers.go): each host publishes its own in a
+// router.Forward (ServeRouter), which takes a message as if it had arrived
+// at an alias of the local session, so it takes the bridge's road (hop
+// guard, sender's alias, receipts relayed back through Relay), and says
+// when the local leg wrote it. Settled ids and the spool of sends kept
+// while the link is down live in the state directory's federation.db.
+// Permission prompts cross too (prompts.go, answers.go): each host publishes its own in a
 // bucket, the leg raises the other hosts' in this router as a Prompter,
 // and an answer travels to the prompt's host, which applies it through
 // its own router and says back whether it won. Everything read

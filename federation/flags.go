@@ -2,6 +2,7 @@ package federation
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"log/slog"
 	"path/filepath"
@@ -113,9 +114,13 @@ func instanceID(stateDir string) string {
 	return id
 }
 
-// ServeRouter runs Serve with the router's sessions as this host's and the
-// leg's Deliver, until ctx ends. It publishes the router's permission
-// prompts to the other hosts and answers theirs for them through it.
+// ServeRouter runs Serve with the router's sessions as this host's, until
+// ctx ends. A message from another host takes the bridge's road
+// (router.Forward), so its first receipt says when the local leg wrote
+// it. Serve starts once the local legs are ready (or after legWait), so a
+// message offered again after a restart finds its session listed. It
+// publishes the router's permission prompts to the other hosts and
+// answers theirs for them through it.
 func (n *Node) ServeRouter(ctx context.Context, r *router.Router) error {
 	n.pr.mu.Lock()
 	n.pr.router = r
@@ -124,8 +129,35 @@ func (n *Node) ServeRouter(ctx context.Context, r *router.Router) error {
 	defer wg.Wait()
 	defer n.pr.bg.Wait()
 	wg.Go(func() { n.publishPrompts(ctx, r) })
+	deadline := time.Now().Add(legWait)
+	for !localReady(r) && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 	return n.Serve(ctx, Local{
 		Sessions: func(ctx context.Context) ([]message.Session, error) { return r.Sessions(ctx), nil },
-		Deliver:  n.leg.Deliver,
+		Deliver: func(ctx context.Context, m message.Message) (message.Receipt, error) {
+			m.AliasOf, m.Protocol = m.To, message.ProtocolFederation
+			rc := r.Forward(ctx, n.leg, m)
+			if rc.Status == 0 {
+				return rc, errors.New("federation: the router took nothing")
+			}
+			return rc, nil
+		},
 	})
+}
+
+// legWait bounds ServeRouter's wait for the local legs.
+const legWait = 10 * time.Second
+
+func localReady(r *router.Router) bool {
+	for p, err := range r.Ready() {
+		if p != message.ProtocolFederation && err != nil {
+			return false
+		}
+	}
+	return true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -13,9 +14,11 @@ import (
 )
 
 // Local is what Serve needs of this gateway: the sessions it reaches (to
-// publish) and a way to deliver a message that arrived for one of them
-// (the router's own send). Deliver returns the first receipt; an error
-// means no outcome yet, and the message is offered again later.
+// publish) and a way to deliver a message that arrived for one of them.
+// Deliver returns the first receipt: sent (or queued) when the local leg
+// took the message and its outcome follows through Relay, or that outcome
+// itself (delivered, held, dropped, failed...). An error with no status
+// means nothing was written: the message is offered again.
 type Local struct {
 	Sessions func(ctx context.Context) ([]message.Session, error)
 	Deliver  func(ctx context.Context, m message.Message) (message.Receipt, error)
@@ -24,38 +27,419 @@ type Local struct {
 // rosterPoll is how often Serve looks for a change in the local sessions.
 const rosterPoll = time.Second
 
+// inboundPending caps the messages this host holds unacknowledged: each
+// is in memory (up to MaxEnvelope) until its outcome is known.
+const inboundPending = 1024
+
+// outcomeWait bounds the wait for a decisive receipt after the local leg
+// took a message (a receipt the router forgot, a leg that sends none):
+// past it the message is acknowledged as taken.
+const outcomeWait = 2 * time.Minute
+
 // Serve publishes the local sessions and consumes the messages other hosts
-// send to this one, until ctx ends. Each message is delivered once: one
-// NATS offers again (a lost acknowledgement, a failover) is answered with
-// the receipt it already got, from a bounded window of settled ids.
+// send to this one, until ctx ends.
+//
+// Each message is acknowledged only once the local leg's outcome is known
+// (delivered, held, denied, dropped, expired, refused, failed), and kept
+// unacknowledged (NATS told it is in progress) until then. What became of
+// it is written to the settled store first, so a message NATS offers again
+// (a lost acknowledgement, a failover, this gateway restarted after a
+// crash) is answered with its receipt, never delivered twice. Messages of
+// one sender are written to the local leg one at a time, in stream order;
+// a message's settled record is on disk before the sender's next one is
+// written.
 func (n *Node) Serve(ctx context.Context, local Local) error {
+	in := &inflight{flights: map[string]*flight{}, lanes: map[string][]*flight{}}
+	var lanes sync.WaitGroup
+	defer lanes.Wait()
 	deliver := n.onlyPublished(local.Deliver)
-	cc, err := n.consume(ctx, "in-", inSubject(n.cfg.Host), 1024, func(msg jetstream.Msg) { n.inbound(ctx, msg, deliver) })
+	cc, err := n.consume(ctx, "in-", inSubject(n.cfg.Host), inboundPending, func(msg jetstream.Msg) {
+		n.inbound(ctx, in, &lanes, msg, deliver)
+	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
+		if ctx.Err() != nil || n.ctx.Err() != nil {
+			return nil // stopped or closed while starting
 		}
 		return fmt.Errorf("federation: inbound consumer: %w", err)
 	}
 	defer cc.Stop()
-	t := time.NewTicker(rosterPoll)
-	defer t.Stop()
-	for {
-		if local.Sessions != nil {
-			if ss, err := local.Sessions(ctx); err == nil {
-				if err := n.PublishSessions(ctx, ss); err != nil && ctx.Err() == nil {
-					n.log.Warn("federation roster not published", "err", err)
-				}
+	n.mu.Lock()
+	n.in = in
+	n.mu.Unlock()
+	publish := func() {
+		if local.Sessions == nil {
+			return
+		}
+		if ss, err := local.Sessions(ctx); err == nil {
+			if err := n.PublishSessions(ctx, ss); err != nil && ctx.Err() == nil {
+				n.log.Warn("federation roster not published", "err", err)
 			}
 		}
+	}
+	publish()
+	t := time.NewTicker(rosterPoll)
+	defer t.Stop()
+	progress := time.NewTicker(max(n.cfg.AckWait/3, 100*time.Millisecond))
+	defer progress.Stop()
+	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-n.ctx.Done():
 			return nil
+		case <-progress.C:
+			in.progress(n)
 		case <-t.C:
+			publish()
 		}
 	}
+}
+
+// inflight is what Serve holds unacknowledged: each message by its
+// settled key, and the lanes that write them, one per sender.
+type inflight struct {
+	mu      sync.Mutex
+	flights map[string]*flight   // origin/id -> the message
+	lanes   map[string][]*flight // origin/sender -> its messages not yet written, in order
+}
+
+// flight is one message from another host on its way to the local leg.
+type flight struct {
+	key, origin string
+	m           message.Message
+	msg         jetstream.Msg // its latest delivery: the one acknowledged
+	took        time.Time     // when the local leg took it; zero before
+	heard       chan struct{} // closed when its outcome is heard
+	wasHeard    bool
+	ctx         context.Context // Serve's, with the sender's trace
+	end         func()          // ends the receiving span
+}
+
+// hear marks f's outcome heard; in.mu held.
+func (f *flight) hear() {
+	if !f.wasHeard {
+		f.wasHeard = true
+		close(f.heard)
+	}
+}
+
+// progress tells NATS the messages still held are being worked on, and
+// lets go of one taken long ago whose outcome never came.
+func (in *inflight) progress(n *Node) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for key, f := range in.flights {
+		if !f.took.IsZero() && time.Since(f.took) > outcomeWait {
+			n.log.Warn("federation message taken, no outcome heard; acknowledged", "msg_id", f.m.ID, "from_host", f.origin)
+			_ = f.msg.Ack()
+			delete(in.flights, key)
+			continue
+		}
+		_ = f.msg.InProgress()
+	}
+}
+
+// inbound handles one message for this host. It runs on the consumer's one
+// goroutine, in stream order; the local legs are written from the lanes.
+func (n *Node) inbound(ctx context.Context, in *inflight, lanes *sync.WaitGroup, msg jetstream.Msg, deliver func(context.Context, message.Message) (message.Receipt, error)) {
+	e, reason := n.decode(msg)
+	if reason == 0 && e.Kind == kindAnswer {
+		n.answerIn(ctx, msg, e)
+		return
+	}
+	if reason == 0 && e.Kind != kindMessage {
+		reason = ReasonMisrouted
+	}
+	if reason != 0 {
+		n.drops.add(reason)
+		n.log.Debug("federation message dropped", "reason", reason.String()) // counted; a flood must not flood the log
+		_ = msg.Term()
+		return
+	}
+	m := *e.Message
+	ctx, end := n.received(ctx, msg, e.From, m.ID) // the span ends when the local leg has it
+	key := settledKey(e.From, m.ID)
+	in.mu.Lock()
+	if f, ok := in.flights[key]; ok {
+		f.msg = msg // offered again while on its way: one copy is enough
+		in.mu.Unlock()
+		end()
+		return
+	}
+	in.mu.Unlock()
+	// Not in flight: then any outcome it had is in the settled store.
+	if rc, ok := n.settled.get(key); ok {
+		defer end()
+		if decisive(rc) {
+			n.ackAfterReceipt(ctx, msg, e.From, rc) // say it again in case the receipt was lost
+			return
+		}
+		// Taken by the local leg before a restart, its outcome unknown:
+		// written once already, never again.
+		_ = msg.Ack()
+		return
+	}
+	lane := e.From + "/" + m.FromName
+	m.From, m.FromName = fromAddress(m.FromName, e.From)
+	// Known before delivery: a receipt may be relayed before Deliver returns.
+	n.origin.Put(m.ID, e.From)
+	f := &flight{key: key, origin: e.From, m: m, msg: msg, heard: make(chan struct{}), ctx: ctx, end: end}
+	in.mu.Lock()
+	in.flights[key] = f
+	queue, running := in.lanes[lane]
+	in.lanes[lane] = append(queue, f)
+	in.mu.Unlock()
+	if !running {
+		lanes.Go(func() { n.runLane(ctx, in, lane, deliver) })
+	}
+}
+
+// runLane writes one sender's messages in order until none is left.
+func (n *Node) runLane(ctx context.Context, in *inflight, lane string, deliver func(context.Context, message.Message) (message.Receipt, error)) {
+	for {
+		in.mu.Lock()
+		queue := in.lanes[lane]
+		if len(queue) == 0 || ctx.Err() != nil {
+			delete(in.lanes, lane) // on shutdown, what is left stays unacknowledged: NATS offers it again
+			in.mu.Unlock()
+			return
+		}
+		f := queue[0]
+		in.lanes[lane] = queue[1:]
+		in.mu.Unlock()
+		n.deliverFlight(in, f, deliver)
+	}
+}
+
+// deliverFlight hands f to the local leg, retrying while it takes nothing,
+// and records what it says before the lane moves on.
+func (n *Node) deliverFlight(in *inflight, f *flight, deliver func(context.Context, message.Message) (message.Receipt, error)) {
+	ctx := f.ctx
+	defer f.end()
+	wait := 250 * time.Millisecond
+	var rc message.Receipt
+	for {
+		dctx, cancel := context.WithTimeout(ctx, n.cfg.AckWait)
+		var err error
+		rc, err = deliver(dctx, f.m)
+		cancel()
+		if err == nil || rc.Status != 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		n.log.Warn("federation delivery failed; trying again", "msg_id", f.m.ID, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+	rc.MsgID = f.m.ID
+	if rc.Time.IsZero() {
+		rc.Time = time.Now()
+	}
+	if decisive(rc) {
+		n.settle(ctx, f.key, f.origin, rc)
+		return
+	}
+	// Taken (written to the session, or kept by a durable leg): on disk
+	// before the sender's next message is written, so a crash leaves at
+	// most this one written and unrecorded. Its outcome comes via Relay;
+	// the lane waits a moment for it, so the receiver has admitted this
+	// message before the next one is written (each write is a connection
+	// of its own, which the receiver may serve in any order).
+	if err := n.settled.put(f.key, rc); err != nil {
+		n.log.Warn("federation settled id not recorded", "msg_id", f.m.ID, "err", err)
+	}
+	in.mu.Lock()
+	f.took = time.Now()
+	in.mu.Unlock()
+	select {
+	case <-f.heard:
+	case <-ctx.Done():
+	case <-time.After(orderWait):
+	}
+}
+
+// orderWait bounds a lane's wait for a written message's outcome before
+// it writes the sender's next: a receiver that answers (Qwen Code) has by
+// then; one that says nothing of a clean delivery (Claude Code) costs
+// this much per message.
+const orderWait = 100 * time.Millisecond
+
+// settle records rc, the outcome of the message key from origin, sends it
+// to origin, and acknowledges the message if this host still holds it.
+// When the receipt cannot be sent, the message is offered again and the
+// receipt re-sent from the settled store then.
+func (n *Node) settle(ctx context.Context, key, origin string, rc message.Receipt) {
+	n.mu.Lock()
+	in := n.in
+	n.mu.Unlock()
+	var f *flight
+	if in != nil {
+		in.mu.Lock()
+		if f = in.flights[key]; f != nil {
+			f.hear()
+		}
+		in.mu.Unlock()
+	}
+	// Recorded before the flight is let go: a copy offered meanwhile finds
+	// one or the other.
+	if err := n.settled.put(key, rc); err != nil {
+		n.log.Warn("federation settled id not recorded", "msg_id", rc.MsgID, "err", err)
+	}
+	err := n.sendReceipt(ctx, origin, rc)
+	if f == nil {
+		return
+	}
+	in.mu.Lock()
+	var msg jetstream.Msg
+	if in.flights[key] == f {
+		delete(in.flights, key)
+		msg = f.msg
+	}
+	in.mu.Unlock()
+	switch {
+	case msg == nil:
+	case err != nil:
+		_ = msg.NakWithDelay(time.Second)
+	default:
+		_ = msg.Ack()
+	}
+}
+
+// ackAfterReceipt sends rc to the origin and acknowledges msg; when the
+// receipt cannot be sent, msg is offered again and the receipt re-sent
+// from the settled store then.
+func (n *Node) ackAfterReceipt(ctx context.Context, msg jetstream.Msg, origin string, rc message.Receipt) {
+	if err := n.sendReceipt(ctx, origin, rc); err != nil {
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	_ = msg.Ack()
+}
+
+// settledKey names a message by its origin too, so one host cannot mark
+// another's message id delivered before it arrives.
+func settledKey(origin, id string) string { return origin + "/" + id }
+
+// fromAddress is the sender of a message from host as this host shows it:
+// NAME@HOST and NAME.HOST, as the sender's session is listed here.
+func fromAddress(name, host string) (address, display string) {
+	if name == "" {
+		return host, host
+	}
+	return name + "@" + host, name + "." + host
+}
+
+// Relay sends a later receipt (delivered, held, denied, ...) of a message
+// that came from another host back to that host; the first decisive one
+// settles the message (recorded, then acknowledged). It reports false
+// when the message did not come through the federation (or is too old to
+// be remembered). It does not wait for the receipt to be published: the
+// router relays from a few goroutines it bounds, and a stream electing
+// its leader must not fill them.
+func (n *Node) Relay(ctx context.Context, rc message.Receipt) bool {
+	origin, ok := n.origin.Get(rc.MsgID)
+	if !ok {
+		return false
+	}
+	if rc.Time.IsZero() {
+		rc.Time = time.Now()
+	}
+	if !decisive(rc) {
+		return true // taken: deliverFlight records that
+	}
+	key := settledKey(origin, rc.MsgID)
+	n.mu.Lock()
+	in := n.in
+	n.mu.Unlock()
+	if in != nil {
+		in.mu.Lock()
+		if f := in.flights[key]; f != nil {
+			f.hear() // its lane may write the sender's next now
+		}
+		in.mu.Unlock()
+	}
+	select {
+	case n.relays <- relayed{key: key, origin: origin, rc: rc}:
+	default:
+		n.settle(ctx, key, origin, rc) // the queue is full: wait, rather than lose it
+	}
+	return true
+}
+
+// relayed is a decisive receipt waiting to be settled.
+type relayed struct {
+	key, origin string
+	rc          message.Receipt
+}
+
+// relayQueue bounds the receipts waiting to be settled: more than this
+// host holds unacknowledged, with room for later ones (held, then
+// delivered).
+const relayQueue = 4 * inboundPending
+
+// settleRelayed settles the relayed receipts in order, until Close.
+func (n *Node) settleRelayed() {
+	defer n.done.Done()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case r := <-n.relays:
+			n.settle(n.ctx, r.key, r.origin, r.rc)
+		}
+	}
+}
+
+func (n *Node) sendReceipt(ctx context.Context, host string, rc message.Receipt) error {
+	b, err := n.encode(envelope{Kind: kindReceipt, From: n.cfg.Host, To: host, Receipt: &rc})
+	if err != nil {
+		return err
+	}
+	err = n.publish(ctx, receiptSubject(host), b, "rc."+rc.MsgID+"."+rc.Status.String())
+	n.receiptCounted(ctx, host, "out", rc.Status, err)
+	if err != nil {
+		n.log.Warn("federation receipt not sent", "msg_id", rc.MsgID, "status", rc.Status, "err", err)
+	}
+	return err
+}
+
+// publish writes b to subject, retrying with the same message id (so the
+// stream keeps one copy) until it is stored or ctx ends: a leader change
+// or a reconnect is a pause, not a loss.
+func (n *Node) publish(ctx context.Context, subject string, b []byte, id string) error {
+	wait := 50 * time.Millisecond
+	for {
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := n.js.PublishMsg(actx, &nats.Msg{Subject: subject, Data: b, Header: traceHeader(ctx)}, jetstream.WithMsgID(id))
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if permanent(err) {
+			return fmt.Errorf("federation: publish to %s: %w", subject, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("federation: publish to %s: %w", subject, err)
+		case <-n.ctx.Done():
+			return fmt.Errorf("federation: closed: %w", err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// permanent reports whether a publish error would recur on a retry.
+func permanent(err error) bool {
+	var api *jetstream.APIError
+	return errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrBadSubject) ||
+		errors.As(err, &api) && api.Code == 400
 }
 
 // consume creates (or opens) this host's durable consumer of subject and
@@ -96,147 +480,3 @@ func (n *Node) consume(ctx context.Context, prefix, subject string, pending int,
 
 // errNoLeader is a consumer whose leader is still being elected.
 var errNoLeader = errors.New("the consumer has no leader yet")
-
-// inbound handles one message for this host. It runs on the consumer's
-// one goroutine, so messages are delivered in stream order.
-func (n *Node) inbound(ctx context.Context, msg jetstream.Msg, deliver func(context.Context, message.Message) (message.Receipt, error)) {
-	e, reason := n.decode(msg)
-	if reason == 0 && e.Kind == kindAnswer {
-		n.answerIn(ctx, msg, e)
-		return
-	}
-	if reason == 0 && e.Kind != kindMessage {
-		reason = ReasonMisrouted
-	}
-	if reason != 0 {
-		n.drops.add(reason)
-		n.log.Debug("federation message dropped", "reason", reason.String()) // counted; a flood must not flood the log
-		_ = msg.Term()
-		return
-	}
-	m := *e.Message
-	ctx, end := n.received(ctx, msg, e.From, m.ID)
-	defer end()
-	key := settledKey(e.From, m.ID)
-	if rc, ok := n.settled.Get(key); ok {
-		// Delivered before; say so again in case the receipt was lost.
-		if rc.Status == message.StatusQueued {
-			_ = msg.Ack()
-			return
-		}
-		n.ackAfterReceipt(ctx, msg, e.From, rc)
-		return
-	}
-	m.From, m.FromName = fromAddress(m.FromName, e.From)
-	// Known before delivery: a receipt may be relayed before Deliver returns.
-	n.origin.Put(m.ID, e.From)
-	dctx, cancel := context.WithTimeout(ctx, n.cfg.AckWait*2/3)
-	rc, err := deliver(dctx, m)
-	cancel()
-	if err != nil && rc.Status == 0 {
-		n.log.Warn("federation delivery failed; offered again later", "msg_id", m.ID, "err", err)
-		_ = msg.NakWithDelay(time.Second)
-		return
-	}
-	rc.MsgID = m.ID
-	if rc.Time.IsZero() {
-		rc.Time = time.Now()
-	}
-	if rc.Status == message.StatusQueued {
-		// Taken by the router; its receipts follow through Relay, which
-		// may have settled the id already.
-		if _, ok := n.settled.Get(key); !ok {
-			n.settled.Put(key, rc)
-		}
-		_ = msg.Ack()
-		return
-	}
-	n.settled.Put(key, rc)
-	n.ackAfterReceipt(ctx, msg, e.From, rc)
-}
-
-// ackAfterReceipt sends rc to the origin and acknowledges msg; when the
-// receipt cannot be sent, msg is offered again and the receipt re-sent
-// from the settled window then.
-func (n *Node) ackAfterReceipt(ctx context.Context, msg jetstream.Msg, origin string, rc message.Receipt) {
-	if err := n.sendReceipt(ctx, origin, rc); err != nil {
-		_ = msg.NakWithDelay(time.Second)
-		return
-	}
-	_ = msg.Ack()
-}
-
-// settledKey names a message by its origin too, so one host cannot mark
-// another's message id delivered before it arrives.
-func settledKey(origin, id string) string { return origin + "/" + id }
-
-// fromAddress is the sender of a message from host as this host shows it:
-// NAME@HOST and NAME.HOST, as the sender's session is listed here.
-func fromAddress(name, host string) (address, display string) {
-	if name == "" {
-		return host, host
-	}
-	return name + "@" + host, name + "." + host
-}
-
-// Relay sends a later receipt (delivered, held, denied, ...) of a message
-// that came from another host back to that host. It reports false when
-// the message did not come through the federation (or is too old to be
-// remembered).
-func (n *Node) Relay(ctx context.Context, rc message.Receipt) bool {
-	origin, ok := n.origin.Get(rc.MsgID)
-	if !ok {
-		return false
-	}
-	if rc.Time.IsZero() {
-		rc.Time = time.Now()
-	}
-	n.settled.Put(settledKey(origin, rc.MsgID), rc)
-	if err := n.sendReceipt(ctx, origin, rc); err != nil {
-		n.log.Warn("federation receipt not sent", "msg_id", rc.MsgID, "status", rc.Status, "err", err)
-	}
-	return true
-}
-
-func (n *Node) sendReceipt(ctx context.Context, host string, rc message.Receipt) error {
-	b, err := n.encode(envelope{Kind: kindReceipt, From: n.cfg.Host, To: host, Receipt: &rc})
-	if err != nil {
-		return err
-	}
-	err = n.publish(ctx, receiptSubject(host), b, "rc."+rc.MsgID+"."+rc.Status.String())
-	n.receiptCounted(ctx, host, "out", rc.Status, err)
-	return err
-}
-
-// publish writes b to subject, retrying with the same message id (so the
-// stream keeps one copy) until it is stored or ctx ends: a leader change
-// or a reconnect is a pause, not a loss.
-func (n *Node) publish(ctx context.Context, subject string, b []byte, id string) error {
-	wait := 50 * time.Millisecond
-	for {
-		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := n.js.PublishMsg(actx, &nats.Msg{Subject: subject, Data: b, Header: traceHeader(ctx)}, jetstream.WithMsgID(id))
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if permanent(err) {
-			return fmt.Errorf("federation: publish to %s: %w", subject, err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("federation: publish to %s: %w", subject, err)
-		case <-n.ctx.Done():
-			return fmt.Errorf("federation: closed: %w", err)
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 2*time.Second)
-	}
-}
-
-// permanent reports whether a publish error would recur on a retry.
-func permanent(err error) bool {
-	var api *jetstream.APIError
-	return errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrBadSubject) ||
-		errors.As(err, &api) && api.Code == 400
-}

@@ -2,13 +2,12 @@ package federation
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
@@ -33,28 +32,6 @@ var (
 
 // Leg returns the node's leg.
 func (n *Node) Leg() *Leg { return n.leg }
-
-// Deliver hands m, a message from another host for a session of this one,
-// to the router as a message that arrived at an alias of that session, so
-// the bridge forwards it (hop guard, sender's alias, receipts). The
-// receipt is queued: the local leg's own receipts follow through Relay.
-// Use it as Local.Deliver.
-func (l *Leg) Deliver(ctx context.Context, m message.Message) (message.Receipt, error) {
-	l.mu.Lock()
-	in := l.in
-	l.mu.Unlock()
-	if in == nil {
-		return message.Receipt{}, errors.New("federation: the leg is not running")
-	}
-	m.AliasOf, m.Protocol = m.To, message.ProtocolFederation
-	l.n.traces.Put(m.ID, trace.SpanContextFromContext(ctx)) // for TraceContext
-	select {
-	case in <- message.Event{Type: message.EventMessage, Time: time.Now(), Leg: message.ProtocolFederation, Message: &m}:
-		return message.Receipt{MsgID: m.ID, Status: message.StatusQueued, Time: time.Now()}, nil
-	case <-ctx.Done():
-		return message.Receipt{}, ctx.Err()
-	}
-}
 
 // SyncAliases does nothing: other hosts learn this one's sessions from
 // the roster Serve publishes.
@@ -85,7 +62,11 @@ func (l *Leg) Ready() error { return l.n.Ready() }
 // Send publishes m to the host of m.To (NAME@HOST, picked by
 // m.ToSessionID) and returns sent once the stream has stored it; the
 // message id is the stream's de-duplication id, so a retry is never a
-// second copy.
+// second copy. When the link is down, or the stream does not store it
+// within directWait, or earlier sends are still kept, m is kept on disk
+// (the spool) and published in order when the link is back: Send returns
+// queued, and the sent receipt follows from Run. A full spool refuses m
+// with a *SpoolFullError.
 func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, error) {
 	n := l.n
 	fail := func(err error) (message.Receipt, error) {
@@ -106,11 +87,41 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 		return fail(err)
 	}
 	n.sentTo.Put(m.ID, target.Host)
-	if err := n.publish(ctx, inSubject(target.Host), b, m.ID); err != nil {
+	// Earlier sends still kept go first: a sender's messages stay in order.
+	if n.spool.len() == 0 && n.nc.Status() == nats.CONNECTED {
+		dctx, cancel := context.WithTimeout(ctx, directWait)
+		err := n.publish(dctx, inSubject(target.Host), b, m.ID)
+		cancel()
+		switch {
+		case err == nil:
+			n.sent(ctx, target.Host)
+			return message.Receipt{MsgID: m.ID, Status: message.StatusSent, From: m.To, Time: time.Now()}, nil
+		case permanent(err), n.ctx.Err() != nil:
+			return fail(err)
+		}
+		// Not stored in time: it may have been, and the spool's copy then
+		// has the same id, which the stream (or the receiver) drops.
+	}
+	if err := n.spool.add(target.Host, m.ID, b); err != nil {
 		return fail(err)
 	}
-	n.sent(ctx, target.Host)
-	return message.Receipt{MsgID: m.ID, Status: message.StatusSent, From: m.To, Time: time.Now()}, nil
+	return message.Receipt{MsgID: m.ID, Status: message.StatusQueued, From: m.To, Time: time.Now(),
+		Reason: "kept until the federation link is back"}, nil
+}
+
+// report hands a receipt of this host's own send to the router, while Run
+// runs.
+func (l *Leg) report(ctx context.Context, rc message.Receipt) {
+	l.mu.Lock()
+	in := l.in
+	l.mu.Unlock()
+	if in == nil {
+		return
+	}
+	select {
+	case in <- message.Event{Type: message.EventReceipt, Time: time.Now(), Leg: message.ProtocolFederation, Receipt: &rc}:
+	case <-ctx.Done():
+	}
 }
 
 // Run reports the receipts other hosts send back for this host's messages,
@@ -119,8 +130,8 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 	n := l.n
 	cc, err := n.consume(ctx, "rc-", receiptSubject(n.cfg.Host), 4096, func(msg jetstream.Msg) { l.receipt(ctx, msg, in) })
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
+		if ctx.Err() != nil || n.ctx.Err() != nil {
+			return nil // stopped or closed while starting
 		}
 		return fmt.Errorf("federation: receipt consumer: %w", err)
 	}

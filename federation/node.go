@@ -10,15 +10,18 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	bolt "go.etcd.io/bbolt"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/sessiongateway/gateway/internal/bounded"
 	"github.com/sessiongateway/gateway/message"
+
+	"github.com/sessiongateway/gateway/internal/bounded"
 )
 
 // Names in NATS every gateway of a federation agrees on.
@@ -39,8 +42,8 @@ var ErrHostTaken = errors.New("another gateway already claims this host name")
 // ErrCredentials means the NATS server refused this gateway's credentials.
 var ErrCredentials = errors.New("the NATS server refused this gateway's credentials")
 
-// settledWindow is how many delivered message ids a host remembers, so a
-// message NATS offers again is not delivered twice.
+// settledWindow is how many message ids a host remembers the origin of
+// (inbound) and the target host of (outbound), for receipts.
 const settledWindow = 1 << 16
 
 // Node is this gateway's membership in the federation.
@@ -63,11 +66,17 @@ type Node struct {
 	nonces  nonces                          // envelopes read, to tell a replay
 	missing *bounded.Map[string, time.Time] // hosts found without a roster entry, when
 	drops   drops
-	settled *bounded.Map[string, message.Receipt]   // origin/inbound id -> its outcome
+	db      *bolt.DB                                // the state directory's store, or nil
+	settled *settled                                // origin/inbound id -> its outcome
+	spool   *spool                                  // sends kept while the link is down
 	origin  *bounded.Map[string, string]            // inbound id -> the host that sent it
 	sentTo  *bounded.Map[string, string]            // outbound id -> the host it went to
+	in      *inflight                               // Serve's unacknowledged messages, while it runs
 	traces  *bounded.Map[string, trace.SpanContext] // inbound id -> its receiving span (metrics.go)
 	pr      promptState                             // permission prompts across hosts (prompts.go)
+	upSince atomic.Int64                            // unix nanoseconds the link is up since; 0 while down
+	relink  chan struct{}                           // a reconnect: the roster watch starts over
+	relays  chan relayed                            // decisive receipts for settleRelayed
 
 	mu        sync.Mutex
 	others    map[string]hostEntry // other hosts' roster entries, by host
@@ -92,11 +101,11 @@ func Connect(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n := &Node{
 		cfg: cfg, log: cfg.Log.With("leg", "federation", "host", cfg.Host),
-		settled: bounded.NewMap[string, message.Receipt](settledWindow),
-		origin:  bounded.NewMap[string, string](settledWindow),
-		sentTo:  bounded.NewMap[string, string](settledWindow),
-		traces:  bounded.NewMap[string, trace.SpanContext](settledWindow),
-		others:  map[string]hostEntry{},
+		origin: bounded.NewMap[string, string](settledWindow),
+		sentTo: bounded.NewMap[string, string](settledWindow),
+		traces: bounded.NewMap[string, trace.SpanContext](settledWindow),
+		others: map[string]hostEntry{}, relink: make(chan struct{}, 1),
+		relays:  make(chan relayed, relayQueue),
 		nonces:  newNonces(),
 		missing: bounded.NewMap[string, time.Time](1024),
 	}
@@ -105,11 +114,15 @@ func Connect(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.leg = &Leg{n: n}
 	n.pr.init(cfg.Host)
+	if err := n.openStore(); err != nil {
+		return nil, err
+	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	urls := cfg.URLs
 	if strings.TrimSpace(urls) == Embedded {
 		if n.srv, err = startEmbedded(cfg); err != nil {
 			n.cancel()
+			n.closeStore()
 			return nil, err
 		}
 		urls = n.srv.ClientURL()
@@ -117,17 +130,21 @@ func Connect(ctx context.Context, cfg Config) (*Node, error) {
 	if err := n.connect(urls); err != nil {
 		n.cancel()
 		n.shutdownServer()
+		n.closeStore()
 		return nil, err
 	}
 	if err := n.setup(ctx); err != nil {
 		n.cancel()
 		n.nc.Close()
 		n.shutdownServer()
+		n.closeStore()
 		return nil, err
 	}
-	n.done.Add(2)
+	n.done.Add(4)
 	go n.heartbeat()
 	go n.watchRoster()
+	go n.flush()
+	go n.settleRelayed()
 	return n, nil
 }
 
@@ -141,6 +158,7 @@ func (n *Node) connect(urls string) error {
 		nats.CustomReconnectDelay(reconnectDelay),
 		nats.ReconnectBufSize(8 << 20),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			n.upSince.Store(0)
 			if err != nil { // nil: our own Close
 				n.log.Warn("federation link down", "err", err)
 				n.link.down(err)
@@ -149,6 +167,12 @@ func (n *Node) connect(urls string) error {
 		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { n.link.retrying(err) }),
 		nats.ReconnectHandler(func(c *nats.Conn) {
 			n.link.up()
+			n.upSince.Store(time.Now().UnixNano())
+			n.spool.wake()
+			select {
+			case n.relink <- struct{}{}:
+			default:
+			}
 			n.log.Info("federation link back", "url", c.ConnectedUrlRedacted())
 		}),
 		// A permission the server refuses is said here, or nowhere.
@@ -185,14 +209,16 @@ func (n *Node) connect(urls string) error {
 	}
 	n.nc, n.js = nc, js
 	n.link.up()
+	n.upSince.Store(time.Now().UnixNano())
 	return nil
 }
 
-// reconnectDelay backs off exponentially from 250 ms to 30 s, with up to
-// half again of jitter, so a cluster that comes back is not stampeded.
+// reconnectDelay backs off exponentially from 250 ms to 5 s, with up to
+// half again of jitter, so a cluster that comes back is not stampeded and
+// a gateway cut off for a while is back within seconds of the heal.
 func reconnectDelay(attempts int) time.Duration {
-	d := 250 * time.Millisecond << min(attempts, 7)
-	d = min(d, 30*time.Second)
+	d := 250 * time.Millisecond << min(attempts, 5)
+	d = min(d, 5*time.Second)
 	return d + rand.N(d/2+1)
 }
 
@@ -430,6 +456,7 @@ func (n *Node) Close() error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	n.shutdownServer()
+	n.closeStore()
 	return err
 }
 

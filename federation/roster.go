@@ -103,7 +103,7 @@ func (n *Node) watchRoster() {
 		}
 		select {
 		case <-n.ctx.Done():
-		case <-time.After(time.Second):
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
@@ -118,6 +118,8 @@ func (n *Node) watchOnce() error {
 		select {
 		case <-n.ctx.Done():
 			return nil
+		case <-n.relink:
+			return nil // a watch across a long cut may not resume: start over
 		case e, ok := <-w.Updates():
 			if !ok {
 				return errors.New("watch closed")
@@ -169,18 +171,21 @@ func (n *Node) heard(e jetstream.KeyValueEntry) {
 // Sessions lists the other hosts' sessions heard within the roster TTL, as
 // the federation leg shows them: protocol federation, Host set, name
 // NAME.HOST, address NAME@HOST, no local process. A session whose name would not parse in
-// that address is left out.
+// that address is left out. While this host is cut off (see listed), the
+// last entries heard stay listed, reachable false past the TTL.
 func (n *Node) Sessions() []message.Session {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var out []message.Session
 	now := time.Now()
 	for host, h := range n.others {
-		if now.Sub(h.seen) > n.cfg.RosterTTL {
+		show, fresh := n.listed(h, now)
+		if !show {
 			continue
 		}
 		for _, s := range h.sessions {
 			if f, ok := federated(host, s); ok {
+				f.Reachable = f.Reachable && fresh
 				out = append(out, f)
 			}
 		}
@@ -198,6 +203,26 @@ func (n *Node) Sessions() []message.Session {
 		return 0
 	})
 	return out
+}
+
+// listed says whether another host's entry h is listed at now, and
+// whether it is fresh (heard within the TTL). A stale entry means that
+// host is gone when this host's link has been up since before that entry
+// was heard (a later heartbeat would have been heard too), or for a TTL
+// and a heartbeat since it came back (the roster watch has caught up).
+// Otherwise this host is the one that was cut off and cannot tell: the
+// host stays listed, its sessions unreachable, and a send to them is kept
+// until the link is back.
+func (n *Node) listed(h hostEntry, now time.Time) (show, fresh bool) {
+	if now.Sub(h.seen) <= n.cfg.RosterTTL {
+		return true, true
+	}
+	up := n.upSince.Load()
+	if up == 0 {
+		return true, false
+	}
+	upAt := time.Unix(0, up)
+	return upAt.After(h.seen) && now.Sub(upAt) < n.cfg.RosterTTL+n.cfg.heartbeat(), false
 }
 
 // federated is s as this host lists it: named NAME.HOST (a name both
@@ -225,7 +250,7 @@ func (n *Node) Origin(address, sessionID string) (message.Session, bool) {
 	var found message.Session
 	ok := false
 	for host, h := range n.others {
-		if now.Sub(h.seen) > n.cfg.RosterTTL {
+		if show, _ := n.listed(h, now); !show {
 			continue
 		}
 		for _, s := range h.sessions {

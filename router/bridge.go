@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"time"
@@ -73,36 +74,66 @@ func (r *Router) bridged(name string) bool {
 	return false
 }
 
+// Forward runs the bridge now for in, a message that arrived at an alias
+// on source, and returns the forward's first receipt: sent once the
+// target leg wrote it, or why it was not (dropped, failed). Later
+// receipts reach source's Relay, as the bridge's always do. An alias host
+// that must know when the message was written (the federation settles it
+// then, before acknowledging it) calls Forward instead of sending an
+// EventMessage. A message forwarded again (its host offered it twice) is
+// not written twice while the router tracks it: where it stands is
+// answered instead.
+func (r *Router) Forward(ctx context.Context, source Leg, in message.Message) message.Receipt {
+	r.cfg.Metrics.Message(ctx, string(source.Name()), "in")
+	r.hub.Publish(message.Event{Type: message.EventMessage, Time: r.cfg.Clock.Now(), Leg: source.Name(), Message: &in})
+	return r.bridge(ctx, source, in)
+}
+
+// forwardID is the id the bridge forwards in under: the same for the same
+// message from the same sender on the same leg, so a receiver that keeps
+// settled ids (Qwen Code) answers a second copy with its first verdict.
+func forwardID(source Leg, in message.Message) string {
+	return uuid.NewSHA1(forwardSpace, []byte(string(source.Name())+"\x00"+in.From+"\x00"+in.ID)).String()
+}
+
+var forwardSpace = uuid.MustParse("6f1d3c1e-5a8b-4c2e-9a57-0b8f2f4d7e11")
+
 // bridge forwards a message that arrived at an alias to the session the
-// alias stands for, sent from the alias of its sender on that leg.
-func (r *Router) bridge(ctx context.Context, source Leg, in message.Message) {
+// alias stands for, sent from the alias of its sender on that leg, and
+// returns the forward's first receipt.
+func (r *Router) bridge(ctx context.Context, source Leg, in message.Message) message.Receipt {
 	if err := r.hopCheck(ctx, source, &in); err != nil { // hop guard (router/hop.go): appends our token or drops
-		return
+		var he *HopError
+		errors.As(err, &he)
+		return message.Receipt{MsgID: in.ID, Status: message.StatusDropped, DropReason: he.Reason, Reason: err.Error()}
 	}
-	fail := func(reason string) {
+	fail := func(reason string) message.Receipt {
+		rc := message.Receipt{MsgID: in.ID, Status: message.StatusFailed, Reason: reason}
 		if h, ok := source.(AliasHost); ok {
-			h.Relay(ctx, in, message.Receipt{MsgID: in.ID, Status: message.StatusFailed, Reason: reason})
+			h.Relay(ctx, in, rc)
 		}
 		r.log.Info("bridged message not forwarded", "msg_id", in.ID, "to", in.AliasOf, "reason", reason)
+		return rc
+	}
+	id := forwardID(source, in)
+	if snap, err := r.Message(id); err == nil && snap.Status != message.StatusFailed {
+		return message.Receipt{MsgID: in.ID, Status: snap.Status}
 	}
 	targetLeg, target, err := r.resolveAlias(ctx, in)
 	if err != nil {
-		fail(err.Error())
-		return
+		return fail(err.Error())
 	}
 	if !r.bridged(target.Name) {
-		fail("the bridge does not reach " + target.Name)
-		return
+		return fail("the bridge does not reach " + target.Name)
 	}
 	if err := forwardable(targetLeg, in.Attachments); err != nil {
-		fail(err.Error())
-		return
+		return fail(err.Error())
 	}
 	sender := r.senderOf(ctx, source, in)
 	m := message.Message{
-		ID: uuid.NewString(), To: target.Address, ToName: target.Name, ToPID: target.PID,
+		ID: id, To: target.Address, ToName: target.Name, ToPID: target.PID,
 		ToSessionID: target.SessionID, Body: in.Body, Mode: in.Mode, FromName: sender.Name,
-		HopChain: in.HopChain, Attachments: in.Attachments, Protocol: targetLeg.Name(), Time: r.cfg.Clock.Now(),
+		HopChain: in.HopChain, Attachments: in.Attachments, Protocol: targetLeg.Name(), Time: r.cfg.Clock.Now(), Unpaced: in.Unpaced,
 	}
 	var sendAs func(ctx context.Context, m message.Message) (message.Receipt, error)
 	if host, ok := targetLeg.(AliasHost); ok {
@@ -115,8 +146,10 @@ func (r *Router) bridge(ctx context.Context, source Leg, in message.Message) {
 		m.From, m.FromSession = sender.Address, sender.SessionID
 		sendAs = targetLeg.Send
 	}
-	r.dispatch(ctx, targetLeg, m, &forward{source: source, in: in}, sendAs, "bridged")
+	rc := r.dispatch(ctx, targetLeg, m, &forward{source: source, in: in}, sendAs, "bridged")
 	r.log.Info("bridged message", "from", sender.Name, "from_leg", source.Name(), "to", target.Name, "to_leg", targetLeg.Name(), "msg_id", m.ID)
+	rc.MsgID = in.ID
+	return rc
 }
 
 // forwardable says whether a bridged message's files can go on to leg:

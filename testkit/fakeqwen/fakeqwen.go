@@ -19,6 +19,7 @@ type Config struct {
 	TmpDir     string       // Node's temp dir stand-in; default a test temp dir
 	Mode       message.Mode // review class for mode parity; default prompting
 	Inbound    qwen.Policy  // crossSessionInbound; unset is mode parity
+	Limits     qwen.Limits  // its inbox's admission limits; zero fields are Qwen Code's
 }
 
 // Peer is a running fake session. Its events (messages that reached it,
@@ -35,7 +36,7 @@ func Start(tb testing.TB, cfg Config) *Peer {
 		cfg.TmpDir = tb.TempDir()
 	}
 	p, err := qwen.Register(qwen.PeerConfig{Name: cfg.Name, Home: cfg.Home, RuntimeDir: cfg.RuntimeDir,
-		TmpDir: cfg.TmpDir, Mode: cfg.Mode, Inbound: cfg.Inbound})
+		TmpDir: cfg.TmpDir, Mode: cfg.Mode, Inbound: cfg.Inbound, Limits: cfg.Limits})
 	if err != nil {
 		tb.Fatalf("fakeqwen: %v", err)
 	}

@@ -31,6 +31,7 @@ type PeerConfig struct {
 	Mode       message.Mode // our review class for mode parity; default prompting
 	Inbound    Policy       // PolicyUnset: parity
 	HeldExpiry time.Duration
+	Limits     Limits // the inbox's admission limits; zero fields are Qwen Code's
 	Clock      clock.Clock
 	Logger     *slog.Logger
 	Socket     uds.Limits
@@ -117,7 +118,7 @@ func Register(cfg PeerConfig) (*Peer, error) {
 	p.mirror = NewMirror(cfg.Clock, Limits{})
 	p.drops = NewDropReceipts(cfg.Clock, p.sendDropReceipt)
 	p.gate = NewGate(Config{
-		Clock: cfg.Clock,
+		Clock: cfg.Clock, Limits: cfg.Limits,
 		Policy: func(sid string) (Policy, error) {
 			if _, ok := p.al.bySession(sid); ok {
 				return PolicyAccept, nil // the session behind the alias applies its own

@@ -1,0 +1,248 @@
+package federation
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/router"
+	"github.com/sessiongateway/gateway/testkit/natscluster"
+)
+
+func TestSettledIdsSurviveAReopenAndTheOldestArePruned(t *testing.T) {
+	dir := t.TempDir()
+	db, err := openStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := newSettled(db, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := message.Receipt{MsgID: "m-0", Status: message.StatusSent}
+	delivered := message.Receipt{MsgID: "m-0", Status: message.StatusDelivered}
+	if err := s.put("a/m-0", delivered); err != nil {
+		t.Fatal(err)
+	}
+	// A decisive record is never replaced by a taken one.
+	if err := s.put("a/m-0", sent); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < 300; i++ {
+		if err := s.put(fmt.Sprintf("a/m-%d", i), message.Receipt{Status: message.StatusSent}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	db, err = openStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err = newSettled(db, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.count > 128 {
+		t.Fatalf("%d records kept, cap 128", s.count)
+	}
+	if _, ok := s.get("a/m-0"); ok {
+		t.Fatal("the oldest record was not pruned")
+	}
+	if rc, ok := s.get("a/m-299"); !ok || rc.Status != message.StatusSent {
+		t.Fatalf("the newest record after a reopen: %+v, %v", rc, ok)
+	}
+
+	// Before pruning, the decisive record stood.
+	s2, _ := newSettled(nil, 8)
+	_ = s2.put("k", delivered)
+	_ = s2.put("k", sent)
+	if rc, _ := s2.get("k"); rc.Status != message.StatusDelivered {
+		t.Fatalf("memory store replaced delivered by %v", rc.Status)
+	}
+}
+
+// pending is how many messages host's inbound consumer has handed out and
+// not had acknowledged.
+func pending(t *testing.T, n *Node) int {
+	t.Helper()
+	ctx := testutil.Context(t, 5*time.Second)
+	c, err := n.stream.Consumer(ctx, "in-"+n.Host())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.NumAckPending + int(info.NumPending)
+}
+
+func TestAMessageIsAcknowledgedOnlyAfterItsOutcomeAndNeverWrittenTwiceAcrossACrash(t *testing.T) {
+	c := sharedCluster(t)
+	dir := t.TempDir()
+	stateful := func(cfg *Config) { cfg.StateDir, cfg.Instance = dir, "dur-c-1" }
+	a := join(t, c.url(0), "dur-a")
+	cc := join(t, c.url(1), "dur-c", stateful)
+	sink := []message.Session{session("sink", "s-sink", message.ProtocolQwen)}
+	// The local leg takes each message (sent) and says nothing more, as a
+	// receiver that is slow to answer.
+	pc := &peer{sessions: sink, status: message.StatusSent}
+	serve(t, a, &peer{})
+	serve(t, cc, pc)
+	receipts := run(t, a)
+	ctx := testutil.Context(t, 60*time.Second)
+	testutil.Eventually(t, "a lists sink@dur-c", func() bool { _, ok := a.Origin("sink@dur-c", ""); return ok })
+
+	if rc, err := a.Leg().Send(ctx, message.Message{ID: "dur-1", To: "sink@dur-c", Body: "one"}); err != nil || rc.Status != message.StatusSent {
+		t.Fatalf("send: %+v, %v", rc, err)
+	}
+	testutil.Eventually(t, "c writes it", func() bool { return len(pc.received()) == 1 })
+	// Taken but no outcome: held unacknowledged, kept in progress past
+	// AckWait (2 s here) rather than offered again.
+	time.Sleep(3 * time.Second)
+	if got := len(pc.received()); got != 1 || pending(t, cc) != 1 {
+		t.Fatalf("written %d times, %d pending, before its outcome", got, pending(t, cc))
+	}
+
+	// Killed before the outcome: the restarted gateway is offered it again
+	// and answers from its settled store instead of writing it twice.
+	crash(cc)
+	if rc, err := a.Leg().Send(ctx, message.Message{ID: "dur-2", To: "sink@dur-c", Body: "two"}); err != nil || rc.Status != message.StatusSent {
+		t.Fatalf("send while c is down: %+v, %v", rc, err)
+	}
+	cc2 := join(t, c.url(2), "dur-c", stateful)
+	pc2 := &peer{sessions: sink}
+	serve(t, cc2, pc2)
+	testutil.EventuallyWithin(t, 20*time.Second, "the restarted c delivers the one it had not seen", func() bool { return len(pc2.received()) == 1 })
+	testutil.EventuallyWithin(t, 20*time.Second, "and acknowledges the one it had", func() bool { return pending(t, cc2) == 0 })
+	if got := pc2.received(); len(got) != 1 || got[0].ID != "dur-2" {
+		t.Fatalf("after the restart c delivered %+v", got)
+	}
+
+	// What c said of each travels back: the second delivered, the first
+	// nothing more than the sent its publish got.
+	testutil.EventuallyWithin(t, 10*time.Second, "dur-2's receipt", func() bool {
+		for {
+			select {
+			case ev := <-receipts:
+				if ev.Receipt.MsgID != "dur-2" || ev.Receipt.Status != message.StatusDelivered {
+					t.Fatalf("receipt %+v", ev.Receipt)
+				}
+				return true
+			default:
+				return false
+			}
+		}
+	})
+}
+
+func TestSendsWhileCutOffAreKeptAndPublishedInOrderPerSenderAfterTheHeal(t *testing.T) {
+	c := sharedCluster(t)
+	p := natscluster.NewProxy(t, c.urls(0))
+	a := join(t, p.URLs(), "cut-a", func(cfg *Config) { cfg.StateDir = t.TempDir() })
+	cc := join(t, c.url(1), "cut-c")
+	pc := &peer{sessions: []message.Session{session("sink", "s-sink", message.ProtocolQwen)}}
+	serve(t, a, &peer{})
+	serve(t, cc, pc)
+	receipts := run(t, a)
+	ctx := testutil.Context(t, 60*time.Second)
+	testutil.Eventually(t, "a lists sink@cut-c", func() bool { _, ok := a.Origin("sink@cut-c", ""); return ok })
+
+	p.Cut()
+	testutil.Eventually(t, "a notices the link is down", func() bool { return a.Ready() != nil })
+	const senders, each = 3, 20
+	var order []string
+	for i := range each {
+		for s := range senders {
+			id := fmt.Sprintf("cut-%d-%02d", s, i)
+			order = append(order, id)
+			rc, err := a.Leg().Send(ctx, message.Message{ID: id, To: "sink@cut-c", FromName: fmt.Sprintf("s%d", s), Body: id})
+			if err != nil || rc.Status != message.StatusQueued {
+				t.Fatalf("send %s while cut off: %+v, %v", id, rc, err)
+			}
+		}
+		if i == 0 {
+			// Past the TTL the other host's session is listed unreachable,
+			// and a send to it is still kept.
+			time.Sleep(testTTL + time.Second)
+			ss := filterHosts(a.Sessions(), "cut-")
+			if len(ss) != 1 || ss[0].Reachable {
+				t.Fatalf("while cut off past the TTL a lists %+v", ss)
+			}
+		}
+	}
+	if len(pc.received()) != 0 {
+		t.Fatal("delivered while cut off")
+	}
+	p.Heal()
+	sent := map[string]int{}
+	for len(sent) < senders*each {
+		select {
+		case ev := <-receipts:
+			if ev.Receipt.Status == message.StatusSent {
+				sent[ev.Receipt.MsgID]++
+			}
+		case <-ctx.Done():
+			t.Fatalf("%d sent receipts after the heal", len(sent))
+		}
+	}
+	testutil.EventuallyWithin(t, 20*time.Second, "every kept send delivered", func() bool { return len(pc.received()) >= senders*each })
+	time.Sleep(time.Second)
+	var got []string
+	for _, m := range pc.received() {
+		got = append(got, m.ID)
+	}
+	if !slices.Equal(got, order) {
+		t.Fatalf("delivered %d in this order:\n%v\nsent\n%v", len(got), got, order)
+	}
+	testutil.Eventually(t, "sink@cut-c is reachable again", func() bool {
+		ss := filterHosts(a.Sessions(), "cut-")
+		return len(ss) == 1 && ss[0].Reachable
+	})
+}
+
+func TestAFullSpoolRefusesWithItsReasonAndWhatItKeptSurvivesARestart(t *testing.T) {
+	c := sharedCluster(t)
+	p := natscluster.NewProxy(t, c.urls(0))
+	dir := t.TempDir()
+	stateful := func(cfg *Config) { cfg.StateDir, cfg.Instance, cfg.SpoolPerHost = dir, "full-a-1", 4 }
+	a := join(t, p.URLs(), "full-a", stateful)
+	cc := join(t, c.url(1), "full-c")
+	pc := &peer{sessions: []message.Session{session("sink", "s-sink", message.ProtocolQwen)}}
+	serve(t, cc, pc)
+	serve(t, a, &peer{})
+	ctx := testutil.Context(t, 60*time.Second)
+	testutil.Eventually(t, "a lists sink@full-c", func() bool { _, ok := a.Origin("sink@full-c", ""); return ok })
+
+	p.Cut()
+	testutil.Eventually(t, "a notices the link is down", func() bool { return a.Ready() != nil })
+	for i := range 4 {
+		if rc, err := a.Leg().Send(ctx, message.Message{ID: fmt.Sprintf("full-%d", i), To: "sink@full-c", Body: "b"}); err != nil || rc.Status != message.StatusQueued {
+			t.Fatalf("send %d: %+v, %v", i, rc, err)
+		}
+	}
+	rc, err := a.Leg().Send(ctx, message.Message{ID: "full-4", To: "sink@full-c", Body: "b"})
+	var full *SpoolFullError
+	if !errors.As(err, &full) || !errors.Is(err, router.ErrNotAccepted) || full.Scope != "host" || full.Max != 4 || rc.Status != message.StatusFailed {
+		t.Fatalf("fifth send: %+v, %v", rc, err)
+	}
+
+	// Killed while cut off: the next start publishes what was kept.
+	crash(a)
+	a2 := join(t, c.url(2), "full-a", stateful)
+	serve(t, a2, &peer{})
+	testutil.EventuallyWithin(t, 20*time.Second, "the kept sends delivered", func() bool { return len(pc.received()) == 4 })
+	var got []string
+	for _, m := range pc.received() {
+		got = append(got, m.ID)
+	}
+	if !slices.Equal(got, []string{"full-0", "full-1", "full-2", "full-3"}) {
+		t.Fatalf("delivered %v", got)
+	}
+	testutil.Eventually(t, "the spool empties", func() bool { return a2.spool.len() == 0 })
+}

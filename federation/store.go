@@ -1,0 +1,106 @@
+package federation
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/sessiongateway/gateway/internal/safefile"
+)
+
+// StoreFile is the federation's file in the state directory: the ids of
+// the messages this host settled (so a message NATS offers again after a
+// restart is answered, not delivered twice) and the spool of sends kept
+// while the link is down.
+const StoreFile = "federation.db"
+
+var (
+	bucketSettled = []byte("settled")       // origin/id -> settledRecord
+	bucketOrder   = []byte("settled-order") // seq -> origin/id, oldest first
+	bucketSpool   = []byte("spool")         // seq -> spoolEntry, oldest first
+)
+
+// storeVersion is written into every record; one of another version is
+// skipped (a newer gateway wrote it).
+const storeVersion = 1
+
+// batchDelay is how long a write waits for others to share its commit:
+// every settle and spool write is one bbolt batch, one fsync for all of
+// them, and a lane waits for it before writing its next message.
+const batchDelay = 2 * time.Millisecond
+
+// openStore opens (or creates) the store at dir/StoreFile: 0600 in a
+// directory that passes safefile.CheckDir, never through a symlink.
+func openStore(dir string) (*bolt.DB, error) {
+	if err := safefile.EnsureDir(dir); err != nil {
+		return nil, fmt.Errorf("federation: state dir: %w", err)
+	}
+	path := filepath.Join(dir, StoreFile)
+	if fi, err := os.Lstat(path); err == nil {
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return nil, fmt.Errorf("federation: %s: %w", path, safefile.ErrSymlink)
+		case !fi.Mode().IsRegular():
+			return nil, fmt.Errorf("federation: %s: %w", path, safefile.ErrNotRegular)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("federation: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, OpenFile: safefile.OpenPrivate})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return nil, fmt.Errorf("federation: %s is in use by another process", path)
+		}
+		return nil, fmt.Errorf("federation: open %s: %w (move it aside to start without the settled ids and spooled sends it holds)", path, err)
+	}
+	db.MaxBatchDelay = batchDelay
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketSettled, bucketOrder, bucketSpool} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("federation: %s: %w", path, err)
+	}
+	return db, nil
+}
+
+func seqKey(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+
+// openStore opens the state directory's store (memory only without one)
+// and loads the settled ids and the spool from it.
+func (n *Node) openStore() error {
+	if n.cfg.StateDir != "" {
+		db, err := openStore(n.cfg.StateDir)
+		if err != nil {
+			return err
+		}
+		n.db = db
+	}
+	var err error
+	if n.settled, err = newSettled(n.db, n.cfg.SettledCap); err == nil {
+		n.spool, err = newSpool(n.db, n.cfg.spoolLimits())
+	}
+	if err != nil {
+		n.closeStore()
+		return fmt.Errorf("federation: %s: %w", StoreFile, err)
+	}
+	return nil
+}
+
+func (n *Node) closeStore() {
+	if n.db != nil {
+		_ = n.db.Close()
+	}
+}
