@@ -38,7 +38,11 @@ func TestStatusListsHostsTheirSessionsTheLinkLagAndDrops(t *testing.T) {
 	}()
 	ctx := testutil.Context(t, 20*time.Second)
 	testutil.EventuallyWithin(t, 30*time.Second, "idle's consumer exists", func() bool {
-		_, err := idle.stream.Consumer(ctx, "in-"+hidle)
+		// Each look bounded: a request the cluster drops (busy, or
+		// electing) is made again, not waited on for the whole test.
+		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, err := idle.stream.Consumer(lctx, "in-"+hidle)
 		return err == nil
 	})
 	stop()
