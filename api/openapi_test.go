@@ -199,3 +199,21 @@ func TestTheReflectorFollowsEncodingJSON(t *testing.T) {
 	}
 	_ = node{}.hidden
 }
+
+func TestTheOpenAPIDocumentDescribesPromptKindsAndFullAnswers(t *testing.T) {
+	raw, _ := json.Marshal(OpenAPI())
+	var doc map[string]any
+	_ = json.Unmarshal(raw, &doc)
+	prompt := responseSchema(t, doc, "post", "/v1/permissions/{id}", "200")
+	op := doc["paths"].(map[string]any)["/v1/permissions/{id}"].(map[string]any)["post"].(map[string]any)
+	answer := resolve(doc, op["requestBody"].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any))
+	for schema, keys := range map[string][]string{"prompt": {"kind", "verbs", "suggestions", "questions"}, "answer": {"suggestions", "mode", "rules", "updated_input", "answers"}} {
+		s := map[string]map[string]any{"prompt": prompt, "answer": answer}[schema]
+		props := s["properties"].(map[string]any)
+		for _, k := range keys {
+			if _, ok := props[k]; !ok {
+				t.Errorf("the %s schema has no %q (it has %v)", schema, k, slices.Sorted(maps.Keys(props)))
+			}
+		}
+	}
+}
