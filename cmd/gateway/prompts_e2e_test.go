@@ -368,6 +368,17 @@ func TestAnApproverReplyForgedByAnotherProcessIsRefused(t *testing.T) {
 	if ev.Drop.Reason != message.DropNotApprover {
 		t.Fatalf("drop %+v, want not-approver", ev.Drop)
 	}
+	counted := 0.0
+	for _, m := range scrape(t, w.Gateway)["gateway_drops_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "reason" && l.GetValue() == "not-approver" {
+				counted += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if counted != 1 {
+		t.Fatalf("gateway_drops_total{reason=not-approver} = %v, want 1", counted)
+	}
 	if got, err := w.Permission(ctxT(t), p.ID); err != nil || got.State != message.PermissionPending {
 		t.Fatalf("the prompt is %s (%v), want still pending", got.State, err)
 	}
