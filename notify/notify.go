@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -174,35 +175,45 @@ func (n *Notifier) Counts() map[string]uint64 {
 	return out
 }
 
-// Run follows hub until ctx ends: one goroutine reads events and queues
+// Run follows hub until ctx ends or the hub closes its subscriptions (the
+// gateway shutting down): one goroutine reads events and queues
 // notifications without ever waiting on delivery, one delivers.
 func (n *Notifier) Run(ctx context.Context, hub *router.Hub) {
+	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { n.deliver(ctx) })
-	last := int64(-1)
+	defer func() { cancel(); wg.Wait() }()
+	// From the first kept event: serve starts this before the router runs,
+	// so nothing is missed and nothing old is told.
+	last := int64(0)
 	for ctx.Err() == nil {
 		replay, _, sub := hub.Subscribe(last)
 		for _, ev := range replay {
 			n.onEvent(ev)
 			last = int64(ev.ID)
 		}
-		func() {
-			defer sub.Close()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case ev, ok := <-sub.C:
-					if !ok {
-						return // a slow reader is cut off: subscribe again from the last id
-					}
-					n.onEvent(ev)
-					last = int64(ev.ID)
-				}
-			}
-		}()
+		if !n.follow(ctx, sub, &last) {
+			return
+		}
 	}
-	wg.Wait()
+}
+
+// follow reads sub until it ends; it reports whether to subscribe again:
+// only when the hub cut it off as too slow, resuming from the last id.
+func (n *Notifier) follow(ctx context.Context, sub *router.Sub, last *int64) bool {
+	defer sub.Close()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case ev, ok := <-sub.C:
+			if !ok {
+				return errors.Is(sub.Err(), router.ErrSlowWatcher)
+			}
+			n.onEvent(ev)
+			*last = int64(ev.ID)
+		}
+	}
 }
 
 func (n *Notifier) onEvent(ev message.Event) {

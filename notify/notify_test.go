@@ -383,3 +383,19 @@ func TestIdleAndTurnNotifyOnlyWhenAskedFor(t *testing.T) {
 		t.Error("an unknown kind was accepted")
 	}
 }
+
+func TestRunEndsWhenTheHubCloses(t *testing.T) {
+	n, err := New(Config{Targets: []string{"http://127.0.0.1:9/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := router.NewHub(16, 16)
+	done := make(chan struct{})
+	go func() { n.Run(context.Background(), hub); close(done) }()
+	hub.CloseAll(router.ErrShuttingDown)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not end when the hub closed")
+	}
+}
