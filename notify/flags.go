@@ -122,3 +122,11 @@ func (r *Running) Stop() {
 		r.wg.Wait()
 	}
 }
+
+// Targets are the --notify values given.
+func (f *Flags) Targets() []string {
+	if f == nil {
+		return nil
+	}
+	return f.targets
+}

@@ -171,7 +171,7 @@ func TestTheConsoleInAHeadlessBrowser(t *testing.T) {
 		c.apiAddr, c.hosts = "127.0.0.1:0", []string{proxy.ln.Addr().String()}
 	})
 	t.Cleanup(func() { g.Stop(t) })
-	apiAddr := regexp.MustCompile(`^http://([^/]+)/`).FindStringSubmatch(pairLink(t, g.StateDir, ""))
+	apiAddr := regexp.MustCompile(`^http://([^/]+)/`).FindStringSubmatch(pairLink(t, g.StateDir, "", ""))
 	if apiAddr == nil {
 		t.Fatal("no API address in the pairing link")
 	}
@@ -182,8 +182,12 @@ func TestTheConsoleInAHeadlessBrowser(t *testing.T) {
 	peers := map[string]*fakeclaude.Peer{} // held message id -> its sender, a new peer each time
 
 	steps := map[string]func(args map[string]string) (any, error){
-		"pair": func(map[string]string) (any, error) {
-			return map[string]string{"url": pairLink(t, g.StateDir, "http://"+proxy.ln.Addr().String())}, nil
+		"pair": func(a map[string]string) (any, error) {
+			scope := "approve,send"
+			if a["read_only"] != "" {
+				scope = ""
+			}
+			return map[string]string{"url": pairLink(t, g.StateDir, "http://"+proxy.ln.Addr().String(), scope)}, nil
 		},
 		"question": func(map[string]string) (any, error) {
 			spec := fakecloud.AskPrompt()
@@ -293,6 +297,9 @@ func TestTheConsoleInAHeadlessBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the browser script failed: %v", err)
 	}
+	if _, err := os.Stat(filepath.Join(shots, "360x740-read-only.png")); err != nil {
+		t.Error("no screenshot of the read-only view")
+	}
 	for _, size := range []string{"360x740", "1280x800"} {
 		for _, view := range []string{"signed-in", "question", "tool", "plan", "sent", "held", "resumed"} {
 			if _, err := os.Stat(filepath.Join(shots, size+"-"+view+".png")); err != nil {
@@ -303,9 +310,9 @@ func TestTheConsoleInAHeadlessBrowser(t *testing.T) {
 }
 
 // pairLink runs gateway pair and returns the link it printed.
-func pairLink(t *testing.T, stateDir, base string) string {
+func pairLink(t *testing.T, stateDir, base, scope string) string {
 	t.Helper()
-	args := []string{"pair", "--scope", "approve,send", "--ttl", "2m"}
+	args := []string{"pair", "--scope", scope, "--ttl", "2m"}
 	if base != "" {
 		args = append(args, "--url", base)
 	}

@@ -74,3 +74,21 @@ func TestAHeldMessageNotifiesAndItsButtonReleasesItOnce(t *testing.T) {
 		t.Fatalf("replayed: %d", code)
 	}
 }
+
+func TestNotifyTargetsComeFromTheFlagOrGATEWAY_NOTIFY(t *testing.T) {
+	dir := t.TempDir()
+	plan, stderr := setup(t, map[string]string{"GATEWAY_STATE_DIR": dir, "GATEWAY_NOTIFY": "https://hooks.example/a, ntfy://ntfy.sh/alerts"})
+	if plan == nil || strings.Join(plan.cfg.notify.Targets(), " ") != "https://hooks.example/a ntfy://ntfy.sh/alerts" {
+		t.Fatalf("from the variable: %+v %s", plan, stderr)
+	}
+	plan, stderr = setup(t, map[string]string{"GATEWAY_STATE_DIR": dir}, "--notify", "https://hooks.example/a", "--notify", "ntfy:http://127.0.0.1:1/t")
+	if plan == nil || len(plan.cfg.notify.Targets()) != 2 {
+		t.Fatalf("from the flags: %s", stderr)
+	}
+	if plan, stderr = setup(t, map[string]string{"GATEWAY_STATE_DIR": dir}, "--notify", "ftp://x/y"); plan != nil || !strings.Contains(stderr, "--notify") {
+		t.Fatalf("a bad target: %s", stderr)
+	}
+	if plan, stderr = setup(t, map[string]string{"GATEWAY_STATE_DIR": dir}, "--notify", "https://h.example/", "--notify-secret-file", filepath.Join(dir, "none")); plan != nil || !strings.Contains(stderr, "--notify-secret-file") {
+		t.Fatalf("a missing secret file: %s", stderr)
+	}
+}

@@ -127,11 +127,33 @@ async function run(browser, width, height) {
   await ctx.close();
 }
 
+// A read-only pairing shows a prompt and offers nothing to answer it with.
+async function readOnly(browser) {
+  const ctx = await browser.newContext({ viewport: { width: 360, height: 740 }, hasTouch: true, isMobile: true });
+  const page = await ctx.newPage();
+  const problems = [];
+  page.on("console", (m) => { if (m.type() === "error") problems.push(m.text()); });
+  page.on("requestfailed", (r) => problems.push(`request failed: ${r.url()}`));
+  const { url } = await step("pair", { read_only: "1" });
+  await page.goto(url);
+  await page.locator("#who", { hasText: "(read only)" }).waitFor();
+  await step("bash");
+  const b = page.locator(".prompt-tool", { hasText: "Bash" }).first();
+  await b.locator("text=Read only: this sign-in cannot answer.").waitFor();
+  if ((await b.locator("button").count()) !== 0) throw new Error("a read-only sign-in offers answer buttons");
+  if ((await page.locator(".session input").count()) !== 0) throw new Error("a read-only sign-in offers send boxes");
+  await page.screenshot({ path: path.join(shots, "360x740-read-only.png"), fullPage: true });
+  if (problems.length) throw new Error(`read only:\n  ${problems.join("\n  ")}`);
+  await ctx.close();
+  log("read only: shown, not answerable");
+}
+
 (async () => {
   const browser = await chromium.launch({ executablePath: process.env.CHROMIUM, args: ["--no-sandbox"] });
   try {
     await run(browser, 360, 740);
     await run(browser, 1280, 800);
+    await readOnly(browser);
   } finally {
     await browser.close();
   }
