@@ -224,7 +224,7 @@ func TestTheConsoleInAHeadlessBrowser(t *testing.T) {
 			})
 		},
 		"plan": func(map[string]string) (any, error) {
-			rid, err := cloud.Prompt(sid, fakecloud.PlanPrompt("1. fix the race\n2. run the tests"))
+			rid, err := cloud.Prompt(sid, fakecloud.PlanPrompt("## Plan\n\n1. fix the **race**\n2. run `go test -race`\n\n<script>alert(1)</script>"))
 			return map[string]string{"rid": rid}, err
 		},
 		"check-plan": func(a map[string]string) (any, error) {

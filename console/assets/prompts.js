@@ -3,6 +3,7 @@
 // or a tool's allow / always allow / deny with a reason.
 import * as api from "./api.js";
 import { el } from "./dom.js";
+import { renderMarkdown } from "./markdown.js";
 
 // The gateway's kinds: tool_use, question, plan_approval, other.
 export function kindOf(p) {
@@ -39,12 +40,13 @@ export function renderPrompt(p, canAnswer, act) {
   if (kind === "question") {
     renderQuestions(card, p, canAnswer, act, done);
   } else if (kind === "plan") {
-    const plan = (p.input && p.input.plan) || JSON.stringify(p.input, null, 2);
-    card.append(el("pre", { class: "plan" }, plan));
+    const plan = p.input && typeof p.input.plan === "string" ? renderMarkdown(p.input.plan) : el("pre", {}, JSON.stringify(p.input, null, 2));
+    plan.classList.add("plan");
+    card.append(plan);
     if (canAnswer) {
       const mode = el("select", { "aria-label": "mode after the plan" },
-        el("option", { value: "default" }, "Approve, ask before edits"),
-        el("option", { value: "acceptEdits" }, "Approve, accept edits"));
+        el("option", { value: "default" }, "then ask before edits"),
+        el("option", { value: "acceptEdits" }, "then accept edits"));
       const approve = el("button", { class: "primary" }, "Approve plan");
       // The mode switch goes in the same answer (a setMode update).
       approve.addEventListener("click", act(() => done(mode.value !== "default" ? { behavior: "allow", mode: mode.value } : { behavior: "allow" })));

@@ -79,7 +79,11 @@ async function run(browser, width, height) {
   // A plan, shown, approved with a mode to continue in.
   const { rid: pid } = await step("plan");
   const pl = page.locator(".prompt-plan");
-  await pl.locator("pre.plan", { hasText: "1. fix the race" }).waitFor();
+  // The plan is rendered: a heading and a numbered list, markup in it shown as text.
+  await pl.locator(".plan ol li", { hasText: "fix the race" }).locator("strong").waitFor();
+  await pl.locator(".plan h5", { hasText: "Plan" }).waitFor();
+  await pl.locator(".plan p", { hasText: "<script>alert(1)</script>" }).waitFor();
+  if ((await pl.locator(".plan script").count()) !== 0) throw new Error("markup in a plan became a script element");
   await pl.locator("select").selectOption("acceptEdits");
   await shot("plan");
   await tap(pl.getByRole("button", { name: "Approve plan" }));
