@@ -7,6 +7,7 @@
 #   CACHE=${GATEWAY_INTEROP_CACHE:-$HOME/.cache/gateway-interop}
 #   $CACHE/claude/node_modules/.bin/claude   Claude Code
 #   $CACHE/playwright/node_modules/playwright-core   the console's browser test
+#   $CACHE/mcp-sdk/node_modules/@modelcontextprotocol/sdk   an independent MCP client
 #
 # The tests find the binary there (or at $GATEWAY_CLAUDE_BIN).
 set -euo pipefail
@@ -104,5 +105,19 @@ case "$got" in
 "$QWEN_VERSION") log "qwen --version: $got" ;;
 *) die "$qwen_bin --version printed '$got', want $QWEN_VERSION" ;;
 esac
+
+# --- MCP TypeScript SDK (an independent MCP client of the gateway) -------------
+MCP_SDK_VERSION=1.32.2
+mcp_dir=$CACHE/mcp-sdk
+got=$(node -p "require('$mcp_dir/node_modules/@modelcontextprotocol/sdk/package.json').version" 2>/dev/null || true)
+if [ "$got" = "$MCP_SDK_VERSION" ]; then
+	log "@modelcontextprotocol/sdk $MCP_SDK_VERSION: present in $mcp_dir"
+else
+	log "installing @modelcontextprotocol/sdk@$MCP_SDK_VERSION into $mcp_dir"
+	mkdir -p "$mcp_dir"
+	npm install --prefix "$mcp_dir" --no-audit --no-fund --loglevel=error "@modelcontextprotocol/sdk@$MCP_SDK_VERSION"
+fi
+got=$(node -p "require('$mcp_dir/node_modules/@modelcontextprotocol/sdk/package.json').version" 2>/dev/null || true)
+[ "$got" = "$MCP_SDK_VERSION" ] || die "@modelcontextprotocol/sdk in $mcp_dir is '$got', want $MCP_SDK_VERSION"
 
 log "done; run: GATEWAY_INTEROP=1 go test ./interop/..."

@@ -288,7 +288,7 @@ func (s *sent) apply(rc message.Receipt) {
 func (s *sent) status() (Status, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Status{ID: s.msg.ID, To: s.msg.ToName, Status: s.track.Status.String(), Receipts: append([]message.Receipt(nil), s.track.Receipts...)}, s.changed
+	return Status{ID: s.msg.ID, To: s.msg.ToName, Status: s.track.Status.String(), Receipts: append([]message.Receipt{}, s.track.Receipts...)}, s.changed
 }
 
 // wait blocks until the message has a final status or ctx ends.

@@ -284,7 +284,7 @@ func TestTheInboxResourceIsUpdatedForASubscriber(t *testing.T) {
 
 func TestStreamableHTTPNeedsAToken(t *testing.T) {
 	w := newWorld(t)
-	apiSrv := api.NewServer(api.Config{Router: w.rt, Token: "secret-token", MCP: w.srv.Handler()})
+	apiSrv := api.NewServer(api.Config{Router: w.rt, Token: "secret-token", Tokens: readers{}, MCP: w.srv.Handler()})
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Config.Handler = apiSrv.TCPHandler(ts.Listener.Addr().String())
 	ts.Start()
@@ -307,6 +307,22 @@ func TestStreamableHTTPNeedsAToken(t *testing.T) {
 	if err != nil || len(tools.Tools) != 7 {
 		t.Fatalf("tools: %v %v", tools, err)
 	}
+	// Another token cannot ride the session the first one opened.
+	rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer rcancel()
+	req, _ := http.NewRequestWithContext(rctx, "POST", ts.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
+	req.Header.Set("Authorization", "Bearer read-token")
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("another token on the session: %s", resp.Status)
+	}
 	if err := cs.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -319,4 +335,14 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// readers grants read to "read-token".
+type readers struct{}
+
+func (readers) Verify(tok string) (api.Grant, bool) {
+	if tok == "read-token" {
+		return api.Grant{ID: "reader", Scopes: api.Scopes(1 << api.ScopeRead)}, true
+	}
+	return api.Grant{}, false
 }

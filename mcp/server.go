@@ -17,7 +17,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/internal/bounded"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 )
@@ -40,6 +42,8 @@ const (
 // lines (see Dial).
 const UpgradeProtocol = "gateway-mcp"
 
+const sessionHeader = "Mcp-Session-Id"
+
 // Config wires a Server.
 type Config struct {
 	Router  *router.Router
@@ -55,6 +59,8 @@ type Server struct {
 	log  *slog.Logger
 	http *sdk.StreamableHTTPHandler
 
+	owners *bounded.Map[string, string] // HTTP session id -> the grant that opened it
+
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
 	closed bool
@@ -66,7 +72,7 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}}
+	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, owners: bounded.NewMap[string, string](4 * MaxClients)}
 	s.http = sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		g, _ := api.GrantFrom(r.Context())
 		return s.session(r.URL.Query().Get("name"), "http", g)
@@ -100,7 +106,19 @@ func (s *Server) Handler() http.Handler {
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Time{})
 		_ = rc.SetWriteDeadline(time.Time{})
+		// A session belongs to the token that opened it: another token
+		// (with other scopes) that learned its id cannot use it.
+		g, _ := api.GrantFrom(r.Context())
+		if sid := r.Header.Get(sessionHeader); sid != "" {
+			if owner, ok := s.owners.Get(sid); ok && owner != g.ID {
+				http.Error(w, "this MCP session was opened with another token", http.StatusForbidden)
+				return
+			}
+		}
 		s.http.ServeHTTP(w, r)
+		if sid := w.Header().Get(sessionHeader); sid != "" && r.Header.Get(sessionHeader) == "" {
+			s.owners.Put(sid, g.ID)
+		}
 	})
 }
 
@@ -319,7 +337,7 @@ func cleanName(name string) string {
 			break
 		}
 		switch {
-		case unicode.IsControl(r), strings.ContainsRune(`"<>[]/\`, r):
+		case !unicode.IsPrint(r), unicode.Is(unicode.Bidi_Control, r), strings.ContainsRune(`"<>[]/\`, r):
 			r = '-'
 		case unicode.IsSpace(r):
 			r = '-'
@@ -328,11 +346,19 @@ func cleanName(name string) string {
 		n++
 	}
 	out := strings.Trim(b.String(), " -")
-	for _, p := range []string{"uds:", "bridge:", "did:", "name:", "mcp:"} {
-		out = strings.TrimPrefix(out, p)
+	for trimmed := true; trimmed; {
+		trimmed = false
+		for _, p := range []string{"uds:", "bridge:", "did:", "name:", AddressPrefix} {
+			if rest, ok := strings.CutPrefix(out, p); ok {
+				out, trimmed = strings.Trim(rest, " -"), true
+			}
+		}
 	}
 	if out == "" {
 		return "mcp"
+	}
+	if a, err := addressing.Parse(out); err != nil || a.Kind != addressing.KindName {
+		return "mcp-" + out // what would read as a ref, say 3f2a1c
 	}
 	return out
 }
