@@ -73,7 +73,7 @@ type browserSession struct {
 	grant   Grant
 	token   string // re-verified on each use so a removed token signs out; empty when paired
 	csrf    string
-	created time.Time
+	seq     uint64 // sign-in order: the oldest is signed out first
 	expires time.Time
 }
 
@@ -89,6 +89,7 @@ type browserAuth struct {
 	mu       sync.Mutex
 	sessions map[string]*browserSession
 	pairings map[string]pairingRec
+	seq      uint64
 }
 
 func secret() string {
@@ -175,7 +176,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.cfg.Clock.Now()
-	sess := &browserSession{csrf: secret(), created: now, expires: now.Add(SessionTTL)}
+	sess := &browserSession{csrf: secret(), expires: now.Add(SessionTTL)}
 	if b.Token != "" {
 		g, ok := s.verifyToken(b.Token)
 		if !ok {
@@ -199,12 +200,14 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if len(s.browser.sessions) >= maxBrowserSessions {
 		var oldest string
 		for k, v := range s.browser.sessions {
-			if oldest == "" || v.created.Before(s.browser.sessions[oldest].created) {
+			if oldest == "" || v.seq < s.browser.sessions[oldest].seq {
 				oldest = k
 			}
 		}
 		delete(s.browser.sessions, oldest)
 	}
+	s.browser.seq++
+	sess.seq = s.browser.seq
 	s.browser.sessions[key(cookie)] = sess
 	s.browser.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: cookie, Path: "/", HttpOnly: true,

@@ -192,3 +192,24 @@ func TestAPairingLinkWorksOnceAndExpires(t *testing.T) {
 		}
 	}
 }
+
+func TestSignInsAndPairingsAreBounded(t *testing.T) {
+	srv := NewServer(Config{Router: newTestServer().cfg.Router, Token: "tok", RateLimit: RateLimit{Rate: -1}})
+	h := srv.TCPHandler(testHost)
+	first := signIn(t, h, `{"token":"tok"}`)
+	for range maxBrowserSessions {
+		signIn(t, h, `{"token":"tok"}`)
+	}
+	if rec := first.do(h, "GET", "/v1/login", "", false); rec.Code != http.StatusUnauthorized {
+		t.Fatalf("the oldest of %d sign-ins is still in: %d", maxBrowserSessions+1, rec.Code)
+	}
+	if n := len(srv.browser.sessions); n != maxBrowserSessions {
+		t.Fatalf("%d sessions kept, want %d", n, maxBrowserSessions)
+	}
+	for range maxPairings {
+		pairCode(t, srv, "", "")
+	}
+	if rec := tcpDo(h, "POST", "/v1/pairings", "tok", `{}`); rec.Code != http.StatusConflict {
+		t.Fatalf("pairing %d: %d", maxPairings+1, rec.Code)
+	}
+}
