@@ -266,8 +266,10 @@ func TestSendsWhileAGatewayIsCutOffForThirtySecondsAllArriveInOrderAfterTheHeal(
 	p := natscluster.NewProxy(t, c.URLs())
 	a, _, s := pair(t, c, p.URLs())
 	var sent atomic.Int64
-	// 250 each at one per 100 ms: the senders keep sending through the cut.
-	wait := send(t, a, "sink.c", 100*time.Millisecond, &sent)
+	// 250 each at one per 200 ms: the senders keep sending through the
+	// cut and past the heal, while what was kept drains, so a send made
+	// then must not overtake the kept ones.
+	wait := send(t, a, "sink.c", 200*time.Millisecond, &sent)
 	testutil.EventuallyWithin(t, 30*time.Second, "some delivered", func() bool { d, _ := s.distinct(); return d >= 100 })
 	p.Cut()
 	cutAt := time.Now()
@@ -289,8 +291,12 @@ func TestSendsWhileAGatewayIsCutOffForThirtySecondsAllArriveInOrderAfterTheHeal(
 	}
 	time.Sleep(30*time.Second - time.Since(cutAt))
 	t.Logf("healed after %v; %d sent", time.Since(cutAt).Round(time.Second), sent.Load())
+	atHeal := sent.Load()
 	p.Heal()
 	wait()
+	if atHeal >= total {
+		t.Errorf("every send was made before the heal: nothing checks the ones made while the kept ones drain")
+	}
 	drained(t, c, s, 90*time.Second)
 	s.check(t, true)
 }
