@@ -1,0 +1,105 @@
+package mcp
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/message"
+)
+
+// remoteLeg lists one claude.ai session, build-bot.
+type remoteLeg struct{}
+
+var buildBot = message.Session{Address: "bridge:session_1", Name: "build-bot", Protocol: message.ProtocolRemote, SessionID: "session_1", Kind: "remote", Reachable: true}
+
+func (remoteLeg) Name() message.Protocol { return message.ProtocolRemote }
+func (remoteLeg) Sessions(context.Context) ([]message.Session, error) {
+	return []message.Session{buildBot}, nil
+}
+func (remoteLeg) Send(_ context.Context, m message.Message) (message.Receipt, error) {
+	return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
+}
+func (remoteLeg) Run(ctx context.Context, _ chan<- message.Event) error { <-ctx.Done(); return nil }
+
+func say(w *world, text string) {
+	w.rt.Hub().Publish(message.Event{Type: message.EventRemote, Remote: &message.RemoteEvent{
+		SessionID: buildBot.SessionID, Address: buildBot.Address, Kind: "assistant", MessageID: text, Final: true, Text: text}})
+}
+
+func TestRemoteSessionOutputReadsOnlyWhatIsNewFromItsCursor(t *testing.T) {
+	w := newWorld(t, remoteLeg{})
+	cs := w.connect(t, "reader", api.Scopes(1<<api.ScopeRead))
+	say(w, "first words")
+	var out struct {
+		Output     string `json:"output"`
+		NextCursor int64  `json:"next_cursor"`
+	}
+	mustCall(t, cs, "remote_session_output", map[string]any{"session": "build-bot"}, &out)
+	if !strings.Contains(out.Output, "first words") {
+		t.Fatalf("output = %q", out.Output)
+	}
+	say(w, "second words")
+	cursor := out.NextCursor
+	mustCall(t, cs, "remote_session_output", map[string]any{"session": "build-bot", "cursor": cursor}, &out)
+	if !strings.Contains(out.Output, "second words") || strings.Contains(out.Output, "first words") {
+		t.Fatalf("output after cursor %d = %q", cursor, out.Output)
+	}
+	if e := call(t, cs, "remote_session_output", map[string]any{"session": "reader"}, nil); !strings.Contains(e, "only remote") {
+		t.Fatalf("an MCP session's output: %q", e)
+	}
+}
+
+func TestSubscribersHearOfTranscriptAndRosterChanges(t *testing.T) {
+	w := newWorld(t, remoteLeg{})
+	updated := make(chan string, 16)
+	ct, st := sdk.NewInMemoryTransports()
+	srv := w.srv.session("watcher", "memory", api.Grant{ID: "t", Scopes: api.AllScopes})
+	ctx := testutil.Context(t, 30*time.Second)
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	c := sdk.NewClient(&sdk.Implementation{Name: "watcher"}, &sdk.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) { updated <- req.Params.URI },
+	})
+	cs, err := c.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	testutil.Eventually(t, "watcher joined", func() bool { return w.listed("watcher") })
+	transcript := "gateway://remote/build-bot/transcript"
+	for _, uri := range []string{SessionsURI, transcript} {
+		if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: transcript})
+	if err != nil || len(res.Contents) != 1 {
+		t.Fatalf("read %s: %v %v", transcript, res, err)
+	}
+	wait := func(want string) {
+		t.Helper()
+		for {
+			select {
+			case uri := <-updated:
+				if uri == want {
+					return
+				}
+			case <-ctx.Done():
+				t.Fatalf("no resources/updated for %s", want)
+			}
+		}
+	}
+	say(w, "progress")
+	wait(transcript)
+	w.connect(t, "newcomer", api.AllScopes)
+	wait(SessionsURI)
+}
