@@ -93,7 +93,14 @@ type Notifier struct {
 
 	mu     sync.Mutex
 	counts map[string]uint64
+
+	// told remembers what was notified, so a prompt published again (a
+	// session's stream reconnecting) notifies once; oldest forgotten first.
+	told      map[string]bool
+	toldOrder []string
 }
+
+const maxTold = 1024
 
 // ParseTarget checks one --notify value.
 func ParseTarget(raw string) (target, error) {
@@ -127,7 +134,7 @@ func ntfyTarget(raw, root, path string) (target, error) {
 // New checks the configuration.
 func New(cfg Config) (*Notifier, error) {
 	n := &Notifier{cfg: cfg, links: cfg.Links, kinds: map[string]bool{KindPrompt: true, KindHeld: true},
-		queue: make(chan Notification, queueSize), counts: map[string]uint64{}}
+		queue: make(chan Notification, queueSize), counts: map[string]uint64{}, told: map[string]bool{}}
 	for _, raw := range cfg.Targets {
 		t, err := ParseTarget(raw)
 		if err != nil {
@@ -220,6 +227,15 @@ func (n *Notifier) onEvent(ev message.Event) {
 	nt, ok := n.notificationOf(ev)
 	if !ok || !n.kinds[nt.Kind] {
 		return
+	}
+	key := nt.Kind + "\x00" + nt.ID
+	if n.told[key] { // only the reading goroutine gets here
+		return
+	}
+	n.told[key] = true
+	if n.toldOrder = append(n.toldOrder, key); len(n.toldOrder) > maxTold {
+		delete(n.told, n.toldOrder[0])
+		n.toldOrder = n.toldOrder[1:]
 	}
 	select {
 	case n.queue <- nt:

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -178,6 +179,7 @@ func TestAWebhookGetsOneSignedNotificationPerPrompt(t *testing.T) {
 	w := newWorld(t, Config{Targets: []string{hook.server.URL + "/hook"}, Secret: secret})
 	w.leg.Raise(promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{"command":"make"}`))
 	w.leg.Raise(promptleg.Prompt(promptleg.SessionID, "r2", "Edit", `{"file_path":"a.go"}`))
+	w.leg.Raise(promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{"command":"make"}`)) // published again
 	testutil.Eventually(t, "two notifications arrive", func() bool { b, _ := hook.got(); return len(b) >= 2 })
 	time.Sleep(50 * time.Millisecond) // a duplicate would arrive by now
 	bodies, sigs := hook.got()
@@ -304,11 +306,17 @@ func TestAFullQueueDropsAndCountsWithoutBlocking(t *testing.T) {
 	// Nothing delivers: the queue fills, and then each notification is dropped at once.
 	for i := range queueSize + 10 {
 		ev := promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`)
-		ev.Permission.ID = "p" + string(rune('a'+i%26))
+		ev.Permission.ID = fmt.Sprintf("p%d", i)
 		n.onEvent(ev)
 	}
 	if c := n.Counts(); c["dropped"] != 10 {
 		t.Fatalf("counts %v", c)
+	}
+	again := promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`)
+	again.Permission.ID = "p0"
+	n.onEvent(again)
+	if c := n.Counts(); c["dropped"] != 10 {
+		t.Fatalf("a prompt published again was queued again: %v", c)
 	}
 }
 
