@@ -103,3 +103,40 @@ func TestSubscribersHearOfTranscriptAndRosterChanges(t *testing.T) {
 	w.connect(t, "newcomer", api.AllScopes)
 	wait(SessionsURI)
 }
+
+func TestAClientThatSetALogLevelIsToldOfEachMessage(t *testing.T) {
+	w := newWorld(t)
+	alice := w.connect(t, "alice", api.AllScopes)
+	logs := make(chan any, 8)
+	ct, st := sdk.NewInMemoryTransports()
+	ctx := testutil.Context(t, 30*time.Second)
+	ss, err := w.srv.session("bob", "memory", api.Grant{ID: "t", Scopes: api.AllScopes}).Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	c := sdk.NewClient(&sdk.Implementation{Name: "bob"}, &sdk.ClientOptions{
+		//lint:ignore SA1019 the versions served have logging
+		LoggingMessageHandler: func(_ context.Context, req *sdk.LoggingMessageRequest) { logs <- req.Params.Data },
+	})
+	bob, err := c.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bob.Close()
+	testutil.Eventually(t, "bob joined", func() bool { return w.listed("bob") })
+	//lint:ignore SA1019 the versions served have logging
+	if err := bob.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, alice, "send_message", map[string]any{"to": "bob", "text": "pushed"}, nil)
+	select {
+	case d := <-logs:
+		m, _ := d.(map[string]any)
+		if m["from"] != "alice" || m["text"] != "pushed" {
+			t.Fatalf("notification data = %v", d)
+		}
+	case <-ctx.Done():
+		t.Fatal("no notification")
+	}
+}
