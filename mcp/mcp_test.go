@@ -323,6 +323,23 @@ func TestStreamableHTTPNeedsAToken(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("another token on the session: %s", resp.Status)
 	}
+	// A body over the API's cap is refused with a JSON-RPC error.
+	big, _ := http.NewRequestWithContext(rctx, "POST", ts.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_message","arguments":{"to":"web","text":"`+strings.Repeat("x", MaxInput)+`"}}}`))
+	big.Header.Set("Authorization", "Bearer secret-token")
+	big.Header.Set("Mcp-Session-Id", cs.ID())
+	big.Header.Set("Content-Type", "application/json")
+	resp, err = http.DefaultClient.Do(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rpc struct {
+		Error struct{ Message string }
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&rpc)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(rpc.Error.Message, "send less") {
+		t.Fatalf("an oversized body: %s %+v", resp.Status, rpc)
+	}
 	if err := cs.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,10 @@ func (s *Server) Handler() http.Handler {
 			// Read whole under the listener's read deadline, capped.
 			b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxInput))
 			if err != nil {
-				http.Error(w, fmt.Sprintf("request body over %d bytes, or unreadable: send less", MaxInput), http.StatusRequestEntityTooLarge)
+				// A JSON-RPC error, so an MCP client shows what to do.
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusRequestEntityTooLarge)
+				_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"request over the gateway's %d-byte cap: send less (a message text is at most %d bytes)"}}`, MaxInput, MaxText)
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(b))
@@ -180,11 +183,13 @@ type conn struct {
 	kind  string
 	srv   *sdk.Server
 
-	mu    sync.Mutex
-	c     *client
-	ss    *sdk.ServerSession
-	done  chan struct{} // closed when the session ends
-	watch *watch        // resources subscribed to
+	mu     sync.Mutex
+	c      *client
+	ss     *sdk.ServerSession
+	done   chan struct{} // closed when the session ends
+	watch  *watch        // resources subscribed to
+	kick   chan struct{} // a message arrived: push a notification
+	latest message.Message
 }
 
 // session builds the MCP server of one connection.
@@ -242,15 +247,19 @@ func (cn *conn) join(ss *sdk.ServerSession) {
 		return
 	}
 	cn.mu.Lock()
-	cn.c, cn.ss, cn.done = c, ss, make(chan struct{})
+	cn.c, cn.ss, cn.done, cn.kick = c, ss, make(chan struct{}), make(chan struct{}, 1)
 	start := cn.watch != nil && !cn.watch.started
 	if start {
 		cn.watch.started = true
 	}
 	cn.mu.Unlock()
 	s.conns[cn] = struct{}{}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		cn.pushLoop(ss)
+	}()
 	s.log.Info("mcp client joined", "name", c.session.Name, "transport", cn.kind)
 	if start { // subscribed before initialized
 		s.wg.Add(1)
@@ -300,24 +309,43 @@ func (cn *conn) need(sc api.Scope) error {
 
 // notify tells the client a message arrived: a log notification (sent only
 // when the client asked for logging) and an update of its inbox resource
-// (sent only when it subscribed to it). It never blocks the sender.
+// (sent only when it subscribed to it). It never blocks the sender: the
+// connection's pusher sends them, for the newest message when several
+// arrive while it is busy (each is in the inbox anyway).
 func (cn *conn) notify(m message.Message) {
 	cn.mu.Lock()
-	ss := cn.ss
+	cn.latest = m
+	kick := cn.kick
 	cn.mu.Unlock()
-	if ss == nil {
+	if kick == nil {
 		return
 	}
-	go func() {
+	select {
+	case kick <- struct{}{}:
+	default: // a push is already due; it takes the newest
+	}
+}
+
+// pushLoop is the connection's pusher, until the session ends.
+func (cn *conn) pushLoop(ss *sdk.ServerSession) {
+	for {
+		select {
+		case <-cn.done:
+			return
+		case <-cn.kick:
+		}
+		cn.mu.Lock()
+		m := cn.latest
+		cn.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
 		//lint:ignore SA1019 the versions served (sessionVersions) all have logging; it is how a message is pushed
 		_ = ss.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Logger: "gateway", Data: map[string]any{
 			"event": "message", "id": m.ID, "from": m.FromName, "from_address": m.From, "text": clip(m.Body, 2048),
 			"hint": "call wait_for_messages to read it",
 		}})
 		_ = cn.srv.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: InboxURI})
-	}()
+		cancel()
+	}
 }
 
 func clip(s string, n int) string {
