@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -166,9 +168,15 @@ func TestTheConsoleInAHeadlessBrowser(t *testing.T) {
 		c.MaxRetries = -1
 	}
 	proxy := newCutProxy(t)
+	// The read-only sign-in goes through a reverse proxy that serves the
+	// gateway under /gw/, as one in front of it may.
+	prefixed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	g := startGateway(t, root, func(c *serveConfig) {
 		c.noQwen, c.bridge, c.remote = true, false, ro
-		c.apiAddr, c.hosts = "127.0.0.1:0", []string{proxy.ln.Addr().String()}
+		c.apiAddr, c.hosts = "127.0.0.1:0", []string{proxy.ln.Addr().String(), prefixed.Addr().String()}
 	})
 	t.Cleanup(func() { g.Stop(t) })
 	apiAddr := regexp.MustCompile(`^http://([^/]+)/`).FindStringSubmatch(pairLink(t, g.StateDir, "", ""))
@@ -178,16 +186,22 @@ func TestTheConsoleInAHeadlessBrowser(t *testing.T) {
 	proxy.mu.Lock()
 	proxy.target = apiAddr[1]
 	proxy.mu.Unlock()
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(&url.URL{Scheme: "http", Host: apiAddr[1]})
+		r.Out.Host = r.In.Host // the gateway checks the Host the browser used
+	}}
+	prefixSrv := &http.Server{Handler: http.StripPrefix("/gw", rp), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = prefixSrv.Serve(prefixed) }()
+	t.Cleanup(func() { _ = prefixSrv.Close() })
 	gwAddr := gatewayAddress(t, g)
 	peers := map[string]*fakeclaude.Peer{} // held message id -> its sender, a new peer each time
 
 	steps := map[string]func(args map[string]string) (any, error){
 		"pair": func(a map[string]string) (any, error) {
-			scope := "approve,send"
 			if a["read_only"] != "" {
-				scope = ""
+				return map[string]string{"url": pairLink(t, g.StateDir, "http://"+prefixed.Addr().String()+"/gw", "")}, nil
 			}
-			return map[string]string{"url": pairLink(t, g.StateDir, "http://"+proxy.ln.Addr().String(), scope)}, nil
+			return map[string]string{"url": pairLink(t, g.StateDir, "http://"+proxy.ln.Addr().String(), "approve,send")}, nil
 		},
 		"question": func(map[string]string) (any, error) {
 			spec := fakecloud.AskPrompt()
@@ -292,7 +306,7 @@ func TestTheConsoleInAHeadlessBrowser(t *testing.T) {
 		"DIRECTOR="+director, "SCREENSHOTS="+shots)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
+	err = cmd.Run()
 	t.Logf("browser script:\n%s", out.String())
 	if err != nil {
 		t.Fatalf("the browser script failed: %v", err)

@@ -131,7 +131,8 @@ async function run(browser, width, height) {
   await ctx.close();
 }
 
-// A read-only pairing shows a prompt and offers nothing to answer it with.
+// A read-only pairing, through a proxy serving the gateway under /gw/,
+// shows a prompt and offers nothing to answer it with.
 async function readOnly(browser) {
   const ctx = await browser.newContext({ viewport: { width: 360, height: 740 }, hasTouch: true, isMobile: true });
   const page = await ctx.newPage();
@@ -139,7 +140,10 @@ async function readOnly(browser) {
   page.on("console", (m) => { if (m.type() === "error") problems.push(m.text()); });
   page.on("requestfailed", (r) => problems.push(`request failed: ${r.url()}`));
   const { url } = await step("pair", { read_only: "1" });
+  if (!url.includes("/gw/#pair=")) throw new Error(`not under the prefix: ${url}`);
+  page.on("response", (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()} ${r.url()}`); });
   await page.goto(url);
+  await page.locator("#link.live").waitFor();
   await page.locator("#who", { hasText: "(read only)" }).waitFor();
   await step("bash");
   const b = page.locator(".prompt-tool", { hasText: "Bash" }).first();
