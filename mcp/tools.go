@@ -135,7 +135,7 @@ func (cn *conn) sendMessage(ctx context.Context, _ *sdk.CallToolRequest, in send
 	}
 	_, target, err := cn.s.cfg.Router.Resolve(ctx, in.To)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%v (call list_sessions to see who is reachable)", err)
+		return nil, nil, fmt.Errorf("%v (the list_sessions tool lists them)", err)
 	}
 	s, err := cn.s.cfg.Leg.submit(ctx, me, target, in.Text)
 	if err != nil {
