@@ -115,6 +115,15 @@ func (r *Running) LinkBase(base func() string) {
 	}
 }
 
+// Counts are the notifier's counters (Notifier.Counts); nil without
+// notifications.
+func (r *Running) Counts() map[string]uint64 {
+	if r == nil {
+		return nil
+	}
+	return r.n.Counts()
+}
+
 // Stop ends the notifier and waits for it.
 func (r *Running) Stop() {
 	if r != nil {

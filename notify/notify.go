@@ -117,6 +117,9 @@ func ParseTarget(raw string) (target, error) {
 		return ntfyTarget(raw, inner.Scheme+"://"+inner.Host, inner.Path)
 	case u.Scheme == "ntfy":
 		return ntfyTarget(raw, "https://"+u.Host, u.Path)
+	case u.Scheme == "https" && strings.EqualFold(u.Host, "ntfy.sh"):
+		// The public server's topic URL; another server's is ntfy:https://HOST/TOPIC.
+		return ntfyTarget(raw, "https://"+u.Host, u.Path)
 	case (u.Scheme == "http" || u.Scheme == "https") && u.Host != "":
 		return target{url: raw}, nil
 	}

@@ -342,6 +342,7 @@ func TestTargets(t *testing.T) {
 	}{
 		{"https://hooks.example/x", true, ""},
 		{"ntfy://ntfy.sh/alerts", true, "https://ntfy.sh/ alerts"},
+		{"https://ntfy.sh/alerts", true, "https://ntfy.sh/ alerts"},
 		{"ntfy:http://127.0.0.1:8080/alerts", true, "http://127.0.0.1:8080/ alerts"},
 		{"ntfy://ntfy.sh/", false, ""},
 		{"ntfy://ntfy.sh/a/b", false, ""},

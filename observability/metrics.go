@@ -29,7 +29,8 @@ type Metrics struct {
 
 	mu     sync.Mutex
 	gauges Gauges
-	fed    fedInstruments // federation.go
+	fed    fedInstruments    // federation.go
+	notify notifyInstruments // notify.go
 }
 
 // Gauges are the readings taken at collection time rather than counted as
@@ -60,7 +61,7 @@ func NewMetrics(readers ...sdkmetric.Reader) (*Metrics, error) {
 	mp := sdkmetric.NewMeterProvider(opts...)
 	m := &Metrics{provider: mp, registry: reg}
 	meter := mp.Meter("github.com/sessiongateway/gateway")
-	if err := errors.Join(m.instruments(meter), m.fedInstruments(meter)); err != nil {
+	if err := errors.Join(m.instruments(meter), m.fedInstruments(meter), m.notifyInstruments(meter)); err != nil {
 		_ = mp.Shutdown(context.Background())
 		return nil, err
 	}

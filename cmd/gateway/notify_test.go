@@ -73,6 +73,13 @@ func TestAHeldMessageNotifiesAndItsButtonReleasesItOnce(t *testing.T) {
 	if code := get(nt.Actions[0].URL); code != http.StatusGone {
 		t.Fatalf("replayed: %d", code)
 	}
+	counted := map[string]float64{}
+	for _, m := range scrape(t, g)["gateway_notifications_total"].GetMetric() {
+		counted[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+	}
+	if counted["sent"] != 1 || counted["action_done"] != 1 || counted["action_refused"] != 1 {
+		t.Fatalf("gateway_notifications_total: %v", counted)
+	}
 }
 
 func TestNotifyTargetsComeFromTheFlagOrGATEWAY_NOTIFY(t *testing.T) {

@@ -121,6 +121,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	srv, err := newAPIServer(c, api.Config{Router: rt, Logger: log, Metrics: metrics.Handler(), Version: version, Actions: notes.Actions(),
 		Token: token, AllowedHosts: c.hosts, Keys: keys, Federation: fed.StatusFunc(), MCP: mcpSrv.Handler(), Console: console.Handler()})
 	notes.LinkBase(srv.ConsoleURL)
+	metrics.ObserveNotifications(notes.Counts)
 
 	sockPath := filepath.Join(c.stateDir, "gateway.sock")
 	var uln net.Listener
