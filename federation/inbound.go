@@ -28,8 +28,12 @@ type Local struct {
 const rosterPoll = time.Second
 
 // inboundPending caps the messages this host holds unacknowledged: each
-// is in memory (up to MaxEnvelope) until its outcome is known.
-const inboundPending = 1024
+// is in memory (up to MaxEnvelope) until its outcome is known, so their
+// bytes are capped too (inflightBytes): past it the consumer waits.
+const (
+	inboundPending = 1024
+	inflightBytes  = 64 << 20
+)
 
 // outcomeWait bounds the wait for a decisive receipt after the local leg
 // took a message (a receipt the router forgot, a leg that sends none):
@@ -99,6 +103,7 @@ func (n *Node) Serve(ctx context.Context, local Local) error {
 // settled key, and the lanes that write them, one per sender.
 type inflight struct {
 	mu      sync.Mutex
+	bytes   int                  // of the flights' messages
 	flights map[string]*flight   // origin/id -> the message
 	lanes   map[string][]*flight // origin/sender -> its messages not yet written, in order
 }
@@ -132,7 +137,7 @@ func (in *inflight) progress(n *Node) {
 		if !f.took.IsZero() && time.Since(f.took) > outcomeWait {
 			n.log.Warn("federation message taken, no outcome heard; acknowledged", "msg_id", f.m.ID, "from_host", f.origin)
 			_ = f.msg.Ack()
-			delete(in.flights, key)
+			in.drop(key)
 			continue
 		}
 		_ = f.msg.InProgress()
@@ -186,11 +191,32 @@ func (n *Node) inbound(ctx context.Context, in *inflight, lanes *sync.WaitGroup,
 	f := &flight{key: key, origin: e.From, m: m, msg: msg, heard: make(chan struct{}), ctx: ctx, end: end}
 	in.mu.Lock()
 	in.flights[key] = f
+	in.bytes += len(msg.Data())
 	queue, running := in.lanes[lane]
 	in.lanes[lane] = append(queue, f)
 	in.mu.Unlock()
 	if !running {
 		lanes.Go(func() { n.runLane(ctx, in, lane, deliver) })
+	}
+	// Back-pressure: while the messages held pass inflightBytes, take no
+	// more (NATS keeps them).
+	for in.held() > inflightBytes && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// held is the bytes of the messages held.
+func (in *inflight) held() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.bytes
+}
+
+// drop lets go of the flight key; in.mu held.
+func (in *inflight) drop(key string) {
+	if f, ok := in.flights[key]; ok {
+		in.bytes -= len(f.msg.Data())
+		delete(in.flights, key)
 	}
 }
 
@@ -298,8 +324,8 @@ func (n *Node) settle(ctx context.Context, key, origin string, rc message.Receip
 	in.mu.Lock()
 	var msg jetstream.Msg
 	if in.flights[key] == f {
-		delete(in.flights, key)
 		msg = f.msg
+		in.drop(key)
 	}
 	in.mu.Unlock()
 	switch {
@@ -473,10 +499,14 @@ func (n *Node) consume(ctx context.Context, prefix, subject string, pending int,
 	}
 	return cons.Consume(handle,
 		jetstream.PullExpiry(5*time.Second), jetstream.PullHeartbeat(time.Second),
+		jetstream.PullMaxBytes(pullBytes), // what the client buffers: a few envelopes at the cap, not hundreds
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			n.log.Debug("federation consumer", "subject", subject, "err", err)
 		}))
 }
+
+// pullBytes bounds what a consumer's client buffers ahead of its handler.
+const pullBytes = 8 * MaxEnvelope
 
 // errNoLeader is a consumer whose leader is still being elected.
 var errNoLeader = errors.New("the consumer has no leader yet")

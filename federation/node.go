@@ -285,7 +285,13 @@ func (n *Node) setup(ctx context.Context) error {
 		return err
 	}
 	// A signed entry before anything is sent: the hosts this one sends to
-	// learn its key from it, even before Serve lists its sessions.
+	// learn its key from it, even before Serve lists its sessions. A
+	// gateway restarted (after a crash) finds its last entry still there
+	// and leaves it until Serve lists its sessions: an empty one would make
+	// the other hosts fail sends to them meanwhile.
+	if _, err := n.roster.Get(ctx, n.cfg.Host); err == nil {
+		return nil
+	}
 	if err := n.PublishSessions(ctx, nil); err != nil {
 		return fmt.Errorf("federation: roster entry: %w", err)
 	}

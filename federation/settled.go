@@ -63,19 +63,29 @@ func (s *settled) get(key string) (message.Receipt, bool) {
 	if s.db == nil {
 		return message.Receipt{}, false
 	}
-	var rec settledRecord
-	found := false
+	var (
+		rc    message.Receipt
+		found bool
+	)
 	_ = s.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketSettled).Get([]byte(key))
-		if v != nil && json.Unmarshal(v, &rec) == nil && rec.V == storeVersion && rec.Receipt.Status != 0 {
-			found = true
-		}
+		rc, found = decodeSettled(tx.Bucket(bucketSettled).Get([]byte(key)))
 		return nil
 	})
 	if found {
-		s.cache.Put(key, rec.Receipt)
+		s.cache.Put(key, rc)
 	}
-	return rec.Receipt, found
+	return rc, found
+}
+
+// decodeSettled reads a settled record as the file holds it; one that
+// does not read (or of another version) is as good as none: at worst its
+// message is delivered once more.
+func decodeSettled(v []byte) (message.Receipt, bool) {
+	var rec settledRecord
+	if v == nil || json.Unmarshal(v, &rec) != nil || rec.V != storeVersion || rec.Receipt.Status == 0 {
+		return message.Receipt{}, false
+	}
+	return rec.Receipt, true
 }
 
 // put records rc for key and returns once it is on disk. A decisive

@@ -103,19 +103,27 @@ func newSpool(db *bolt.DB, lim spoolLimits) (*spool, error) {
 	}
 	err := db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketSpool).ForEach(func(k, v []byte) error {
-			var e spoolEntry
-			if len(k) != 8 || json.Unmarshal(v, &e) != nil || e.V != storeVersion || !ValidHost(e.Host) || !validID(e.ID) {
+			sp, ok := decodeSpooled(k, v)
+			if !ok {
 				return nil // left for a person to look at, never sent
 			}
-			sp := spooled{seq: seqOf(k), host: e.Host, id: e.ID, size: int64(len(e.Data))}
 			s.queue = append(s.queue, sp)
-			s.perHost[e.Host]++
+			s.perHost[sp.host]++
 			s.count++
 			s.bytes += sp.size
 			return nil
 		})
 	})
 	return s, err
+}
+
+// decodeSpooled reads a kept send's index entry as the file holds it.
+func decodeSpooled(k, v []byte) (spooled, bool) {
+	var e spoolEntry
+	if len(k) != 8 || json.Unmarshal(v, &e) != nil || e.V != storeVersion || !ValidHost(e.Host) || !validID(e.ID) || len(e.Data) == 0 {
+		return spooled{}, false
+	}
+	return spooled{seq: seqOf(k), host: e.Host, id: e.ID, size: int64(len(e.Data))}, true
 }
 
 func seqOf(k []byte) uint64 {
