@@ -27,7 +27,6 @@ var (
 	_ router.Leg       = (*Leg)(nil)
 	_ router.Readier   = (*Leg)(nil)
 	_ router.AliasHost = (*Leg)(nil)
-	_ router.Traced    = (*Leg)(nil)
 )
 
 // Leg returns the node's leg.

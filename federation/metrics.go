@@ -95,13 +95,3 @@ func (n *Node) received(ctx context.Context, msg jetstream.Msg, peer, id string)
 		trace.WithAttributes(attribute.String("gateway.msg_id", id), AttrPeer.String(peer)))
 	return ctx, func() { span.End() }
 }
-
-// TraceContext is ctx holding the receiving span of in, a message from
-// another host, so the bridge's route on this host continues the
-// sender's trace.
-func (l *Leg) TraceContext(ctx context.Context, in message.Message) context.Context {
-	if sc, ok := l.n.traces.Get(in.ID); ok && sc.IsValid() {
-		return trace.ContextWithSpanContext(ctx, sc)
-	}
-	return ctx
-}

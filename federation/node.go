@@ -17,7 +17,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	bolt "go.etcd.io/bbolt"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sessiongateway/gateway/message"
 
@@ -66,17 +65,16 @@ type Node struct {
 	nonces  nonces                          // envelopes read, to tell a replay
 	missing *bounded.Map[string, time.Time] // hosts found without a roster entry, when
 	drops   drops
-	db      *bolt.DB                                // the state directory's store, or nil
-	settled *settled                                // origin/inbound id -> its outcome
-	spool   *spool                                  // sends kept while the link is down
-	origin  *bounded.Map[string, string]            // inbound id -> the host that sent it
-	sentTo  *bounded.Map[string, string]            // outbound id -> the host it went to
-	in      *inflight                               // Serve's unacknowledged messages, while it runs
-	traces  *bounded.Map[string, trace.SpanContext] // inbound id -> its receiving span (metrics.go)
-	pr      promptState                             // permission prompts across hosts (prompts.go)
-	upSince atomic.Int64                            // unix nanoseconds the link is up since; 0 while down
-	relink  chan struct{}                           // a reconnect: the roster watch starts over
-	relays  chan relayed                            // decisive receipts for settleRelayed
+	db      *bolt.DB                     // the state directory's store, or nil
+	settled *settled                     // origin/inbound id -> its outcome
+	spool   *spool                       // sends kept while the link is down
+	origin  *bounded.Map[string, string] // inbound id -> the host that sent it
+	sentTo  *bounded.Map[string, string] // outbound id -> the host it went to
+	in      *inflight                    // Serve's unacknowledged messages, while it runs
+	pr      promptState                  // permission prompts across hosts (prompts.go)
+	upSince atomic.Int64                 // unix nanoseconds the link is up since; 0 while down
+	relink  chan struct{}                // a reconnect: the roster watch starts over
+	relays  chan relayed                 // decisive receipts for settleRelayed
 
 	mu        sync.Mutex
 	others    map[string]hostEntry // other hosts' roster entries, by host
@@ -103,7 +101,6 @@ func Connect(ctx context.Context, cfg Config) (*Node, error) {
 		cfg: cfg, log: cfg.Log.With("leg", "federation", "host", cfg.Host),
 		origin: bounded.NewMap[string, string](settledWindow),
 		sentTo: bounded.NewMap[string, string](settledWindow),
-		traces: bounded.NewMap[string, trace.SpanContext](settledWindow),
 		others: map[string]hostEntry{}, relink: make(chan struct{}, 1),
 		relays:  make(chan relayed, relayQueue),
 		nonces:  newNonces(),

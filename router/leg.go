@@ -121,14 +121,6 @@ type Outboxer[Item any] interface {
 	Outbox(all bool) ([]Item, error)
 }
 
-// Traced is an alias host whose messages may carry a trace begun
-// elsewhere (the federation leg: another host's, from its NATS headers):
-// TraceContext returns ctx holding in's trace, so the bridge's span
-// continues it.
-type Traced interface {
-	TraceContext(ctx context.Context, in message.Message) context.Context
-}
-
 // Waker is a leg whose followed sessions may go dormant (the remote leg's
 // streams after an idle while): Wake brings the one with this session id
 // back at once.

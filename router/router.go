@@ -186,11 +186,8 @@ func (r *Router) handle(ctx context.Context, ev message.Event) {
 			// An MCP client's own sends take the bridge's road whether or
 			// not the bridge is on: that is how they go out as from it.
 			if src, ok := r.Leg(ev.Leg); ok && (r.cfg.Bridge || ev.Leg == message.ProtocolMCP) {
-				m, bctx := *ev.Message, ctx
-				if tr, ok := src.(Traced); ok {
-					bctx = tr.TraceContext(ctx, m)
-				}
-				r.background(func() { r.bridge(bctx, src, m) }, func() {
+				m := *ev.Message
+				r.background(func() { r.bridge(ctx, src, m) }, func() {
 					if h, ok := src.(AliasHost); ok {
 						h.Relay(ctx, m, message.Receipt{MsgID: m.ID, Status: message.StatusDropped, DropReason: message.DropQueueFull, Reason: "the gateway's bridge is busy"})
 					}
