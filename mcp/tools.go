@@ -60,11 +60,14 @@ type answerIn struct {
 	Input map[string]any `json:"input,omitempty" jsonschema:"allow: replace the tool's input with this object"`
 	// Answers are Question=Option pairs, as `gateway answer` takes them.
 	Answers []string `json:"answers,omitempty" jsonschema:"answer: one 'Question=Option' per question (Question: its text, header or number; Option: its label or number)"`
-	// Suggestions are permission rules added with the answer.
-	Suggestions     []string `json:"suggestions,omitempty" jsonschema:"permission rules to add with the answer, as Tool or Tool(content), e.g. 'Bash(go test ./...)'"`
+	// Suggestions pick the prompt's own suggestions by number, as
+	// `gateway allow --suggestion N` does.
+	Suggestions []int `json:"suggestions,omitempty" jsonschema:"allow: the prompt's suggestions to apply, by their number (from 1) in list_permission_requests, e.g. to always allow"`
+	// Rules are permission rules added with the answer.
+	Rules           []string `json:"rules,omitempty" jsonschema:"allow: permission rules to add with the answer, as Tool or Tool(content), e.g. 'Bash(go test ./...)'"`
 	RuleDestination string   `json:"rule_destination,omitempty" jsonschema:"where the rules are saved: userSettings, projectSettings, localSettings (default) or session"`
-	// Mode switches the session's permission mode after the answer.
-	Mode string `json:"mode,omitempty" jsonschema:"then set the session's permission mode: default, acceptEdits, plan or bypassPermissions"`
+	// Mode switches the session's permission mode in the same answer.
+	Mode string `json:"mode,omitempty" jsonschema:"allow: switch the session's permission mode in the same answer (a plan approval): default, acceptEdits, plan or bypassPermissions"`
 }
 
 type outputIn struct {
@@ -85,7 +88,7 @@ func (cn *conn) addTools() {
 	sdk.AddTool(cn.srv, &sdk.Tool{Name: "list_permission_requests", Annotations: ro,
 		Description: "Pending permission prompts of remote sessions (a tool they want to run, or a question), oldest first, each with the id answer_permission_request takes."}, cn.listPermissions)
 	sdk.AddTool(cn.srv, &sdk.Tool{Name: "answer_permission_request",
-		Description: "Answer a pending permission prompt: allow (optionally with a replaced input), deny (with a message for the model), or answer a question prompt; optionally add permission rules (suggestions) and set the session's permission mode."}, cn.answerPermission)
+		Description: "Answer a pending permission prompt: allow (optionally with a replaced input), deny (with a message for the model), or answer a question prompt; optionally apply the prompt's suggestions by number, add permission rules, and switch the permission mode in the same answer."}, cn.answerPermission)
 	sdk.AddTool(cn.srv, &sdk.Tool{Name: "remote_session_output", Annotations: ro,
 		Description: "Recent output of a claude.ai remote session as a transcript, from cursor on; pass the returned next_cursor next time to read only what is new."}, cn.remoteOutput)
 }
@@ -276,36 +279,25 @@ func (cn *conn) answerPermission(ctx context.Context, _ *sdk.CallToolRequest, in
 	default:
 		return nil, nil, fmt.Errorf("behavior %q: want allow, deny or answer", in.Behavior)
 	}
-	for _, s := range in.Suggestions {
+	for _, s := range in.Rules {
 		rule, err := message.ParseRule(s)
 		if err != nil {
-			return nil, nil, fmt.Errorf("suggestions: %v", err)
+			return nil, nil, fmt.Errorf("rules: %v", err)
 		}
 		a.Rules = append(a.Rules, rule)
 	}
 	if in.RuleDestination != "" && !slices.Contains(message.RuleDestinations, in.RuleDestination) {
 		return nil, nil, fmt.Errorf("rule_destination %q: want one of %s", in.RuleDestination, strings.Join(message.RuleDestinations, ", "))
 	}
-	if in.Mode != "" && !slices.Contains(modes, in.Mode) {
-		return nil, nil, fmt.Errorf("mode %q: want one of %s", in.Mode, strings.Join(modes, ", "))
-	}
+	// Suggestion numbers and the mode are checked by the router, with the
+	// same rules as the CLI's and the API's answers.
+	a.Suggestions, a.Mode = in.Suggestions, in.Mode
 	settled, err := r.AnswerPermission(ctx, req.ID, a)
 	if err != nil {
 		return nil, nil, err
 	}
-	out := map[string]any{"request": settled}
-	if in.Mode != "" {
-		res, err := r.Control(ctx, settled.Address, message.Control{Kind: message.ControlSetPermissionMode, Mode: in.Mode})
-		if err != nil {
-			out["mode_error"] = err.Error()
-		} else {
-			out["mode"] = res
-		}
-	}
-	return result(out)
+	return result(map[string]any{"request": settled})
 }
-
-var modes = []string{"default", "acceptEdits", "plan", "bypassPermissions"}
 
 func (cn *conn) remoteOutput(ctx context.Context, _ *sdk.CallToolRequest, in outputIn) (*sdk.CallToolResult, any, error) {
 	if err := cn.need(api.ScopeRead); err != nil {
