@@ -165,7 +165,7 @@ func TestASecondGatewayClaimingAHostNameIsRefused(t *testing.T) {
 func TestHostileMessagesAreDroppedAndCounted(t *testing.T) {
 	c := sharedCluster(t)
 	h := join(t, c.url(1), "hostile")
-	p := &peer{}
+	p := &peer{sessions: []message.Session{session("x", "x", message.ProtocolClaude)}}
 	serve(t, h, p)
 	nc, err := nats.Connect(c.url(0))
 	if err != nil {
@@ -185,9 +185,10 @@ func TestHostileMessagesAreDroppedAndCounted(t *testing.T) {
 		}
 		return b
 	}
-	good := func(id, to string) []byte {
-		return signed(envelope{Kind: kindMessage, From: "evil", To: to, Message: &message.Message{ID: id, To: "uds:/run/x.sock", Body: "b"}})
+	to := func(id, host, address string) []byte {
+		return signed(envelope{Kind: kindMessage, From: "evil", To: host, Message: &message.Message{ID: id, To: address, Body: "b"}})
 	}
+	good := func(id, host string) []byte { return to(id, host, "uds:/run/x.sock") }
 	bad := [][]byte{
 		[]byte("not json"),
 		[]byte(`{"v":2,"kind":"message"}`),
@@ -199,6 +200,11 @@ func TestHostileMessagesAreDroppedAndCounted(t *testing.T) {
 		if _, err := js.Publish(ctx, inSubject("hostile"), b, jetstream.WithMsgID(fmt.Sprintf("bad-%d", i))); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A well-formed message for a socket this host never published: any
+	// socket of its user, reached by guessing its path.
+	if _, err := js.Publish(ctx, inSubject("hostile"), to("m-unlisted", "hostile", "uds:/run/secret.sock")); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := js.Publish(ctx, inSubject("hostile"), good("m-good", "hostile")); err != nil {
 		t.Fatal(err)
@@ -214,7 +220,7 @@ func TestHostileMessagesAreDroppedAndCounted(t *testing.T) {
 	testutil.Eventually(t, "the good message is delivered", func() bool { return len(p.received()) == 1 })
 	want := map[Reason]uint64{ReasonMalformed: 2, ReasonVersion: 1, ReasonMisrouted: 3}
 	testutil.Eventually(t, "every drop counted", func() bool { return fmt.Sprint(h.Dropped()) == fmt.Sprint(want) })
-	if got := p.received()[0]; got.ID != "m-good" || got.From != "evil" {
+	if got := p.received(); len(got) != 1 || got[0].ID != "m-good" || got[0].From != "evil" {
 		t.Fatalf("delivered %+v", got)
 	}
 }

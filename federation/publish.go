@@ -2,6 +2,7 @@ package federation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 
@@ -33,17 +34,17 @@ func (n *Node) publishes(s message.Session) bool {
 	return false
 }
 
-// onlyPublished wraps deliver so that, with --federation-publish, a
-// message for a session this host does not publish is refused without
-// a delivery: another host names it only by guessing. The answer is the
-// one for a session that does not exist, so it tells nothing.
+// onlyPublished wraps deliver so that a message for a session this host
+// does not publish is refused without a delivery: another host names one
+// only by guessing, and a raw address (a uds: path of any socket here)
+// must not reach what was never offered. The answer is the one for a
+// session that does not exist, so it tells nothing. Before this host has
+// listed its sessions once (just started), nothing can be told: the
+// message waits and is offered again.
 func (n *Node) onlyPublished(deliver func(context.Context, message.Message) (message.Receipt, error)) func(context.Context, message.Message) (message.Receipt, error) {
-	if len(n.cfg.Publish) == 0 {
-		return deliver
-	}
 	return func(ctx context.Context, m message.Message) (message.Receipt, error) {
 		n.mu.Lock()
-		ok := false
+		listed, ok := n.published != nil, false
 		for _, s := range n.published {
 			if s.Address == m.To && (m.ToSessionID == "" || s.SessionID == m.ToSessionID) && (m.ToName == "" || s.Name == m.ToName) {
 				ok = true
@@ -51,9 +52,15 @@ func (n *Node) onlyPublished(deliver func(context.Context, message.Message) (mes
 			}
 		}
 		n.mu.Unlock()
+		if !listed {
+			return message.Receipt{}, errNotListed
+		}
 		if !ok {
 			return message.Receipt{MsgID: m.ID, Status: message.StatusFailed, Reason: "no session " + m.To + " on host " + n.cfg.Host}, nil
 		}
 		return deliver(ctx, m)
 	}
 }
+
+// errNotListed is a message that came before this host listed its sessions.
+var errNotListed = errors.New("federation: this host has not listed its sessions yet")
