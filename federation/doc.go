@@ -14,8 +14,10 @@
 // router.Forward (ServeRouter), which takes a message as if it had arrived
 // at an alias of the local session, so it takes the bridge's road (hop
 // guard, sender's alias, receipts relayed back through Relay), and says
-// when the local leg wrote it. Settled ids and the spool of sends kept
-// while the link is down live in the state directory's federation.db.
+// when the local leg wrote it. The spool of sends kept while the link is
+// down lives in the state directory's federation.db, the settled ids in
+// federation-settled.db (not synced per message: it guards against
+// duplicates, not loss).
 // Permission prompts cross too (prompts.go, answers.go): each host publishes its own in a
 // bucket, the leg raises the other hosts' in this router as a Prompter,
 // and an answer travels to the prompt's host, which applies it through

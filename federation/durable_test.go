@@ -15,7 +15,7 @@ import (
 
 func TestSettledIdsSurviveAReopenAndTheOldestArePruned(t *testing.T) {
 	dir := t.TempDir()
-	db, err := openStore(dir)
+	db, err := openStore(dir, SettledFile, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestSettledIdsSurviveAReopenAndTheOldestArePruned(t *testing.T) {
 		}
 	}
 	db.Close()
-	db, err = openStore(dir)
+	db, err = openStore(dir, SettledFile, true)
 	if err != nil {
 		t.Fatal(err)
 	}

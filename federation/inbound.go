@@ -273,16 +273,19 @@ func (n *Node) deliverFlight(in *inflight, f *flight, deliver func(context.Conte
 	}
 	// Taken (written to the session, or kept by a durable leg): on disk
 	// before the sender's next message is written, so a crash leaves at
-	// most this one written and unrecorded. Its outcome comes via Relay;
-	// the lane waits a moment for it, so the receiver has admitted this
-	// message before the next one is written (each write is a connection
-	// of its own, which the receiver may serve in any order).
+	// most this one written and unrecorded. Its outcome comes via Relay.
 	if err := n.settled.put(f.key, rc); err != nil {
 		n.log.Warn("federation settled id not recorded", "msg_id", f.m.ID, "err", err)
 	}
 	in.mu.Lock()
 	f.took = time.Now()
 	in.mu.Unlock()
+	if !answersEach(f.m.Protocol) {
+		return
+	}
+	// A receiver that answers every message is waited for a moment, so
+	// it has admitted this one before the next is written (each write is
+	// a connection of its own, which it may serve in any order).
 	select {
 	case <-f.heard:
 	case <-ctx.Done():
@@ -291,10 +294,16 @@ func (n *Node) deliverFlight(in *inflight, f *flight, deliver func(context.Conte
 }
 
 // orderWait bounds a lane's wait for a written message's outcome before
-// it writes the sender's next: a receiver that answers (Qwen Code) has by
-// then; one that says nothing of a clean delivery (Claude Code) costs
-// this much per message.
+// it writes the sender's next, for a receiver that answers each message
+// (Qwen Code has by then).
 const orderWait = 100 * time.Millisecond
+
+// answersEach reports whether sessions of protocol p answer every
+// message, delivered or not. Claude Code says nothing of a clean
+// delivery: waiting for it would cost orderWait per message, so its
+// messages are written in order, one at a time, without waiting; the
+// other legs keep their own order (an inbox, an outbox).
+func answersEach(p message.Protocol) bool { return p == message.ProtocolQwen }
 
 // settle records rc, the outcome of the message key from origin, sends it
 // to origin, and acknowledges the message if this host still holds it.

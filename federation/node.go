@@ -57,24 +57,25 @@ type Node struct {
 	leases   jetstream.KeyValue
 	leaseRev uint64
 
-	leg     *Leg
-	link    link
-	meter   meter                           // metrics.go
-	signer  *signer                         // this host's key
-	keys    *keyring                        // the other hosts' keys
-	nonces  nonces                          // envelopes read, to tell a replay
-	missing *bounded.Map[string, time.Time] // hosts found without a roster entry, when
-	drops   drops
-	db      *bolt.DB                     // the state directory's store, or nil
-	settled *settled                     // origin/inbound id -> its outcome
-	spool   *spool                       // sends kept while the link is down
-	origin  *bounded.Map[string, string] // inbound id -> the host that sent it
-	sentTo  *bounded.Map[string, string] // outbound id -> the host it went to
-	in      *inflight                    // Serve's unacknowledged messages, while it runs
-	pr      promptState                  // permission prompts across hosts (prompts.go)
-	upSince atomic.Int64                 // unix nanoseconds the link is up since; 0 while down
-	relink  chan struct{}                // a reconnect: the roster watch starts over
-	relays  chan relayed                 // decisive receipts for settleRelayed
+	leg       *Leg
+	link      link
+	meter     meter                           // metrics.go
+	signer    *signer                         // this host's key
+	keys      *keyring                        // the other hosts' keys
+	nonces    nonces                          // envelopes read, to tell a replay
+	missing   *bounded.Map[string, time.Time] // hosts found without a roster entry, when
+	drops     drops
+	db        *bolt.DB                     // the spool's store in the state directory, or nil
+	settledDB *bolt.DB                     // the settled ids' store (not synced), or nil
+	settled   *settled                     // origin/inbound id -> its outcome
+	spool     *spool                       // sends kept while the link is down
+	origin    *bounded.Map[string, string] // inbound id -> the host that sent it
+	sentTo    *bounded.Map[string, string] // outbound id -> the host it went to
+	in        *inflight                    // Serve's unacknowledged messages, while it runs
+	pr        promptState                  // permission prompts across hosts (prompts.go)
+	upSince   atomic.Int64                 // unix nanoseconds the link is up since; 0 while down
+	relink    chan struct{}                // a reconnect: the roster watch starts over
+	relays    chan relayed                 // decisive receipts for settleRelayed
 
 	mu        sync.Mutex
 	others    map[string]hostEntry // other hosts' roster entries, by host

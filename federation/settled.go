@@ -108,8 +108,10 @@ func (s *settled) put(key string, rc message.Receipt) error {
 		return err
 	}
 	added, kept := false, rc
-	err = s.db.Batch(func(tx *bolt.Tx) error {
-		added, kept = false, rc // a batch may run a function again
+	// One commit each, not a batch: the file is not synced (SettledFile),
+	// so a commit is cheap, and a lane waits for it before its next write.
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		added, kept = false, rc
 		b := tx.Bucket(bucketSettled)
 		if old := b.Get([]byte(key)); old != nil {
 			var rec settledRecord

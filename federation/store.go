@@ -15,11 +15,19 @@ import (
 	"github.com/sessiongateway/gateway/internal/safefile"
 )
 
-// StoreFile is the federation's file in the state directory: the ids of
-// the messages this host settled (so a message NATS offers again after a
-// restart is answered, not delivered twice) and the spool of sends kept
-// while the link is down.
+// StoreFile is the federation's file in the state directory for the
+// spool of sends kept while the link is down: each write is synced to
+// disk before the send is answered, since it holds accepted messages.
 const StoreFile = "federation.db"
+
+// SettledFile holds the ids of the messages this host settled, so a
+// message NATS offers again after a restart is answered, not delivered
+// twice. It is written without a sync to disk: it guards against
+// duplicates, not loss (NATS keeps every message until it is settled), and
+// what a killed process wrote is in the kernel's cache all the same; only
+// a machine that loses power may then deliver its last messages twice.
+// A sync per message would cost each sender one disk flush per message.
+const SettledFile = "federation-settled.db"
 
 var (
 	bucketSettled = []byte("settled")       // origin/id -> settledRecord
@@ -36,13 +44,14 @@ const storeVersion = 1
 // them, and a lane waits for it before writing its next message.
 const batchDelay = 2 * time.Millisecond
 
-// openStore opens (or creates) the store at dir/StoreFile: 0600 in a
+// openStore opens (or creates) the store at dir/name: 0600 in a
 // directory that passes safefile.CheckDir, never through a symlink.
-func openStore(dir string) (*bolt.DB, error) {
+// noSync leaves commits in the kernel's cache (see SettledFile).
+func openStore(dir, name string, noSync bool) (*bolt.DB, error) {
 	if err := safefile.EnsureDir(dir); err != nil {
 		return nil, fmt.Errorf("federation: state dir: %w", err)
 	}
-	path := filepath.Join(dir, StoreFile)
+	path := filepath.Join(dir, name)
 	if fi, err := os.Lstat(path); err == nil {
 		switch {
 		case fi.Mode()&fs.ModeSymlink != 0:
@@ -53,7 +62,7 @@ func openStore(dir string) (*bolt.DB, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("federation: %w", err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, OpenFile: safefile.OpenPrivate})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, OpenFile: safefile.OpenPrivate, NoSync: noSync})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("federation: %s is in use by another process", path)
@@ -82,25 +91,31 @@ func seqKey(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
 // and loads the settled ids and the spool from it.
 func (n *Node) openStore() error {
 	if n.cfg.StateDir != "" {
-		db, err := openStore(n.cfg.StateDir)
+		db, err := openStore(n.cfg.StateDir, StoreFile, false)
 		if err != nil {
 			return err
 		}
 		n.db = db
+		if n.settledDB, err = openStore(n.cfg.StateDir, SettledFile, true); err != nil {
+			n.closeStore()
+			return err
+		}
 	}
 	var err error
-	if n.settled, err = newSettled(n.db, n.cfg.SettledCap); err == nil {
+	if n.settled, err = newSettled(n.settledDB, n.cfg.SettledCap); err == nil {
 		n.spool, err = newSpool(n.db, n.cfg.spoolLimits())
 	}
 	if err != nil {
 		n.closeStore()
-		return fmt.Errorf("federation: %s: %w", StoreFile, err)
+		return fmt.Errorf("federation: store: %w", err)
 	}
 	return nil
 }
 
 func (n *Node) closeStore() {
-	if n.db != nil {
-		_ = n.db.Close()
+	for _, db := range []*bolt.DB{n.db, n.settledDB} {
+		if db != nil {
+			_ = db.Close()
+		}
 	}
 }
