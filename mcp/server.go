@@ -1,14 +1,12 @@
 package mcp
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -141,7 +139,10 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 	_ = nc.SetDeadline(time.Time{})
 	_, _ = io.WriteString(nc, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: "+UpgradeProtocol+"\r\n\r\n")
 	srv := s.session(r.URL.Query().Get("name"), "stdio", g)
-	t := &sdk.IOTransport{Reader: readCloser{rw.Reader, nc}, Writer: nc, MaxLineLength: MaxInput}
+	out := &lockedConn{w: nc}
+	// capLines answers an oversized line itself; the SDK's cap, a little
+	// above, is never reached.
+	t := &sdk.IOTransport{Reader: &capLines{r: rw.Reader, c: nc, w: out, max: MaxInput}, Writer: out, MaxLineLength: MaxInput + 64}
 	ss, err := srv.Connect(context.Background(), t, nil)
 	if err != nil {
 		_ = nc.Close()
@@ -150,13 +151,6 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 	_ = ss.Wait()
 	_ = nc.Close()
 }
-
-type readCloser struct {
-	*bufio.Reader
-	c net.Conn
-}
-
-func (r readCloser) Close() error { return r.c.Close() }
 
 // Close ends every client's session and waits for them to leave the
 // roster.

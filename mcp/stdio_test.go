@@ -1,9 +1,13 @@
 package mcp
 
 import (
+	"bufio"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,4 +59,64 @@ func TestStdioJoinsThroughTheControlSocketAndLeavesWhenItsInputEnds(t *testing.T
 		t.Fatal("Stdio did not return")
 	}
 	_ = cs.Close()
+}
+
+// TestAnOversizedStdioRequestIsAnErrorAndTheSessionGoesOn writes raw
+// JSON-RPC lines through the stdio bridge: a line over MaxInput is
+// answered with an MCP error, and the next request still is served.
+func TestAnOversizedStdioRequestIsAnErrorAndTheSessionGoesOn(t *testing.T) {
+	w := newWorld(t)
+	sock := filepath.Join(testutil.ShortTempDir(t), "gateway.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := api.NewHTTPServer(api.NewServer(api.Config{Router: w.rt, MCP: w.srv.Handler()}).Handler())
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() { _ = hs.Close() })
+
+	ctx := testutil.Context(t, 30*time.Second)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go func() { _ = Stdio(ctx, api.NewUnixClient(sock), "raw-agent", inR, outW); _ = outW.Close() }()
+	t.Cleanup(func() { _ = inW.Close() })
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(nil, 1<<20)
+	reply := func() map[string]any {
+		t.Helper()
+		if !lines.Scan() {
+			t.Fatalf("no reply: %v", lines.Err())
+		}
+		var m map[string]any
+		if err := json.Unmarshal(lines.Bytes(), &m); err != nil {
+			t.Fatalf("reply %q: %v", lines.Text(), err)
+		}
+		return m
+	}
+	write := func(s string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if m := reply(); m["id"] != float64(1) || m["result"] == nil {
+		t.Fatalf("initialize: %v", m)
+	}
+	write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	huge := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"send_message","arguments":{"to":"x","text":"` +
+		strings.Repeat("x", MaxInput) + `"}}}`
+	write(huge)
+	m := reply()
+	e, _ := m["error"].(map[string]any)
+	if e == nil || m["id"] != nil || !strings.Contains(fmt.Sprint(e["message"]), "cap") {
+		t.Fatalf("the oversized request got %v", m)
+	}
+	write(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	if m := reply(); m["id"] != float64(3) || m["result"] == nil {
+		t.Fatalf("after the oversized request, tools/list got %v", m)
+	}
+	if !w.listed("raw-agent") {
+		t.Fatal("the client left the roster")
+	}
 }
