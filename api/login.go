@@ -210,7 +210,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	sess.seq = s.browser.seq
 	s.browser.sessions[key(cookie)] = sess
 	s.browser.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: cookie, Path: "/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: cookie, Path: s.cfg.Prefix + "/", HttpOnly: true,
 		Secure: r.TLS != nil || s.cfg.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: int(SessionTTL / time.Second)})
 	writeJSON(w, http.StatusCreated, LoginInfo{Label: sess.grant.Label, Scopes: sess.grant.Scopes.String(), CSRFToken: sess.csrf, ExpiresAt: sess.expires.UTC()})
 }
@@ -233,7 +233,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 		delete(s.browser.sessions, key(c.Value))
 		s.browser.mu.Unlock()
 	}
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: s.cfg.Prefix + "/", HttpOnly: true,
 		Secure: r.TLS != nil || s.cfg.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -291,7 +291,7 @@ func (s *Server) pair(w http.ResponseWriter, r *http.Request) {
 
 // ConsoleURL is where the console is reached on the TCP listener, ending in
 // "/": its address, or the first --allow-host when it listens on every
-// interface; "/" before the listener is up or without one.
+// interface, and --api-prefix; "/" before the listener is up or without one.
 func (s *Server) ConsoleURL() string {
 	addr, _ := s.tcpAddr.Load().(string)
 	if addr == "" {
@@ -309,5 +309,5 @@ func (s *Server) ConsoleURL() string {
 	if s.cfg.TLS != nil {
 		scheme = "https"
 	}
-	return scheme + "://" + addr + "/"
+	return scheme + "://" + addr + s.cfg.Prefix + "/"
 }

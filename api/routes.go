@@ -214,7 +214,7 @@ func (s *Server) TCPHandler(addr string) http.Handler {
 		}
 	}
 	next := s.recoverer(s.mux)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.underPrefix(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !allowed[canonicalHost(r.Host)] {
 			writeError(w, Error{Error: fmt.Sprintf("host %q is not allowed (see --allow-host)", r.Host), Code: CodeBadHost})
 			return
@@ -259,7 +259,54 @@ func (s *Server) TCPHandler(addr string) http.Handler {
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(withGrant(r.Context(), g)))
+	}))
+}
+
+// underPrefix serves h under Config.Prefix: PREFIX/x is h's /x, PREFIX
+// alone is sent on to PREFIX/, anything else is not found.
+func (s *Server) underPrefix(h http.Handler) http.Handler {
+	prefix := s.cfg.Prefix
+	if prefix == "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == prefix {
+			http.Redirect(w, r, prefix+"/", http.StatusMovedPermanently)
+			return
+		}
+		rest, ok := strings.CutPrefix(r.URL.Path, prefix)
+		if !ok || !strings.HasPrefix(rest, "/") {
+			writeError(w, Error{Error: fmt.Sprintf("not found: this gateway serves under %s/", prefix), Code: CodeNotFound})
+			return
+		}
+		r2 := r.Clone(r.Context())
+		r2.URL.Path, r2.URL.RawPath = rest, ""
+		h.ServeHTTP(w, r2)
 	})
+}
+
+// CheckPrefix validates an --api-prefix: empty, or a path of one or more
+// segments of letters, digits and - _ . ~ (no "." or ".." segment),
+// without a trailing slash.
+func CheckPrefix(p string) error {
+	if p == "" {
+		return nil
+	}
+	bad := fmt.Errorf("--api-prefix %q: want a path like /gateway (letters, digits, - _ . ~; no trailing /)", p)
+	if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || len(p) > 128 {
+		return bad
+	}
+	for _, seg := range strings.Split(p[1:], "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return bad
+		}
+		for _, c := range seg {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_.~", c)) {
+				return bad
+			}
+		}
+	}
+	return nil
 }
 
 // consoleAsset reports whether path is one of the console's public assets.

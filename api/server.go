@@ -36,6 +36,11 @@ type Config struct {
 	// Tokens resolves the other bearer tokens (gateway tokens add) to
 	// their scopes; nil accepts Token alone.
 	Tokens TokenStore
+	// Prefix serves the TCP listener's routes and the console under this
+	// path ("/gw": /gw/v1/sessions, /gw/), for a reverse proxy that
+	// forwards one path; "" serves them at the root. The Unix socket
+	// always serves at the root.
+	Prefix string
 	// AllowedHosts are the Host header values accepted on TCP, beside the
 	// listen address itself and its localhost spellings.
 	AllowedHosts []string

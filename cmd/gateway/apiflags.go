@@ -14,6 +14,7 @@ import (
 type apiOpts struct {
 	tlsCert, tlsKey string
 	corsOrigin      string
+	prefix          string
 	rate            float64
 	burst           int
 }
@@ -23,6 +24,7 @@ func apiFlags(fs *flag.FlagSet, _ *env) *apiOpts {
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve --api over TLS 1.2+ with this PEM certificate (chain) file; re-read when it changes or on SIGHUP (env GATEWAY_TLS_CERT)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "the PEM private key of --tls-cert (env GATEWAY_TLS_KEY)")
 	fs.StringVar(&o.corsOrigin, "cors-origin", "", "the one browser origin allowed to call --api, like https://ui.example; none by default (env GATEWAY_CORS_ORIGIN)")
+	fs.StringVar(&o.prefix, "api-prefix", "", "serve --api and the console under this path, like /gateway, for a reverse proxy that forwards one path (env GATEWAY_API_PREFIX)")
 	fs.Float64Var(&o.rate, "api-rate", api.DefaultRateLimit.Rate, "requests a second each --api client (token, or IP before one) may make on average; negative for no limit (env GATEWAY_API_RATE)")
 	fs.IntVar(&o.burst, "api-burst", api.DefaultRateLimit.Burst, "requests each --api client may make at once (env GATEWAY_API_BURST)")
 	return o
@@ -41,6 +43,9 @@ func (o *apiOpts) check(apiAddr string) error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
 			return fmt.Errorf("--cors-origin %q: want an origin like https://ui.example", o.corsOrigin)
 		}
+	}
+	if err := api.CheckPrefix(o.prefix); err != nil {
+		return err
 	}
 	if o.rate > 0 && o.burst < 1 {
 		return fmt.Errorf("--api-burst %d: want at least 1", o.burst)
@@ -80,7 +85,7 @@ func newAPIServer(c serveConfig, cfg api.Config) (*api.Server, error) {
 		return nil, err
 	}
 	cfg.FilesDir = dir
-	cfg.CORSOrigin = o.corsOrigin
+	cfg.CORSOrigin, cfg.Prefix = o.corsOrigin, o.prefix
 	cfg.RateLimit = o.rateLimit()
 	return api.NewServer(cfg), nil
 }
