@@ -204,9 +204,6 @@ func (c *Cluster) healthy(client *http.Client, n *node) error {
 	return nil
 }
 
-// Len is the number of nodes.
-func (c *Cluster) Len() int { return len(c.nodes) }
-
 // URL is node i's client URL.
 func (c *Cluster) URL(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", c.nodes[i].port) }
 
@@ -232,9 +229,6 @@ func (c *Cluster) Index(name string) int {
 	}
 	return -1
 }
-
-// MonitorURL is node i's HTTP monitoring base URL (/varz, /jsz, ...).
-func (c *Cluster) MonitorURL(i int) string { return fmt.Sprintf("http://127.0.0.1:%d", c.nodes[i].mon) }
 
 // Kill stops node i with SIGKILL and waits for it to exit.
 func (c *Cluster) Kill(i int) {
