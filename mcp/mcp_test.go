@@ -41,6 +41,19 @@ func newWorld(t *testing.T, others ...router.Leg) *world {
 // the grant's scopes.
 func (w *world) connect(t *testing.T, name string, scopes api.Scopes) *sdk.ClientSession {
 	t.Helper()
+	return w.connectWith(t, name, scopes, nil)
+}
+
+// updates is a client's options that pass each resources/updated URI to ch.
+func updates(ch chan<- string) *sdk.ClientOptions {
+	return &sdk.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) { ch <- req.Params.URI },
+	}
+}
+
+// connectWith is connect with the client's options.
+func (w *world) connectWith(t *testing.T, name string, scopes api.Scopes, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
 	ct, st := sdk.NewInMemoryTransports()
 	srv := w.srv.session(name, "memory", api.Grant{ID: "t", Scopes: scopes})
 	ctx := testutil.Context(t, 30*time.Second)
@@ -49,7 +62,7 @@ func (w *world) connect(t *testing.T, name string, scopes api.Scopes) *sdk.Clien
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ss.Close() })
-	c := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1"}, nil)
+	c := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1"}, opts)
 	cs, err := c.Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -251,23 +264,8 @@ func TestTheInboxResourceIsUpdatedForASubscriber(t *testing.T) {
 	w := newWorld(t)
 	alice := w.connect(t, "alice", api.AllScopes)
 	updated := make(chan string, 8)
-	ct, st := sdk.NewInMemoryTransports()
-	srv := w.srv.session("bob", "memory", api.Grant{ID: "t", Scopes: api.AllScopes})
+	bob := w.connectWith(t, "bob", api.AllScopes, updates(updated))
 	ctx := testutil.Context(t, 30*time.Second)
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	c := sdk.NewClient(&sdk.Implementation{Name: "bob"}, &sdk.ClientOptions{
-		ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) { updated <- req.Params.URI },
-	})
-	bob, err := c.Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bob.Close()
-	testutil.Eventually(t, "bob joined", func() bool { return w.listed("bob") })
 	if err := bob.Subscribe(ctx, &sdk.SubscribeParams{URI: InboxURI}); err != nil {
 		t.Fatal(err)
 	}

@@ -58,23 +58,8 @@ func TestRemoteSessionOutputReadsOnlyWhatIsNewFromItsCursor(t *testing.T) {
 func TestSubscribersHearOfTranscriptAndRosterChanges(t *testing.T) {
 	w := newWorld(t, remoteLeg{})
 	updated := make(chan string, 16)
-	ct, st := sdk.NewInMemoryTransports()
-	srv := w.srv.session("watcher", "memory", api.Grant{ID: "t", Scopes: api.AllScopes})
+	cs := w.connectWith(t, "watcher", api.AllScopes, updates(updated))
 	ctx := testutil.Context(t, 30*time.Second)
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	c := sdk.NewClient(&sdk.Implementation{Name: "watcher"}, &sdk.ClientOptions{
-		ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) { updated <- req.Params.URI },
-	})
-	cs, err := c.Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	testutil.Eventually(t, "watcher joined", func() bool { return w.listed("watcher") })
 	transcript := "gateway://remote/build-bot/transcript"
 	for _, uri := range []string{SessionsURI, transcript} {
 		if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {

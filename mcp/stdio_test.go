@@ -23,14 +23,7 @@ import (
 // with an SDK client on its stdin and stdout.
 func TestStdioJoinsThroughTheControlSocketAndLeavesWhenItsInputEnds(t *testing.T) {
 	w := newWorld(t)
-	sock := filepath.Join(testutil.ShortTempDir(t), "gateway.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := api.NewHTTPServer(api.NewServer(api.Config{Router: w.rt, MCP: w.srv.Handler()}).Handler())
-	go func() { _ = hs.Serve(ln) }()
-	t.Cleanup(func() { _ = hs.Close() })
+	sock := serveAPI(t, w)
 
 	ctx := testutil.Context(t, 30*time.Second)
 	inR, inW := io.Pipe()   // the agent writes, Stdio reads (its stdin)
@@ -66,14 +59,7 @@ func TestStdioJoinsThroughTheControlSocketAndLeavesWhenItsInputEnds(t *testing.T
 // answered with an MCP error, and the next request still is served.
 func TestAnOversizedStdioRequestIsAnErrorAndTheSessionGoesOn(t *testing.T) {
 	w := newWorld(t)
-	sock := filepath.Join(testutil.ShortTempDir(t), "gateway.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := api.NewHTTPServer(api.NewServer(api.Config{Router: w.rt, MCP: w.srv.Handler()}).Handler())
-	go func() { _ = hs.Serve(ln) }()
-	t.Cleanup(func() { _ = hs.Close() })
+	sock := serveAPI(t, w)
 
 	ctx := testutil.Context(t, 30*time.Second)
 	inR, inW := io.Pipe()
@@ -119,4 +105,19 @@ func TestAnOversizedStdioRequestIsAnErrorAndTheSessionGoesOn(t *testing.T) {
 	if !w.listed("raw-agent") {
 		t.Fatal("the client left the roster")
 	}
+}
+
+// serveAPI serves w's API, /mcp included, on a Unix socket, as the
+// gateway's control socket, and returns the socket's path.
+func serveAPI(t *testing.T, w *world) string {
+	t.Helper()
+	sock := filepath.Join(testutil.ShortTempDir(t), "gateway.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := api.NewHTTPServer(api.NewServer(api.Config{Router: w.rt, MCP: w.srv.Handler()}).Handler())
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() { _ = hs.Close() })
+	return sock
 }
