@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -52,14 +50,7 @@ func openStore(dir, name string, noSync bool) (*bolt.DB, error) {
 		return nil, fmt.Errorf("federation: state dir: %w", err)
 	}
 	path := filepath.Join(dir, name)
-	if fi, err := os.Lstat(path); err == nil {
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			return nil, fmt.Errorf("federation: %s: %w", path, safefile.ErrSymlink)
-		case !fi.Mode().IsRegular():
-			return nil, fmt.Errorf("federation: %s: %w", path, safefile.ErrNotRegular)
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	if err := safefile.CheckFile(path); err != nil {
 		return nil, fmt.Errorf("federation: %w", err)
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, OpenFile: safefile.OpenPrivate, NoSync: noSync})

@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -130,15 +128,7 @@ func Open(path string, o Options) (*Store, error) {
 	if err := safefile.CheckDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}
-	// Lstat names the problem; safefile.OpenPrivate is what makes it safe.
-	if fi, err := os.Lstat(path); err == nil {
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			return nil, fmt.Errorf("outbox: %s: %w", path, safefile.ErrSymlink)
-		case !fi.Mode().IsRegular():
-			return nil, fmt.Errorf("outbox: %s: %w", path, safefile.ErrNotRegular)
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	if err := safefile.CheckFile(path); err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: o.LockTimeout, OpenFile: safefile.OpenPrivate})

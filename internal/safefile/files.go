@@ -273,3 +273,22 @@ func OpenPrivate(name string, flag int, perm os.FileMode) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// CheckFile says whether path may be opened as a private file: nil when
+// it is absent or a regular file, ErrSymlink or ErrNotRegular (with the
+// path) otherwise. OpenPrivate is what makes opening it safe; this names
+// the problem first.
+func CheckFile(path string) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s: %w", path, ErrSymlink)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s: %w", path, ErrNotRegular)
+	}
+	return nil
+}
