@@ -126,8 +126,9 @@ func (s *sink) check(t *testing.T, ordered bool) {
 
 func head(s []string) []string { return s[:min(len(s), 10)] }
 
-func sender(w int) string    { return fmt.Sprintf("s%d", w) }
-func body(w, i int) string   { return fmt.Sprintf("%s %04d", sender(w), i) }
+func sender(w int) string  { return fmt.Sprintf("s%d", w) }
+func body(w, i int) string { return fmt.Sprintf("%s %04d", sender(w), i) }
+
 // statusOf says whether a send's answer means the gateway took it: sent
 // or queued, or already delivered when the receipt came back before the
 // answer did.
