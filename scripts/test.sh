@@ -43,5 +43,8 @@ go test -race -count=1 -timeout 30m ./...
 echo "== fuzzing beyond the seed corpus, every target for a bounded time"
 bash scripts/fuzz.sh
 
+echo "== the bench harness, briefly (figures are read by hand; a path that does not work fails)"
+go run ./bench -short
+
 echo "== benchmarks, one iteration each (a benchmark that breaks fails here; figures are read by hand)"
 go test -run '^$' -bench . -benchtime 1x -count=1 -timeout 10m ./...

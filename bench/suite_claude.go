@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+func init() { register("claude", claudeRows) }
+
+// claudeRows: control API POST /v1/messages until the frame is read at a
+// bare sink registered as a Claude Code session, addressed by name,
+// beside the raw socket (connect, auth line and frame, close), with one
+// sender and with 16. The gateway serves with --bridge=false.
+func claudeRows(ctx context.Context, e *Env) ([]Row, error) {
+	w, err := e.NewWorld()
+	if err != nil {
+		return nil, err
+	}
+	sink, err := startClaudeSink(e, w, "bench-sink")
+	if err != nil {
+		return nil, err
+	}
+	g, err := e.StartGateway(ctx, w, "--bridge=false")
+	if err != nil {
+		return nil, err
+	}
+	if err := g.WaitListed(ctx, sink.name); err != nil {
+		return nil, err
+	}
+	frame := sink.rawFrame()
+	raw := func(int) error { return rawSend(sink.path, frame) }
+	via := func(i int) error { return g.Send(ctx, sink.name, fmt.Sprintf("bench %d", i), false) }
+
+	// Warm both up: connections, caches, the roster.
+	if _, err := sequential(ctx, sink, e.N(200, 20), raw, via); err != nil {
+		return nil, err
+	}
+	var seq [2]Latencies
+	if err := e.Profile(ctx, g, "claude-sequential", func() error {
+		seq, err = sequential(ctx, sink, e.N(5000, 100), raw, via)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	const senders = 16
+	var rawRate, gwRate Rate
+	if err := e.Profile(ctx, g, "claude-16-senders", func() error {
+		// Two rounds each, alternating, so neither always runs second.
+		for range 2 {
+			r, err := concurrent(ctx, sink, senders, e.N(4000, 64), raw)
+			if err != nil {
+				return err
+			}
+			rawRate.N, rawRate.Span = rawRate.N+r.N, rawRate.Span+r.Span
+			if r, err = concurrent(ctx, sink, senders, e.N(4000, 64), via); err != nil {
+				return err
+			}
+			gwRate.N, gwRate.Span = gwRate.N+r.N, gwRate.Span+r.Span
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return []Row{
+		rateRow("API -> Claude, 1 sender (msg/s)", seq[1].rate(), seq[0].rate(), "raw socket", 0.5),
+		latencyRow("API -> Claude, 1 sender (latency)", seq[1], seq[0], "raw socket", 0.99, time.Millisecond),
+		rateRow(fmt.Sprintf("API -> Claude, %d senders (msg/s)", senders), gwRate, rawRate, "raw socket", 0.5),
+	}, nil
+}
+
+// rate is how many of these back-to-back operations run in a second.
+func (l Latencies) rate() Rate {
+	var sum time.Duration
+	for _, d := range l {
+		sum += d
+	}
+	return Rate{N: len(l), Span: sum}
+}
+
+// sequential times n sends of each sender, alternating one of each, each
+// until the sink has read its frame: [0] is a's, [1] is b's.
+func sequential(ctx context.Context, sink *claudeSink, n int, a, b func(int) error) ([2]Latencies, error) {
+	var out [2]Latencies
+	for i := range n {
+		for j, send := range []func(int) error{a, b} {
+			t0 := time.Now()
+			if err := send(i); err != nil {
+				return out, err
+			}
+			if err := sink.wait(ctx, 1); err != nil {
+				return out, err
+			}
+			out[j] = append(out[j], time.Since(t0))
+		}
+	}
+	return out, nil
+}
+
+// concurrent runs n sends over k senders at once and times them until the
+// sink has read every frame.
+func concurrent(ctx context.Context, sink *claudeSink, k, n int, send func(int) error) (Rate, error) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	i := 0
+	t0 := time.Now()
+	for range k {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				mine := i
+				i++
+				mu.Unlock()
+				if mine >= n {
+					return
+				}
+				if err := send(mine); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					i = n // the others stop too
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return Rate{}, err
+	}
+	if err := sink.wait(ctx, n); err != nil {
+		return Rate{}, err
+	}
+	return Rate{N: n, Span: time.Since(t0)}, nil
+}
