@@ -462,6 +462,13 @@ func (p *AliasPool) Send(ctx context.Context, name string, m message.Message) er
 	}
 }
 
+// has reports whether a worker for name runs or is starting.
+func (p *AliasPool) has(name string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.workers[name] != nil
+}
+
 // Aliases lists the running aliases.
 func (p *AliasPool) Aliases() []Alias {
 	p.mu.Lock()

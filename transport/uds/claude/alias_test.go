@@ -200,3 +200,32 @@ func TestASessionNamedBeyondTheRegistrysRulesGetsNoAlias(t *testing.T) {
 	}
 	waitRunning(t, pool, "build.ci")
 }
+
+// sendingWorker is shellWorker that also answers every send as written,
+// for the one message id the test sends.
+const sendingWorker = `printf '{"op":"ready","address":"uds:/nowhere/%s.sock","pid":%d}\n' "$1" $$ >&3
+while IFS= read -r line <&3; do case $line in *'"stop"'*) exit 0;; *'"send"'*) printf '{"op":"sent","msg_id":"m-out"}\n' >&3;; esac; done`
+
+// The loss: an alias started on demand to send as a session no sync had
+// listed yet knew nothing of that session, so an answer to it that came
+// before the next sync (2 s) went to the gateway itself and was lost.
+func TestAnAnswerToAnAliasStartedForASenderReachesTheSenderBeforeAnySync(t *testing.T) {
+	ctx := context.Background()
+	r := startRig(t, Config{Name: "gw"})
+	pool := NewAliasPool(PoolConfig{
+		Command:    func(name string) *exec.Cmd { return exec.Command("sh", "-c", sendingWorker, "sh", name) },
+		MaxWorkers: 4,
+		IdleAfter:  time.Hour,
+	})
+	t.Cleanup(pool.Close)
+	r.p.EnableAliases(pool)
+	sender := message.Session{Name: "mcp-agent", Address: "mcp:mcp-agent", Protocol: message.ProtocolMCP}
+	if _, err := r.p.SendAs(ctx, sender, message.Message{ID: "m-out", To: "uds:/c/x.sock"}); err != nil {
+		t.Fatal(err)
+	}
+	r.p.OnAliasEvent("mcp-agent", message.Event{Type: message.EventMessage, Message: &message.Message{ID: "m-back", From: "uds:/c/x.sock", Body: "answer"}})
+	ev := r.next(t, func(ev message.Event) bool { return ev.Type == message.EventMessage && ev.Message.ID == "m-back" })
+	if ev.Message.AliasOf != sender.Address || ev.Message.ToName != sender.Name {
+		t.Fatalf("the answer is for %q (%q), want the sender %q (%q)", ev.Message.AliasOf, ev.Message.ToName, sender.Address, sender.Name)
+	}
+}

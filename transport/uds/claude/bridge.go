@@ -94,16 +94,20 @@ const OpRelay = "relay"
 // bridgeHost is the Claude leg's alias bookkeeping: which alias name stands
 // for which session of another leg, and which were refused at the cap.
 type bridgeHost struct {
-	pool    *AliasPool
-	mu      sync.Mutex
-	byNm    map[string]message.Session
+	pool *AliasPool
+	mu   sync.Mutex
+	byNm map[string]message.Session
+	// senders are the sessions on-demand aliases (started by SendAs for a
+	// sender no sync has listed yet, or ever will) stand for: an answer to
+	// such an alias before the next sync must still reach its session.
+	senders map[string]message.Session
 	refused map[string]bool // listed sessions the last sync found no room for
 }
 
 // EnableAliases makes the peer an alias host with pool, whose Events must
 // be routed to OnAliasEvent.
 func (p *Peer) EnableAliases(pool *AliasPool) {
-	p.bridge = &bridgeHost{pool: pool, byNm: map[string]message.Session{}, refused: map[string]bool{}}
+	p.bridge = &bridgeHost{pool: pool, byNm: map[string]message.Session{}, senders: map[string]message.Session{}, refused: map[string]bool{}}
 }
 
 // OnAliasEvent hands on what arrived at alias name: a message is marked as
@@ -112,6 +116,9 @@ func (p *Peer) OnAliasEvent(name string, ev message.Event) {
 	if ev.Message != nil && p.bridge != nil {
 		p.bridge.mu.Lock()
 		origin, ok := p.bridge.byNm[name]
+		if !ok {
+			origin, ok = p.bridge.senders[name]
+		}
 		p.bridge.mu.Unlock()
 		if ok {
 			m := *ev.Message
@@ -148,6 +155,11 @@ func (p *Peer) SyncAliases(ctx context.Context, others []message.Session) error 
 	refused, err := p.bridge.pool.Publish(ctx, keep)
 	now := make(map[string]bool, len(refused))
 	p.bridge.mu.Lock()
+	for name := range p.bridge.senders {
+		if !p.bridge.pool.has(name) { // its worker went idle and stopped (pool.mu is taken under mu, never the reverse)
+			delete(p.bridge.senders, name)
+		}
+	}
 	was := p.bridge.refused
 	p.bridge.refused = now
 	p.bridge.mu.Unlock()
@@ -176,8 +188,15 @@ func (p *Peer) SendAs(ctx context.Context, sender message.Session, m message.Mes
 		return p.Send(ctx, m)
 	}
 	m.FromName = sender.Name
+	// Known before the write: the receiver may answer before Send returns.
+	p.bridge.mu.Lock()
+	p.bridge.senders[sender.Name] = sender
+	p.bridge.mu.Unlock()
 	if err := p.bridge.pool.Send(ctx, sender.Name, m); err != nil {
 		if errors.Is(err, ErrAliasLimit) {
+			p.bridge.mu.Lock()
+			delete(p.bridge.senders, sender.Name)
+			p.bridge.mu.Unlock()
 			p.refuseAlias(ctx, sender.Name, sender.Address, m.ID)
 		}
 		return message.Receipt{}, err
