@@ -42,7 +42,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 		serverConf: fs.String("federation-server-config", "", "with --federation embedded: a nats-server configuration file for its authorization, accounts and TLS"),
 		noAuth:     fs.Bool("federation-no-auth", false, "with --federation embedded: let it listen beyond loopback without authentication"),
 	}
-	fs.Func("federation-publish", "show other hosts only the local sessions whose name matches this glob (repeatable; default all)",
+	fs.Func("federation-publish", "show other hosts only the local sessions whose name matches this `GLOB` (repeatable; default all)",
 		func(s string) error { f.publish = append(f.publish, s); return nil })
 	return f
 }

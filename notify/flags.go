@@ -31,7 +31,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 		on:         fs.String("notify-on", "", "also notify when a session goes idle or a remote turn ends: idle, turn or idle,turn (prompts and held messages always notify)"),
 		linkURL:    fs.String("notify-link-url", "", "the gateway's API as a phone reaches it, for notification buttons (default: --api's address, or the first --allow-host)"),
 	}
-	fs.Func("notify", "send a notification when a prompt or held message waits: a webhook URL (JSON POST), ntfy://HOST/TOPIC or ntfy:http(s)://HOST/TOPIC (repeatable)",
+	fs.Func("notify", "send a notification when a prompt or held message waits: a webhook `URL` (JSON POST), ntfy://HOST/TOPIC or ntfy:http(s)://HOST/TOPIC (repeatable)",
 		func(s string) error {
 			for _, v := range strings.Split(s, ",") { // GATEWAY_NOTIFY holds a comma-separated list
 				if v = strings.TrimSpace(v); v != "" {

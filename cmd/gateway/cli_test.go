@@ -94,9 +94,9 @@ func TestSendExitCodesAndOutput(t *testing.T) {
 		}
 	})
 	t.Run("--wait waits 30 s unless told otherwise", func(t *testing.T) {
-		_, errOut, _ := runCLI(t, g.StateDir, "send", "-h")
-		if !regexp.MustCompile(`-timeout duration\s+how long --wait waits \(default 30s\)`).MatchString(errOut) {
-			t.Fatalf("send -h says %q", errOut)
+		out, _, _ := runCLI(t, g.StateDir, "send", "-h")
+		if !regexp.MustCompile(`--timeout duration\s+how long --wait waits \(default 30s\)`).MatchString(out) {
+			t.Fatalf("send -h says %q", out)
 		}
 	})
 	t.Run("a send whose write fails exits 3 and says why", func(t *testing.T) {
@@ -212,9 +212,9 @@ func TestTheStateDirectoryKeepsItsSecretsPrivate(t *testing.T) {
 }
 
 func TestEveryCommandTakesTheStateDirFlag(t *testing.T) {
-	for _, c := range commands {
-		t.Run(c.name+" accepts --state-dir", func(t *testing.T) {
-			if _, errOut, code := runCLI(t, t.TempDir(), c.name, "--state-dir", t.TempDir(), "-h"); code != exitOK {
+	for _, c := range (&app{e: &env{getenv: func(string) string { return "" }}}).root().Commands() {
+		t.Run(c.Name()+" accepts --state-dir", func(t *testing.T) {
+			if _, errOut, code := runCLI(t, t.TempDir(), c.Name(), "--state-dir", t.TempDir(), "-h"); code != exitOK {
 				t.Fatalf("exit %d, stderr %q", code, errOut)
 			}
 		})

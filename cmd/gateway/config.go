@@ -1,10 +1,11 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"path/filepath"
+
+	"github.com/spf13/cobra"
 
 	"github.com/sessiongateway/gateway/auth"
 	"github.com/sessiongateway/gateway/internal/safefile"
@@ -74,38 +75,30 @@ func stateDirError(err error) error {
 	return fmt.Errorf("state directory (--state-dir, env GATEWAY_STATE_DIR) %w", err)
 }
 
-// runConfig is `gateway config`: serve's flags and checks, then a print
+// configCmd is `gateway config`: serve's flags and checks, then a print
 // of the result instead of a start.
-func runConfig(_ context.Context, e *env, args []string) int {
+func (a *app) configCmd() *cobra.Command {
+	c := &cobra.Command{Use: "config", Short: "print serve's effective configuration and where each value came from, secrets redacted",
+		Long: "Prints serve's effective configuration: every key, its value and where it came from\n" +
+			"(default, file, env or flag), secrets redacted; starts nothing. Exits 2 naming the\n" +
+			"bad key when the configuration is invalid.\n\n" + precedenceHelp,
+		Example: "  gateway config\n  gateway config --json --legs claude"}
 	var asJSON *bool
-	setup, code := setupServe(e, "config", args, func(fs *flag.FlagSet) {
+	fs := stdFlags(c)
+	load := serveFlags(a.e, fs, func(fs *flag.FlagSet) {
 		asJSON = fs.Bool("json", false, "print JSON: [{key, value, source, origin, file}]")
 	})
-	if setup == nil {
-		return code
-	}
-	if err := setup.settings.Print(e.stdout, *asJSON); err != nil {
-		fmt.Fprintf(e.stderr, "gateway: %v\n", err)
-		return exitError
-	}
-	return exitOK
-}
-
-// serveUsage is the -h text of serve and config.
-func serveUsage(fs *flag.FlagSet, cmd string) func() {
-	return func() {
-		w := fs.Output()
-		if cmd == "config" {
-			fmt.Fprintln(w, "usage: gateway config [--config PATH] [--json] [serve flags...]")
-			fmt.Fprintln(w, "Prints serve's effective configuration: every key, its value and where it came from")
-			fmt.Fprintln(w, "(default, file, env or flag), secrets redacted; starts nothing. Exits 2 naming the")
-			fmt.Fprintln(w, "bad key when the configuration is invalid.")
-		} else {
-			fmt.Fprintln(w, "usage: gateway serve [flags]")
+	c.Flags().AddGoFlagSet(fs)
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if helpAsked(args) {
+			return c.Help()
 		}
-		fmt.Fprintln(w)
-		fmt.Fprint(w, precedenceHelp)
-		fmt.Fprintln(w)
-		fs.PrintDefaults()
+		plan, err := load(args)
+		if err != nil {
+			return err
+		}
+		a.json = *asJSON
+		return plan.settings.Print(a.e.stdout, *asJSON)
 	}
+	return c
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/cli"
+
 	"github.com/sessiongateway/gateway/internal/testutil"
 
 	"github.com/sessiongateway/gateway/internal/settings"
@@ -35,7 +37,10 @@ func setup(t *testing.T, vars map[string]string, args ...string) (*servePlan, st
 	t.Helper()
 	var errb bytes.Buffer
 	e := &env{stdout: &bytes.Buffer{}, stderr: &errb, getenv: func(k string) string { return vars[k] }}
-	plan, _ := setupServe(e, "serve", args, nil)
+	plan, err := serveFlags(e, newFlags(e, "serve"), nil)(args)
+	if err != nil {
+		cli.Report(&cli.IO{Stderr: &errb}, err)
+	}
 	return plan, errb.String()
 }
 
@@ -466,7 +471,7 @@ func TestAnUnusableStateDirIsReportedAsItself(t *testing.T) {
 func TestConfigHelpDocumentsPrecedence(t *testing.T) {
 	for _, cmd := range []string{"config", "serve"} {
 		t.Run(cmd+" -h explains the layers and lists every variable", func(t *testing.T) {
-			code, _, stderr := runGateway(t, map[string]string{"GATEWAY_STATE_DIR": t.TempDir()}, cmd, "-h")
+			code, stderr, _ := runGateway(t, map[string]string{"GATEWAY_STATE_DIR": t.TempDir()}, cmd, "-h")
 			if code != exitOK {
 				t.Fatalf("exit %d", code)
 			}

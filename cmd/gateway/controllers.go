@@ -1,90 +1,111 @@
 package main
 
 import (
-	"context"
 	"fmt"
+	"io"
 	"text/tabwriter"
+	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/sessiongateway/gateway/cli"
 	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 
-// runControllers manages the controller grants the gateway's Qwen inbox
+// controllersCmd manages the controller grants the gateway's Qwen inbox
 // honours: programs the user trusts to have their messages delivered under
 // mode parity. The file lives in the state directory and keeps only hashes;
 // no running gateway is needed, it re-reads the file on every connection.
-func runControllers(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 {
-		fmt.Fprintln(e.stderr, "usage: gateway controllers add --label X | list [--json] | remove ID")
-		return exitUsage
-	}
-	sub, args := args[0], args[1:]
-	fs := newFlags(e, "controllers "+sub)
-	sd := stateDirFlag(fs, e)
-	label := fs.String("label", "", "label of the new grant (add)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return flagErr(err)
-	}
-	if err := safefile.EnsureDir(*sd); err != nil {
-		return fail(e, err)
-	}
-	store := qwen.NewControllers(controllersPath(*sd), clock.Real{})
-	switch sub {
-	case "add":
-		if *label == "" || len(pos) != 0 {
-			fmt.Fprintln(e.stderr, "usage: gateway controllers add --label X")
-			return exitUsage
+func (a *app) controllersCmd() *cobra.Command {
+	var label string
+	c := &cobra.Command{Use: "controllers COMMAND", Short: "manage trusted controller tokens for the Qwen inbox",
+		Example: "  gateway controllers add --label voice\n  gateway controllers list\n  gateway controllers remove c_1a2b"}
+	c.PersistentFlags().BoolVar(&a.json, "json", false, `print JSON; a failure is {"error": ..., "code": ...} on stdout`)
+	store := func(o *cli.IO) (*qwen.Controllers, error) {
+		if err := safefile.EnsureDir(o.StateDir); err != nil {
+			return nil, err
 		}
-		tok, c, err := store.Add(*label)
+		return qwen.NewControllers(controllersPath(o.StateDir), clock.Real{}), nil
+	}
+	type view struct {
+		ID        string     `json:"id"`
+		Label     string     `json:"label"`
+		CreatedAt *time.Time `json:"created_at,omitempty"`
+		Token     string     `json:"token,omitempty"`
+	}
+	add := a.verb(&cobra.Command{Use: "add --label LABEL", Short: "add a grant and print its token (shown only now)", Args: nargs(0, 0),
+		Example: "  gateway controllers add --label voice"}, false, func(o *cli.IO, _ []string) error {
+		if label == "" {
+			return cli.Usagef("controllers add needs --label")
+		}
+		st, err := store(o)
 		if err != nil {
-			return fail(e, err)
+			return err
 		}
-		if *asJSON {
-			printJSON(e.stdout, map[string]string{"id": c.ID, "label": c.Label, "token": string(tok)})
-		} else {
-			fmt.Fprintln(e.stdout, string(tok))
-			fmt.Fprintf(e.stderr, "controller %s (%s) added; the token above is shown only now\n", c.ID, c.Label)
-		}
-		return exitOK
-	case "list":
-		cs, err := store.List()
+		tok, c, err := st.Add(label)
 		if err != nil {
-			return fail(e, err)
+			return err
 		}
-		if *asJSON {
-			out := make([]map[string]any, 0, len(cs))
-			for _, c := range cs {
-				out = append(out, map[string]any{"id": c.ID, "label": c.Label, "created_at": c.CreatedAt})
+		o.Print(view{ID: c.ID, Label: c.Label, Token: string(tok)}, func(w io.Writer) { fmt.Fprintln(w, string(tok)) })
+		o.Note("controller %s (%s) added; the token above is shown only now", c.ID, c.Label)
+		return nil
+	})
+	add.Flags().StringVar(&label, "label", "", "label of the new grant")
+	list := a.verb(&cobra.Command{Use: "list", Short: "list grants", Args: nargs(0, 0), Example: "  gateway controllers list --json"}, false,
+		func(o *cli.IO, _ []string) error {
+			st, err := store(o)
+			if err != nil {
+				return err
 			}
-			printJSON(e.stdout, out)
-			return exitOK
-		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tLABEL\tCREATED")
-		for _, c := range cs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", c.ID, c.Label, c.CreatedAt.Local().Format("2006-01-02 15:04"))
-		}
-		tw.Flush()
-		return exitOK
-	case "remove":
-		if len(pos) != 1 {
-			fmt.Fprintln(e.stderr, "usage: gateway controllers remove ID")
-			return exitUsage
-		}
-		c, ok, err := store.Remove(pos[0])
+			cs, err := st.List()
+			if err != nil {
+				return err
+			}
+			vs := make([]view, 0, len(cs))
+			for _, c := range cs {
+				vs = append(vs, view{ID: c.ID, Label: c.Label, CreatedAt: &c.CreatedAt})
+			}
+			o.Print(vs, func(w io.Writer) {
+				if len(vs) == 0 {
+					fmt.Fprintln(w, "no controllers: trust a program with "+o.Cmd("controllers add --label LABEL"))
+					return
+				}
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tLABEL\tCREATED")
+				for _, v := range vs {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", v.ID, v.Label, v.CreatedAt.Local().Format("2006-01-02 15:04"))
+				}
+				tw.Flush()
+			})
+			return nil
+		})
+	remove := a.verb(&cobra.Command{Use: "remove ID", Short: "remove a grant (ID: as list shows it, or a unique start of it)", Args: nargs(1, 1),
+		Example: "  gateway controllers remove c_1a2b"}, false, func(o *cli.IO, args []string) error {
+		st, err := store(o)
 		if err != nil {
-			return fail(e, err)
+			return err
 		}
-		if !ok {
-			fmt.Fprintf(e.stderr, "gateway: no controller %q (see gateway controllers list)\n", pos[0])
-			return exitError
+		cs, err := st.List()
+		if err != nil {
+			return err
 		}
-		fmt.Fprintf(e.stdout, "removed %s (%s)\n", c.ID, c.Label)
-		return exitOK
-	}
-	fmt.Fprintf(e.stderr, "gateway: unknown controllers command %q (want add, list or remove)\n", sub)
-	return exitUsage
+		ids := make([]string, len(cs))
+		for i, c := range cs {
+			ids[i] = c.ID
+		}
+		id, ok, err := cli.Resolve(args[0], ids)
+		if err == nil && ok {
+			var c qwen.Controller
+			if c, ok, err = st.Remove(id); err == nil && ok {
+				o.Print(view{ID: c.ID, Label: c.Label}, func(w io.Writer) { fmt.Fprintf(w, "removed %s (%s)\n", c.ID, c.Label) })
+			}
+		}
+		if err == nil && !ok {
+			err = &cli.Error{Exit: exitError, Code: cli.CodeNotFound, Err: fmt.Errorf("no controller %q (see %s)", args[0], o.Cmd("controllers list"))}
+		}
+		return err
+	})
+	return group(c, add, list, remove)
 }

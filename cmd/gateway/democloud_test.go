@@ -68,7 +68,7 @@ func TestDemoCloudRefusesBadFlags(t *testing.T) {
 			e, out, errb := demoEnv()
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel() // a refusal must not need a signal to return
-			if code := runDemoCloud(ctx, e, tc.args); code != tc.code {
+			if code := run(ctx, e, append([]string{"demo-cloud"}, tc.args...)); code != tc.code {
 				t.Fatalf("exit %d, want %d (stderr %q)", code, tc.code, errb.String())
 			}
 			if !strings.Contains(errb.String(), tc.stderr) || out.String() != "" {
@@ -137,7 +137,7 @@ func TestDemoCloud(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan int, 1)
-			go func() { done <- runDemoCloud(ctx, e, args) }()
+			go func() { done <- run(ctx, e, append([]string{"demo-cloud"}, args...)) }()
 			deadline := time.Now().Add(10 * time.Second)
 			for !demoTry.MatchString(out.String()) {
 				select {

@@ -1,35 +1,47 @@
 package main
 
 import (
-	"context"
-	"fmt"
+	"github.com/spf13/cobra"
 
+	"github.com/sessiongateway/gateway/cli"
 	"github.com/sessiongateway/gateway/federation"
 )
 
-// runFederation is the federation verb group; the work is the federation
+// federationCmd is the federation verb group; the work is the federation
 // package's, the answer the running gateway's.
-func runFederation(ctx context.Context, e *env, args []string) int {
-	if len(args) > 0 && args[0] == "keygen" {
-		return federation.KeygenMain(args[1:], e.getenv, defaultStateDir(e.getenv), e.stdout, e.stderr)
+func (a *app) federationCmd() *cobra.Command {
+	c := &cobra.Command{Use: "federation COMMAND", Short: "gateways on other hosts: status, host key",
+		Example: "  gateway federation status\n  gateway federation keygen --show"}
+	status := a.verb(&cobra.Command{Use: "status", Short: "this host's view of the federation", Args: nargs(0, 0),
+		Example: "  gateway federation status --json"}, true, func(o *cli.IO, _ []string) error {
+		raw, err := o.Client().Federation(a.ctx)
+		if err != nil {
+			return err
+		}
+		return federation.WriteStatus(o.Stdout, raw, o.JSON)
+	})
+	var key string
+	var force, show bool
+	keygen := a.verb(&cobra.Command{Use: "keygen", Short: "write this host's key and print its public key", Args: nargs(0, 0),
+		Example: "  gateway federation keygen\n  gateway federation keygen --show"}, false, func(o *cli.IO, _ []string) error {
+		args := []string{"--state-dir", o.StateDir, "--force=" + fmtBool(force), "--show=" + fmtBool(show)}
+		if key != "" {
+			args = append(args, "--federation-key", key)
+		}
+		if code := federation.KeygenMain(args, a.e.getenv, o.StateDir, o.Stdout, o.Stderr); code != exitOK {
+			return cli.Exit(code)
+		}
+		return nil
+	})
+	keygen.Flags().StringVar(&key, "federation-key", "", "where the host key is written (env GATEWAY_FEDERATION_KEY; default: <state-dir>/federation/host.key)")
+	keygen.Flags().BoolVar(&force, "force", false, "replace a host key already there (every other host must then pin the new public key)")
+	keygen.Flags().BoolVar(&show, "show", false, "print the public key of the host key already there; write nothing")
+	return group(c, status, keygen)
+}
+
+func fmtBool(b bool) string {
+	if b {
+		return "true"
 	}
-	fs := newFlags(e, "federation")
-	sd := stateDirFlag(fs, e)
-	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return flagErr(err)
-	}
-	if len(pos) != 1 || pos[0] != "status" {
-		fmt.Fprintln(e.stderr, "usage: gateway federation status [--json] | keygen [--force] [--show]")
-		return exitUsage
-	}
-	raw, err := clientFor(*sd).Federation(ctx)
-	if err == nil {
-		err = federation.WriteStatus(e.stdout, raw, *asJSON)
-	}
-	if err != nil {
-		return fail(e, err)
-	}
-	return exitOK
+	return "false"
 }

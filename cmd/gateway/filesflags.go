@@ -25,7 +25,7 @@ const filesDirOff = "none"
 
 func filesFlags(fs *flag.FlagSet, _ *env) *filesOpts {
 	o := &filesOpts{}
-	fs.StringVar(&o.dir, "files-dir", "", "the only directory a send may attach files from (`gateway send --file`, \"files\" on the API), no symlink below it followed; default <state-dir>/files, none to refuse every attachment (env GATEWAY_FILES_DIR)")
+	fs.StringVar(&o.dir, "files-dir", "", "the only directory a send may attach files from (gateway send --file, \"files\" on the API), no symlink below it followed; default <state-dir>/files, none to refuse every attachment (env GATEWAY_FILES_DIR)")
 	fs.StringVar(&o.uploadsQuota, "uploads-quota", "1GiB", "most bytes inbound attachments keep in <state-dir>/uploads (one copy per distinct content); past it an attachment is refused, its message still delivered (env GATEWAY_UPLOADS_QUOTA)")
 	fs.DurationVar(&o.maxAge, "uploads-max-age", claude.DefaultUploadsMaxAge, "how long an upload no message has named since is kept (env GATEWAY_UPLOADS_MAX_AGE)")
 	return o

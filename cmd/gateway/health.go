@@ -5,43 +5,42 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/cli"
 )
 
-// runHealth is a probe for service managers and the container HEALTHCHECK:
+// healthCmd is a probe for service managers and the container HEALTHCHECK:
 // a FROM scratch image has no curl, so the binary asks itself. It exits 0
 // when the running gateway answers /healthz (or, with --ready, /readyz)
-// with 200, and 1 otherwise, saying why on stderr.
-func runHealth(ctx context.Context, e *env, args []string) int {
-	fs := newFlags(e, "health")
-	sd := stateDirFlag(fs, e)
-	base := fs.String("url", "", "probe the TCP API at this base URL (http://host:port) instead of the control socket")
-	ready := fs.Bool("ready", false, "probe /readyz (every enabled leg ready) instead of /healthz (process alive)")
-	timeout := fs.Duration("timeout", 5*time.Second, "give up after this long")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return flagErr(err)
-	}
-	if len(pos) != 0 {
-		fmt.Fprintln(e.stderr, "usage: gateway health [--state-dir D | --url http://HOST:PORT] [--ready] [--timeout D]")
-		return exitUsage
-	}
-	path := "/healthz"
-	if *ready {
-		path = "/readyz"
-	}
-	c := clientFor(*sd)
-	if *base != "" {
-		// /healthz and /readyz answer without a token: probes need no secret.
-		c = api.NewTCPClient(*base, "")
-	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	body, err := c.Health(ctx, path)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "gateway: health: %v\n", err)
-		return exitError
-	}
-	fmt.Fprintln(e.stdout, body)
-	return exitOK
+// with 200, and 1 otherwise, saying why.
+func (a *app) healthCmd() *cobra.Command {
+	var base string
+	var ready bool
+	var timeout time.Duration
+	c := &cobra.Command{Use: "health", Short: "exit 0 when the running gateway answers /healthz (--ready: /readyz)", Args: nargs(0, 0),
+		Example: "  gateway health\n  gateway health --ready --url http://127.0.0.1:8080"}
+	c.Flags().StringVar(&base, "url", "", "probe the TCP API at this base URL (http://host:port) instead of the control socket")
+	c.Flags().BoolVar(&ready, "ready", false, "probe /readyz (every enabled leg ready) instead of /healthz (process alive)")
+	c.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "give up after this long")
+	return a.verb(c, true, func(o *cli.IO, _ []string) error {
+		path := "/healthz"
+		if ready {
+			path = "/readyz"
+		}
+		client := o.Client()
+		if base != "" {
+			// /healthz and /readyz answer without a token: probes need no secret.
+			client = api.NewTCPClient(base, "")
+		}
+		ctx, cancel := context.WithTimeout(a.ctx, timeout)
+		defer cancel()
+		body, err := client.Health(ctx, path)
+		if err != nil {
+			return fmt.Errorf("health: %w", err)
+		}
+		_, err = fmt.Fprintln(o.Stdout, body) // one line of JSON, --json or not
+		return err
+	})
 }

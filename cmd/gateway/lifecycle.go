@@ -50,7 +50,8 @@ func (g *graceValue) String() string { return time.Duration(*g).String() }
 
 // Get makes it a flag.Getter of a time.Duration, which the configuration
 // layer reads as a duration key.
-func (g *graceValue) Get() any { return time.Duration(*g) }
+func (g *graceValue) Get() any     { return time.Duration(*g) }
+func (g *graceValue) Type() string { return "duration" }
 
 func (g *graceValue) Set(s string) error {
 	d, err := time.ParseDuration(s)

@@ -3,78 +3,37 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"syscall"
 
-	"github.com/sessiongateway/gateway/internal/settings"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/sessiongateway/gateway/cli"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
-// Exit codes, so scripts can tell outcomes apart.
+// Exit codes, so scripts can tell outcomes apart (README's table).
 const (
-	exitOK           = 0
-	exitError        = 1
-	exitUsage        = 2
-	exitNotDelivered = 3 // a final receipt other than delivered
-	exitPending      = 4 // --wait timed out before a final receipt
+	exitOK           = cli.ExitOK
+	exitError        = cli.ExitError
+	exitUsage        = cli.ExitUsage
+	exitNotDelivered = cli.ExitNotDelivered
+	exitPending      = cli.ExitPending
 )
 
-type command struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, env *env, args []string) int
-}
-
-// env is what every subcommand gets: where to print and find the gateway.
+// env is what every command gets: where to print and find the gateway.
 type env struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
-}
-
-var commands []command
-
-func init() {
-	commands = []command{
-		{"serve", "run the gateway in the foreground", runServe},
-		{"config", "print serve's effective configuration and where each value came from, secrets redacted", runConfig},
-		{"sessions", "list every reachable session", runSessions},
-		{"send", "send a message: send ADDRESS TEXT", runSend},
-		{"watch", "print events as they happen", runWatch},
-		{"held", "list inbound messages held for a decision", runHeld},
-		{"release", "deliver a held message: release ID", runRelease},
-		{"deny", "deny a permission prompt (deny ID --message TEXT) or a held message (deny ID [--reason TEXT])", runDeny},
-		{"permissions", "list remote sessions' pending permission prompts", runPermissions},
-		{"allow", "allow a permission prompt: allow ID [--input JSON] [--rule RULE]...", runAllow},
-		{"answer", "answer an AskUserQuestion prompt: answer ID \"Question=Option\"...", runAnswer},
-		{"outbox", "list messages waiting for a remote server's acknowledgement: outbox [--all] [--json]", runOutbox},
-		{"remote", "remote sessions: remote sessions | watch ID | interrupt ID | mode ID MODE | model ID MODEL", runRemote},
-		{"demo-cloud", "run a fake claude.ai on loopback to try the remote features", runDemoCloud},
-		{"idle", "ask a peer to say when it is idle: idle ADDRESS [--wait]", runIdle},
-		{"controllers", "manage trusted controller tokens for the Qwen inbox: add --label X | list | remove ID", runControllers},
-		{"pair", "print a one-time link and QR code that signs a browser in to the console: pair [--scope approve] [--ttl 10m]", runPair},
-		{"tokens", "manage scoped bearer tokens for the TCP API: add --label L --scope read,send,approve | list | remove ID", runTokens},
-		{"federation", "gateways on other hosts: federation status [--json] | keygen [--force] [--show]", runFederation},
-		{"mcp", "serve MCP on stdin/stdout as a session of the running gateway: mcp [--name NAME]", runMCP},
-		{"health", "exit 0 when the running gateway answers /healthz (--ready: /readyz)", runHealth},
-		{"version", "print the version", runVersion},
-	}
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: gateway COMMAND [flags] [args]")
-	fmt.Fprintln(w)
-	for _, c := range commands {
-		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Every command takes --state-dir (env GATEWAY_STATE_DIR) and -h for its flags.")
 }
 
 func main() {
@@ -84,40 +43,192 @@ func main() {
 	os.Exit(code)
 }
 
+// app is one run of the command line: the flags every command shares and
+// what the verbs print to.
+type app struct {
+	ctx      context.Context
+	e        *env
+	stateDir string // --state-dir, every command's
+	json     bool   // --json, where a command has it
+}
+
 func run(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(e.stdout)
-		if len(args) == 0 {
-			return exitUsage
-		}
+	a := &app{ctx: ctx, e: e}
+	root := a.root()
+	root.SetArgs(longFlags(root, args))
+	cmd, err := root.ExecuteC()
+	if err == nil {
 		return exitOK
 	}
-	for _, c := range commands {
-		if c.name == args[0] {
-			return c.run(ctx, e, args[1:])
+	var ce *cli.Error
+	if !errors.As(err, &ce) { // the library's own: an unknown command or flag, wrong arguments
+		ce = &cli.Error{Exit: exitUsage, Code: cli.CodeUsage, Err: flagHint(cmd, err)}
+	}
+	o := a.io()
+	o.JSON = o.JSON || wantsJSON(args)
+	code := cli.Report(o, ce)
+	switch {
+	case ce.Exit != exitUsage || ce.Quiet || o.JSON || cmd == nil:
+	case !cmd.HasParent():
+		fmt.Fprintln(e.stderr, "Run 'gateway --help' for usage.")
+	default:
+		fmt.Fprintf(e.stderr, "usage: %s\nRun '%s --help' for more.\n", cmd.UseLine(), cmd.CommandPath())
+	}
+	return code
+}
+
+// io is the verbs' IO for this run's flags.
+func (a *app) io() *cli.IO {
+	return &cli.IO{Stdout: a.e.stdout, Stderr: a.e.stderr, JSON: a.json, StateDir: a.stateDir, DefaultStateDir: defaultStateDir(a.e.getenv)}
+}
+
+func (a *app) root() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "gateway",
+		Short: "a headless gateway that lets AI coding-agent sessions reach each other",
+		Long: "gateway lets Claude Code, Qwen Code and claude.ai sessions reach each other.\n" +
+			"Run `gateway serve`, then the other commands ask the running gateway.\n" +
+			"Every command takes --state-dir (env GATEWAY_STATE_DIR) and -h.",
+		Example:       "  gateway serve\n  gateway sessions\n  gateway send work-08 \"hello\" --wait\n  gateway help send",
+		Version:       version,
+		Args:          cobra.ArbitraryArgs,
+		SilenceErrors: true, SilenceUsage: true,
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) > 0 { // cobra sends here an unknown command: say so, with suggestions
+				return fmt.Errorf("unknown command %q%s", args[0], didYouMean(c.SuggestionsFor(args[0])))
+			}
+			c.SetOut(a.e.stdout)
+			_ = c.Help()
+			return cli.Exit(exitUsage)
+		},
+	}
+	root.SuggestionsMinimumDistance = 2
+	root.SetOut(a.e.stdout)
+	root.SetErr(a.e.stderr)
+	root.SetVersionTemplate("gateway {{.Version}}\n")
+	root.PersistentFlags().StringVar(&a.stateDir, "state-dir", defaultStateDir(a.e.getenv), "state directory (env GATEWAY_STATE_DIR)")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return flagHint(c, err) })
+	root.AddCommand(a.commands()...)
+	return root
+}
+
+// verb makes c run body with the run's IO; json adds --json.
+func (a *app) verb(c *cobra.Command, json bool, body func(o *cli.IO, args []string) error) *cobra.Command {
+	if json {
+		c.Flags().BoolVar(&a.json, "json", false, `print JSON; a failure is {"error": ..., "code": ...} on stdout`)
+	}
+	c.RunE = func(_ *cobra.Command, args []string) error {
+		err := body(a.io(), args)
+		var ce *cli.Error
+		if err != nil && !errors.As(err, &ce) {
+			err = &cli.Error{Exit: exitError, Code: cli.CodeFailed, Err: err}
+		}
+		return err
+	}
+	return c
+}
+
+// group makes c a command of subcommands: alone or with an unknown one it
+// is a usage error naming them.
+func group(c *cobra.Command, subs ...*cobra.Command) *cobra.Command {
+	c.AddCommand(subs...)
+	c.Args, c.SuggestionsMinimumDistance = cobra.ArbitraryArgs, 2
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			names := []string{}
+			for _, s := range c.Commands() {
+				names = append(names, s.Name())
+			}
+			return cli.Usagef("%s needs a command: %s", c.CommandPath(), strings.Join(names, ", "))
+		}
+		return cli.Usagef("unknown command %q for %s%s", args[0], c.CommandPath(), didYouMean(c.SuggestionsFor(args[0])))
+	}
+	return c
+}
+
+// nargs checks a command's positional arguments, naming them when wrong.
+func nargs(lo, hi int) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) < lo || (hi >= 0 && len(args) > hi) {
+			return cli.Usagef("%s takes %s", c.CommandPath(), argWords(c))
+		}
+		return nil
+	}
+}
+
+func argWords(c *cobra.Command) string {
+	_, words, _ := strings.Cut(c.Use, " ")
+	words = strings.TrimSpace(strings.ReplaceAll(words, "[flags]", ""))
+	if words == "" {
+		return "no arguments"
+	}
+	return words
+}
+
+func didYouMean(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return "; did you mean " + strings.Join(s, " or ") + "?"
+}
+
+var unknownFlag = regexp.MustCompile(`^(?:unknown flag: --|unknown shorthand flag: '.' in -|flag provided but not defined: -{1,2})([^ =]+)`)
+
+// flagHint adds the flags that a misspelt one may have meant.
+func flagHint(c *cobra.Command, err error) error {
+	m := unknownFlag.FindStringSubmatch(err.Error())
+	if c == nil || m == nil {
+		return err
+	}
+	var names []string
+	c.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, "--"+f.Name) })
+	c.InheritedFlags().VisitAll(func(f *pflag.Flag) { names = append(names, "--"+f.Name) })
+	return fmt.Errorf("%w%s", err, didYouMean(cli.Suggest("--"+m[1], names)))
+}
+
+// wantsJSON says whether a command line that did not parse asked for JSON,
+// so even its usage error comes in the one error shape.
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--json", "-json", "--json=true", "-json=true":
+			return true
+		case "--":
+			return false
 		}
 	}
-	if args[0] == "alias-worker" { // hidden: started by serve
-		return runAliasWorker(ctx, e, args[1:])
+	return false
+}
+
+// longFlags spells every known long flag with two dashes: the commands
+// took -state-dir as well as --state-dir before they moved to a library
+// that reads a single dash as short flags.
+func longFlags(root *cobra.Command, args []string) []string {
+	known := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, fs := range []*pflag.FlagSet{c.LocalFlags(), c.PersistentFlags()} {
+			fs.VisitAll(func(f *pflag.Flag) { known[f.Name] = true })
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
 	}
-	fmt.Fprintf(e.stderr, "gateway: unknown command %q\n\n", args[0])
-	usage(e.stderr)
-	return exitUsage
-}
-
-// parse parses flags that may come before, between or after positional
-// arguments, so `send work "hi" --wait` works as users type it.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) { return settings.ParseArgs(fs, args) }
-
-func newFlags(e *env, name string) *flag.FlagSet {
-	fs := flag.NewFlagSet("gateway "+name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	return fs
-}
-
-// stateDirFlag registers --state-dir with its environment default.
-func stateDirFlag(fs *flag.FlagSet, e *env) *string {
-	return fs.String("state-dir", defaultStateDir(e.getenv), "state directory (env GATEWAY_STATE_DIR)")
+	walk(root)
+	known["help"], known["version"] = true, true
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "--" {
+			copy(out[i:], args[i:])
+			break
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && len(name) > 1 && known[name] {
+			a = "-" + a
+		}
+		out[i] = a
+	}
+	return out
 }
 
 func defaultStateDir(getenv func(string) string) string {
@@ -134,11 +245,4 @@ func defaultStateDir(getenv func(string) string) string {
 		}
 	}
 	return filepath.Join(home, ".local", "state", "gateway")
-}
-
-func flagErr(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	return exitUsage
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
-	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/sessiongateway/gateway/cli"
 	"github.com/sessiongateway/gateway/outbox"
 	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/transport/remote"
@@ -30,30 +33,26 @@ func durableRemote(log *slog.Logger, stateDir string, inner router.Leg) (*outbox
 	return leg, func() { st.Close() }, nil
 }
 
-func runOutbox(ctx context.Context, e *env, args []string) int {
-	fs := newFlags(e, "outbox")
-	sd := stateDirFlag(fs, e)
-	asJSON := fs.Bool("json", false, "print a JSON array")
-	all := fs.Bool("all", false, "include recently acknowledged and failed messages")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return flagErr(err)
-	}
-	if len(pos) != 0 {
-		fmt.Fprintln(e.stderr, "usage: gateway outbox [--all] [--json]")
-		return exitUsage
-	}
-	items, err := clientFor(*sd).Outbox(ctx, *all)
-	if err != nil {
-		return fail(e, err)
-	}
-	if *asJSON {
+func (a *app) outboxCmd() *cobra.Command {
+	var all bool
+	c := &cobra.Command{Use: "outbox", Short: "list messages waiting for a remote server's acknowledgement", Args: nargs(0, 0),
+		Example: "  gateway outbox\n  gateway outbox --all --json"}
+	c.Flags().BoolVar(&all, "all", false, "include recently acknowledged and failed messages")
+	return a.verb(c, true, func(o *cli.IO, _ []string) error {
+		items, err := o.Client().Outbox(a.ctx, all)
+		if err != nil {
+			return err
+		}
 		if items == nil {
 			items = []outbox.Item{}
 		}
-		printJSON(e.stdout, items)
-		return exitOK
-	}
-	outbox.WriteTable(e.stdout, items, time.Now())
-	return exitOK
+		o.Print(items, func(w io.Writer) {
+			if len(items) == 0 {
+				fmt.Fprintln(w, "the outbox is empty: every message for a remote session has been acknowledged")
+				return
+			}
+			outbox.WriteTable(w, items, time.Now())
+		})
+		return nil
+	})
 }

@@ -1,28 +1,30 @@
 package main
 
 import (
-	"context"
+	"github.com/spf13/cobra"
 
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/cli"
 	"github.com/sessiongateway/gateway/console"
 )
 
-// runPair prints a one-time link, and its QR code, that signs a browser in.
-func runPair(ctx context.Context, e *env, args []string) int {
-	fs := newFlags(e, "pair")
-	sd := stateDirFlag(fs, e)
-	scope := fs.String("scope", "", "scopes beside read the browser gets: approve (answer prompts, decide held messages), send, files")
-	ttl := fs.String("ttl", "10m", "how long the link works (at most 24h); it works once")
-	base := fs.String("url", "", "the console's address as the phone reaches it, when not the --api address")
-	if _, err := parse(fs, args); err != nil {
-		return flagErr(err)
-	}
-	p, err := clientFor(*sd).Pair(ctx, api.PairBody{Scopes: *scope, TTL: *ttl})
-	if err == nil {
-		err = console.PrintPairing(e.stdout, p, *base)
-	}
-	if err != nil {
-		return fail(e, err)
-	}
-	return exitOK
+// pairCmd prints a one-time link, and its QR code, that signs a browser in.
+func (a *app) pairCmd() *cobra.Command {
+	var scope, ttl, base string
+	c := &cobra.Command{Use: "pair", Short: "print a one-time link and QR code that signs a browser in to the console", Args: nargs(0, 0),
+		Example: "  gateway pair\n  gateway pair --scope approve --ttl 10m"}
+	c.Flags().StringVar(&scope, "scope", "", "scopes beside read the browser gets: approve (answer prompts, decide held messages), send, files")
+	c.Flags().StringVar(&ttl, "ttl", "10m", "how long the link works (at most 24h); it works once")
+	c.Flags().StringVar(&base, "url", "", "the console's address as the phone reaches it, when not the --api address")
+	return a.verb(c, true, func(o *cli.IO, _ []string) error {
+		p, err := o.Client().Pair(a.ctx, api.PairBody{Scopes: scope, TTL: ttl})
+		if err != nil {
+			return err
+		}
+		if o.JSON {
+			cli.PrintJSON(o.Stdout, p)
+			return nil
+		}
+		return console.PrintPairing(o.Stdout, p, base)
+	})
 }

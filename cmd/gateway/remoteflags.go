@@ -65,7 +65,7 @@ func remoteFlags(fs *flag.FlagSet, e *env) *remoteOpts {
 		o.aliases[strings.TrimSpace(id)] = strings.TrimSpace(name)
 		return nil
 	}
-	fs.Func("remote-alias", "fix a remote session's alias name on the local legs: ID=NAME (repeatable; env GATEWAY_REMOTE_ALIAS, comma-separated); the default is derived from its title", addAlias)
+	fs.Func("remote-alias", "fix a remote session's alias name on the local legs: `ID=NAME` (repeatable; env GATEWAY_REMOTE_ALIAS, comma-separated); the default is derived from its title", addAlias)
 	fs.Var(&o.follow, "remote-follow", "remote session id to keep live (repeatable), or all (env GATEWAY_REMOTE_FOLLOW, comma-separated)")
 	return o
 }

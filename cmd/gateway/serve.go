@@ -1,16 +1,20 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/cli"
 	"github.com/sessiongateway/gateway/federation"
 	"github.com/sessiongateway/gateway/internal/settings"
 	"github.com/sessiongateway/gateway/message"
@@ -20,18 +24,72 @@ import (
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 
-func runServe(ctx context.Context, e *env, args []string) int {
-	plan, code := setupServe(e, "serve", args, nil)
-	if plan == nil {
-		return code
+func (a *app) serveCmd() *cobra.Command {
+	c := &cobra.Command{Use: "serve", Short: "run the gateway in the foreground",
+		Long:    "Run the gateway in the foreground until SIGINT or SIGTERM (SIGHUP reloads).\n\n" + precedenceHelp,
+		Example: "  gateway serve\n  gateway serve --legs claude --api 127.0.0.1:8080\n  GATEWAY_NAME=gw gateway serve --state-dir /srv/gateway"}
+	fs := stdFlags(c)
+	load := serveFlags(a.e, fs, nil)
+	c.Flags().AddGoFlagSet(fs)
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if helpAsked(args) {
+			return c.Help()
+		}
+		plan, err := load(args)
+		if err != nil {
+			return err
+		}
+		log := observability.NewLogger(a.e.stderr, plan.logLevel)
+		if err := serve(a.ctx, log, plan.cfg); err != nil {
+			log.Error("gateway stopped", "err", err)
+			return cli.Exit(exitError)
+		}
+		return nil
 	}
-	log := observability.NewLogger(e.stderr, plan.logLevel)
-	if err := serve(ctx, log, plan.cfg); err != nil {
-		log.Error("gateway stopped", "err", err)
-		return exitError
-	}
-	return exitOK
+	return c
 }
+
+// stdFlags gives c a flag.FlagSet of its own, as serve's flags are (the
+// configuration layer reads them from a FlagSet): c shows them in help
+// and completion and leaves their parsing to the command.
+func stdFlags(c *cobra.Command) *flag.FlagSet {
+	fs := flag.NewFlagSet("gateway "+c.Name(), flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // the error comes back, said once with its usage line
+	fs.Usage = func() {}
+	c.DisableFlagParsing = true
+	return fs
+}
+
+func helpAsked(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "-h", "-help", "--help":
+			return true
+		case "--":
+			return false
+		}
+	}
+	return false
+}
+
+// newFlags is a flag set of one command, printing to stderr.
+func newFlags(e *env, name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("gateway "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	return fs
+}
+
+// stateDirFlag registers --state-dir with its environment default.
+func stateDirFlag(fs *flag.FlagSet, e *env) *string {
+	return fs.String("state-dir", defaultStateDir(e.getenv), "state directory (env GATEWAY_STATE_DIR)")
+}
+
+// multi is a repeatable flag.
+type multi []string
+
+func (m *multi) String() string     { return strings.Join(*m, ",") }
+func (m *multi) Set(s string) error { *m = append(*m, s); return nil }
+func (m *multi) Type() string       { return "strings" }
 
 // servePlan is serve's checked configuration: what serve runs, and what
 // `gateway config` prints.
@@ -41,18 +99,16 @@ type servePlan struct {
 	settings *settings.Settings
 }
 
-// setupServe registers serve's flags (and the command's own, via extra),
-// fills them from every configuration layer and checks the result. It
-// starts nothing; on a bad configuration it prints why and returns nil with
-// the exit code. A new serve flag is one xxxFlags(fs, e) call line here: the
+// serveFlags registers serve's flags (and the command's own, via extra) on
+// fs and returns what fills them from every configuration layer and checks
+// the result. That starts nothing; a bad configuration is a usage error
+// saying why. A new serve flag is one xxxFlags(fs, e) call line here: the
 // configuration layer finds it with fs.VisitAll.
-func setupServe(e *env, cmd string, args []string, extra func(*flag.FlagSet)) (*servePlan, int) {
-	fs := newFlags(e, cmd)
-	fs.Usage = serveUsage(fs, cmd)
+func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args []string) (*servePlan, error) {
 	configFlag(fs)
 	sd := stateDirFlag(fs, e)
 	name := fs.String("name", "gateway", "name to register under on the local legs")
-	apiAddr := fs.String("api", "", "also serve the control API on this TCP address: bearer tokens (<state-dir>/api-token, or scoped ones from `gateway tokens`), Host allowlist (--allow-host), TLS with --tls-cert/--tls-key off loopback")
+	apiAddr := fs.String("api", "", "also serve the control API on this TCP address: bearer tokens (<state-dir>/api-token, or scoped ones from gateway tokens), Host allowlist (--allow-host), TLS with --tls-cert/--tls-key off loopback")
 	var hosts multi
 	fs.Var(&hosts, "allow-host", "extra Host header value accepted on --api (repeatable)")
 	mode := fs.String("mode", "prompting", "the gateway's own review class for inbound mode parity: bypass or prompting")
@@ -60,7 +116,7 @@ func setupServe(e *env, cmd string, args []string, extra func(*flag.FlagSet)) (*
 	requireAuth := fs.Bool("require-auth", false, "refuse inbound connections without the right token")
 	settle := fs.Duration("settle", 2*time.Second, "how long a Claude send waits for a held/dropped receipt before it counts as delivered")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	legs := fs.String("legs", "claude,qwen", "local legs to run, comma-separated: claude, qwen")
+	legs := fs.String("legs", "claude,qwen", "legs to run, comma-separated: claude, qwen, remote (needs remote credentials, which also enable it alone) or none (only remote or federation)")
 	bridge := fs.Bool("bridge", true, "publish each local leg's sessions on the other (Claude Code <-> Qwen Code) and forward between them")
 	var bridgeOnly multi
 	fs.Var(&bridgeOnly, "bridge-only", "limit the bridge to sessions whose name matches this glob (repeatable)")
@@ -74,93 +130,96 @@ func setupServe(e *env, cmd string, args []string, extra func(*flag.FlagSet)) (*
 	fed, notes := federation.RegisterFlags(fs), notify.RegisterFlags(fs)
 	approver := fs.String("approver", "", "address of a local session (or alias) that gets each remote permission prompt as a message and answers it by replying allow, deny or answer (env GATEWAY_APPROVER)")
 	own := settings.OwnFlags(fs, extra)
-	st, _, err := loadSettings(fs, e, args, own...)
-	if err != nil {
-		var pe *settings.ParseError
-		if errors.As(err, &pe) {
-			return nil, flagErr(err) // the flag package has said why
+	fs.VisitAll(func(f *flag.Flag) { // help names each flag's variable, as the layer will
+		if v := settings.EnvName("GATEWAY_", f.Name); !slices.Contains(own, f.Name) && !strings.Contains(f.Usage, v) {
+			f.Usage += " (env " + v + ")"
 		}
-		for _, line := range strings.Split(err.Error(), "\n") {
-			fmt.Fprintf(e.stderr, "gateway: %s\n", line)
-		}
-		return nil, exitUsage
-	}
-	// A check names the flag; annotate adds the file line or variable it came from.
-	fail := func(format string, a ...any) (*servePlan, int) {
-		fmt.Fprintf(e.stderr, "gateway: %s\n", st.Annotate(fmt.Sprintf(format, a...)))
-		return nil, exitUsage
-	}
-	if err := remote.check(); err != nil {
-		return fail("%v", err)
-	}
-	if err := apiHard.check(*apiAddr); err != nil {
-		return fail("%v", err) // also caught by `gateway config`
-	}
-	if err := errors.Join(files.check(), fed.Check(*sd), notes.Check()); err != nil {
-		return fail("%v", err)
-	}
-	did, err := openDIDFile(*didFile)
-	if err != nil {
-		return fail("--did-file: %v", err)
-	}
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fail("--log-level %q: want debug, info, warn or error", *logLevel)
-	}
-	m, err := message.ParseMode(*mode)
-	if err != nil || m == message.ModeUnknown {
-		return fail("--mode %q: want bypass or prompting", *mode)
-	}
-	pol, err := claude.ParsePolicy(*inbound)
-	if err != nil {
-		return fail("--inbound: %v", err)
-	}
-	qpol, err := qwen.ParsePolicy(*inbound)
-	if err != nil && *inbound != "parity" {
-		return fail("--inbound: %v", err)
-	}
-	switch *heldExpiry {
-	case "1m", "5m", "10m", "never":
-	default:
-		return fail("--held-expiry %q: want 1m, 5m, 10m or never", *heldExpiry)
-	}
-	enabled := map[string]bool{}
-	for _, l := range strings.Split(*legs, ",") {
-		switch l = strings.TrimSpace(l); l {
-		case "claude", "qwen":
-			enabled[l] = true
-		case "remote":
-			if !remote.enabled() {
-				return fail("--legs remote needs credentials: --remote-token-file, --remote-session-key-file or --remote-claude-credentials")
+	})
+	return func(args []string) (*servePlan, error) {
+		st, _, err := loadSettings(fs, e, args, own...)
+		if err != nil {
+			var pe *settings.ParseError
+			if errors.As(err, &pe) {
+				return nil, pe.Err // a flag the command line got wrong: said with its usage line
 			}
-		case "", "none":
+			return nil, cli.Usagef("%s", strings.ReplaceAll(err.Error(), "\n", "\ngateway: "))
+		}
+		// A check names the flag; annotate adds the file line or variable it came from.
+		fail := func(format string, a ...any) (*servePlan, error) {
+			return nil, cli.Usagef("%s", st.Annotate(fmt.Sprintf(format, a...)))
+		}
+		if err := remote.check(); err != nil {
+			return fail("%v", err)
+		}
+		if err := apiHard.check(*apiAddr); err != nil {
+			return fail("%v", err) // also caught by `gateway config`
+		}
+		if err := errors.Join(files.check(), fed.Check(*sd), notes.Check()); err != nil {
+			return fail("%v", err)
+		}
+		did, err := openDIDFile(*didFile)
+		if err != nil {
+			return fail("--did-file: %v", err)
+		}
+		var lvl slog.Level
+		if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
+			return fail("--log-level %q: want debug, info, warn or error", *logLevel)
+		}
+		m, err := message.ParseMode(*mode)
+		if err != nil || m == message.ModeUnknown {
+			return fail("--mode %q: want bypass or prompting", *mode)
+		}
+		pol, err := claude.ParsePolicy(*inbound)
+		if err != nil {
+			return fail("--inbound: %v", err)
+		}
+		qpol, err := qwen.ParsePolicy(*inbound)
+		if err != nil && *inbound != "parity" {
+			return fail("--inbound: %v", err)
+		}
+		switch *heldExpiry {
+		case "1m", "5m", "10m", "never":
 		default:
-			return fail("--legs: unknown leg %q (want claude, qwen, remote)", l)
+			return fail("--held-expiry %q: want 1m, 5m, 10m or never", *heldExpiry)
 		}
-	}
-	for _, p := range bridgeOnly {
-		if _, err := path.Match(p, ""); err != nil {
-			return fail("--bridge-only %q: %v", p, err)
+		enabled := map[string]bool{}
+		for _, l := range strings.Split(*legs, ",") {
+			switch l = strings.TrimSpace(l); l {
+			case "claude", "qwen":
+				enabled[l] = true
+			case "remote":
+				if !remote.enabled() {
+					return fail("--legs remote needs credentials: --remote-token-file, --remote-session-key-file or --remote-claude-credentials")
+				}
+			case "", "none":
+			default:
+				return fail("--legs: unknown leg %q (want claude, qwen, remote)", l)
+			}
 		}
-	}
-	if *maxAliases < 1 {
-		return fail("--max-alias-workers %d: want at least 1", *maxAliases)
-	}
-	if *approver != "" {
-		if _, err := addressing.Parse(*approver); err != nil {
-			return fail("--approver: %v", err)
+		for _, p := range bridgeOnly {
+			if _, err := path.Match(p, ""); err != nil {
+				return fail("--bridge-only %q: %v", p, err)
+			}
 		}
+		if *maxAliases < 1 {
+			return fail("--max-alias-workers %d: want at least 1", *maxAliases)
+		}
+		if *approver != "" {
+			if _, err := addressing.Parse(*approver); err != nil {
+				return fail("--approver: %v", err)
+			}
+		}
+		if len(enabled) == 0 && !remote.enabled() && !fed.Enabled() {
+			return fail("--legs: name at least one leg, give remote credentials or join a federation")
+		}
+		return &servePlan{logLevel: lvl, settings: st, cfg: serveConfig{
+			stateDir: *sd, name: *name, apiAddr: *apiAddr, hosts: hosts, mode: m, inbound: pol,
+			qwenInbound: qpol, heldExpiry: qwen.ParseHeldExpiry(*heldExpiry), noClaude: !enabled["claude"], noQwen: !enabled["qwen"], bridge: *bridge, bridgeOnly: bridgeOnly,
+			maxAliases:  *maxAliases,
+			requireAuth: *requireAuth, settle: *settle, getenv: e.getenv, remote: remote, did: did, approver: *approver,
+			life: life, api: apiHard, files: files, fed: fed, notify: notes,
+		}}, nil
 	}
-	if len(enabled) == 0 && !remote.enabled() && !fed.Enabled() {
-		return fail("--legs: name at least one leg, give remote credentials or join a federation")
-	}
-	return &servePlan{logLevel: lvl, settings: st, cfg: serveConfig{
-		stateDir: *sd, name: *name, apiAddr: *apiAddr, hosts: hosts, mode: m, inbound: pol,
-		qwenInbound: qpol, heldExpiry: qwen.ParseHeldExpiry(*heldExpiry), noClaude: !enabled["claude"], noQwen: !enabled["qwen"], bridge: *bridge, bridgeOnly: bridgeOnly,
-		maxAliases:  *maxAliases,
-		requireAuth: *requireAuth, settle: *settle, getenv: e.getenv, remote: remote, did: did, approver: *approver,
-		life: life, api: apiHard, files: files, fed: fed, notify: notes,
-	}}, 0
 }
 
 type serveConfig struct {

@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"net/http"
@@ -69,7 +70,7 @@ func TestTokensAddListRemove(t *testing.T) {
 	t.Run("list shows label, scopes and last use, never the token", func(t *testing.T) {
 		out, _, _ := runCLI(t, sd, "tokens", "list", "--json")
 		var list []map[string]any
-		if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 1 || list[0]["label"] != "phone" || list[0]["scopes"] != "read,approve" || list[0]["last_used_at"] == nil {
+		if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 1 || list[0]["label"] != "phone" || fmt.Sprint(list[0]["scopes"]) != "[read approve]" || list[0]["last_used_at"] == nil {
 			t.Fatalf("list = %s", out)
 		}
 		id = list[0]["id"].(string)

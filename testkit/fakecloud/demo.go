@@ -95,6 +95,22 @@ func (d *Demo) Explain(w io.Writer) {
 	}
 }
 
+// DemoInfo is what Explain says, as gateway demo-cloud --json prints it.
+type DemoInfo struct {
+	URL       string   `json:"url"`
+	Org       string   `json:"org"`
+	TokenFile string   `json:"token_file"`
+	Sessions  []string `json:"sessions"`
+	// ServeArgs are serve's flags that follow the demo's sessions.
+	ServeArgs []string `json:"serve_args"`
+}
+
+// Info is what Explain prints, as data.
+func (d *Demo) Info() DemoInfo {
+	return DemoInfo{URL: d.URL(), Org: d.org, TokenFile: d.TokenFile, Sessions: append([]string{}, d.Sessions...),
+		ServeArgs: []string{"--remote-url", d.URL(), "--remote-org", d.org, "--remote-token-file", d.TokenFile, "--remote-follow", "all"}}
+}
+
 // demoDir returns the 0700 directory the token file goes in: DIR/demo-cloud
 // under a state directory (which must itself be a real directory, not a
 // symlink), or a new temporary directory, removed again by cleanup.
