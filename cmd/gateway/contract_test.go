@@ -1,0 +1,279 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessiongateway/gateway/message"
+)
+
+// The command line's conventions as people who run daemons expect them:
+// help everywhere, completion, --version, short usage errors that suggest,
+// one error shape under --json.
+
+// everyCommand is each command and subcommand people can call.
+func everyCommand() []*cobra.Command {
+	var out []*cobra.Command
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, s := range c.Commands() {
+			if s.IsAvailableCommand() && s.Name() != "help" && s.Parent().Name() != "completion" {
+				out = append(out, s)
+				walk(s)
+			}
+		}
+	}
+	walk((&app{e: &env{getenv: func(string) string { return "" }}}).root())
+	return out
+}
+
+func TestEveryCommandsHelpNamesItsArgumentsAndAnExample(t *testing.T) {
+	for _, c := range everyCommand() {
+		path := strings.Fields(strings.TrimPrefix(c.CommandPath(), "gateway "))
+		t.Run(strings.Join(path, " "), func(t *testing.T) {
+			for _, how := range [][]string{append(path, "-h"), append(path, "--help"), append([]string{"help"}, path...)} {
+				out, errOut, code := runCLI(t, t.TempDir(), how...)
+				if code != exitOK {
+					t.Fatalf("%v: exit %d, stderr %q", how, code, errOut)
+				}
+				if !strings.Contains(out, "Usage:\n  "+c.UseLine()) {
+					t.Errorf("%v: no usage line %q in\n%s", how, c.UseLine(), out)
+				}
+				if c.Example == "" || !strings.Contains(out, "Examples:") {
+					t.Errorf("%v: no example in\n%s", how, out)
+				}
+			}
+		})
+	}
+}
+
+func TestHelpNamesPositionalArguments(t *testing.T) {
+	for _, tt := range []struct{ args, want []string }{
+		{[]string{"send", "-h"}, []string{"gateway send ADDRESS TEXT"}},
+		{[]string{"help", "release"}, []string{"gateway release ID"}},
+		{[]string{"remote", "mode", "-h"}, []string{"gateway remote mode ID MODE"}},
+		{[]string{"tokens", "-h"}, []string{"add", "list", "remove"}},
+		{[]string{"controllers", "-h"}, []string{"add", "list", "remove"}},
+		{[]string{"answer", "--help"}, []string{"gateway answer ID QUESTION=OPTION..."}},
+	} {
+		out, _, code := runCLI(t, t.TempDir(), tt.args...)
+		for _, w := range tt.want {
+			if code != exitOK || !strings.Contains(out, w) {
+				t.Errorf("%v: exit %d, help lacks %q:\n%s", tt.args, code, w, out)
+			}
+		}
+	}
+}
+
+func TestServeHelpHasNoStrayPlaceholdersAndListsEveryLeg(t *testing.T) {
+	out, _, code := runCLI(t, t.TempDir(), "serve", "-h")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	if strings.Contains(out, "--api gateway") || strings.Contains(out, "`") {
+		t.Errorf("a placeholder taken from backticks:\n%s", out)
+	}
+	for _, leg := range []string{"claude", "qwen", "remote", "none"} {
+		if !strings.Contains(lineOf(out, "--legs"), leg) {
+			t.Errorf("--legs help does not name %s: %q", leg, lineOf(out, "--legs"))
+		}
+	}
+	if rel, _, _ := runCLI(t, t.TempDir(), "release", "-h"); strings.Contains(rel, "--reason") {
+		t.Errorf("release -h offers --reason, which only deny takes:\n%s", rel)
+	}
+}
+
+func lineOf(text, word string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), word+" ") {
+			return l
+		}
+	}
+	return ""
+}
+
+func TestVersionFlagMatchesTheVersionCommand(t *testing.T) {
+	cmd, _, _ := runCLI(t, t.TempDir(), "version")
+	flag, _, code := runCLI(t, t.TempDir(), "--version")
+	if code != exitOK || flag != cmd || cmd != "gateway "+version+"\n" {
+		t.Fatalf("--version %q (exit %d), version %q", flag, code, cmd)
+	}
+}
+
+func TestCompletionScriptsLoad(t *testing.T) {
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		out, errOut, code := runCLI(t, t.TempDir(), "completion", sh)
+		if code != exitOK || !strings.Contains(out, "gateway") {
+			t.Fatalf("completion %s: exit %d, %q", sh, code, errOut)
+		}
+		if sh != "bash" {
+			continue
+		}
+		bash, err := exec.LookPath("bash")
+		if err != nil {
+			t.Skip("no bash")
+		}
+		file := filepath.Join(t.TempDir(), "gateway.bash")
+		if err := os.WriteFile(file, []byte(out), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := exec.Command(bash, "-c", "source "+file+" && complete -p gateway").CombinedOutput()
+		if err != nil || !strings.Contains(string(got), "gateway") {
+			t.Fatalf("the bash script does not load: %v %s", err, got)
+		}
+	}
+	// What the scripts ask the binary: the commands, then a command's flags.
+	out, _, _ := runCLI(t, t.TempDir(), "__complete", "se")
+	if !strings.Contains(out, "send") || !strings.Contains(out, "sessions") || !strings.Contains(out, "serve") {
+		t.Errorf("completing se: %q", out)
+	}
+	if out, _, _ = runCLI(t, t.TempDir(), "__complete", "serve", "--le"); !strings.Contains(out, "--legs") {
+		t.Errorf("completing serve --le: %q", out)
+	}
+}
+
+func TestUsageErrorsAreShortAndSuggest(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a misspelt command", []string{"sesions"}, "did you mean sessions?"},
+		{"a misspelt subcommand", []string{"tokens", "lst"}, "did you mean list?"},
+		{"a misspelt remote subcommand", []string{"remote", "sesions"}, "did you mean sessions?"},
+		{"a misspelt flag", []string{"send", "a", "b", "--wiat"}, "did you mean --wait?"},
+		{"a misspelt serve flag", []string{"serve", "--legz", "claude"}, "did you mean --legs?"},
+		{"a missing argument", []string{"send", "work-08"}, "ADDRESS TEXT"},
+		{"a group without its command", []string{"controllers"}, "add, list, remove"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := runCLI(t, t.TempDir(), tt.args...)
+			if code != exitUsage || out != "" || !strings.Contains(errOut, tt.want) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want 2 and %q", code, out, errOut, tt.want)
+			}
+			if n := strings.Count(errOut, "\n"); n > 4 {
+				t.Fatalf("%d lines for a usage error:\n%s", n, errOut)
+			}
+		})
+	}
+}
+
+func TestSingleDashLongFlagsStillWork(t *testing.T) {
+	sd := t.TempDir()
+	out, errOut, code := runCLI(t, t.TempDir(), "tokens", "add", "-label", "old-style", "-state-dir", sd, "-json")
+	var tok struct{ Label string }
+	if code != exitOK || json.Unmarshal([]byte(out), &tok) != nil || tok.Label != "old-style" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if out, _, _ := runCLI(t, t.TempDir(), "tokens", "list", "--state-dir="+sd); !strings.Contains(out, "old-style") {
+		t.Fatalf("the token went elsewhere: %q", out)
+	}
+}
+
+// errorBody is the one error shape under --json.
+type errorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+func TestUnderJSONEveryFailureIsOneErrorObjectOnStdout(t *testing.T) {
+	nowhere := filepath.Join(t.TempDir(), "none")
+	for _, tt := range []struct {
+		name     string
+		args     []string
+		exit     int
+		wantCode string
+	}{
+		{"no gateway running", []string{"sessions", "--json"}, exitError, "unreachable"},
+		{"no gateway running, for release", []string{"release", "abc", "--json"}, exitError, "unreachable"},
+		{"a usage error", []string{"send", "--json", "only-an-address"}, exitUsage, "usage"},
+		{"an unknown flag", []string{"held", "--json", "--nope"}, exitUsage, "usage"},
+		{"a bad scope", []string{"tokens", "add", "--label", "x", "--scope", "root", "--json"}, exitUsage, "usage"},
+		{"an unknown token", []string{"tokens", "remove", "t_nope", "--json"}, exitError, "not_found"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := runCLI(t, nowhere, tt.args...)
+			var b errorBody
+			if code != tt.exit || json.Unmarshal([]byte(out), &b) != nil || b.Code != tt.wantCode || b.Error == "" {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want %d and {error, code: %s}", code, out, errOut, tt.exit, tt.wantCode)
+			}
+		})
+	}
+}
+
+func TestEmptyStatesSayWhatToDoNextKeepingTheStateDir(t *testing.T) {
+	g := startBinary(t, t.TempDir())
+	// Without GATEWAY_STATE_DIR, as a person types it: --state-dir is not
+	// the default, so every hint carries it.
+	cmd := func(args ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), &env{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }},
+			append(args, "--state-dir", g.StateDir))
+		return out.String(), errb.String(), code
+	}
+	keep := "--state-dir " + g.StateDir
+	for _, tt := range []struct {
+		args       []string
+		exit       int
+		want, hint string
+	}{
+		{[]string{"sessions"}, exitOK, "no sessions yet", "demo-cloud " + keep},
+		{[]string{"held"}, exitOK, "no held messages", ""},
+		{[]string{"permissions"}, exitOK, "no pending permission prompts", "watch " + keep},
+		{[]string{"tokens", "list"}, exitOK, "no tokens", "tokens add --label LABEL --scope read,send " + keep},
+		{[]string{"remote", "sessions"}, exitError, "runs no remote leg", "demo-cloud " + keep},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			out, errOut, code := cmd(tt.args...)
+			if code != tt.exit || !strings.Contains(out+errOut, tt.want) || !strings.Contains(out+errOut, tt.hint) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want %d, %q and %q", code, out, errOut, tt.exit, tt.want, tt.hint)
+			}
+		})
+	}
+}
+
+func TestHeldMessagesTakeShortIDsAndDecisionsConfirm(t *testing.T) {
+	g := startBinary(t, t.TempDir())
+	fk := newFake(t, g, "work-08", message.ModePrompting)
+	events := collect(t, g)
+	hold := func(text string) string {
+		id, err := fk.Send(ctxT(t), gatewayAddress(t, g), text, message.ModeBypass)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitEvent(t, events, func(ev message.Event) bool {
+			return ev.Type == message.EventHeld && ev.Held != nil && ev.Held.Message.ID == id
+		})
+		return id
+	}
+	first, second := hold("hold me"), hold("hold me too")
+	out, _, code := runCLI(t, g.StateDir, "held")
+	if code != exitOK || !strings.Contains(out, first[:8]+" from") || !strings.Contains(out, "release ID") {
+		t.Fatalf("held: exit %d\n%s", code, out)
+	}
+	out, errOut, code := runCLI(t, g.StateDir, "release", first[:8])
+	if code != exitOK || !strings.Contains(out, "released "+first[:8]) {
+		t.Fatalf("release by short id: exit %d, %q %q", code, out, errOut)
+	}
+	out, errOut, code = runCLI(t, g.StateDir, "deny", strings.ToUpper(second[:6]), "--reason", "not now", "--json")
+	var d struct{ ID, Action string }
+	if code != exitOK || json.Unmarshal([]byte(out), &d) != nil || d.ID != second || d.Action != "deny" {
+		t.Fatalf("deny by short id: exit %d, %q %q", code, out, errOut)
+	}
+	out, _, code = runCLI(t, g.StateDir, "held")
+	if code != exitOK || !strings.Contains(out, "no held messages") {
+		t.Fatalf("held after both: exit %d %q", code, out)
+	}
+	_, errOut, code = runCLI(t, g.StateDir, "release", first[:8])
+	if code != exitError || !strings.Contains(errOut, "no held message has id") {
+		t.Fatalf("release twice: exit %d %q", code, errOut)
+	}
+}
