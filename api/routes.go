@@ -61,6 +61,8 @@ var routes []route
 
 func init() {
 	routes = []route{
+		{method: "GET", path: "/v1/status", summary: "The gateway on one screen: version, uptime, each leg's state with its sessions (by host) and aliases, remote links, pending prompts, held messages, outbox depth and the federation's status.", scope: ScopeRead,
+			out: Status{}, handle: (*Server).status},
 		{method: "GET", path: "/v1/sessions", summary: "List every reachable session on every leg.", scope: ScopeRead,
 			out: []message.Session{}, handle: (*Server).sessions},
 		{method: "POST", path: "/v1/messages", summary: "Send a message to an address; with wait, block until a final receipt. An Idempotency-Key header makes a retry with the same body answer the first message (Idempotent-Replayed: true) and send nothing; another body under the key is 422.", scope: ScopeSend,

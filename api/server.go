@@ -84,6 +84,7 @@ type Server struct {
 	// browser holds signed-in browsers and open pairing links.
 	browser browserAuth
 	tcpAddr atomic.Value // string: the TCP listener's address, for pairing URLs
+	started time.Time    // for the uptime of GET /v1/status
 }
 
 // NewServer builds the handlers from the route table.
@@ -102,7 +103,7 @@ func NewServer(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limit: newLimiter(cfg.RateLimit, cfg.Clock),
 		keys:    &keyTable{store: cfg.Keys, clk: cfg.Clock, max: MaxIdempotencyKeys},
-		browser: browserAuth{sessions: map[string]*browserSession{}, pairings: map[string]pairingRec{}}}
+		browser: browserAuth{sessions: map[string]*browserSession{}, pairings: map[string]pairingRec{}}, started: cfg.Clock.Now()}
 	// paths knows every route's path whatever the method, so a known path
 	// asked with the wrong method is a 405 naming the right ones.
 	paths, allowed := http.NewServeMux(), map[string][]string{}

@@ -277,3 +277,46 @@ func TestHeldMessagesTakeShortIDsAndDecisionsConfirm(t *testing.T) {
 		t.Fatalf("release twice: exit %d %q", code, errOut)
 	}
 }
+
+func TestStatusShowsLegsSessionsAndWhatWaits(t *testing.T) {
+	g := startBinary(t, t.TempDir())
+	fk := newFake(t, g, "work-08", message.ModePrompting)
+	events := collect(t, g)
+	id, err := fk.Send(ctxT(t), gatewayAddress(t, g), "hold me", message.ModeBypass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, events, func(ev message.Event) bool { return ev.Type == message.EventHeld && ev.Held != nil && ev.Held.Message.ID == id })
+	out, errOut, code := runCLI(t, g.StateDir, "status", "--json")
+	var st struct {
+		Version       string `json:"version"`
+		UptimeSeconds *int64 `json:"uptime_seconds"`
+		Legs          []struct {
+			Name, State       string
+			Sessions, Aliases int
+		} `json:"legs"`
+		Held        int  `json:"held"`
+		Pending     *int `json:"pending_prompts"`
+		OutboxDepth *int `json:"outbox_depth"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &st) != nil {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	legs := map[string]int{}
+	for _, l := range st.Legs {
+		if l.State != "ready" {
+			t.Errorf("leg %s: %s", l.Name, l.State)
+		}
+		legs[l.Name] = l.Sessions
+	}
+	if st.Version != version || st.UptimeSeconds == nil || st.Held != 1 || st.Pending == nil || *st.Pending != 0 ||
+		st.OutboxDepth != nil || legs["claude"] != 1 || legs["qwen"] != 0 {
+		t.Fatalf("status = %s", out)
+	}
+	out, _, code = runCLI(t, g.StateDir, "status")
+	for _, w := range []string{"gateway " + version + ", up ", "LEG", "claude", "ready", "held messages:    1  (see gateway held)", "pending prompts:  0\n"} {
+		if code != exitOK || !strings.Contains(out, w) {
+			t.Errorf("status lacks %q:\n%s", w, out)
+		}
+	}
+}

@@ -18,7 +18,7 @@ import (
 // commands are gateway's commands, in the order help lists them.
 func (a *app) commands() []*cobra.Command {
 	return []*cobra.Command{
-		a.serveCmd(), a.configCmd(), a.sessionsCmd(), a.sendCmd(), a.watchCmd(),
+		a.serveCmd(), a.configCmd(), a.statusCmd(), a.sessionsCmd(), a.sendCmd(), a.watchCmd(),
 		a.heldCmd(), a.releaseCmd(), a.denyCmd(), a.permissionsCmd(), a.allowCmd(), a.answerCmd(),
 		a.outboxCmd(), a.remoteCmd(), a.demoCloudCmd(), a.idleCmd(), a.controllersCmd(), a.pairCmd(),
 		a.tokensCmd(), a.federationCmd(), a.mcpCmd(), a.healthCmd(), a.versionCmd(), a.aliasWorkerCmd(),
@@ -143,4 +143,10 @@ func (a *app) mcpCmd() *cobra.Command {
 		Example: "  gateway mcp --name reviewer"}
 	c.Flags().StringVar(&name, "name", "", "the session name others reach this client by (default: the client's own name)")
 	return a.verb(c, false, func(o *cli.IO, _ []string) error { return mcp.Stdio(a.ctx, o.Client(), name, os.Stdin, o.Stdout) })
+}
+
+func (a *app) statusCmd() *cobra.Command {
+	return a.verb(&cobra.Command{Use: "status", Short: "the running gateway on one screen: legs, sessions, links, what waits, outbox, peers", Args: nargs(0, 0),
+		Example: "  gateway status\n  gateway status --json"}, true,
+		func(o *cli.IO, _ []string) error { return cli.Status(a.ctx, o) })
 }
