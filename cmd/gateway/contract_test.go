@@ -286,7 +286,9 @@ func TestStatusShowsLegsSessionsAndWhatWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitEvent(t, events, func(ev message.Event) bool { return ev.Type == message.EventHeld && ev.Held != nil && ev.Held.Message.ID == id })
+	waitEvent(t, events, func(ev message.Event) bool {
+		return ev.Type == message.EventHeld && ev.Held != nil && ev.Held.Message.ID == id
+	})
 	out, errOut, code := runCLI(t, g.StateDir, "status", "--json")
 	var st struct {
 		Version       string `json:"version"`
