@@ -1,0 +1,123 @@
+package main
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// README's tables are the reference people read: every command and serve
+// flag the binary knows is in them, and nothing they name is missing from
+// the binary.
+
+var (
+	backticked = regexp.MustCompile("`([^`]+)`")
+	flagCell   = regexp.MustCompile("^\\| `--([a-z0-9-]+)")
+)
+
+// readmeSection is README.md from heading to the next heading of the same
+// level.
+func readmeSection(t *testing.T, heading string) string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("README has no %q", heading)
+	}
+	level := heading[:strings.Index(heading, " ")+1]
+	if i := strings.Index(rest, "\n"+level); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest
+}
+
+// commandPaths are the commands people call: every leaf, with its group's
+// name ("tokens add"), and completion as one.
+func commandPaths() []string {
+	var out []string
+	var walk func(c *cobra.Command, prefix string)
+	walk = func(c *cobra.Command, prefix string) {
+		for _, s := range c.Commands() {
+			if !s.IsAvailableCommand() && s.Name() != "help" {
+				continue
+			}
+			p := strings.TrimSpace(prefix + " " + s.Name())
+			if s.HasSubCommands() && s.Name() != "completion" {
+				walk(s, p)
+				continue
+			}
+			out = append(out, p)
+		}
+	}
+	root := (&app{e: &env{getenv: func(string) string { return "" }}}).root()
+	root.InitDefaultHelpCmd() // added when the command line runs
+	root.InitDefaultCompletionCmd()
+	walk(root, "")
+	return out
+}
+
+func TestTheREADMECommandsTableMatchesTheBinary(t *testing.T) {
+	documented := map[string]bool{}
+	for _, line := range strings.Split(readmeSection(t, "### Commands"), "\n") {
+		cells := strings.Split(line, " | ")
+		if !strings.HasPrefix(line, "| `") || len(cells) < 2 {
+			continue
+		}
+		for _, m := range backticked.FindAllStringSubmatch(cells[0], -1) {
+			var words []string
+			for _, w := range strings.Fields(m[1]) {
+				if !regexp.MustCompile(`^[a-z][a-z-]*$`).MatchString(w) {
+					break
+				}
+				words = append(words, w)
+			}
+			documented[strings.Join(words, " ")] = true
+		}
+	}
+	known := commandPaths()
+	for _, p := range known {
+		if !documented[p] {
+			t.Errorf("gateway %s is not in README's commands table: add a row", p)
+		}
+	}
+	for p := range documented {
+		if !slices.Contains(known, p) {
+			t.Errorf("README's commands table names gateway %s, which the binary does not know", p)
+		}
+	}
+}
+
+func TestTheREADMEDocumentsEveryServeFlag(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTables := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if m := flagCell.FindStringSubmatch(line); m != nil {
+			inTables[m[1]] = true
+		}
+	}
+	serve, _, err := (&app{e: &env{getenv: func(string) string { return "" }}}).root().Find([]string{"serve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Name != "help" && !inTables[f.Name] {
+			t.Errorf("serve --%s is in no README table: add a row to \"### serve flags\"", f.Name)
+		}
+	})
+	for _, line := range strings.Split(readmeSection(t, "### serve flags"), "\n") {
+		if m := flagCell.FindStringSubmatch(line); m != nil && serve.Flags().Lookup(m[1]) == nil {
+			t.Errorf("README's serve flags table names --%s, which serve does not take", m[1])
+		}
+	}
+}
