@@ -30,6 +30,11 @@ var (
 	// ErrUnsupported: not implemented on this platform (process identity is
 	// Linux only). It matches errors.ErrUnsupported too.
 	ErrUnsupported = fmt.Errorf("uds: %w on this platform", errors.ErrUnsupported)
+	// ErrNoMachineID: no machine-id file exists. Registry records carry the
+	// machine id (pidDomain) and peers compare it with theirs, so a gateway
+	// in a container must see the host's.
+	ErrNoMachineID = errors.New("no machine id: in a container, mount the host's read-only " +
+		"(podman/docker run -v /etc/machine-id:/etc/machine-id:ro; compose's local profile has that volume)")
 )
 
 // MaxPathLen is the longest socket path the kernel takes: sun_path holds 108

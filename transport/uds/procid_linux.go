@@ -95,17 +95,27 @@ func PidNamespace(pid int) (uint64, error) {
 	return 0, procErr("pid namespace", pid, errors.Join(err, serr))
 }
 
+// machineIDFiles are where MachineID looks, in order.
+var machineIDFiles = []string{"/etc/machine-id", "/var/lib/dbus/machine-id"}
+
 // MachineID reads /etc/machine-id, falling back to /var/lib/dbus/machine-id.
+// When neither exists (a container without the host's mounted) the error
+// wraps ErrNoMachineID, which names the mount that fixes it.
 func MachineID() (string, error) {
-	id, err := readID("/etc/machine-id")
-	if err == nil {
-		return id, nil
+	var errs []error
+	missing := true
+	for _, f := range machineIDFiles {
+		id, err := readID(f)
+		if err == nil {
+			return id, nil
+		}
+		errs = append(errs, err)
+		missing = missing && errors.Is(err, fs.ErrNotExist)
 	}
-	id, err2 := readID("/var/lib/dbus/machine-id")
-	if err2 == nil {
-		return id, nil
+	if missing {
+		return "", fmt.Errorf("%w (%s: none exists)", ErrNoMachineID, strings.Join(machineIDFiles, ", "))
 	}
-	return "", errors.Join(err, err2)
+	return "", errors.Join(errs...)
 }
 
 // Lstart returns what `LC_ALL=C TZ=UTC ps -o lstart= -p PID` prints, without

@@ -154,3 +154,39 @@ func TestLstartMatchesPs(t *testing.T) {
 		})
 	}
 }
+
+func TestMachineIDNamesTheMountThatFixesAMissingOne(t *testing.T) {
+	dir := t.TempDir()
+	present := dir + "/present"
+	if err := os.WriteFile(present, []byte("0123456789abcdef0123456789abcdef\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		files   []string
+		want    string // the id, or "" for an error
+		missing bool   // the error is ErrNoMachineID
+	}{
+		{"the first file found is read", []string{present, dir + "/none"}, "0123456789abcdef0123456789abcdef", false},
+		{"the fallback is read when the first is missing", []string{dir + "/none", present}, "0123456789abcdef0123456789abcdef", false},
+		{"neither file: the error names the mount", []string{dir + "/none", dir + "/neither"}, "", true},
+		{"an unreadable one is not called missing", []string{dir}, "", false},
+	}
+	saved := machineIDFiles
+	t.Cleanup(func() { machineIDFiles = saved })
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			machineIDFiles = tt.files
+			id, err := MachineID()
+			if id != tt.want || (err == nil) != (tt.want != "") {
+				t.Fatalf("MachineID() = %q, %v; want %q", id, err, tt.want)
+			}
+			if got := errors.Is(err, ErrNoMachineID); got != tt.missing {
+				t.Fatalf("errors.Is(%v, ErrNoMachineID) = %v, want %v", err, got, tt.missing)
+			}
+			if tt.missing && !strings.Contains(err.Error(), "-v /etc/machine-id:/etc/machine-id:ro") {
+				t.Fatalf("the error %q does not name the mount", err)
+			}
+		})
+	}
+}
