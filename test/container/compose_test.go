@@ -206,8 +206,9 @@ var loopbackHosts = map[string]string{"nats-1": "127.0.42.1", "nats-2": "127.0.4
 
 // runLine is the podman run line (without "run" and the name) of service
 // name in f, its named volumes prefixed with project, the restart policy
-// left to the test (it kills and restarts containers itself).
-func runLine(t testing.TB, f composeFile, project, name string) []string {
+// left to the test (it kills and restarts containers itself); extra goes
+// before the image.
+func runLine(t testing.TB, f composeFile, project, name string, extra ...string) []string {
 	t.Helper()
 	s, ok := f.Services[name]
 	if !ok {
@@ -291,6 +292,7 @@ func runLine(t testing.TB, f composeFile, project, name string) []string {
 	for _, sec := range s.Secrets { // a file secret, as compose mounts it outside swarm
 		add("--mount", "type=bind,source="+f.Secrets[sec].File+",target=/run/secrets/"+sec+",readonly")
 	}
+	add(extra...)
 	add(s.Image)
 	return append(args, s.Command...)
 }
