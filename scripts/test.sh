@@ -34,6 +34,7 @@ echo "== staticcheck"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 echo "== container image"; bash scripts/image-test.sh
+echo "== the container, run with podman and runc"; bash scripts/container-test.sh
 
 echo "== go test -race (interop on)"
 export GATEWAY_INTEROP=1
