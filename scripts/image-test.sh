@@ -7,8 +7,8 @@
 # /readyz, and that SIGTERM makes it exit 0 within a few seconds with its
 # Claude Code and Qwen Code registrations removed.
 #
-# The container itself is not run: containers may not work on CI machines
-# (no podman run). Needs root (a private vfs image store, chroot, setpriv);
+# The container itself runs in scripts/container-test.sh (podman and runc);
+# this one needs no container runtime. Needs root (a private vfs image store, chroot, setpriv);
 # installs buildah with apt-get when it is missing. Everything goes into a
 # temp directory that is removed on exit; nothing is cached in the repo.
 set -euo pipefail
