@@ -89,12 +89,13 @@ bash docker/build-context.sh "$work/ctx" || die "could not prepare the gateway's
 P build --quiet --format docker --build-arg VERSION="$(cat "$work/ctx/VERSION")" \
 	-f docker/Containerfile -t gateway:latest "$work/ctx" >/dev/null ||
 	die "the gateway image did not build from docker/Containerfile"
+phase "gateway image"
 bash docker/nats-context.sh "$work/nats-ctx" || die "could not prepare the NATS image's build context"
 P build --quiet --format docker --build-arg VERSION="$(cat "$work/nats-ctx/VERSION")" \
 	-f docker/nats.Containerfile -t gateway-nats:latest "$work/nats-ctx" >/dev/null ||
 	die "the NATS image did not build from docker/nats.Containerfile"
 rm -rf "$work/ctx" "$work/nats-ctx"
-phase "build both images"
+phase "NATS image"
 
 # A container must run here; if not, say what the runtime said.
 got=$(P run --rm --network none --ulimit nofile=1024:1024 --ulimit nproc=1000:1000 \

@@ -3,8 +3,10 @@ package container
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +45,7 @@ func TestTheLocalProfileRunsBesideTheHostsSessions(t *testing.T) {
 	cc := fakeclaude.Start(t, fakeclaude.Config{Name: "cc-peer", ConfigDir: w.ConfigDir, RuntimeDir: w.Runtime, Mode: message.ModePrompting})
 	qw := fakeqwen.Start(t, fakeqwen.Config{Name: "qw-peer", Home: w.QwenHome, RuntimeDir: w.Runtime, Mode: message.ModePrompting})
 
+	before := registrations(t, w)
 	line := runLine(t, loadCompose(t, vars), "gwtest", "local")
 	c := start(t, uniqueName(t, "local"), append(probeMount(), line...)...)
 	c.healthy(t)
@@ -50,7 +53,15 @@ func TestTheLocalProfileRunsBesideTheHostsSessions(t *testing.T) {
 	client := api.NewUnixClient(w.Socket())
 	ctx := testutil.Context(t, 90*time.Second)
 
-	t.Run("it answers /readyz through its own CLI in the container", func(t *testing.T) {
+	t.Run("its /healthz names the image's version and /readyz passes, through its own CLI", func(t *testing.T) {
+		version, err := c.exec(t, "version")
+		fields := strings.Fields(version)
+		if err != nil || len(fields) < 2 {
+			t.Fatalf("gateway version: %q %v", version, err)
+		}
+		if out, err := c.exec(t, "health"); err != nil || !strings.Contains(out, `"version":"`+fields[1]+`"`) {
+			t.Fatalf("gateway health: %q %v, want version %s", out, err, fields[1])
+		}
 		if out, err := c.exec(t, "health", "--ready"); err != nil {
 			t.Fatalf("gateway health --ready: %v %s", err, out)
 		}
@@ -66,6 +77,9 @@ func TestTheLocalProfileRunsBesideTheHostsSessions(t *testing.T) {
 		}
 		if m, _ := filepath.Glob(filepath.Join(w.QwenHome, "sessions", fmt.Sprintf("%d*.json", pid))); len(m) == 0 {
 			t.Errorf("no Qwen Code record for pid %d in %s", pid, w.QwenHome)
+		}
+		if now := registrations(t, w); len(now) < len(before)+4 {
+			t.Errorf("while it runs: %v; before it ran: %v (want its entry, key file and socket on each leg, and its control socket)", now, before)
 		}
 	})
 	t.Run("it lists the host's sessions and messages each", func(t *testing.T) {
@@ -102,16 +116,36 @@ func TestTheLocalProfileRunsBesideTheHostsSessions(t *testing.T) {
 			t.Fatalf("exit code %s after podman stop (%v), want 0 (137 is the runtime's SIGKILL)", code, took)
 		}
 		t.Logf("podman stop took %v", took)
-		left, _ := filepath.Glob(filepath.Join(w.ConfigDir, "sessions", fmt.Sprintf("%d*", pid)))
-		more, _ := filepath.Glob(filepath.Join(w.QwenHome, "sessions", fmt.Sprintf("%d*", pid)))
-		socks, _ := filepath.Glob(filepath.Join(w.Runtime, "*", fmt.Sprintf("%d*", pid)))
-		if left = append(append(left, more...), socks...); len(left) != 0 {
-			t.Fatalf("left after stop: %v", left)
+		if after := registrations(t, w); !slices.Equal(after, before) {
+			t.Fatalf("registry entries, key files and sockets after stop: %v, want the host sessions' alone: %v", after, before)
 		}
 		if _, err := os.Stat(w.Socket()); err == nil {
 			t.Fatal("the control socket is left after stop")
 		}
 	})
+}
+
+// registrations are the registry entries, key files and sockets in w's
+// session and runtime directories, sorted.
+func registrations(t *testing.T, w *gatewaytest.World) []string {
+	t.Helper()
+	var out []string
+	for _, dir := range []string{w.ConfigDir, w.QwenHome, w.Runtime, w.StateDir} {
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.Type()&fs.ModeSocket != 0 || strings.HasSuffix(p, ".json") || strings.HasSuffix(p, ".key") {
+				out = append(out, p)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // hardened checks what compose's hardening block sets, as the probe saw
