@@ -122,7 +122,7 @@ func TestTheRemoteProfileKeepsItsOutboxAcrossAKill(t *testing.T) {
 	})
 	t.Run("after podman kill and a restart they are posted once each", func(t *testing.T) {
 		podman(t, "kill", "--signal", "KILL", c.name)
-		if code := c.inspect(t, "{{.State.ExitCode}}"); code != "137" {
+		if code := strings.TrimSpace(podman(t, "wait", c.name)); code != "137" {
 			t.Fatalf("exit code %s after podman kill, want 137", code)
 		}
 		refusing.Store(false)
