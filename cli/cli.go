@@ -50,10 +50,41 @@ func (o *IO) Client() *api.Client {
 // --state-dir when theirs is not the default.
 func (o *IO) Cmd(words string) string {
 	s := "gateway " + words
-	if o.StateDir != "" && o.DefaultStateDir != "" && filepath.Clean(o.StateDir) != filepath.Clean(o.DefaultStateDir) {
+	if o.otherDir() {
 		s += " --state-dir " + shellQuote(o.StateDir)
 	}
 	return s
+}
+
+func (o *IO) otherDir() bool {
+	return o.StateDir != "" && o.DefaultStateDir != "" && filepath.Clean(o.StateDir) != filepath.Clean(o.DefaultStateDir)
+}
+
+// hinted is w with the follow-up commands that lines from below spell
+// ("gateway allow ID") given the user's --state-dir, when not the default.
+func (o *IO) hinted(w io.Writer) io.Writer {
+	if !o.otherDir() {
+		return w
+	}
+	dir := "gateway --state-dir " + shellQuote(o.StateDir) + " "
+	var pairs []string
+	for _, verb := range []string{"allow", "deny", "answer", "release", "held", "permissions", "remote"} {
+		pairs = append(pairs, "gateway "+verb+" ", dir+verb+" ")
+	}
+	return hintWriter{w, strings.NewReplacer(pairs...)}
+}
+
+// hintWriter rewrites each write: the lines it carries are whole.
+type hintWriter struct {
+	w io.Writer
+	r *strings.Replacer
+}
+
+func (h hintWriter) Write(p []byte) (int, error) {
+	if _, err := h.r.WriteString(h.w, string(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 func shellQuote(s string) string {
@@ -142,9 +173,12 @@ func Report(o *IO, err error) int {
 	case strings.Contains(err.Error(), "gateway not reachable"):
 		body.Code = CodeUnreachable
 	}
-	if o.JSON {
+	switch {
+	case o.JSON:
 		PrintJSON(o.Stdout, body)
-	} else {
+	case body.Code == CodeUnreachable:
+		fmt.Fprintf(o.Stderr, "gateway: %v\nstart it with: %s\n", err, o.Cmd("serve"))
+	default:
 		fmt.Fprintf(o.Stderr, "gateway: %v\n", err)
 	}
 	return exit

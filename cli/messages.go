@@ -136,6 +136,7 @@ func heldReason(out router.Outbound) string {
 
 // Watch prints events as they happen until ctx ends.
 func Watch(ctx context.Context, o *IO, since int64) error {
+	out := o.hinted(o.Stdout)
 	err := o.Client().Watch(ctx, since, func(ev message.Event) error {
 		if o.JSON {
 			b, err := json.Marshal(ev)
@@ -149,7 +150,7 @@ func Watch(ctx context.Context, o *IO, since int64) error {
 		if line == "" {
 			return nil
 		}
-		_, err := fmt.Fprintln(o.Stdout, line)
+		_, err := fmt.Fprintln(out, line)
 		return err
 	})
 	if errors.Is(err, context.Canceled) {

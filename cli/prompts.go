@@ -27,7 +27,7 @@ func Permissions(ctx context.Context, o *IO, all bool) error {
 			fmt.Fprintln(w, "no pending permission prompts: a remote session's prompt shows here until answered (watch for them: "+o.Cmd("watch")+")")
 			return
 		}
-		eventfmt.Prompts(w, ps, all)
+		eventfmt.Prompts(o.hinted(w), ps, all)
 	})
 	return nil
 }

@@ -136,7 +136,7 @@ func RemoteWatch(ctx context.Context, o *IO, id string, since int64) error {
 	if err != nil {
 		return err
 	}
-	sw := eventfmt.NewSessionWatch(o.Stdout, sid, o.JSON)
+	sw := eventfmt.NewSessionWatch(o.hinted(o.Stdout), sid, o.JSON)
 	if !o.JSON && since < 0 {
 		// Prompts raised before the watch started still wait for an answer.
 		ps, err := c.Permissions(ctx, false)

@@ -52,6 +52,10 @@ func TestSendExitCodesAndOutput(t *testing.T) {
 		if code != exitPending || !strings.Contains(out, " held") || !strings.Contains(out, "[not final]") {
 			t.Fatalf("exit %d, stdout %q, stderr %q; want 4 and held [not final]", code, out, errOut)
 		}
+		// While it waits it says for what, once.
+		if strings.Count(errOut, "holds message") != 1 || !strings.Contains(errOut, "to release or deny it") {
+			t.Fatalf("stderr %q; want one line saying the receiver holds it and what the wait is for", errOut)
+		}
 	})
 	t.Run("an unknown name exits 1 and suggests a name that resolves", func(t *testing.T) {
 		_, errOut, code := runCLI(t, g.StateDir, "send", "work-8", "hello")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
@@ -261,5 +263,31 @@ func TestDemoCloud(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+func TestDemoCloudJSONSaysWhatTheTryLineSays(t *testing.T) {
+	e, out, errb := demoEnv()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, e, []string{"demo-cloud", "--json", "--sessions", "1"}) }()
+	var info struct {
+		URL       string   `json:"url"`
+		Org       string   `json:"org"`
+		TokenFile string   `json:"token_file"`
+		Sessions  []string `json:"sessions"`
+		ServeArgs []string `json:"serve_args"`
+	}
+	testutil.Eventually(t, "the demo prints its JSON", func() bool { return json.Unmarshal([]byte(out.String()), &info) == nil })
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	want := []string{"--remote-url", info.URL, "--remote-org", info.Org, "--remote-token-file", info.TokenFile, "--remote-follow", "all"}
+	if !strings.HasPrefix(info.URL, "http://127.0.0.1:") || len(info.Sessions) != 1 || !slices.Equal(info.ServeArgs, want) {
+		t.Fatalf("demo-cloud --json = %s", out.String())
+	}
+	if _, err := os.Stat(info.TokenFile); !os.IsNotExist(err) {
+		t.Fatalf("the temporary token file outlived the demo: %v", err)
 	}
 }

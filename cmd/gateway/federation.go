@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"github.com/spf13/cobra"
+	"io"
+	"strings"
 
 	"github.com/sessiongateway/gateway/cli"
 	"github.com/sessiongateway/gateway/federation"
@@ -23,14 +27,18 @@ func (a *app) federationCmd() *cobra.Command {
 	var key string
 	var force, show bool
 	keygen := a.verb(&cobra.Command{Use: "keygen", Short: "write this host's key and print its public key", Args: nargs(0, 0),
-		Example: "  gateway federation keygen\n  gateway federation keygen --show"}, false, func(o *cli.IO, _ []string) error {
+		Example: "  gateway federation keygen\n  gateway federation keygen --show --json"}, true, func(o *cli.IO, _ []string) error {
 		args := []string{"--state-dir", o.StateDir, "--force=" + fmtBool(force), "--show=" + fmtBool(show)}
 		if key != "" {
 			args = append(args, "--federation-key", key)
 		}
-		if code := federation.KeygenMain(args, a.e.getenv, o.StateDir, o.Stdout, o.Stderr); code != exitOK {
-			return cli.Exit(code)
+		var out, errb bytes.Buffer
+		code := federation.KeygenMain(args, a.e.getenv, o.StateDir, &out, &errb)
+		if code != exitOK {
+			return &cli.Error{Exit: code, Code: cli.CodeFailed, Err: errors.New(strings.TrimPrefix(strings.TrimSpace(errb.String()), "gateway: "))}
 		}
+		o.Note("%s", strings.TrimSpace(errb.String()))
+		o.Print(map[string]string{"public_key": strings.TrimSpace(out.String())}, func(w io.Writer) { _, _ = out.WriteTo(w) })
 		return nil
 	})
 	keygen.Flags().StringVar(&key, "federation-key", "", "where the host key is written (env GATEWAY_FEDERATION_KEY; default: <state-dir>/federation/host.key)")
