@@ -139,8 +139,9 @@ func TestRemoteWatch(t *testing.T) {
 			"user: fix the flaky test\n",
 			"assistant: Hello, world\n",
 			"permission " + id + " from " + remoteSID + ": Bash go test ./...",
-			"gateway allow " + id,
-			"gateway deny " + id + " --message TEXT",
+			// Hints carry the state dir the watch was given, as it is not the default.
+			"gateway --state-dir " + g.stateDir + " allow " + id,
+			"gateway --state-dir " + g.stateDir + " deny " + id + " --message TEXT",
 			"result: done\n",
 			"link reconnecting (attempt 2): stalled",
 		} {
@@ -166,7 +167,7 @@ func TestRemoteWatch(t *testing.T) {
 		}
 	})
 	t.Run("a watch from now on first shows the prompts still pending", func(t *testing.T) {
-		out := g.watchUntil(t, "gateway allow "+id, "fix-the-bug")
+		out := g.watchUntil(t, " allow "+id, "fix-the-bug")
 		if strings.Contains(out, "Hello") {
 			t.Fatalf("old output replayed:\n%s", out)
 		}
