@@ -33,21 +33,35 @@ func (c *Client) RemoteSessions(ctx context.Context) ([]message.Session, error) 
 	return ss, nil
 }
 
-// RemoteAddress turns a bare remote session id into its address; anything
-// else, or a gateway that cannot be asked, leaves id for the gateway to
-// resolve.
+// RemoteAddress turns a bare remote session id, or a unique start of one
+// (at least minIDStart characters), into its address; anything else, or a
+// gateway that cannot be asked, leaves id for the gateway to resolve.
 func (c *Client) RemoteAddress(ctx context.Context, id string) string {
 	ss, err := c.Sessions(ctx)
 	if err != nil {
 		return id
 	}
+	var starts []string
 	for _, s := range ss {
-		if s.Protocol == message.ProtocolRemote && s.SessionID == id {
+		if s.Protocol != message.ProtocolRemote || s.SessionID == "" {
+			continue
+		}
+		if s.SessionID == id {
 			return s.Address
 		}
+		if len(id) >= minIDStart && strings.HasPrefix(s.SessionID, id) {
+			starts = append(starts, s.Address)
+		}
+	}
+	if len(starts) == 1 {
+		return starts[0]
 	}
 	return id
 }
+
+// minIDStart is the shortest start of a remote session id taken for it:
+// shorter ones are names more often than ids.
+const minIDStart = 8
 
 // RemoteSessionID finds the remote session id behind id: a session id, a
 // bridge:<id> address or any address that resolves to a remote session.

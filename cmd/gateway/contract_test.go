@@ -322,3 +322,35 @@ func TestStatusShowsLegsSessionsAndWhatWaits(t *testing.T) {
 		}
 	}
 }
+
+func TestStatusShowsRemoteLinksAndPendingPrompts(t *testing.T) {
+	g := startPromptGateway(t)
+	g.raise(t, pendingPrompt("bash", "Bash", `{"command":"go test ./..."}`),
+		message.Event{Type: message.EventLink, Leg: message.ProtocolRemote, Link: &message.Link{SessionID: remoteSID, State: message.LinkReconnecting, Attempt: 2}})
+	out, errOut, code := g.cli(t, "status", "--json")
+	var st struct {
+		Links []message.Link `json:"links"`
+		Legs  []struct {
+			Name     string
+			Sessions int
+		} `json:"legs"`
+		Pending int `json:"pending_prompts"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &st) != nil || st.Pending != 1 || len(st.Links) != 1 ||
+		st.Links[0].SessionID != remoteSID || st.Links[0].State != message.LinkReconnecting {
+		t.Fatalf("exit %d, stdout %s, stderr %q", code, out, errOut)
+	}
+	out, _, _ = g.cli(t, "status")
+	for _, w := range []string{"remote links:     " + remoteSID + " reconnecting (attempt 2)", "pending prompts:  1  (see gateway permissions --state-dir " + g.stateDir + ")"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("status lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+func TestAGroupsHelpWordShowsItsHelp(t *testing.T) {
+	out, _, code := runCLI(t, t.TempDir(), "remote", "help")
+	if code != exitOK || !strings.Contains(out, "gateway remote [command]") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}

@@ -141,6 +141,9 @@ func group(c *cobra.Command, subs ...*cobra.Command) *cobra.Command {
 			}
 			return cli.Usagef("%s needs a command: %s", c.CommandPath(), strings.Join(names, ", "))
 		}
+		if args[0] == "help" { // gateway remote help, as before
+			return c.Help()
+		}
 		return cli.Usagef("unknown command %q for %s%s", args[0], c.CommandPath(), didYouMean(c.SuggestionsFor(args[0])))
 	}
 	return c

@@ -90,6 +90,7 @@ func TestRemoteControlCommands(t *testing.T) {
 		errorHas string
 	}{
 		{"interrupt takes the bare session id", []string{"interrupt", remoteSID}, exitOK, message.Control{Kind: message.ControlInterrupt}, ""},
+		{"interrupt takes a unique start of the session id", []string{"interrupt", remoteSID[:10]}, exitOK, message.Control{Kind: message.ControlInterrupt}, ""},
 		{"mode takes a bridge address", []string{"mode", "bridge:" + remoteSID, "plan"}, exitOK, message.Control{Kind: message.ControlSetPermissionMode, Mode: "plan"}, ""},
 		{"model takes the session's name", []string{"model", "fix-the-bug", "claude-opus-4-5"}, exitOK, message.Control{Kind: message.ControlSetModel, Model: "claude-opus-4-5"}, ""},
 		{"mode without a mode is a usage error", []string{"mode", remoteSID}, exitUsage, message.Control{}, "usage"},
