@@ -89,18 +89,30 @@ func (w *World) Env() []string {
 
 // Gateway is a running gateway binary with a client on its control socket.
 type Gateway struct {
-	cmd    *exec.Cmd
-	logs   *capped
-	exited chan struct{}
-	http   *http.Client
+	cmd       *exec.Cmd
+	debugAddr string // the pprof server's address under -profile
+	logs      *capped
+	exited    chan struct{}
+	http      *http.Client
+	sock      string        // the control socket
+	conns     chan *apiConn // idle connections for Send
 }
 
 // StartGateway runs `gateway serve --name bench args...` in w and waits
 // until its control API answers. It is stopped when the suite ends.
 func (e *Env) StartGateway(ctx context.Context, w *World, args ...string) (*Gateway, error) {
+	g := &Gateway{logs: &capped{max: 1 << 20}, exited: make(chan struct{})}
+	if e.ProfileDir != "" {
+		a, err := freeLoopback()
+		if err != nil {
+			return nil, err
+		}
+		g.debugAddr = a
+		args = append(args, "--debug-addr", a)
+	}
 	cmd := exec.Command(e.Bin, append([]string{"serve", "--name", "bench"}, args...)...)
 	cmd.Env = w.Env()
-	g := &Gateway{cmd: cmd, logs: &capped{max: 1 << 20}, exited: make(chan struct{})}
+	g.cmd = cmd
 	cmd.Stderr = g.logs
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -108,12 +120,12 @@ func (e *Env) StartGateway(ctx context.Context, w *World, args ...string) (*Gate
 	go func() { _ = cmd.Wait(); close(g.exited) }()
 	e.Cleanup(g.stop)
 	sock := filepath.Join(w.StateDir, "gateway.sock")
+	g.sock, g.conns = sock, make(chan *apiConn, maxSenders)
 	g.http = &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", sock)
 		},
-		MaxIdleConnsPerHost: 64, // keep one connection per concurrent sender
 	}}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -134,7 +146,13 @@ func (e *Env) StartGateway(ctx context.Context, w *World, args ...string) (*Gate
 	}
 }
 
+// maxSenders is the most concurrent senders a suite uses.
+const maxSenders = 64
+
 func (g *Gateway) stop() {
+	for len(g.conns) > 0 {
+		(<-g.conns).close()
+	}
 	_ = g.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-g.exited:
@@ -160,13 +178,37 @@ func (g *Gateway) Send(ctx context.Context, to, text string, unpaced bool) error
 	var out struct {
 		Status string `json:"status"`
 	}
-	if err := g.do(ctx, "POST", "/v1/messages", sendBody{To: to, Text: text, Unpaced: unpaced}, &out); err != nil {
+	body, err := json.Marshal(sendBody{To: to, Text: text, Unpaced: unpaced})
+	if err != nil {
+		return err
+	}
+	c := g.conn()
+	st, raw, err := c.do(ctx, "POST", "/v1/messages", body)
+	g.conns <- c
+	switch {
+	case err != nil:
+		return err
+	case st/100 != 2:
+		return fmt.Errorf("POST /v1/messages: %d: %s", st, bytes.TrimSpace(raw))
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
 		return err
 	}
 	if out.Status != "sent" && out.Status != "delivered" {
 		return fmt.Errorf("the gateway answered %q", out.Status)
 	}
 	return nil
+}
+
+// conn takes an idle keep-alive connection, or a new one; the caller puts
+// it back on g.conns.
+func (g *Gateway) conn() *apiConn {
+	select {
+	case c := <-g.conns:
+		return c
+	default:
+		return &apiConn{sock: g.sock}
+	}
 }
 
 // Sessions lists the names the gateway reaches, with their protocols.

@@ -38,29 +38,33 @@ func claudeRows(ctx context.Context, e *Env) ([]Row, error) {
 	if _, err := sequential(ctx, sink, e.N(200, 20), raw, via); err != nil {
 		return nil, err
 	}
-	var seq [2]Latencies
-	if err := e.Profile(ctx, g, "claude-sequential", func() error {
-		seq, err = sequential(ctx, sink, e.N(5000, 100), raw, via)
-		return err
-	}); err != nil {
+	seq, err := sequential(ctx, sink, e.N(5000, 100), raw, via)
+	if err != nil {
 		return nil, err
 	}
 	const senders = 16
 	var rawRate, gwRate Rate
-	if err := e.Profile(ctx, g, "claude-16-senders", func() error {
-		// Two rounds each, alternating, so neither always runs second.
-		for range 2 {
-			r, err := concurrent(ctx, sink, senders, e.N(4000, 64), raw)
-			if err != nil {
-				return err
-			}
-			rawRate.N, rawRate.Span = rawRate.N+r.N, rawRate.Span+r.Span
-			if r, err = concurrent(ctx, sink, senders, e.N(4000, 64), via); err != nil {
-				return err
-			}
-			gwRate.N, gwRate.Span = gwRate.N+r.N, gwRate.Span+r.Span
+	// Two rounds each, alternating, so neither always runs second.
+	for range 2 {
+		r, err := concurrent(ctx, sink, senders, e.N(4000, 64), raw)
+		if err != nil {
+			return nil, err
 		}
-		return nil
+		rawRate.N, rawRate.Span = rawRate.N+r.N, rawRate.Span+r.Span
+		if r, err = concurrent(ctx, sink, senders, e.N(4000, 64), via); err != nil {
+			return nil, err
+		}
+		gwRate.N, gwRate.Span = gwRate.N+r.N, gwRate.Span+r.Span
+	}
+	if err := e.Profile(ctx, g, "sequential", func() error {
+		_, err := sequential(ctx, sink, 200, via)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if err := e.Profile(ctx, g, "16-senders", func() error {
+		_, err := concurrent(ctx, sink, senders, 1000, via)
+		return err
 	}); err != nil {
 		return nil, err
 	}
@@ -80,12 +84,12 @@ func (l Latencies) rate() Rate {
 	return Rate{N: len(l), Span: sum}
 }
 
-// sequential times n sends of each sender, alternating one of each, each
-// until the sink has read its frame: [0] is a's, [1] is b's.
-func sequential(ctx context.Context, sink *claudeSink, n int, a, b func(int) error) ([2]Latencies, error) {
-	var out [2]Latencies
+// sequential times n sends of each sender, taking turns, each until the
+// sink has read its frame: out[j] is senders[j]'s.
+func sequential(ctx context.Context, sink *claudeSink, n int, senders ...func(int) error) ([]Latencies, error) {
+	out := make([]Latencies, len(senders))
 	for i := range n {
-		for j, send := range []func(int) error{a, b} {
+		for j, send := range senders {
 			t0 := time.Now()
 			if err := send(i); err != nil {
 				return out, err

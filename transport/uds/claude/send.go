@@ -11,7 +11,6 @@ import (
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/internal/bounded"
-	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/uds"
 )
@@ -134,16 +133,12 @@ func (p *Peer) targetOf(path string, pid int) (target, error) {
 	keyPath := filepath.Join(p.sessionsDir, fmt.Sprintf("%d.%s.key", pid, hash))
 	var t target
 	domain, hasDomain := "", false
-	b, err := safefile.ReadCapped(keyPath, maxKey)
+	k, err := p.keyFiles.get(keyPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return target{}, fmt.Errorf("target key file: %w", err)
 	default:
-		k, err := ParseKeyFile(b)
-		if err != nil {
-			return target{}, err
-		}
 		domain, hasDomain = k.PidDomain, k.PidDomain != ""
 		if (!hasDomain || domain == p.pidDomain) && k.ProcStart != "" && uds.Alive(pid) && !procStartMatches(pid, k.ProcStart) {
 			return target{}, ErrStaleKey

@@ -1,0 +1,89 @@
+package claude
+
+import (
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/sessiongateway/gateway/internal/bounded"
+	"github.com/sessiongateway/gateway/internal/safefile"
+)
+
+// maxCachedFiles bounds the registry files whose parse a send remembers.
+const maxCachedFiles = 1024
+
+// fileCache remembers the parse of registry files a send reads (key files,
+// entries), keyed by path and stamped with what lstat said of the file
+// when it was read. A send lstats the file (one syscall) and reuses the
+// parse while the stamp is the same; any change (an atomic rewrite's new
+// inode, a write's mtime or ctime, a size, an owner or a mode) reads the
+// file again, through the same checks as before.
+type fileCache[T any] struct {
+	max   int64
+	parse func([]byte) (T, error)
+	m     *bounded.Map[string, cachedFile[T]]
+}
+
+type cachedFile[T any] struct {
+	stamp fileStamp
+	val   T
+}
+
+// racyWindow is how old a file's mtime must be before its parse is kept.
+const racyWindow = 2 * time.Second
+
+// fileStamp is what identifies one version of a file: the same file
+// (device and inode), unchanged in size, mode and mtime.
+type fileStamp struct{ fi fs.FileInfo }
+
+func (s fileStamp) same(o fileStamp) bool {
+	return s.fi != nil && o.fi != nil && os.SameFile(s.fi, o.fi) && s.fi.Size() == o.fi.Size() &&
+		s.fi.Mode() == o.fi.Mode() && s.fi.ModTime().Equal(o.fi.ModTime())
+}
+
+func newFileCache[T any](max int64, parse func([]byte) (T, error)) *fileCache[T] {
+	return &fileCache[T]{max: max, parse: parse, m: bounded.NewMap[string, cachedFile[T]](maxCachedFiles)}
+}
+
+// stampOf is the stamp of the regular file at path, false for anything
+// else (missing, a symlink, a directory): those take the uncached read,
+// which says why.
+func stampOf(path string) (fileStamp, bool) {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return fileStamp{}, false
+	}
+	return fileStamp{fi}, true
+}
+
+// get is the parse of the file at path as safefile.ReadCapped reads it:
+// the cached one when the file is unchanged since.
+func (c *fileCache[T]) get(path string) (T, error) {
+	stamp, ok := stampOf(path)
+	if ok {
+		if e, hit := c.m.Get(path); hit && e.stamp.same(stamp) {
+			return e.val, nil
+		}
+	} else {
+		c.m.Delete(path)
+	}
+	var zero T
+	b, err := safefile.ReadCapped(path, c.max)
+	if err != nil {
+		return zero, err
+	}
+	v, err := c.parse(b)
+	if err != nil {
+		c.m.Delete(path)
+		return zero, err
+	}
+	// The stamp was taken before the read: a change in between leaves a
+	// stamp that no longer matches, so the next send reads again. Unless
+	// the mtime is recent: file times tick coarsely (a jiffy), so a
+	// rewrite of the same size in the same tick would keep the stamp; such
+	// a file is read again until its mtime is well past.
+	if ok && time.Since(stamp.fi.ModTime()) > racyWindow {
+		c.m.Put(path, cachedFile[T]{stamp: stamp, val: v})
+	}
+	return v, nil
+}

@@ -1,0 +1,109 @@
+package claude
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sessiongateway/gateway/internal/safefile"
+)
+
+// countingCache parses a file's bytes as a string and counts the parses.
+func countingCache(parses *int) *fileCache[string] {
+	return newFileCache(maxKey, func(b []byte) (string, error) {
+		*parses++
+		if len(b) == 0 {
+			return "", errors.New("empty")
+		}
+		return string(b), nil
+	})
+}
+
+// age sets path's mtime past the racy window, as a file written a while ago.
+func age(t *testing.T, path string) {
+	t.Helper()
+	old := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAFileCacheReadsAgainWhenTheFileChanges(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "f")
+	parses := 0
+	c := countingCache(&parses)
+	get := func(want string) {
+		t.Helper()
+		got, err := c.get(path)
+		if err != nil || got != want {
+			t.Fatalf("get = %q, %v; want %q", got, err, want)
+		}
+	}
+	if err := safefile.WriteAtomic(path, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	age(t, path)
+	get("one")
+	get("one")
+	if parses != 1 {
+		t.Fatalf("an unchanged file was parsed %d times, want once", parses)
+	}
+
+	// Rewritten atomically (a new inode), with the same size and mtime.
+	if err := safefile.WriteAtomic(path, []byte("two")); err != nil {
+		t.Fatal(err)
+	}
+	age(t, path)
+	get("two")
+
+	// Rewritten in place, same size, within the racy window: never kept.
+	if err := os.WriteFile(path, []byte("333"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	get("333")
+	if err := os.WriteFile(path, []byte("444"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	get("444")
+
+	// Gone, then a symlink in its place: the uncached read says why.
+	os.Remove(path)
+	if _, err := c.get(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a removed file: %v, want not exist", err)
+	}
+	other := filepath.Join(dir, "other")
+	if err := os.WriteFile(other, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.get(path); !errors.Is(err, safefile.ErrSymlink) {
+		t.Fatalf("a symlink: %v, want ErrSymlink", err)
+	}
+}
+
+func TestAFileCacheKeepsNoParseThatFailed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	age(t, path)
+	parses := 0
+	c := countingCache(&parses)
+	for range 2 {
+		if _, err := c.get(path); err == nil {
+			t.Fatal("an empty file parsed")
+		}
+	}
+	if parses != 2 {
+		t.Fatalf("a bad file was parsed %d times, want every time", parses)
+	}
+}
