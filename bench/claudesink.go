@@ -91,17 +91,28 @@ func (s *claudeSink) read(c net.Conn) {
 	}
 }
 
-// wait waits for n user frames.
 func (s *claudeSink) wait(ctx context.Context, n int) error {
+	return waitFrames(ctx, s.got, n, &s.faults)
+}
+
+// frameSink is a sink that reports the user frames it reads.
+type frameSink interface {
+	// wait waits for n more frames.
+	wait(ctx context.Context, n int) error
+}
+
+// waitFrames waits for n reports on got; 10 s without one is an error,
+// which names the faults the sink counted.
+func waitFrames(ctx context.Context, got <-chan struct{}, n int, faults *atomic.Int64) error {
 	timeout := time.NewTimer(10 * time.Second)
 	defer timeout.Stop()
 	for range n {
 		select {
-		case <-s.got:
+		case <-got:
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-timeout.C:
-			return fmt.Errorf("the sink read no frame for 10 s (%d connections without our auth line)", s.faults.Load())
+			return fmt.Errorf("the sink read no frame for 10 s (%d faults: bad auth lines or frames)", faults.Load())
 		}
 	}
 	return nil

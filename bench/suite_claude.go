@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -73,70 +71,4 @@ func claudeRows(ctx context.Context, e *Env) ([]Row, error) {
 		latencyRow("API -> Claude, 1 sender (latency)", seq[1], seq[0], "raw socket", 0.99, time.Millisecond),
 		rateRow(fmt.Sprintf("API -> Claude, %d senders (msg/s)", senders), gwRate, rawRate, "raw socket", 0.5),
 	}, nil
-}
-
-// rate is how many of these back-to-back operations run in a second.
-func (l Latencies) rate() Rate {
-	var sum time.Duration
-	for _, d := range l {
-		sum += d
-	}
-	return Rate{N: len(l), Span: sum}
-}
-
-// sequential times n sends of each sender, taking turns, each until the
-// sink has read its frame: out[j] is senders[j]'s.
-func sequential(ctx context.Context, sink *claudeSink, n int, senders ...func(int) error) ([]Latencies, error) {
-	out := make([]Latencies, len(senders))
-	for i := range n {
-		for j, send := range senders {
-			t0 := time.Now()
-			if err := send(i); err != nil {
-				return out, err
-			}
-			if err := sink.wait(ctx, 1); err != nil {
-				return out, err
-			}
-			out[j] = append(out[j], time.Since(t0))
-		}
-	}
-	return out, nil
-}
-
-// concurrent runs n sends over k senders at once and times them until the
-// sink has read every frame.
-func concurrent(ctx context.Context, sink *claudeSink, k, n int, send func(int) error) (Rate, error) {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
-	i := 0
-	t0 := time.Now()
-	for range k {
-		wg.Go(func() {
-			for {
-				mu.Lock()
-				mine := i
-				i++
-				mu.Unlock()
-				if mine >= n {
-					return
-				}
-				if err := send(mine); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					i = n // the others stop too
-					mu.Unlock()
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return Rate{}, err
-	}
-	if err := sink.wait(ctx, n); err != nil {
-		return Rate{}, err
-	}
-	return Rate{N: n, Span: time.Since(t0)}, nil
 }

@@ -145,6 +145,10 @@ func StartEndpoint(t testing.TB, o EndpointOptions) *Endpoint {
 	return e
 }
 
+// StartPeer starts a PeerEndpoint outside a test (the bench harness); the
+// caller closes it.
+func StartPeer(o EndpointOptions) (*Endpoint, error) { return startEndpoint(o) }
+
 func startEndpoint(o EndpointOptions) (*Endpoint, error) {
 	if o.Name == "" || o.QwenHome == "" {
 		return nil, errors.New("EndpointOptions.Name and QwenHome are required")

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -67,8 +68,19 @@ func InnermostPID(pid int) (int, error) {
 
 // BootID is the kernel's random id for this boot.
 func BootID() (string, error) {
-	return readID("/proc/sys/kernel/random/boot_id")
+	if id := bootID.Load(); id != nil {
+		return *id, nil
+	}
+	id, err := readID("/proc/sys/kernel/random/boot_id")
+	if err == nil {
+		bootID.Store(&id)
+	}
+	return id, err
 }
+
+// bootID is this boot's id once read: it cannot change under a running
+// process, and every liveness judgement of a record asks for it.
+var bootID atomic.Pointer[string]
 
 // PidNamespace returns the inode number of pid's pid namespace, the NNN of
 // the "pid:[NNN]" link /proc/<pid>/ns/pid.

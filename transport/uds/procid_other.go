@@ -24,3 +24,6 @@ func ProcState(int) (byte, int, error) { return 0, 0, ErrUnsupported }
 
 // InnermostPID is Linux only.
 func InnermostPID(int) (int, error) { return 0, ErrUnsupported }
+
+// LiveStart is Linux only.
+func LiveStart(int) (uint64, bool) { return 0, false }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/sessiongateway/gateway/internal/safefile"
 )
@@ -22,6 +24,30 @@ type RegistryDir struct {
 	Path    string
 	Log     *slog.Logger
 	refused atomic.Bool
+	good    atomic.Pointer[dirStamp] // what lstat said at the last check that passed
+}
+
+// dirStamp is what a check depends on: the directory itself (not a
+// symlink), its mode and its owner.
+type dirStamp struct {
+	fi  fs.FileInfo
+	uid uint32
+}
+
+func lstatDir(path string) (dirStamp, bool) {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.IsDir() {
+		return dirStamp{}, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return dirStamp{}, false
+	}
+	return dirStamp{fi: fi, uid: st.Uid}, true
+}
+
+func (d dirStamp) same(o *dirStamp) bool {
+	return o != nil && os.SameFile(d.fi, o.fi) && d.fi.Mode() == o.fi.Mode() && d.uid == o.uid
 }
 
 // Check reports whether the directory may be read now: nil when it is
@@ -29,7 +55,18 @@ type RegistryDir struct {
 // ErrUnsafeRegistry that says why. The first refusal after a good check is
 // logged as a warning, and the repair after a refusal as information.
 func (d *RegistryDir) Check() error {
+	// The same directory with the same mode and owner as at the last
+	// check that passed passes again: one lstat, not an open.
+	stamp, isDir := lstatDir(d.Path)
+	if isDir && stamp.same(d.good.Load()) {
+		return nil
+	}
 	err := safefile.CheckSharedDir(d.Path)
+	if err == nil && isDir {
+		d.good.Store(&stamp)
+	} else {
+		d.good.Store(nil)
+	}
 	if err == nil || errors.Is(err, fs.ErrNotExist) {
 		if d.refused.Swap(false) && d.Log != nil {
 			d.Log.Info("session registry directory is safe again", "dir", d.Path)

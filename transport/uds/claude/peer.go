@@ -81,9 +81,9 @@ type Peer struct {
 	guard       *Guard
 	drops       *dropReporter
 	replies     replyBook
-	sent        outstanding         // where our messages went, to vet their receipts
-	keyFiles    *fileCache[KeyFile] // targets' key files, read again when they change
-	entries     *fileCache[Entry]   // targets' registry entries, likewise
+	sent        outstanding             // where our messages went, to vet their receipts
+	keyFiles    *uds.FileCache[KeyFile] // targets' key files, read again when they change
+	entries     *uds.FileCache[Entry]   // targets' registry entries, likewise
 	bridge      *bridgeHost
 	ln          *uds.Listener
 
@@ -164,7 +164,7 @@ func Register(cfg Config) (*Peer, error) {
 		held: map[string]*heldMsg{}, idleSubs: map[string]idleSub{},
 		emitter: uds.NewEmitter(message.ProtocolClaude, cfg.Clock.Now),
 		replies: newReplyBook(), sent: newOutstanding(),
-		keyFiles: newFileCache(maxKey, ParseKeyFile), entries: newFileCache(maxEntry, ParseEntry),
+		keyFiles: uds.NewFileCache(maxKey, ParseKeyFile), entries: uds.NewFileCache(maxEntry, ParseEntry),
 	}
 	id, err := uds.Identify(p.pid)
 	if err != nil {

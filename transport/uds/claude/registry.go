@@ -201,7 +201,7 @@ func readEntries(dir string) (entries []Entry, bad map[string]error, err error) 
 
 // entryOf reads the registry entry of pid, if there is a usable one.
 func (p *Peer) entryOf(pid int) (Entry, bool) {
-	e, err := p.entries.get(filepath.Join(p.sessionsDir, strconv.Itoa(pid)+".json"))
+	e, err := p.entries.Get(filepath.Join(p.sessionsDir, strconv.Itoa(pid)+".json"))
 	return e, err == nil && e.PID == pid
 }
 

@@ -77,9 +77,13 @@ func procStartMatches(pid int, procStart string) bool {
 // `LC_ALL=C TZ=UTC ps -o lstart=` (seed 000, macOS).
 func procStartCheck(pid int, procStart string) startCheck {
 	if isDigits(procStart) {
-		ticks, err := uds.StartTicks(pid)
-		if err != nil {
-			return startUnreadable
+		// A running process's ticks, from its pin when one is held.
+		ticks, ok := uds.LiveStart(pid)
+		if !ok {
+			var err error
+			if ticks, err = uds.StartTicks(pid); err != nil {
+				return startUnreadable
+			}
 		}
 		if strconv.FormatUint(ticks, 10) == procStart {
 			return startMatches

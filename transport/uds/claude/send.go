@@ -133,7 +133,7 @@ func (p *Peer) targetOf(path string, pid int) (target, error) {
 	keyPath := filepath.Join(p.sessionsDir, fmt.Sprintf("%d.%s.key", pid, hash))
 	var t target
 	domain, hasDomain := "", false
-	k, err := p.keyFiles.get(keyPath)
+	k, err := p.keyFiles.Get(keyPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:

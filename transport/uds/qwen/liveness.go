@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/sessiongateway/gateway/transport/uds"
@@ -159,10 +160,13 @@ func ClassifyProbe(err error) Reach {
 type HostFacts struct{}
 
 // PidNS is our own pid namespace.
-func (HostFacts) PidNS() (uint64, bool) {
+func (HostFacts) PidNS() (uint64, bool) { return ownPidNS() }
+
+// ownPidNS is read once: a process never changes its own pid namespace.
+var ownPidNS = sync.OnceValues(func() (uint64, bool) {
 	ns, err := uds.PidNamespace(os.Getpid())
 	return ns, err == nil
-}
+})
 
 // BootID is this boot's id.
 func (HostFacts) BootID() (string, bool) {
@@ -171,7 +175,12 @@ func (HostFacts) BootID() (string, bool) {
 }
 
 // Alive reports whether pid runs and is not a zombie.
-func (HostFacts) Alive(pid int) bool { return uds.Alive(pid) && !isZombie(pid) }
+func (HostFacts) Alive(pid int) bool {
+	if _, ok := uds.LiveStart(pid); ok {
+		return true // running, not a zombie
+	}
+	return uds.Alive(pid) && !isZombie(pid)
+}
 
 // ProcStart is pid's current "<boot id>:<start ticks>".
 func (HostFacts) ProcStart(pid int) (string, bool) { return ProcStartToken(pid) }
@@ -182,9 +191,11 @@ func ProcStartToken(pid int) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	ticks, err := uds.StartTicks(pid)
-	if err != nil {
-		return "", false
+	ticks, ok := uds.LiveStart(pid)
+	if !ok {
+		if ticks, err = uds.StartTicks(pid); err != nil {
+			return "", false
+		}
 	}
 	return boot + ":" + strconv.FormatUint(ticks, 10), true
 }

@@ -63,7 +63,10 @@ type Peer struct {
 	drops      *DropReceipts
 	ln         *uds.Listener
 	facts      ProcessFacts
-	al         *aliases
+	// recordFiles are the registry's records as last parsed, read again
+	// when a file changes (a /clear rewrites its record with a new id).
+	recordFiles *uds.FileCache[Record]
+	al          *aliases
 
 	sendSem chan struct{} // bounds receipt dials, as Qwen bounds concurrent sends
 
@@ -109,7 +112,8 @@ func Register(cfg PeerConfig) (*Peer, error) {
 	p := &Peer{
 		cfg: cfg, log: cfg.Logger.With("leg", "qwen"), clk: cfg.Clock, pid: os.Getpid(),
 		sessionID: uuid.NewString(), sessions: SessionsDir(cfg.Home), facts: HostFacts{},
-		sendSem: make(chan struct{}, maxReceiptDials), al: newAliases(),
+		recordFiles: uds.NewFileCache(MaxRecordBytes, ParseRecord),
+		sendSem:     make(chan struct{}, maxReceiptDials), al: newAliases(),
 		emitter: uds.NewEmitter(message.ProtocolQwen, cfg.Clock.Now),
 	}
 	p.token, p.childToken = NewIPCToken(), NewChildToken()

@@ -22,9 +22,11 @@ type listed struct {
 	rec  Record
 }
 
-// records reads every live record but our own; dead ones are swept after
-// a re-read proves them the same incarnation.
-func (p *Peer) records() ([]listed, error) {
+// records reads every live record but our own that keep accepts (nil:
+// all); dead ones are swept after a re-read proves them the same
+// incarnation. Only the records kept are judged, which takes reads of
+// /proc: a send judges its target's alone.
+func (p *Peer) records(keep func(Record) bool) ([]listed, error) {
 	if err := p.registry.Check(); err != nil {
 		return nil, err
 	}
@@ -41,15 +43,11 @@ func (p *Peer) records() ([]listed, error) {
 			continue
 		}
 		path := filepath.Join(p.sessions, de.Name())
-		b, err := safefile.ReadCapped(path, MaxRecordBytes)
+		rec, err := p.recordFiles.Get(path)
 		if err != nil {
 			continue
 		}
-		rec, err := ParseRecord(b)
-		if err != nil {
-			continue
-		}
-		if path == p.recPath || p.al.isAliasPath(path) {
+		if path == p.recPath || p.al.isAliasPath(path) || (keep != nil && !keep(rec)) {
 			continue
 		}
 		switch Judge(de.Name(), rec, p.facts) {
@@ -80,7 +78,7 @@ func (p *Peer) sweep(path string, rec Record) {
 // beyond Qwen Code's rules, one whose inbox is listened on by its record's
 // own process (anyone of ours may write a record naming any socket).
 func (p *Peer) Sessions(ctx context.Context) ([]message.Session, error) {
-	recs, err := p.records()
+	recs, err := p.records(nil)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +127,7 @@ var ErrNoRecord = errors.New("no live qwen session record for that address")
 // target re-reads the registry for the record at path (and session id when
 // known), as the spec asks before each send: /clear swaps the id.
 func (p *Peer) target(path, sessionID string) (Record, error) {
-	recs, err := p.records()
+	recs, err := p.records(func(r Record) bool { return r.IPCPath == path })
 	if err != nil {
 		return Record{}, err
 	}

@@ -1,4 +1,4 @@
-package claude
+package uds
 
 import (
 	"io/fs"
@@ -9,16 +9,16 @@ import (
 	"github.com/sessiongateway/gateway/internal/safefile"
 )
 
-// maxCachedFiles bounds the registry files whose parse a send remembers.
+// maxCachedFiles bounds the files whose parse a FileCache remembers.
 const maxCachedFiles = 1024
 
-// fileCache remembers the parse of registry files a send reads (key files,
-// entries), keyed by path and stamped with what lstat said of the file
-// when it was read. A send lstats the file (one syscall) and reuses the
-// parse while the stamp is the same; any change (an atomic rewrite's new
-// inode, a write's mtime or ctime, a size, an owner or a mode) reads the
-// file again, through the same checks as before.
-type fileCache[T any] struct {
+// FileCache remembers the parse of registry files a send reads (key
+// files, entries, records), keyed by path and stamped with what lstat said
+// of the file when it was read. A send lstats the file (one syscall) and
+// reuses the parse while the stamp is the same; any change (an atomic
+// rewrite's new inode, a size, a mode, an mtime) reads the file again,
+// through the same checks as an uncached read. Safe for concurrent use.
+type FileCache[T any] struct {
 	max   int64
 	parse func([]byte) (T, error)
 	m     *bounded.Map[string, cachedFile[T]]
@@ -41,8 +41,9 @@ func (s fileStamp) same(o fileStamp) bool {
 		s.fi.Mode() == o.fi.Mode() && s.fi.ModTime().Equal(o.fi.ModTime())
 }
 
-func newFileCache[T any](max int64, parse func([]byte) (T, error)) *fileCache[T] {
-	return &fileCache[T]{max: max, parse: parse, m: bounded.NewMap[string, cachedFile[T]](maxCachedFiles)}
+// NewFileCache reads files of at most max bytes and parses them with parse.
+func NewFileCache[T any](max int64, parse func([]byte) (T, error)) *FileCache[T] {
+	return &FileCache[T]{max: max, parse: parse, m: bounded.NewMap[string, cachedFile[T]](maxCachedFiles)}
 }
 
 // stampOf is the stamp of the regular file at path, false for anything
@@ -56,9 +57,9 @@ func stampOf(path string) (fileStamp, bool) {
 	return fileStamp{fi}, true
 }
 
-// get is the parse of the file at path as safefile.ReadCapped reads it:
+// Get is the parse of the file at path as safefile.ReadCapped reads it:
 // the cached one when the file is unchanged since.
-func (c *fileCache[T]) get(path string) (T, error) {
+func (c *FileCache[T]) Get(path string) (T, error) {
 	stamp, ok := stampOf(path)
 	if ok {
 		if e, hit := c.m.Get(path); hit && e.stamp.same(stamp) {

@@ -1,4 +1,4 @@
-package claude
+package uds
 
 import (
 	"errors"
@@ -12,8 +12,8 @@ import (
 )
 
 // countingCache parses a file's bytes as a string and counts the parses.
-func countingCache(parses *int) *fileCache[string] {
-	return newFileCache(maxKey, func(b []byte) (string, error) {
+func countingCache(parses *int) *FileCache[string] {
+	return NewFileCache(4096, func(b []byte) (string, error) {
 		*parses++
 		if len(b) == 0 {
 			return "", errors.New("empty")
@@ -41,7 +41,7 @@ func TestAFileCacheReadsAgainWhenTheFileChanges(t *testing.T) {
 	c := countingCache(&parses)
 	get := func(want string) {
 		t.Helper()
-		got, err := c.get(path)
+		got, err := c.Get(path)
 		if err != nil || got != want {
 			t.Fatalf("get = %q, %v; want %q", got, err, want)
 		}
@@ -75,7 +75,7 @@ func TestAFileCacheReadsAgainWhenTheFileChanges(t *testing.T) {
 
 	// Gone, then a symlink in its place: the uncached read says why.
 	os.Remove(path)
-	if _, err := c.get(path); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := c.Get(path); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a removed file: %v, want not exist", err)
 	}
 	other := filepath.Join(dir, "other")
@@ -85,7 +85,7 @@ func TestAFileCacheReadsAgainWhenTheFileChanges(t *testing.T) {
 	if err := os.Symlink(other, path); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.get(path); !errors.Is(err, safefile.ErrSymlink) {
+	if _, err := c.Get(path); !errors.Is(err, safefile.ErrSymlink) {
 		t.Fatalf("a symlink: %v, want ErrSymlink", err)
 	}
 }
@@ -99,7 +99,7 @@ func TestAFileCacheKeepsNoParseThatFailed(t *testing.T) {
 	parses := 0
 	c := countingCache(&parses)
 	for range 2 {
-		if _, err := c.get(path); err == nil {
+		if _, err := c.Get(path); err == nil {
 			t.Fatal("an empty file parsed")
 		}
 	}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiongateway/gateway/internal/safefile"
+	"github.com/sessiongateway/gateway/transport/uds"
+	"github.com/sessiongateway/gateway/transport/uds/qwen"
+)
+
+// qwenSink is a bare Qwen-protocol inbox published with a kind "external"
+// record of this process: it checks each connection's auth line and that
+// every user frame is pinned to its session, and reports each on got. It
+// sends no receipts: neither sender waits for one (both wait only for the
+// inbox to close the connection, which it does at the sender's EOF).
+type qwenSink struct {
+	name      string
+	sessionID string
+	path      string
+	got       chan struct{}
+	faults    atomic.Int64 // bad auth lines, unreadable or misaddressed frames
+}
+
+func startQwenSink(e *Env, w *World, name string) (*qwenSink, error) {
+	s := &qwenSink{name: name, sessionID: uuid.NewString(), path: filepath.Join(w.Root, "qsink", "in.sock"), got: make(chan struct{}, 1<<16)}
+	token := qwen.NewIPCToken()
+	if err := safefile.EnsureDir(filepath.Dir(s.path)); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("unix", s.path)
+	if err != nil {
+		return nil, err
+	}
+	e.Cleanup(func() { ln.Close() })
+	auth := qwen.Authenticator{IPCToken: token}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go s.read(c, auth)
+		}
+	}()
+
+	pid := os.Getpid()
+	procStart, ok := qwen.ProcStartToken(pid)
+	if !ok {
+		return nil, fmt.Errorf("no procStart for pid %d", pid)
+	}
+	ns, err := uds.PidNamespace(pid)
+	if err != nil {
+		return nil, err
+	}
+	rec := qwen.Record{PID: pid, ProcStart: procStart, PidNS: ns, SessionID: s.sessionID, Cwd: w.Root,
+		Name: name, StartedAt: time.Now().UnixMilli(), Kind: qwen.KindExternal, IPCPath: s.path, IPCToken: token}
+	raw, err := rec.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	dir := qwen.SessionsDir(w.QwenHome)
+	if err := safefile.EnsureDir(dir); err != nil {
+		return nil, err
+	}
+	return s, safefile.WriteAtomic(filepath.Join(dir, qwen.RecordFileName(pid, qwen.NewSuffix())), raw)
+}
+
+func (s *qwenSink) read(c net.Conn, auth qwen.Authenticator) {
+	defer c.Close() // at the sender's EOF: what ends its wait
+	r := bufio.NewReaderSize(c, 64<<10)
+	authed := false
+	for {
+		line, err := r.ReadSlice('\n')
+		if err != nil {
+			return
+		}
+		if qwen.IsBlank(line) {
+			continue
+		}
+		if !authed {
+			if _, ok := auth.Authenticate(line); !ok {
+				s.faults.Add(1)
+				return
+			}
+			authed = true
+			continue
+		}
+		l, err := qwen.ParseLine(line)
+		switch {
+		case err != nil:
+			s.faults.Add(1)
+		case l.User == nil: // a receipt: nothing here sent anything to answer
+		case l.User.ToSessionID != s.sessionID:
+			s.faults.Add(1)
+		default:
+			s.got <- struct{}{}
+		}
+	}
+}
+
+func (s *qwenSink) wait(ctx context.Context, n int) error {
+	return waitFrames(ctx, s.got, n, &s.faults)
+}
