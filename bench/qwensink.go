@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/internal/safefile"
+	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/uds"
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
@@ -26,6 +27,7 @@ type qwenSink struct {
 	name      string
 	sessionID string
 	path      string
+	rec       qwen.Record // its record, token included
 	got       chan struct{}
 	faults    atomic.Int64 // bad auth lines, unreadable or misaddressed frames
 }
@@ -63,6 +65,7 @@ func startQwenSink(e *Env, w *World, name string) (*qwenSink, error) {
 	}
 	rec := qwen.Record{PID: pid, ProcStart: procStart, PidNS: ns, SessionID: s.sessionID, Cwd: w.Root,
 		Name: name, StartedAt: time.Now().UnixMilli(), Kind: qwen.KindExternal, IPCPath: s.path, IPCToken: token}
+	s.rec = rec
 	raw, err := rec.Marshal()
 	if err != nil {
 		return nil, err
@@ -109,4 +112,11 @@ func (s *qwenSink) read(c net.Conn, auth qwen.Authenticator) {
 
 func (s *qwenSink) wait(ctx context.Context, n int) error {
 	return waitFrames(ctx, s.got, n, &s.faults)
+}
+
+// rawFrame is what a bare Qwen sender writes: the inbox's auth line and a
+// user frame pinned to its session, in one write.
+func (s *qwenSink) rawFrame(body string) ([]byte, error) {
+	f := qwen.NewUserFrame(qwen.Sender{Name: "raw", Mode: message.ModePrompting}, s.rec, body)
+	return qwen.Payload(s.rec.IPCToken, f)
 }

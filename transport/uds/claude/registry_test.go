@@ -282,3 +282,35 @@ func TestClaimFileRefusesWhatItCannotCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestSocketOwnershipIsCheckedAgainOnceTheSocketChanges(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "1.sock")
+	listen := func() *net.UnixListener {
+		t.Helper()
+		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ln
+	}
+	owned := func(step string, want bool) {
+		t.Helper()
+		for range 2 { // a full check, then one on its proof
+			if got, _ := socketOwnedBy(path, os.Getpid()); got != want {
+				t.Fatalf("%s: owned = %v, want %v", step, got, want)
+			}
+		}
+	}
+	ln := listen()
+	owned("listening", true)
+	ln.SetUnlinkOnClose(false)
+	ln.Close()
+	owned("closed, its file left behind", false)
+	os.Remove(path)
+	ln = listen()
+	defer ln.Close()
+	owned("bound again", true)
+	if got, _ := socketOwnedBy(path, os.Getppid()); got {
+		t.Fatal("our parent was said to own our socket")
+	}
+}

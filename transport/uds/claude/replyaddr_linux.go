@@ -4,23 +4,100 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 )
 
 // socketOwnedBy reports whether the listening Unix socket bound at path is
 // held open by process pid: return-address verification, so receipts go only
-// to the process that sent the message from that address.
+// to the process that sent the message from that address. A full check
+// reads the host's socket table and every fd of pid; its proof is kept
+// (see owners) and re-checked with an lstat and one readlink.
 func socketOwnedBy(path string, pid int) (bool, error) {
+	key := ownerKey{path: path, pid: pid}
+	before, isSocket := socketFileID(path)
+	if isSocket {
+		owners.mu.Lock()
+		proof, ok := owners.m[key]
+		owners.mu.Unlock()
+		if ok && proof.file == before {
+			if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, proof.fd)); err == nil && l == proof.link {
+				return true, nil
+			}
+		}
+	}
+	owners.mu.Lock()
+	delete(owners.m, key)
+	owners.mu.Unlock()
+	owned, fd, link, err := scanOwner(path, pid)
+	// Kept only when the path was the same file before and after the scan.
+	if after, ok := socketFileID(path); owned && isSocket && ok && after == before {
+		owners.mu.Lock()
+		if len(owners.m) >= maxOwnerProofs {
+			clear(owners.m)
+		}
+		owners.m[key] = ownerProof{file: before, fd: fd, link: link}
+		owners.mu.Unlock()
+	}
+	return owned, err
+}
+
+// owners are the proofs of the full checks that found a socket held: the
+// socket's file at the path (device and inode) and the fd of pid linking
+// to the socket. While the path is that same file and the fd still links
+// to that socket, the socket bound at the path is still held by pid: a
+// bound path cannot be bound again without being unlinked first (which
+// makes a new file), and an fd names one socket until it is closed.
+var owners = struct {
+	mu sync.Mutex
+	m  map[ownerKey]ownerProof
+}{m: map[ownerKey]ownerProof{}}
+
+// maxOwnerProofs bounds owners; past it they are all forgotten.
+const maxOwnerProofs = 256
+
+type ownerKey struct {
+	path string
+	pid  int
+}
+
+type ownerProof struct {
+	file     fileID
+	fd, link string // the fd's name under /proc/<pid>/fd and its link, socket:[inode]
+}
+
+type fileID struct{ dev, ino uint64 }
+
+// socketFileID identifies the socket file at path; false when it is not
+// one.
+func socketFileID(path string) (fileID, bool) {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&fs.ModeSocket == 0 {
+		return fileID{}, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{dev: st.Dev, ino: st.Ino}, true
+}
+
+// scanOwner is the full check: the listening sockets bound at path, as
+// /proc/net/unix lists them, against the fds of pid; it names the fd that
+// holds one.
+func scanOwner(path string, pid int) (owned bool, fd, link string, err error) {
 	inodes, err := listeningInodes(path)
 	if err != nil || len(inodes) == 0 {
-		return false, err
+		return false, "", "", err
 	}
 	fdDir := fmt.Sprintf("/proc/%d/fd", pid)
 	ents, err := os.ReadDir(fdDir)
 	if err != nil {
-		return false, err
+		return false, "", "", err
 	}
 	for _, e := range ents {
 		l, err := os.Readlink(fdDir + "/" + e.Name())
@@ -29,11 +106,11 @@ func socketOwnedBy(path string, pid int) (bool, error) {
 		}
 		if ino, ok := strings.CutPrefix(l, "socket:["); ok {
 			if inodes[strings.TrimSuffix(ino, "]")] {
-				return true, nil
+				return true, e.Name(), l, nil
 			}
 		}
 	}
-	return false, nil
+	return false, "", "", nil
 }
 
 // acceptCon is __SO_ACCEPTCON in /proc/net/unix Flags: a listening socket.
