@@ -9,8 +9,10 @@
 //	go run ./bench -only claude    # the suites whose name matches
 //	go run ./bench -profile DIR    # also CPU and allocation profiles of the gateway under load
 //
-// A suite is one file holding a func registered from init (see register):
-// it starts what it needs through the Env and returns its rows.
+// A suite is one file, suite_NN_name.go, holding a func registered from
+// init (see register): it starts what it needs through the Env (a World,
+// a gateway binary, sinks; all stopped when it returns) and returns its
+// rows (see Row, rateRow, latencyRow). NN orders the table.
 package main
 
 import (

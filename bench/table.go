@@ -56,7 +56,9 @@ type suite struct {
 }
 
 // suites run in the order they were registered; Go runs init funcs in the
-// order of the files' names, so a suite file's name sets its place.
+// order of the files' names, so a suite file's name sets its place:
+// suite_10_claude.go, suite_20_qwen.go, suite_30_bridge.go, and a new one
+// at suite_NN_name.go.
 var suites []suite
 
 // register adds a suite. Call it from an init func in the suite's file.
