@@ -354,3 +354,26 @@ func TestAGroupsHelpWordShowsItsHelp(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }
+
+// FuzzLongFlags: the single-dash rewrite keeps every argument, in order,
+// changes only a known flag's dashes and nothing after "--".
+func FuzzLongFlags(f *testing.F) {
+	for _, s := range []string{"-state-dir x sessions", "send a -json -- -json", "-1 -h -v", "--x=-y", "- -- -"} {
+		f.Add(s)
+	}
+	root := (&app{e: &env{getenv: func(string) string { return "" }}}).root()
+	f.Fuzz(func(t *testing.T, line string) {
+		args := strings.Split(line, " ")
+		got := longFlags(root, args)
+		if len(got) != len(args) {
+			t.Fatalf("%q became %q", args, got)
+		}
+		after := false
+		for i := range args {
+			if got[i] != args[i] && (after || got[i] != "-"+args[i]) {
+				t.Fatalf("%q became %q", args, got)
+			}
+			after = after || args[i] == "--"
+		}
+	})
+}

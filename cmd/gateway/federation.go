@@ -22,7 +22,11 @@ func (a *app) federationCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return federation.WriteStatus(o.Stdout, raw, o.JSON)
+		err = federation.WriteStatus(o.Stdout, raw, o.JSON)
+		if errors.Is(err, federation.ErrNotEnabled) && o.JSON {
+			return cli.Exit(exitError) // {"enabled": false} is printed, and is the answer
+		}
+		return err
 	})
 	var key string
 	var force, show bool
