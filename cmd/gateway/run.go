@@ -14,6 +14,7 @@ import (
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/approver"
 	"github.com/sessiongateway/gateway/console"
+	"github.com/sessiongateway/gateway/internal/debugserver"
 	"github.com/sessiongateway/gateway/internal/lifecycle"
 	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/mcp"
@@ -146,6 +147,17 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 		servers = append(servers, api.NewHTTPServer(srv.TCPHandler(tln.Addr().String())))
 		listeners = append(listeners, tln)
 		log.Info("control API on TCP", "addr", tln.Addr().String(), "tls", srv.TLSConfig() != nil)
+	}
+	if c.debugAddr != "" {
+		dln, err := debugserver.Listen(c.debugAddr)
+		if err != nil {
+			for _, l := range listeners {
+				l.Close()
+			}
+			deregister(legs...)
+			return err
+		}
+		servers, listeners = append(servers, debugserver.NewServer()), append(listeners, dln)
 	}
 	log.Info("gateway serving", "state_dir", c.stateDir, "control_socket", sockPath, "version", version)
 

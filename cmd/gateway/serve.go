@@ -16,6 +16,7 @@ import (
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/cli"
 	"github.com/sessiongateway/gateway/federation"
+	"github.com/sessiongateway/gateway/internal/debugserver"
 	"github.com/sessiongateway/gateway/internal/settings"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/notify"
@@ -31,6 +32,7 @@ func (a *app) serveCmd() *cobra.Command {
 	fs := stdFlags(c)
 	load := serveFlags(a.e, fs, nil)
 	c.Flags().AddGoFlagSet(fs)
+	_ = c.Flags().MarkHidden("debug-addr")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		if helpAsked(args) {
 			return c.Help()
@@ -117,6 +119,7 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 	settle := fs.Duration("settle", 2*time.Second, "how long a Claude send waits for a held/dropped receipt before it counts as delivered")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	legs := fs.String("legs", "claude,qwen", "legs to run, comma-separated: claude, qwen, remote (needs remote credentials, which also enable it alone) or none (only remote or federation)")
+	debugAddr := fs.String("debug-addr", "", "serve net/http/pprof on this loopback address, for operators (off by default)")
 	bridge := fs.Bool("bridge", true, "publish each local leg's sessions on the other (Claude Code <-> Qwen Code) and forward between them")
 	var bridgeOnly multi
 	fs.Var(&bridgeOnly, "bridge-only", "limit the bridge to sessions whose name matches this glob (repeatable)")
@@ -153,6 +156,9 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 		}
 		if err := apiHard.check(*apiAddr); err != nil {
 			return fail("%v", err) // also caught by `gateway config`
+		}
+		if err := debugserver.CheckAddr(*debugAddr); *debugAddr != "" && err != nil {
+			return fail("--debug-addr %v", err)
 		}
 		if err := errors.Join(files.check(), fed.Check(*sd), notes.Check()); err != nil {
 			return fail("%v", err)
@@ -217,7 +223,7 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 			qwenInbound: qpol, heldExpiry: qwen.ParseHeldExpiry(*heldExpiry), noClaude: !enabled["claude"], noQwen: !enabled["qwen"], bridge: *bridge, bridgeOnly: bridgeOnly,
 			maxAliases:  *maxAliases,
 			requireAuth: *requireAuth, settle: *settle, getenv: e.getenv, remote: remote, did: did, approver: *approver,
-			life: life, api: apiHard, files: files, fed: fed, notify: notes,
+			life: life, api: apiHard, files: files, fed: fed, notify: notes, debugAddr: *debugAddr,
 		}}, nil
 	}
 }
@@ -226,6 +232,7 @@ type serveConfig struct {
 	stateDir    string
 	name        string
 	apiAddr     string
+	debugAddr   string // --debug-addr: pprof on loopback; "" for none
 	hosts       []string
 	mode        message.Mode
 	inbound     claude.Policy

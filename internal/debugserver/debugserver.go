@@ -1,10 +1,9 @@
 // Package debugserver serves net/http/pprof for operators, on a loopback
-// address only: profiles show message text and paths in memory, so they
-// are never offered to the network.
+// address only: profiles show message text, tokens and paths held in
+// memory, so they are never offered to the network.
 package debugserver
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -16,24 +15,31 @@ import (
 // ErrNotLoopback says the address would be reachable from off the machine.
 var ErrNotLoopback = errors.New("the debug address must be on loopback (127.0.0.1, ::1 or localhost)")
 
-// Listen binds addr (host:port) after checking that its host is a loopback
-// address; the bound address is checked again, so a name cannot resolve
-// its way off the machine.
-func Listen(addr string) (net.Listener, error) {
+// CheckAddr reports whether addr (host:port) names a loopback host.
+func CheckAddr(addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, fmt.Errorf("debug address %q: %w", addr, err)
+		return fmt.Errorf("%q: %w", addr, err)
 	}
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, fmt.Errorf("debug address %q: %w", addr, ErrNotLoopback)
+		return fmt.Errorf("%q: %w", addr, ErrNotLoopback)
+	}
+	return nil
+}
+
+// Listen binds addr after CheckAddr; the bound address is checked again,
+// so a name cannot resolve its way off the machine.
+func Listen(addr string) (net.Listener, error) {
+	if err := CheckAddr(addr); err != nil {
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("debug address: %w", err)
 	}
 	if a, ok := ln.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
 		ln.Close()
-		return nil, fmt.Errorf("debug address %q bound %s: %w", addr, ln.Addr(), ErrNotLoopback)
+		return nil, fmt.Errorf("%q bound %s: %w", addr, ln.Addr(), ErrNotLoopback)
 	}
 	return ln, nil
 }
@@ -49,13 +55,8 @@ func Handler() http.Handler {
 	return mux
 }
 
-// Serve serves Handler on ln until ctx ends, then closes it.
-func Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: Handler(), ReadHeaderTimeout: 10 * time.Second}
-	stop := context.AfterFunc(ctx, func() { srv.Close() })
-	defer stop()
-	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+// NewServer is an http.Server of Handler. It has no write timeout: a CPU
+// profile or a trace answers after the seconds it was asked to record.
+func NewServer() *http.Server {
+	return &http.Server{Handler: Handler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
 }
