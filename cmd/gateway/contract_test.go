@@ -168,9 +168,12 @@ func TestUsageErrorsAreShortAndSuggest(t *testing.T) {
 
 func TestSingleDashLongFlagsStillWork(t *testing.T) {
 	sd := t.TempDir()
-	out, errOut, code := runCLI(t, t.TempDir(), "tokens", "add", "-label", "old-style", "-state-dir", sd, "-json")
-	var tok struct{ Label string }
-	if code != exitOK || json.Unmarshal([]byte(out), &tok) != nil || tok.Label != "old-style" {
+	out, errOut, code := runCLI(t, t.TempDir(), "tokens", "add", "-label", "old-style", "-state-dir", sd, "-json", "-scope", "read,send")
+	var tok struct {
+		Label  string
+		Scopes []string // a list, as tokens list gives them
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &tok) != nil || tok.Label != "old-style" || strings.Join(tok.Scopes, " ") != "read send" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	if out, _, _ := runCLI(t, t.TempDir(), "tokens", "list", "--state-dir="+sd); !strings.Contains(out, "old-style") {
@@ -376,4 +379,18 @@ func FuzzLongFlags(f *testing.F) {
 			after = after || args[i] == "--"
 		}
 	})
+}
+
+func TestEveryCommandTakesJSON(t *testing.T) {
+	// serve runs, mcp speaks MCP on stdout, completion prints a script:
+	// none has a document to give. config has its own --json.
+	without := map[string]bool{"gateway serve": true, "gateway mcp": true, "gateway completion": true}
+	for _, c := range everyCommand() {
+		if without[c.CommandPath()] || c.HasSubCommands() {
+			continue
+		}
+		if c.Flags().Lookup("json") == nil && c.InheritedFlags().Lookup("json") == nil {
+			t.Errorf("%s has no --json", c.CommandPath())
+		}
+	}
 }
