@@ -33,6 +33,10 @@ type v2Event struct {
 	Payload     json.RawMessage `json:"payload"`
 }
 
+// sseBatch bounds the events a stream builds under the lock at once, so a
+// long backlog starts going out at once.
+const sseBatch = 256
+
 // stream is one open v2 events stream. It keeps no queue: the session's
 // store is the buffer and the stream its own cursor into it, so a slow
 // reader costs nothing and needs no full policy. wake says the store grew;
@@ -60,15 +64,50 @@ func (st *stream) stop(c closeReq) {
 // to, that is stored indexes from to to-1; s.mu must be held.
 func (ss *session) envelopes(from, to uint64) []json.RawMessage {
 	out := make([]json.RawMessage, 0, to-from)
+	var buf []byte
 	for i := from; i < to; i++ {
-		m := ss.meta[i]
-		b, _ := json.Marshal(v2Event{
-			EventID: ss.ids[i], EventType: m.typ, SequenceNum: i + 1,
-			Source: m.source, CreatedAt: m.createdAt, Payload: ss.events[i],
-		})
-		out = append(out, b)
+		n := len(buf)
+		buf = ss.appendEnvelope(buf, i)
+		out = append(out, buf[n:len(buf):len(buf)])
 	}
 	return out
+}
+
+// appendEnvelope appends the v2 envelope of stored event i: what
+// json.Marshal of a v2Event gives, built without reflection since a busy
+// stream sends one per event.
+func (ss *session) appendEnvelope(b []byte, i uint64) []byte {
+	m := ss.meta[i]
+	b = append(b, `{"event_id":`...)
+	b = appendString(b, ss.ids[i])
+	b = append(b, `,"event_type":`...)
+	b = appendString(b, m.typ)
+	b = append(b, `,"sequence_num":`...)
+	b = strconv.AppendUint(b, i+1, 10)
+	b = append(b, `,"source":`...)
+	b = appendString(b, m.source)
+	b = append(b, `,"created_at":`...)
+	b = appendString(b, m.createdAt)
+	b = append(b, `,"payload":`...)
+	if len(ss.events[i]) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, ss.events[i]...) // stored compact by store
+	}
+	return append(b, '}')
+}
+
+// appendString appends s as a JSON string as json.Marshal spells it.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // resumeFrom is the last sequence number the client already has: the
@@ -175,22 +214,33 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	tick := newTicker(s.clock, s.opts.PingInterval)
 	defer tick.Stop()
+	var buf []byte
 	for {
 		s.mu.Lock()
-		batch := ss.envelopes(min(from, uint64(len(ss.events))), uint64(len(ss.events)))
+		n := uint64(len(ss.events))
+		batch := ss.envelopes(min(from, n), min(n, from+sseBatch))
+		more := from+sseBatch < n
 		s.mu.Unlock()
 		for _, b := range batch {
 			if ended() || !pace() {
 				return
 			}
 			from++
-			if _, err := fmt.Fprintf(w, "id: %d\ndata: %s\n\n", from, b); err != nil {
+			buf = append(buf[:0], "id: "...)
+			buf = strconv.AppendUint(buf, from, 10)
+			buf = append(buf, "\ndata: "...)
+			buf = append(buf, b...)
+			buf = append(buf, "\n\n"...)
+			if _, err := w.Write(buf); err != nil {
 				return
 			}
 			sent++
 		}
 		if rc.Flush() != nil || ended() {
 			return
+		}
+		if more {
+			continue
 		}
 		select {
 		case <-r.Context().Done():

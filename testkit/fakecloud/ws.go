@@ -159,8 +159,10 @@ func (s *Server) write(ctx context.Context, c *websocket.Conn, sub *subscriber, 
 		}
 		return true
 	}
+	var buf []byte // Write is done with it when it returns
 	write := func(line []byte) bool {
-		if err := c.Write(ctx, websocket.MessageText, append(bytes.Clone(line), '\n')); err != nil {
+		buf = append(append(buf[:0], line...), '\n')
+		if err := c.Write(ctx, websocket.MessageText, buf); err != nil {
 			c.CloseNow()
 			return false
 		}

@@ -53,10 +53,17 @@ func (s *Stream) dialWS(ctx context.Context, hdr http.Header, replay bool) (live
 type wsConn struct{ c *websocket.Conn }
 
 func (w *wsConn) readLoop(ctx context.Context, lv *liveness, emit func(frame) bool, bad func(error)) error {
+	// One watch of ctx for the whole connection: given a ctx that can end,
+	// each Reader call would arm and disarm a watch of its own, several
+	// allocations per message.
+	stop := context.AfterFunc(ctx, func() { _ = w.c.CloseNow() })
+	defer stop()
 	next := func() (io.Reader, error) {
-		_, r, err := w.c.Reader(ctx)
+		_, r, err := w.c.Reader(context.Background())
 		if err == nil {
 			lv.alive()
+		} else if ctx.Err() != nil {
+			err = context.Cause(ctx)
 		}
 		return r, err
 	}

@@ -55,6 +55,21 @@ func decodeObject(raw []byte, defaultType string) (Message, error) {
 		}
 		return Message{}, ErrNotObject
 	}
+	if m, ok := decodeFast(bytes.Clone(raw), "", defaultType); ok {
+		return m, nil
+	}
+	return decodeSlow(raw, defaultType)
+}
+
+// decodeSlow is decodeObject with encoding/json, part by part: the
+// reference the fast path gives way to when in doubt.
+func decodeSlow(raw []byte, defaultType string) (Message, error) {
+	if len(raw) == 0 || raw[0] != '{' {
+		if !json.Valid(raw) {
+			return Message{}, ErrSyntax
+		}
+		return Message{}, ErrNotObject
+	}
 	var env envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
 		return Message{}, classify(err, "message")

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -33,7 +34,19 @@ func (e Event) IsKeepAlive() bool { return e.Comment || keepAliveEvents[e.Type] 
 // is decimal, and otherwise the event is refused with ErrNoSequence, since a
 // resumable stream needs it.
 func DecodeV2(ev Event) (V2Event, error) {
-	raw := trimJSONSpace([]byte(ev.Data))
+	data := []byte(ev.Data)
+	raw := trimJSONSpace(data)
+	if len(raw) > 0 && raw[0] == '{' && len(raw) <= MaxLine {
+		lead := len(data) - len(bytes.TrimLeft(data, " \t\r\n"))
+		if v, ok := decodeV2Fast(raw, ev.Data, lead, ev.ID); ok {
+			return v, nil
+		}
+	}
+	return decodeV2Slow(raw, ev.ID)
+}
+
+// decodeV2Slow is DecodeV2 with encoding/json: the reference.
+func decodeV2Slow(raw []byte, sseID string) (V2Event, error) {
 	if len(raw) > MaxLine {
 		return V2Event{}, fmt.Errorf("%w: %d bytes, cap %d", ErrLineTooLong, len(raw), MaxLine)
 	}
@@ -60,7 +73,7 @@ func DecodeV2(ev Event) (V2Event, error) {
 		return V2Event{}, err
 	}
 	if !ok {
-		if seq, ok = decimal(ev.ID); !ok {
+		if seq, ok = decimal(sseID); !ok {
 			return V2Event{}, ErrNoSequence
 		}
 	}
@@ -69,7 +82,7 @@ func DecodeV2(ev Event) (V2Event, error) {
 	if !isNull(w.Payload) {
 		body = w.Payload
 	}
-	m, err := decodeObject(body, w.EventType)
+	m, err := decodeSlow(body, w.EventType)
 	if err != nil {
 		return V2Event{}, fmt.Errorf("event %d: %w", seq, err)
 	}

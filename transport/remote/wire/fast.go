@@ -1,0 +1,617 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// The fast path decodes a message in one pass over its bytes with a
+// streaming tokenizer: no reflection, no second scan of nested raw parts,
+// and every string that needs no unescaping is a substring of one copy of
+// the line. It takes only what it is sure of: any doubt (a name that
+// differs from a known one only in case, a duplicate name, invalid UTF-8,
+// a field of an unexpected shape) gives up and the caller decodes again
+// with encoding/json, whose answer (and error) is the reference. So the
+// two agree wherever the fast path answers; FuzzFastDecode holds them to it.
+
+// fast is one decoding's state, pooled.
+type fast struct {
+	dec jsontext.Decoder
+	in  bytes.Buffer // the decoder reads straight from its bytes
+	raw []byte       // what the decoder reads; Raw fields are its sub-slices
+	// src holds the same bytes as a string from src[base:], so a field
+	// without escapes costs no allocation.
+	src    string
+	base   int
+	blocks []Block // content lists being read, innermost last
+}
+
+var fastPool = sync.Pool{New: func() any { return new(fast) }}
+
+func getFast(raw []byte, src string, base int) *fast {
+	f := fastPool.Get().(*fast)
+	f.raw, f.src, f.base = raw, src, base
+	f.in = *bytes.NewBuffer(raw)
+	f.dec.Reset(&f.in)
+	return f
+}
+
+func putFast(f *fast) {
+	clear(f.blocks)
+	f.in, f.raw, f.src, f.blocks = bytes.Buffer{}, nil, "", f.blocks[:0]
+	f.dec.Reset(&f.in)
+	fastPool.Put(f)
+}
+
+// off is where the decoder stands in raw: just past the last token read.
+func (f *fast) off() int { return int(f.dec.InputOffset()) }
+
+// value reads the next value whole and returns its place in raw.
+func (f *fast) value() (start, end int, ok bool) {
+	v, err := f.dec.ReadValue()
+	if err != nil {
+		return 0, 0, false
+	}
+	end = f.off()
+	return end - len(v), end, true
+}
+
+// rawValue reads the next value as a sub-slice of raw.
+func (f *fast) rawValue(dst *json.RawMessage) bool {
+	start, end, ok := f.value()
+	*dst = f.raw[start:end:end]
+	return ok
+}
+
+// str reads a string (null leaves dst as it is, as encoding/json does).
+func (f *fast) str(dst *string) bool {
+	switch f.dec.PeekKind() {
+	case 'n':
+		return f.skip()
+	case '"':
+	default:
+		return false
+	}
+	start, end, ok := f.value()
+	if !ok {
+		return false
+	}
+	q := f.raw[start+1 : end-1]
+	if bytes.IndexByte(q, '\\') < 0 {
+		*dst = f.src[f.base+start+1 : f.base+end-1]
+		return true
+	}
+	b, err := jsontext.AppendUnquote(nil, f.raw[start:end])
+	*dst = string(b)
+	return err == nil
+}
+
+// number reads a number's text; null reports ok with no text.
+func (f *fast) number() ([]byte, bool) {
+	switch f.dec.PeekKind() {
+	case 'n':
+		return nil, f.skip()
+	case '0':
+		start, end, ok := f.value()
+		return f.raw[start:end], ok
+	}
+	return nil, false
+}
+
+func (f *fast) int64(dst *int64) bool {
+	t, ok := f.number()
+	if !ok || t == nil {
+		return ok
+	}
+	n, err := strconv.ParseInt(string(t), 10, 64)
+	*dst = n
+	return err == nil
+}
+
+func (f *fast) int(dst *int) bool {
+	var n int64
+	ok := f.int64(&n)
+	*dst = int(n)
+	return ok && int64(*dst) == n
+}
+
+func (f *fast) float64(dst *float64) bool {
+	t, ok := f.number()
+	if !ok || t == nil {
+		return ok
+	}
+	n, err := strconv.ParseFloat(string(t), 64)
+	*dst = n
+	return err == nil
+}
+
+func (f *fast) bool(dst *bool) bool {
+	switch f.dec.PeekKind() {
+	case 'n':
+		return f.skip()
+	case 't', 'f':
+		t, err := f.dec.ReadToken()
+		if err != nil {
+			return false
+		}
+		*dst = t.Bool()
+		return true
+	}
+	return false
+}
+
+func (f *fast) skip() bool { return f.dec.SkipValue() == nil }
+
+// null reads a null if one is next.
+func (f *fast) null() (bool, bool) {
+	if f.dec.PeekKind() != 'n' {
+		return false, true
+	}
+	return true, f.skip()
+}
+
+// object reads an object, handing each member's name to field, which reads
+// the value. An unknown name is skipped, unless encoding/json would match
+// it to a known one regardless of case.
+func (f *fast) object(known []string, field func(name []byte) (handled, ok bool)) bool {
+	if t, err := f.dec.ReadToken(); err != nil || t.Kind() != '{' {
+		return false
+	}
+	for f.dec.PeekKind() == '"' {
+		start, end, ok := f.value()
+		if !ok {
+			return false
+		}
+		name := f.raw[start+1 : end-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			return false
+		}
+		handled, ok := field(name)
+		if !ok {
+			return false
+		}
+		if handled {
+			continue
+		}
+		for _, k := range known {
+			if strings.EqualFold(string(name), k) {
+				return false
+			}
+		}
+		if !f.skip() {
+			return false
+		}
+	}
+	t, err := f.dec.ReadToken()
+	return err == nil && t.Kind() == '}'
+}
+
+// fields of a message a kind may use, as envelope's tags spell them.
+var messageNames = []string{"type", "uuid", "session_id", "created_at", "parent_tool_use_id", "message",
+	"file_attachments", "tool_use_result", "request_id", "request", "response", "subtype", "result",
+	"duration_ms", "duration_api_ms", "num_turns", "total_cost_usd", "is_error", "stop_reason",
+	"modelUsage", "permission_denials", "usage"}
+
+// message reads one message object, the whole of raw.
+func (f *fast) message(defaultType string) (Message, bool) {
+	var (
+		env       envelope
+		body      body
+		hasBody   bool
+		stop      string
+		m         Message
+		bodyErr   bool
+		hasAttach bool
+	)
+	ok := f.object(messageNames, func(name []byte) (bool, bool) {
+		switch string(name) {
+		case "type":
+			return true, f.str(&env.Type)
+		case "uuid":
+			return true, f.str(&m.UUID)
+		case "session_id":
+			return true, f.str(&m.SessionID)
+		case "created_at":
+			return true, f.str(&m.CreatedAt)
+		case "parent_tool_use_id":
+			return true, f.str(&m.ParentToolUseID)
+		case "message":
+			null, ok := f.null()
+			if null || !ok {
+				return true, ok
+			}
+			hasBody = true
+			body, ok = f.body()
+			bodyErr = !ok
+			return true, ok
+		case "file_attachments":
+			null, ok := f.null()
+			hasAttach = !null
+			return true, ok
+		case "tool_use_result":
+			return true, f.rawValue(&env.ToolUseResult)
+		case "request_id":
+			return true, f.str(&env.RequestID)
+		case "request":
+			return true, f.rawValue(&env.Request)
+		case "response":
+			return true, f.rawValue(&env.Response)
+		case "subtype":
+			return true, f.str(&env.Subtype)
+		case "result":
+			return true, f.str(&env.Result)
+		case "duration_ms":
+			return true, f.float64(&env.DurationMS)
+		case "duration_api_ms":
+			return true, f.float64(&env.DurationAPIMS)
+		case "num_turns":
+			return true, f.int(&env.NumTurns)
+		case "total_cost_usd":
+			return true, f.float64(&env.TotalCostUSD)
+		case "is_error":
+			return true, f.bool(&env.IsError)
+		case "stop_reason":
+			return true, f.str(&stop)
+		case "modelUsage":
+			return true, f.rawValue(&env.ModelUsage)
+		case "permission_denials":
+			return true, f.rawValue(&env.PermissionDenials)
+		case "usage":
+			u, ok := f.usage()
+			env.Usage = u
+			return true, ok
+		}
+		return false, true
+	})
+	if !ok || bodyErr || hasAttach || f.off() != len(f.raw) {
+		return Message{}, false
+	}
+	if env.Type == "" {
+		env.Type = defaultType
+	}
+	if env.Type == "" {
+		return Message{}, false
+	}
+	m.Kind, m.Type, m.Raw = lookup[Kind](kindWire[:], env.Type), env.Type, f.raw
+	var err error
+	switch m.Kind {
+	case KindAssistant:
+		m.Assistant = &Assistant{}
+		if hasBody {
+			*m.Assistant = Assistant{ID: body.id, Model: body.model, Role: body.role, Content: body.content,
+				StopReason: body.stopReason, StopSequence: body.stopSequence, Usage: body.usage}
+		}
+	case KindUser:
+		m.User = &User{ToolUseResult: env.ToolUseResult}
+		if hasBody {
+			m.User.Role, m.User.Content = body.role, body.content
+		}
+	case KindResult:
+		m.Result = &Result{
+			Subtype: env.Subtype, Result: env.Result, DurationMS: env.DurationMS,
+			DurationAPIMS: env.DurationAPIMS, NumTurns: env.NumTurns, TotalCostUSD: env.TotalCostUSD,
+			IsError: env.IsError, StopReason: stop, ModelUsage: env.ModelUsage,
+			PermissionDenials: env.PermissionDenials, Usage: env.Usage,
+		}
+	case KindSystem:
+		m.System = &System{Subtype: env.Subtype}
+	case KindControlRequest:
+		m.ControlRequest, err = decodeRequest(env.RequestID, env.Request)
+	case KindControlResponse:
+		m.ControlResponse, err = decodeResponse(env.Response)
+	case KindControlCancelRequest:
+		m.Cancel = &Cancel{RequestID: env.RequestID}
+	}
+	return m, err == nil
+}
+
+// body is the "message" of an assistant or user message: both shapes at once.
+type body struct {
+	id, model, role, stopReason, stopSequence string
+	content                                   Content
+	usage                                     *Usage
+}
+
+var bodyNames = []string{"id", "model", "role", "content", "stop_reason", "stop_sequence", "usage"}
+
+func (f *fast) body() (body, bool) {
+	var b body
+	ok := f.object(bodyNames, func(name []byte) (bool, bool) {
+		switch string(name) {
+		case "id":
+			return true, f.str(&b.id)
+		case "model":
+			return true, f.str(&b.model)
+		case "role":
+			return true, f.str(&b.role)
+		case "content":
+			c, ok := f.content(0)
+			b.content = c
+			return true, ok
+		case "stop_reason":
+			return true, f.str(&b.stopReason)
+		case "stop_sequence":
+			return true, f.str(&b.stopSequence)
+		case "usage":
+			u, ok := f.usage()
+			b.usage = u
+			return true, ok
+		}
+		return false, true
+	})
+	return b, ok
+}
+
+// content reads a string or a list of blocks, as decodeContent does.
+func (f *fast) content(depth int) (Content, bool) {
+	if depth > maxContentDepth {
+		return Content{}, false
+	}
+	switch f.dec.PeekKind() {
+	case 'n':
+		return Content{}, f.skip()
+	case '"':
+		var s string
+		if !f.str(&s) {
+			return Content{}, false
+		}
+		return Content{String: true, Blocks: []Block{{Kind: BlockText, Type: "text", Text: s, Raw: textBlock(s)}}}, true
+	case '[':
+	default:
+		return Content{}, false
+	}
+	if _, err := f.dec.ReadToken(); err != nil {
+		return Content{}, false
+	}
+	first := len(f.blocks)
+	for f.dec.PeekKind() == '{' {
+		b, ok := f.block(depth)
+		if !ok {
+			return Content{}, false
+		}
+		f.blocks = append(f.blocks, b)
+	}
+	if t, err := f.dec.ReadToken(); err != nil || t.Kind() != ']' {
+		return Content{}, false
+	}
+	c := Content{Blocks: make([]Block, len(f.blocks)-first)}
+	copy(c.Blocks, f.blocks[first:])
+	clear(f.blocks[first:])
+	f.blocks = f.blocks[:first]
+	return c, true
+}
+
+var blockNames = []string{"type", "text", "id", "name", "input", "caller", "tool_use_id", "content",
+	"is_error", "thinking", "signature", "tool_name"}
+
+func (f *fast) block(depth int) (Block, bool) {
+	var (
+		b          Block
+		content    Content
+		hasContent bool
+		start      = f.off()
+	)
+	ok := f.object(blockNames, func(name []byte) (bool, bool) {
+		switch string(name) {
+		case "type":
+			return true, f.str(&b.Type)
+		case "text":
+			return true, f.str(&b.Text)
+		case "id":
+			return true, f.str(&b.ID)
+		case "name":
+			return true, f.str(&b.Name)
+		case "input":
+			return true, f.rawValue(&b.Input)
+		case "caller":
+			null, ok := f.null()
+			if null || !ok {
+				return true, ok
+			}
+			return true, f.object([]string{"type"}, func(name []byte) (bool, bool) {
+				if string(name) == "type" {
+					return true, f.str(&b.CallerType)
+				}
+				return false, true
+			})
+		case "tool_use_id":
+			return true, f.str(&b.ToolUseID)
+		case "content":
+			null, ok := f.null()
+			if null || !ok {
+				return true, ok
+			}
+			hasContent = true
+			content, ok = f.content(depth + 1)
+			return true, ok
+		case "is_error":
+			return true, f.bool(&b.IsError)
+		case "thinking":
+			return true, f.str(&b.Thinking)
+		case "signature":
+			return true, f.str(&b.Signature)
+		case "tool_name":
+			return true, f.str(&b.ToolName)
+		}
+		return false, true
+	})
+	if !ok {
+		return Block{}, false
+	}
+	// The object began at the first non-space byte after start.
+	for start < len(f.raw) && f.raw[start] != '{' {
+		start++
+	}
+	end := f.off()
+	b.Kind, b.Raw = lookup[BlockKind](blockWire[:], b.Type), f.raw[start:end:end]
+	// Keep only the kind's fields, as decodeBlock does.
+	switch b.Kind {
+	case BlockText:
+		b = Block{Kind: b.Kind, Type: b.Type, Raw: b.Raw, Text: b.Text}
+	case BlockToolUse:
+		b = Block{Kind: b.Kind, Type: b.Type, Raw: b.Raw, ID: b.ID, Name: b.Name, Input: b.Input, CallerType: b.CallerType}
+	case BlockToolResult:
+		b = Block{Kind: b.Kind, Type: b.Type, Raw: b.Raw, ToolUseID: b.ToolUseID, IsError: b.IsError}
+		if hasContent {
+			b.Content = new(Content)
+			*b.Content = content
+		}
+	case BlockThinking:
+		b = Block{Kind: b.Kind, Type: b.Type, Raw: b.Raw, Thinking: b.Thinking, Signature: b.Signature}
+	case BlockToolReference:
+		b = Block{Kind: b.Kind, Type: b.Type, Raw: b.Raw, ToolName: b.ToolName}
+	default:
+		b = Block{Kind: b.Kind, Type: b.Type, Raw: b.Raw}
+	}
+	return b, true
+}
+
+var usageNames = []string{"input_tokens", "output_tokens", "cache_creation_input_tokens",
+	"cache_read_input_tokens", "cache_creation", "inference_geo", "service_tier", "speed"}
+
+var cacheNames = []string{"ephemeral_1h_input_tokens", "ephemeral_5m_input_tokens"}
+
+func (f *fast) usage() (*Usage, bool) {
+	if null, ok := f.null(); null || !ok {
+		return nil, ok
+	}
+	u := new(Usage)
+	ok := f.object(usageNames, func(name []byte) (bool, bool) {
+		switch string(name) {
+		case "input_tokens":
+			return true, f.int64(&u.InputTokens)
+		case "output_tokens":
+			return true, f.int64(&u.OutputTokens)
+		case "cache_creation_input_tokens":
+			return true, f.int64(&u.CacheCreationInputTokens)
+		case "cache_read_input_tokens":
+			return true, f.int64(&u.CacheReadInputTokens)
+		case "cache_creation":
+			null, ok := f.null()
+			if null || !ok {
+				u.CacheCreation = nil
+				return true, ok
+			}
+			c := new(Cache)
+			u.CacheCreation = c
+			return true, f.object(cacheNames, func(name []byte) (bool, bool) {
+				switch string(name) {
+				case "ephemeral_1h_input_tokens":
+					return true, f.int64(&c.Ephemeral1hInputTokens)
+				case "ephemeral_5m_input_tokens":
+					return true, f.int64(&c.Ephemeral5mInputTokens)
+				}
+				return false, true
+			})
+		case "inference_geo":
+			return true, f.str(&u.InferenceGeo)
+		case "service_tier":
+			return true, f.str(&u.ServiceTier)
+		case "speed":
+			return true, f.str(&u.Speed)
+		}
+		return false, true
+	})
+	return u, ok
+}
+
+// decodeFast decodes the message object line (already a private copy,
+// kept as Raw); src is the same bytes as a string when the caller has
+// them, else "".
+func decodeFast(line []byte, src string, defaultType string) (Message, bool) {
+	if src == "" {
+		src = string(line)
+	}
+	f := getFast(line, src, 0)
+	defer putFast(f)
+	return f.message(defaultType)
+}
+
+var v2Names = []string{"event_id", "event_type", "sequence_num", "source", "created_at", "payload"}
+
+// decodeV2Fast decodes a v2 event whose data, trimmed, is raw (a private
+// copy) and starts at src[base:].
+func decodeV2Fast(raw []byte, src string, base int, sseID string) (V2Event, bool) {
+	f := getFast(raw, src, base)
+	defer putFast(f)
+	var (
+		out          V2Event
+		seqRaw       json.RawMessage
+		ps, pe       int
+		payloadIsObj bool
+	)
+	ok := f.object(v2Names, func(name []byte) (bool, bool) {
+		switch string(name) {
+		case "event_id":
+			return true, f.str(&out.EventID)
+		case "event_type":
+			return true, f.str(&out.EventType)
+		case "sequence_num":
+			return true, f.rawValue(&seqRaw)
+		case "source":
+			return true, f.str(&out.Source)
+		case "created_at":
+			return true, f.str(&out.CreatedAt)
+		case "payload":
+			k := f.dec.PeekKind()
+			var ok bool
+			ps, pe, ok = f.value()
+			payloadIsObj = k == '{'
+			if k == 'n' {
+				ps, pe = 0, 0
+			}
+			return true, ok && (k == '{' || k == 'n')
+		}
+		return false, true
+	})
+	if !ok || f.off() != len(raw) {
+		return V2Event{}, false
+	}
+	var seq uint64
+	switch {
+	case len(seqRaw) > 0 && seqRaw[0] >= '0' && seqRaw[0] <= '9':
+		n, err := strconv.ParseUint(string(seqRaw), 10, 64)
+		if err != nil {
+			return V2Event{}, false
+		}
+		seq = n
+	default:
+		n, has, err := sequence(seqRaw)
+		if err != nil {
+			return V2Event{}, false
+		}
+		if !has {
+			if n, has = decimal(sseID); !has {
+				return V2Event{}, false
+			}
+		}
+		seq = n
+	}
+	out.SequenceNum = seq
+	eventType := out.EventType
+	g := f
+	if payloadIsObj {
+		g = getFast(raw[ps:pe:pe], src, base+ps)
+		defer putFast(g)
+	} else {
+		g.in = *bytes.NewBuffer(raw)
+		g.dec.Reset(&g.in)
+	}
+	m, ok := g.message(eventType)
+	if !ok {
+		return V2Event{}, false
+	}
+	if out.EventType == "" {
+		out.EventType = m.Type
+	}
+	if out.CreatedAt == "" {
+		out.CreatedAt = m.CreatedAt
+	}
+	out.Message = m
+	return out, true
+}

@@ -1,0 +1,112 @@
+package wire
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// fastSeeds are lines the fast path must take itself (not give way on).
+var fastSeeds = []string{seedKeepAlive, seedAssistant, seedResult, seedInterrupt, seedPermMode, seedInit,
+	seedAskUser, seedAllow, seedError, seedInitAns, seedCancel, benchLine,
+	`{"type":"user","uuid":"u","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","is_error":true,"content":[{"type":"text","text":"a\"b\\u00e9\n"}]}]},"tool_use_result":{"stdout":"x"}}`,
+	`{"type":"user","message":{"role":"user","content":"Hello \u2603"}}`,
+	`{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"","signature":"s"},{"type":"tool_reference","tool_name":"T"},{"type":"server_tool_use","id":"x"}]}}`,
+	`{"type":"system","subtype":"init","extra":[1,2,{"a":null}]}`,
+	`{"type":"assistant","message":{"content":[]}}`,
+	`{"type":"assistant","message":null}`,
+	`{"type":"brand_new","uuid":"n"}`,
+}
+
+func TestFastPathTakesTheCommonMessages(t *testing.T) {
+	for _, s := range fastSeeds {
+		line := []byte(strings.TrimSpace(s))
+		fm, ok := decodeFast([]byte(string(line)), "", "")
+		if !ok {
+			t.Errorf("the fast path gave way on %s", s)
+			continue
+		}
+		sm, err := decodeSlow(line, "")
+		if err != nil || !reflect.DeepEqual(fm, sm) {
+			t.Errorf("fast and reference disagree on %s:\n%+v\n%+v (%v)", s, fm, sm, err)
+		}
+	}
+}
+
+func TestFastPathGivesWayWhenInDoubt(t *testing.T) {
+	for _, s := range []string{
+		`{"Type":"assistant"}`,                 // encoding/json matches names regardless of case
+		`{"type":"assistant","type":"user"}`,   // duplicate name
+		`{"type":"assistant","uuid":"\xff"}`,   // invalid UTF-8, replaced by encoding/json
+		`{"type":"user","file_attachments":[]}`, // rare: left to the reference
+		`{"type":"assistant","message":{"content":5}}`,
+		`{"type":"result","num_turns":1.5}`,
+		`{"type":"assistant"} x`,
+	} {
+		if _, ok := decodeFast([]byte(s), "", ""); ok {
+			t.Errorf("the fast path took %s", s)
+		}
+	}
+}
+
+// An assistant message with two blocks costs a handful of allocations: the
+// line's copy, its string, the message, its block list and its usage.
+func TestDecodeAllocations(t *testing.T) {
+	line := []byte(benchLine)
+	n := testing.AllocsPerRun(100, func() {
+		if _, err := Decode(line); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n > 6 {
+		t.Errorf("Decode made %v allocations, want at most 6", n)
+	}
+	ev := Event{ID: "7", Data: `{"event_id":"e","sequence_num":7,"event_type":"assistant","payload":` + benchLine + `}`}
+	n = testing.AllocsPerRun(100, func() {
+		if _, err := DecodeV2(ev); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n > 5 {
+		t.Errorf("DecodeV2 made %v allocations, want at most 5", n)
+	}
+}
+
+// FuzzFastDecode holds the fast path to the reference: wherever it takes a
+// line, as a message or as a v2 event, it decodes it exactly as
+// encoding/json does part by part.
+func FuzzFastDecode(f *testing.F) {
+	for _, s := range fastSeeds {
+		f.Add([]byte(s))
+		f.Add([]byte(`{"event_id":"e","sequence_num":"3","payload":` + s + `}`))
+	}
+	f.Add([]byte(`{"sequence_num":2,"type":"assistant","message":{"content":"x"}}`))
+	f.Add([]byte(`{"event_type":"user","sequence_num":1,"payload":null,"message":{"content":[{"type":"text","text":"é"}]}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		raw := trimJSONSpace(line)
+		if len(raw) == 0 || raw[0] != '{' {
+			return
+		}
+		if fm, ok := decodeFast([]byte(string(raw)), "", "dflt"); ok {
+			sm, err := decodeSlow(raw, "dflt")
+			if err != nil || !reflect.DeepEqual(fm, sm) {
+				t.Fatalf("message: fast %+v\nreference %+v (%v)", fm, sm, err)
+			}
+		}
+		ev := Event{ID: "9", Data: string(line)}
+		lead := len(line) - len(trimLeftJSONSpace(line))
+		if fv, ok := decodeV2Fast([]byte(string(raw)), ev.Data, lead, ev.ID); ok {
+			sv, err := decodeV2Slow(raw, ev.ID)
+			if err != nil || !reflect.DeepEqual(fv, sv) {
+				t.Fatalf("v2: fast %+v\nreference %+v (%v)", fv, sv, err)
+			}
+		}
+	})
+}
+
+func trimLeftJSONSpace(b []byte) []byte {
+	for len(b) > 0 && strings.IndexByte(" \t\r\n", b[0]) >= 0 {
+		b = b[1:]
+	}
+	return b
+}
