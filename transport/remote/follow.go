@@ -132,40 +132,33 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 	}
 }
 
-// startLocked starts following id; l.mu must be held.
+// startLocked starts following id; l.mu must be held. One goroutine per
+// session: the stream translates and emits its updates on its own, so an
+// idle session costs one stack and no queue.
 func (l *Leg) startLocked(ctx context.Context, wg *sync.WaitGroup, id string, in chan<- message.Event) {
 	fctx, cancel := context.WithCancel(ctx)
 	f := &follow{cancel: cancel, done: make(chan struct{}),
 		prompts: map[string]message.PermissionRequest{}, assistant: map[string]wire.Assistant{}}
 	l.links[id] = f
-	updates := make(chan stream.Update, l.cfg.Buffer)
-	runDone := make(chan struct{})
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		defer close(updates)
-		defer close(runDone)
-		f.err = l.run(fctx, id, f, updates, in)
+	deliver := func(ctx context.Context, u stream.Update) error {
+		for _, ev := range l.translate(id, f, u) {
+			emit(ctx, in, ev)
+		}
+		l.postRefusals(ctx, id, f)
+		return ctx.Err()
+	}
+	wg.Go(func() {
+		defer close(f.done)
+		f.err = l.run(fctx, id, f, deliver, in)
 		if f.err != nil && fctx.Err() == nil {
 			l.log.Warn("remote session stream ended", "session", id, "err", f.err)
 			l.onLink(fctx, id, f, stream.Link{State: stream.LinkGaveUp, Err: f.err}, in)
 		}
-	}()
-	go func() {
-		defer wg.Done()
-		defer close(f.done)
-		for u := range updates {
-			for _, ev := range l.translate(id, f, u) {
-				emit(fctx, in, ev)
-			}
-			l.postRefusals(fctx, id, f)
-		}
-		<-runDone // f.err is set
-	}()
+	})
 }
 
 // run catches up with the session's history, then keeps it live.
-func (l *Leg) run(ctx context.Context, id string, f *follow, updates chan<- stream.Update, in chan<- message.Event) error {
+func (l *Leg) run(ctx context.Context, id string, f *follow, deliver stream.Deliver, in chan<- message.Event) error {
 	sc := stream.NewConfig(l.cfg.BaseURL, l.cfg.OrgUUID, id)
 	sc.Transport, sc.Header, sc.History = l.cfg.Transport, l.cfg.API.StreamHeader, l.cfg.API
 	sc.Logger = l.log.With("session", id)
@@ -196,7 +189,7 @@ func (l *Leg) run(ctx context.Context, id string, f *follow, updates chan<- stre
 	l.mu.Lock()
 	f.stream = st
 	l.mu.Unlock()
-	return st.Run(ctx, updates, func(k stream.Link) { l.onLink(ctx, id, f, k, in) })
+	return st.RunFunc(ctx, deliver, func(k stream.Link) { l.onLink(ctx, id, f, k, in) })
 }
 
 // backlog pages through the session's history up to now. Its events are

@@ -85,9 +85,6 @@ type LegConfig struct {
 	// request (interrupt, set_model, set_permission_mode); default
 	// DefaultControlTimeout.
 	ControlTimeout time.Duration
-	// Buffer is each stream's update queue; default 16. The stream blocks
-	// when it is full, so more would only cost memory per idle session.
-	Buffer int
 	Logger *slog.Logger
 	Now    func() time.Time
 }
@@ -174,9 +171,6 @@ func NewLeg(cfg LegConfig) (*Leg, error) {
 	}
 	if cfg.ControlTimeout <= 0 {
 		cfg.ControlTimeout = DefaultControlTimeout
-	}
-	if cfg.Buffer <= 0 {
-		cfg.Buffer = 16
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

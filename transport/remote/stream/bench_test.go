@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
+	"github.com/sessiongateway/gateway/transport/remote/stream"
 )
 
 // BenchmarkStreamDecode measures events per second decoded from one live
@@ -28,11 +29,19 @@ func BenchmarkStreamDecode(b *testing.B) {
 			// stream without one starts at the beginning.
 			cfg.ResumeAfterID = "evt_none"
 			r := newRunning(b, cfg)
+			// The remote leg's queue depth; read without a timer per
+			// event, as the leg does.
+			r.updates = make(chan stream.Update, 16)
 			b.ReportAllocs()
 			b.ResetTimer()
 			r.start()
 			for range b.N {
-				u := r.next()
+				var u stream.Update
+				select {
+				case u = <-r.updates:
+				case err := <-r.done:
+					b.Fatalf("Run returned %v while an update was expected", err)
+				}
 				if u.Message.Assistant == nil {
 					b.Fatalf("update %s is not an assistant message", u.Message.Type)
 				}

@@ -37,8 +37,8 @@ const (
 // the reader stops reading, so a slow consumer backs up into the socket and,
 // on the WebSocket, the server sheds us with 1008; replay and recovery then
 // make up for it. It only decouples reading from delivering, and every idle
-// stream holds one, so it is short.
-const frameQueue = 32
+// stream holds one (a frame is some 200 bytes), so it is short.
+const frameQueue = 8
 
 // History is the REST the stream needs for gap recovery; *sessionsapi.Client implements it.
 type History interface {
@@ -61,7 +61,8 @@ type Config struct {
 	// traceparent. It is called before every attempt; nil sends none.
 	Header func(ctx context.Context) (http.Header, error)
 	// HTTPClient dials both transports. Its Timeout is ignored (a stream is
-	// open for hours); OpenTimeout bounds the opening instead.
+	// open for hours); OpenTimeout bounds the opening instead. nil: the
+	// default transport's settings with small connection buffers.
 	HTTPClient *http.Client
 	History    History // nil: no gap recovery
 
@@ -170,7 +171,7 @@ func validate(c *Config) error {
 		c.Backoff = DefaultBackoff
 	}
 	if c.HTTPClient == nil {
-		c.HTTPClient = http.DefaultClient
+		c.HTTPClient = streamClient
 	}
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
@@ -180,3 +181,22 @@ func validate(c *Config) error {
 	}
 	return nil
 }
+
+// streamClient dials streams when Config names no HTTPClient: the default
+// transport's settings (proxy, TLS, HTTP/2), with small buffers, since each
+// open stream holds its connection's for hours and the readers above it
+// buffer again.
+var streamClient = &http.Client{Transport: streamTransport()}
+
+func streamTransport() http.RoundTripper {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	t = t.Clone()
+	t.ReadBufferSize, t.WriteBufferSize = connBuf, connBuf
+	return t
+}
+
+// connBuf is the read and write buffer of a stream's connection.
+const connBuf = 1 << 10

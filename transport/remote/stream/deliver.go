@@ -7,13 +7,20 @@ import (
 	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
-// deliver hands u to the consumer, waiting as long as it takes.
-func deliver(ctx context.Context, out chan<- Update, u Update) error {
-	select {
-	case out <- u:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+// Deliver hands one update to the consumer, on Run's goroutine, waiting as
+// long as the consumer needs: backpressure is the full policy. It returns
+// an error only when ctx has ended.
+type Deliver func(ctx context.Context, u Update) error
+
+// ToChannel delivers to out.
+func ToChannel(out chan<- Update) Deliver {
+	return func(ctx context.Context, u Update) error {
+		select {
+		case out <- u:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 
@@ -59,12 +66,12 @@ func (s *Stream) rememberWS(m wire.Message) {
 }
 
 // offerWS delivers m unless it was delivered before.
-func (s *Stream) offerWS(ctx context.Context, out chan<- Update, m wire.Message, src Source) error {
+func (s *Stream) offerWS(ctx context.Context, out Deliver, m wire.Message, src Source) error {
 	if s.seenWS(m) {
 		s.count(func(st *Stats) { st.Duplicates++ })
 		return nil
 	}
-	if err := deliver(ctx, out, Update{Message: m, EventID: m.UUID, Source: src}); err != nil {
+	if err := out(ctx, Update{Message: m, EventID: m.UUID, Source: src}); err != nil {
 		return err
 	}
 	s.rememberWS(m)
@@ -79,7 +86,7 @@ func (s *Stream) offerWS(ctx context.Context, out chan<- Update, m wire.Message,
 
 // processWS delivers one WebSocket frame. The answer to our initialize ends
 // the replay and brings the pending prompts.
-func (s *Stream) processWS(ctx context.Context, out chan<- Update, st *connState, m wire.Message) error {
+func (s *Stream) processWS(ctx context.Context, out Deliver, st *connState, m wire.Message) error {
 	src := SourceLive
 	if st.replaying {
 		src = SourceReplay
@@ -110,7 +117,7 @@ func (s *Stream) processWS(ctx context.Context, out chan<- Update, st *connState
 // live event History does not know (the server streamed it but did not
 // store it) makes the first page fail; then it resumes after the last event
 // History itself returned, and the window drops what comes twice.
-func (s *Stream) recoverWS(connCtx, ctx context.Context, out chan<- Update) error {
+func (s *Stream) recoverWS(connCtx, ctx context.Context, out Deliver) error {
 	h, sid := s.cfg.History, s.cfg.SessionID
 	after := s.lastID
 	evs, more, err := h.EventsAfter(connCtx, sid, after)
@@ -178,7 +185,7 @@ func (s *Stream) recoverWS(connCtx, ctx context.Context, out chan<- Update) erro
 
 // processSSE delivers one v2 event in sequence order: an old one is a
 // duplicate, one past a jump waits until History filled the gap.
-func (s *Stream) processSSE(connCtx, ctx context.Context, out chan<- Update, f frame) error {
+func (s *Stream) processSSE(connCtx, ctx context.Context, out Deliver, f frame) error {
 	if f.seq <= s.lastSeq {
 		s.count(func(st *Stats) { st.Duplicates++ })
 		return nil
@@ -203,7 +210,7 @@ func (s *Stream) processSSE(connCtx, ctx context.Context, out chan<- Update, f f
 		if id == "" {
 			id = f.msg.UUID
 		}
-		if err := deliver(ctx, out, Update{Message: f.msg, Seq: f.seq, EventID: id, Source: SourceLive}); err != nil {
+		if err := out(ctx, Update{Message: f.msg, Seq: f.seq, EventID: id, Source: SourceLive}); err != nil {
 			return err
 		}
 	}
@@ -213,7 +220,7 @@ func (s *Stream) processSSE(connCtx, ctx context.Context, out chan<- Update, f f
 
 // recoverSSE delivers v2 events after the last sequence number we have,
 // from History, until it has reached until (0: the end of History).
-func (s *Stream) recoverSSE(connCtx, ctx context.Context, out chan<- Update, until uint64) error {
+func (s *Stream) recoverSSE(connCtx, ctx context.Context, out Deliver, until uint64) error {
 	for {
 		evs, more, err := s.cfg.History.CodeEventsAfter(connCtx, s.cfg.SessionID, s.lastSeq)
 		if err != nil {
@@ -240,7 +247,7 @@ func (s *Stream) recoverSSE(connCtx, ctx context.Context, out chan<- Update, unt
 					id = v.Message.UUID
 				}
 				u := Update{Message: v.Message, Seq: v.SequenceNum, EventID: id, Source: SourceRecovered}
-				if err := deliver(ctx, out, u); err != nil {
+				if err := out(ctx, u); err != nil {
 					return err
 				}
 				s.count(func(st *Stats) { st.Recovered++ })

@@ -16,6 +16,12 @@ import (
 // if not nil, is called on the Run goroutine at every state change. Every
 // goroutine Run starts has stopped when it returns.
 func (s *Stream) Run(ctx context.Context, out chan<- Update, onLink func(Link)) error {
+	return s.RunFunc(ctx, ToChannel(out), onLink)
+}
+
+// RunFunc is Run handing each update to deliver on the Run goroutine, so a
+// consumer needs no goroutine and no queue of its own.
+func (s *Stream) RunFunc(ctx context.Context, out Deliver, onLink func(Link)) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return ErrRunning
 	}

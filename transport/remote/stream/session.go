@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
@@ -89,7 +90,7 @@ type connState struct {
 
 // session runs one connection: open it, recover what was missed, deliver
 // until it ends.
-func (s *Stream) session(ctx context.Context, out chan<- Update, onLink func(Link)) outcome {
+func (s *Stream) session(ctx context.Context, out Deliver, onLink func(Link)) outcome {
 	hdr := http.Header{}
 	if s.cfg.Header != nil {
 		h, err := s.cfg.Header(ctx)
@@ -168,8 +169,9 @@ func (s *Stream) session(ctx context.Context, out chan<- Update, onLink func(Lin
 		defer close(frames)
 		readErr = c.readLoop(connCtx, lv, emit, bad)
 	})
+	stopKeepAlive := func() {}
 	if ws && s.cfg.KeepAlive > 0 {
-		wg.Go(func() { s.keepAlive(connCtx, c, cancel) })
+		stopKeepAlive = s.keepAlive(connCtx, c, cancel)
 	}
 
 	var perr error
@@ -199,6 +201,7 @@ func (s *Stream) session(ctx context.Context, out chan<- Update, onLink func(Lin
 	}
 	cause := context.Cause(connCtx)
 	cancel(errDone)
+	stopKeepAlive()
 	wg.Wait() // the reader has stopped before its connection closes
 	c.close()
 
@@ -248,26 +251,44 @@ func (s *Stream) open(ctx context.Context, hdr http.Header, replay bool) (liveCo
 	return s.dialWS(ctx, hdr, replay)
 }
 
-// keepAlive sends {"type":"keep_alive"} every KeepAlive until ctx ends. A
-// failed write ends the connection.
-func (s *Stream) keepAlive(ctx context.Context, c liveConn, fail context.CancelCauseFunc) {
-	tick := make(chan struct{}, 1)
-	for {
-		t := s.clock.AfterFunc(s.cfg.KeepAlive, func() {
-			select {
-			case tick <- struct{}{}:
-			default:
-			}
-		})
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-tick:
-		}
+// keepAlive sends {"type":"keep_alive"} every KeepAlive until ctx ends,
+// from a timer rather than a goroutine of its own: ten thousand idle
+// streams would otherwise hold ten thousand stacks for a write a minute. A
+// failed write ends the connection. The returned stop waits for a write
+// under way.
+func (s *Stream) keepAlive(ctx context.Context, c liveConn, fail context.CancelCauseFunc) (stop func()) {
+	var (
+		mu      sync.Mutex
+		t       clock.Stopper
+		stopped bool
+		wg      sync.WaitGroup // a timer armed or firing
+		arm     func()
+	)
+	tick := func() {
+		defer wg.Done()
 		if err := c.send(ctx, wire.KeepAliveLine()); err != nil {
 			fail(fmt.Errorf("sending keep_alive: %w", err))
 			return
 		}
+		arm()
+	}
+	arm = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped || ctx.Err() != nil {
+			return
+		}
+		wg.Add(1)
+		t = s.clock.AfterFunc(s.cfg.KeepAlive, tick)
+	}
+	arm()
+	return func() {
+		mu.Lock()
+		stopped = true
+		if t != nil && t.Stop() {
+			wg.Done()
+		}
+		mu.Unlock()
+		wg.Wait()
 	}
 }

@@ -35,9 +35,9 @@ func TestFastPathTakesTheCommonMessages(t *testing.T) {
 
 func TestFastPathGivesWayWhenInDoubt(t *testing.T) {
 	for _, s := range []string{
-		`{"Type":"assistant"}`,                 // encoding/json matches names regardless of case
-		`{"type":"assistant","type":"user"}`,   // duplicate name
-		`{"type":"assistant","uuid":"\xff"}`,   // invalid UTF-8, replaced by encoding/json
+		`{"Type":"assistant"}`,                  // encoding/json matches names regardless of case
+		`{"type":"assistant","type":"user"}`,    // duplicate name
+		`{"type":"assistant","uuid":"\xff"}`,    // invalid UTF-8, replaced by encoding/json
 		`{"type":"user","file_attachments":[]}`, // rare: left to the reference
 		`{"type":"assistant","message":{"content":5}}`,
 		`{"type":"result","num_turns":1.5}`,

@@ -70,20 +70,33 @@ func (r *NDJSONReader) readLine() (line []byte, tooLong bool) {
 		}
 		switch {
 		case err == nil:
-			return bytes.TrimSuffix(r.buf, []byte("\n")), tooLong
+			return r.taken(bytes.TrimSuffix(r.buf, []byte("\n"))), tooLong
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		default:
 			r.readErr = err
-			return r.buf, tooLong
+			return r.taken(r.buf), tooLong
 		}
 	}
+}
+
+// taken returns a line read into r.buf. A long line's buffer is not kept
+// for the next one: a stream idles for hours after one big tool result.
+func (r *NDJSONReader) taken(b []byte) []byte {
+	if cap(r.buf) > keepBuf {
+		r.buf = nil
+	}
+	return b
 }
 
 // trimJSONSpace trims the whitespace JSON allows, and no other.
 func trimJSONSpace(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
 
 // readBuf is the readers' buffer. Longer lines are gathered across reads,
-// so it only bounds what an idle stream holds: with a thousand streams
-// open, 64 KiB each would be 64 MB.
-const readBuf = 4 << 10
+// so it only bounds what an idle stream holds: with ten thousand streams
+// open, 4 KiB each would be 40 MB. The stream beneath is buffered already.
+const readBuf = 1 << 10
+
+// keepBuf is the most a reader keeps of the room a long line or event
+// needed once it is delivered.
+const keepBuf = 64 << 10

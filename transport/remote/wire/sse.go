@@ -165,6 +165,9 @@ func (r *SSEReader) dispatch() (Event, bool) {
 		}
 	}
 	r.evType, r.data, r.hasData, r.retry = "", r.data[:0], false, 0
+	if cap(r.data) > keepBuf {
+		r.data = nil
+	}
 	return ev, ok
 }
 
@@ -172,6 +175,9 @@ func (r *SSEReader) dispatch() (Event, bool) {
 // end of stream is discarded with the unfinished event, per the rules.
 func (r *SSEReader) readLine() ([]byte, error) {
 	r.line = r.line[:0]
+	if cap(r.line) > keepBuf { // the last line was a long one
+		r.line = nil
+	}
 	for {
 		if r.br.Buffered() == 0 {
 			if _, err := r.br.Peek(1); err != nil {
