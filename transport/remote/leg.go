@@ -85,8 +85,8 @@ type LegConfig struct {
 	// request (interrupt, set_model, set_permission_mode); default
 	// DefaultControlTimeout.
 	ControlTimeout time.Duration
-	Logger *slog.Logger
-	Now    func() time.Time
+	Logger         *slog.Logger
+	Now            func() time.Time
 }
 
 // Leg is the claude.ai remote leg: it keeps the followed sessions live,
