@@ -21,7 +21,9 @@
 // stream, then streams them late). Failure scripts make the next
 // requests answer 401, 403, 429 with Retry-After or 5xx, slow (Delay), or
 // make a subscription or stream close, drop or stall. Time comes from an
-// injectable Clock. It listens on loopback only. It reads and writes seed
+// injectable Clock. Live (GET /fakecloud/live, the fake's own route) counts
+// the open streams, for a harness in another process. It listens on
+// loopback only. It reads and writes seed
 // 001's messages with a small codec of its own, written from the seed: it
 // must not decode with the client under test (transport/remote/wire), so
 // that fake and client cannot agree on one mistake; its tests may, as a

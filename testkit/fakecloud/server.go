@@ -360,6 +360,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/code/sessions/{id}/events/stream", s.streamEvents)
 	mux.HandleFunc("POST /v1/code/sessions/{id}/ping", s.ping)
 	mux.HandleFunc("POST "+tokenPath, s.oauthToken)
+	mux.HandleFunc("GET "+LivePath, s.live)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.record(r)
 		s.mu.Lock()

@@ -283,7 +283,7 @@ func TestTheClientSendsInitializeThenKeepAlives(t *testing.T) {
 		t.Fatalf("first line %s, want seed 001's initialize", init)
 	}
 	for range 2 {
-		// The keep-alive goroutine arms its timer when it gets to run.
+		// The keep-alive timer is armed once the connection is open.
 		testutil.EventuallyWithin(t, patience, "the keep-alive timer", func() bool { return clk.Pending() == 1 })
 		clk.Advance(50 * time.Second)
 		if l := s.line(t); l != `{"type":"keep_alive"}` {

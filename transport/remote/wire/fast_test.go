@@ -52,6 +52,9 @@ func TestFastPathGivesWayWhenInDoubt(t *testing.T) {
 // An assistant message with two blocks costs a handful of allocations: the
 // line's copy, its string, the message, its block list and its usage.
 func TestDecodeAllocations(t *testing.T) {
+	if raceOn {
+		t.Skip("the race detector allocates")
+	}
 	line := []byte(benchLine)
 	n := testing.AllocsPerRun(100, func() {
 		if _, err := Decode(line); err != nil {
@@ -109,4 +112,26 @@ func trimLeftJSONSpace(b []byte) []byte {
 		b = b[1:]
 	}
 	return b
+}
+
+func TestReadersKeepNoLongLineBuffer(t *testing.T) {
+	long := `{"type":"keep_alive","pad":"` + strings.Repeat("x", 200<<10) + `"}`
+	r := NewNDJSONReader(strings.NewReader(long+"\n"+seedCancel+"\n"), 0)
+	for range 2 {
+		if _, err := r.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cap(r.buf) > keepBuf {
+		t.Errorf("the NDJSON reader keeps %d bytes after a long line", cap(r.buf))
+	}
+	s := NewSSEReader(strings.NewReader("data: "+long+"\n\ndata: {}\n\n"), SSEOptions{})
+	for range 2 {
+		if _, err := s.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cap(s.data) > keepBuf || cap(s.line) > keepBuf {
+		t.Errorf("the SSE reader keeps %d and %d bytes after a long event", cap(s.data), cap(s.line))
+	}
 }
