@@ -40,3 +40,12 @@ func TestLiveCountsTheOpenWebSockets(t *testing.T) {
 	c.CloseNow()
 	testutil.EventuallyWithin(t, 10*time.Second, "the socket is no longer counted", func() bool { return count()["websockets"] == 0 })
 }
+
+func TestEnvelopeStringsAreSpelledAsJSONMarshalDoes(t *testing.T) {
+	for _, s := range []string{"", "evt_1", "assistant", `q"uote`, `back\slash`, "<tag>&", "tab\t", "é", "\u2028", "bad\xff"} {
+		want, _ := json.Marshal(s)
+		if got := appendString(nil, s); string(got) != string(want) {
+			t.Errorf("%q: got %s, want %s", s, got, want)
+		}
+	}
+}

@@ -23,16 +23,6 @@ type eventMeta struct {
 	createdAt string
 }
 
-// v2Event is the envelope of the v2 event stream and events list.
-type v2Event struct {
-	EventID     string          `json:"event_id"`
-	EventType   string          `json:"event_type"`
-	SequenceNum uint64          `json:"sequence_num"`
-	Source      string          `json:"source"`
-	CreatedAt   string          `json:"created_at"`
-	Payload     json.RawMessage `json:"payload"`
-}
-
 // sseBatch bounds the events a stream builds under the lock at once, so a
 // long backlog starts going out at once.
 const sseBatch = 256
@@ -73,9 +63,10 @@ func (ss *session) envelopes(from, to uint64) []json.RawMessage {
 	return out
 }
 
-// appendEnvelope appends the v2 envelope of stored event i: what
-// json.Marshal of a v2Event gives, built without reflection since a busy
-// stream sends one per event.
+// appendEnvelope appends the v2 envelope of stored event i, {event_id,
+// event_type, sequence_num, source, created_at, payload}, as json.Marshal
+// spells it, built without reflection since a busy stream sends one per
+// event.
 func (ss *session) appendEnvelope(b []byte, i uint64) []byte {
 	m := ss.meta[i]
 	b = append(b, `{"event_id":`...)
