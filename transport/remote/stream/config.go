@@ -195,6 +195,9 @@ func streamTransport() http.RoundTripper {
 	}
 	t = t.Clone()
 	t.ReadBufferSize, t.WriteBufferSize = connBuf, connBuf
+	// A stream's connection is its own for hours; none is worth keeping
+	// idle once its stream ended.
+	t.DisableKeepAlives = true
 	return t
 }
 
