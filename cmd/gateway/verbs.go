@@ -20,7 +20,7 @@ func (a *app) commands() []*cobra.Command {
 	return []*cobra.Command{
 		a.serveCmd(), a.configCmd(), a.statusCmd(), a.sessionsCmd(), a.sendCmd(), a.watchCmd(),
 		a.heldCmd(), a.releaseCmd(), a.denyCmd(), a.permissionsCmd(), a.allowCmd(), a.answerCmd(),
-		a.outboxCmd(), a.remoteCmd(), a.demoCloudCmd(), a.idleCmd(), a.controllersCmd(), a.pairCmd(),
+		a.outboxCmd(), a.remoteCmd(), a.demoLocalCmd(), a.demoCloudCmd(), a.idleCmd(), a.controllersCmd(), a.pairCmd(),
 		a.tokensCmd(), a.federationCmd(), a.mcpCmd(), a.healthCmd(), a.versionCmd(), a.aliasWorkerCmd(),
 	}
 }
