@@ -1,0 +1,131 @@
+package gateway_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/testkit/gatewaytest"
+)
+
+// firstCommand is the README's first command, as a new user copies it.
+const firstCommand = "bash scripts/serve.sh"
+
+// TestTheReadmesFirstCommandLeavesARunningGatewayAndItsBinary runs the
+// README's first command in a sandbox (from another directory, so the
+// repository's own ./gateway is left alone): it must build ./gateway there,
+// say so before the build's silent minute, and leave a gateway serving.
+func TestTheReadmesFirstCommandLeavesARunningGatewayAndItsBinary(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := regexp.MustCompile("(?s)```sh\n(.*?)\n```").FindSubmatch(readme)
+	if first == nil || string(first[1]) != firstCommand {
+		t.Fatalf("the README's first command is %q, want %q (the command this test runs)", first, firstCommand)
+	}
+	w := gatewaytest.NewWorld(t)
+	script, err := filepath.Abs(strings.TrimPrefix(firstCommand, "bash "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", script)
+	cmd.Dir = w.Root
+	// The World moves HOME; the build keeps this machine's Go caches.
+	cmd.Env = append(w.Env(), goEnv(t, "GOCACHE", "GOMODCACHE", "GOPATH")...)
+	out := &lockedBuf{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	var exitErr error
+	go func() { exitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		default:
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+
+	c := api.NewUnixClient(w.Socket())
+	deadline := time.Now().Add(5 * time.Minute) // a cold build on a busy machine
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := c.Sessions(ctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		select {
+		case <-exited:
+			t.Fatalf("%s ended (%v) without a running gateway:\n%s", firstCommand, exitErr, out.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no gateway answering after %s:\n%s", firstCommand, out.String())
+		}
+	}
+	if !strings.HasPrefix(out.String(), "building ") {
+		t.Errorf("%s did not start by saying it builds:\n%s", firstCommand, out.String())
+	}
+	if v, err := exec.Command(filepath.Join(w.Root, "gateway"), "version").Output(); err != nil || len(v) == 0 {
+		t.Errorf("./gateway version: %q, %v", v, err)
+	}
+	// The script execs the gateway: its process is the gateway, and SIGTERM
+	// stops it cleanly.
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+		if exitErr != nil {
+			t.Errorf("the gateway exited with %v on SIGTERM:\n%s", exitErr, out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("the gateway did not stop on SIGTERM")
+	}
+}
+
+// goEnv is KEY=VALUE for each of keys as `go env` reports it here.
+func goEnv(t *testing.T, keys ...string) []string {
+	t.Helper()
+	b, err := exec.Command("go", append([]string{"env"}, keys...)...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := strings.Split(strings.TrimSpace(string(b)), "\n")
+	env := make([]string, 0, len(keys))
+	for i, k := range keys {
+		env = append(env, k+"="+vals[i])
+	}
+	return env
+}
+
+// lockedBuf is a strings.Builder the command writes while the test reads.
+type lockedBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

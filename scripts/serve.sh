@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The README's first command: builds the gateway binary as ./gateway (in the
+# current directory) and runs `./gateway serve ARGS...` in the foreground.
+# A cold build takes a minute or more and go build says nothing meanwhile,
+# so this says what it is doing and, on a terminal, counts the packages
+# compiled (go build -v names each as it finishes).
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+out="$PWD/gateway"
+if ! command -v go >/dev/null; then
+  echo "serve.sh: building the gateway needs Go (1.26 or later) on PATH" >&2
+  exit 1
+fi
+echo "building $out (a minute or more the first time)..." >&2
+n=0
+go build -C "$repo" -v -o "$out" ./cmd/gateway 2>&1 | while IFS= read -r line; do
+  case $line in
+    *' '* | *:*) printf '%s\n' "$line" >&2 ;; # downloads, errors: as they are
+    *)
+      n=$((n + 1))
+      if [ -t 2 ]; then printf '\r  %d packages compiled' "$n" >&2; fi
+      ;;
+  esac
+done
+if [ -t 2 ]; then echo >&2; fi
+echo "built $out; starting: gateway serve $* (Ctrl-C stops it)" >&2
+echo "in another terminal: ./gateway demo-local, then ./gateway sessions (see the Quickstart)" >&2
+exec "$out" serve "$@"
