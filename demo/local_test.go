@@ -2,6 +2,7 @@ package demo_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -33,11 +34,12 @@ type local struct {
 	change chan struct{}
 }
 
-// startLocal runs `gateway demo-local` in w and waits until it says what
-// to try; it is killed at the test's end if still running.
-func startLocal(t *testing.T, w *gatewaytest.World) *local {
+// startLocal runs `gateway demo-local args...` in w and waits until it
+// prints ready (what to try next; with --json, its sessions); it is killed
+// at the test's end if still running.
+func startLocal(t *testing.T, w *gatewaytest.World, ready string, args ...string) *local {
 	t.Helper()
-	cmd := exec.Command(gatewaytest.Bin(t), "demo-local")
+	cmd := exec.Command(gatewaytest.Bin(t), append([]string{"demo-local"}, args...)...)
 	cmd.Env = w.Env()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -68,8 +70,8 @@ func startLocal(t *testing.T, w *gatewaytest.World) *local {
 		_ = cmd.Process.Kill()
 		// Children that outlived it (a broken life line) hold its output
 		// open: they go too.
-		for _, m := range pidLine.FindAllStringSubmatch(l.output(), -1) {
-			if pid, _ := strconv.Atoi(m[2]); pid > 0 && !gone(pid) {
+		for _, pid := range l.children() {
+			if !gone(pid) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
@@ -78,7 +80,7 @@ func startLocal(t *testing.T, w *gatewaytest.World) *local {
 			t.Logf("demo-local printed:\n%s", l.output())
 		}
 	})
-	l.waitFor(t, "Ctrl-C stops both")
+	l.waitFor(t, ready)
 	return l
 }
 
@@ -110,6 +112,22 @@ func (l *local) waitFor(t *testing.T, s string) {
 }
 
 var pidLine = regexp.MustCompile(`(?m)^(demo-\w+) registered \(pid (\d+)\)`)
+
+// children are the pids demo-local printed, as text or JSON.
+func (l *local) children() []int {
+	var pids []int
+	for _, m := range pidLine.FindAllStringSubmatch(l.output(), -1) {
+		if pid, _ := strconv.Atoi(m[2]); pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	for _, m := range regexp.MustCompile(`"pid":(\d+)`).FindAllStringSubmatch(l.output(), -1) {
+		if pid, _ := strconv.Atoi(m[1]); pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
 
 // pids are the demo sessions' processes, as demo-local printed them.
 func (l *local) pids(t *testing.T) map[string]int {
@@ -159,7 +177,7 @@ func TestDemoLocalSessionsAnswerThroughARealGatewayAndLeaveNothingBehind(t *test
 	w := gatewaytest.NewWorld(t)
 	g := gatewaytest.Start(t, w, "gateway")
 	watch := g.WatchCLI(t)
-	l := startLocal(t, w)
+	l := startLocal(t, w, "Ctrl-C stops both")
 	pids := l.pids(t)
 
 	for _, want := range []struct {
@@ -239,8 +257,15 @@ func TestDemoLocalSessionsAnswerThroughARealGatewayAndLeaveNothingBehind(t *test
 
 func TestDemoSessionsDeregisterWhenDemoLocalIsKilled(t *testing.T) {
 	w := gatewaytest.NewWorld(t)
-	l := startLocal(t, w)
-	pids := l.pids(t)
+	l := startLocal(t, w, `{"sessions":`, "--json")
+	var st demo.Started
+	if err := json.Unmarshal([]byte(strings.SplitN(l.output(), "\n", 2)[0]), &st); err != nil || len(st.Sessions) != 2 {
+		t.Fatalf("demo-local --json printed %q (%v), want both sessions", l.output(), err)
+	}
+	pids := map[string]int{}
+	for _, s := range st.Sessions {
+		pids[s.Name] = s.PID
+	}
 	if files := leftBehind(w, pids); len(files) != 5 {
 		t.Fatalf("registered files %v, want 5: an entry, a key and a socket, a record and an inbox", files)
 	}
