@@ -14,6 +14,7 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
 )
 
 // Metrics holds the gateway's instruments. The zero value is not usable; a nil
@@ -49,12 +50,22 @@ var routeBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.
 // and also pushed by each of readers (OTLP, see NewTelemetry). Each gateway
 // gets its own registry, so tests can run several side by side.
 func NewMetrics(readers ...sdkmetric.Reader) (*Metrics, error) {
+	return newMetrics(serviceResource(DefaultServiceName, ""), Build{}, readers...)
+}
+
+// newMetrics is NewMetrics for the service res describes (the same
+// resource as the traces'), with the Go runtime, process and build-info
+// collectors on the Prometheus registry.
+func newMetrics(res *resource.Resource, b Build, readers ...sdkmetric.Reader) (*Metrics, error) {
 	reg := prometheus.NewRegistry()
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
 	if err != nil {
 		return nil, fmt.Errorf("prometheus exporter: %w", err)
 	}
-	opts := []sdkmetric.Option{sdkmetric.WithReader(exp)}
+	if err := registerProcessCollectors(reg, b); err != nil {
+		return nil, err
+	}
+	opts := []sdkmetric.Option{sdkmetric.WithReader(exp), sdkmetric.WithResource(res)}
 	for _, r := range readers {
 		opts = append(opts, sdkmetric.WithReader(r))
 	}

@@ -10,9 +10,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -25,8 +23,9 @@ type TelemetryConfig struct {
 	// the OTLP exporters on; the exporters then read their own settings
 	// (endpoint, headers, protocol) from the process environment.
 	Getenv func(string) string
-	// Version is reported as service.version.
-	Version string
+	// Version is reported as service.version and in gateway_build_info;
+	// Revision too (empty: the binary's VCS stamp).
+	Version, Revision string
 	// Spans, when set, also receives every span synchronously (tests).
 	Spans sdktrace.SpanExporter
 }
@@ -62,13 +61,13 @@ func NewTelemetry(ctx context.Context, c TelemetryConfig) (*Telemetry, error) {
 		readers = append(readers, sdkmetric.NewPeriodicReader(exp))
 		t.OTLP = append(t.OTLP, "metrics")
 	}
-	m, err := NewMetrics(readers...)
+	// One service.name for both signals: OTEL_SERVICE_NAME, else "gateway".
+	res := serviceResource(c.Getenv("OTEL_SERVICE_NAME"), c.Version)
+	m, err := newMetrics(res, Build{Version: c.Version, Revision: c.Revision}, readers...)
 	if err != nil {
 		return nil, err
 	}
 	t.Metrics = m
-	res := resource.NewWithAttributes(semconv.SchemaURL,
-		semconv.ServiceName("sessiongateway"), semconv.ServiceVersion(c.Version))
 	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
 	if set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
 		exp, err := otlptracehttp.New(ctx)
