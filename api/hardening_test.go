@@ -452,3 +452,15 @@ func TestOversizedHeadersAreRefused(t *testing.T) {
 		t.Fatalf("status %d, want 431", resp.StatusCode)
 	}
 }
+
+func TestARateOfZeroLetsEveryRequestThrough(t *testing.T) {
+	clk := &stepClock{now: time.Unix(1e9, 0)}
+	for _, lim := range []RateLimit{NoRateLimit, {Rate: 0, Burst: 5}} {
+		l := newLimiter(lim, clk)
+		for i := range 1000 {
+			if ok, _ := l.allow("client"); !ok {
+				t.Fatalf("%+v: request %d refused", lim, i)
+			}
+		}
+	}
+}

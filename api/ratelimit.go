@@ -5,12 +5,16 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/sessiongateway/gateway/internal/clock"
 )
 
 // RateLimit is each client's token bucket on TCP: Rate requests a second
 // on average, Burst at once. A client is its grant once authenticated,
-// else its remote IP (probes, and whoever is guessing tokens).
+// else its remote IP (probes, and whoever is guessing tokens). A Rate of
+// zero or less turns the limit off (NoRateLimit); the zero RateLimit in a
+// Config means DefaultRateLimit.
 type RateLimit struct {
 	Rate  float64
 	Burst int
@@ -19,31 +23,34 @@ type RateLimit struct {
 // DefaultRateLimit is generous for scripts and UIs, tight for a guesser.
 var DefaultRateLimit = RateLimit{Rate: 20, Burst: 50}
 
+// NoRateLimit lets every client make as many requests as it likes.
+var NoRateLimit = RateLimit{Rate: -1}
+
+// Off says whether the limit is turned off.
+func (r RateLimit) Off() bool { return r.Rate <= 0 }
+
 // maxBuckets bounds the limiter's table. When it is full, buckets that
 // have refilled (idle clients) are forgotten; if none has, a new client is
 // refused as rate-limited rather than growing the table.
 const maxBuckets = 4096
 
-type bucket struct {
-	tokens float64
-	last   time.Time
-}
-
+// limiter keeps one rate.Limiter per client. The limiters are asked with
+// the injected clock's time, so tests step time instead of sleeping.
 type limiter struct {
 	lim RateLimit
 	clk clock.Clock
 	mu  sync.Mutex
-	bks map[string]*bucket
+	bks map[string]*rate.Limiter
 }
 
 func newLimiter(lim RateLimit, clk clock.Clock) *limiter {
-	return &limiter{lim: lim, clk: clk, bks: map[string]*bucket{}}
+	return &limiter{lim: lim, clk: clk, bks: map[string]*rate.Limiter{}}
 }
 
 // allow takes a token from key's bucket; when there is none it says how
 // long until there is.
 func (l *limiter) allow(key string) (bool, time.Duration) {
-	if l.lim.Rate <= 0 {
+	if l.lim.Off() {
 		return true, 0
 	}
 	now := l.clk.Now()
@@ -57,31 +64,25 @@ func (l *limiter) allow(key string) (bool, time.Duration) {
 		if len(l.bks) >= maxBuckets {
 			return false, time.Second
 		}
-		b = &bucket{tokens: float64(l.lim.Burst), last: now}
+		b = rate.NewLimiter(rate.Limit(l.lim.Rate), l.lim.Burst)
 		l.bks[key] = b
 	}
-	b.refill(now, l.lim)
-	if b.tokens >= 1 {
-		b.tokens--
-		return true, 0
+	r := b.ReserveN(now, 1)
+	if !r.OK() {
+		return false, time.Second // a burst below one: never
 	}
-	wait := time.Duration((1 - b.tokens) / l.lim.Rate * float64(time.Second))
-	return false, wait
-}
-
-func (b *bucket) refill(now time.Time, lim RateLimit) {
-	if el := now.Sub(b.last); el > 0 {
-		b.tokens = math.Min(float64(lim.Burst), b.tokens+el.Seconds()*lim.Rate)
-		b.last = now
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now) // a refused request costs nothing
+		return false, d
 	}
+	return true, 0
 }
 
 // sweep forgets the buckets that are full again: they hold no state worth
 // keeping.
 func (l *limiter) sweep(now time.Time) {
 	for k, b := range l.bks {
-		b.refill(now, l.lim)
-		if b.tokens >= float64(l.lim.Burst) {
+		if b.TokensAt(now) >= float64(b.Burst()) {
 			delete(l.bks, k)
 		}
 	}
