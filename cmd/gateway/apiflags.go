@@ -25,7 +25,7 @@ func apiFlags(fs *flag.FlagSet, _ *env) *apiOpts {
 	fs.StringVar(&o.tlsKey, "tls-key", "", "the PEM private key of --tls-cert (env GATEWAY_TLS_KEY)")
 	fs.StringVar(&o.corsOrigin, "cors-origin", "", "the one browser origin allowed to call --api, like https://ui.example; none by default (env GATEWAY_CORS_ORIGIN)")
 	fs.StringVar(&o.prefix, "api-prefix", "", "serve --api and the console under this path, like /gateway, for a reverse proxy that forwards one path (env GATEWAY_API_PREFIX)")
-	fs.Float64Var(&o.rate, "api-rate", api.DefaultRateLimit.Rate, "requests a second each --api client (token, or IP before one) may make on average; 0 for no limit (env GATEWAY_API_RATE)")
+	fs.Float64Var(&o.rate, "api-rate", api.DefaultRateLimit.Rate, "requests a second each --api client (token, or IP before one) may make on average; 0 for no limit (a negative rate too, as before) (env GATEWAY_API_RATE)")
 	fs.IntVar(&o.burst, "api-burst", api.DefaultRateLimit.Burst, "requests each --api client may make at once (env GATEWAY_API_BURST)")
 	return o
 }
@@ -47,9 +47,6 @@ func (o *apiOpts) check(apiAddr string) error {
 	if err := api.CheckPrefix(o.prefix); err != nil {
 		return err
 	}
-	if o.rate < 0 {
-		return fmt.Errorf("--api-rate %v: want 0 (no limit) or a positive rate", o.rate)
-	}
 	if o.rate > 0 && o.burst < 1 {
 		return fmt.Errorf("--api-burst %d: want at least 1", o.burst)
 	}
@@ -58,7 +55,7 @@ func (o *apiOpts) check(apiAddr string) error {
 
 // rateLimit is the api.Config value: --api-rate 0 turns limits off.
 func (o *apiOpts) rateLimit() api.RateLimit {
-	if o.rate == 0 {
+	if o.rate <= 0 {
 		return api.NoRateLimit
 	}
 	return api.RateLimit{Rate: o.rate, Burst: o.burst}

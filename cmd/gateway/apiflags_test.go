@@ -22,7 +22,7 @@ func TestAPIRateHelpAndBehaviourAgreeOnWhatTurnsTheLimitOff(t *testing.T) {
 		{"0", true, false},
 		{"20", false, false},
 		{"0.5", false, false},
-		{"-1", false, true},
+		{"-1", true, false},
 	}
 	for _, tt := range tests {
 		t.Run("--api-rate "+tt.rate, func(t *testing.T) {

@@ -15,8 +15,10 @@ import (
 // precedenceHelp is shown by `serve -h` and `config -h`; README says the same.
 const precedenceHelp = `Every serve flag can also come from, in increasing precedence:
   its default < the config file < its environment variable < the command line.
-  Config file: --config PATH (env GATEWAY_CONFIG), else <state-dir>/config.json
-    if it exists; JSON with // and /* */ comments, keys are flag names:
+  Config file: --config PATH (env GATEWAY_CONFIG), else each of
+    $XDG_CONFIG_HOME/gateway/config.json (~/.config/gateway/config.json) and
+    <state-dir>/config.json that exists, the state dir's winning key by key;
+    JSON with comments and trailing commas, keys are flag names:
     {"name": "gw", "settle": "3s", "bridge": false, "allow-host": ["a", "b"]}
   Environment: GATEWAY_<NAME>, dashes as underscores, e.g. GATEWAY_REMOTE_ORG;
     repeatable flags take a comma-separated list there (an array in the file).
@@ -35,7 +37,7 @@ const (
 // configFlag registers --config; its default comes from GATEWAY_CONFIG
 // through the same layer as every flag (loadSettings reads it first).
 func configFlag(fs *flag.FlagSet) *string {
-	return fs.String("config", "", "config file (env GATEWAY_CONFIG; default <state-dir>/config.json if it exists)")
+	return fs.String("config", "", "config file (env GATEWAY_CONFIG; default $XDG_CONFIG_HOME/gateway/config.json and <state-dir>/config.json, each if it exists)")
 }
 
 // loadSettings fills fs from the gateway's layers: GATEWAY_<NAME>
@@ -51,15 +53,14 @@ func loadSettings(fs *flag.FlagSet, e *env, args []string, skip ...string) (*set
 	st, rest, err := settings.Load(fs, args, settings.Options{
 		Getenv: e.getenv, EnvPrefix: "GATEWAY_", ConfigFlag: "config", Skip: skip,
 		KeyHint: "keys are serve's flag names; see gateway config -h",
-		DefaultFile: func(fs *flag.FlagSet) string {
-			sd := fs.Lookup("state-dir")
-			if sd == nil {
-				return ""
+		DefaultFiles: func(fs *flag.FlagSet) []string {
+			files := []string{settings.UserConfigFile(e.getenv, "gateway")}
+			if sd := fs.Lookup("state-dir"); sd != nil {
+				if dirErr = safefile.UsableDir(sd.Value.String()); dirErr == nil {
+					files = append(files, filepath.Join(sd.Value.String(), "config.json"))
+				}
 			}
-			if dirErr = safefile.UsableDir(sd.Value.String()); dirErr != nil {
-				return ""
-			}
-			return filepath.Join(sd.Value.String(), "config.json")
+			return files
 		},
 		MaxFile: maxConfigFile, MaxSecret: maxSecretFile,
 	})
@@ -80,7 +81,7 @@ func stateDirError(err error) error {
 func (a *app) configCmd() *cobra.Command {
 	c := &cobra.Command{Use: "config", Short: "print serve's effective configuration and where each value came from, secrets redacted",
 		Long: "Prints serve's effective configuration: every key, its value and where it came from\n" +
-			"(default, file, env or flag), secrets redacted; starts nothing. Exits 2 naming the\n" +
+			"(default, file, env, flag or _FILE), secrets redacted; starts nothing. Exits 2 naming the\n" +
 			"bad key when the configuration is invalid.\n\n" + precedenceHelp,
 		Example: "  gateway config\n  gateway config --json --legs claude"}
 	var asJSON *bool

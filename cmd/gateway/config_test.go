@@ -272,7 +272,7 @@ func TestInvalidConfigNamesTheKey(t *testing.T) {
 		{"the config key itself", `{"config": "/etc/x.json"}`, 0o600, nil, []string{`"config"`, "cannot be set"}},
 		{"a key given twice", `{"name": "a", "name": "b"}`, 0o600, nil, []string{"given twice", `"name"`}},
 		{"JSON that does not parse", "{\n\"name\": \"a\",,\n}", 0o600, nil, []string{"not valid JSON", "line 2"}},
-		{"an unclosed comment", "{} /* and then", 0o600, nil, []string{"not closed"}},
+		{"an unclosed comment", "{} /* and then", 0o600, nil, []string{"not valid JSON", "line 1"}},
 		{"a config file others can write", `{"name": "x"}`, 0o666, nil, []string{"config.json", "chmod go-w"}},
 		{"a config file that is not an object", `["name"]`, 0o600, nil, []string{"one JSON object"}},
 	}
@@ -390,7 +390,7 @@ func TestConfigRedactsSecrets(t *testing.T) {
 			"config":            {Value: filepath.Join(dir, "config.json"), Source: "default"},
 			"name":              {Value: "gw", Source: "flag"},
 			"mode":              {Value: "prompting", Source: "default"},
-			"remote-org":        {Value: "[redacted]", Source: "env", Origin: "GATEWAY_REMOTE_ORG_FILE", File: org},
+			"remote-org":        {Value: "[redacted]", Source: "_FILE", Origin: "GATEWAY_REMOTE_ORG_FILE", File: org},
 			"remote-token-file": {Value: "[redacted]", Source: "file", Origin: filepath.Join(dir, "config.json") + ":1"},
 			"remote-follow":     {Value: []any{}, Source: "default"},
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -101,17 +102,21 @@ func (o *remoteOpts) check() error {
 	if n > 1 {
 		return errors.New("--remote-token-file, --remote-session-key-file and --remote-claude-credentials exclude each other")
 	}
-	if n == 0 {
-		if len(o.follow) > 0 || o.org != "" {
-			return errors.New("--remote-follow and --remote-org need credentials: --remote-token-file, --remote-session-key-file or --remote-claude-credentials")
-		}
-		return nil
-	}
+	// The defaults are filled without credentials too: `gateway config`
+	// shows what a remote leg would use.
 	if o.url == "" {
 		o.url = defaultRemoteURL
 		if o.sessionKeyFile != "" {
 			o.url = defaultRemoteWebURL
 		}
+	}
+	o.transport = cmp.Or(o.transport, "ws")
+	o.signer = cmp.Or(o.signer, "none")
+	if n == 0 {
+		if len(o.follow) > 0 || o.org != "" {
+			return errors.New("--remote-follow and --remote-org need credentials: --remote-token-file, --remote-session-key-file or --remote-claude-credentials")
+		}
+		return nil
 	}
 	u, err := url.Parse(o.url)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
@@ -119,8 +124,6 @@ func (o *remoteOpts) check() error {
 	}
 	o.url = strings.TrimSuffix(o.url, "/")
 	switch o.transport {
-	case "":
-		o.transport = "ws"
 	case "ws", "sse":
 	default:
 		return fmt.Errorf("--remote-transport %q: want ws or sse", o.transport)
@@ -132,9 +135,6 @@ func (o *remoteOpts) check() error {
 		if !remote.ValidSessionID(id) {
 			return fmt.Errorf("--remote-follow %q: not a session id (or all)", id)
 		}
-	}
-	if o.signer == "" {
-		o.signer = "none"
 	}
 	if o.signer != "none" && !strings.HasPrefix(o.signer, "ed25519-file:") && !strings.HasPrefix(o.signer, "exec:") {
 		return fmt.Errorf("--remote-signer %q: want none, ed25519-file:PATH or exec:COMMAND", o.signer)

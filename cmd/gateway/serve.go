@@ -114,7 +114,7 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 	var hosts multi
 	fs.Var(&hosts, "allow-host", "extra Host header value accepted on --api (repeatable)")
 	mode := fs.String("mode", "prompting", "the gateway's own review class for inbound mode parity: bypass or prompting")
-	inbound := fs.String("inbound", "", "inbound policy: accept, hold or refuse (default: mode parity)")
+	inbound := fs.String("inbound", "parity", "inbound policy: accept, hold, refuse, or parity (hold what a sender's review class would not pass here)")
 	requireAuth := fs.Bool("require-auth", false, "refuse inbound connections without the right token")
 	settle := fs.Duration("settle", 2*time.Second, "how long a Claude send waits for a held/dropped receipt before it counts as delivered")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -163,6 +163,7 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 		if err := errors.Join(files.check(), fed.Check(*sd), notes.Check()); err != nil {
 			return fail("%v", err)
 		}
+		st.ShowDefault("files-dir", files.filesDir(*sd))
 		did, err := openDIDFile(*didFile)
 		if err != nil {
 			return fail("--did-file: %v", err)

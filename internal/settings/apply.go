@@ -13,9 +13,11 @@ import (
 )
 
 // readConfig finds and reads the config file: the one the config flag
-// names, else its variable's, else the default one if it exists.
+// names, else its variable's, else each default file that exists, merged
+// in order (a later file's key replaces an earlier one's).
 func (st *Settings) readConfig(flags *flag.FlagSet, o *Options, onCmdline map[string]bool) (*configFile, error) {
-	path, explicit := "", true
+	var paths []string
+	explicit := true
 	var f *flag.Flag
 	env := ""
 	if o.ConfigFlag != "" {
@@ -23,35 +25,38 @@ func (st *Settings) readConfig(flags *flag.FlagSet, o *Options, onCmdline map[st
 	}
 	switch {
 	case f != nil && onCmdline[o.ConfigFlag]:
-		path, st.configSource = f.Value.String(), Flag
+		paths, st.configSource = []string{f.Value.String()}, Flag
 	case env != "" && o.getenv(env) != "":
-		path, st.configSource = o.getenv(env), Env
+		paths, st.configSource = []string{o.getenv(env)}, Env
 		if f != nil {
-			_ = f.Value.Set(path)
+			_ = f.Value.Set(paths[0])
 		}
 	default:
-		if o.DefaultFile != nil {
-			path = o.DefaultFile(flags)
+		if o.DefaultFiles != nil {
+			paths = o.DefaultFiles(flags)
 		}
 		explicit = false
 	}
-	if path == "" {
-		return &configFile{}, nil
+	all := &configFile{values: map[string]fileValue{}}
+	for _, path := range paths {
+		if path == "" {
+			continue
+		}
+		b, err := safefile.ReadOwnerWritable(path, o.MaxFile)
+		if !explicit && errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("config file: %w", err)
+		}
+		cf, err := parseConfig(path, b)
+		if err != nil {
+			return nil, fmt.Errorf("config file %s: %w", path, err)
+		}
+		all.merge(cf)
+		st.configFiles = append(st.configFiles, path)
 	}
-	b, err := safefile.ReadOwnerWritable(path, o.MaxFile)
-	if !explicit && errors.Is(err, fs.ErrNotExist) {
-		return &configFile{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("config file: %w", err)
-	}
-	cf, err := parseConfig(b)
-	if err != nil {
-		return nil, fmt.Errorf("config file %s: %w", path, err)
-	}
-	cf.path = path
-	st.configFile = path
-	return cf, nil
+	return all, nil
 }
 
 // apply fills s from the highest layer that gives it.
@@ -78,7 +83,7 @@ func (s *setting) apply(fs *flag.FlagSet, o *Options, file *configFile, onCmdlin
 		s.source, s.origin = Env, name
 		return s.set(s.fromText(v))
 	case vf != "":
-		s.source, s.origin, s.fromFile = Env, name+"_FILE", vf
+		s.source, s.origin, s.fromFile = SecretFile, name+"_FILE", vf
 		txt, err := readSecret(vf, o.MaxSecret)
 		if err != nil {
 			return &Error{Key: s.key, Where: "environment " + name + "_FILE", Err: err}
@@ -102,7 +107,7 @@ func (s *setting) apply(fs *flag.FlagSet, o *Options, file *configFile, onCmdlin
 		return s.set(vals)
 	case hasFile:
 		k := s.key + "_file"
-		s.source, s.origin = File, file.where(k)
+		s.source, s.origin = SecretFile, file.where(k)
 		var p string
 		if err := json.Unmarshal(rawFile.raw, &p); err != nil || p == "" {
 			return &Error{Key: k, Where: s.origin, Err: fmt.Errorf("%w: want a file path", ErrWrongType)}

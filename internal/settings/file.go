@@ -6,29 +6,54 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+
+	"github.com/tailscale/hujson"
 
 	"github.com/sessiongateway/gateway/internal/jsonx"
 )
 
-// configFile is a parsed config file: each key's raw JSON and its line.
+// configFile is the parsed config files, merged: each key's raw JSON and
+// where it was given; a key in a later file replaces the earlier one's.
 type configFile struct {
-	path   string
+	paths  []string
 	values map[string]fileValue
-	order  []string
+	order  []keyAt // every key of every file, for the unknown-key check
 }
 
 type fileValue struct {
 	raw  json.RawMessage
+	path string
 	line int
 }
 
-func (c *configFile) keys() []string { return c.order }
+func (v fileValue) where() string { return fmt.Sprintf("%s:%d", v.path, v.line) }
+
+// keyAt is a key where a file gives it.
+type keyAt struct {
+	key   string
+	where string
+}
+
+func (c *configFile) keys() []keyAt { return c.order }
 
 func (c *configFile) where(key string) string {
 	if v, ok := c.values[key]; ok {
-		return fmt.Sprintf("%s:%d", c.path, v.line)
+		return v.where()
 	}
-	return c.path
+	return strings.Join(c.paths, ", ")
+}
+
+// merge lays next over c.
+func (c *configFile) merge(next *configFile) {
+	if c.values == nil {
+		c.values = map[string]fileValue{}
+	}
+	c.paths = append(c.paths, next.paths...)
+	for _, k := range next.order {
+		c.order = append(c.order, k)
+		c.values[k.key] = next.values[k.key]
+	}
 }
 
 // Config file syntax errors.
@@ -38,10 +63,11 @@ var (
 	errConfigShape  = errors.New("want one JSON object of settings")
 )
 
-// parseConfig reads JSON with // and /* */ comments: one object whose keys
-// are flag names. Its errors name a line, never quote a value.
-func parseConfig(b []byte) (*configFile, error) {
-	clean, err := stripComments(b)
+// parseConfig reads path's text b, JSON with // and /* */ comments and
+// trailing commas (HuJSON): one object whose keys are flag names. Its
+// errors name a line, never quote a value.
+func parseConfig(path string, b []byte) (*configFile, error) {
+	clean, err := standardize(b)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +78,7 @@ func parseConfig(b []byte) (*configFile, error) {
 		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(clean))
-	cf := &configFile{values: map[string]fileValue{}}
+	cf := &configFile{paths: []string{path}, values: map[string]fileValue{}}
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, errConfigShape
 	}
@@ -67,8 +93,9 @@ func parseConfig(b []byte) (*configFile, error) {
 		if err := dec.Decode(&raw); err != nil {
 			return nil, syntaxAt(clean, err)
 		}
-		cf.values[key] = fileValue{raw: raw, line: line}
-		cf.order = append(cf.order, key)
+		v := fileValue{raw: raw, path: path, line: line}
+		cf.values[key] = v
+		cf.order = append(cf.order, keyAt{key, v.where()})
 	}
 	if _, err := dec.Token(); err != nil {
 		return nil, syntaxAt(clean, err)
@@ -88,41 +115,44 @@ func syntaxAt(b []byte, err error) error {
 	return errConfigSyntax
 }
 
-// stripComments blanks // and /* */ comments outside strings with spaces,
-// keeping every newline, so offsets and line numbers stay those of the file.
-func stripComments(b []byte) ([]byte, error) {
-	out := bytes.Clone(b)
-	inString, escaped := false, false
-	for i := 0; i < len(out); i++ {
-		c := out[i]
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
+// maxDepth bounds how deeply the file's arrays and objects nest: the
+// HuJSON parser recurses once a level, and a settings file needs two.
+const maxDepth = 64
+
+// standardize blanks the comments and trailing commas with spaces, so
+// offsets and line numbers stay those of the file. The parser's own error
+// may quote the text; only its line is kept.
+func standardize(b []byte) ([]byte, error) {
+	if tooDeep(b) {
+		return nil, fmt.Errorf("%w: nested deeper than %d", errConfigSyntax, maxDepth)
+	}
+	v, err := hujson.Parse(b)
+	if err != nil {
+		var line, col int
+		if _, serr := fmt.Sscanf(err.Error(), "hujson: line %d, column %d:", &line, &col); serr == nil {
+			return nil, fmt.Errorf("%w (line %d)", errConfigSyntax, line)
+		}
+		return nil, errConfigSyntax
+	}
+	v.Standardize()
+	return v.Pack(), nil
+}
+
+// tooDeep says whether b opens more than maxDepth brackets at once. It
+// counts brackets inside strings and comments too, so it can only refuse a
+// file that also holds many unclosed brackets in text: none a settings
+// file has.
+func tooDeep(b []byte) bool {
+	depth := 0
+	for _, c := range b {
+		switch c {
+		case '[', '{':
+			if depth++; depth > maxDepth {
+				return true
 			}
-		case c == '"':
-			inString = true
-		case c == '/' && i+1 < len(out) && out[i+1] == '/':
-			for ; i < len(out) && out[i] != '\n'; i++ {
-				out[i] = ' '
-			}
-		case c == '/' && i+1 < len(out) && out[i+1] == '*':
-			end := bytes.Index(out[i+2:], []byte("*/"))
-			if end < 0 {
-				return nil, fmt.Errorf("%w: a /* comment is not closed (line %d)", errConfigSyntax, 1+bytes.Count(b[:i], []byte("\n")))
-			}
-			for j := i; j < i+2+end+2; j++ {
-				if out[j] != '\n' {
-					out[j] = ' '
-				}
-			}
-			i += 2 + end + 1
+		case ']', '}':
+			depth = max(0, depth-1)
 		}
 	}
-	return out, nil
+	return false
 }

@@ -3,11 +3,13 @@ package settings
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 )
 
 func TestParseConfigLines(t *testing.T) {
-	cf, err := parseConfig([]byte("{\n  // comment \"with\" quotes\n  \"a\": 1,\n  /* multi\n line */ \"b\": [\"x\",\n \"y\"],\n\"c\": \"\\\"/*\"\n}"))
+	cf, err := parseConfig("config.json", []byte("{\n  // comment \"with\" quotes\n  \"a\": 1,\n  /* multi\n line */ \"b\": [\"x\",\n \"y\"],\n\"c\": \"\\\"/*\"\n}"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,19 +31,21 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(`{"a": 1, "a": 2}`))
 	f.Add([]byte("{} /* open"))
 	f.Add([]byte(`[1]`))
+	f.Add([]byte("{\"a\": [1, 2,], // trailing\n}"))
+	f.Add([]byte(strings.Repeat("[", 100)))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		clean, err := stripComments(b)
+		clean, err := standardize(b)
 		if err == nil {
 			if len(clean) != len(b) {
-				t.Fatalf("stripping comments changed the length %d -> %d", len(b), len(clean))
+				t.Fatalf("standardizing changed the length %d -> %d", len(b), len(clean))
 			}
 			for i := range b {
 				if (b[i] == '\n') != (clean[i] == '\n') {
-					t.Fatalf("stripping comments moved a newline at %d", i)
+					t.Fatalf("standardizing moved a newline at %d", i)
 				}
 			}
 		}
-		cf, err := parseConfig(b)
+		cf, err := parseConfig("config.json", b)
 		if err != nil {
 			return // refusing is fine; crashing is not
 		}
@@ -58,4 +62,38 @@ func FuzzParseConfig(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestParseConfigTakesHuJSON(t *testing.T) {
+	cf, err := parseConfig("config.json", []byte("{\n  \"a\": [\"x\", \"y\",], // trailing commas\n  \"b\": true,\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(cf.values["a"].raw); got != `["x", "y" ]` && !json.Valid(cf.values["a"].raw) {
+		t.Errorf("a = %s", got)
+	}
+	if cf.values["b"].line != 3 {
+		t.Errorf("b on line %d, want 3", cf.values["b"].line)
+	}
+}
+
+func TestParseConfigErrorsNameALineAndQuoteNothing(t *testing.T) {
+	const secret = "hunter2hunter2"
+	tests := []struct {
+		name string
+		text string
+		line string
+	}{
+		{"an unquoted value", "{\n\"remote-org\": " + secret + "\n}", "line 2"},
+		{"an unclosed comment", "{\"a\": 1}\n/* " + secret, "line 2"},
+		{"nesting past the cap", "{\"a\": " + strings.Repeat("[", maxDepth+1) + "}", "nested deeper"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseConfig("config.json", []byte(tt.text))
+			if err == nil || !errors.Is(err, errConfigSyntax) || !strings.Contains(err.Error(), tt.line) || strings.Contains(err.Error(), secret) {
+				t.Fatalf("err = %v, want a syntax error naming %q without the value", err, tt.line)
+			}
+		})
+	}
 }

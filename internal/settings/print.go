@@ -26,6 +26,9 @@ func (s *setting) display() any {
 		return shown
 	}
 	v := s.flag.Value.String()
+	if s.source == Default && v == "" {
+		v = s.derived
+	}
 	if s.secret() && v != "" {
 		return "[redacted]"
 	}
@@ -123,6 +126,17 @@ func isNameByte(c byte) bool {
 	return c == '-' || c == '_' || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
 }
 
+// ShowDefault sets what key shows while it is left at an empty default
+// whose effective value is worked out elsewhere (a directory under the
+// state directory): `config` then shows that value, not an empty one.
+func (st *Settings) ShowDefault(key, value string) {
+	for _, s := range st.list {
+		if s.key == key {
+			s.derived = value
+		}
+	}
+}
+
 // Entry is one key of the effective configuration, as Print shows it.
 type Entry struct {
 	Key    string `json:"key"`
@@ -136,9 +150,9 @@ type Entry struct {
 func (st *Settings) Entries() []Entry {
 	var out []Entry
 	if st.configFlag != "" {
-		e := Entry{Key: st.configFlag, Value: st.configFile, Source: st.configSource.String()}
-		if st.configFile == "" {
-			e.Source = Default.String()
+		e := Entry{Key: st.configFlag, Value: strings.Join(st.configFiles, ", "), Source: st.configSource.String()}
+		if len(st.configFiles) == 0 {
+			e.Value = "none" // no file was found
 		}
 		out = append(out, e)
 	}

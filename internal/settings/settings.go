@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -31,15 +32,17 @@ func (e *Error) Unwrap() error { return e.Err }
 // Source says which layer a setting's value came from.
 type Source uint8
 
-// The layers, lowest first.
+// The layers, lowest first; SecretFile is a value read from the file a
+// _FILE variable or a "<name>_file" key names, in the layer that named it.
 const (
 	Default Source = iota
 	File
 	Env
 	Flag
+	SecretFile
 )
 
-var sourceWire = [...]string{Default: "default", File: "file", Env: "env", Flag: "flag"}
+var sourceWire = [...]string{Default: "default", File: "file", Env: "env", Flag: "flag", SecretFile: "_FILE"}
 
 func (s Source) String() string { return sourceWire[s] }
 
@@ -53,9 +56,10 @@ type Options struct {
 	// ConfigFlag is the flag naming the config file, if the FlagSet has
 	// one; its variable names the file too. It is never set from the file.
 	ConfigFlag string
-	// DefaultFile is the config file read, if it exists, when neither the
-	// flag nor its variable names one; nil or "" reads none.
-	DefaultFile func(*flag.FlagSet) string
+	// DefaultFiles are the config files read, each if it exists, when
+	// neither the flag nor its variable names one, lowest first: a key in a
+	// later file replaces an earlier one's. nil or "" reads none.
+	DefaultFiles func(*flag.FlagSet) []string
 	// Skip names the command's own flags, which take only the command line.
 	Skip []string
 	// KeyHint follows "unknown key" in the error for a key no flag has.
@@ -168,6 +172,7 @@ type setting struct {
 	source   Source
 	origin   string // the variable, or file:line; "" for a default or a flag
 	fromFile string // a _FILE secret's path
+	derived  string // what an empty default shows (ShowDefault)
 	flag     *flag.Flag
 }
 
@@ -186,7 +191,7 @@ func secretName(key string) bool {
 
 // Settings is a configuration after every layer was applied.
 type Settings struct {
-	configFile   string // "" when none was read
+	configFiles  []string // the files read, lowest first
 	configFlag   string
 	configSource Source
 	list         []*setting // sorted by key, as flag.VisitAll gives them
@@ -255,13 +260,18 @@ func Load(fs *flag.FlagSet, args []string, o Options) (*Settings, []string, erro
 	if o.KeyHint != "" {
 		unknown = fmt.Errorf("%w (%s)", ErrUnknownKey, o.KeyHint)
 	}
-	for _, k := range file.keys() {
+	for _, ka := range file.keys() {
+		k := ka.key
 		name := strings.TrimSuffix(k, "_file")
 		switch {
 		case o.ConfigFlag != "" && name == o.ConfigFlag:
-			errs = append(errs, &Error{Key: k, Where: file.where(k), Err: ErrNotSettable})
+			errs = append(errs, &Error{Key: k, Where: ka.where, Err: ErrNotSettable})
 		case !known[name] || (name != k && hasOwnFileFlag(fs, name)):
-			errs = append(errs, &Error{Key: k, Where: file.where(k), Err: unknown})
+			err := unknown
+			if near := didYouMean(k, known); near != "" {
+				err = fmt.Errorf("%w; did you mean %q?", ErrUnknownKey, near)
+			}
+			errs = append(errs, &Error{Key: k, Where: ka.where, Err: err})
 		}
 	}
 	if len(errs) > 0 {
@@ -273,3 +283,16 @@ func Load(fs *flag.FlagSet, args []string, o Options) (*Settings, []string, erro
 // hasOwnFileFlag says whether --NAME-file exists, whose variable
 // <NAME>_FILE then is its own and not NAME's secret file.
 func hasOwnFileFlag(fs *flag.FlagSet, name string) bool { return fs.Lookup(name+"-file") != nil }
+
+// UserConfigFile is app's config file in the user's configuration
+// directory: $XDG_CONFIG_HOME/app/config.json, else
+// $HOME/.config/app/config.json; "" when neither variable is set.
+func UserConfigFile(getenv func(string) string, app string) string {
+	if d := getenv("XDG_CONFIG_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, app, "config.json")
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".config", app, "config.json")
+	}
+	return ""
+}

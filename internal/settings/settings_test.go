@@ -30,7 +30,7 @@ func load(t *testing.T, file string, vars map[string]string, args ...string) (*S
 	fs.Func("tag", "repeatable", func(string) error { return nil })
 	st, _, err := Load(fs, args, Options{
 		Getenv: func(k string) string { return vars[k] }, EnvPrefix: "APP_", ConfigFlag: "conf",
-		DefaultFile: func(*flag.FlagSet) string { return filepath.Join(dir, "app.json") },
+		DefaultFiles: func(*flag.FlagSet) []string { return []string{filepath.Join(dir, "app.json")} },
 		KeyHint:     "see app -h",
 	})
 	return st, fs, err
