@@ -31,7 +31,7 @@ func load(t *testing.T, file string, vars map[string]string, args ...string) (*S
 	st, _, err := Load(fs, args, Options{
 		Getenv: func(k string) string { return vars[k] }, EnvPrefix: "APP_", ConfigFlag: "conf",
 		DefaultFiles: func(*flag.FlagSet) []string { return []string{filepath.Join(dir, "app.json")} },
-		KeyHint:     "see app -h",
+		KeyHint:      "see app -h",
 	})
 	return st, fs, err
 }
