@@ -38,6 +38,11 @@ type Parts struct {
 	Pending func() int
 	// Reloaders run on each SIGHUP.
 	Reloaders []Reloader
+	// Notify is told READY=1 once the servers serve (every leg registered
+	// before Run), and STOPPING=1 when the drain starts; nil for none.
+	Notify Notify
+	// Ready, when set, is called once with READY=1 (a start-up summary).
+	Ready func()
 }
 
 // Run runs p's core and servers until ctx ends (SIGTERM, SIGINT) or one of
@@ -69,6 +74,12 @@ func Run(ctx context.Context, p Parts) error {
 		})
 	}
 	g.Go(func() error { onSIGHUP(gctx, p.Log, p.Reloaders); return nil })
+	// The listeners were bound before Run: connections queue until Serve
+	// takes them, so the gateway is ready now.
+	p.send("READY=1")
+	if p.Ready != nil {
+		p.Ready()
+	}
 	stopping := make(chan struct{})
 	g.Go(func() error {
 		select {
@@ -76,6 +87,7 @@ func Run(ctx context.Context, p Parts) error {
 			p.Log.Info("stopping: draining the API, then the legs", "grace", p.Grace.String())
 		case <-gctx.Done():
 		}
+		p.send("STOPPING=1")
 		close(stopping)
 		deadline := time.Now().Add(p.Grace - coreReserve(p.Grace))
 		if p.EndStreams != nil {
