@@ -2,10 +2,12 @@ package api
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -95,12 +97,35 @@ func (c *CertReloader) TLSConfig() *tls.Config {
 // Listen opens the TCP listener on addr (--api), with the server's TLS when
 // it has a certificate.
 func (s *Server) Listen(addr string) (net.Listener, error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := ListenTCP(addr)
 	if err != nil {
+		return nil, err
+	}
+	return s.WithTLS(ln), nil
+}
+
+// ListenTCP binds addr (--api) before anything else starts, so a port
+// already taken stops the gateway before it registers anywhere; it says
+// so in words. An empty addr binds nothing.
+func ListenTCP(addr string) (net.Listener, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return nil, fmt.Errorf("--api %s: the port is already in use (another gateway, or another program); pick another with --api", addr)
+	case err != nil:
 		return nil, fmt.Errorf("--api %s: %w", addr, err)
 	}
-	if tc := s.TLSConfig(); tc != nil {
-		ln = tls.NewListener(ln, tc)
-	}
 	return ln, nil
+}
+
+// WithTLS wraps ln (from ListenTCP) in the server's TLS when it has a
+// certificate.
+func (s *Server) WithTLS(ln net.Listener) net.Listener {
+	if tc := s.TLSConfig(); tc != nil {
+		return tls.NewListener(ln, tc)
+	}
+	return ln
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/sessiongateway/gateway/api"
@@ -18,6 +19,7 @@ import (
 	"github.com/sessiongateway/gateway/internal/lifecycle"
 	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/mcp"
+	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/observability"
 	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/transport/uds"
@@ -35,6 +37,13 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 		return err
 	}
 	defer unlock()
+	tln, err := api.ListenTCP(c.apiAddr) // before registering anywhere: a taken port stops the start
+	if err != nil {
+		return err
+	}
+	if tln != nil {
+		defer tln.Close() // the servers close it when they run; this is for a failed start
+	}
 	token, err := api.DefaultToken(c.stateDir)
 	if err != nil {
 		return err
@@ -137,13 +146,8 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	unixSrv.ConnContext = uidCheck
 	servers := []*http.Server{unixSrv}
 	listeners := []net.Listener{uln}
-	if c.apiAddr != "" {
-		tln, err := srv.Listen(c.apiAddr)
-		if err != nil {
-			uln.Close()
-			deregister(legs...)
-			return err
-		}
+	if tln != nil {
+		tln = srv.WithTLS(tln)
 		servers = append(servers, api.NewHTTPServer(srv.TCPHandler(tln.Addr().String())))
 		listeners = append(listeners, tln)
 		log.Info("control API on TCP", "addr", tln.Addr().String(), "tls", srv.TLSConfig() != nil)
@@ -163,10 +167,27 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 
 	err = lifecycle.Run(ctx, lifecycle.Parts{Log: log, Grace: life.grace, Core: rt.Run,
 		Servers: servers, Listeners: listeners, Pending: outboxDepth, Reloaders: life.reloaders(level, srv),
+		Notify: lifecycle.SystemdNotify(c.getenv("NOTIFY_SOCKET")), Ready: c.ready(legs, sockPath, srv.ConsoleURL()),
 		// An event stream never finishes by itself: end it now, with a reason.
 		EndStreams: func() { rt.Hub().CloseAll(router.ErrShuttingDown); mcpSrv.Close() }})
 	log.Info("gateway stopped")
 	return err
+}
+
+// ready is the start-up summary for a terminal, nil for none.
+func (c serveConfig) ready(legs []router.Leg, sock, url string) func() {
+	if c.summary == nil {
+		return nil
+	}
+	s := observability.Summary{Socket: sock, APIURL: strings.TrimSuffix(url, "/"), Version: version}
+	for _, l := range legs {
+		as := map[message.Protocol]string{message.ProtocolClaude: c.name, message.ProtocolQwen: c.name}[l.Name()]
+		s.Legs = append(s.Legs, observability.SummaryLeg{Leg: string(l.Name()), As: as})
+	}
+	if c.stateDir != defaultStateDir(c.getenv) {
+		s.StateDir = c.stateDir
+	}
+	return func() { _ = s.Write(c.summary) }
 }
 
 // startApprover runs the approver for addr beside the router, when addr is
@@ -215,7 +236,7 @@ func lockStateDir(dir string) (func(), error) {
 	unlock, err := safefile.TryLock(filepath.Join(dir, "gateway.lock"))
 	switch {
 	case errors.Is(err, safefile.ErrLocked):
-		return nil, fmt.Errorf("another gateway is running with state directory %s", dir)
+		return nil, fmt.Errorf("another gateway is running with state directory %s: stop it, or give this one another --state-dir", dir)
 	case err != nil:
 		return nil, fmt.Errorf("lock file: %w", err)
 	}

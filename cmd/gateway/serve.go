@@ -41,10 +41,11 @@ func (a *app) serveCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		log := observability.NewLogger(a.e.stderr, plan.logLevel)
-		if err := serve(a.ctx, log, plan.cfg); err != nil {
-			log.Error("gateway stopped", "err", err)
-			return cli.Exit(exitError)
+		if observability.IsTerminal(a.e.stderr) {
+			plan.cfg.summary = a.e.stderr
+		}
+		if err := serve(a.ctx, observability.NewFormatLogger(a.e.stderr, plan.logLevel, plan.logFormat), plan.cfg); err != nil {
+			return errors.New(strings.ReplaceAll(err.Error(), "\n", "; ")) // one line: gateway: ..., exit 1
 		}
 		return nil
 	}
@@ -96,9 +97,10 @@ func (m *multi) Type() string       { return "strings" }
 // servePlan is serve's checked configuration: what serve runs, and what
 // `gateway config` prints.
 type servePlan struct {
-	cfg      serveConfig
-	logLevel slog.Level
-	settings *settings.Settings
+	cfg       serveConfig
+	logLevel  slog.Level
+	logFormat observability.LogFormat
+	settings  *settings.Settings
 }
 
 // serveFlags registers serve's flags (and the command's own, via extra) on
@@ -118,6 +120,7 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 	requireAuth := fs.Bool("require-auth", false, "refuse inbound connections without the right token")
 	settle := fs.Duration("settle", 2*time.Second, "how long a Claude send waits for a held/dropped receipt before it counts as delivered")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logFormat := fs.String("log-format", "auto", "auto (text on a terminal, else JSON lines), text or json")
 	legs := fs.String("legs", "claude,qwen", "legs to run, comma-separated: claude, qwen, remote (needs remote credentials, which also enable it alone) or none (only remote or federation)")
 	debugAddr := fs.String("debug-addr", "", "serve net/http/pprof on this loopback address, for operators (off by default)")
 	bridge := fs.Bool("bridge", true, "publish each local leg's sessions on the other (Claude Code <-> Qwen Code) and forward between them")
@@ -167,6 +170,10 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 		did, err := openDIDFile(*didFile)
 		if err != nil {
 			return fail("--did-file: %v", err)
+		}
+		lf, err := observability.ParseLogFormat(*logFormat)
+		if err != nil {
+			return fail("%v", err)
 		}
 		var lvl slog.Level
 		if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -219,7 +226,7 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 		if len(enabled) == 0 && !remote.enabled() && !fed.Enabled() {
 			return fail("--legs: name at least one leg, give remote credentials or join a federation")
 		}
-		return &servePlan{logLevel: lvl, settings: st, cfg: serveConfig{
+		return &servePlan{logLevel: lvl, logFormat: lf, settings: st, cfg: serveConfig{
 			stateDir: *sd, name: *name, apiAddr: *apiAddr, hosts: hosts, mode: m, inbound: pol,
 			qwenInbound: qpol, heldExpiry: qwen.ParseHeldExpiry(*heldExpiry), noClaude: !enabled["claude"], noQwen: !enabled["qwen"], bridge: *bridge, bridgeOnly: bridgeOnly,
 			maxAliases:  *maxAliases,
@@ -255,5 +262,6 @@ type serveConfig struct {
 	api         *apiOpts               // TLS, CORS and rate limits of --api; nil takes the defaults
 	files       *filesOpts             // --files-dir and the uploads limits; nil takes the defaults
 	fed         *federation.Flags      // --federation and its options; nil or unset: no federation
+	summary     io.Writer              // a terminal for the start-up summary; nil for none
 	notify      *notify.Flags          // --notify and its options; nil or unset: no notifications
 }
