@@ -35,6 +35,14 @@ func IsTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// Terminal is w when it is a terminal, else nil.
+func Terminal(w io.Writer) io.Writer {
+	if IsTerminal(w) {
+		return w
+	}
+	return nil
+}
+
 // Resolve turns auto into text or json for w.
 func (f LogFormat) Resolve(w io.Writer) LogFormat {
 	if f != LogAuto && f != "" {

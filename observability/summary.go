@@ -10,28 +10,32 @@ import (
 // Summary is what a person who just started the gateway at a terminal
 // needs: where it is reachable and what to type next.
 type Summary struct {
-	Legs    []SummaryLeg
-	Socket  string // the control socket
-	APIURL  string // "" without --api
+	Name    string   // registered under on the local legs
+	Legs    []string // every leg running
+	Socket  string   // the control socket
+	APIURL  string   // "" without --api
 	Version string
-	// StateDir, when not "", is added to each next command as --state-dir:
-	// the state directory is not the one the commands find by default.
-	StateDir string
+	// StateDir is added to each next command as --state-dir when it is not
+	// DefaultStateDir, the one the commands find by themselves.
+	StateDir, DefaultStateDir string
 }
 
-// SummaryLeg is a leg the gateway runs, and the name it registered under
-// there ("" for a leg it does not register on: remote, mcp).
-type SummaryLeg struct{ Leg, As string }
+// localLegs are the legs the gateway registers on under its name, as a
+// session of the local CLIs; the others (remote, federation, mcp) run.
+var localLegs = map[string]bool{"claude": true, "qwen": true}
 
-// Write prints s as a few aligned lines.
+// Write prints s as a few aligned lines; a nil w prints nothing.
 func (s Summary) Write(w io.Writer) error {
+	if w == nil {
+		return nil
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "gateway %s ready\n", s.Version)
 	for _, l := range s.Legs {
-		if l.As != "" {
-			fmt.Fprintf(tw, "  %s\tregistered as %q\n", l.Leg, l.As)
+		if localLegs[l] {
+			fmt.Fprintf(tw, "  %s\tregistered as %q\n", l, s.Name)
 		} else {
-			fmt.Fprintf(tw, "  %s\trunning\n", l.Leg)
+			fmt.Fprintf(tw, "  %s\trunning\n", l)
 		}
 	}
 	fmt.Fprintf(tw, "  control socket\t%s\n", s.Socket)
@@ -42,7 +46,7 @@ func (s Summary) Write(w io.Writer) error {
 		return err
 	}
 	sd := ""
-	if s.StateDir != "" {
+	if s.StateDir != s.DefaultStateDir {
 		sd = " --state-dir " + shellQuote(s.StateDir)
 	}
 	_, err := fmt.Fprintf(w, "next, in another terminal:\n  gateway sessions%s\n  gateway send%s NAME \"hello\"\n  gateway watch%s\n", sd, sd, sd)

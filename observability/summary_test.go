@@ -13,11 +13,11 @@ func TestTheSummaryNamesLegsAddressesAndNextCommands(t *testing.T) {
 		want    []string
 		notWant []string
 	}{
-		{"the default state directory needs no flag", Summary{Legs: []SummaryLeg{{"claude", "gw"}, {"qwen", "gw"}, {"mcp", ""}},
+		{"the default state directory needs no flag", Summary{Name: "gw", Legs: []string{"claude", "qwen", "mcp"},
 			Socket: "/s/gateway.sock", APIURL: "http://127.0.0.1:8080", Version: "1.0"},
 			[]string{`claude registered as "gw"`, `qwen registered as "gw"`, "/s/gateway.sock", "http://127.0.0.1:8080", "mcp running", "gateway sessions\n", "gateway send NAME"},
 			[]string{"--state-dir"}},
-		{"another state directory is kept in every command", Summary{Legs: []SummaryLeg{{"claude", "gw"}}, Socket: "/my state/gateway.sock", StateDir: "/my state"},
+		{"another state directory is kept in every command", Summary{Name: "gw", Legs: []string{"claude"}, Socket: "/my state/gateway.sock", StateDir: "/my state", DefaultStateDir: "/home/u/.local/state/gateway"},
 			[]string{"gateway sessions --state-dir '/my state'\n", "gateway send --state-dir '/my state' NAME", "gateway watch --state-dir '/my state'\n"},
 			[]string{"API"}},
 	}

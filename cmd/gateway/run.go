@@ -19,7 +19,6 @@ import (
 	"github.com/sessiongateway/gateway/internal/lifecycle"
 	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/mcp"
-	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/observability"
 	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/transport/uds"
@@ -42,7 +41,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 		return err
 	}
 	if tln != nil {
-		defer tln.Close() // the servers close it when they run; this is for a failed start
+		defer tln.Close() // the servers close it once they run; this is for a failed start
 	}
 	token, err := api.DefaultToken(c.stateDir)
 	if err != nil {
@@ -176,16 +175,9 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 
 // ready is the start-up summary for a terminal, nil for none.
 func (c serveConfig) ready(legs []router.Leg, sock, url string) func() {
-	if c.summary == nil {
-		return nil
-	}
-	s := observability.Summary{Socket: sock, APIURL: strings.TrimSuffix(url, "/"), Version: version}
+	s := observability.Summary{Name: c.name, Socket: sock, APIURL: strings.TrimSuffix(url, "/"), Version: version, StateDir: c.stateDir, DefaultStateDir: defaultStateDir(c.getenv)}
 	for _, l := range legs {
-		as := map[message.Protocol]string{message.ProtocolClaude: c.name, message.ProtocolQwen: c.name}[l.Name()]
-		s.Legs = append(s.Legs, observability.SummaryLeg{Leg: string(l.Name()), As: as})
-	}
-	if c.stateDir != defaultStateDir(c.getenv) {
-		s.StateDir = c.stateDir
+		s.Legs = append(s.Legs, string(l.Name()))
 	}
 	return func() { _ = s.Write(c.summary) }
 }

@@ -41,9 +41,7 @@ func (a *app) serveCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if observability.IsTerminal(a.e.stderr) {
-			plan.cfg.summary = a.e.stderr
-		}
+		plan.cfg.summary = observability.Terminal(a.e.stderr)
 		if err := serve(a.ctx, observability.NewFormatLogger(a.e.stderr, plan.logLevel, plan.logFormat), plan.cfg); err != nil {
 			return errors.New(strings.ReplaceAll(err.Error(), "\n", "; ")) // one line: gateway: ..., exit 1
 		}
