@@ -1,6 +1,7 @@
 package observability
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -28,6 +29,27 @@ func ParseLogFormat(s string) (LogFormat, error) {
 	}
 	return "", fmt.Errorf("--log-format %q: want auto, text or json", s)
 }
+
+// Set, String and Get make a LogFormat a flag value (--log-format).
+func (f *LogFormat) Set(s string) error {
+	v, err := ParseLogFormat(s)
+	if err != nil {
+		return errors.New("want auto, text or json")
+	}
+	*f = v
+	return nil
+}
+
+func (f *LogFormat) String() string {
+	if f == nil || *f == "" {
+		return string(LogAuto)
+	}
+	return string(*f)
+}
+
+// Get returns the format as a string, so a configuration layer reads the
+// flag as a string.
+func (f *LogFormat) Get() any { return f.String() }
 
 // IsTerminal says whether w is a terminal a person reads.
 func IsTerminal(w io.Writer) bool {
@@ -64,6 +86,9 @@ func NewFormatLogger(w io.Writer, level slog.Leveler, f LogFormat) *slog.Logger 
 	h := slog.NewTextHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 		if len(groups) == 0 && a.Key == slog.TimeKey && a.Value.Kind() == slog.KindTime {
 			return slog.String(slog.TimeKey, a.Value.Time().Format("15:04:05.000"))
+		}
+		if len(groups) == 0 && a.Key == slog.LevelKey {
+			return a // a slog.Level, which redactAny would quote as JSON
 		}
 		return redactAttr(groups, a)
 	}})

@@ -28,7 +28,7 @@ func TestLogFormats(t *testing.T) {
 			if isJSON != tt.wantJSON {
 				t.Fatalf("JSON %v, want %v: %s", isJSON, tt.wantJSON, line)
 			}
-			if !tt.wantJSON && !strings.Contains(line, "leg=claude") {
+			if !tt.wantJSON && (!strings.Contains(line, "leg=claude") || !strings.Contains(line, "level=INFO ")) {
 				t.Errorf("text line without its attribute: %s", line)
 			}
 			if strings.Contains(line, tok) {

@@ -39,8 +39,8 @@ func (s Summary) Write(w io.Writer) error {
 		}
 	}
 	fmt.Fprintf(tw, "  control socket\t%s\n", s.Socket)
-	if s.APIURL != "" {
-		fmt.Fprintf(tw, "  API\t%s\n", s.APIURL)
+	if api := strings.TrimSuffix(s.APIURL, "/"); api != "" {
+		fmt.Fprintf(tw, "  API\t%s\n", api)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/sessiongateway/gateway/api"
@@ -175,7 +174,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 
 // ready is the start-up summary for a terminal, nil for none.
 func (c serveConfig) ready(legs []router.Leg, sock, url string) func() {
-	s := observability.Summary{Name: c.name, Socket: sock, APIURL: strings.TrimSuffix(url, "/"), Version: version, StateDir: c.stateDir, DefaultStateDir: defaultStateDir(c.getenv)}
+	s := observability.Summary{Name: c.name, Socket: sock, APIURL: url, Version: version, StateDir: c.stateDir, DefaultStateDir: defaultStateDir(c.getenv)}
 	for _, l := range legs {
 		s.Legs = append(s.Legs, string(l.Name()))
 	}

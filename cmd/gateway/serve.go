@@ -43,7 +43,7 @@ func (a *app) serveCmd() *cobra.Command {
 		}
 		plan.cfg.summary = observability.Terminal(a.e.stderr)
 		if err := serve(a.ctx, observability.NewFormatLogger(a.e.stderr, plan.logLevel, plan.logFormat), plan.cfg); err != nil {
-			return errors.New(strings.ReplaceAll(err.Error(), "\n", "; ")) // one line: gateway: ..., exit 1
+			return &cli.Error{Exit: exitError, Code: cli.CodeFailed, Err: errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))} // one line
 		}
 		return nil
 	}
@@ -118,7 +118,8 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 	requireAuth := fs.Bool("require-auth", false, "refuse inbound connections without the right token")
 	settle := fs.Duration("settle", 2*time.Second, "how long a Claude send waits for a held/dropped receipt before it counts as delivered")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	logFormat := fs.String("log-format", "auto", "auto (text on a terminal, else JSON lines), text or json")
+	logFormat := observability.LogAuto
+	fs.Var(&logFormat, "log-format", "auto (text on a terminal, else JSON lines), text or json")
 	legs := fs.String("legs", "claude,qwen", "legs to run, comma-separated: claude, qwen, remote (needs remote credentials, which also enable it alone) or none (only remote or federation)")
 	debugAddr := fs.String("debug-addr", "", "serve net/http/pprof on this loopback address, for operators (off by default)")
 	bridge := fs.Bool("bridge", true, "publish each local leg's sessions on the other (Claude Code <-> Qwen Code) and forward between them")
@@ -168,10 +169,6 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 		did, err := openDIDFile(*didFile)
 		if err != nil {
 			return fail("--did-file: %v", err)
-		}
-		lf, err := observability.ParseLogFormat(*logFormat)
-		if err != nil {
-			return fail("%v", err)
 		}
 		var lvl slog.Level
 		if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -224,7 +221,7 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 		if len(enabled) == 0 && !remote.enabled() && !fed.Enabled() {
 			return fail("--legs: name at least one leg, give remote credentials or join a federation")
 		}
-		return &servePlan{logLevel: lvl, logFormat: lf, settings: st, cfg: serveConfig{
+		return &servePlan{logLevel: lvl, logFormat: logFormat, settings: st, cfg: serveConfig{
 			stateDir: *sd, name: *name, apiAddr: *apiAddr, hosts: hosts, mode: m, inbound: pol,
 			qwenInbound: qpol, heldExpiry: qwen.ParseHeldExpiry(*heldExpiry), noClaude: !enabled["claude"], noQwen: !enabled["qwen"], bridge: *bridge, bridgeOnly: bridgeOnly,
 			maxAliases:  *maxAliases,
