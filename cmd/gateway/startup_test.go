@@ -53,8 +53,12 @@ type syncBuf struct {
 	buf bytes.Buffer
 }
 
-func (b *syncBuf) Write(p []byte) (int, error) { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.Write(p) }
-func (b *syncBuf) String() string              { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.String() }
+func (b *syncBuf) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+func (b *syncBuf) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.String() }
 
 // serveCmd is `gateway serve --settle 200ms args...` in w with the state
 // directory given as a flag (not the World's variable), so it is not the
