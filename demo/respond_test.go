@@ -17,6 +17,8 @@ func TestADemoAnswersWhatItIsSentAndNeverAnotherDemosAnswer(t *testing.T) {
 			reply{Answer: "demo-claude asked demo-qwen: how are you", ToName: "demo-qwen", Text: "how are you"}},
 		{"ask without text is echoed with how to use it", "ask demo-qwen",
 			reply{Answer: "demo-claude got: ask demo-qwen (try: ask NAME TEXT)"}},
+		{"an ask of an ask is not passed on", "ask demo-qwen ask demo-claude hi",
+			reply{Answer: "demo-claude got: ask demo-qwen ask demo-claude hi (a demo passes on no ask)"}},
 		{"another demo's echo is not answered", "demo-qwen got: hello", reply{}},
 		{"another demo's note that it asked is not answered", "demo-qwen asked gateway: hi", reply{}},
 		{"a body that merely starts with demo- is answered", "demo-day is today",
@@ -30,4 +32,26 @@ func TestADemoAnswersWhatItIsSentAndNeverAnotherDemosAnswer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzRespond: whatever a demo is sent, what it answers is bounded and is
+// itself an answer (so two demos never answer each other for ever), and
+// what it passes on is bounded and no ask.
+func FuzzRespond(f *testing.F) {
+	for _, s := range []string{"hello", "ask demo-qwen hi", "ask  x", "ask demo-qwen ask demo-claude ask x y",
+		"demo-qwen got: hi", "demo- got: ", "ask " + strings.Repeat("x ", 300), "\x00ask\tdemo"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		r := respond(QwenName, body)
+		if r.Answer != "" && (!isAnswer(r.Answer) || len(r.Answer) > 6*maxEcho+100) {
+			t.Fatalf("respond(%q) answers %q: not recognised as an answer, or unbounded", body, r.Answer)
+		}
+		if r.ToName != "" && (len(r.Text) > 4*maxEcho+3 || strings.HasPrefix(r.Text, "ask ") || r.Text == "") {
+			t.Fatalf("respond(%q) passes on %q", body, r.Text)
+		}
+		if isAnswer(body) && r != (reply{}) {
+			t.Fatalf("respond answered an answer: %q -> %+v", body, r)
+		}
+	})
 }

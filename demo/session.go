@@ -276,7 +276,7 @@ type reply struct {
 const maxEcho = 200
 
 // respond decides a demo's reply to body: "ask NAME TEXT" passes TEXT on to
-// NAME and says so; a demo's own answer is printed, never answered (two
+// NAME (unless TEXT is an ask itself) and says so; a demo's own answer is printed, never answered (two
 // demos would otherwise answer each other for ever); anything else is
 // echoed back.
 func respond(self, body string) reply {
@@ -289,7 +289,12 @@ func respond(self, body string) reply {
 		if name == "" || text == "" {
 			return reply{Answer: self + " got: " + clip(body) + " (try: ask NAME TEXT)"}
 		}
-		return reply{Answer: self + " asked " + name + ": " + clip(text), ToName: name, Text: text}
+		// One hop only: "ask a ask b ask a ..." would bounce between the
+		// demos once per word.
+		if strings.HasPrefix(text, "ask ") {
+			return reply{Answer: self + " got: " + clip(body) + " (a demo passes on no ask)"}
+		}
+		return reply{Answer: self + " asked " + name + ": " + clip(text), ToName: name, Text: clip(text)}
 	}
 	return reply{Answer: self + " got: " + clip(body)}
 }
