@@ -15,7 +15,10 @@ echo "building $out (a minute or more the first time)..." >&2
 n=0
 go build -C "$repo" -v -o "$out" ./cmd/gateway 2>&1 | while IFS= read -r line; do
   case $line in
-    *' '* | *:*) printf '%s\n' "$line" >&2 ;; # downloads, errors: as they are
+    *' '* | *:*) # downloads, errors: as they are, on a line of their own
+      if [ -t 2 ] && [ "$n" -gt 0 ]; then echo >&2; fi
+      printf '%s\n' "$line" >&2
+      ;;
     *)
       n=$((n + 1))
       if [ -t 2 ]; then printf '\r  %d packages compiled' "$n" >&2; fi
@@ -23,6 +26,6 @@ go build -C "$repo" -v -o "$out" ./cmd/gateway 2>&1 | while IFS= read -r line; d
   esac
 done
 if [ -t 2 ]; then echo >&2; fi
-echo "built $out; starting: gateway serve $* (Ctrl-C stops it)" >&2
+echo "built $out; starting: gateway serve${*:+ $*} (Ctrl-C stops it)" >&2
 echo "in another terminal: ./gateway demo-local, then ./gateway sessions (see the Quickstart)" >&2
 exec "$out" serve "$@"
