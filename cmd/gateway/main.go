@@ -153,7 +153,7 @@ func group(c *cobra.Command, subs ...*cobra.Command) *cobra.Command {
 func nargs(lo, hi int) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if len(args) < lo || (hi >= 0 && len(args) > hi) {
-			return cli.Usagef("%s takes %s", c.CommandPath(), argWords(c))
+			return cli.Usagef("%s takes %s, not %d argument(s)", c.CommandPath(), argWords(c), len(args))
 		}
 		return nil
 	}
