@@ -49,7 +49,7 @@ func (s Summary) Write(w io.Writer) error {
 	if s.StateDir != s.DefaultStateDir {
 		sd = " --state-dir " + shellQuote(s.StateDir)
 	}
-	_, err := fmt.Fprintf(w, "next, in another terminal:\n  gateway sessions%s\n  gateway send%s NAME \"hello\"\n  gateway watch%s\n", sd, sd, sd)
+	_, err := fmt.Fprintf(w, "next, in another terminal:\n  gateway status%s\n  gateway sessions%s\n  gateway send%s NAME \"hello\"\n  gateway watch%s\n", sd, sd, sd, sd)
 	return err
 }
 

@@ -18,7 +18,7 @@ func TestTheSummaryNamesLegsAddressesAndNextCommands(t *testing.T) {
 			[]string{`claude registered as "gw"`, `qwen registered as "gw"`, "/s/gateway.sock", "http://127.0.0.1:8080", "mcp running", "gateway sessions\n", "gateway send NAME"},
 			[]string{"--state-dir"}},
 		{"another state directory is kept in every command", Summary{Name: "gw", Legs: []string{"claude"}, Socket: "/my state/gateway.sock", StateDir: "/my state", DefaultStateDir: "/home/u/.local/state/gateway"},
-			[]string{"gateway sessions --state-dir '/my state'\n", "gateway send --state-dir '/my state' NAME", "gateway watch --state-dir '/my state'\n"},
+			[]string{"gateway status --state-dir '/my state'\n", "gateway sessions --state-dir '/my state'\n", "gateway send --state-dir '/my state' NAME", "gateway watch --state-dir '/my state'\n"},
 			[]string{"API"}},
 	}
 	for _, tt := range tests {

@@ -285,3 +285,15 @@ func TestReadyIsSentOnceEveryLegIsRegisteredAndStoppingOnTheDrain(t *testing.T) 
 		t.Fatalf("exit: %v\n%s", err, logs.String())
 	}
 }
+
+func TestTheSystemdUnitWaitsForReady(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/gateway.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\nType=notify\n", "\nNotifyAccess=main\n"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("deploy/gateway.service lacks %q: systemd would not wait for READY=1", strings.TrimSpace(want))
+		}
+	}
+}
