@@ -4,6 +4,10 @@
 // sequence numbers (INTEROP.md), and the events a client posts back
 // (user messages, permission answers, control requests).
 //
+// The messages a busy session sends most are decoded in one pass by a
+// streaming tokenizer (fast.go); anything it is not sure of is decoded
+// again with encoding/json, the reference the two are fuzzed against.
+//
 // Unknown message and block types are kept raw, never dropped, so a newer
 // server degrades to "shown as JSON" rather than to silence. It holds no
 // connection and no state: it imports nothing of ours, and the stream and
