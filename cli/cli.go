@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"path/filepath"
 	"strings"
 
@@ -144,6 +145,13 @@ func Usagef(format string, a ...any) error {
 // Exit ends the verb with code, its outcome already printed.
 func Exit(code int) error { return &Error{Exit: code, Quiet: true} }
 
+// unreachable says whether err is the control socket not answering: no
+// gateway runs with this state directory.
+func unreachable(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
+}
+
 // ErrorBody is the one error shape on stdout under --json.
 type ErrorBody = api.Error
 
@@ -170,7 +178,7 @@ func Report(o *IO, err error) int {
 		if body.Code == "" {
 			body.Code = CodeFailed
 		}
-	case strings.Contains(err.Error(), "gateway not reachable"):
+	case unreachable(err):
 		body.Code = CodeUnreachable
 	}
 	switch {

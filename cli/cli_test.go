@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 
@@ -74,7 +75,7 @@ func TestReportPrintsOneErrorShape(t *testing.T) {
 		{"a usage error", Usagef("--mode %q: want bypass or prompting", "x"), ExitUsage, CodeUsage, false},
 		{"the gateway's answer keeps its code", &api.APIError{Status: 409, Body: api.Error{Error: "ambiguous", Code: api.CodeAmbiguous, Candidates: []string{"a", "b"}}}, ExitError, api.CodeAmbiguous, false},
 		{"any other failure", errors.New("disk full"), ExitError, CodeFailed, false},
-		{"an unreachable gateway", fmt.Errorf("gateway not reachable (is it running?): dial: refused"), ExitError, CodeUnreachable, false},
+		{"an unreachable gateway", fmt.Errorf("gateway not reachable: %w", &net.OpError{Op: "dial", Net: "unix", Err: errors.New("no such file")}), ExitError, CodeUnreachable, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
