@@ -37,7 +37,9 @@ func aliasWorker(ctx context.Context, e *env, name, mode, logLevel string) error
 	}
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(logLevel))
-	log := observability.NewLogger(e.stderr, lvl).With("alias", name)
+	format := observability.LogAuto // serve's stderr is ours: auto picks as serve did
+	_ = format.Set(e.getenv("GATEWAY_LOG_FORMAT"))
+	log := observability.NewFormatLogger(e.stderr, lvl, format).With("alias", name)
 	cfgDir := e.getenv("CLAUDE_CONFIG_DIR")
 	if cfgDir == "" {
 		if cfgDir, err = claude.ConfigDir(); err != nil {
