@@ -394,3 +394,29 @@ func TestEveryCommandTakesJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestExitCodesOfTheCommandLineItselfAreAsBefore(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		exit int
+	}{
+		{nil, exitUsage}, // usage on stdout, as before
+		{[]string{"help"}, exitOK},
+		{[]string{"-h"}, exitOK},
+		{[]string{"--help"}, exitOK},
+		{[]string{"--version"}, exitOK},
+		{[]string{"nosuch"}, exitUsage},
+		{[]string{"tokens"}, exitUsage},
+		{[]string{"remote"}, exitUsage},
+		{[]string{"serve", "-h"}, exitOK},
+		{[]string{"serve", "--legs", "nosuch"}, exitUsage},
+	} {
+		out, errOut, code := runCLI(t, t.TempDir(), tt.args...)
+		if code != tt.exit {
+			t.Errorf("gateway %v: exit %d, want %d (stdout %q, stderr %q)", tt.args, code, tt.exit, out, errOut)
+		}
+		if tt.args == nil && !strings.Contains(out, "Available Commands:") {
+			t.Errorf("gateway alone printed %q", out)
+		}
+	}
+}
