@@ -116,10 +116,13 @@ func (p *Peer) verifyReply(from string, pid int) replyTo {
 		p.log.Debug("unvettable reply target", "from", from, "pid", pid, "err", err)
 		return replyTo{}
 	}
-	ticks, err := uds.StartTicks(pid)
-	if err != nil {
-		p.log.Debug("unvettable reply target: no start time", "from", from, "pid", pid, "err", err)
-		return replyTo{}
+	ticks, ok := uds.LiveStart(pid)
+	if !ok {
+		var err error
+		if ticks, err = uds.StartTicks(pid); err != nil {
+			p.log.Debug("unvettable reply target: no start time", "from", from, "pid", pid, "err", err)
+			return replyTo{}
+		}
 	}
 	return replyTo{path: path, pid: pid, procStart: strconv.FormatUint(ticks, 10)}
 }
