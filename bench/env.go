@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -304,4 +305,30 @@ func build(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("building the gateway: %v\n%s", err, out)
 	}
 	return bin, nil
+}
+
+// CPU is the processor time the gateway process has used so far (user and
+// system), from /proc/<pid>/stat; 0 where that cannot be read.
+func (g *Gateway) CPU() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", g.PID()))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces): state is the
+	// 3rd field, utime the 14th and stime the 15th.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	const userHZ = 100 // USER_HZ: what /proc reports times in on Linux
+	return time.Duration(u+s) * time.Second / userHZ
 }

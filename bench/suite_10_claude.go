@@ -40,6 +40,12 @@ func claudeRows(ctx context.Context, e *Env) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
+	n := e.N(3000, 100)
+	cpu0 := g.CPU()
+	if _, err := sequential(ctx, sink, n, via); err != nil {
+		return nil, err
+	}
+	cpu := (g.CPU() - cpu0) / time.Duration(n)
 	const senders = 16
 	var rawRate, gwRate Rate
 	// Two rounds each, alternating, so neither always runs second.
@@ -70,5 +76,6 @@ func claudeRows(ctx context.Context, e *Env) ([]Row, error) {
 		rateRow("API -> Claude, 1 sender (msg/s)", seq[1].rate(), seq[0].rate(), "raw socket", 0.5),
 		latencyRow("API -> Claude, 1 sender (latency)", seq[1], seq[0], "raw socket", 0.99, time.Millisecond),
 		rateRow(fmt.Sprintf("API -> Claude, %d senders (msg/s)", senders), gwRate, rawRate, "raw socket", 0.5),
+		{Path: "API -> Claude, gateway CPU per message", Gateway: ms(cpu)},
 	}, nil
 }

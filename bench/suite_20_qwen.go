@@ -53,6 +53,12 @@ func qwenRows(ctx context.Context, e *Env) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
+	n := e.N(2000, 50)
+	cpu0 := g.CPU()
+	if _, err := sequential(ctx, sink, n, via); err != nil {
+		return nil, err
+	}
+	cpuRow := Row{Path: "API -> Qwen, gateway CPU per message", Gateway: ms((g.CPU() - cpu0) / time.Duration(n))}
 	if err := e.Profile(ctx, g, "sequential", func() error {
 		_, err := sequential(ctx, sink, 200, via)
 		return err
@@ -64,11 +70,13 @@ func qwenRows(ctx context.Context, e *Env) ([]Row, error) {
 		return []Row{
 			{Path: "API -> Qwen, 1 sender (msg/s)", Gateway: lat[0].rate().String(), Counterpart: "n/a: " + noSDK, Target: ">= 8x"},
 			latencyRow("API -> Qwen, 1 sender (latency)", lat[0], nil, "", 0, 0),
+			cpuRow,
 		}, nil
 	}
 	return []Row{
 		rateRow("API -> Qwen, 1 sender (msg/s)", lat[0].rate(), lat[1].rate(), sdkName, 8),
 		latencyRow("API -> Qwen, 1 sender (latency)", lat[0], lat[1], sdkName, 0, 0),
+		cpuRow,
 	}, nil
 }
 
