@@ -43,11 +43,11 @@ func (p *Peer) records(keep func(Record) bool) ([]listed, error) {
 			continue
 		}
 		path := filepath.Join(p.sessions, de.Name())
-		rec, err := p.recordFiles.Get(path)
-		if err != nil {
-			continue
+		if path == p.recPath || p.al.isAliasPath(path) {
+			continue // ours: not read at all
 		}
-		if path == p.recPath || p.al.isAliasPath(path) || (keep != nil && !keep(rec)) {
+		rec, err := p.recordFiles.Get(path)
+		if err != nil || (keep != nil && !keep(rec)) {
 			continue
 		}
 		switch Judge(de.Name(), rec, p.facts) {
