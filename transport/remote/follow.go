@@ -159,6 +159,14 @@ func (l *Leg) startLocked(ctx context.Context, wg *sync.WaitGroup, id string, in
 
 // run catches up with the session's history, then keeps it live.
 func (l *Leg) run(ctx context.Context, id string, f *follow, deliver stream.Deliver, in chan<- message.Event) error {
+	select {
+	case l.opening <- struct{}{}:
+	case <-ctx.Done():
+		return nil
+	}
+	var once sync.Once
+	opened := func() { once.Do(func() { <-l.opening }) }
+	defer opened()
 	sc := stream.NewConfig(l.cfg.BaseURL, l.cfg.OrgUUID, id)
 	sc.Transport, sc.Header, sc.History = l.cfg.Transport, l.cfg.API.StreamHeader, l.cfg.API
 	sc.Logger = l.log.With("session", id)
@@ -189,7 +197,10 @@ func (l *Leg) run(ctx context.Context, id string, f *follow, deliver stream.Deli
 	l.mu.Lock()
 	f.stream = st
 	l.mu.Unlock()
-	return st.RunFunc(ctx, deliver, func(k stream.Link) { l.onLink(ctx, id, f, k, in) })
+	return st.RunFunc(ctx, deliver, func(k stream.Link) {
+		opened() // connected, or failed: the next session may open
+		l.onLink(ctx, id, f, k, in)
+	})
 }
 
 // backlog pages through the session's history up to now. Its events are

@@ -121,7 +121,15 @@ type Leg struct {
 	created []string
 	// relist asks Run to list (and follow) afresh now.
 	relist chan struct{}
+	// opening holds a token for each session reading its history and
+	// opening its stream: a gateway following thousands starts them a
+	// batch at a time, which spares the cloud a stampede and keeps the
+	// start-up's garbage (and so the heap the process keeps) small.
+	opening chan struct{}
 }
+
+// maxOpening is how many followed sessions open at once.
+const maxOpening = 64
 
 const (
 	maxPosted  = 4096
@@ -191,7 +199,8 @@ func NewLeg(cfg LegConfig) (*Leg, error) {
 		}
 	}
 	l := &Leg{cfg: cfg, log: cfg.Logger, links: map[string]*follow{}, posted: bounded.NewMap[string, postedMsg](maxPosted), names: map[string]string{},
-		unechoed: map[string][]string{}, waiters: map[string]chan *wire.ControlResponse{}, relist: make(chan struct{}, 1)}
+		unechoed: map[string][]string{}, waiters: map[string]chan *wire.ControlResponse{}, relist: make(chan struct{}, 1),
+		opening: make(chan struct{}, maxOpening)}
 	l.listCtx, l.stopListing = context.WithCancel(context.Background())
 	return l, nil
 }
