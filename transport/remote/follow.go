@@ -169,7 +169,7 @@ func (l *Leg) run(ctx context.Context, id string, f *follow, deliver stream.Deli
 	defer opened()
 	sc := stream.NewConfig(l.cfg.BaseURL, l.cfg.OrgUUID, id)
 	sc.Transport, sc.Header, sc.History = l.cfg.Transport, l.cfg.API.StreamHeader, l.cfg.API
-	sc.Logger = l.log.With("session", id)
+	sc.Logger = l.log // the stream adds the session to its records
 	if l.cfg.Tune != nil {
 		l.cfg.Tune(&sc)
 	}
