@@ -8,6 +8,10 @@ import (
 
 func init() { register("claude", claudeRows) }
 
+// settleWindow is serve's default --settle: how long after a Claude send
+// the gateway infers its delivery when no receipt came.
+const settleWindow = 2 * time.Second
+
 // claudeRows: control API POST /v1/messages until the frame is read at a
 // bare sink registered as a Claude Code session, addressed by name,
 // beside the raw socket (connect, auth line and frame, close), with one
@@ -50,6 +54,12 @@ func claudeRows(ctx context.Context, e *Env) ([]Row, error) {
 	var rawRate, gwRate Rate
 	// Two rounds each, alternating, so neither always runs second.
 	for range 2 {
+		if !e.Short {
+			// Each Claude send's settle window (2 s by default) ends after
+			// the send; the gateway inferring delivery for the messages
+			// just sent would otherwise run during the raw round.
+			time.Sleep(settleWindow + 500*time.Millisecond)
+		}
 		r, err := concurrent(ctx, sink, senders, e.N(4000, 64), raw)
 		if err != nil {
 			return nil, err
