@@ -17,7 +17,6 @@ import (
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/api"
-	"github.com/sessiongateway/gateway/internal/bounded"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 )
@@ -33,7 +32,25 @@ const (
 	SessionIdle = 30 * time.Minute
 	// MaxNameLen caps a client's name, in characters.
 	MaxNameLen = 64
+	// MaxSessions caps the MCP sessions open at once, over HTTP and stdio,
+	// initialized or not: one more initialize is answered
+	// ErrTooManySessions. It matches MaxClients, so a session that gets
+	// this far always finds room in the roster.
+	MaxSessions = MaxClients
+	// PendingFor is how long a session may take from initialize to
+	// notifications/initialized; one that stays half-open is closed, so
+	// it holds a slot only this long.
+	PendingFor = 30 * time.Second
 )
+
+// Drop reasons the server counts (Config.Drop).
+const (
+	DropTooManySessions = "too-many-sessions" // an initialize past MaxSessions
+	DropNotInitialized  = "not-initialized"   // a session closed after PendingFor half-open
+)
+
+// ErrTooManySessions refuses an initialize past MaxSessions.
+var ErrTooManySessions = errors.New("mcp: too many MCP sessions open on this gateway")
 
 // UpgradeProtocol is the Upgrade token of the stdio bridge: `gateway mcp`
 // turns its connection to the control socket into a plain stream of MCP
@@ -48,32 +65,59 @@ type Config struct {
 	Leg     *Leg
 	Logger  *slog.Logger
 	Version string
+	// Drop counts a session turned away, by reason (DropTooManySessions,
+	// DropNotInitialized); nil counts nothing.
+	Drop func(reason string)
 }
 
 // Server serves MCP on the API's listeners: Streamable HTTP at /mcp and,
 // for `gateway mcp`, the same endpoint upgraded to a plain stream.
 type Server struct {
-	cfg  Config
-	log  *slog.Logger
-	http *sdk.StreamableHTTPHandler
-
-	owners *bounded.Map[string, string] // HTTP session id -> the grant that opened it
+	cfg        Config
+	log        *slog.Logger
+	http       *sdk.StreamableHTTPHandler
+	bare       *sdk.Server // answers the SDK's version check for a request of an open session
+	pendingFor time.Duration
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
+	open   int               // sessions past initialize, or reserved by one under way (MaxSessions)
+	owners map[string]string // open HTTP session id -> the grant that opened it
 	closed bool
 	wg     sync.WaitGroup // each client's watcher
 }
+
+// built is the server of one request, so the SDK's two asks for it (its
+// version check, then the new session) get the same one.
+type built struct{ srv *sdk.Server }
+
+type builtKey struct{}
 
 // New builds the server.
 func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, owners: bounded.NewMap[string, string](4 * MaxClients)}
+	if cfg.Drop == nil {
+		cfg.Drop = func(string) {}
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, owners: map[string]string{}, pendingFor: PendingFor,
+		bare: sdk.NewServer(&sdk.Implementation{Name: "gateway", Version: cfg.Version}, &sdk.ServerOptions{SupportedProtocolVersions: sessionVersions})}
 	s.http = sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
-		g, _ := api.GrantFrom(r.Context())
-		return s.session(r.URL.Query().Get("name"), "http", g)
+		// A request of an open session needs a server only for the
+		// SDK's version check: the cheap one, not a new client's.
+		if r.Header.Get(sessionHeader) != "" {
+			return s.bare
+		}
+		b, _ := r.Context().Value(builtKey{}).(*built)
+		if b == nil {
+			b = &built{}
+		}
+		if b.srv == nil {
+			g, _ := api.GrantFrom(r.Context())
+			b.srv = s.session(r.URL.Query().Get("name"), "http", g)
+		}
+		return b.srv
 	}, &sdk.StreamableHTTPOptions{
 		SessionTimeout: SessionIdle, Logger: cfg.Logger,
 		// The API checks the Host header against its own allowlist.
@@ -111,15 +155,17 @@ func (s *Server) Handler() http.Handler {
 		// (with other scopes) that learned its id cannot use it.
 		g, _ := api.GrantFrom(r.Context())
 		if sid := r.Header.Get(sessionHeader); sid != "" {
-			if owner, ok := s.owners.Get(sid); ok && owner != g.ID {
+			s.mu.Lock()
+			owner, ok := s.owners[sid]
+			s.mu.Unlock()
+			if ok && owner != g.ID {
 				http.Error(w, "this MCP session was opened with another token", http.StatusForbidden)
 				return
 			}
+		} else {
+			r = r.WithContext(context.WithValue(r.Context(), builtKey{}, &built{}))
 		}
 		s.http.ServeHTTP(w, r)
-		if sid := w.Header().Get(sessionHeader); sid != "" && r.Header.Get(sessionHeader) == "" {
-			s.owners.Put(sid, g.ID)
-		}
 	})
 }
 
@@ -203,9 +249,85 @@ func (s *Server) session(name, kind string, g api.Grant) *sdk.Server {
 		// initialize handshake.
 		SupportedProtocolVersions: sessionVersions,
 	})
+	cn.srv.AddReceivingMiddleware(cn.admit)
 	cn.addTools()
 	cn.addResources()
 	return cn.srv
+}
+
+// admit wraps initialize: a session takes one of MaxSessions slots for as
+// long as it is open, is refused with ErrTooManySessions when none is
+// free, and is closed if it does not finish initializing in pendingFor.
+func (cn *conn) admit(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if method != "initialize" {
+			return next(ctx, method, req)
+		}
+		s := cn.s
+		s.mu.Lock()
+		if s.open >= MaxSessions || s.closed {
+			s.mu.Unlock()
+			s.cfg.Drop(DropTooManySessions)
+			return nil, fmt.Errorf("%w (%d, initialized or not): close one (DELETE /mcp with its Mcp-Session-Id, or end its gateway mcp) or wait for an idle one to end (after %v)", ErrTooManySessions, MaxSessions, SessionIdle)
+		}
+		s.open++
+		s.mu.Unlock()
+		res, err := next(ctx, method, req)
+		ss, _ := req.GetSession().(*sdk.ServerSession)
+		if err != nil || ss == nil {
+			s.release("")
+			return res, err
+		}
+		sid := ss.ID()
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			_ = ss.Close()
+			s.release("")
+			return res, nil
+		}
+		if sid != "" {
+			s.owners[sid] = cn.grant.ID
+		}
+		s.conns[cn] = struct{}{} // so Close ends it, initialized or not
+		s.wg.Add(1)
+		s.mu.Unlock()
+		cn.mu.Lock()
+		cn.ss = ss
+		cn.mu.Unlock()
+		half := time.AfterFunc(s.pendingFor, func() {
+			if _, err := cn.me(); err != nil {
+				s.cfg.Drop(DropNotInitialized)
+				s.log.Warn("mcp session closed: not initialized in time", "after", s.pendingFor)
+				_ = ss.Close()
+			}
+		})
+		go func() {
+			defer s.wg.Done()
+			_ = ss.Wait()
+			half.Stop()
+			s.release(sid)
+			s.mu.Lock()
+			delete(s.conns, cn)
+			s.mu.Unlock()
+		}()
+		return res, nil
+	}
+}
+
+// release frees a session's slot.
+func (s *Server) release(sid string) {
+	s.mu.Lock()
+	s.open--
+	delete(s.owners, sid)
+	s.mu.Unlock()
+}
+
+// Open is how many MCP sessions hold a slot of MaxSessions now.
+func (s *Server) Open() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.open
 }
 
 // sessionVersions are the MCP versions with sessions, newest first.

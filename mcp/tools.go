@@ -153,15 +153,16 @@ func (cn *conn) sendMessage(ctx context.Context, _ *sdk.CallToolRequest, in send
 	return result(st)
 }
 
+// waitFor bounds a client's timeout_seconds, compared as a float so that a
+// huge one (1e300) is MaxWait rather than whatever its overflow gives.
 func waitFor(secs float64) time.Duration {
-	d := time.Duration(secs * float64(time.Second))
 	switch {
-	case d <= 0:
+	case !(secs > 0): // zero, negative, NaN
 		return DefaultWait
-	case d > MaxWait:
+	case secs >= MaxWait.Seconds():
 		return MaxWait
 	}
-	return d
+	return time.Duration(secs * float64(time.Second))
 }
 
 // Status is where a message a client sent stands.

@@ -122,7 +122,8 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	gauges := rt.Gauges()
 	gauges.OutboxDepth = outboxDepth
 	metrics.Observe(gauges)
-	mcpSrv := mcp.New(mcp.Config{Router: rt, Leg: mcpLeg, Logger: log, Version: version})
+	mcpSrv := mcp.New(mcp.Config{Router: rt, Leg: mcpLeg, Logger: log, Version: version,
+		Drop: func(reason string) { metrics.Drop(ctx, "mcp", reason) }})
 	defer mcpSrv.Close()
 	notes := c.notify.Start(ctx, log, rt)
 	defer notes.Stop()
