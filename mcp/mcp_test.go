@@ -25,7 +25,7 @@ type world struct {
 	srv *Server
 }
 
-func newWorld(t *testing.T, others ...router.Leg) *world {
+func newWorld(t testing.TB, others ...router.Leg) *world {
 	t.Helper()
 	leg := NewLeg(nil)
 	rt := router.New(router.Config{RosterTTL: time.Millisecond}, append(others, leg)...)
