@@ -41,6 +41,9 @@ const (
 	// notifications/initialized; one that stays half-open is closed, so
 	// it holds a slot only this long.
 	PendingFor = 30 * time.Second
+	// WriteStall is how long one write to an HTTP client may wait for it
+	// to read; past it the write fails and that stream ends.
+	WriteStall = 10 * time.Second
 )
 
 // Drop reasons the server counts (Config.Drop).
@@ -82,7 +85,7 @@ type Server struct {
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
 	open   int               // sessions past initialize, or reserved by one under way (MaxSessions)
-	owners map[string]string // open HTTP session id -> the grant that opened it
+	owners map[string]*conn // open HTTP sessions by id
 	closed bool
 	wg     sync.WaitGroup // each client's watcher
 }
@@ -101,7 +104,7 @@ func New(cfg Config) *Server {
 	if cfg.Drop == nil {
 		cfg.Drop = func(string) {}
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, owners: map[string]string{}, pendingFor: PendingFor,
+	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, owners: map[string]*conn{}, pendingFor: PendingFor,
 		bare: sdk.NewServer(&sdk.Implementation{Name: "gateway", Version: cfg.Version}, &sdk.ServerOptions{SupportedProtocolVersions: sessionVersions})}
 	s.http = sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		// A request of an open session needs a server only for the
@@ -135,38 +138,111 @@ func (s *Server) Handler() http.Handler {
 			return
 		}
 		if r.Body != nil && r.Body != http.NoBody {
-			// Read whole under the listener's read deadline, capped.
-			b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxInput))
+			// A declared length over the cap is refused unread; else the
+			// body is read whole under the listener's read deadline, capped.
+			var b []byte
+			err := errTooLarge
+			if r.ContentLength <= MaxInput {
+				b, err = readCapped(http.MaxBytesReader(w, r.Body, MaxInput), r.ContentLength)
+			}
 			if err != nil {
-				// A JSON-RPC error, so an MCP client shows what to do.
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusRequestEntityTooLarge)
-				_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"request over the gateway's %d-byte cap: send less (a message text is at most %d bytes)"}}`, MaxInput, MaxText)
+				tooLarge(w)
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(b))
 		}
-		// A stream of events or a long wait_for_messages outlives the
-		// API's deadlines; the session's own timeouts bound it.
-		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Time{})
-		_ = rc.SetWriteDeadline(time.Time{})
 		// A session belongs to the token that opened it: another token
 		// (with other scopes) that learned its id cannot use it.
 		g, _ := api.GrantFrom(r.Context())
 		if sid := r.Header.Get(sessionHeader); sid != "" {
 			s.mu.Lock()
-			owner, ok := s.owners[sid]
+			cn, ok := s.owners[sid]
 			s.mu.Unlock()
-			if ok && owner != g.ID {
+			if ok && cn.grant.ID != g.ID {
 				http.Error(w, "this MCP session was opened with another token", http.StatusForbidden)
 				return
+			}
+			if ok && r.Method == http.MethodDelete {
+				// Out of the roster now, even if closing the session
+				// waits on a write to a client that does not read.
+				cn.leave()
 			}
 		} else {
 			r = r.WithContext(context.WithValue(r.Context(), builtKey{}, &built{}))
 		}
+		// A stream of events or a long wait_for_messages outlives the
+		// API's deadlines; the session's own timeouts bound it, and each
+		// write must go out within WriteStall.
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Time{})
+		_ = rc.SetWriteDeadline(time.Time{})
+		w = &stallWriter{ResponseWriter: w, rc: rc}
 		s.http.ServeHTTP(w, r)
 	})
+}
+
+var errTooLarge = errors.New("body over MaxInput")
+
+// readCapped reads a body whole: into one buffer of its declared size, or
+// else in chunks joined at the end, so a body that turns out over the cap
+// costs the cap once, not the doublings of a growing buffer.
+func readCapped(r io.Reader, size int64) ([]byte, error) {
+	if size >= 0 {
+		b := make([]byte, size)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return nil, err
+		}
+		if n, _ := r.Read(make([]byte, 1)); n > 0 {
+			return nil, errTooLarge
+		}
+		return b, nil
+	}
+	var chunks [][]byte
+	total := 0
+	for {
+		c := make([]byte, 64<<10)
+		n, err := io.ReadFull(r, c)
+		chunks, total = append(chunks, c[:n]), total+n
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			out := make([]byte, 0, total)
+			for _, c := range chunks {
+				out = append(out, c...)
+			}
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// stallWriter gives each write to an HTTP client WriteStall to go out: a
+// client that stops reading its event stream fails the write, instead of
+// holding its session (and its closing) forever.
+type stallWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (w *stallWriter) Write(p []byte) (int, error) {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(WriteStall))
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *stallWriter) FlushError() error {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(WriteStall))
+	return w.rc.Flush()
+}
+
+func (w *stallWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// tooLarge answers a request over MaxInput with a JSON-RPC error, so an
+// MCP client shows what to do.
+func tooLarge(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Connection", "close") // the rest of the body is not read
+	w.WriteHeader(http.StatusRequestEntityTooLarge)
+	_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"request over the gateway's %d-byte cap: send less (a message text is at most %d bytes)"}}`, MaxInput, MaxText)
 }
 
 // upgrade takes over the connection for one stdio client: newline-delimited
@@ -287,7 +363,7 @@ func (cn *conn) admit(next sdk.MethodHandler) sdk.MethodHandler {
 			return res, nil
 		}
 		if sid != "" {
-			s.owners[sid] = cn.grant.ID
+			s.owners[sid] = cn
 		}
 		s.conns[cn] = struct{}{} // so Close ends it, initialized or not
 		s.wg.Add(1)
@@ -394,6 +470,17 @@ func (cn *conn) join(ss *sdk.ServerSession) {
 		s.mu.Unlock()
 		s.log.Info("mcp client left", "name", c.session.Name)
 	}()
+}
+
+// leave takes the client out of the roster, if it joined; its session
+// ends on its own.
+func (cn *conn) leave() {
+	cn.mu.Lock()
+	c := cn.c
+	cn.mu.Unlock()
+	if c != nil {
+		cn.s.cfg.Leg.leave(c)
+	}
 }
 
 func (cn *conn) close() {
