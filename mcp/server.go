@@ -84,7 +84,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
-	open   int               // sessions past initialize, or reserved by one under way (MaxSessions)
+	open   int              // sessions past initialize, or reserved by one under way (MaxSessions)
 	owners map[string]*conn // open HTTP sessions by id
 	closed bool
 	wg     sync.WaitGroup // each client's watcher
