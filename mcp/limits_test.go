@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/internal/testutil"
@@ -274,6 +277,52 @@ func TestAWaitIsBoundedWhateverTheClientAsks(t *testing.T) {
 	for _, tt := range tests {
 		if got := waitFor(tt.secs); got != tt.want {
 			t.Errorf("waitFor(%v) = %v, want %v", tt.secs, got, tt.want)
+		}
+	}
+}
+
+// TestEachToolAndResourceNeedsItsScope: a token with every scope but the
+// one a tool or resource needs is refused by it, naming the scope, and
+// the same call with that scope is not refused for it.
+func TestEachToolAndResourceNeedsItsScope(t *testing.T) {
+	w := newWorld(t)
+	all := w.connect(t, "all", api.AllScopes)
+	without := map[api.Scope]*sdk.ClientSession{
+		api.ScopeRead:    w.connect(t, "no-read", api.AllScopes&^(1<<api.ScopeRead)),
+		api.ScopeSend:    w.connect(t, "no-send", api.AllScopes&^(1<<api.ScopeSend)),
+		api.ScopeApprove: w.connect(t, "no-approve", api.AllScopes&^(1<<api.ScopeApprove)),
+	}
+	tools := []struct {
+		tool string
+		need api.Scope
+		args map[string]any
+	}{
+		{"list_sessions", api.ScopeRead, map[string]any{}},
+		{"send_message", api.ScopeSend, map[string]any{"to": "all", "text": "x"}},
+		{"wait_for_messages", api.ScopeRead, map[string]any{"timeout_seconds": 0.01}},
+		{"get_message_status", api.ScopeRead, map[string]any{"id": "x"}},
+		{"list_permission_requests", api.ScopeRead, map[string]any{}},
+		{"answer_permission_request", api.ScopeApprove, map[string]any{"id": "p1", "behavior": "allow"}},
+		{"remote_session_output", api.ScopeRead, map[string]any{"session": "x"}},
+	}
+	ctx := testutil.Context(t, 30*time.Second)
+	for _, tt := range tools {
+		t.Run(tt.tool, func(t *testing.T) {
+			want := fmt.Sprintf("lacks the %q scope", tt.need)
+			if got := call(t, without[tt.need], tt.tool, tt.args, nil); !strings.Contains(got, want) {
+				t.Errorf("without %v: %q", tt.need, got)
+			}
+			if got := call(t, all, tt.tool, tt.args, nil); strings.Contains(got, "lacks the") {
+				t.Errorf("with every scope: %q", got)
+			}
+		})
+	}
+	for _, uri := range []string{SessionsURI, InboxURI} {
+		if _, err := without[api.ScopeRead].ReadResource(ctx, &sdk.ReadResourceParams{URI: uri}); err == nil || !strings.Contains(err.Error(), `lacks the "read" scope`) {
+			t.Errorf("reading %s without read: %v", uri, err)
+		}
+		if _, err := all.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri}); err != nil {
+			t.Errorf("reading %s with read: %v", uri, err)
 		}
 	}
 }
