@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/attribute"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
@@ -59,9 +58,6 @@ func NewMetrics(readers ...sdkmetric.Reader) (*Metrics, error) {
 // collectors on the Prometheus registry.
 func newMetrics(res *resource.Resource, b Build, readers ...sdkmetric.Reader) (*Metrics, error) {
 	reg := prometheus.NewRegistry()
-	// The runtime's own figures (go_goroutines, go_memstats_*): what a
-	// leak or a flood shows up in first.
-	reg.MustRegister(collectors.NewGoCollector())
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
 	if err != nil {
 		return nil, fmt.Errorf("prometheus exporter: %w", err)
