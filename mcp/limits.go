@@ -1,0 +1,151 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var errTooLarge = errors.New("body over MaxInput")
+
+// readCapped reads a body whole: into one buffer of its declared size, or
+// else in chunks joined at the end, so a body that turns out over the cap
+// costs the cap once, not the doublings of a growing buffer.
+func readCapped(r io.Reader, size int64) ([]byte, error) {
+	if size >= 0 {
+		b := make([]byte, size)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return nil, err
+		}
+		if n, _ := r.Read(make([]byte, 1)); n > 0 {
+			return nil, errTooLarge
+		}
+		return b, nil
+	}
+	var chunks [][]byte
+	total := 0
+	for {
+		c := make([]byte, 64<<10)
+		n, err := io.ReadFull(r, c)
+		chunks, total = append(chunks, c[:n]), total+n
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			out := make([]byte, 0, total)
+			for _, c := range chunks {
+				out = append(out, c...)
+			}
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// stallWriter gives each write to an HTTP client WriteStall to go out: a
+// client that stops reading its event stream fails the write, instead of
+// holding its session (and its closing) forever.
+type stallWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (w *stallWriter) Write(p []byte) (int, error) {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(WriteStall))
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *stallWriter) FlushError() error {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(WriteStall))
+	return w.rc.Flush()
+}
+
+func (w *stallWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// tooLarge answers a request over MaxInput with a JSON-RPC error, so an
+// MCP client shows what to do.
+func tooLarge(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Connection", "close") // the rest of the body is not read
+	w.WriteHeader(http.StatusRequestEntityTooLarge)
+	_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"request over the gateway's %d-byte cap: send less (a message text is at most %d bytes)"}}`, MaxInput, MaxText)
+}
+
+// admit wraps initialize: a session takes one of MaxSessions slots for as
+// long as it is open, is refused with ErrTooManySessions when none is
+// free, and is closed if it does not finish initializing in pendingFor.
+func (cn *conn) admit(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if method != "initialize" {
+			return next(ctx, method, req)
+		}
+		s := cn.s
+		s.mu.Lock()
+		if s.open >= MaxSessions || s.closed {
+			s.mu.Unlock()
+			s.cfg.Drop(DropTooManySessions)
+			return nil, fmt.Errorf("%w (%d, initialized or not): close one (DELETE /mcp with its Mcp-Session-Id, or end its gateway mcp) or wait for an idle one to end (after %v)", ErrTooManySessions, MaxSessions, SessionIdle)
+		}
+		s.open++
+		s.mu.Unlock()
+		res, err := next(ctx, method, req)
+		ss, _ := req.GetSession().(*sdk.ServerSession)
+		if err != nil || ss == nil {
+			s.release("")
+			return res, err
+		}
+		sid := ss.ID()
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			_ = ss.Close()
+			s.release("")
+			return res, nil
+		}
+		if sid != "" {
+			s.owners[sid] = cn
+		}
+		s.conns[cn] = struct{}{} // so Close ends it, initialized or not
+		s.wg.Add(1)
+		s.mu.Unlock()
+		cn.mu.Lock()
+		cn.ss = ss
+		cn.mu.Unlock()
+		half := time.AfterFunc(s.pendingFor, func() {
+			if _, err := cn.me(); err != nil {
+				s.cfg.Drop(DropNotInitialized)
+				s.log.Warn("mcp session closed: not initialized in time", "after", s.pendingFor)
+				_ = ss.Close()
+			}
+		})
+		go func() {
+			defer s.wg.Done()
+			_ = ss.Wait()
+			half.Stop()
+			s.release(sid)
+			s.mu.Lock()
+			delete(s.conns, cn)
+			s.mu.Unlock()
+		}()
+		return res, nil
+	}
+}
+
+// release frees a session's slot.
+func (s *Server) release(sid string) {
+	s.mu.Lock()
+	s.open--
+	delete(s.owners, sid)
+	s.mu.Unlock()
+}
+
+// Open is how many MCP sessions hold a slot of MaxSessions now.
+func (s *Server) Open() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.open
+}
