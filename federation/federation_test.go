@@ -231,8 +231,13 @@ func TestAThousandMessagesSurviveANodeKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.shutdown()
-	a := join(t, c.urls(0), "kill-a")
-	cc := join(t, c.urls(1), "kill-c")
+	// The cluster is this test's own, so its roster TTL can be longer than
+	// testTTL: replacing the leader on a loaded machine can hold heartbeats
+	// back longer than 3 s, and the sink would drop out of the roster
+	// (sends refused, not lost) while the test is about losing nothing.
+	longTTL := func(c *Config) { c.RosterTTL = 15 * time.Second }
+	a := join(t, c.urls(0), "kill-a", longTTL)
+	cc := join(t, c.urls(1), "kill-c", longTTL)
 	pc := &peer{sessions: []message.Session{session("sink", "s-sink", message.ProtocolClaude)}}
 	serve(t, a, &peer{})
 	serve(t, cc, pc)
