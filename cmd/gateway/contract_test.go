@@ -415,7 +415,7 @@ func TestExitCodesOfTheCommandLineItselfAreAsBefore(t *testing.T) {
 		if code != tt.exit {
 			t.Errorf("gateway %v: exit %d, want %d (stdout %q, stderr %q)", tt.args, code, tt.exit, out, errOut)
 		}
-		if tt.args == nil && !strings.Contains(out, "Available Commands:") {
+		if tt.args == nil && !strings.Contains(out, "Sessions and messages:") {
 			t.Errorf("gateway alone printed %q", out)
 		}
 	}

@@ -108,9 +108,28 @@ func (a *app) root() *cobra.Command {
 	root.SetVersionTemplate("gateway {{.Version}}\n")
 	root.PersistentFlags().StringVar(&a.stateDir, "state-dir", defaultStateDir(a.e.getenv), "state directory (env GATEWAY_STATE_DIR)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return flagHint(c, err) })
-	root.AddCommand(a.commands()...)
+	for _, g := range helpGroups {
+		root.AddGroup(&cobra.Group{ID: g[0], Title: g[1]})
+	}
+	for _, c := range a.commands() {
+		c.GroupID = groupOf[c.Name()] // "" for a command no group names: "Additional Commands"
+		root.AddCommand(c)
+	}
 	return root
 }
+
+// Help lists commands in the order commands() gives, serve first.
+func init() { cobra.EnableCommandSorting = false }
+
+// helpGroups order gateway's help by what people come to do.
+var helpGroups = [][2]string{{"run", "Run and check the gateway:"}, {"msg", "Sessions and messages:"},
+	{"prompt", "Permission prompts:"}, {"remote", "Remote sessions, other hosts, MCP:"}, {"access", "Access:"}}
+
+var groupOf = map[string]string{"serve": "run", "config": "run", "status": "run", "health": "run", "version": "run",
+	"demo-cloud": "run", "demo-local": "run", "sessions": "msg", "send": "msg", "watch": "msg", "idle": "msg",
+	"held": "msg", "release": "msg", "outbox": "msg", "permissions": "prompt", "allow": "prompt", "deny": "prompt",
+	"answer": "prompt", "remote": "remote", "federation": "remote", "mcp": "remote", "tokens": "access",
+	"controllers": "access", "pair": "access"}
 
 // verb makes c run body with the run's IO; json adds --json.
 func (a *app) verb(c *cobra.Command, json bool, body func(o *cli.IO, args []string) error) *cobra.Command {

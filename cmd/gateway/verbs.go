@@ -19,7 +19,7 @@ import (
 func (a *app) commands() []*cobra.Command {
 	return []*cobra.Command{
 		a.serveCmd(), a.configCmd(), a.statusCmd(), a.sessionsCmd(), a.sendCmd(), a.watchCmd(),
-		a.heldCmd(), a.releaseCmd(), a.denyCmd(), a.permissionsCmd(), a.allowCmd(), a.answerCmd(),
+		a.heldCmd(), a.releaseCmd(), a.permissionsCmd(), a.allowCmd(), a.denyCmd(), a.answerCmd(),
 		a.outboxCmd(), a.remoteCmd(), a.demoLocalCmd(), a.demoCloudCmd(), a.idleCmd(), a.controllersCmd(), a.pairCmd(),
 		a.tokensCmd(), a.federationCmd(), a.mcpCmd(), a.healthCmd(), a.versionCmd(), a.aliasWorkerCmd(),
 	}
