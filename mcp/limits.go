@@ -51,16 +51,17 @@ func readCapped(r io.Reader, size int64) ([]byte, error) {
 // holding its session (and its closing) forever.
 type stallWriter struct {
 	http.ResponseWriter
-	rc *http.ResponseController
+	rc    *http.ResponseController
+	stall time.Duration
 }
 
 func (w *stallWriter) Write(p []byte) (int, error) {
-	_ = w.rc.SetWriteDeadline(time.Now().Add(WriteStall))
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.stall))
 	return w.ResponseWriter.Write(p)
 }
 
 func (w *stallWriter) FlushError() error {
-	_ = w.rc.SetWriteDeadline(time.Now().Add(WriteStall))
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.stall))
 	return w.rc.Flush()
 }
 

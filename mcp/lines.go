@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 )
 
 // capLines reads a stdio client's newline-delimited requests, each at
@@ -74,14 +75,23 @@ func oversized(max int) []byte {
 
 // lockedConn is the client's end, written by the SDK and by capLines.
 type lockedConn struct {
-	mu sync.Mutex
-	w  io.WriteCloser
+	mu    sync.Mutex
+	w     io.WriteCloser
+	stall time.Duration // each write's deadline, when w has deadlines
 }
 
 func (c *lockedConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.w.Write(p)
+	if d, ok := c.w.(interface{ SetWriteDeadline(time.Time) error }); ok && c.stall > 0 {
+		_ = d.SetWriteDeadline(time.Now().Add(c.stall))
+	}
+	n, err := c.w.Write(p)
+	if err != nil {
+		// A line cut short leaves nothing to go on with: end the session.
+		_ = c.w.Close()
+	}
+	return n, err
 }
 
 // writeLine writes b, newline included, in one write: the SDK's own

@@ -41,8 +41,9 @@ const (
 	// notifications/initialized; one that stays half-open is closed, so
 	// it holds a slot only this long.
 	PendingFor = 30 * time.Second
-	// WriteStall is how long one write to an HTTP client may wait for it
-	// to read; past it the write fails and that stream ends.
+	// WriteStall is how long one write to a client (an HTTP stream, a
+	// `gateway mcp` bridge) may wait for it to read; past it the write
+	// fails and that stream, or the bridge's session, ends.
 	WriteStall = 10 * time.Second
 )
 
@@ -81,6 +82,7 @@ type Server struct {
 	http       *sdk.StreamableHTTPHandler
 	bare       *sdk.Server // answers the SDK's version check for a request of an open session
 	pendingFor time.Duration
+	writeStall time.Duration
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
@@ -104,7 +106,7 @@ func New(cfg Config) *Server {
 	if cfg.Drop == nil {
 		cfg.Drop = func(string) {}
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, owners: map[string]*conn{}, pendingFor: PendingFor,
+	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, owners: map[string]*conn{}, pendingFor: PendingFor, writeStall: WriteStall,
 		bare: sdk.NewServer(&sdk.Implementation{Name: "gateway", Version: cfg.Version}, &sdk.ServerOptions{SupportedProtocolVersions: sessionVersions})}
 	s.http = sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		// A request of an open session needs a server only for the
@@ -176,7 +178,7 @@ func (s *Server) Handler() http.Handler {
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Time{})
 		_ = rc.SetWriteDeadline(time.Time{})
-		w = &stallWriter{ResponseWriter: w, rc: rc}
+		w = &stallWriter{ResponseWriter: w, rc: rc, stall: s.writeStall}
 		s.http.ServeHTTP(w, r)
 	})
 }
@@ -197,7 +199,7 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 	_ = nc.SetDeadline(time.Time{})
 	_, _ = io.WriteString(nc, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: "+UpgradeProtocol+"\r\n\r\n")
 	srv := s.session(r.URL.Query().Get("name"), "stdio", g)
-	out := &lockedConn{w: nc}
+	out := &lockedConn{w: nc, stall: s.writeStall}
 	// capLines answers an oversized line itself; the SDK's cap, a little
 	// above, is never reached.
 	t := &sdk.IOTransport{Reader: &capLines{r: rw.Reader, c: nc, w: out, max: MaxInput}, Writer: out, MaxLineLength: MaxInput + 64}

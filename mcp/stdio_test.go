@@ -121,3 +121,51 @@ func serveAPI(t *testing.T, w *world) string {
 	t.Cleanup(func() { _ = hs.Close() })
 	return sock
 }
+
+// TestABridgeThatStopsReadingIsEndedAfterTheWriteStall: a `gateway mcp`
+// connection that sends requests and never reads the answers is closed
+// once a write waits writeStall, so it leaves the roster and the server
+// still closes promptly. Before, the write (and the session's close, and
+// the gateway's shutdown) waited forever.
+func TestABridgeThatStopsReadingIsEndedAfterTheWriteStall(t *testing.T) {
+	w := newWorld(t)
+	w.srv.writeStall = 200 * time.Millisecond
+	sock := serveAPI(t, w)
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET /mcp?name=deaf HTTP/1.1\r\nHost: gateway\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", UpgradeProtocol)
+	br := bufio.NewReader(c)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line == "\r\n" {
+			break
+		}
+	}
+	fmt.Fprintln(c, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(c, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	testutil.Eventually(t, "deaf in the roster", func() bool { return w.listed("deaf") })
+	go func() { // answers of a few MiB in all, none of them read
+		for i := range 2000 {
+			if _, err := fmt.Fprintf(c, `{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`+"\n", i+2); err != nil {
+				return
+			}
+		}
+	}()
+	testutil.EventuallyWithin(t, 10*time.Second, "deaf out of the roster", func() bool { return !w.listed("deaf") })
+	closed := make(chan struct{})
+	go func() { w.srv.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waits on a client that does not read")
+	}
+}
