@@ -25,9 +25,9 @@ func TestAClusterKeepsAReplicatedStreamThroughAKilledNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := js.Publish(ctx, "t.1", []byte("before")); err != nil {
-		t.Fatal(err)
-	}
+	// A stream just created may not have elected its leader yet ("no
+	// response from stream"): publishSoon retries under one message id.
+	publishSoon(t, ctx, js, "before")
 	info, err := st.Info(ctx)
 	if err != nil || info.Cluster == nil {
 		t.Fatalf("info %+v %v", info, err)
