@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sessiongateway/gateway/internal/inorder"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -29,9 +31,12 @@ const rosterPoll = time.Second
 
 // inboundPending caps the messages this host holds unacknowledged: each
 // is in memory (up to MaxEnvelope) until its outcome is known, so their
-// bytes are capped too (inflightBytes): past it the consumer waits.
+// bytes are capped too (inflightBytes): past it the consumer waits. A
+// message to a Claude Code session is held for the leg's settle window
+// (2 s by default: Claude Code says nothing of a clean delivery), so the
+// cap over that window bounds this host's rate: 8,192 allows 4,000 msg/s.
 const (
-	inboundPending = 1024
+	inboundPending = 8192
 	inflightBytes  = 64 << 20
 )
 
@@ -49,11 +54,11 @@ const outcomeWait = 2 * time.Minute
 // it is written to the settled store first, so a message NATS offers again
 // (a lost acknowledgement, a failover, this gateway restarted after a
 // crash) is answered with its receipt, never delivered twice. Messages of
-// one sender are written to the local leg one at a time, in stream order;
-// a message's settled record is on disk before the sender's next one is
-// written.
+// one sender are written to the local leg in stream order: one at a time,
+// or, to a writer that keeps their order (an alias worker), up to
+// laneWindow at once, each handed over once the one before has its place.
 func (n *Node) Serve(ctx context.Context, local Local) error {
-	in := &inflight{flights: map[string]*flight{}, lanes: map[string][]*flight{}}
+	in := &inflight{flights: map[string]*flight{}, lanes: map[string]*lane{}}
 	var lanes sync.WaitGroup
 	defer lanes.Wait()
 	deliver := n.onlyPublished(local.Deliver)
@@ -83,7 +88,8 @@ func (n *Node) Serve(ctx context.Context, local Local) error {
 	publish()
 	t := time.NewTicker(rosterPoll)
 	defer t.Stop()
-	progress := time.NewTicker(max(n.cfg.AckWait/3, 100*time.Millisecond))
+	every := max(n.cfg.AckWait/3, 100*time.Millisecond)
+	progress := time.NewTicker(every)
 	defer progress.Stop()
 	for {
 		select {
@@ -92,7 +98,7 @@ func (n *Node) Serve(ctx context.Context, local Local) error {
 		case <-n.ctx.Done():
 			return nil
 		case <-progress.C:
-			in.progress(n)
+			in.progress(n, every)
 		case <-t.C:
 			publish()
 		}
@@ -103,9 +109,24 @@ func (n *Node) Serve(ctx context.Context, local Local) error {
 // settled key, and the lanes that write them, one per sender.
 type inflight struct {
 	mu      sync.Mutex
-	bytes   int                  // of the flights' messages
-	flights map[string]*flight   // origin/id -> the message
-	lanes   map[string][]*flight // origin/sender -> its messages not yet written, in order
+	bytes   int                // of the flights' messages
+	flights map[string]*flight // origin/id -> the message
+	lanes   map[string]*lane   // origin/sender -> its lane, while it has messages
+}
+
+// lane is one sender's messages on their way to the local leg, in order.
+type lane struct {
+	queue   []*flight     // not handed to the leg yet
+	writing int           // handed to the leg, not answered yet
+	wake    chan struct{} // a message queued or a write answered
+}
+
+// poke wakes the lane's writer, if it waits.
+func (l *lane) poke() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
 }
 
 // flight is one message from another host on its way to the local leg.
@@ -113,6 +134,7 @@ type flight struct {
 	key, origin string
 	m           message.Message
 	msg         jetstream.Msg // its latest delivery: the one acknowledged
+	told        time.Time     // when NATS last heard of it (delivered, in progress)
 	took        time.Time     // when the local leg took it; zero before
 	heard       chan struct{} // closed when its outcome is heard
 	wasHeard    bool
@@ -128,19 +150,24 @@ func (f *flight) hear() {
 	}
 }
 
-// progress tells NATS the messages still held are being worked on, and
-// lets go of one taken long ago whose outcome never came.
-func (in *inflight) progress(n *Node) {
+// progress tells NATS the messages held for a while are still being
+// worked on (one held briefly needs no word: most settle well within
+// AckWait), and lets go of one taken long ago whose outcome never came.
+func (in *inflight) progress(n *Node, every time.Duration) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	now := time.Now()
 	for key, f := range in.flights {
-		if !f.took.IsZero() && time.Since(f.took) > outcomeWait {
+		if !f.took.IsZero() && now.Sub(f.took) > outcomeWait {
 			n.log.Warn("federation message taken, no outcome heard; acknowledged", "msg_id", f.m.ID, "from_host", f.origin)
 			_ = f.msg.Ack()
 			in.drop(key)
 			continue
 		}
-		_ = f.msg.InProgress()
+		if now.Sub(f.told) >= every {
+			_ = f.msg.InProgress()
+			f.told = now
+		}
 	}
 }
 
@@ -166,7 +193,7 @@ func (n *Node) inbound(ctx context.Context, in *inflight, lanes *sync.WaitGroup,
 	key := settledKey(e.From, m.ID)
 	in.mu.Lock()
 	if f, ok := in.flights[key]; ok {
-		f.msg = msg // offered again while on its way: one copy is enough
+		f.msg, f.told = msg, time.Now() // offered again while on its way: one copy is enough
 		in.mu.Unlock()
 		end()
 		return
@@ -184,19 +211,25 @@ func (n *Node) inbound(ctx context.Context, in *inflight, lanes *sync.WaitGroup,
 		_ = msg.Ack()
 		return
 	}
-	lane := e.From + "/" + m.FromName
+	sender := e.From + "/" + m.FromName
 	m.From, m.FromName = fromAddress(m.FromName, e.From)
 	// Known before delivery: a receipt may be relayed before Deliver returns.
 	n.origin.Put(m.ID, e.From)
-	f := &flight{key: key, origin: e.From, m: m, msg: msg, heard: make(chan struct{}), ctx: ctx, end: end}
+	f := &flight{key: key, origin: e.From, m: m, msg: msg, told: time.Now(), heard: make(chan struct{}), ctx: ctx, end: end}
 	in.mu.Lock()
 	in.flights[key] = f
 	in.bytes += len(msg.Data())
-	queue, running := in.lanes[lane]
-	in.lanes[lane] = append(queue, f)
-	in.mu.Unlock()
+	l, running := in.lanes[sender]
 	if !running {
-		lanes.Go(func() { n.runLane(ctx, in, lane, deliver) })
+		l = &lane{wake: make(chan struct{}, 1)}
+		in.lanes[sender] = l
+	}
+	l.queue = append(l.queue, f)
+	in.mu.Unlock()
+	if running {
+		l.poke()
+	} else {
+		lanes.Go(func() { n.runLane(ctx, in, sender, l, deliver) })
 	}
 	// Back-pressure: while the messages held pass inflightBytes, take no
 	// more (NATS keeps them).
@@ -220,27 +253,63 @@ func (in *inflight) drop(key string) {
 	}
 }
 
-// runLane writes one sender's messages in order until none is left.
-func (n *Node) runLane(ctx context.Context, in *inflight, lane string, deliver func(context.Context, message.Message) (message.Receipt, error)) {
+// laneWindow bounds one sender's messages handed to the local leg and not
+// yet answered. A writer that keeps their order says so once each is
+// queued (inorder.Queued: an alias worker, which writes to each target in
+// the order asked), so the lane hands it the next without waiting for
+// the write; a crash of this gateway then leaves at most this many of a
+// sender's messages written and not recorded (each is written once more
+// when NATS offers it again). Other writers are waited for, one message
+// at a time.
+const laneWindow = 32
+
+// runLane writes one sender's messages in order until none is left and
+// none is being written.
+func (n *Node) runLane(ctx context.Context, in *inflight, sender string, l *lane, deliver func(context.Context, message.Message) (message.Receipt, error)) {
+	var writing sync.WaitGroup
+	defer writing.Wait()
 	for {
 		in.mu.Lock()
-		queue := in.lanes[lane]
-		if len(queue) == 0 || ctx.Err() != nil {
-			delete(in.lanes, lane) // on shutdown, what is left stays unacknowledged: NATS offers it again
+		if ctx.Err() != nil || len(l.queue) == 0 && l.writing == 0 {
+			delete(in.lanes, sender) // on shutdown, what is left stays unacknowledged: NATS offers it again
 			in.mu.Unlock()
 			return
 		}
-		f := queue[0]
-		in.lanes[lane] = queue[1:]
+		if len(l.queue) == 0 || l.writing >= laneWindow {
+			in.mu.Unlock()
+			select {
+			case <-l.wake:
+			case <-ctx.Done():
+			}
+			continue
+		}
+		f := l.queue[0]
+		l.queue = l.queue[1:]
+		l.writing++
 		in.mu.Unlock()
-		n.deliverFlight(in, f, deliver)
+		queued, done := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		qctx := inorder.WithQueued(f.ctx, func() { once.Do(func() { close(queued) }) })
+		writing.Go(func() {
+			defer func() {
+				in.mu.Lock()
+				l.writing--
+				in.mu.Unlock()
+				l.poke()
+			}()
+			defer close(done)
+			n.deliverFlight(qctx, in, f, deliver)
+		})
+		select {
+		case <-queued:
+		case <-done:
+		}
 	}
 }
 
 // deliverFlight hands f to the local leg, retrying while it takes nothing,
-// and records what it says before the lane moves on.
-func (n *Node) deliverFlight(in *inflight, f *flight, deliver func(context.Context, message.Message) (message.Receipt, error)) {
-	ctx := f.ctx
+// and records what it says. ctx is f's, told when the leg has queued it.
+func (n *Node) deliverFlight(ctx context.Context, in *inflight, f *flight, deliver func(context.Context, message.Message) (message.Receipt, error)) {
 	defer f.end()
 	wait := 250 * time.Millisecond
 	var rc message.Receipt
@@ -272,8 +341,8 @@ func (n *Node) deliverFlight(in *inflight, f *flight, deliver func(context.Conte
 		return
 	}
 	// Taken (written to the session, or kept by a durable leg): on disk
-	// before the sender's next message is written, so a crash leaves at
-	// most this one written and unrecorded. Its outcome comes via Relay.
+	// before the message is let go of, so NATS offering it again finds it
+	// written (see laneWindow). Its outcome comes via Relay.
 	if err := n.settled.put(f.key, rc); err != nil {
 		n.log.Warn("federation settled id not recorded", "msg_id", f.m.ID, "err", err)
 	}
@@ -400,7 +469,7 @@ func (n *Node) Relay(ctx context.Context, rc message.Receipt) bool {
 		in.mu.Unlock()
 	}
 	select {
-	case n.relays <- relayed{key: key, origin: origin, rc: rc}:
+	case n.relays[shardOf(key)] <- relayed{key: key, origin: origin, rc: rc}:
 	default:
 		n.settle(ctx, key, origin, rc) // the queue is full: wait, rather than lose it
 	}
@@ -418,14 +487,27 @@ type relayed struct {
 // delivered).
 const relayQueue = 4 * inboundPending
 
-// settleRelayed settles the relayed receipts in order, until Close.
-func (n *Node) settleRelayed() {
+// relayShards is how many receipts are settled at once: each waits for
+// the stream to store it, so one at a time would bound this host's
+// messages to one stream round trip each. A message's receipts all go to
+// one shard, in order (held, then delivered).
+const relayShards = 16
+
+// shardOf is the shard that settles the receipts of the message key.
+func shardOf(key string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return int(h.Sum32() % relayShards)
+}
+
+// settleRelayed settles the receipts of one shard in order, until Close.
+func (n *Node) settleRelayed(relays <-chan relayed) {
 	defer n.done.Done()
 	for {
 		select {
 		case <-n.ctx.Done():
 			return
-		case r := <-n.relays:
+		case r := <-relays:
 			n.settle(n.ctx, r.key, r.origin, r.rc)
 		}
 	}

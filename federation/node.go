@@ -75,7 +75,7 @@ type Node struct {
 	pr        promptState                  // permission prompts across hosts (prompts.go)
 	upSince   atomic.Int64                 // unix nanoseconds the link is up since; 0 while down
 	relink    chan struct{}                // a reconnect: the roster watch starts over
-	relays    chan relayed                 // decisive receipts for settleRelayed
+	relays    []chan relayed               // decisive receipts for settleRelayed, by shardOf
 
 	mu        sync.Mutex
 	others    map[string]hostEntry // other hosts' roster entries, by host
@@ -103,7 +103,6 @@ func Connect(ctx context.Context, cfg Config) (*Node, error) {
 		origin: bounded.NewMap[string, string](settledWindow),
 		sentTo: bounded.NewMap[string, string](settledWindow),
 		others: map[string]hostEntry{}, relink: make(chan struct{}, 1),
-		relays:  make(chan relayed, relayQueue),
 		nonces:  newNonces(),
 		missing: bounded.NewMap[string, time.Time](1024),
 	}
@@ -138,11 +137,14 @@ func Connect(ctx context.Context, cfg Config) (*Node, error) {
 		n.closeStore()
 		return nil, err
 	}
-	n.done.Add(4)
+	n.done.Add(3 + relayShards)
 	go n.heartbeat()
 	go n.watchRoster()
 	go n.flush()
-	go n.settleRelayed()
+	for i := range relayShards {
+		n.relays = append(n.relays, make(chan relayed, relayQueue/relayShards))
+		go n.settleRelayed(n.relays[i])
+	}
 	return n, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/inorder"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -86,6 +87,15 @@ func RunWorker(ctx context.Context, cfg Config, ctl io.ReadWriter) error {
 	done := make(chan error, 1)
 	go func() { done <- peer.Run(ctx, events) }()
 	write(WorkerOp{Op: OpReady, Address: peer.Address(), SessionID: peer.SessionID(), PID: os.Getpid()})
+	sends := &targetQueues{queues: map[string][]message.Message{}, send: func(m message.Message) {
+		sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+		defer scancel()
+		res := WorkerOp{Op: OpSent, MsgID: m.ID}
+		if _, err := peer.Send(sctx, m); err != nil {
+			res.Error = err.Error()
+		}
+		write(res)
+	}}
 
 	go func() {
 		defer cancel()
@@ -109,19 +119,9 @@ func RunWorker(ctx context.Context, cfg Config, ctl io.ReadWriter) error {
 					}()
 				}
 			case OpSend:
-				if op.Message == nil {
-					continue
+				if op.Message != nil {
+					sends.add(*op.Message)
 				}
-				m := *op.Message
-				go func() {
-					sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
-					defer scancel()
-					res := WorkerOp{Op: OpSent, MsgID: m.ID}
-					if _, err := peer.Send(sctx, m); err != nil {
-						res.Error = err.Error()
-					}
-					write(res)
-				}()
 			}
 		}
 	}()
@@ -132,6 +132,44 @@ func RunWorker(ctx context.Context, cfg Config, ctl io.ReadWriter) error {
 		case err := <-done:
 			return err
 		}
+	}
+}
+
+// targetQueues writes a worker's messages to each target one at a time,
+// in the order the parent asked for them (each write is a connection of
+// its own, which the receiver may serve in any order once two are open),
+// while different targets are written side by side. The parent bounds
+// what it asks for before the answers come.
+type targetQueues struct {
+	send   func(message.Message)
+	mu     sync.Mutex
+	queues map[string][]message.Message // by target; present while its writer runs
+}
+
+func (q *targetQueues) add(m message.Message) {
+	q.mu.Lock()
+	queue, running := q.queues[m.To]
+	q.queues[m.To] = append(queue, m)
+	q.mu.Unlock()
+	if !running {
+		go q.run(m.To)
+	}
+}
+
+// run writes to's messages until none is left.
+func (q *targetQueues) run(to string) {
+	for {
+		q.mu.Lock()
+		queue := q.queues[to]
+		if len(queue) == 0 {
+			delete(q.queues, to)
+			q.mu.Unlock()
+			return
+		}
+		m := queue[0]
+		q.queues[to] = queue[1:]
+		q.mu.Unlock()
+		q.send(m)
 	}
 }
 
@@ -429,7 +467,9 @@ func (p *AliasPool) read(name string, w *worker) {
 }
 
 // Send sends m from the alias name (starting it if needed) and waits for
-// the worker's write to finish.
+// the worker's write to finish. Once m is on the worker's pipe it tells
+// ctx (inorder.Queued): the worker writes m to its target before any
+// message to that target it is asked for later.
 func (p *AliasPool) Send(ctx context.Context, name string, m message.Message) error {
 	if _, err := p.Get(ctx, name); err != nil {
 		return err
@@ -454,6 +494,7 @@ func (p *AliasPool) Send(ctx context.Context, name string, m message.Message) er
 	if err != nil {
 		return fmt.Errorf("alias %q: %w", name, err)
 	}
+	inorder.Queued(ctx)
 	select {
 	case err := <-ch:
 		return err
