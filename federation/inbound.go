@@ -261,7 +261,7 @@ func (in *inflight) drop(key string) {
 // sender's messages written and not recorded (each is written once more
 // when NATS offers it again). Other writers are waited for, one message
 // at a time.
-const laneWindow = 32
+const laneWindow = 16
 
 // runLane writes one sender's messages in order until none is left and
 // none is being written.
@@ -337,7 +337,7 @@ func (n *Node) deliverFlight(ctx context.Context, in *inflight, f *flight, deliv
 		rc.Time = time.Now()
 	}
 	if decisive(rc) {
-		n.settle(ctx, f.key, f.origin, rc)
+		n.settle(ctx, f.key, f.origin, rc, false)
 		return
 	}
 	// Taken (written to the session, or kept by a durable leg): on disk
@@ -370,15 +370,16 @@ const orderWait = 100 * time.Millisecond
 // answersEach reports whether sessions of protocol p answer every
 // message, delivered or not. Claude Code says nothing of a clean
 // delivery: waiting for it would cost orderWait per message, so its
-// messages are written in order, one at a time, without waiting; the
+// messages are written in order without waiting for an outcome; the
 // other legs keep their own order (an inbox, an outbox).
 func answersEach(p message.Protocol) bool { return p == message.ProtocolQwen }
 
 // settle records rc, the outcome of the message key from origin, sends it
 // to origin, and acknowledges the message if this host still holds it.
 // When the receipt cannot be sent, the message is offered again and the
-// receipt re-sent from the settled store then.
-func (n *Node) settle(ctx context.Context, key, origin string, rc message.Receipt) {
+// receipt re-sent from the settled store then. A shared record waits a
+// moment to share its commit with others settled at once.
+func (n *Node) settle(ctx context.Context, key, origin string, rc message.Receipt, shared bool) {
 	n.mu.Lock()
 	in := n.in
 	n.mu.Unlock()
@@ -392,7 +393,11 @@ func (n *Node) settle(ctx context.Context, key, origin string, rc message.Receip
 	}
 	// Recorded before the flight is let go: a copy offered meanwhile finds
 	// one or the other.
-	if err := n.settled.put(key, rc); err != nil {
+	put := n.settled.put
+	if shared {
+		put = n.settled.putShared // nothing waits on it but its ack
+	}
+	if err := put(key, rc); err != nil {
 		n.log.Warn("federation settled id not recorded", "msg_id", rc.MsgID, "err", err)
 	}
 	err := n.sendReceipt(ctx, origin, rc)
@@ -471,7 +476,7 @@ func (n *Node) Relay(ctx context.Context, rc message.Receipt) bool {
 	select {
 	case n.relays[shardOf(key)] <- relayed{key: key, origin: origin, rc: rc}:
 	default:
-		n.settle(ctx, key, origin, rc) // the queue is full: wait, rather than lose it
+		n.settle(ctx, key, origin, rc, false) // the queue is full: wait, rather than lose it
 	}
 	return true
 }
@@ -508,7 +513,7 @@ func (n *Node) settleRelayed(relays <-chan relayed) {
 		case <-n.ctx.Done():
 			return
 		case r := <-relays:
-			n.settle(n.ctx, r.key, r.origin, r.rc)
+			n.settle(n.ctx, r.key, r.origin, r.rc, true)
 		}
 	}
 }

@@ -93,6 +93,17 @@ func decodeSettled(v []byte) (message.Receipt, bool) {
 // before the leg's Send returned); the oldest records beyond the cap are
 // pruned in the same write.
 func (s *settled) put(key string, rc message.Receipt) error {
+	return s.write(key, rc, s.db.Update)
+}
+
+// putShared is put sharing its commit with puts made at the same moment
+// (waiting up to the store's batch delay for them): for the outcomes
+// settled side by side, where nothing waits on each one but its ack.
+func (s *settled) putShared(key string, rc message.Receipt) error {
+	return s.write(key, rc, s.db.Batch)
+}
+
+func (s *settled) write(key string, rc message.Receipt, commit func(func(*bolt.Tx) error) error) error {
 	if old, ok := s.cache.Get(key); ok && decisive(old) && !decisive(rc) {
 		return nil
 	}
@@ -108,9 +119,10 @@ func (s *settled) put(key string, rc message.Receipt) error {
 		return err
 	}
 	added, kept := false, rc
-	// One commit each, not a batch: the file is not synced (SettledFile),
-	// so a commit is cheap, and a lane waits for it before its next write.
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	// A taken record is one commit of its own (the file is not synced,
+	// see SettledFile, so a commit is cheap, and a lane may wait for it
+	// before its next write); commit may run the function more than once.
+	err = commit(func(tx *bolt.Tx) error {
 		added, kept = false, rc
 		b := tx.Bucket(bucketSettled)
 		if old := b.Get([]byte(key)); old != nil {

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+func init() { register("federation", federationRows) }
+
+// federationRows: control API POST /v1/messages on host A until the frame
+// is read at a bare Claude sink on host C (two gateways, each in its own
+// World, joined to a three-node NATS cluster: signed envelopes on a
+// replicated stream, C's consumer, C's alias of the sender), beside the
+// same send to a sink on A itself, with one sender and with 16. Both
+// gateways serve with the bridge on: aliases are how another host's
+// message reaches a local session.
+func federationRows(ctx context.Context, e *Env) ([]Row, error) {
+	urls, err := startNATS(e)
+	if err != nil {
+		return nil, err
+	}
+	wa, err := e.NewWorld()
+	if err != nil {
+		return nil, err
+	}
+	wc, err := e.NewWorld()
+	if err != nil {
+		return nil, err
+	}
+	near, err := startClaudeSink(e, wa, "near")
+	if err != nil {
+		return nil, err
+	}
+	far, err := startClaudeSink(e, wc, "far")
+	if err != nil {
+		return nil, err
+	}
+	a, err := e.StartGateway(ctx, wa, "--federation", strings.Join(urls, ","), "--host", "ba")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.StartGateway(ctx, wc, "--federation", urls[2]+","+urls[0], "--host", "bc"); err != nil {
+		return nil, err
+	}
+	if err := a.WaitListed(ctx, "near"); err != nil {
+		return nil, err
+	}
+	if err := a.WaitListed(ctx, "far.bc"); err != nil {
+		return nil, err
+	}
+	to := func(name string) func(int) error {
+		return func(i int) error { return a.Send(ctx, name, fmt.Sprintf("bench %d", i), false) }
+	}
+	viaNear, viaFar := to("near"), to("far.bc")
+	// Warm both up: connections, caches, C's alias worker.
+	if _, err := sequentialTo(ctx, e.N(100, 10), near, viaNear, far, viaFar); err != nil {
+		return nil, err
+	}
+	var seq [2]Latencies
+	if err := e.Profile(ctx, a, "federation-sequential", func() error {
+		seq, err = sequentialTo(ctx, e.N(2000, 50), near, viaNear, far, viaFar)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	const senders = 16
+	var oneHost, crossHost Rate
+	if err := e.Profile(ctx, a, "federation-16-senders", func() error {
+		for range 2 { // alternating, so neither always runs second
+			r, err := concurrent(ctx, near, senders, e.N(3000, 64), viaNear)
+			if err != nil {
+				return err
+			}
+			oneHost.N, oneHost.Span = oneHost.N+r.N, oneHost.Span+r.Span
+			if r, err = concurrent(ctx, far, senders, e.N(3000, 64), viaFar); err != nil {
+				return err
+			}
+			crossHost.N, crossHost.Span = crossHost.N+r.N, crossHost.Span+r.Span
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	one := rateRow("API -> Claude on another host, 1 sender (msg/s)", seq[1].rate(), seq[0].rate(), "one host", 0)
+	one.Target, one.Met = "", Unjudged
+	many := rateRow(fmt.Sprintf("API -> Claude on another host, %d senders (msg/s)", senders), crossHost, oneHost, "one host", 0)
+	many.Target, many.Met = ">= 3,000 msg/s", judge(crossHost.PerSec() >= 3000) // issue 12's target, not a ratio
+	return []Row{
+		latencyRow("API -> Claude on another host, 1 sender (latency)", seq[1], seq[0], "one host", 0.5, 2*time.Millisecond),
+		one,
+		many,
+	}, nil
+}
+
+// sequentialTo times n sends on each road, alternating one of each, each
+// until its sink has read the frame: [0] is a's, [1] is b's.
+func sequentialTo(ctx context.Context, n int, sa *claudeSink, a func(int) error, sb *claudeSink, b func(int) error) ([2]Latencies, error) {
+	var out [2]Latencies
+	for i := range n {
+		for j, road := range []struct {
+			sink *claudeSink
+			send func(int) error
+		}{{sa, a}, {sb, b}} {
+			t0 := time.Now()
+			if err := road.send(i); err != nil {
+				return out, err
+			}
+			if err := road.sink.wait(ctx, 1); err != nil {
+				return out, err
+			}
+			out[j] = append(out[j], time.Since(t0))
+		}
+	}
+	return out, nil
+}
+
+// startNATS runs a three-node NATS cluster with JetStream in this process,
+// on loopback, stopped when the suite ends, and returns its client URLs.
+func startNATS(e *Env) ([]string, error) {
+	dir, err := os.MkdirTemp("", "gwb-nats")
+	if err != nil {
+		return nil, err
+	}
+	e.Cleanup(func() { os.RemoveAll(dir) })
+	ports := make([]int, 3)
+	var routes []string
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[i]))
+	}
+	var servers []*server.Server
+	e.Cleanup(func() {
+		for _, s := range servers {
+			s.Shutdown()
+			s.WaitForShutdown()
+		}
+	})
+	var urls []string
+	for i, p := range ports {
+		s, err := server.NewServer(&server.Options{
+			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: server.RANDOM_PORT,
+			JetStream: true, StoreDir: filepath.Join(dir, fmt.Sprintf("n%d", i)), NoLog: true, NoSigs: true,
+			Cluster: server.ClusterOpts{Name: "bench", Host: "127.0.0.1", Port: p},
+			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.Start()
+		servers = append(servers, s)
+	}
+	for _, s := range servers {
+		if !s.ReadyForConnections(10 * time.Second) {
+			return nil, fmt.Errorf("NATS node %s did not start", s.Name())
+		}
+		urls = append(urls, s.ClientURL())
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ready := false
+		for _, s := range servers {
+			ready = ready || s.JetStreamIsLeader()
+		}
+		for _, s := range servers {
+			ready = ready && s.JetStreamIsCurrent()
+		}
+		if ready {
+			return urls, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the NATS cluster elected no JetStream leader")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
