@@ -25,7 +25,8 @@ func TestASendersMessagesGoToAnOrderKeepingWriterWithoutWaitingForEachWrite(t *t
 	c := sharedCluster(t)
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			from, to := fmt.Sprintf("lane-a%d", i), fmt.Sprintf("lane-c%d", i)
+			run := time.Now().UnixNano() % 1e6 // names of this run's own: the cluster is shared
+			from, to := fmt.Sprintf("lane-a%d-%d", i, run), fmt.Sprintf("lane-c%d-%d", i, run)
 			a, cc := join(t, c.url(0), from), join(t, c.url(1), to)
 			release := make(chan struct{})
 			var mu sync.Mutex
