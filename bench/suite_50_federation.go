@@ -63,28 +63,39 @@ func federationRows(ctx context.Context, e *Env) ([]Row, error) {
 	if _, err := sequentialTo(ctx, e.N(100, 10), near, viaNear, far, viaFar); err != nil {
 		return nil, err
 	}
-	var seq [2]Latencies
-	if err := e.Profile(ctx, a, "federation-sequential", func() error {
-		seq, err = sequentialTo(ctx, e.N(2000, 50), near, viaNear, far, viaFar)
-		return err
-	}); err != nil {
+	seq, err := sequentialTo(ctx, e.N(2000, 50), near, viaNear, far, viaFar)
+	if err != nil {
 		return nil, err
 	}
 	const senders = 16
 	var oneHost, crossHost Rate
-	if err := e.Profile(ctx, a, "federation-16-senders", func() error {
-		for range 2 { // alternating, so neither always runs second
-			r, err := concurrent(ctx, near, senders, e.N(3000, 64), viaNear)
-			if err != nil {
-				return err
-			}
-			oneHost.N, oneHost.Span = oneHost.N+r.N, oneHost.Span+r.Span
-			if r, err = concurrent(ctx, far, senders, e.N(3000, 64), viaFar); err != nil {
-				return err
-			}
-			crossHost.N, crossHost.Span = crossHost.N+r.N, crossHost.Span+r.Span
+	for range 2 { // alternating, so neither always runs second
+		if !e.Short {
+			time.Sleep(settleWindow + 500*time.Millisecond) // the last round's settle windows end first
 		}
-		return nil
+		r, err := concurrent(ctx, near, senders, e.N(3000, 64), viaNear)
+		if err != nil {
+			return nil, err
+		}
+		oneHost.N, oneHost.Span = oneHost.N+r.N, oneHost.Span+r.Span
+		if !e.Short {
+			time.Sleep(settleWindow + 500*time.Millisecond)
+		}
+		if r, err = concurrent(ctx, far, senders, e.N(3000, 64), viaFar); err != nil {
+			return nil, err
+		}
+		crossHost.N, crossHost.Span = crossHost.N+r.N, crossHost.Span+r.Span
+	}
+	// Profiles of the sending host (with -profile), after the figures.
+	if err := e.Profile(ctx, a, "sequential", func() error {
+		_, err := sequentialTo(ctx, 200, near, viaNear, far, viaFar)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if err := e.Profile(ctx, a, "16-senders", func() error {
+		_, err := concurrent(ctx, far, senders, 1000, viaFar)
+		return err
 	}); err != nil {
 		return nil, err
 	}
