@@ -8,6 +8,7 @@
 #   $CACHE/claude/node_modules/.bin/claude   Claude Code
 #   $CACHE/playwright/node_modules/playwright-core   the console's browser test
 #   $CACHE/mcp-sdk/node_modules/@modelcontextprotocol/sdk   an independent MCP client
+#   $CACHE/redocly/node_modules/.bin/redocly   an independent OpenAPI linter (api/openapi.json)
 #
 # The tests find the binary there (or at $GATEWAY_CLAUDE_BIN).
 set -euo pipefail
@@ -119,5 +120,20 @@ else
 fi
 got=$(node -p "require('$mcp_dir/node_modules/@modelcontextprotocol/sdk/package.json').version" 2>/dev/null || true)
 [ "$got" = "$MCP_SDK_VERSION" ] || die "@modelcontextprotocol/sdk in $mcp_dir is '$got', want $MCP_SDK_VERSION"
+
+# --- Redocly CLI (lints api/openapi.json independently of the Go tests) ---------
+REDOCLY_VERSION=2.77.0
+redocly_dir=$CACHE/redocly
+got=$(node -p "require('$redocly_dir/node_modules/@redocly/cli/package.json').version" 2>/dev/null || true)
+if [ "$got" = "$REDOCLY_VERSION" ]; then
+	log "@redocly/cli $REDOCLY_VERSION: present in $redocly_dir"
+else
+	log "installing @redocly/cli@$REDOCLY_VERSION into $redocly_dir"
+	mkdir -p "$redocly_dir"
+	npm install --prefix "$redocly_dir" --no-audit --no-fund --loglevel=error "@redocly/cli@$REDOCLY_VERSION"
+fi
+got=$(node -p "require('$redocly_dir/node_modules/@redocly/cli/package.json').version" 2>/dev/null || true)
+[ "$got" = "$REDOCLY_VERSION" ] || die "@redocly/cli in $redocly_dir is '$got', want $REDOCLY_VERSION"
+[ -x "$redocly_dir/node_modules/.bin/redocly" ] || die "$redocly_dir/node_modules/.bin/redocly is missing after npm install"
 
 log "done; run: GATEWAY_INTEROP=1 go test ./interop/..."

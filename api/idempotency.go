@@ -79,13 +79,14 @@ func validKey(k string) bool {
 }
 
 // digest is what makes two sends the same request: what is sent, not how
-// long the caller waits for it.
+// long the caller waits for it. b.Body is the text whichever spelling
+// carried it; the field keeps the name Text so stored digests still match.
 func digest(b SendBody) string {
 	v, _ := json.Marshal(struct {
 		To, Text, Mode, FromName string
 		Files                    []string
 		Unpaced                  bool
-	}{b.To, b.Text, b.Mode, b.FromName, b.Files, b.Unpaced})
+	}{b.To, b.Body, b.Mode, b.FromName, b.Files, b.Unpaced})
 	sum := sha256.Sum256(v)
 	return hex.EncodeToString(sum[:])
 }

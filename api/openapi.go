@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding"
 	"encoding/json"
 	"net/http"
 	"reflect"
@@ -9,14 +8,16 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 )
 
 // The OpenAPI document is generated from the route table and the Go types
-// it names, by a small reflector written for the shapes this API has:
-// structs with json tags, slices, string maps, pointers, text marshalers
-// (enums) and json.RawMessage. A library would bring a dependency and its own
-// idea of encoding/json's rules for a few dozen lines.
+// it names, by a small reflector written for the shapes this API has
+// (openapi_schema.go); the words are in openapi_docs.go and the closed sets
+// in openapi_enums.go. api/openapi.json is the committed copy, which a test
+// keeps equal to what is served (go test ./api -run TestTheCommittedOpenAPI
+// -update rewrites it, and the README's route table; so does go generate ./api).
+
+//go:generate go test -run TestTheCommittedOpenAPIDocumentIsTheServedOne|TestTheREADMESaysWhichRoutesNeedWhichScope -update .
 
 var (
 	docOnce sync.Once
@@ -25,8 +26,9 @@ var (
 
 // OpenAPI returns the OpenAPI 3.1 document of the API.
 func OpenAPI() map[string]any {
-	g := &schemaGen{defs: map[string]any{}, names: map[string]reflect.Type{}}
+	g := newSchemaGen()
 	g.defs["Error"] = g.structSchema(reflect.TypeFor[Error]())
+	g.defs["StreamNotice"] = streamNotice()
 	paths := map[string]any{}
 	for _, rt := range routes {
 		item, _ := paths[rt.path].(map[string]any)
@@ -38,38 +40,62 @@ func OpenAPI() map[string]any {
 	}
 	return map[string]any{
 		"openapi": "3.1.0",
-		"info": map[string]any{"title": "gateway control API", "version": "1",
-			"description": "Bearer tokens carry scopes (read, send, approve, files; files lets a send attach files from the files directory); each operation's x-scope names the one it needs. /healthz and /readyz need no token. The Unix control socket needs none."},
+		"info": map[string]any{
+			"title":       "gateway control API",
+			"version":     "1",
+			"description": apiDescription,
+			"license":     map[string]any{"name": "Apache-2.0", "identifier": "Apache-2.0"},
+		},
+		"servers": []any{map[string]any{
+			"url":         "{origin}{prefix}",
+			"description": "The --api listener (the Unix control socket serves the same routes at its root, without tokens).",
+			"variables": map[string]any{
+				"origin": map[string]any{"default": "http://127.0.0.1:8080", "description": "The scheme, host and port --api listens on (https with --tls-cert)."},
+				"prefix": map[string]any{"default": "", "description": "The --api-prefix path, if any, such as /gateway."},
+			},
+		}},
 		"paths": paths,
 		"components": map[string]any{
-			"schemas":         g.defs,
-			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},
+			"schemas": g.defs,
+			"securitySchemes": map[string]any{
+				"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "A token from <state-dir>/api-token (every scope) or gateway tokens add (the scopes it names). The requirement of each operation lists the scope it needs."},
+				"cookie": map[string]any{"type": "apiKey", "in": "cookie", "name": SessionCookie, "description": "A browser session from POST /v1/login, with the scopes of the token or pairing that signed it in; state-changing requests must also carry its CSRF token in X-CSRF-Token."},
+			},
 		},
-		"security": []any{map[string]any{"bearer": []any{}}},
+		"security": []any{map[string]any{"bearer": []any{}}, map[string]any{"cookie": []any{}}},
 	}
 }
+
+const apiDescription = "The gateway's HTTP control API. Over TCP (--api) every operation but the probes and the sign-in routes needs a bearer token (or a browser session cookie) holding the scope its security requirement names: read for every GET and the event stream, send for messages, idle subscriptions and remote sessions, approve for answering prompts, deciding held messages, control requests and archiving, files for attaching files. The Unix control socket needs no token. Errors are an Error object whose code fixes the status."
 
 var pathParam = regexp.MustCompile(`\{([a-z_]+)\}`)
 
 func (g *schemaGen) operation(rt route) map[string]any {
 	op := map[string]any{
-		"summary":     rt.summary,
+		"summary":     summaryOf(rt.summary),
+		"description": rt.summary,
 		"operationId": operationID(rt),
 	}
 	var params []any
 	for _, m := range pathParam.FindAllStringSubmatch(rt.path, -1) {
-		params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
+		params = append(params, map[string]any{"name": m[1], "in": "path", "required": true,
+			"description": pathParamDocs[rt.path+" "+m[1]], "schema": map[string]any{"type": "string"}})
 	}
 	for _, q := range rt.query {
 		params = append(params, map[string]any{"name": q.name, "in": "query", "description": q.doc, "schema": map[string]any{"type": q.typ}})
 	}
+	for _, h := range headerParams[rt.pattern()] {
+		params = append(params, map[string]any{"name": h.name, "in": "header", "description": h.doc, "schema": map[string]any{"type": h.typ}})
+	}
 	if params != nil {
 		op["parameters"] = params
 	}
-	if rt.scope == 0 {
-		op["security"] = []any{}
-	} else {
+	switch {
+	case rt.scope != 0:
 		op["x-scope"] = rt.scope.String()
+		op["security"] = []any{map[string]any{"bearer": []any{rt.scope.String()}}, map[string]any{"cookie": []any{rt.scope.String()}}}
+	default:
+		op["security"] = []any{}
 	}
 	if rt.in != nil {
 		op["requestBody"] = map[string]any{"required": true, "content": map[string]any{
@@ -77,19 +103,71 @@ func (g *schemaGen) operation(rt route) map[string]any {
 	}
 	ok := map[string]any{"description": http.StatusText(rt.successStatus())}
 	switch {
-	case rt.produces != "" && rt.out != nil:
-		ok["content"] = map[string]any{rt.produces: map[string]any{"itemSchema": g.schema(reflect.TypeOf(rt.out))}}
+	case rt.produces == "text/event-stream":
+		ok["content"] = map[string]any{rt.produces: map[string]any{"schema": g.eventStream(reflect.TypeOf(rt.out))}}
 	case rt.produces != "":
-		ok["content"] = map[string]any{rt.produces: map[string]any{"schema": map[string]any{"type": "string"}}}
+		ok["content"] = map[string]any{rt.produces: map[string]any{"schema": map[string]any{"type": "string", "description": "Plain text."}}}
 	case rt.out != nil:
 		ok["content"] = map[string]any{"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(rt.out))}}
 	}
-	op["responses"] = map[string]any{
-		strconv.Itoa(rt.successStatus()): ok,
-		"default": map[string]any{"description": "An error; the status follows from code.", "content": map[string]any{
-			"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}}},
+	if h := replyHeaders[rt.pattern()]; h != nil {
+		ok["headers"] = h
 	}
+	errBody := map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}}
+	responses := map[string]any{
+		strconv.Itoa(rt.successStatus()): ok,
+		"4XX":                            map[string]any{"description": "The request was refused; code says why (bad_request, unauthorized, forbidden, not_found, rate_limited with Retry-After, ...).", "content": errBody},
+		"default":                        map[string]any{"description": "The gateway or a leg failed; code says how (bad_gateway, timeout, unavailable, storage_full, ...).", "content": errBody},
+	}
+	if rt.pattern() == "GET /readyz" {
+		responses["503"] = map[string]any{"description": "A leg is not ready; legs says which.", "content": ok["content"]}
+	}
+	op["responses"] = responses
 	return op
+}
+
+// eventStream describes a server-sent event stream of out's JSON objects.
+// OpenAPI 3.1 has no keyword for one item of a stream (3.2's itemSchema),
+// so the stream is described as the sequence of its events, each event's
+// data as a JSON string whose content is out (or a StreamNotice).
+func (g *schemaGen) eventStream(out reflect.Type) map[string]any {
+	return map[string]any{
+		"type":        "array",
+		"description": "A text/event-stream, described as its sequence of events. Each event has an id (the Event's id), an event name (its type) and one data line holding the Event as JSON. A gap notice comes first when events after Last-Event-ID were forgotten; an error notice ends a stream that failed. Comment lines keep the connection alive.",
+		"items": map[string]any{
+			"type":     "object",
+			"required": []string{"data"},
+			"properties": map[string]any{
+				"id":    map[string]any{"type": "string", "pattern": "^[0-9]+$", "description": "The Event's id, to resume from with Last-Event-ID."},
+				"event": map[string]any{"type": "string", "enum": append(enumOf(reflect.TypeFor[eventTypeT]()), "gap", "error"), "description": "The Event's type, or gap or error for a StreamNotice."},
+				"data": map[string]any{"type": "string", "contentMediaType": "application/json", "description": "The Event as JSON (a StreamNotice for gap and error).",
+					"contentSchema": map[string]any{"oneOf": []any{g.schema(out), map[string]any{"$ref": "#/components/schemas/StreamNotice"}}}},
+			},
+		},
+	}
+}
+
+func streamNotice() map[string]any {
+	return map[string]any{
+		"type":        "object",
+		"description": "What the event stream says about itself rather than about the gateway: a gap (events were forgotten) or an error (the stream ends).",
+		"required":    []string{"type", "error"},
+		"properties": map[string]any{
+			"type":  map[string]any{"type": "string", "enum": []string{"gap", "error"}, "description": "gap: some events after Last-Event-ID were forgotten; error: the stream failed and ends."},
+			"error": map[string]any{"type": "string", "description": "What happened, for a person."},
+		},
+	}
+}
+
+// summaryOf is a route's first clause, for the operation's summary; the
+// whole text is its description.
+func summaryOf(s string) string {
+	for _, sep := range []string{". ", "; ", ": ", " ("} {
+		if i := strings.Index(s, sep); i > 0 {
+			s = s[:i]
+		}
+	}
+	return strings.TrimSuffix(s, ".")
 }
 
 func (rt route) successStatus() int {
@@ -108,122 +186,9 @@ func operationID(rt route) string {
 	return b.String()
 }
 
-// schemaGen reflects Go types into JSON Schema (2020-12, as OpenAPI 3.1
-// uses it). Named structs become components, referenced by $ref, which
-// also ends recursion.
-type schemaGen struct {
-	defs  map[string]any
-	names map[string]reflect.Type
-}
-
-var (
-	timeType = reflect.TypeFor[time.Time]()
-	rawType  = reflect.TypeFor[json.RawMessage]()
-	textType = reflect.TypeFor[encoding.TextMarshaler]()
-)
-
-func (g *schemaGen) schema(t reflect.Type) map[string]any {
-	switch {
-	case t == timeType:
-		return map[string]any{"type": "string", "format": "date-time"}
-	case t == rawType:
-		return map[string]any{} // any JSON value
-	case t.Kind() != reflect.Pointer && (t.Implements(textType) || reflect.PointerTo(t).Implements(textType)):
-		return map[string]any{"type": "string"}
-	}
-	switch t.Kind() {
-	case reflect.Pointer:
-		return g.schema(t.Elem())
-	case reflect.Bool:
-		return map[string]any{"type": "boolean"}
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return map[string]any{"type": "integer"}
-	case reflect.Float32, reflect.Float64:
-		return map[string]any{"type": "number"}
-	case reflect.String:
-		return map[string]any{"type": "string"}
-	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 {
-			return map[string]any{"type": "string", "contentEncoding": "base64"}
-		}
-		return map[string]any{"type": "array", "items": g.schema(t.Elem())}
-	case reflect.Map:
-		return map[string]any{"type": "object", "additionalProperties": g.schema(t.Elem())}
-	case reflect.Struct:
-		if t.Name() == "" {
-			return g.structSchema(t)
-		}
-		name := g.nameOf(t)
-		if _, done := g.defs[name]; !done {
-			g.defs[name] = map[string]any{} // placeholder: a recursive reference ends here
-			g.defs[name] = g.structSchema(t)
-		}
-		return map[string]any{"$ref": "#/components/schemas/" + name}
-	}
-	return map[string]any{} // interfaces and the rest: any JSON value
-}
-
-// nameOf is the component name: the type's name, qualified by its package
-// when two packages use the same one.
-func (g *schemaGen) nameOf(t reflect.Type) string {
-	name := t.Name()
-	if prev, ok := g.names[name]; ok && prev != t {
-		pkg := t.PkgPath()
-		name = pkg[strings.LastIndex(pkg, "/")+1:] + "." + name
-	}
-	g.names[name] = t
-	return name
-}
-
-func (g *schemaGen) structSchema(t reflect.Type) map[string]any {
-	props := map[string]any{}
-	var required []string
-	g.fields(t, props, &required)
-	s := map[string]any{"type": "object", "properties": props}
-	if required != nil {
-		s["required"] = required
-	}
-	return s
-}
-
-// fields follows encoding/json: exported fields, json tag names, "-"
-// skipped, untagged embedded structs flattened, omitempty/omitzero optional.
-func (g *schemaGen) fields(t reflect.Type, props map[string]any, required *[]string) {
-	for f := range t.Fields() {
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, opts, _ := strings.Cut(tag, ",")
-		if f.Anonymous && name == "" {
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				g.fields(ft, props, required)
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		props[name] = g.schema(f.Type)
-		optional := false
-		for o := range strings.SplitSeq(opts, ",") {
-			optional = optional || o == "omitempty" || o == "omitzero"
-		}
-		if !optional {
-			*required = append(*required, name)
-		}
-	}
-}
-
-func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
+// openAPIJSON is the served document: indented, with a final newline, as
+// api/openapi.json holds it.
+func openAPIJSON() []byte {
 	docOnce.Do(func() {
 		b, err := json.MarshalIndent(OpenAPI(), "", "  ")
 		if err != nil {
@@ -231,6 +196,10 @@ func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
 		}
 		docJSON = append(b, '\n')
 	})
+	return docJSON
+}
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(docJSON)
+	_, _ = w.Write(openAPIJSON())
 }

@@ -140,7 +140,7 @@ func TestDocumentedSchemasMatchRealAnswers(t *testing.T) {
 		{"a session in GET /v1/sessions has the documented keys", "get", "/v1/sessions", "", "200", true},
 		{"GET /healthz has the documented keys", "get", "/healthz", "", "200", false},
 		{"GET /readyz has the documented keys", "get", "/readyz", "", "200", false},
-		{"POST /v1/messages answers an Outbound as documented", "post", "/v1/messages", `{"to":"review","text":"hi"}`, "201", false},
+		{"POST /v1/messages answers an Outbound as documented", "post", "/v1/messages", `{"to":"review","body":"hi"}`, "201", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,7 +175,7 @@ func TestTheReflectorFollowsEncodingJSON(t *testing.T) {
 		Tags   map[string]string `json:"tags"`
 		hidden int
 	}
-	g := &schemaGen{defs: map[string]any{}, names: map[string]reflect.Type{}}
+	g := newSchemaGen()
 	ref := g.schema(reflect.TypeFor[node]())
 	s := g.defs["node"].(map[string]any)
 	props := s["properties"].(map[string]any)

@@ -23,13 +23,28 @@ type ArchiveBody struct {
 	Address string `json:"address"`
 }
 
+// NewRemoteSession is POST /v1/remote/sessions's request: the session's
+// fields, with the first prompt in body or, for one release, text.
+type NewRemoteSession struct {
+	message.NewRemoteSession
+	// Deprecated: use Body; a request may carry one of the two.
+	Text string `json:"text,omitempty"`
+}
+
 func (s *Server) createRemote(w http.ResponseWriter, r *http.Request) {
-	var b message.NewRemoteSession
+	var b NewRemoteSession
 	if err := decode(r, &b); err != nil {
 		s.fail(w, err)
 		return
 	}
-	ss, err := s.cfg.Router.CreateSession(r.Context(), b)
+	if b.Body != "" && b.Text != "" && b.Body != b.Text {
+		s.fail(w, errBadRequest(`"body" and its deprecated alias "text" differ: send "body" alone`))
+		return
+	}
+	if b.Body == "" {
+		b.Body = b.Text
+	}
+	ss, err := s.cfg.Router.CreateSession(r.Context(), b.NewRemoteSession)
 	if err != nil {
 		s.fail(w, err)
 		return

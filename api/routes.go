@@ -88,7 +88,7 @@ func init() {
 		{method: "GET", path: "/v1/remote/info", summary: "What the remote session ?address= told about itself: initialize's models, commands and output style, its permission mode and model as last reported or accepted; 404 when the gateway neither lists nor follows it.", scope: ScopeRead,
 			query: []param{{"address", "string", "the session's address (required)"}}, out: message.SessionInfo{}, handle: (*Server).remoteInfo},
 		{method: "POST", path: "/v1/remote/sessions", summary: "Create a remote session (in an environment, with a title, a model, a GitHub repository and branch, a first prompt); 201 with the session as listed, which the gateway follows from then on; 400 invalid, 404 no remote leg, 502 the cloud refused.", scope: ScopeSend,
-			in: message.NewRemoteSession{}, out: message.Session{}, status: http.StatusCreated, handle: (*Server).createRemote},
+			in: NewRemoteSession{}, out: message.Session{}, status: http.StatusCreated, handle: (*Server).createRemote},
 		{method: "POST", path: "/v1/remote/title", summary: "Set the title of the remote session at address; 200 with the session as listed, 404 unknown, 502 the cloud refused.", scope: ScopeSend,
 			in: TitleBody{}, out: message.Session{}, handle: (*Server).retitleRemote},
 		{method: "POST", path: "/v1/remote/archive", summary: "Archive the remote session at address; 200 with the session as listed, 404 unknown, 502 the cloud refused.", scope: ScopeApprove,

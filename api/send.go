@@ -13,8 +13,12 @@ import (
 
 // SendBody is the body of POST /v1/messages.
 type SendBody struct {
-	To       string   `json:"to"`
-	Text     string   `json:"text"`
+	To   string `json:"to"`
+	Body string `json:"body,omitempty"`
+	// Text is Body's old spelling, still read for one release.
+	//
+	// Deprecated: use Body; a request may carry one of the two.
+	Text     string   `json:"text,omitempty"`
 	Mode     string   `json:"mode,omitempty"`
 	FromName string   `json:"from_name,omitempty"`
 	Files    []string `json:"files,omitempty"`
@@ -23,6 +27,19 @@ type SendBody struct {
 	// Unpaced sends even when the receiver's published limits say the
 	// message would be dropped.
 	Unpaced bool `json:"unpaced,omitempty"`
+}
+
+// body is the message's text from "body" or its deprecated alias "text".
+func (b SendBody) body() (string, error) {
+	switch {
+	case b.Body != "" && b.Text != "" && b.Body != b.Text:
+		return "", errBadRequest(`"body" and its deprecated alias "text" differ: send "body" alone`)
+	case b.Body != "":
+		return b.Body, nil
+	case b.Text != "":
+		return b.Text, nil
+	}
+	return "", errBadRequest(`"body" is required`)
 }
 
 func (s *Server) waitFor(raw string) (time.Duration, error) {
@@ -46,10 +63,12 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, errBadRequest(`"to" is required`))
 		return
 	}
-	if b.Text == "" {
-		s.fail(w, errBadRequest(`"text" is required`))
+	body, err := b.body()
+	if err != nil {
+		s.fail(w, err)
 		return
 	}
+	b.Body, b.Text = body, "" // the two spellings of one send are one request
 	mode, err := message.ParseMode(b.Mode)
 	if err != nil {
 		s.fail(w, errBadRequest(err.Error()))
@@ -65,7 +84,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	req := router.SendRequest{To: b.To, Body: b.Text, Mode: mode, FromName: b.FromName, Files: files, Unpaced: b.Unpaced}
+	req := router.SendRequest{To: b.To, Body: b.Body, Mode: mode, FromName: b.FromName, Files: files, Unpaced: b.Unpaced}
 	key := r.Header.Get(IdempotencyHeader)
 	fresh := true
 	if key != "" {

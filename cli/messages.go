@@ -65,7 +65,7 @@ func Send(ctx context.Context, o *IO, so SendOptions) error {
 		}
 	}
 	c := o.Client()
-	out, err := c.Send(ctx, api.SendBody{To: so.To, Text: so.Text, Mode: so.Mode, FromName: so.FromName, Files: so.Files, Unpaced: so.Unpaced})
+	out, err := c.Send(ctx, api.SendBody{To: so.To, Body: so.Text, Mode: so.Mode, FromName: so.FromName, Files: so.Files, Unpaced: so.Unpaced})
 	if err != nil {
 		return err
 	}

@@ -116,7 +116,7 @@ func printSession(o *IO) func(message.Session, error) error {
 // Follow, watches it.
 func RemoteCreate(ctx context.Context, o *IO, text string, ro RemoteOptions) error {
 	c := o.Client()
-	s, err := c.CreateRemote(ctx, message.NewRemoteSession{Title: ro.Title, EnvironmentID: ro.Env, Model: ro.Model, Repo: ro.Repo, Branch: ro.Branch, Text: text})
+	s, err := c.CreateRemote(ctx, message.NewRemoteSession{Title: ro.Title, EnvironmentID: ro.Env, Model: ro.Model, Repo: ro.Repo, Branch: ro.Branch, Body: text})
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ type Link struct {
 type IdleNotice struct {
 	Peer       string    `json:"peer"` // address of the peer
 	State      string    `json:"state"`
-	FinishedAt time.Time `json:"finished_at,omitempty"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
 	Detail     string    `json:"detail,omitempty"`
 	SubID      string    `json:"subscription_id,omitempty"`
 }

@@ -7,5 +7,5 @@ type Held struct {
 	Message Message   `json:"message"`
 	Reason  string    `json:"reason"`
 	Since   time.Time `json:"since"`
-	Expires time.Time `json:"expires,omitempty"`
+	Expires time.Time `json:"expires,omitzero"`
 }

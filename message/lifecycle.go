@@ -6,7 +6,7 @@ import (
 )
 
 // NewRemoteSession is what creating a remote session takes: seed 001's
-// POST /v1/sessions, with one GitHub repository as its source and Text as
+// POST /v1/sessions, with one GitHub repository as its source and Body as
 // its first prompt. Every field may be empty.
 type NewRemoteSession struct {
 	Title         string `json:"title,omitempty"`
@@ -14,7 +14,7 @@ type NewRemoteSession struct {
 	Model         string `json:"model,omitempty"`
 	Repo          string `json:"repo,omitempty"`   // OWNER/REPO on GitHub
 	Branch        string `json:"branch,omitempty"` // with Repo
-	Text          string `json:"text,omitempty"`
+	Body          string `json:"body,omitempty"`
 }
 
 // Check refuses a repository that is not OWNER/REPO and a branch without

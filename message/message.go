@@ -105,7 +105,7 @@ type Session struct {
 	Cwd       string    `json:"cwd,omitempty"`
 	Version   string    `json:"version,omitempty"`
 	Reachable bool      `json:"reachable"`
-	StartedAt time.Time `json:"started_at,omitempty"`
+	StartedAt time.Time `json:"started_at,omitzero"` // zero when unknown: left out
 	// Title is a remote session's title; Name is the alias name derived
 	// from it.
 	Title string `json:"title,omitempty"`

@@ -2,6 +2,7 @@ package message
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -31,5 +32,19 @@ func TestASessionAlwaysCarriesTheContractKeys(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestASessionWithNoStartTimeLeavesStartedAtOut(t *testing.T) {
+	b, _ := json.Marshal(Session{Address: "uds:/run/1.sock"})
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(b, &m)
+	if v, ok := m["started_at"]; ok {
+		t.Errorf("started_at = %s for an unknown start time, want it left out", v)
+	}
+	for key, v := range map[string]any{`"expires"`: Held{}, `"finished_at"`: IdleNotice{}} {
+		if b, _ := json.Marshal(v); strings.Contains(string(b), key) {
+			t.Errorf("%s carries %s with no time to give", b, key)
+		}
 	}
 }

@@ -33,6 +33,11 @@ go vet ./...
 echo "== staticcheck"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
+echo "== OpenAPI lint (an independent linter, strict: warnings fail too)"
+redocly="${GATEWAY_INTEROP_CACHE:-$HOME/.cache/gateway-interop}/redocly/node_modules/.bin/redocly"
+REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
+  "$redocly" lint --extends=recommended-strict --format=summary api/openapi.json
+
 echo "== container image"; bash scripts/image-test.sh
 echo "== the container, run with podman and runc"; bash scripts/container-test.sh
 

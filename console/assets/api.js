@@ -41,7 +41,7 @@ export const logout = () => call("POST", "v1/logout");
 export const sessions = () => call("GET", "v1/sessions");
 export const permissions = () => call("GET", "v1/permissions");
 export const held = () => call("GET", "v1/held");
-export const send = (to, text) => call("POST", "v1/messages", { to, text });
+export const send = (to, text) => call("POST", "v1/messages", { to, body: text });
 export const answer = (id, a) => call("POST", `v1/permissions/${encodeURIComponent(id)}`, a);
 export const decide = (id, action, reason) =>
   call("POST", `v1/held/${encodeURIComponent(id)}`, reason ? { action, reason } : { action });

@@ -52,8 +52,8 @@ func (l *Leg) Create(ctx context.Context, n message.NewRemoteSession) (message.S
 		return message.Session{}, err
 	}
 	var first []json.RawMessage
-	if n.Text != "" {
-		ev, err := wire.UserEvent(uuid.NewString(), "", n.Text)
+	if n.Body != "" {
+		ev, err := wire.UserEvent(uuid.NewString(), "", n.Body)
 		if err != nil {
 			return message.Session{}, err
 		}

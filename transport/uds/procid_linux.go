@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -151,6 +152,26 @@ func Lstart(pid int) (string, error) {
 		return "", fmt.Errorf("uds: lstart of pid %d: %w", pid, err)
 	}
 	return formatLstart(btime, ticks, clockTicks()), nil
+}
+
+// StartTime is when pid started: /proc/stat's btime plus its start ticks
+// over CLK_TCK, to the tick. A session whose registry record gives no
+// start time is listed with this one.
+func StartTime(pid int) (time.Time, error) {
+	ticks, err := StartTicks(pid)
+	if err != nil {
+		return time.Time{}, err
+	}
+	b, err := safefile.ReadCapped("/proc/stat", maxProcStatLen)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("uds: start time of pid %d: %w", pid, err)
+	}
+	btime, err := parseBtime(b)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("uds: start time of pid %d: %w", pid, err)
+	}
+	hz := clockTicks()
+	return time.Unix(btime+int64(ticks/hz), int64(ticks%hz)*int64(time.Second)/int64(hz)).UTC(), nil
 }
 
 // atClkTck is the ELF auxiliary vector key for sysconf(_SC_CLK_TCK).

@@ -2,10 +2,15 @@
 
 package uds
 
+import "time"
+
 // Process identity reads /proc, so outside Linux every call is ErrUnsupported.
 
 // StartTicks is Linux only.
 func StartTicks(int) (uint64, error) { return 0, ErrUnsupported }
+
+// StartTime is Linux only.
+func StartTime(int) (time.Time, error) { return time.Time{}, ErrUnsupported }
 
 // BootID is Linux only.
 func BootID() (string, error) { return "", ErrUnsupported }

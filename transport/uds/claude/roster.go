@@ -224,6 +224,10 @@ func (p *Peer) rosterEntry(ctx context.Context, e Entry) (message.Session, bool)
 	}
 	if e.StartedAt > 0 {
 		s.StartedAt = time.UnixMilli(e.StartedAt).UTC()
+	} else if p.holderOf(e.PID, e.PidDomain, e.hasPidDomain).PidNS == 0 {
+		// No start time in the record: its process's, when the pid is
+		// one of our namespace (else it names another process here).
+		s.StartedAt, _ = uds.StartTime(e.PID)
 	}
 	return s, true
 }
