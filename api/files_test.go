@@ -61,7 +61,7 @@ func TestFilesNeedTheScopeAndTheFilesDirectory(t *testing.T) {
 		}})
 	h := srv.TCPHandler(testHost)
 	body := func(files ...string) string {
-		b, _ := json.Marshal(SendBody{To: "review", Text: "see", Files: files})
+		b, _ := json.Marshal(SendBody{To: "review", Body: "see", Files: files})
 		return string(b)
 	}
 	tests := []struct {
@@ -123,7 +123,7 @@ func TestFilesAreOffWithoutADirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := newTestServer() // no FilesDir
-	b, _ := json.Marshal(SendBody{To: "review", Text: "see", Files: []string{p}})
+	b, _ := json.Marshal(SendBody{To: "review", Body: "see", Files: []string{p}})
 	rec := tcpDo(srv.Handler(), "POST", "/v1/messages", "", string(b))
 	if rec.Code != 403 || !strings.Contains(rec.Body.String(), "--files-dir") {
 		t.Fatalf("status %d: %s, want 403 naming --files-dir", rec.Code, rec.Body.String())

@@ -421,7 +421,7 @@ func TestLongRoutesOutliveTheWriteTimeout(t *testing.T) {
 	ts.Start()
 	defer ts.Close()
 	c := &Client{base: ts.URL, http: &http.Client{}}
-	out, err := c.Send(context.Background(), SendBody{To: "review", Text: "hi"})
+	out, err := c.Send(context.Background(), SendBody{To: "review", Body: "hi"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -485,6 +485,13 @@ func TestABodyTakesTheDeprecatedTextSpellingForOneRelease(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a remote session's body and text must agree", func(t *testing.T) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/remote/sessions", strings.NewReader(`{"body":"hi","text":"ho"}`)))
+		if rec.Code != 400 {
+			t.Fatalf("%d, want 400: %s", rec.Code, rec.Body.String())
+		}
+	})
 	t.Run("the document marks text deprecated on both requests", func(t *testing.T) {
 		var doc map[string]any
 		_ = json.Unmarshal(openAPIJSON(), &doc)

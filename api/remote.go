@@ -27,7 +27,7 @@ type ArchiveBody struct {
 // fields, with the first prompt in body or, for one release, text.
 type NewRemoteSession struct {
 	message.NewRemoteSession
-	// Deprecated: use Body; a request may carry one of the two.
+	// Text is body's old JSON spelling, read for one release.
 	Text string `json:"text,omitempty"`
 }
 

@@ -15,9 +15,9 @@ import (
 type SendBody struct {
 	To   string `json:"to"`
 	Body string `json:"body,omitempty"`
-	// Text is Body's old spelling, still read for one release.
-	//
-	// Deprecated: use Body; a request may carry one of the two.
+	// Text is body's old JSON spelling, read for one release and marked
+	// deprecated in the OpenAPI document; set Body. (No Go deprecation
+	// marker: the field goes with the JSON alias.)
 	Text     string   `json:"text,omitempty"`
 	Mode     string   `json:"mode,omitempty"`
 	FromName string   `json:"from_name,omitempty"`

@@ -49,7 +49,7 @@ func BenchmarkQwenSend(b *testing.B) {
 	waitSinkListed(b, c, ep, sink.name)
 
 	gwSend := func(body string) error {
-		o, err := c.Send(ctx, api.SendBody{To: sink.name, Text: body, Unpaced: true})
+		o, err := c.Send(ctx, api.SendBody{To: sink.name, Body: body, Unpaced: true})
 		if err == nil && o.Status == message.StatusFailed {
 			err = fmt.Errorf("the gateway reports the send failed: %+v", o.Receipts)
 		}

@@ -215,7 +215,7 @@ func TestRealQwenTUIReceiptsForGatewaySends(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
-				o, err := c.Send(ctx, api.SendBody{To: s.Name(), Text: fmt.Sprintf("burst %d %s", i, uuid.NewString()[:8]), Mode: "bypass", Unpaced: true})
+				o, err := c.Send(ctx, api.SendBody{To: s.Name(), Body: fmt.Sprintf("burst %d %s", i, uuid.NewString()[:8]), Mode: "bypass", Unpaced: true})
 				ids[i], errs[i] = o.Message.ID, err
 			})
 		}

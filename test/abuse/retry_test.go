@@ -56,7 +56,7 @@ func TestARetryAfterAKillIsNotADuplicate(t *testing.T) {
 	args := []string{"--legs", "remote", "--remote-url", cloud.URL(), "--remote-org", org,
 		"--remote-token-file", tokenFile, "--remote-follow", sid}
 	const text = "exactly once, whatever happens to the gateway"
-	send := api.SendBody{To: "bridge:" + sid, Text: text}
+	send := api.SendBody{To: "bridge:" + sid, Body: text}
 
 	g := gatewaytest.Start(t, w, "gateway", args...)
 	resp, first := postKeyed(t, w, send, "client-retry-1")

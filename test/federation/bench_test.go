@@ -65,7 +65,7 @@ func sendOne(ctx context.Context, g *api.Client, s *benchSink, to, body string) 
 	ch := s.expect(body)
 	defer s.done(body)
 	t0 := time.Now()
-	out, err := g.Send(ctx, api.SendBody{To: to, Text: body})
+	out, err := g.Send(ctx, api.SendBody{To: to, Body: body})
 	if err != nil {
 		return 0, err
 	}

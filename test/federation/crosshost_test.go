@@ -238,7 +238,7 @@ func TestSessionsOnThreeHostsReachEachOtherByNameWithReceipts(t *testing.T) {
 				{"sink", "api hello " + spell(""), message.StatusDropped}, // the same body again: the receiver would drop it
 			}
 			for _, tt := range tests {
-				out, err := a.G.Send(ctx, api.SendBody{To: spell(tt.to), Text: tt.text})
+				out, err := a.G.Send(ctx, api.SendBody{To: spell(tt.to), Body: tt.text})
 				if err != nil {
 					t.Fatalf("send to %s: %v", spell(tt.to), err)
 				}
@@ -264,7 +264,7 @@ func TestSessionsOnThreeHostsReachEachOtherByNameWithReceipts(t *testing.T) {
 		arrived(t, sink, message.EventMessage, "cli hello")
 	})
 	t.Run("a gateway with no local leg reaches another host's session", func(t *testing.T) {
-		out, err := b.G.Send(ctx, api.SendBody{To: "sink@c", Text: "from a runner", Wait: true, Timeout: "20s"})
+		out, err := b.G.Send(ctx, api.SendBody{To: "sink@c", Body: "from a runner", Wait: true, Timeout: "20s"})
 		if err != nil || out.Status != message.StatusDelivered {
 			t.Fatalf("send from b: %+v, %v; want delivered", out, err)
 		}

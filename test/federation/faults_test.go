@@ -145,7 +145,7 @@ func send(t *testing.T, g *host, to string, pause time.Duration, sent *atomic.In
 	for w := range senders {
 		wg.Go(func() {
 			for i := range each {
-				o, err := g.G.Send(ctx, api.SendBody{To: to, Text: body(w, i), FromName: sender(w), Unpaced: true})
+				o, err := g.G.Send(ctx, api.SendBody{To: to, Body: body(w, i), FromName: sender(w), Unpaced: true})
 				if err != nil || !statusOf(o.Status.String()) {
 					t.Errorf("send %q: %s, %v", body(w, i), o.Status, err)
 					return
