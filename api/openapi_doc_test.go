@@ -362,6 +362,7 @@ func TestRealAnswersMatchTheDocument(t *testing.T) {
 		{"prompts are listed as documented", "GET", "/v1/permissions?all=true", "", 200, nil},
 		{"the outbox answers as documented", "GET", "/v1/outbox", "", 200, nil},
 		{"federation off answers as documented", "GET", "/v1/federation", "", 200, nil},
+		{"the status answers as documented", "GET", "/v1/status", "", 200, nil},
 		{"the liveness probe answers as documented", "GET", "/healthz", "", 200, nil},
 		{"the readiness probe answers as documented", "GET", "/readyz", "", 200, nil},
 		{"a resolved address is as documented", "GET", "/v1/resolve?address=review", "", 200, nil},

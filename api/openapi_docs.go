@@ -47,6 +47,8 @@ var typeDocs = map[string]string{
 	"Session":           "A live session a leg can reach.",
 	"SessionInfo":       "What a remote session told about itself.",
 	"TitleBody":         "POST /v1/remote/title's request.",
+	"Status":            "The gateway on one screen (gateway status).",
+	"LegStatus":         "One leg in the gateway's status.",
 }
 
 const deprecatedText = "Deprecated: body's old spelling, read for one release. Send body instead; a request carrying both with different values is refused."
@@ -319,6 +321,22 @@ var fieldDocs = map[string]string{
 	"SessionInfo.permission_mode": "Its permission mode as last reported or accepted; absent when not known.",
 	"SessionInfo.model":           "Its model as last reported or accepted; absent when not known.",
 	"SessionInfo.updated":         "When any of this last changed.",
+
+	"Status.version":         "The gateway's version.",
+	"Status.started_at":      "When the gateway started.",
+	"Status.uptime_seconds":  "Seconds since it started.",
+	"Status.legs":            "Each leg, by name.",
+	"Status.links":           "The remote sessions' live streams as their last kept link event left them; a session whose events have scrolled out is absent.",
+	"Status.pending_prompts": "Permission prompts waiting for an answer.",
+	"Status.held":            "Inbound messages held for a decision.",
+	"Status.outbox_depth":    "Remote messages stored and not yet acknowledged; absent without a remote leg.",
+	"Status.federation":      "GET /v1/federation's answer; absent without federation.",
+
+	"LegStatus.name":     "The leg.",
+	"LegStatus.state":    "ready, or why not.",
+	"LegStatus.sessions": "How many of its own sessions it lists.",
+	"LegStatus.aliases":  "How many aliases the gateway publishes on it (the bridge).",
+	"LegStatus.hosts":    "Its sessions counted by federation host, when any has one.",
 
 	"TitleBody.address": "The remote session's address.",
 	"TitleBody.title":   "The new title.",

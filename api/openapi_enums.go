@@ -121,6 +121,7 @@ var fieldEnums = map[string][]string{
 	"ControlBody.mode":                  message.PermissionModes,
 	"DecideBody.action":                 {"release", "deny"},
 	"DecideResult.action":               {"release", "deny"},
+	"LegStatus.name":                    stringEnums[reflect.TypeFor[message.Protocol]()],
 	"Health.status":                     {"ok"},
 	"SendBody.mode":                     enumOf(reflect.TypeFor[message.Mode]()),
 }
