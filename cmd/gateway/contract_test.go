@@ -153,6 +153,8 @@ func TestUsageErrorsAreShortAndSuggest(t *testing.T) {
 		{"a misspelt serve flag", []string{"serve", "--legz", "claude"}, "did you mean --legs?"},
 		{"a missing argument", []string{"send", "work-08"}, "ADDRESS TEXT"},
 		{"a group without its command", []string{"controllers"}, "add, list, remove"},
+		{"help on a misspelt command", []string{"help", "sesions"}, "did you mean sessions?"},
+		{"help on an unknown subcommand", []string{"help", "remote", "nosuch"}, `no help topic "nosuch" for gateway remote`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out, errOut, code := runCLI(t, t.TempDir(), tt.args...)

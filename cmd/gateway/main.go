@@ -108,6 +108,17 @@ func (a *app) root() *cobra.Command {
 	root.SetVersionTemplate("gateway {{.Version}}\n")
 	root.PersistentFlags().StringVar(&a.stateDir, "state-dir", defaultStateDir(a.e.getenv), "state directory (env GATEWAY_STATE_DIR)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return flagHint(c, err) })
+	root.SetHelpCommand(&cobra.Command{Use: "help [command]", Short: "Help about any command",
+		RunE: func(_ *cobra.Command, args []string) error {
+			// cobra's own prints the whole list and exits 0 for a topic it
+			// does not know; a misspelt one is a usage error like a command.
+			target, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 {
+				return cli.Usagef("no help topic %q for %s%s", strings.Join(rest, " "), target.CommandPath(), didYouMean(target.SuggestionsFor(rest[0])))
+			}
+			target.SetOut(a.e.stdout)
+			return target.Help()
+		}})
 	for _, g := range helpGroups {
 		root.AddGroup(&cobra.Group{ID: g[0], Title: g[1]})
 	}
