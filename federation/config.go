@@ -19,6 +19,9 @@ const (
 	DefaultRosterTTL = 20 * time.Second
 	DefaultListen    = "127.0.0.1:4222"
 	DefaultAckWait   = 10 * time.Second // a message being worked on is kept in progress; this is how soon a crash's are offered again
+	// DefaultLaneWindow keeps the promise that a crash of the receiving
+	// gateway writes at most one message of a sender twice.
+	DefaultLaneWindow = 1
 )
 
 // Config is how a gateway joins the federation.
@@ -75,6 +78,12 @@ type Config struct {
 	// AckWait is how long a delivered-but-unacknowledged message waits
 	// before NATS offers it again. Zero: DefaultAckWait.
 	AckWait time.Duration
+	// LaneWindow is how many of one sender's messages are handed to a
+	// local writer that keeps their order (an alias worker) before the
+	// first is answered. More is faster; a crash of this gateway may then
+	// write up to that many of a sender's messages twice (Claude Code does
+	// not tell a second copy). Zero: DefaultLaneWindow.
+	LaneWindow int
 	// Replicas of the stream and buckets; zero tries 3 and falls back to 1
 	// when the cluster is smaller.
 	Replicas int
@@ -113,6 +122,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.AckWait <= 0 {
 		c.AckWait = DefaultAckWait
+	}
+	if c.LaneWindow <= 0 {
+		c.LaneWindow = DefaultLaneWindow
 	}
 	if c.ReplayWindow <= 0 {
 		c.ReplayWindow = DefaultReplayWindow

@@ -23,6 +23,7 @@ type Flags struct {
 	publish                                        []string
 	hostKey, trust, serverConf                     *string
 	noAuth                                         *bool
+	laneWindow                                     *int
 }
 
 // RegisterFlags adds the federation flags to fs.
@@ -42,6 +43,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 		serverConf: fs.String("federation-server-config", "", "with --federation embedded: a nats-server configuration file for its authorization, accounts and TLS"),
 		noAuth:     fs.Bool("federation-no-auth", false, "with --federation embedded: let it listen beyond loopback without authentication"),
 	}
+	f.laneWindow = fs.Int("federation-lane-window", DefaultLaneWindow, "messages of one sender handed to an order-keeping local writer (an alias worker) before the first is answered: more is faster, and a crash of this gateway may then deliver up to that many twice to a Claude Code session")
 	fs.Func("federation-publish", "show other hosts only the local sessions whose name matches this `GLOB` (repeatable; default all)",
 		func(s string) error { f.publish = append(f.publish, s); return nil })
 	return f
@@ -73,6 +75,7 @@ func (f *Flags) config(stateDir string, log *slog.Logger) Config {
 		CredsFile: *f.creds, NKeyFile: *f.nkey, TLSCA: *f.ca, TLSCert: *f.cert, TLSKey: *f.key,
 		Instance: instanceID(stateDir), Publish: f.publish,
 		KeyFile: *f.hostKey, TrustFile: *f.trust, ServerConfig: *f.serverConf, NoAuth: *f.noAuth,
+		LaneWindow: *f.laneWindow,
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/sessiongateway/gateway/internal/inorder"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -56,7 +55,7 @@ const outcomeWait = 2 * time.Minute
 // crash) is answered with its receipt, never delivered twice. Messages of
 // one sender are written to the local leg in stream order: one at a time,
 // or, to a writer that keeps their order (an alias worker), up to
-// laneWindow at once, each handed over once the one before has its place.
+// Config.LaneWindow at once, each handed over once the one before has its place.
 func (n *Node) Serve(ctx context.Context, local Local) error {
 	in := &inflight{flights: map[string]*flight{}, lanes: map[string]*lane{}}
 	var lanes sync.WaitGroup
@@ -112,21 +111,6 @@ type inflight struct {
 	bytes   int                // of the flights' messages
 	flights map[string]*flight // origin/id -> the message
 	lanes   map[string]*lane   // origin/sender -> its lane, while it has messages
-}
-
-// lane is one sender's messages on their way to the local leg, in order.
-type lane struct {
-	queue   []*flight     // not handed to the leg yet
-	writing int           // handed to the leg, not answered yet
-	wake    chan struct{} // a message queued or a write answered
-}
-
-// poke wakes the lane's writer, if it waits.
-func (l *lane) poke() {
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
 }
 
 // flight is one message from another host on its way to the local leg.
@@ -252,127 +236,6 @@ func (in *inflight) drop(key string) {
 		delete(in.flights, key)
 	}
 }
-
-// laneWindow bounds one sender's messages handed to the local leg and not
-// yet answered. A writer that keeps their order says so once each is
-// queued (inorder.Queued: an alias worker, which writes to each target in
-// the order asked), so the lane hands it the next without waiting for
-// the write; a crash of this gateway then leaves at most this many of a
-// sender's messages written and not recorded (each is written once more
-// when NATS offers it again). Other writers are waited for, one message
-// at a time.
-const laneWindow = 16
-
-// runLane writes one sender's messages in order until none is left and
-// none is being written.
-func (n *Node) runLane(ctx context.Context, in *inflight, sender string, l *lane, deliver func(context.Context, message.Message) (message.Receipt, error)) {
-	var writing sync.WaitGroup
-	defer writing.Wait()
-	for {
-		in.mu.Lock()
-		if ctx.Err() != nil || len(l.queue) == 0 && l.writing == 0 {
-			delete(in.lanes, sender) // on shutdown, what is left stays unacknowledged: NATS offers it again
-			in.mu.Unlock()
-			return
-		}
-		if len(l.queue) == 0 || l.writing >= laneWindow {
-			in.mu.Unlock()
-			select {
-			case <-l.wake:
-			case <-ctx.Done():
-			}
-			continue
-		}
-		f := l.queue[0]
-		l.queue = l.queue[1:]
-		l.writing++
-		in.mu.Unlock()
-		queued, done := make(chan struct{}), make(chan struct{})
-		var once sync.Once
-		qctx := inorder.WithQueued(f.ctx, func() { once.Do(func() { close(queued) }) })
-		writing.Go(func() {
-			defer func() {
-				in.mu.Lock()
-				l.writing--
-				in.mu.Unlock()
-				l.poke()
-			}()
-			defer close(done)
-			n.deliverFlight(qctx, in, f, deliver)
-		})
-		select {
-		case <-queued:
-		case <-done:
-		}
-	}
-}
-
-// deliverFlight hands f to the local leg, retrying while it takes nothing,
-// and records what it says. ctx is f's, told when the leg has queued it.
-func (n *Node) deliverFlight(ctx context.Context, in *inflight, f *flight, deliver func(context.Context, message.Message) (message.Receipt, error)) {
-	defer f.end()
-	wait := 250 * time.Millisecond
-	var rc message.Receipt
-	for {
-		dctx, cancel := context.WithTimeout(ctx, n.cfg.AckWait)
-		var err error
-		rc, err = deliver(dctx, f.m)
-		cancel()
-		if err == nil || rc.Status != 0 {
-			break
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		n.log.Warn("federation delivery failed; trying again", "msg_id", f.m.ID, "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 5*time.Second)
-	}
-	rc.MsgID = f.m.ID
-	if rc.Time.IsZero() {
-		rc.Time = time.Now()
-	}
-	if decisive(rc) {
-		n.settle(ctx, f.key, f.origin, rc, false)
-		return
-	}
-	// Taken (written to the session, or kept by a durable leg): on disk
-	// before the message is let go of, so NATS offering it again finds it
-	// written (see laneWindow). Its outcome comes via Relay.
-	if err := n.settled.put(f.key, rc); err != nil {
-		n.log.Warn("federation settled id not recorded", "msg_id", f.m.ID, "err", err)
-	}
-	in.mu.Lock()
-	f.took = time.Now()
-	in.mu.Unlock()
-	if !answersEach(f.m.Protocol) {
-		return
-	}
-	// A receiver that answers every message is waited for a moment, so
-	// it has admitted this one before the next is written (each write is
-	// a connection of its own, which it may serve in any order).
-	select {
-	case <-f.heard:
-	case <-ctx.Done():
-	case <-time.After(orderWait):
-	}
-}
-
-// orderWait bounds a lane's wait for a written message's outcome before
-// it writes the sender's next, for a receiver that answers each message
-// (Qwen Code has by then).
-const orderWait = 100 * time.Millisecond
-
-// answersEach reports whether sessions of protocol p answer every
-// message, delivered or not. Claude Code says nothing of a clean
-// delivery: waiting for it would cost orderWait per message, so its
-// messages are written in order without waiting for an outcome; the
-// other legs keep their own order (an inbox, an outbox).
-func answersEach(p message.Protocol) bool { return p == message.ProtocolQwen }
 
 // settle records rc, the outcome of the message key from origin, sends it
 // to origin, and acknowledges the message if this host still holds it.
