@@ -94,9 +94,7 @@ func (p *Peer) SyncAliases(_ context.Context, others []message.Session) error {
 	var add []*alias
 	for key, s := range want {
 		if _, ok := p.al.byKey[key]; !ok {
-			al := &alias{origin: s, sid: uuid.NewString(), path: filepath.Join(p.sessions, RecordFileName(p.pid, NewSuffix()))}
-			p.al.byKey[key], p.al.bySID[al.sid], p.al.paths[al.path] = al, al, true
-			add = append(add, al)
+			add = append(add, p.al.add(key, s, p.sessions, p.pid))
 		}
 	}
 	p.al.mu.Unlock()
@@ -118,6 +116,14 @@ func (p *Peer) SyncAliases(_ context.Context, others []message.Session) error {
 		p.log.Info("published qwen alias", "name", al.origin.Name, "for", al.origin.Address)
 	}
 	return firstErr
+}
+
+// add makes the alias of s, listed under key, known to the inbox (before
+// its record is written); the caller holds mu.
+func (a *aliases) add(key string, s message.Session, dir string, pid int) *alias {
+	al := &alias{origin: s, sid: uuid.NewString(), path: filepath.Join(dir, RecordFileName(pid, NewSuffix()))}
+	a.byKey[key], a.bySID[al.sid], a.paths[al.path] = al, al, true
+	return al
 }
 
 // forget drops al, listed under key, from every index; the caller holds mu.
@@ -170,7 +176,41 @@ func (p *Peer) SendAs(ctx context.Context, sender message.Session, m message.Mes
 	if m.FromName == "" {
 		m.FromName = sender.Name
 	}
+	p.ensureAlias(sender)
 	return p.Send(ctx, m)
+}
+
+// ensureAlias publishes sender's alias now when no sync has yet (a session
+// that just joined): the receiver may answer it by name before the next
+// sync, and finds no such session without the record. The next sync keeps
+// it while sender is listed, and removes it otherwise.
+func (p *Peer) ensureAlias(s message.Session) {
+	if s.Name == "" || s.Name == p.cfg.Name {
+		return
+	}
+	key := originKey(s)
+	p.al.mu.Lock()
+	if _, ok := p.al.byKey[key]; ok {
+		p.al.mu.Unlock()
+		return
+	}
+	al := p.al.add(key, s, p.sessions, p.pid)
+	p.al.mu.Unlock()
+	if err := p.writeAlias(al); err != nil {
+		p.al.mu.Lock()
+		p.al.forget(key, al)
+		p.al.mu.Unlock()
+		p.log.Warn("publishing a sender's qwen alias failed", "name", s.Name, "err", err)
+		return
+	}
+	p.al.mu.Lock()
+	dropped := p.al.byKey[key] != al // a sync between add and the write let it go
+	p.al.mu.Unlock()
+	if dropped {
+		_ = os.Remove(al.path)
+		return
+	}
+	p.log.Info("published qwen alias", "name", s.Name, "for", s.Address)
 }
 
 // Relay tells the Qwen sender of in, which came to one of our aliases,

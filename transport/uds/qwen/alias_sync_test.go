@@ -111,3 +111,37 @@ func TestAFrameToAnAliasRecordJustWrittenReachesTheAlias(t *testing.T) {
 		t.Fatalf("got %+v (receipt %+v), want the message at the work-08 alias", got, got.Receipt)
 	}
 }
+
+// The loss: a session of another leg that sent before any sync listed it
+// (an MCP client that just joined) had no alias record, so a receiver
+// answering it by name found no such session until the next sync.
+func TestASenderNoSyncHasListedYetGetsItsAliasRecordWithItsFirstMessage(t *testing.T) {
+	gw := registerTestPeer(t, PeerConfig{Name: "gw"})
+	runPeer(t, gw)
+	target := registerTestPeer(t, PeerConfig{Name: "qwen-work", Home: gw.cfg.Home})
+	runPeer(t, target)
+	sender := message.Session{Address: "mcp:agent", Protocol: message.ProtocolMCP, Name: "agent", SessionID: uuid.NewString()}
+	m := message.Message{ID: uuid.NewString(), To: addressing.UDS(target.SocketPath()), Body: "hi", Mode: message.ModePrompting}
+	if _, err := gw.SendAs(context.Background(), sender, m); err != nil {
+		t.Fatal(err)
+	}
+	recs := aliasRecords(t, gw)
+	if len(recs) != 1 || recs[0]["name"] != "agent" || recs[0]["kind"] != KindAlias {
+		t.Fatalf("records %v; want agent's alias", recs)
+	}
+	// A second message does not publish it again; a sync that no longer
+	// lists the sender removes it.
+	m.ID, m.Body = uuid.NewString(), "hi again"
+	if _, err := gw.SendAs(context.Background(), sender, m); err != nil {
+		t.Fatal(err)
+	}
+	if recs := aliasRecords(t, gw); len(recs) != 1 {
+		t.Fatalf("records %v after a second message; want one", recs)
+	}
+	if err := gw.SyncAliases(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if recs := aliasRecords(t, gw); len(recs) != 0 {
+		t.Fatalf("records %v after a sync without the sender; want none", recs)
+	}
+}
