@@ -12,15 +12,16 @@ func didYouMean(key string, known map[string]bool) string {
 		bestDist = 2
 	}
 	for name := range known {
-		if d := editDistance(k, name); d < bestDist || (d == bestDist && best != "" && name < best) {
+		if d := EditDistance(k, name); d < bestDist || (d == bestDist && best != "" && name < best) {
 			best, bestDist = name, d
 		}
 	}
 	return best
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b, in bytes (names
+// are ASCII); the did-you-mean of config keys and of the CLI's flags.
+func EditDistance(a, b string) int {
 	if len(a) > 64 || len(b) > 64 { // keys are short; a long one matches nothing
 		return 1 << 10
 	}
