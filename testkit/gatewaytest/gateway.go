@@ -51,9 +51,16 @@ func Start(tb testing.TB, w *World, name string, args ...string) *Gateway {
 			tb.Logf("gateway logs:\n%s", logs.String())
 		}
 	})
-	g.waitUp(tb, 15*time.Second)
+	g.waitUp(tb, startPatience)
 	return g
 }
+
+// startPatience is how long Start waits for the binary to answer. It is
+// longer than federation's join timeout (30 s): a cluster that is still
+// electing its leaders on a loaded machine can hold a joining gateway for
+// more than 15 s, and the gateway should then fail with its own error, not
+// be stopped by the harness mid-join. A gateway that is up returns at once.
+const startPatience = 40 * time.Second
 
 // Attach wraps a gateway the test serves in process in w: it waits until
 // the gateway answers, and at the test's end calls cancel and waits for
