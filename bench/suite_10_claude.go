@@ -17,21 +17,11 @@ const settleWindow = 2 * time.Second
 // beside the raw socket (connect, auth line and frame, close), with one
 // sender and with 16. The gateway serves with --bridge=false.
 func claudeRows(ctx context.Context, e *Env) ([]Row, error) {
-	w, err := e.NewWorld()
+	st, err := openStage(ctx, e, "bench-sink", startClaudeSink, "--bridge=false")
 	if err != nil {
 		return nil, err
 	}
-	sink, err := startClaudeSink(e, w, "bench-sink")
-	if err != nil {
-		return nil, err
-	}
-	g, err := e.StartGateway(ctx, w, "--bridge=false")
-	if err != nil {
-		return nil, err
-	}
-	if err := g.WaitListed(ctx, sink.name); err != nil {
-		return nil, err
-	}
+	sink, g := st.Sink, st.G
 	frame := sink.rawFrame()
 	raw := func(int) error { return rawSend(sink.path, frame) }
 	via := func(i int) error { return g.Send(ctx, sink.name, fmt.Sprintf("bench %d", i), false) }

@@ -19,21 +19,11 @@ func init() { register("qwen", qwenRows) }
 // Without node and the SDK the SDK's side says so and the gateway's is
 // measured alone.
 func qwenRows(ctx context.Context, e *Env) ([]Row, error) {
-	w, err := e.NewWorld()
+	st, err := openStage(ctx, e, "bench-qwen", startQwenSink, "--bridge=false")
 	if err != nil {
 		return nil, err
 	}
-	sink, err := startQwenSink(e, w, "bench-qwen")
-	if err != nil {
-		return nil, err
-	}
-	g, err := e.StartGateway(ctx, w, "--bridge=false")
-	if err != nil {
-		return nil, err
-	}
-	if err := g.WaitListed(ctx, sink.name); err != nil {
-		return nil, err
-	}
+	w, sink, g := st.W, st.Sink, st.G
 	via := func(i int) error { return g.Send(ctx, sink.name, fmt.Sprintf("gw bench %d", i), true) }
 	senders := []func(int) error{via}
 	ep, noSDK := startSDK(ctx, e, w, sink.name)

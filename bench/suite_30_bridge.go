@@ -28,21 +28,11 @@ func init() { register("bridge", bridgeRows) }
 // the run is a few dozen messages: enough for a median. The sender is a
 // registered Claude Code session, as it would be.
 func bridgeRows(ctx context.Context, e *Env) ([]Row, error) {
-	w, err := e.NewWorld()
+	st, err := openStage(ctx, e, "bench-qwen", startQwenSink) // --bridge is the default
 	if err != nil {
 		return nil, err
 	}
-	sink, err := startQwenSink(e, w, "bench-qwen")
-	if err != nil {
-		return nil, err
-	}
-	g, err := e.StartGateway(ctx, w) // --bridge is the default
-	if err != nil {
-		return nil, err
-	}
-	if err := g.WaitListed(ctx, sink.name); err != nil {
-		return nil, err
-	}
+	w, sink, g := st.W, st.Sink, st.G
 	alias, token, err := waitAlias(ctx, w, sink.name)
 	if err != nil {
 		return nil, err
