@@ -129,12 +129,13 @@ func errorOf(err error) Error {
 	return Error{Error: err.Error(), Code: CodeInternal}
 }
 
+// writeJSON answers v as one line of compact JSON. Programs read the API
+// (the CLI indents what it prints); indenting every answer cost as much
+// as decoding the request.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 func writeError(w http.ResponseWriter, e Error) {

@@ -18,7 +18,7 @@ func TestFederationStatusIsServedToReadersAndSaysWhenOff(t *testing.T) {
 		t.Fatalf("without a token: %d", rec.Code)
 	}
 	srv.cfg.Federation = func(context.Context) any { return map[string]any{"enabled": true, "host": "a"} }
-	if rec := tcpDo(h, "GET", "/v1/federation", "reader", ""); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"host": "a"`) {
+	if rec := tcpDo(h, "GET", "/v1/federation", "reader", ""); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"host":"a"`) {
 		t.Fatalf("with federation: %d %s", rec.Code, rec.Body.String())
 	}
 }

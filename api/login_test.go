@@ -127,7 +127,7 @@ func TestABrowserSessionIsGuardedLikeAToken(t *testing.T) {
 			t.Fatalf("list: %d %s", rec.Code, rec.Body.String())
 		}
 		rec := reader.do(h, "POST", "/v1/permissions/"+ids[1], deny, true)
-		if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), `"missing_scope": "approve"`) {
+		if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), `"missing_scope":"approve"`) {
 			t.Fatalf("answer: %d %s", rec.Code, rec.Body.String())
 		}
 	})
@@ -164,7 +164,7 @@ func TestAPairingLinkWorksOnceAndExpires(t *testing.T) {
 
 	code := pairCode(t, srv, "approve", "10m")
 	b := signIn(t, h, `{"pairing":"`+code+`"}`)
-	if rec := b.do(h, "GET", "/v1/login", "", false); !strings.Contains(rec.Body.String(), `"scopes": "read,approve"`) {
+	if rec := b.do(h, "GET", "/v1/login", "", false); !strings.Contains(rec.Body.String(), `"scopes":"read,approve"`) {
 		t.Fatalf("paired with %s", rec.Body.String())
 	}
 	if rec := tcpDo(h, "POST", "/v1/login", "", `{"pairing":"`+code+`"}`); rec.Code != http.StatusUnauthorized || len(rec.Result().Cookies()) != 0 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,8 @@ type Metrics struct {
 	drops      metric.Int64Counter
 	reconnects metric.Int64Counter
 	latency    metric.Float64Histogram
+
+	attrs attrCache // the routed-message counters' attribute sets
 
 	mu     sync.Mutex
 	gauges Gauges
@@ -147,7 +150,7 @@ func (m *Metrics) Message(ctx context.Context, leg, dir string) {
 	if m == nil {
 		return
 	}
-	m.messages.Add(ctx, 1, metric.WithAttributes(attribute.String("leg", leg), attribute.String("direction", dir)))
+	m.messages.Add(ctx, 1, m.attrs.option(attrKey{leg: leg, dir: dir}))
 }
 
 // Receipt counts one receipt with status on leg going dir.
@@ -181,8 +184,7 @@ func (m *Metrics) RouteLatency(ctx context.Context, leg, dir, status string, d t
 	if m == nil {
 		return
 	}
-	m.latency.Record(ctx, d.Seconds(), metric.WithAttributes(attribute.String("leg", leg),
-		attribute.String("direction", dir), attribute.String("status", status)))
+	m.latency.Record(ctx, d.Seconds(), m.attrs.option(attrKey{leg: leg, dir: dir, status: status, hasStatus: true}))
 }
 
 // Handler serves the Prometheus text exposition.
@@ -197,4 +199,39 @@ func (m *Metrics) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	return m.provider.Shutdown(ctx)
+}
+
+// attrCache keeps the attribute set of each leg, direction and status a
+// routed message was counted under: building one sorts and hashes its
+// attributes, which every message did. The keys come from the gateway's
+// own few legs, directions and statuses; past maxAttrSets a set is built
+// afresh each time rather than kept.
+type attrCache struct {
+	sets sync.Map // attrKey -> metric.MeasurementOption
+	n    atomic.Int32
+}
+
+type attrKey struct {
+	leg, dir, status string
+	hasStatus        bool
+}
+
+const maxAttrSets = 256
+
+// option is the measurement option of k's attributes.
+func (c *attrCache) option(k attrKey) metric.MeasurementOption {
+	if o, ok := c.sets.Load(k); ok {
+		return o.(metric.MeasurementOption)
+	}
+	kv := []attribute.KeyValue{attribute.String("leg", k.leg), attribute.String("direction", k.dir)}
+	if k.hasStatus {
+		kv = append(kv, attribute.String("status", k.status))
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(kv...))
+	if c.n.Load() < maxAttrSets {
+		if _, loaded := c.sets.LoadOrStore(k, o); !loaded {
+			c.n.Add(1)
+		}
+	}
+	return o
 }

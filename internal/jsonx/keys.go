@@ -2,9 +2,12 @@ package jsonx
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // CheckUniqueKeys walks the JSON text b and refuses any object that repeats
@@ -12,53 +15,42 @@ import (
 // the last one. The errors wrap the caller's own sentinels, so each leg keeps
 // its typed errors: syntaxErr for malformed text, dupErr for a repeated key.
 // Text nested deeper than MaxDepth is a syntax error (also ErrTooDeep),
-// found by a scan that allocates nothing, before any decoding.
+// found by a scan that allocates nothing, before any decoding. Like
+// encoding/json, it takes invalid UTF-8 inside strings and a stream of
+// several values.
 func CheckUniqueKeys(b []byte, syntaxErr, dupErr error) error {
 	if err := checkDepth(b, syntaxErr); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber() // 1e400 is valid JSON; only a float64 cannot hold it
-	type container struct {
-		keys    map[string]struct{} // nil for an array
-		wantKey bool
-	}
-	var stack []*container
-	valueDone := func() {
-		if n := len(stack); n > 0 && stack[n-1].keys != nil {
-			stack[n-1].wantKey = true
-		}
-	}
+	// One streaming pass of a tokenizer that tracks each object's names
+	// itself: no token values are built, and its buffers are reused.
+	s := scanners.Get().(*scanner)
+	defer scanners.Put(s)
+	s.buf = *bytes.NewBuffer(b)
+	defer func() { s.buf = bytes.Buffer{} }() // hold no caller's bytes in the pool
+	s.dec.Reset(&s.buf, jsontext.AllowDuplicateNames(false), jsontext.AllowInvalidUTF8(true))
 	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
+		err := s.dec.SkipValue()
+		switch {
+		case err == nil:
+			continue
+		case errors.Is(err, io.EOF):
 			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%w: %v", syntaxErr, err)
-		}
-		if d, ok := tok.(json.Delim); ok {
-			switch d {
-			case '{':
-				stack = append(stack, &container{keys: map[string]struct{}{}, wantKey: true})
-			case '[':
-				stack = append(stack, &container{})
-			default:
-				stack = stack[:len(stack)-1]
-				valueDone()
+		case errors.Is(err, jsontext.ErrDuplicateName):
+			var se *jsontext.SyntacticError
+			if errors.As(err, &se) {
+				return fmt.Errorf("%w: %q", dupErr, se.JSONPointer.LastToken())
 			}
-			continue
+			return fmt.Errorf("%w: %v", dupErr, err)
 		}
-		if n := len(stack); n > 0 && stack[n-1].keys != nil && stack[n-1].wantKey {
-			top := stack[n-1]
-			k := tok.(string) // an object key is always a string token
-			if _, dup := top.keys[k]; dup {
-				return fmt.Errorf("%w: %q", dupErr, k)
-			}
-			top.keys[k] = struct{}{}
-			top.wantKey = false
-			continue
-		}
-		valueDone()
+		return fmt.Errorf("%w: %v", syntaxErr, err)
 	}
 }
+
+// scanner is CheckUniqueKeys' reusable tokenizer.
+type scanner struct {
+	dec jsontext.Decoder
+	buf bytes.Buffer
+}
+
+var scanners = sync.Pool{New: func() any { return new(scanner) }}

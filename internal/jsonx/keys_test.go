@@ -22,6 +22,10 @@ func TestCheckUniqueKeys(t *testing.T) {
 		{"a repeat in a nested object is refused", `{"x":[{"b":1,"b":1}]}`, errDup},
 		{"a huge number is not a syntax error", `{"n":1e400}`, nil},
 		{"malformed text is the caller's syntax error", `{"a" 1}`, errSyntax},
+		{"truncated text is the caller's syntax error", `{"a":`, errSyntax},
+		{"invalid UTF-8 in a string passes, as encoding/json takes it", "{\"a\":\"\xff\"}", nil},
+		{"the same key in two values of a stream passes", `{"a":1} {"a":2}`, nil},
+		{"nothing at all passes", ``, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -30,5 +34,12 @@ func TestCheckUniqueKeys(t *testing.T) {
 				t.Fatalf("CheckUniqueKeys(%s) = %v, want %v", tt.in, err, tt.want)
 			}
 		})
+	}
+}
+
+func TestARepeatedKeyIsNamed(t *testing.T) {
+	err := CheckUniqueKeys([]byte(`{"x":[{"to":1,"to":2}]}`), errSyntax, errDup)
+	if !errors.Is(err, errDup) || err.Error() != `duplicate: "to"` {
+		t.Fatalf("got %v, want the key named after the caller's error", err)
 	}
 }

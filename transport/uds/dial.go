@@ -36,8 +36,14 @@ func DialWrite(ctx context.Context, path string, payload []byte) error {
 
 // dialWrite is DialWrite; with h, the listener is checked before the write.
 func dialWrite(ctx context.Context, path string, h *Holder, payload []byte) error {
-	ctx, cancel := withDefaultTimeout(ctx, DefaultDialTimeout)
-	defer cancel()
+	// The default bound is the connection's deadline, not a derived
+	// context: that would be a timer and a cancel registration more per
+	// message for the same bound. (A Unix connect does not wait: a full
+	// backlog fails at once with EAGAIN.)
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(DefaultDialTimeout)
+	}
 	c, err := dial(ctx, "write to", path)
 	if err != nil {
 		return err
@@ -50,7 +56,6 @@ func dialWrite(ctx context.Context, path string, h *Holder, payload []byte) erro
 	}
 	stop := onDone(ctx, func() { _ = c.SetDeadline(longAgo) })
 	defer stop()
-	deadline, _ := ctx.Deadline()
 	if err := c.SetDeadline(deadline); err != nil {
 		return fmt.Errorf("uds: write to %s: %w", path, err)
 	}
