@@ -263,15 +263,24 @@ func (r *Router) apply(rc message.Receipt) bool {
 	o.changed = make(chan struct{})
 	fwd := o.fwd
 	r.mu.Unlock()
-	if fwd != nil && rc.Status != message.StatusSent {
-		if h, ok := fwd.source.(AliasHost); ok {
-			in := fwd.in
-			r.background(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				h.Relay(ctx, in, rc)
-			}, func() { r.log.Warn("receipt not relayed: bridge busy", "msg_id", in.ID) })
-		}
+	if rc.Status != message.StatusSent {
+		r.relay(fwd, rc)
 	}
 	return true
+}
+
+// relay passes rc, a move of a bridged message, back to its original
+// sender's leg; nothing for a message the bridge did not forward.
+func (r *Router) relay(fwd *forward, rc message.Receipt) {
+	if fwd == nil {
+		return
+	}
+	if h, ok := fwd.source.(AliasHost); ok {
+		in := fwd.in
+		r.background(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			h.Relay(ctx, in, rc)
+		}, func() { r.log.Warn("receipt not relayed: bridge busy", "msg_id", in.ID) })
+	}
 }

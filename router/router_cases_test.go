@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/testkit/clock"
 )
 
 type blockingHost struct {
@@ -41,5 +42,43 @@ func TestABusyBridgeAnswersQueueFull(t *testing.T) {
 	rel := cl.relays()
 	if len(rel) != 1 || rel[0].Status != message.StatusDropped || rel[0].DropReason != message.DropQueueFull {
 		t.Fatalf("relays %+v; want one dropped queue-full", rel)
+	}
+}
+
+// settlingHost is an alias host whose receivers say nothing of a clean
+// delivery (as Claude Code's): the router infers it after a window.
+type settlingHost struct{ *hostLeg }
+
+func (settlingHost) Settle() time.Duration { return time.Second }
+
+// A forwarded message the router forgets (past KeepOutbound) before its
+// settle window ends still has its inferred delivery relayed to the leg
+// it came from, which waits for that outcome.
+func TestAForwardForgottenWithinItsSettleWindowStillRelaysItsOutcome(t *testing.T) {
+	clk := clock.NewFakeClock(time.Unix(1000, 0))
+	src := &hostLeg{fakeLeg: &fakeLeg{name: message.ProtocolFederation, run: make(chan struct{})}}
+	cl := settlingHost{&hostLeg{fakeLeg: claudeLeg(claudeWork)}}
+	r := New(Config{Bridge: true, BridgeInterval: time.Hour, KeepOutbound: 2, Clock: clk}, src, cl)
+	const n = 5
+	for i := range n {
+		rc := r.Forward(context.Background(), src, message.Message{ID: fmt.Sprint("m", i), From: "lead@far", FromName: "lead",
+			Body: fmt.Sprint("hi", i), Mode: message.ModePrompting, Protocol: message.ProtocolFederation, AliasOf: claudeWork.Address, ToName: "work"})
+		if rc.Status != message.StatusSent {
+			t.Fatalf("forward %d: %+v", i, rc)
+		}
+	}
+	clk.Advance(2 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(src.relays()) < n && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	delivered := 0
+	for _, rc := range src.relays() {
+		if rc.Status == message.StatusDelivered {
+			delivered++
+		}
+	}
+	if delivered != n {
+		t.Fatalf("%d of %d forwards relayed delivered; want all (relays %+v)", delivered, n, src.relays())
 	}
 }

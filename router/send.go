@@ -129,8 +129,20 @@ func (r *Router) settleLater(leg Leg, o *outbound, rc message.Receipt) {
 	if o.track.Status == message.StatusSent {
 		id := o.msg.ID
 		o.settle = r.cfg.Clock.AfterFunc(st.Settle(), func() {
-			r.apply(message.Receipt{MsgID: id, Status: message.StatusDelivered,
-				Detail: "inferred", Reason: "no receipt within the settle window; the receiver sends none for a clean delivery"})
+			rc := message.Receipt{MsgID: id, Status: message.StatusDelivered,
+				Detail: "inferred", Reason: "no receipt within the settle window; the receiver sends none for a clean delivery"}
+			if r.apply(rc) || o.fwd == nil {
+				return
+			}
+			// Forgotten meanwhile (KeepOutbound): the message it forwards
+			// still waits on another host or leg for this outcome.
+			r.mu.Lock()
+			gone := r.out[id] != o
+			r.mu.Unlock()
+			if gone {
+				rc.Time = r.cfg.Clock.Now()
+				r.relay(o.fwd, rc)
+			}
 		})
 	}
 }
@@ -145,7 +157,8 @@ func (r *Router) remember(o *outbound) {
 	for len(r.order) > r.cfg.KeepOutbound {
 		old := r.order[0]
 		r.order = r.order[1:]
-		if oo := r.out[old]; oo != nil && oo.settle != nil {
+		// A forward's settle window runs on: its outcome is relayed then.
+		if oo := r.out[old]; oo != nil && oo.settle != nil && oo.fwd == nil {
 			oo.settle.Stop()
 		}
 		r.out[old].endSpan(statusForgotten)
