@@ -20,18 +20,18 @@ while read -r pkg dir; do
     ran=$((ran + 1))
     # A failure that wrote no input is the engine's, not the code's (a worker
     # that missed the deadline on a loaded machine says "context deadline
-    # exceeded"): it gets one more run; a crasher never does.
-    for try in 1 2; do
+    # exceeded"): it gets up to two more runs; a crasher never does.
+    for try in 1 2 3; do
       if (cd "$dir" && "$bin" -test.run '^$' -test.fuzz "^${t}\$" -test.fuzztime "$per" \
         -test.fuzzminimizetime 10s -test.fuzzcachedir "$work/cache") >"$work/log" 2>&1; then
         break
       fi
       cat "$work/log"
-      if grep -q 'Failing input written to' "$work/log" || [ "$try" = 2 ]; then
+      if grep -q 'Failing input written to' "$work/log" || [ "$try" = 3 ]; then
         failed+=("${pkg#github.com/sessiongateway/gateway/} $t")
         break
       fi
-      echo "fuzz: $t failed without an input (the engine, not a crasher); running it once more"
+      echo "fuzz: $t failed without an input (the engine, not a crasher); running it again"
     done
   done
 done < <(go list -f '{{.ImportPath}} {{.Dir}}' ./...)
