@@ -241,8 +241,14 @@ func (in *inflight) drop(key string) {
 // to origin, and acknowledges the message if this host still holds it.
 // When the receipt cannot be sent, the message is offered again and the
 // receipt re-sent from the settled store then. A shared record waits a
-// moment to share its commit with others settled at once.
+// moment to share its commit with others settled at once; a record
+// already made (the lane's, before it wrote the sender's next) is not
+// made again.
 func (n *Node) settle(ctx context.Context, key, origin string, rc message.Receipt, shared bool) {
+	n.settleAs(ctx, key, origin, rc, shared, false)
+}
+
+func (n *Node) settleAs(ctx context.Context, key, origin string, rc message.Receipt, shared, recorded bool) {
 	n.mu.Lock()
 	in := n.in
 	n.mu.Unlock()
@@ -260,8 +266,13 @@ func (n *Node) settle(ctx context.Context, key, origin string, rc message.Receip
 	if shared {
 		put = n.settled.putShared // nothing waits on it but its ack
 	}
-	if err := put(key, rc); err != nil {
-		n.log.Warn("federation settled id not recorded", "msg_id", rc.MsgID, "err", err)
+	if !recorded {
+		if err := put(key, rc); err != nil {
+			n.log.Warn("federation settled id not recorded", "msg_id", rc.MsgID, "err", err)
+		}
+	}
+	if n.beforeReceipt != nil {
+		n.beforeReceipt(rc)
 	}
 	err := n.sendReceipt(ctx, origin, rc)
 	if f == nil {
@@ -336,11 +347,7 @@ func (n *Node) Relay(ctx context.Context, rc message.Receipt) bool {
 		}
 		in.mu.Unlock()
 	}
-	select {
-	case n.relays[shardOf(key)] <- relayed{key: key, origin: origin, rc: rc}:
-	default:
-		n.settle(ctx, key, origin, rc, false) // the queue is full: wait, rather than lose it
-	}
+	n.toShard(ctx, relayed{key: key, origin: origin, rc: rc})
 	return true
 }
 
@@ -348,6 +355,27 @@ func (n *Node) Relay(ctx context.Context, rc message.Receipt) bool {
 type relayed struct {
 	key, origin string
 	rc          message.Receipt
+	recorded    bool // in the settled store already
+}
+
+// toShard queues r on its message's shard. Every decisive receipt of a
+// message (its lane's own outcome, relayed ones) goes this way, so they
+// reach its origin in the order they were queued: a hold, then the
+// delivery its release brought. A full shard is waited for; when ctx ends
+// first, r is settled at once rather than lost.
+func (n *Node) toShard(ctx context.Context, r relayed) {
+	shard := n.relays[shardOf(r.key)]
+	select {
+	case shard <- r:
+		return
+	default:
+	}
+	select {
+	case shard <- r:
+	case <-n.ctx.Done(): // closing: unacknowledged, NATS offers it again
+	case <-ctx.Done():
+		n.settle(n.ctx, r.key, r.origin, r.rc, false)
+	}
 }
 
 // relayQueue bounds the receipts waiting to be settled: more than this
@@ -376,7 +404,7 @@ func (n *Node) settleRelayed(relays <-chan relayed) {
 		case <-n.ctx.Done():
 			return
 		case r := <-relays:
-			n.settle(n.ctx, r.key, r.origin, r.rc, true)
+			n.settleAs(n.ctx, r.key, r.origin, r.rc, true, r.recorded)
 		}
 	}
 }

@@ -106,7 +106,16 @@ func (n *Node) deliverFlight(ctx context.Context, in *inflight, f *flight, deliv
 		rc.Time = time.Now()
 	}
 	if decisive(rc) {
-		n.settle(ctx, f.key, f.origin, rc, false)
+		// Recorded before the lane writes the sender's next (a crash then
+		// finds it settled), sent through the message's shard behind any
+		// receipt of it relayed already, ahead of any relayed later.
+		if err := n.settled.put(f.key, rc); err != nil {
+			n.log.Warn("federation settled id not recorded", "msg_id", f.m.ID, "err", err)
+		}
+		in.mu.Lock()
+		f.hear()
+		in.mu.Unlock()
+		n.toShard(ctx, relayed{key: f.key, origin: f.origin, rc: rc, recorded: true})
 		return
 	}
 	// Taken (written to the session, or kept by a durable leg): on disk

@@ -76,6 +76,9 @@ type Node struct {
 	upSince   atomic.Int64                 // unix nanoseconds the link is up since; 0 while down
 	relink    chan struct{}                // a reconnect: the roster watch starts over
 	relays    []chan relayed               // decisive receipts for settleRelayed, by shardOf
+	// beforeReceipt, when set (tests), is called as each settled receipt
+	// is about to be sent.
+	beforeReceipt func(message.Receipt)
 
 	mu        sync.Mutex
 	others    map[string]hostEntry // other hosts' roster entries, by host

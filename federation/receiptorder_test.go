@@ -1,0 +1,64 @@
+package federation
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/message"
+)
+
+// The receiving host's own outcome of a message (held, from its local
+// leg) and a receipt relayed after it (delivered, once released) reach
+// the origin in that order, even when the hold's receipt is slow to go
+// out: both wait in the message's one queue.
+func TestAHoldAndTheDeliveryAfterItReachTheOriginInOrder(t *testing.T) {
+	c := sharedCluster(t)
+	a := join(t, c.url(0), "order-a")
+	cc := join(t, c.url(2), "order-c")
+	holding, release := make(chan struct{}), make(chan struct{})
+	cc.beforeReceipt = func(rc message.Receipt) {
+		if rc.Status == message.StatusHeld {
+			close(holding)
+			<-release
+		}
+	}
+	pc := &peer{sessions: []message.Session{session("lead", "s-lead", message.ProtocolQwen)}, status: message.StatusHeld}
+	serve(t, a, &peer{})
+	serve(t, cc, pc)
+	receipts := run(t, a)
+	ctx := testutil.Context(t, 20*time.Second)
+	testutil.Eventually(t, "a lists lead@order-c", func() bool { _, ok := a.Origin("lead@order-c", "s-lead"); return ok })
+	m := message.Message{ID: "m-order-1", To: "lead@order-c", ToSessionID: "s-lead", FromName: "alice", Body: "hi", Time: time.Now()}
+	if rc, err := a.Leg().Send(ctx, m); err != nil || rc.Status != message.StatusSent {
+		t.Fatalf("send = %+v, %v", rc, err)
+	}
+	select {
+	case <-holding:
+	case <-ctx.Done():
+		t.Fatal("the hold was never settled")
+	}
+	// Released while the hold's receipt is still on its way out.
+	if !cc.Relay(ctx, message.Receipt{MsgID: m.ID, Status: message.StatusDelivered}) {
+		t.Fatal("relay did not know the message")
+	}
+	var statuses []message.Status
+	select {
+	case ev := <-receipts:
+		statuses = append(statuses, ev.Receipt.Status) // the delivery overtook the hold
+	case <-time.After(time.Second):
+	}
+	close(release)
+	for len(statuses) < 2 {
+		select {
+		case ev := <-receipts:
+			statuses = append(statuses, ev.Receipt.Status)
+		case <-ctx.Done():
+			t.Fatalf("receipts so far %v", statuses)
+		}
+	}
+	if !slices.Equal(statuses, []message.Status{message.StatusHeld, message.StatusDelivered}) {
+		t.Fatalf("receipts at the origin %v; want [held delivered]", statuses)
+	}
+}
