@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,14 +34,18 @@ func TestSettledIdsSurviveAReopenAndTheOldestArePruned(t *testing.T) {
 	if err := s.put("a/m-0", sent); err != nil {
 		t.Fatal(err)
 	}
-	for i := 1; i < 300; i++ {
-		put := s.put
-		if i%2 == 0 {
-			put = s.putShared // a commit shared with others: on disk all the same
+	// In groups of ten at once: commits shared with others, on disk all
+	// the same, in the order of their keys' groups.
+	for g := 1; g < 300; g += 10 {
+		var wg sync.WaitGroup
+		for i := g; i < min(g+10, 300); i++ {
+			wg.Go(func() {
+				if err := s.put(fmt.Sprintf("a/m-%d", i), message.Receipt{Status: message.StatusSent}); err != nil {
+					t.Error(err)
+				}
+			})
 		}
-		if err := put(fmt.Sprintf("a/m-%d", i), message.Receipt{Status: message.StatusSent}); err != nil {
-			t.Fatal(err)
-		}
+		wg.Wait()
 	}
 	db.Close()
 	db, err = openStore(dir, SettledFile, true)

@@ -35,6 +35,10 @@ type settled struct {
 
 	mu    sync.Mutex // serialises the count and pruning
 	count int        // records in the file
+
+	gmu        sync.Mutex    // guards the two below
+	queue      []*pendingPut // puts waiting for the next commit
+	committing bool          // a writer is committing
 }
 
 func newSettled(db *bolt.DB, limit int) (*settled, error) {
@@ -91,73 +95,144 @@ func decodeSettled(v []byte) (message.Receipt, bool) {
 // put records rc for key and returns once it is on disk. A decisive
 // record is never replaced by a sent or queued one (a receipt relayed
 // before the leg's Send returned); the oldest records beyond the cap are
-// pruned in the same write.
+// pruned after the write. Puts made at the same moment share one commit
+// (see commit).
 func (s *settled) put(key string, rc message.Receipt) error {
-	return s.write(key, rc, s.db.Update)
+	return s.putAll([]keyedReceipt{{key, rc}})
 }
 
-// putShared is put sharing its commit with puts made at the same moment
-// (waiting up to the store's batch delay for them): for the outcomes
-// settled side by side, where nothing waits on each one but its ack.
-func (s *settled) putShared(key string, rc message.Receipt) error {
-	return s.write(key, rc, s.db.Batch)
+// keyedReceipt is a record to put: what became of the message key.
+type keyedReceipt struct {
+	key string
+	rc  message.Receipt
 }
 
-func (s *settled) write(key string, rc message.Receipt, commit func(func(*bolt.Tx) error) error) error {
-	if old, ok := s.cache.Get(key); ok && decisive(old) && !decisive(rc) {
-		return nil
-	}
-	if rc.Time.IsZero() {
-		rc.Time = time.Now()
-	}
-	if s.db == nil {
-		s.cache.Put(key, rc)
-		return nil
-	}
-	v, err := json.Marshal(settledRecord{V: storeVersion, Receipt: rc})
-	if err != nil {
-		return err
-	}
-	added, kept := false, rc
-	// A taken record is one commit of its own (the file is not synced,
-	// see SettledFile, so a commit is cheap, and a lane may wait for it
-	// before its next write); commit may run the function more than once.
-	err = commit(func(tx *bolt.Tx) error {
-		added, kept = false, rc
-		b := tx.Bucket(bucketSettled)
-		if old := b.Get([]byte(key)); old != nil {
-			var rec settledRecord
-			if json.Unmarshal(old, &rec) == nil && decisive(rec.Receipt) && !decisive(rc) {
-				kept = rec.Receipt
-				return nil
-			}
-			return b.Put([]byte(key), v)
+// putAll puts each of items, in order, in one commit.
+func (s *settled) putAll(items []keyedReceipt) error {
+	var ps []*pendingPut
+	for _, it := range items {
+		rc := it.rc
+		if old, ok := s.cache.Get(it.key); ok && decisive(old) && !decisive(rc) {
+			continue
 		}
-		order := tx.Bucket(bucketOrder)
-		seq, err := order.NextSequence()
+		if rc.Time.IsZero() {
+			rc.Time = time.Now()
+		}
+		if s.db == nil {
+			s.cache.Put(it.key, rc)
+			continue
+		}
+		v, err := json.Marshal(settledRecord{V: storeVersion, Receipt: rc})
 		if err != nil {
 			return err
 		}
-		if err := order.Put(seqKey(seq), []byte(key)); err != nil {
-			return err
-		}
-		added = true
-		return b.Put([]byte(key), v)
-	})
-	if err != nil {
-		return err
+		ps = append(ps, &pendingPut{key: it.key, rc: rc, v: v, done: make(chan putResult, 1)})
 	}
-	s.cache.Put(key, kept)
-	if added {
+	if len(ps) == 0 {
+		return nil
+	}
+	s.gmu.Lock()
+	s.queue = append(s.queue, ps...)
+	lead := !s.committing
+	s.committing = true
+	s.gmu.Unlock()
+	if lead {
+		s.commit()
+	}
+	var first error
+	for _, p := range ps {
+		res := <-p.done
+		if res.lead {
+			s.commit()
+			res = <-p.done
+		}
+		if res.err != nil && first == nil {
+			first = res.err
+		}
+	}
+	return first
+}
+
+// pendingPut is a record waiting for its commit.
+type pendingPut struct {
+	key  string
+	rc   message.Receipt
+	v    []byte
+	done chan putResult // one result, or the turn to commit
+}
+
+type putResult struct {
+	err  error
+	lead bool // this put's writer commits the queue now
+}
+
+// commit writes the queued records in one transaction and tells each
+// its result. A writer that finds no commit under way commits what is
+// queued then, and hands the turn to the first record queued meanwhile:
+// a writer alone commits at once, and many share commits without a fixed
+// wait (a lane waits for its record before writing its sender's next).
+func (s *settled) commit() {
+	s.gmu.Lock()
+	batch := s.queue
+	s.queue = nil
+	s.gmu.Unlock()
+	added := make([]bool, len(batch))
+	kept := make([]message.Receipt, len(batch))
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b, order := tx.Bucket(bucketSettled), tx.Bucket(bucketOrder)
+		for i, q := range batch {
+			added[i], kept[i] = false, q.rc
+			if old := b.Get([]byte(q.key)); old != nil {
+				var rec settledRecord
+				if json.Unmarshal(old, &rec) == nil && decisive(rec.Receipt) && !decisive(q.rc) {
+					kept[i] = rec.Receipt
+					continue
+				}
+				if err := b.Put([]byte(q.key), q.v); err != nil {
+					return err
+				}
+				continue
+			}
+			seq, err := order.NextSequence()
+			if err != nil {
+				return err
+			}
+			if err := order.Put(seqKey(seq), []byte(q.key)); err != nil {
+				return err
+			}
+			if err := b.Put([]byte(q.key), q.v); err != nil {
+				return err
+			}
+			added[i] = true
+		}
+		return nil
+	})
+	n := 0
+	for i, q := range batch {
+		if err == nil {
+			s.cache.Put(q.key, kept[i])
+			if added[i] {
+				n++
+			}
+		}
+		q.done <- putResult{err: err}
+	}
+	s.gmu.Lock()
+	if len(s.queue) > 0 {
+		s.queue[0].done <- putResult{lead: true}
+	} else {
+		s.committing = false
+	}
+	s.gmu.Unlock()
+	if n > 0 {
 		s.mu.Lock()
-		s.count++
+		s.count += n
 		over := s.count - s.cap
 		s.mu.Unlock()
 		if over > 0 {
 			s.prune(over)
 		}
 	}
-	return nil
 }
 
 // prune deletes the n oldest records. Pruning in chunks keeps each write
