@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -22,6 +26,7 @@ func init() { register("federation", federationRows) }
 // gateways serve with the bridge on: aliases are how another host's
 // message reaches a local session.
 func federationRows(ctx context.Context, e *Env) ([]Row, error) {
+	const senders = 16
 	urls, err := startNATS(e)
 	if err != nil {
 		return nil, err
@@ -46,7 +51,8 @@ func federationRows(ctx context.Context, e *Env) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := e.StartGateway(ctx, wc, "--federation", urls[2]+","+urls[0], "--host", "bc"); err != nil {
+	c, err := e.StartGateway(ctx, wc, "--federation", urls[2]+","+urls[0], "--host", "bc")
+	if err != nil {
 		return nil, err
 	}
 	if err := a.WaitListed(ctx, "near"); err != nil {
@@ -59,21 +65,37 @@ func federationRows(ctx context.Context, e *Env) ([]Row, error) {
 		return func(i int) error { return a.Send(ctx, name, fmt.Sprintf("bench %d", i), false) }
 	}
 	viaNear, viaFar := to("near"), to("far.bc")
+	// Sender k of 16 sends as "sk": 16 senders, each with its own order
+	// (the federation keeps each sender's messages in order, so one name
+	// shared by 16 clients is one sender, written one message at a time).
+	named := func(name string) func(int) error {
+		return func(i int) error {
+			return sendAs(ctx, a, fmt.Sprintf("s%d", i%senders), name, fmt.Sprintf("bench %d", i))
+		}
+	}
 	// Warm both up: connections, caches, C's alias worker.
 	if _, err := sequentialTo(ctx, e.N(100, 10), near, viaNear, far, viaFar); err != nil {
 		return nil, err
+	}
+	// And each named sender once (on C each is an alias of its own).
+	for _, road := range []struct {
+		sink *claudeSink
+		to   string
+	}{{near, "near"}, {far, "far.bc"}} {
+		if _, err := concurrentNamed(ctx, road.sink, senders, senders, named(road.to)); err != nil {
+			return nil, err
+		}
 	}
 	seq, err := sequentialTo(ctx, e.N(2000, 50), near, viaNear, far, viaFar)
 	if err != nil {
 		return nil, err
 	}
-	const senders = 16
-	var oneHost, crossHost Rate
+	var oneHost, crossHost, oneName Rate
 	for range 2 { // alternating, so neither always runs second
 		if !e.Short {
 			time.Sleep(settleWindow + 500*time.Millisecond) // the last round's settle windows end first
 		}
-		r, err := concurrent(ctx, near, senders, e.N(3000, 64), viaNear)
+		r, err := concurrentNamed(ctx, near, senders, e.N(3000, 64), named("near"))
 		if err != nil {
 			return nil, err
 		}
@@ -81,10 +103,17 @@ func federationRows(ctx context.Context, e *Env) ([]Row, error) {
 		if !e.Short {
 			time.Sleep(settleWindow + 500*time.Millisecond)
 		}
-		if r, err = concurrent(ctx, far, senders, e.N(3000, 64), viaFar); err != nil {
+		if r, err = concurrentNamed(ctx, far, senders, e.N(3000, 64), named("far.bc")); err != nil {
 			return nil, err
 		}
 		crossHost.N, crossHost.Span = crossHost.N+r.N, crossHost.Span+r.Span
+	}
+	if !e.Short {
+		time.Sleep(settleWindow + 500*time.Millisecond)
+	}
+	oneName, err = concurrent(ctx, far, senders, e.N(1000, 32), viaFar)
+	if err != nil {
+		return nil, err
 	}
 	// Profiles of the sending host (with -profile), after the figures.
 	if err := e.Profile(ctx, a, "sequential", func() error {
@@ -93,21 +122,83 @@ func federationRows(ctx context.Context, e *Env) ([]Row, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := e.Profile(ctx, a, "16-senders", func() error {
-		_, err := concurrent(ctx, far, senders, 1000, viaFar)
-		return err
-	}); err != nil {
-		return nil, err
+	for _, g := range []struct {
+		name string
+		gw   *Gateway
+	}{{"16-senders", a}, {"16-senders-receiving", c}} {
+		if err := e.Profile(ctx, g.gw, g.name, func() error {
+			_, err := concurrentNamed(ctx, far, senders, 1000, named("far.bc"))
+			return err
+		}); err != nil {
+			return nil, err
+		}
 	}
 	one := rateRow("API -> Claude on another host, 1 sender (msg/s)", seq[1].rate(), seq[0].rate(), "one host", 0)
 	one.Target, one.Met = "", Unjudged
 	many := rateRow(fmt.Sprintf("API -> Claude on another host, %d senders (msg/s)", senders), crossHost, oneHost, "one host", 0)
 	many.Target, many.Met = ">= 3,000 msg/s", judge(crossHost.PerSec() >= 3000) // issue 12's target, not a ratio
+	shared := rateRow(fmt.Sprintf("API -> Claude on another host, %d clients as one sender (msg/s)", senders), oneName, crossHost, "16 senders", 0)
+	shared.Target, shared.Met = "", Unjudged
 	return []Row{
 		latencyRow("API -> Claude on another host, 1 sender (latency)", seq[1], seq[0], "one host", 0.5, 2*time.Millisecond),
 		one,
 		many,
+		shared,
 	}, nil
+}
+
+// concurrentNamed is concurrent with sender s of k sending the messages
+// i with i%k == s, one after another: each sender's own order.
+func concurrentNamed(ctx context.Context, sink frameSink, k, n int, send func(int) error) (Rate, error) {
+	var wg sync.WaitGroup
+	errs := make([]error, k)
+	t0 := time.Now()
+	for s := range k {
+		wg.Go(func() {
+			for i := s; i < n && errs[s] == nil; i += k {
+				errs[s] = send(i)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return Rate{}, err
+	}
+	if err := sink.wait(ctx, n); err != nil {
+		return Rate{}, err
+	}
+	return Rate{N: n, Span: time.Since(t0)}, nil
+}
+
+// sendAs posts one message from the sender named from, as Gateway.Send.
+func sendAs(ctx context.Context, g *Gateway, from, to, text string) error {
+	body, err := json.Marshal(struct {
+		To       string `json:"to"`
+		Text     string `json:"text"`
+		FromName string `json:"from_name"`
+	}{to, text, from})
+	if err != nil {
+		return err
+	}
+	c := g.conn()
+	st, raw, err := c.do(ctx, "POST", "/v1/messages", body)
+	g.conns <- c
+	switch {
+	case err != nil:
+		return err
+	case st/100 != 2:
+		return fmt.Errorf("POST /v1/messages: %d: %s", st, bytes.TrimSpace(raw))
+	}
+	var out struct {
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return err
+	}
+	if out.Status != "sent" && out.Status != "delivered" {
+		return fmt.Errorf("the gateway answered %q", out.Status)
+	}
+	return nil
 }
 
 // sequentialTo times n sends on each road, alternating one of each, each

@@ -25,23 +25,29 @@ type kind string
 const (
 	kindMessage kind = "message"
 	kindReceipt kind = "receipt"
-	kindPrompts kind = "prompts" // a host's prompt list, in the prompts bucket (prompts.go)
-	kindAnswer  kind = "answer"  // an answer to a prompt of the host it goes to
-	kindOutcome kind = "outcome" // what became of an answer, back to where it came from
+	// kindReceipts carries several receipts for one host, in the order
+	// they were settled: a busy host sends one envelope (one publish, one
+	// signature, one ack) per batch.
+	kindReceipts kind = "receipts"
+	kindPrompts  kind = "prompts" // a host's prompt list, in the prompts bucket (prompts.go)
+	kindAnswer   kind = "answer"  // an answer to a prompt of the host it goes to
+	kindOutcome  kind = "outcome" // what became of an answer, back to where it came from
 )
 
 // envelope is what travels on the federation's subjects.
 type envelope struct {
-	V       int                         `json:"v"`
-	Kind    kind                        `json:"kind"`
-	From    string                      `json:"from_host"`
-	To      string                      `json:"to_host"`
-	Message *message.Message            `json:"message,omitempty"`
-	Receipt *message.Receipt            `json:"receipt,omitempty"`
-	Prompts []message.PermissionRequest `json:"prompts,omitempty"`
-	Answer  *promptAnswer               `json:"answer,omitempty"`
-	Outcome *answerOutcome              `json:"outcome,omitempty"`
-	seal                                // signed by the host From names
+	V       int              `json:"v"`
+	Kind    kind             `json:"kind"`
+	From    string           `json:"from_host"`
+	To      string           `json:"to_host"`
+	Message *message.Message `json:"message,omitempty"`
+	Receipt *message.Receipt `json:"receipt,omitempty"`
+	// Receipts (kindReceipts), at most maxReceiptBatch.
+	Receipts []message.Receipt           `json:"receipts,omitempty"`
+	Prompts  []message.PermissionRequest `json:"prompts,omitempty"`
+	Answer   *promptAnswer               `json:"answer,omitempty"`
+	Outcome  *answerOutcome              `json:"outcome,omitempty"`
+	seal                                 // signed by the host From names
 }
 
 // Reason is why something read from NATS was dropped.
@@ -148,16 +154,25 @@ func parse(b []byte, self string) (envelope, Reason) {
 	switch e.Kind {
 	case kindMessage:
 		m := e.Message
-		if m == nil || e.Receipt != nil || !validID(m.ID) || m.To == "" {
+		if m == nil || e.Receipt != nil || e.Receipts != nil || !validID(m.ID) || m.To == "" {
 			return envelope{}, ReasonMalformed
 		}
 	case kindReceipt:
 		r := e.Receipt
-		if r == nil || e.Message != nil || !validID(r.MsgID) || r.Status == 0 {
+		if r == nil || e.Message != nil || e.Receipts != nil || !validReceipt(*r) {
 			return envelope{}, ReasonMalformed
 		}
+	case kindReceipts:
+		if len(e.Receipts) == 0 || len(e.Receipts) > maxReceiptBatch || e.Message != nil || e.Receipt != nil {
+			return envelope{}, ReasonMalformed
+		}
+		for _, r := range e.Receipts {
+			if !validReceipt(r) {
+				return envelope{}, ReasonMalformed
+			}
+		}
 	case kindPrompts, kindAnswer, kindOutcome:
-		if e.Message != nil || e.Receipt != nil || !validPromptEnvelope(e) {
+		if e.Message != nil || e.Receipt != nil || e.Receipts != nil || !validPromptEnvelope(e) {
 			return envelope{}, ReasonMalformed
 		}
 	default:
@@ -170,6 +185,8 @@ func parse(b []byte, self string) (envelope, Reason) {
 }
 
 func validID(id string) bool { return id != "" && len(id) <= maxID }
+
+func validReceipt(r message.Receipt) bool { return validID(r.MsgID) && r.Status != 0 }
 
 // resign signs again, with a fresh time and nonce, an envelope this host
 // encoded earlier: a send kept while the link was down must be signed

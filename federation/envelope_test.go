@@ -62,6 +62,11 @@ func TestParseSaysWhyItDrops(t *testing.T) {
 		"long id":         {`{"v":1,"kind":"message","from_host":"a","to_host":"b","message":{"id":"` + strings.Repeat("i", maxID+1) + `","to":"x"}}`, ReasonMalformed},
 		"another host's":  {`{"v":1,"kind":"message","from_host":"a","to_host":"c","message":{"id":"1","to":"x"}}`, ReasonMisrouted},
 		"a receipt for b": {`{"v":1,"kind":"receipt","from_host":"a","to_host":"b","receipt":{"msg_id":"1","status":"held"}}`, 0},
+		"receipts for b":  {`{"v":1,"kind":"receipts","from_host":"a","to_host":"b","receipts":[{"msg_id":"1","status":"held"},{"msg_id":"1","status":"delivered"}]}`, 0},
+		"no receipts":     {`{"v":1,"kind":"receipts","from_host":"a","to_host":"b","receipts":[]}`, ReasonMalformed},
+		"a bad receipt":   {`{"v":1,"kind":"receipts","from_host":"a","to_host":"b","receipts":[{"msg_id":"1","status":"held"},{"msg_id":"","status":"held"}]}`, ReasonMalformed},
+		"too many":        {`{"v":1,"kind":"receipts","from_host":"a","to_host":"b","receipts":[` + strings.Repeat(`{"msg_id":"1","status":"held"},`, maxReceiptBatch) + `{"msg_id":"1","status":"held"}]}`, ReasonMalformed},
+		"one and many":    {`{"v":1,"kind":"receipts","from_host":"a","to_host":"b","receipt":{"msg_id":"1","status":"held"},"receipts":[{"msg_id":"1","status":"held"}]}`, ReasonMalformed},
 	} {
 		if _, got := parse([]byte(c.in), "b"); got != c.want {
 			t.Errorf("%s: reason %v, want %v", name, got, c.want)
@@ -76,7 +81,8 @@ func FuzzDecode(f *testing.F) {
 	sg := testSigner(f)
 	ok, _ := sg.envelope(envelope{Kind: kindMessage, From: "a", To: "b", Message: &message.Message{ID: "1", To: "uds:/x.sock", Body: "hi"}})
 	rc, _ := sg.envelope(envelope{Kind: kindReceipt, From: "a", To: "b", Receipt: &message.Receipt{MsgID: "1", Status: message.StatusDropped, DropReason: message.DropDuplicate}})
-	for _, s := range [][]byte{ok, rc, []byte(`{"v":1}`), []byte(`{"v":1e400}`), []byte(`[]`), []byte(`null`)} {
+	rcs, _ := sg.envelope(envelope{Kind: kindReceipts, From: "a", To: "b", Receipts: []message.Receipt{{MsgID: "1", Status: message.StatusHeld}, {MsgID: "1", Status: message.StatusDelivered}}})
+	for _, s := range [][]byte{ok, rc, rcs, []byte(`{"v":1}`), []byte(`{"v":1e400}`), []byte(`[]`), []byte(`null`)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

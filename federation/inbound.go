@@ -240,15 +240,9 @@ func (in *inflight) drop(key string) {
 // settle records rc, the outcome of the message key from origin, sends it
 // to origin, and acknowledges the message if this host still holds it.
 // When the receipt cannot be sent, the message is offered again and the
-// receipt re-sent from the settled store then. A shared record waits a
-// moment to share its commit with others settled at once; a record
-// already made (the lane's, before it wrote the sender's next) is not
-// made again.
-func (n *Node) settle(ctx context.Context, key, origin string, rc message.Receipt, shared bool) {
-	n.settleAs(ctx, key, origin, rc, shared, false)
-}
-
-func (n *Node) settleAs(ctx context.Context, key, origin string, rc message.Receipt, shared, recorded bool) {
+// receipt re-sent from the settled store then. A record already made
+// (the lane's, before it wrote the sender's next) is not made again.
+func (n *Node) settle(ctx context.Context, key, origin string, rc message.Receipt, recorded bool) {
 	n.mu.Lock()
 	in := n.in
 	n.mu.Unlock()
@@ -262,12 +256,8 @@ func (n *Node) settleAs(ctx context.Context, key, origin string, rc message.Rece
 	}
 	// Recorded before the flight is let go: a copy offered meanwhile finds
 	// one or the other.
-	put := n.settled.put
-	if shared {
-		put = n.settled.putShared // nothing waits on it but its ack
-	}
 	if !recorded {
-		if err := put(key, rc); err != nil {
+		if err := n.settled.put(key, rc); err != nil {
 			n.log.Warn("federation settled id not recorded", "msg_id", rc.MsgID, "err", err)
 		}
 	}
@@ -394,19 +384,6 @@ func shardOf(key string) int {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(key))
 	return int(h.Sum32() % relayShards)
-}
-
-// settleRelayed settles the receipts of one shard in order, until Close.
-func (n *Node) settleRelayed(relays <-chan relayed) {
-	defer n.done.Done()
-	for {
-		select {
-		case <-n.ctx.Done():
-			return
-		case r := <-relays:
-			n.settleAs(n.ctx, r.key, r.origin, r.rc, true, r.recorded)
-		}
-	}
 }
 
 func (n *Node) sendReceipt(ctx context.Context, host string, rc message.Receipt) error {

@@ -162,25 +162,30 @@ func (l *Leg) receipt(ctx context.Context, msg jetstream.Msg, in chan<- message.
 		_ = msg.Ack()
 		return
 	}
-	if reason == 0 && e.Kind != kindReceipt {
+	if reason == 0 && e.Kind != kindReceipt && e.Kind != kindReceipts {
 		reason = ReasonMisrouted
-	}
-	if reason == 0 {
-		if to, ok := l.n.sentTo.Get(e.Receipt.MsgID); ok && to != e.From {
-			reason = ReasonMisrouted // a receipt from a host the message never went to
-		}
 	}
 	if reason != 0 {
 		l.n.drops.add(reason)
 		_ = msg.Term()
 		return
 	}
-	rc := *e.Receipt
-	select {
-	case in <- message.Event{Type: message.EventReceipt, Time: time.Now(), Leg: message.ProtocolFederation, Receipt: &rc}:
-		l.n.receiptCounted(ctx, e.From, "in", rc.Status, nil)
-		_ = msg.Ack()
-	case <-ctx.Done():
-		_ = msg.Nak()
+	rcs := e.Receipts
+	if e.Kind == kindReceipt {
+		rcs = []message.Receipt{*e.Receipt}
 	}
+	for _, rc := range rcs {
+		if to, ok := l.n.sentTo.Get(rc.MsgID); ok && to != e.From {
+			l.n.drops.add(ReasonMisrouted) // a receipt from a host the message never went to
+			continue
+		}
+		select {
+		case in <- message.Event{Type: message.EventReceipt, Time: time.Now(), Leg: message.ProtocolFederation, Receipt: &rc}:
+			l.n.receiptCounted(ctx, e.From, "in", rc.Status, nil)
+		case <-ctx.Done():
+			_ = msg.Nak() // offered again: the receipts handed over already are applied once more, which moves nothing
+			return
+		}
+	}
+	_ = msg.Ack()
 }

@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -60,5 +61,54 @@ func TestAHoldAndTheDeliveryAfterItReachTheOriginInOrder(t *testing.T) {
 	}
 	if !slices.Equal(statuses, []message.Status{message.StatusHeld, message.StatusDelivered}) {
 		t.Fatalf("receipts at the origin %v; want [held delivered]", statuses)
+	}
+}
+
+// Receipts settled while others wait travel together in one envelope;
+// each still reaches the origin once, none lost.
+func TestReceiptsSettledTogetherEachReachTheOriginOnce(t *testing.T) {
+	c := sharedCluster(t)
+	a := join(t, c.url(0), "batch-a")
+	cc := join(t, c.url(2), "batch-c")
+	const n = 100
+	pc := &peer{sessions: []message.Session{session("sink", "s-sink", message.ProtocolQwen)}}
+	allIn := make(chan struct{})
+	// Every shard holds its first receipt until all have arrived, so the
+	// rest queue up behind it and go out in batches.
+	cc.beforeReceipt = func(message.Receipt) { <-allIn }
+	serve(t, a, &peer{})
+	serve(t, cc, pc)
+	receipts := run(t, a)
+	ctx := testutil.Context(t, 30*time.Second)
+	testutil.Eventually(t, "a lists sink@batch-c", func() bool { _, ok := a.Origin("sink@batch-c", "s-sink"); return ok })
+	for i := range n {
+		m := message.Message{ID: fmt.Sprint("m-batch-", i), To: "sink@batch-c", ToSessionID: "s-sink", FromName: fmt.Sprint("s", i%8), Body: "hi", Time: time.Now()}
+		if rc, err := a.Leg().Send(ctx, m); err != nil || rc.Status != message.StatusSent {
+			t.Fatalf("send %d = %+v, %v", i, rc, err)
+		}
+	}
+	testutil.Eventually(t, "c has them all", func() bool { return len(pc.received()) == n })
+	close(allIn)
+	seen := map[string]int{}
+	for len(seen) < n {
+		select {
+		case ev := <-receipts:
+			if ev.Receipt.Status != message.StatusDelivered {
+				t.Fatalf("receipt %+v", ev.Receipt)
+			}
+			seen[ev.Receipt.MsgID]++
+		case <-ctx.Done():
+			t.Fatalf("%d of %d receipts came back", len(seen), n)
+		}
+	}
+	select {
+	case ev := <-receipts:
+		seen[ev.Receipt.MsgID]++
+	case <-time.After(500 * time.Millisecond):
+	}
+	for id, k := range seen {
+		if k != 1 {
+			t.Errorf("%s: %d receipts", id, k)
+		}
 	}
 }
