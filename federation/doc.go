@@ -3,7 +3,9 @@
 // (or starts an embedded server) and claims this gateway's host name with a
 // lease; Node.Serve publishes the local sessions to a shared roster bucket
 // and consumes the messages other hosts send here, handing each to
-// Local.Deliver and acknowledging it only after that outcome, once per id;
+// Local.Deliver and acknowledging it only after that outcome, once per id
+// (a message's receipts go back in one order, those settled together in
+// one envelope: receipts.go);
 // the Leg (protocol message.ProtocolFederation) lists the other hosts'
 // sessions, sends to them and reports their receipts from Run. Other hosts'
 // sessions are listed under the federation protocol, not their own, so the
