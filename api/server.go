@@ -72,6 +72,9 @@ type Config struct {
 	// Actions serves GET /v1/actions/{token}, the one-time signed links of
 	// notifications (package notify); nil for 404.
 	Actions http.Handler
+	// Drop counts a request refused unread, by reason (DropBodies); nil
+	// counts nothing.
+	Drop func(reason string)
 }
 
 // Server serves the control API.
@@ -85,6 +88,7 @@ type Server struct {
 	browser browserAuth
 	tcpAddr atomic.Value // string: the TCP listener's address, for pairing URLs
 	started time.Time    // for the uptime of GET /v1/status
+	bodies  bodyGate     // MaxBodies
 }
 
 // NewServer builds the handlers from the route table.
@@ -101,7 +105,10 @@ func NewServer(cfg Config) *Server {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limit: newLimiter(cfg.RateLimit, cfg.Clock),
+	if cfg.Drop == nil {
+		cfg.Drop = func(string) {}
+	}
+	s := &Server{bodies: make(bodyGate, MaxBodies), cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limit: newLimiter(cfg.RateLimit, cfg.Clock),
 		keys:    &keyTable{store: cfg.Keys, clk: cfg.Clock, max: MaxIdempotencyKeys},
 		browser: browserAuth{sessions: map[string]*browserSession{}, pairings: map[string]pairingRec{}}, started: cfg.Clock.Now()}
 	// paths knows every route's path whatever the method, so a known path
@@ -174,6 +181,14 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 				writeError(w, Error{Error: "internal error", Code: CodeInternal})
 			}
 		}()
+		release, ok := s.bodies.take(r)
+		if !ok {
+			s.cfg.Drop(DropBodies)
+			w.Header().Set("Retry-After", "1")
+			writeError(w, Error{Error: fmt.Sprintf("too many requests: %d bodies are being read; retry in 1s", MaxBodies), Code: CodeRateLimited, RetryAfter: 1})
+			return
+		}
+		defer release()
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
 		next.ServeHTTP(w, r)
 	})

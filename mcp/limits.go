@@ -91,12 +91,18 @@ func (cn *conn) admit(next sdk.MethodHandler) sdk.MethodHandler {
 			s.cfg.Drop(DropTooManySessions)
 			return nil, fmt.Errorf("%w (%d, initialized or not): close one (DELETE /mcp with its Mcp-Session-Id, or end its gateway mcp) or wait for an idle one to end (after %v)", ErrTooManySessions, MaxSessions, SessionIdle)
 		}
+		if s.perGrant[cn.grant.ID] >= MaxSessionsPerToken {
+			s.mu.Unlock()
+			s.cfg.Drop(DropTokenShare)
+			return nil, fmt.Errorf("%w (%d, a token's share of the gateway's %d): close one of them (DELETE /mcp with its Mcp-Session-Id, or end its gateway mcp) or use another token (gateway tokens add)", ErrTokenShare, MaxSessionsPerToken, MaxSessions)
+		}
 		s.open++
+		s.perGrant[cn.grant.ID]++
 		s.mu.Unlock()
 		res, err := next(ctx, method, req)
 		ss, _ := req.GetSession().(*sdk.ServerSession)
 		if err != nil || ss == nil {
-			s.release("")
+			s.release(cn, "")
 			return res, err
 		}
 		sid := ss.ID()
@@ -104,7 +110,7 @@ func (cn *conn) admit(next sdk.MethodHandler) sdk.MethodHandler {
 		if s.closed {
 			s.mu.Unlock()
 			_ = ss.Close()
-			s.release("")
+			s.release(cn, "")
 			return res, nil
 		}
 		if sid != "" {
@@ -115,6 +121,9 @@ func (cn *conn) admit(next sdk.MethodHandler) sdk.MethodHandler {
 		s.mu.Unlock()
 		cn.mu.Lock()
 		cn.ss = ss
+		if sid != "" && cn.kind == "http" {
+			cn.arm()
+		}
 		cn.mu.Unlock()
 		half := time.AfterFunc(s.pendingFor, func() {
 			if _, err := cn.me(); err != nil {
@@ -127,7 +136,8 @@ func (cn *conn) admit(next sdk.MethodHandler) sdk.MethodHandler {
 			defer s.wg.Done()
 			_ = ss.Wait()
 			half.Stop()
-			s.release(sid)
+			cn.disarm()
+			s.release(cn, sid)
 			s.mu.Lock()
 			delete(s.conns, cn)
 			s.mu.Unlock()
@@ -136,10 +146,13 @@ func (cn *conn) admit(next sdk.MethodHandler) sdk.MethodHandler {
 	}
 }
 
-// release frees a session's slot.
-func (s *Server) release(sid string) {
+// release frees a session's slot, and its share of its grant's.
+func (s *Server) release(cn *conn, sid string) {
 	s.mu.Lock()
 	s.open--
+	if s.perGrant[cn.grant.ID]--; s.perGrant[cn.grant.ID] <= 0 {
+		delete(s.perGrant, cn.grant.ID)
+	}
 	delete(s.owners, sid)
 	s.mu.Unlock()
 }

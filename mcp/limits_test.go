@@ -45,8 +45,14 @@ type rpc struct {
 
 func post(t testing.TB, url, session string, body []byte) rpc {
 	t.Helper()
+	return postAs(t, url, "secret-token", session, body)
+}
+
+// postAs is post with a bearer token of tokenWorld.
+func postAs(t testing.TB, url, token, session string, body []byte) rpc {
+	t.Helper()
 	req, _ := http.NewRequestWithContext(testutil.Context(t, 30*time.Second), "POST", url, bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer secret-token")
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if session != "" {
@@ -73,17 +79,51 @@ const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pro
 // finish): its id, or the refusal.
 func open(t testing.TB, url string, finish bool) rpc {
 	t.Helper()
-	r := post(t, url, "", []byte(initialize))
+	return openAs(t, url, "secret-token", finish)
+}
+
+// openAs is open with a bearer token of tokenWorld.
+func openAs(t testing.TB, url, token string, finish bool) rpc {
+	t.Helper()
+	r := postAs(t, url, token, "", []byte(initialize))
 	if finish && r.session != "" {
-		post(t, url, r.session, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+		postAs(t, url, token, r.session, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 	}
 	return r
 }
 
+// tokenWorld serves w's MCP handler behind the API's TCP handler, where
+// each bearer token "tok-N" is a grant of its own with every scope, and
+// no rate limit; it returns the URL of /mcp.
+func tokenWorld(t testing.TB, w *world) string {
+	t.Helper()
+	apiSrv := api.NewServer(api.Config{Router: w.rt, Token: "secret-token", Tokens: numbered{}, RateLimit: api.NoRateLimit, MCP: w.srv.Handler()})
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config.Handler = apiSrv.TCPHandler(ts.Listener.Addr().String())
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return ts.URL + "/mcp"
+}
+
+// numbered grants every scope to "tok-N", each N a grant of its own.
+type numbered struct{}
+
+func (numbered) Verify(tok string) (api.Grant, bool) {
+	if n, ok := strings.CutPrefix(tok, "tok-"); ok {
+		return api.Grant{ID: "g-" + n, Scopes: api.AllScopes}, true
+	}
+	return api.Grant{}, false
+}
+
 func del(t *testing.T, url, session string) int {
 	t.Helper()
+	return delAs(t, url, "secret-token", session)
+}
+
+func delAs(t *testing.T, url, token, session string) int {
+	t.Helper()
 	req, _ := http.NewRequest("DELETE", url, nil)
-	req.Header.Set("Authorization", "Bearer secret-token")
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set(sessionHeader, session)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -94,20 +134,22 @@ func del(t *testing.T, url, session string) int {
 }
 
 // TestSessionsPastTheCapAreRefusedAtInitializeAndCounted opens MaxSessions
-// sessions with one token, half of them never initialized: the next
-// initialize is a JSON-RPC error naming the cap and what to do, counted as
-// a drop, and a closed session's slot is free again at once. Before the
-// cap the SDK kept every one of them for 30 idle minutes.
+// sessions with four tokens (each its share), half of them never
+// initialized: the next initialize, with a fifth token, is a JSON-RPC
+// error naming the cap and what to do, counted as a drop, and a closed
+// session's slot is free again at once. Before the cap the SDK kept every
+// one of them for 30 idle minutes.
 func TestSessionsPastTheCapAreRefusedAtInitializeAndCounted(t *testing.T) {
 	w := newWorld(t)
 	var mu sync.Mutex
 	drops := map[string]int{}
 	w.srv.cfg.Drop = func(r string) { mu.Lock(); drops[r]++; mu.Unlock() }
-	url := httpWorld(t, w)
+	url := tokenWorld(t, w)
 
 	ids := make([]string, 0, MaxSessions)
 	for i := range MaxSessions {
-		r := open(t, url, i%2 == 0)
+		tok := fmt.Sprintf("tok-%d", i/MaxSessionsPerToken)
+		r := openAs(t, url, tok, i%2 == 0)
 		if r.session == "" || r.Error != nil {
 			t.Fatalf("session %d refused under the cap: %d %s", i, r.status, r.raw)
 		}
@@ -116,11 +158,11 @@ func TestSessionsPastTheCapAreRefusedAtInitializeAndCounted(t *testing.T) {
 	if got := w.srv.Open(); got != MaxSessions {
 		t.Fatalf("Open() = %d, want %d", got, MaxSessions)
 	}
-	over := open(t, url, false)
+	over := openAs(t, url, "tok-99", false)
 	if over.Error == nil || !strings.Contains(over.Error.Message, "too many MCP sessions") || !strings.Contains(over.Error.Message, "DELETE") {
 		t.Fatalf("initialize past the cap: %d %s", over.status, over.raw)
 	}
-	if over.session != "" && del(t, url, over.session) != http.StatusNotFound {
+	if over.session != "" && delAs(t, url, "tok-99", over.session) != http.StatusNotFound {
 		t.Fatalf("the refused session %s is kept", over.session)
 	}
 	mu.Lock()
@@ -129,13 +171,55 @@ func TestSessionsPastTheCapAreRefusedAtInitializeAndCounted(t *testing.T) {
 	}
 	mu.Unlock()
 
-	if code := del(t, url, ids[0]); code != http.StatusNoContent {
+	if code := delAs(t, url, "tok-0", ids[0]); code != http.StatusNoContent {
 		t.Fatalf("DELETE: %d", code)
 	}
 	testutil.Eventually(t, "the deleted session's slot freed", func() bool { return w.srv.Open() == MaxSessions-1 })
-	if r := open(t, url, true); r.session == "" || r.Error != nil {
+	if r := openAs(t, url, "tok-99", true); r.session == "" || r.Error != nil {
 		t.Fatalf("initialize after a DELETE: %d %s", r.status, r.raw)
 	}
+}
+
+// TestOneTokenGetsAtMostItsShareOfTheSessions: one token (the control
+// socket's here, every local client's) opens MaxSessionsPerToken sessions;
+// its next initialize is an MCP error that says to close one or use
+// another token, counted as a token-share drop, while another token still
+// opens sessions; a closed session gives the first token its slot back.
+// Without the share one token took all MaxSessions.
+func TestOneTokenGetsAtMostItsShareOfTheSessions(t *testing.T) {
+	w := newWorld(t)
+	var mu sync.Mutex
+	drops := map[string]int{}
+	w.srv.cfg.Drop = func(r string) { mu.Lock(); drops[r]++; mu.Unlock() }
+	url := tokenWorld(t, w)
+
+	var ids []string
+	for i := range MaxSessionsPerToken {
+		r := openAs(t, url, "tok-a", i%2 == 0)
+		if r.session == "" || r.Error != nil {
+			t.Fatalf("session %d refused within the share: %d %s", i, r.status, r.raw)
+		}
+		ids = append(ids, r.session)
+	}
+	over := openAs(t, url, "tok-a", true)
+	if over.Error == nil || !strings.Contains(over.Error.Message, "with this token") || !strings.Contains(over.Error.Message, "tokens add") {
+		t.Fatalf("initialize past the share: %d %s", over.status, over.raw)
+	}
+	if r := openAs(t, url, "tok-b", true); r.session == "" || r.Error != nil {
+		t.Fatalf("another token past the first one's share: %d %s", r.status, r.raw)
+	}
+	mu.Lock()
+	if drops[DropTokenShare] != 1 || drops[DropTooManySessions] != 0 {
+		t.Errorf("drops = %v, want one %s", drops, DropTokenShare)
+	}
+	mu.Unlock()
+	if code := delAs(t, url, "tok-a", ids[0]); code != http.StatusNoContent {
+		t.Fatalf("DELETE: %d", code)
+	}
+	testutil.Eventually(t, "the first token's slot freed", func() bool {
+		r := openAs(t, url, "tok-a", true)
+		return r.session != "" && r.Error == nil
+	})
 }
 
 // TestAHalfOpenSessionIsClosedAfterPendingFor: a client that sends

@@ -27,9 +27,19 @@ const (
 	// body cap, so MCP takes nothing the API would refuse.
 	MaxInput = api.MaxBody
 	// SessionIdle ends an HTTP client's session after this long without a
-	// request (and takes it out of the roster); stdio clients end when
-	// their connection does.
+	// request (and takes it out of the roster), even with its event stream
+	// open; stdio clients end when their connection does.
 	SessionIdle = 30 * time.Minute
+	// StreamGone ends an HTTP client's session this long after its event
+	// stream closed, unless it opens another or a request is under way
+	// meanwhile: a live client reconnects at once (the SDKs within a
+	// couple of seconds), one that vanished without DELETE leaves the
+	// roster now rather than after SessionIdle.
+	StreamGone = 10 * time.Second
+	// Quiet ends an HTTP client's session that never held an event stream
+	// after this long with no request under way: nothing else tells that
+	// such a client is gone.
+	Quiet = 5 * time.Minute
 	// MaxNameLen caps a client's name, in characters.
 	MaxNameLen = 64
 	// MaxSessions caps the MCP sessions open at once, over HTTP and stdio,
@@ -37,6 +47,12 @@ const (
 	// ErrTooManySessions. It matches MaxClients, so a session that gets
 	// this far always finds room in the roster.
 	MaxSessions = MaxClients
+	// MaxSessionsPerToken is one grant's share of MaxSessions (a bearer
+	// token's, or the control socket's for every local `gateway mcp`):
+	// a quarter, so a token that leaks or loops takes at most that many
+	// and at least three other grants still find room. It is more MCP
+	// clients than one person's agents open at once.
+	MaxSessionsPerToken = MaxSessions / 4
 	// PendingFor is how long a session may take from initialize to
 	// notifications/initialized; one that stays half-open is closed, so
 	// it holds a slot only this long.
@@ -51,10 +67,15 @@ const (
 const (
 	DropTooManySessions = "too-many-sessions" // an initialize past MaxSessions
 	DropNotInitialized  = "not-initialized"   // a session closed after PendingFor half-open
+	DropTokenShare      = "token-share"       // an initialize past the grant's MaxSessionsPerToken
+	DropGone            = "gone"              // an HTTP session closed after StreamGone or Quiet detached
 )
 
 // ErrTooManySessions refuses an initialize past MaxSessions.
 var ErrTooManySessions = errors.New("mcp: too many MCP sessions open on this gateway")
+
+// ErrTokenShare refuses an initialize past the grant's MaxSessionsPerToken.
+var ErrTokenShare = errors.New("mcp: too many MCP sessions open with this token")
 
 // UpgradeProtocol is the Upgrade token of the stdio bridge: `gateway mcp`
 // turns its connection to the control socket into a plain stream of MCP
@@ -69,8 +90,8 @@ type Config struct {
 	Leg     *Leg
 	Logger  *slog.Logger
 	Version string
-	// Drop counts a session turned away, by reason (DropTooManySessions,
-	// DropNotInitialized); nil counts nothing.
+	// Drop counts a session turned away or ended by the server, by
+	// reason (the Drop constants); nil counts nothing.
 	Drop func(reason string)
 }
 
@@ -83,13 +104,16 @@ type Server struct {
 	bare       *sdk.Server // answers the SDK's version check for a request of an open session
 	pendingFor time.Duration
 	writeStall time.Duration
+	streamGone time.Duration
+	quiet      time.Duration
 
-	mu     sync.Mutex
-	conns  map[*conn]struct{}
-	open   int              // sessions past initialize, or reserved by one under way (MaxSessions)
-	owners map[string]*conn // open HTTP sessions by id
-	closed bool
-	wg     sync.WaitGroup // each client's watcher
+	mu       sync.Mutex
+	conns    map[*conn]struct{}
+	open     int              // sessions past initialize, or reserved by one under way (MaxSessions)
+	perGrant map[string]int   // open by grant ID (MaxSessionsPerToken)
+	owners   map[string]*conn // open HTTP sessions by id
+	closed   bool
+	wg       sync.WaitGroup // each client's watcher
 }
 
 // built is the server of one request, so the SDK's two asks for it (its
@@ -106,7 +130,8 @@ func New(cfg Config) *Server {
 	if cfg.Drop == nil {
 		cfg.Drop = func(string) {}
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, owners: map[string]*conn{}, pendingFor: PendingFor, writeStall: WriteStall,
+	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, owners: map[string]*conn{}, perGrant: map[string]int{},
+		pendingFor: PendingFor, writeStall: WriteStall, streamGone: StreamGone, quiet: Quiet,
 		bare: sdk.NewServer(&sdk.Implementation{Name: "gateway", Version: cfg.Version}, &sdk.ServerOptions{SupportedProtocolVersions: sessionVersions})}
 	s.http = sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		// A request of an open session needs a server only for the
@@ -168,6 +193,12 @@ func (s *Server) Handler() http.Handler {
 				// Out of the roster now, even if closing the session
 				// waits on a write to a client that does not read.
 				cn.leave()
+			} else if ok {
+				// A session with a request under way (its event stream
+				// included) is attached; one left detached too long is
+				// taken for gone (StreamGone, Quiet).
+				cn.attach()
+				defer cn.detach(r.Method == http.MethodGet)
 			}
 		} else {
 			r = r.WithContext(context.WithValue(r.Context(), builtKey{}, &built{}))
@@ -244,6 +275,14 @@ type conn struct {
 	watch  *watch        // resources subscribed to
 	kick   chan struct{} // a message arrived: push a notification
 	latest message.Message
+
+	// An HTTP session's requests under way, whether it ever held an event
+	// stream, and the timer that ends it when detached (presence.go).
+	inflight int
+	streamed bool
+	ended    bool
+	gen      int
+	idle     *time.Timer
 }
 
 // session builds the MCP server of one connection.
@@ -288,17 +327,20 @@ func (cn *conn) join(ss *sdk.ServerSession) {
 		}
 	}
 	s := cn.s
+	// This runs in the session's initialized handler, and closing a
+	// session waits for its handlers: a refused one is closed once this
+	// returns, by a goroutine that ends with it.
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		_ = ss.Close()
+		go ss.Close()
 		return
 	}
 	c, err := s.cfg.Leg.join(cleanName(name), cn.kind, cn.notify)
 	if err != nil {
 		s.mu.Unlock()
 		s.log.Warn("mcp client refused", "err", err)
-		_ = ss.Close()
+		go ss.Close()
 		return
 	}
 	cn.mu.Lock()

@@ -128,7 +128,8 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	notes := c.notify.Start(ctx, log, rt)
 	defer notes.Stop()
 	srv, err := newAPIServer(c, api.Config{Router: rt, Logger: log, Metrics: metrics.Handler(), Version: version, Actions: notes.Actions(),
-		Token: token, AllowedHosts: c.hosts, Keys: keys, Federation: fed.StatusFunc(), MCP: mcpSrv.Handler(), Console: console.Handler()})
+		Token: token, AllowedHosts: c.hosts, Keys: keys, Federation: fed.StatusFunc(), MCP: mcpSrv.Handler(), Console: console.Handler(),
+		Drop: func(reason string) { metrics.Drop(ctx, "api", reason) }})
 	notes.LinkBase(srv.ConsoleURL)
 	metrics.ObserveNotifications(notes.Counts)
 

@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -132,9 +134,12 @@ func (m *mcpOn) sample() sample {
 }
 
 // drops is the gateway's count of MCP drops for reason.
-func (m *mcpOn) drops(reason string) float64 {
+func (m *mcpOn) drops(reason string) float64 { return m.dropsOf("mcp", reason) }
+
+// dropsOf is the gateway's count of leg's drops for reason.
+func (m *mcpOn) dropsOf(leg, reason string) float64 {
 	for k, v := range m.metrics() {
-		if strings.HasPrefix(k, "gateway_drops_total{") && strings.Contains(k, `leg="mcp"`) && strings.Contains(k, `reason="`+reason+`"`) {
+		if strings.HasPrefix(k, "gateway_drops_total{") && strings.Contains(k, `leg="`+leg+`"`) && strings.Contains(k, `reason="`+reason+`"`) {
 			return v
 		}
 	}
@@ -237,40 +242,48 @@ func (zeros) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestOneProcessCannotHoldMoreThanMaxSessions opens MaxSessions+40 MCP
-// sessions from one process without closing any, most never finishing
-// initialize: past the cap each initialize is a JSON-RPC error saying what
-// to do, counted as a drop; the gateway's goroutines grow by a bounded
-// amount per session and come back once they are closed.
-func TestOneProcessCannotHoldMoreThanMaxSessions(t *testing.T) {
-	g := gatewaytest.Start(t, gatewaytest.NewWorld(t), "gateway", "--legs", "claude")
+// TestOneProcessCannotHoldMoreThanItsShare opens MaxSessionsPerToken+40
+// MCP sessions from one process on the control socket without closing
+// any, most never finishing initialize: past the share each initialize is
+// a JSON-RPC error saying what to do, counted as a drop, while a client
+// with another token still joins; the gateway's goroutines grow by a
+// bounded amount per session and come back once they are closed.
+func TestOneProcessCannotHoldMoreThanItsShare(t *testing.T) {
+	addr := freeAddr(t)
+	g := gatewaytest.Start(t, gatewaytest.NewWorld(t), "gateway", "--legs", "claude", "--api", addr)
 	m := newMCP(t, g)
 	base := m.sample()
 	var ids []string
 	refused := 0
-	for i := range mcp.MaxSessions + 40 {
+	for i := range mcp.MaxSessionsPerToken + 40 {
 		a := m.open(fmt.Sprintf("flood-%d", i), i%8 == 0)
 		switch {
 		case a.session != "" && a.errMsg == "":
 			ids = append(ids, a.session)
-		case strings.Contains(a.errMsg, "too many MCP sessions") && strings.Contains(a.errMsg, "DELETE"):
+		case strings.Contains(a.errMsg, "too many MCP sessions open with this token") && strings.Contains(a.errMsg, "DELETE"):
 			refused++
 		default:
 			t.Fatalf("initialize %d: %d %s", i, a.status, a.raw)
 		}
 	}
 	full := m.sample()
-	if len(ids) != mcp.MaxSessions || refused != 40 {
-		t.Fatalf("%d sessions opened, %d refused; want %d and 40", len(ids), refused, mcp.MaxSessions)
+	if len(ids) != mcp.MaxSessionsPerToken || refused != 40 {
+		t.Fatalf("%d sessions opened, %d refused; want %d and 40", len(ids), refused, mcp.MaxSessionsPerToken)
 	}
-	if d := m.drops(mcp.DropTooManySessions); d != 40 {
-		t.Errorf("drops counted for %s: %v, want 40", mcp.DropTooManySessions, d)
+	if d := m.drops(mcp.DropTokenShare); d != 40 {
+		t.Errorf("drops counted for %s: %v, want 40", mcp.DropTokenShare, d)
 	}
 	perSession := (full.goroutines - base.goroutines) / float64(len(ids))
 	if perSession > 4 {
 		t.Errorf("%.1f goroutines per open session", perSession)
 	}
-	// A legitimate client still joins once one slot is freed.
+	// Another token's client joins while this one's share is full.
+	other := &mcpOn{t: t, g: g, http: &http.Client{Transport: bearer{mint(t, g, "other", "read,send"), "http://" + addr}, Timeout: 60 * time.Second}}
+	if a := other.open("other", true); a.session == "" || a.errMsg != "" {
+		t.Fatalf("another token past the first one's share: %d %s", a.status, a.raw)
+	}
+	g.WaitListed(t, "other")
+	// And this one's client joins once one slot is freed.
 	m.del(ids[0])
 	ids = ids[1:]
 	var legit answer
@@ -284,10 +297,87 @@ func TestOneProcessCannotHoldMoreThanMaxSessions(t *testing.T) {
 	}
 	after := m.settle(base, 10)
 	t.Logf("%d sessions held (%d refused): goroutines %v -> %v (%.1f per session) -> %v after closing; heap in use %s -> %s -> %s",
-		mcp.MaxSessions, refused, base.goroutines, full.goroutines, perSession, after.goroutines, MiB(int64(base.heap)), MiB(int64(full.heap)), MiB(int64(after.heap)))
+		mcp.MaxSessionsPerToken, refused, base.goroutines, full.goroutines, perSession, after.goroutines, MiB(int64(base.heap)), MiB(int64(full.heap)), MiB(int64(after.heap)))
 	if after.goroutines > base.goroutines+10 {
 		t.Errorf("goroutines after closing every session: %v, were %v", after.goroutines, base.goroutines)
 	}
+}
+
+// bearer sends each request to the TCP API at base with a token.
+type bearer struct{ token, base string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	u, _ := url.Parse(b.base)
+	r.URL.Scheme, r.URL.Host, r.Host = u.Scheme, u.Host, u.Host
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestAnHTTPClientThatVanishesLeavesTheRoster: a client holding its event
+// stream whose connection goes away without DELETE leaves the roster
+// within mcp.StreamGone, counted as gone, not after the 30 idle minutes.
+func TestAnHTTPClientThatVanishesLeavesTheRoster(t *testing.T) {
+	g := gatewaytest.Start(t, gatewaytest.NewWorld(t), "gateway", "--legs", "claude")
+	m := newMCP(t, g)
+	sid := m.open("ghost", true).session
+	c, err := net.Dial("unix", g.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET /mcp HTTP/1.1\r\nHost: gateway\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n", sid)
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("event stream: %v %v", resp, err)
+	}
+	g.WaitListed(t, "ghost")
+	start := time.Now()
+	c.Close()
+	testutil.EventuallyWithin(t, mcp.StreamGone+10*time.Second, "ghost out of the roster", func() bool {
+		_, ok := gatewaytest.FindSession(g.Listed(t), "ghost")
+		return !ok
+	})
+	t.Logf("left the roster %v after its stream's connection closed", time.Since(start).Round(time.Millisecond))
+	if d := m.drops(mcp.DropGone); d != 1 {
+		t.Errorf("drops counted for %s: %v, want 1", mcp.DropGone, d)
+	}
+}
+
+// TestBodiesPastMaxBodiesAreRefused: api.MaxBodies connections to the
+// control socket each declare a 4 MiB body, send one byte and stall; a
+// send meanwhile is a 429 counted as a drop, and once they go a send is
+// served again.
+func TestBodiesPastMaxBodiesAreRefused(t *testing.T) {
+	g := gatewaytest.Start(t, gatewaytest.NewWorld(t), "gateway", "--legs", "claude")
+	m := newMCP(t, g)
+	var stalled []net.Conn
+	for range api.MaxBodies {
+		c, err := net.Dial("unix", g.Socket())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST /v1/messages HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", api.MaxBody)
+		stalled = append(stalled, c)
+	}
+	ctx := testutil.Context(t, 30*time.Second)
+	testutil.Eventually(t, "a send refused while the bodies stall", func() bool {
+		_, err := g.Send(ctx, api.SendBody{To: "nobody", Text: "hi"})
+		var ae *api.APIError
+		return errors.As(err, &ae) && ae.Status == http.StatusTooManyRequests
+	})
+	if d := m.dropsOf("api", api.DropBodies); d == 0 {
+		t.Errorf("no drop counted for %s", api.DropBodies)
+	}
+	for _, c := range stalled {
+		c.Close()
+	}
+	testutil.Eventually(t, "a send served once they go", func() bool {
+		_, err := g.Send(ctx, api.SendBody{To: "nobody", Text: "hi"})
+		var ae *api.APIError
+		return !errors.As(err, &ae) || ae.Status != http.StatusTooManyRequests
+	})
 }
 
 // TestAClientThatNeverReadsStaysBounded: a client that opens its event
