@@ -115,11 +115,6 @@ func (numbered) Verify(tok string) (api.Grant, bool) {
 	return api.Grant{}, false
 }
 
-func del(t *testing.T, url, session string) int {
-	t.Helper()
-	return delAs(t, url, "secret-token", session)
-}
-
 func delAs(t *testing.T, url, token, session string) int {
 	t.Helper()
 	req, _ := http.NewRequest("DELETE", url, nil)
