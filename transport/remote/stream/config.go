@@ -33,13 +33,6 @@ const (
 	DefaultDedupWindow  = 8192 // ours
 )
 
-// frameQueue bounds the frames read but not yet delivered. When it is full
-// the reader stops reading, so a slow consumer backs up into the socket and,
-// on the WebSocket, the server sheds us with 1008; replay and recovery then
-// make up for it. It only decouples reading from delivering, and every idle
-// stream holds one (a frame is some 200 bytes), so it is short.
-const frameQueue = 8
-
 // History is the REST the stream needs for gap recovery; *sessionsapi.Client implements it.
 type History interface {
 	// EventsAfter returns one page of the session's events after afterID (exclusive; "" = from

@@ -141,68 +141,75 @@ func (s *Stream) session(ctx context.Context, out Deliver, onLink func(Link)) ou
 	s.log.Debug("remote stream open", "replay", replay)
 	onLink(Link{State: LinkConnected})
 
-	frames := make(chan frame, frameQueue)
-	emit := func(f frame) bool {
-		select {
-		case frames <- f:
-			return true
-		default:
-		}
-		lv.pause() // waiting for the consumer, not the network
-		defer lv.resume()
-		select {
-		case frames <- f:
-			return true
-		case <-connCtx.Done():
-			return false
-		}
-	}
 	bad := func(err error) {
 		s.count(func(st *Stats) { st.Malformed++ })
 		s.log.Warn("skipped a frame that does not decode", "err", err)
 	}
-	var (
-		wg      sync.WaitGroup
-		readErr error
-	)
-	wg.Go(func() {
-		defer close(frames)
-		readErr = c.readLoop(connCtx, lv, emit, bad)
-	})
 	stopKeepAlive := func() {}
 	if ws && s.cfg.KeepAlive > 0 {
 		stopKeepAlive = s.keepAlive(connCtx, c, cancel)
 	}
 
-	var perr error
+	// One goroutine reads, decodes and delivers: an idle stream holds one
+	// stack, and a busy one hands nothing across goroutines. History is
+	// read beside it on a goroutine of its own: the reader keeps taking the
+	// server's pings meanwhile, and holds the first frame until what
+	// History had is delivered.
+	var (
+		perr, readErr, recErr error
+		recovering            sync.WaitGroup
+		recovered             = make(chan struct{})
+	)
 	if st.initID != "" {
 		if err := c.send(connCtx, wire.InitializeLine(st.initID)); err != nil {
 			perr = &ConnError{Cause: CauseDropped, Err: fmt.Errorf("sending initialize: %w", err)}
 		}
 	}
-	if perr == nil && s.cfg.History != nil {
-		if ws {
-			perr = s.recoverWS(connCtx, ctx, out)
-		} else {
-			perr = s.recoverSSE(connCtx, ctx, out, 0)
-		}
+	switch {
+	case perr != nil:
+	case s.cfg.History == nil:
+		close(recovered)
+	default:
+		recovering.Go(func() {
+			defer close(recovered)
+			if ws {
+				recErr = s.recoverWS(connCtx, ctx, out)
+			} else {
+				recErr = s.recoverSSE(connCtx, ctx, out, 0)
+			}
+			if recErr != nil {
+				cancel(errDone)
+			}
+		})
 	}
 	if perr == nil {
-		for f := range frames {
+		emit := func(f frame) bool {
+			lv.pause() // waiting for History or the consumer, not the network
+			defer lv.resume()
+			select {
+			case <-recovered:
+			case <-connCtx.Done():
+				return false
+			}
+			if recErr != nil {
+				return false
+			}
 			if ws {
 				perr = s.processWS(ctx, out, st, f.msg)
 			} else {
 				perr = s.processSSE(connCtx, ctx, out, f)
 			}
-			if perr != nil {
-				break
-			}
+			return perr == nil && connCtx.Err() == nil
 		}
+		readErr = c.readLoop(connCtx, lv, emit, bad)
 	}
+	recovering.Wait() // a connection that ended still gets what History had
 	cause := context.Cause(connCtx)
 	cancel(errDone)
+	if recErr != nil {
+		perr = recErr
+	}
 	stopKeepAlive()
-	wg.Wait() // the reader has stopped before its connection closes
 	c.close()
 
 	res := outcome{framed: lv.framed.Load(), retryFloor: c.retryFloor()}
