@@ -23,11 +23,14 @@ import (
 	"github.com/sessiongateway/gateway/transport/remote/stream"
 )
 
-func init() { register("remote", remoteRows) }
+func init() {
+	register("remote-decode", decodeRows)
+	register("remote-idle", idleRows)
+}
 
-// remoteRows: one remote stream decoding a busy session's events, and a
-// gateway following thousands of idle remote sessions.
-func remoteRows(ctx context.Context, e *Env) ([]Row, error) {
+// decodeRows: one remote stream decoding a busy session's events, over
+// each transport.
+func decodeRows(ctx context.Context, e *Env) ([]Row, error) {
 	var rows []Row
 	for _, tr := range []stream.Transport{stream.TransportWS, stream.TransportSSE} {
 		r, err := decodeRow(ctx, e, tr)
@@ -36,11 +39,16 @@ func remoteRows(ctx context.Context, e *Env) ([]Row, error) {
 		}
 		rows = append(rows, r...)
 	}
+	return rows, nil
+}
+
+// idleRows: a gateway following thousands of idle remote sessions.
+func idleRows(ctx context.Context, e *Env) ([]Row, error) {
 	r, err := idleRow(ctx, e)
 	if err != nil {
-		return rows, err
+		return nil, err
 	}
-	return append(rows, r), nil
+	return []Row{r}, nil
 }
 
 // benchEvent is a busy session's typical event: an assistant message with

@@ -33,3 +33,16 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkDecodeV2 is BenchmarkDecode for a v2 event: the envelope the
+// event stream sends around the same message.
+func BenchmarkDecodeV2(b *testing.B) {
+	ev := Event{ID: "7", Data: `{"event_id":"e","sequence_num":7,"event_type":"assistant","source":"worker","created_at":"2026-01-01T00:00:00Z","payload":` + benchLine + `}`}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(ev.Data)))
+	for b.Loop() {
+		if _, err := DecodeV2(ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

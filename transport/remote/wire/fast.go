@@ -51,6 +51,16 @@ func putFast(f *fast) {
 // off is where the decoder stands in raw: just past the last token read.
 func (f *fast) off() int { return int(f.dec.InputOffset()) }
 
+// next is where the value the decoder peeked at starts in raw: past the
+// whitespace and colon before it, which the decoder has checked.
+func (f *fast) next() int {
+	i := f.off()
+	for i < len(f.raw) && strings.IndexByte(" \t\r\n:", f.raw[i]) >= 0 {
+		i++
+	}
+	return i
+}
+
 // value reads the next value whole and returns its place in raw.
 func (f *fast) value() (start, end int, ok bool) {
 	v, err := f.dec.ReadValue()
@@ -197,17 +207,28 @@ var messageNames = []string{"type", "uuid", "session_id", "created_at", "parent_
 	"duration_ms", "duration_api_ms", "num_turns", "total_cost_usd", "is_error", "stop_reason",
 	"modelUsage", "permission_denials", "usage"}
 
+// parts is what reading a message object gathers; build makes the
+// Message once its default type is known.
+type parts struct {
+	env                         envelope
+	body                        body
+	stop                        string
+	m                           Message
+	hasBody, bodyErr, hasAttach bool
+}
+
 // message reads one message object, the whole of raw.
 func (f *fast) message(defaultType string) (Message, bool) {
-	var (
-		env       envelope
-		body      body
-		hasBody   bool
-		stop      string
-		m         Message
-		bodyErr   bool
-		hasAttach bool
-	)
+	var p parts
+	if !f.messageParts(&p) || f.off() != len(f.raw) {
+		return Message{}, false
+	}
+	return p.build(f.raw, defaultType)
+}
+
+// messageParts reads the message object that comes next.
+func (f *fast) messageParts(p *parts) bool {
+	env, m := &p.env, &p.m
 	ok := f.object(messageNames, func(name []byte) (bool, bool) {
 		switch string(name) {
 		case "type":
@@ -225,13 +246,13 @@ func (f *fast) message(defaultType string) (Message, bool) {
 			if null || !ok {
 				return true, ok
 			}
-			hasBody = true
-			body, ok = f.body()
-			bodyErr = !ok
+			p.hasBody = true
+			p.body, ok = f.body()
+			p.bodyErr = !ok
 			return true, ok
 		case "file_attachments":
 			null, ok := f.null()
-			hasAttach = !null
+			p.hasAttach = !null
 			return true, ok
 		case "tool_use_result":
 			return true, f.rawValue(&env.ToolUseResult)
@@ -256,7 +277,7 @@ func (f *fast) message(defaultType string) (Message, bool) {
 		case "is_error":
 			return true, f.bool(&env.IsError)
 		case "stop_reason":
-			return true, f.str(&stop)
+			return true, f.str(&p.stop)
 		case "modelUsage":
 			return true, f.rawValue(&env.ModelUsage)
 		case "permission_denials":
@@ -268,34 +289,37 @@ func (f *fast) message(defaultType string) (Message, bool) {
 		}
 		return false, true
 	})
-	if !ok || bodyErr || hasAttach || f.off() != len(f.raw) {
-		return Message{}, false
-	}
+	return ok && !p.bodyErr && !p.hasAttach
+}
+
+// build makes the message read into p, whose bytes are raw.
+func (p *parts) build(raw []byte, defaultType string) (Message, bool) {
+	env, body, m := &p.env, &p.body, p.m
 	if env.Type == "" {
 		env.Type = defaultType
 	}
 	if env.Type == "" {
 		return Message{}, false
 	}
-	m.Kind, m.Type, m.Raw = lookup[Kind](kindWire[:], env.Type), env.Type, f.raw
+	m.Kind, m.Type, m.Raw = lookup[Kind](kindWire[:], env.Type), env.Type, raw
 	var err error
 	switch m.Kind {
 	case KindAssistant:
 		m.Assistant = &Assistant{}
-		if hasBody {
+		if p.hasBody {
 			*m.Assistant = Assistant{ID: body.id, Model: body.model, Role: body.role, Content: body.content,
 				StopReason: body.stopReason, StopSequence: body.stopSequence, Usage: body.usage}
 		}
 	case KindUser:
 		m.User = &User{ToolUseResult: env.ToolUseResult}
-		if hasBody {
+		if p.hasBody {
 			m.User.Role, m.User.Content = body.role, body.content
 		}
 	case KindResult:
 		m.Result = &Result{
 			Subtype: env.Subtype, Result: env.Result, DurationMS: env.DurationMS,
 			DurationAPIMS: env.DurationAPIMS, NumTurns: env.NumTurns, TotalCostUSD: env.TotalCostUSD,
-			IsError: env.IsError, StopReason: stop, ModelUsage: env.ModelUsage,
+			IsError: env.IsError, StopReason: p.stop, ModelUsage: env.ModelUsage,
 			PermissionDenials: env.PermissionDenials, Usage: env.Usage,
 		}
 	case KindSystem:
@@ -334,6 +358,7 @@ func decodeV2Fast(raw []byte, src string, base int, sseID string) (V2Event, bool
 		seqRaw       json.RawMessage
 		ps, pe       int
 		payloadIsObj bool
+		payload      parts
 	)
 	ok := f.object(v2Names, func(name []byte) (bool, bool) {
 		switch string(name) {
@@ -348,14 +373,18 @@ func decodeV2Fast(raw []byte, src string, base int, sseID string) (V2Event, bool
 		case "created_at":
 			return true, f.str(&out.CreatedAt)
 		case "payload":
-			k := f.dec.PeekKind()
-			var ok bool
-			ps, pe, ok = f.value()
-			payloadIsObj = k == '{'
-			if k == 'n' {
-				ps, pe = 0, 0
+			switch f.dec.PeekKind() {
+			case 'n':
+				return true, f.skip()
+			case '{':
+				// Read in place, in the envelope's one pass; the message
+				// is built once event_type, which may come later, is known.
+				ps = f.next()
+				ok := f.messageParts(&payload)
+				pe, payloadIsObj = f.off(), true
+				return true, ok
 			}
-			return true, ok && (k == '{' || k == 'n')
+			return true, false
 		}
 		return false, true
 	})
@@ -383,16 +412,14 @@ func decodeV2Fast(raw []byte, src string, base int, sseID string) (V2Event, bool
 		seq = n
 	}
 	out.SequenceNum = seq
-	eventType := out.EventType
-	g := f
+	var m Message
 	if payloadIsObj {
-		g = getFast(raw[ps:pe:pe], src, base+ps)
-		defer putFast(g)
-	} else {
-		g.in = *bytes.NewBuffer(raw)
-		g.dec.Reset(&g.in)
+		m, ok = payload.build(raw[ps:pe:pe], out.EventType)
+	} else { // a bare message: the envelope is the message
+		f.in = *bytes.NewBuffer(raw)
+		f.dec.Reset(&f.in)
+		m, ok = f.message(out.EventType)
 	}
-	m, ok := g.message(eventType)
 	if !ok {
 		return V2Event{}, false
 	}

@@ -49,6 +49,32 @@ func TestFastPathGivesWayWhenInDoubt(t *testing.T) {
 	}
 }
 
+// v2Seeds are envelopes the fast path must take, its payload read in the
+// envelope's one pass: event_type after the payload (the payload's own type
+// missing), space and escapes around it, a bare message.
+var v2Seeds = []string{
+	`{"event_id":"e","sequence_num":7,"event_type":"assistant","payload":` + benchLine + `}`,
+	`{"payload":{"uuid":"u","message":{"role":"user","content":"x"}},"event_type":"user","sequence_num":4}`,
+	`{"sequence_num":"5", "payload" :	{"type":"result","subtype":"success","result":"d\u00e9j\u00e0","num_turns":2} ,"created_at":"t"}`,
+	`{"event_id":"e2","sequence_num":6,"payload":{"type":"control_request","request_id":"r","request":{"subtype":"interrupt"}}}`,
+	`{"sequence_num":8,"type":"assistant","uuid":"b","message":{"content":[{"type":"text","text":"bare"}]}}`,
+}
+
+func TestFastPathTakesV2Events(t *testing.T) {
+	for _, s := range v2Seeds {
+		raw := []byte(s)
+		fv, ok := decodeV2Fast([]byte(s), s, 0, "")
+		if !ok {
+			t.Errorf("the fast path gave way on %s", s)
+			continue
+		}
+		sv, err := decodeV2Slow(raw, "")
+		if err != nil || !reflect.DeepEqual(fv, sv) {
+			t.Errorf("fast and reference disagree on %s:\n%+v\n%+v (%v)", s, fv, sv, err)
+		}
+	}
+}
+
 // An assistant message with two blocks costs a handful of allocations: the
 // line's copy, its string, the message, its block list and its usage.
 func TestDecodeAllocations(t *testing.T) {
@@ -82,6 +108,9 @@ func FuzzFastDecode(f *testing.F) {
 	for _, s := range fastSeeds {
 		f.Add([]byte(s))
 		f.Add([]byte(`{"event_id":"e","sequence_num":"3","payload":` + s + `}`))
+	}
+	for _, s := range v2Seeds {
+		f.Add([]byte(s))
 	}
 	f.Add([]byte(`{"sequence_num":2,"type":"assistant","message":{"content":"x"}}`))
 	f.Add([]byte(`{"event_type":"user","sequence_num":1,"payload":null,"message":{"content":[{"type":"text","text":"é"}]}}`))

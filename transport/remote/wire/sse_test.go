@@ -213,6 +213,13 @@ func FuzzSSE(f *testing.F) {
 	f.Add([]byte("\uFEFFdata: a\r\ndata: b\r\n\r\n: ping\r\rretry: 10\ndata\n\n"), []byte{1, 2, 15})
 	f.Add([]byte("data: x\r\n\r\nid: 1\x00\ndata: y\n\n"), []byte{7, 8})
 	f.Fuzz(func(t *testing.T, in []byte, cutBytes []byte) {
+		end := strings.IndexAny(string(in), "\r\n")
+		if end < 0 {
+			end = len(in)
+		}
+		if got := lineEnd(in); got != end {
+			t.Fatalf("lineEnd(%q) = %d, want %d", in, got, end)
+		}
 		opt := SSEOptions{MaxLine: 256, Comments: true}
 		whole := NewSSEReader(strings.NewReader(string(in)), opt)
 		want, wantErr := readAll(whole)
