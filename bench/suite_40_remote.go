@@ -169,7 +169,10 @@ func decodeRow(ctx context.Context, e *Env, tr stream.Transport) ([]Row, error) 
 // idleRow: a gateway (--bridge=false) following n idle remote sessions
 // over the WebSocket on the fake cloud (`gateway demo-cloud`, its own
 // process), once all n are open and a few seconds after; its resident
-// memory beside the same gateway's before it follows any.
+// memory beside the same gateway's before it follows any, and what the
+// gateway's runtime says it holds (heap in use, goroutine stacks,
+// goroutines) to tell which counts. Under -profile its heap profile is
+// written too.
 func idleRow(ctx context.Context, e *Env) (Row, error) {
 	n := e.N(10_000, 50)
 	w, err := e.NewWorld()
@@ -190,10 +193,21 @@ func idleRow(ctx context.Context, e *Env) (Row, error) {
 		return Row{}, err
 	}
 	idle.stop()
-	g, err := e.StartGateway(ctx, w, "--bridge=false", "--remote-url", url, "--remote-org", org,
-		"--remote-token-file", tokenFile, "--remote-follow", "all")
+	args := []string{"--bridge=false", "--remote-url", url, "--remote-org", org,
+		"--remote-token-file", tokenFile, "--remote-follow", "all"}
+	debugAddr := ""
+	if e.ProfileDir == "" { // else StartGateway gives it one
+		if debugAddr, err = freeLoopback(); err != nil {
+			return Row{}, err
+		}
+		args = append(args, "--debug-addr", debugAddr)
+	}
+	g, err := e.StartGateway(ctx, w, args...)
 	if err != nil {
 		return Row{}, err
+	}
+	if debugAddr == "" {
+		debugAddr = g.debugAddr
 	}
 	t0 := time.Now()
 	for {
@@ -216,15 +230,74 @@ func idleRow(ctx context.Context, e *Env) (Row, error) {
 	if err != nil {
 		return Row{}, err
 	}
+	held, err := runtimeHeld(ctx, debugAddr)
+	if err != nil {
+		return Row{}, err
+	}
+	if e.ProfileDir != "" {
+		out := filepath.Join(e.ProfileDir, e.suite+"-idle.heap.pprof")
+		if err := fetch(ctx, "http://"+debugAddr+"/debug/pprof/heap", out); err != nil {
+			return Row{}, err
+		}
+		fmt.Fprintf(os.Stderr, "bench: heap profile of %d idle sessions in %s\n", n, out)
+	}
 	mb := func(kb int) string { return fmt.Sprintf("%d MB", (kb+512)/1024) }
 	return Row{
-		Path:        fmt.Sprintf("%s idle followed remote sessions, WebSocket (RSS)", thousands(float64(n))),
-		Gateway:     fmt.Sprintf("%s (%.1f KB a session, all open in %v)", mb(rss), float64(rss-base)/float64(n), open.Round(100*time.Millisecond)),
+		Path: fmt.Sprintf("%s idle followed remote sessions, WebSocket (RSS)", thousands(float64(n))),
+		Gateway: fmt.Sprintf("%s (%.1f KB a session; heap in use %s, stacks %s, %.1f goroutines a session; all open in %v)",
+			mb(rss), float64(rss-base)/float64(n), mb(held.heap>>10), mb(held.stack>>10),
+			float64(held.goroutines)/float64(n), open.Round(100*time.Millisecond)),
 		Counterpart: mb(base) + " (the same gateway following none)",
 		Ratio:       ratio(float64(rss), float64(base)),
 		Target:      "< 300 MB",
 		Met:         judge(n < 10_000 || rss < 300*1024),
 	}, nil
+}
+
+// held is what a gateway's runtime holds, in bytes.
+type held struct {
+	heap, stack int // heap spans in use, goroutine stacks
+	goroutines  int
+}
+
+// runtimeHeld reads it from the gateway's debug server: the heap
+// profile's text form ends with the runtime's memory statistics.
+func runtimeHeld(ctx context.Context, debugAddr string) (held, error) {
+	var h held
+	get := func(path string) (string, error) {
+		req, err := http.NewRequestWithContext(ctx, "GET", "http://"+debugAddr+path, nil)
+		if err != nil {
+			return "", err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+	heap, err := get("/debug/pprof/heap?debug=1")
+	if err != nil {
+		return h, err
+	}
+	for line := range strings.SplitSeq(heap, "\n") {
+		if v, ok := strings.CutPrefix(line, "# HeapInuse = "); ok {
+			h.heap, _ = strconv.Atoi(v)
+		}
+		if v, ok := strings.CutPrefix(line, "# Stack = "); ok { // "in use / from the OS"
+			h.stack, _ = strconv.Atoi(strings.Fields(v)[0])
+		}
+	}
+	gs, err := get("/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		return h, err
+	}
+	first, _, _ := strings.Cut(gs, "\n")
+	if _, err := fmt.Sscanf(first, "goroutine profile: total %d", &h.goroutines); err != nil || h.heap == 0 || h.stack == 0 {
+		return h, fmt.Errorf("no memory statistics from %s (%v)", debugAddr, err)
+	}
+	return h, nil
 }
 
 // settle is how long a gateway is left after its sessions opened before
