@@ -49,6 +49,10 @@ var ourPidNS = sync.OnceValue(func() uint64 {
 	return ns
 })
 
+// ourUID is our effective uid, read once (a system call each time
+// otherwise, on every send): the gateway never changes it.
+var ourUID = sync.OnceValue(os.Geteuid)
+
 // CheckHolder reads the listener's credentials off a connected socket
 // (SO_PEERCRED: the process that called listen) and checks them against h:
 // the listener must run as our effective uid, and be h.PID. A record of
@@ -64,7 +68,7 @@ func CheckHolder(c *net.UnixConn, path string, h Holder) error {
 	fail := func(format string, args ...any) error {
 		return &HolderError{Path: path, Want: h, Got: cred, Why: fmt.Sprintf(format, args...)}
 	}
-	if uid := os.Geteuid(); cred.UID != uid {
+	if uid := ourUID(); cred.UID != uid {
 		return fail("the listener runs as uid %d, we are %d", cred.UID, uid)
 	}
 	if h.PID == 0 {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/sessiongateway/gateway/internal/safefile"
 )
@@ -25,6 +26,14 @@ type RegistryDir struct {
 	Log     *slog.Logger
 	refused atomic.Bool
 	good    atomic.Pointer[dirStamp] // what lstat said at the last check that passed
+	listed  atomic.Pointer[listing]  // the entries as last read, while they may be reused
+}
+
+// listing is the directory's entries as one read found them, with what
+// lstat said of the directory just before that read.
+type listing struct {
+	stamp dirStamp
+	ents  []fs.DirEntry
 }
 
 // dirStamp is what a check depends on: the directory itself (not a
@@ -50,14 +59,61 @@ func (d dirStamp) same(o *dirStamp) bool {
 	return o != nil && os.SameFile(d.fi, o.fi) && d.fi.Mode() == o.fi.Mode() && d.uid == o.uid
 }
 
+// unchanged reports whether the directory's entries are still those listed
+// when it had stamp o: the same directory, with the same mode, owner, size
+// and mtime (creating, removing or renaming an entry moves the mtime).
+func (d dirStamp) unchanged(o dirStamp) bool {
+	return d.same(&o) && d.fi.Size() == o.fi.Size() && d.fi.ModTime().Equal(o.fi.ModTime())
+}
+
 // Check reports whether the directory may be read now: nil when it is
 // safe or does not exist (no records), else an error matching
 // ErrUnsafeRegistry that says why. The first refusal after a good check is
 // logged as a warning, and the repair after a refusal as information.
 func (d *RegistryDir) Check() error {
+	stamp, isDir := lstatDir(d.Path)
+	return d.check(stamp, isDir)
+}
+
+// List is the directory's entries once Check passes (none when it does
+// not exist). While the directory is unchanged since the last read (see
+// unchanged), that read's entries are returned again: one lstat per call,
+// not an open and a read of the directory. The caller must not modify
+// them. What an entry names may have changed in place; read it to know.
+func (d *RegistryDir) List() ([]fs.DirEntry, error) {
+	stamp, isDir := lstatDir(d.Path)
+	if err := d.check(stamp, isDir); err != nil {
+		return nil, err
+	}
+	if l := d.listed.Load(); isDir && l != nil && stamp.unchanged(l.stamp) {
+		return l.ents, nil
+	}
+	ents, err := os.ReadDir(d.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		d.listed.Store(nil)
+		return nil, nil
+	}
+	if err != nil {
+		d.listed.Store(nil)
+		return nil, err
+	}
+	// The stamp was taken before the read: a change in between moves the
+	// mtime past it, and the next call reads again. Unless the mtime is
+	// recent: file times tick coarsely, and a change within the same tick
+	// would leave it where it was; such a listing is not kept (as a
+	// FileCache keeps no recent file).
+	if isDir && time.Since(stamp.fi.ModTime()) > racyWindow {
+		d.listed.Store(&listing{stamp: stamp, ents: ents})
+	} else {
+		d.listed.Store(nil)
+	}
+	return ents, nil
+}
+
+// check is Check of what lstat just said of the directory.
+func (d *RegistryDir) check(stamp dirStamp, isDir bool) error {
 	// The same directory with the same mode and owner as at the last
 	// check that passed passes again: one lstat, not an open.
-	stamp, isDir := lstatDir(d.Path)
 	if isDir && stamp.same(d.good.Load()) {
 		return nil
 	}

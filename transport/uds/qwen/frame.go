@@ -353,12 +353,14 @@ func Payload(token Token, f Frame) ([]byte, error) {
 	if n := utf16Len(string(line)); n > MaxFrameUnits {
 		return nil, fmt.Errorf("%w: %d UTF-16 units", ErrFrameTooLarge, n)
 	}
-	var out []byte
+	var auth []byte
 	if token != "" {
-		auth, err := Auth{Token: token}.Marshal()
-		if err != nil {
+		if auth, err = (Auth{Token: token}).Marshal(); err != nil {
 			return nil, err
 		}
+	}
+	out := make([]byte, 0, len(auth)+len(line)+2)
+	if auth != nil {
 		out = append(append(out, auth...), '\n')
 	}
 	return append(append(out, line...), '\n'), nil

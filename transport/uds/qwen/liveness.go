@@ -86,6 +86,17 @@ func Judge(fileName string, r Record, facts ProcessFacts) Verdict {
 			return VerdictForeign
 		}
 	}
+	if lf, ok := facts.(liveFacts); ok {
+		// Both answers from one look at the process.
+		cur, alive, known := lf.LiveProcStart(r.PID)
+		switch {
+		case !alive:
+			return VerdictDead
+		case r.ProcStart == "" || !known || cur == r.ProcStart:
+			return VerdictLive
+		}
+		return VerdictDead
+	}
 	if !facts.Alive(r.PID) {
 		return VerdictDead
 	}
@@ -97,6 +108,13 @@ func Judge(fileName string, r Record, facts ProcessFacts) Verdict {
 		return VerdictLive
 	}
 	return VerdictDead
+}
+
+// liveFacts is ProcessFacts that tells Alive and ProcStart of one pid in
+// one look (HostFacts: a send judges its target's record every time).
+type liveFacts interface {
+	// LiveProcStart is Alive(pid), and ProcStart(pid) when alive.
+	LiveProcStart(pid int) (token string, alive, known bool)
 }
 
 // MayReplace reports whether a process may write its record over data, the
@@ -184,6 +202,23 @@ func (HostFacts) Alive(pid int) bool {
 
 // ProcStart is pid's current "<boot id>:<start ticks>".
 func (HostFacts) ProcStart(pid int) (string, bool) { return ProcStartToken(pid) }
+
+// LiveProcStart is Alive and ProcStart in one look while pid runs (one
+// poll of the pidfd uds.LiveStart keeps for it); the two apart otherwise.
+func (h HostFacts) LiveProcStart(pid int) (token string, alive, known bool) {
+	if ticks, ok := uds.LiveStart(pid); ok {
+		boot, err := uds.BootID()
+		if err != nil {
+			return "", true, false
+		}
+		return boot + ":" + strconv.FormatUint(ticks, 10), true, true
+	}
+	if !h.Alive(pid) {
+		return "", false, false
+	}
+	token, known = h.ProcStart(pid)
+	return token, true, known
+}
 
 // ProcStartToken reads pid's procStart: "<boot id>:<start ticks>".
 func ProcStartToken(pid int) (string, bool) {

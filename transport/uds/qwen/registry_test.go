@@ -193,7 +193,44 @@ func TestJudge(t *testing.T) {
 			if got.Sweepable() != (tt.want == VerdictDead) {
 				t.Fatalf("Sweepable = %v for %v", got.Sweepable(), got)
 			}
+			// Facts that answer Alive and ProcStart in one look (as
+			// HostFacts does) are judged alike.
+			if got := Judge(tt.file, tt.r, oneLook{tt.facts}); got != tt.want {
+				t.Fatalf("Judge with one look = %v, want %v", got, tt.want)
+			}
 		})
+	}
+}
+
+// oneLook is facts answering through LiveProcStart.
+type oneLook struct{ facts }
+
+func (f oneLook) LiveProcStart(pid int) (string, bool, bool) {
+	if !f.Alive(pid) {
+		return "", false, false
+	}
+	s, ok := f.ProcStart(pid)
+	return s, true, ok
+}
+
+func TestHostFactsTellLivenessAndStartInOneLookAsApart(t *testing.T) {
+	var h HostFacts
+	child := exec.Command("true")
+	if err := child.Run(); err != nil {
+		t.Skip("cannot run a child:", err)
+	}
+	for _, pid := range []int{os.Getpid(), os.Getppid(), child.Process.Pid} {
+		tok, alive, known := h.LiveProcStart(pid)
+		wantTok, wantKnown := h.ProcStart(pid)
+		if want := h.Alive(pid); alive != want {
+			t.Fatalf("pid %d: alive %v, Alive says %v", pid, alive, want)
+		}
+		if alive && (tok != wantTok || known != wantKnown) {
+			t.Fatalf("pid %d: %q %v, ProcStart says %q %v", pid, tok, known, wantTok, wantKnown)
+		}
+	}
+	if _, alive, _ := h.LiveProcStart(child.Process.Pid); alive {
+		t.Fatal("a child that exited and was reaped is alive") // (unless its pid was reused at once)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -27,13 +26,9 @@ type listed struct {
 // incarnation. Only the records kept are judged, which takes reads of
 // /proc: a send judges its target's alone.
 func (p *Peer) records(keep func(Record) bool) ([]listed, error) {
-	if err := p.registry.Check(); err != nil {
-		return nil, err
-	}
-	ents, err := os.ReadDir(p.sessions)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	// The directory is read again only once it changed; each record file
+	// is looked at (and read again once changed) every time all the same.
+	ents, err := p.registry.List()
 	if err != nil {
 		return nil, err
 	}

@@ -32,10 +32,7 @@ func (p *Peer) Send(ctx context.Context, m message.Message) (message.Receipt, er
 	if len(m.HopChain) > 0 {
 		f.HopChain = m.HopChain // a forwarded message carries its relays, so a loop is seen
 	}
-	if err := f.Validate(); err != nil {
-		return message.Receipt{}, err
-	}
-	payload, err := Payload(rec.IPCToken, f)
+	payload, err := Payload(rec.IPCToken, f) // validates f
 	if err != nil {
 		return message.Receipt{}, err
 	}
@@ -46,8 +43,11 @@ func (p *Peer) Send(ctx context.Context, m message.Message) (message.Receipt, er
 		}
 	}
 	p.ledger.Track(m.ID, path)
-	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
-	defer cancel()
+	if d, ok := ctx.Deadline(); ok && time.Until(d) > sendTimeout {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, sendTimeout)
+		defer cancel()
+	} // else ctx's own deadline is sooner, or the dial's default applies
 	// Our replyToken is in the frame: the listener must be the record's
 	// process before a byte goes out.
 	if err := uds.DialWriteHeld(ctx, path, rec.holder(), payload); err != nil {
@@ -66,5 +66,6 @@ func (p *Peer) Send(ctx context.Context, m message.Message) (message.Receipt, er
 	return message.Receipt{MsgID: m.ID, Status: message.StatusSent, Time: p.clk.Now()}, nil
 }
 
-// sendTimeout bounds one dial + write, as Qwen Code's 5 s.
-const sendTimeout = 5 * time.Second
+// sendTimeout bounds one dial + write, as Qwen Code's 5 s: the bound the
+// dial applies by itself when ctx has no deadline.
+const sendTimeout = uds.DefaultDialTimeout
