@@ -33,7 +33,7 @@ type qwenSink struct {
 }
 
 func startQwenSink(e *Env, w *World, name string) (*qwenSink, error) {
-	s := &qwenSink{name: name, sessionID: uuid.NewString(), path: filepath.Join(w.Root, "qsink", "in.sock"), got: make(chan struct{}, 1<<16)}
+	s := &qwenSink{name: name, sessionID: uuid.NewString(), path: filepath.Join(w.Root, "q-"+name, "in.sock"), got: make(chan struct{}, 1<<16)}
 	token := qwen.NewIPCToken()
 	if err := safefile.EnsureDir(filepath.Dir(s.path)); err != nil {
 		return nil, err

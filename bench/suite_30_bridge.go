@@ -16,6 +16,7 @@ import (
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
+	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 
 func init() { register("bridge", bridgeRows) }
@@ -23,19 +24,26 @@ func init() { register("bridge", bridgeRows) }
 // bridgeRows: a bare Claude Code sender writes to the alias the bridge
 // publishes for a Qwen inbox (the alias worker, the router's bridge and
 // the Qwen leg in between) until the inbox has read the frame, beside a
-// bare sender writing the inbox directly. The Claude leg admits a burst
-// of 32 from all senders and then one a second (Claude Code's limits), so
-// the run is a few dozen messages: enough for a median. The sender is a
-// registered Claude Code session, as it would be.
+// bare sender writing the inbox directly. An alias admits a burst of 32
+// from all senders and then one a second (Claude Code's limits), so each
+// inbox takes a few dozen messages, and several inboxes (each its alias
+// worker) take turns: enough for a median. The sender is a registered
+// Claude Code session, as it would be, and its alias on the Qwen side is
+// in place before the first message, as it is once the bridge has
+// synced.
 func bridgeRows(ctx context.Context, e *Env) ([]Row, error) {
-	st, err := openStage(ctx, e, "bench-qwen", startQwenSink) // --bridge is the default
+	st, err := openStage(ctx, e, "bench-qwen-0", startQwenSink) // --bridge is the default
 	if err != nil {
 		return nil, err
 	}
-	w, sink, g := st.W, st.Sink, st.G
-	alias, token, err := waitAlias(ctx, w, sink.name)
-	if err != nil {
-		return nil, err
+	w, g := st.W, st.G
+	sinks := []*qwenSink{st.Sink}
+	for i := 1; i < e.N(6, 1); i++ {
+		s, err := startQwenSink(e, w, fmt.Sprintf("bench-qwen-%d", i))
+		if err != nil {
+			return nil, err
+		}
+		sinks = append(sinks, s)
 	}
 	reply, err := startSender(e, w)
 	if err != nil {
@@ -44,26 +52,57 @@ func bridgeRows(ctx context.Context, e *Env) ([]Row, error) {
 	if err := g.WaitListed(ctx, senderName); err != nil {
 		return nil, err
 	}
-	bridged := func(i int) error {
-		return rawSend(alias, claudeFrame(token, reply, fmt.Sprintf("bridged %d %s", i, uuid.NewString()[:8])))
+	if err := waitQwenAlias(ctx, w, senderName); err != nil {
+		return nil, err
 	}
-	direct := func(i int) error {
-		b, err := sink.rawFrame(fmt.Sprintf("direct %d", i))
+	var lat [2]Latencies
+	for _, sink := range sinks {
+		alias, token, err := waitAlias(ctx, w, sink.name)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return rawSend(sink.path, b)
-	}
-	if _, err := sequential(ctx, sink, 2, bridged, direct); err != nil {
-		return nil, err
-	}
-	lat, err := sequential(ctx, sink, e.N(25, 3), bridged, direct)
-	if err != nil {
-		return nil, err
+		bridged := func(i int) error {
+			return rawSend(alias, claudeFrame(token, reply, fmt.Sprintf("bridged %d %s", i, uuid.NewString()[:8])))
+		}
+		direct := func(i int) error {
+			b, err := sink.rawFrame(fmt.Sprintf("direct %d", i))
+			if err != nil {
+				return err
+			}
+			return rawSend(sink.path, b)
+		}
+		if _, err := sequential(ctx, sink, 2, bridged, direct); err != nil {
+			return nil, err
+		}
+		got, err := sequential(ctx, sink, e.N(28, 3), bridged, direct)
+		if err != nil {
+			return nil, err
+		}
+		lat[0], lat[1] = append(lat[0], got[0]...), append(lat[1], got[1]...)
 	}
 	return []Row{
-		latencyRow("Claude -> alias -> Qwen, bridged (latency)", lat[0], lat[1], "raw socket to the inbox", 0.5, time.Millisecond),
+		latencyRow(fmt.Sprintf("Claude -> alias -> Qwen, bridged (latency, %d messages)", len(lat[0])), lat[0], lat[1], "raw socket to the inbox", 0.5, time.Millisecond),
 	}, nil
+}
+
+// waitQwenAlias waits for the bridge's alias of name in the Qwen registry.
+func waitQwenAlias(ctx context.Context, w *World, name string) error {
+	dir := qwen.SessionsDir(w.QwenHome)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		ents, _ := os.ReadDir(dir)
+		for _, de := range ents {
+			b, err := os.ReadFile(filepath.Join(dir, de.Name()))
+			if err != nil {
+				continue
+			}
+			if r, err := qwen.ParseRecord(b); err == nil && r.Name == name && r.Kind == qwen.KindAlias {
+				return nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("no alias of %q in the Qwen registry", name)
 }
 
 // waitAlias waits for the bridge's alias of name in the Claude registry

@@ -29,8 +29,25 @@ type cachedFile[T any] struct {
 	val   T
 }
 
-// racyWindow is how old a file's mtime must be before its parse is kept.
-const racyWindow = 2 * time.Second
+// How old a file's mtime must be before what was read of it is kept: file
+// times tick coarsely, so a change within the same tick as the time read
+// would leave it where it was. A filesystem that keeps fractions of a
+// second ticks with the kernel's clock (a jiffy, 10 ms at most); one that
+// keeps whole seconds (a time with no fraction) ticks in seconds, or two.
+const (
+	racyWindow     = 2 * time.Second
+	fineRacyWindow = 100 * time.Millisecond
+)
+
+// settled reports whether a change to a file from now on moves its mtime
+// past t, the mtime it has now.
+func settled(t time.Time) bool {
+	window := racyWindow
+	if t.Nanosecond() != 0 {
+		window = fineRacyWindow
+	}
+	return time.Since(t) > window
+}
 
 // fileStamp is what identifies one version of a file: the same file
 // (device and inode), unchanged in size, mode and mtime.
@@ -83,7 +100,7 @@ func (c *FileCache[T]) Get(path string) (T, error) {
 	// the mtime is recent: file times tick coarsely (a jiffy), so a
 	// rewrite of the same size in the same tick would keep the stamp; such
 	// a file is read again until its mtime is well past.
-	if ok && time.Since(stamp.fi.ModTime()) > racyWindow {
+	if ok && settled(stamp.fi.ModTime()) {
 		c.m.Put(path, cachedFile[T]{stamp: stamp, val: v})
 	}
 	return v, nil

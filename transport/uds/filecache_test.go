@@ -107,3 +107,33 @@ func TestAFileCacheKeepsNoParseThatFailed(t *testing.T) {
 		t.Fatalf("a bad file was parsed %d times, want every time", parses)
 	}
 }
+
+func TestAFileTimeIsSettledOnceItsTickHasSurelyPassed(t *testing.T) {
+	now := time.Now()
+	whole := func(ago time.Duration) time.Time { return now.Add(-ago).Truncate(time.Second) }
+	fine := func(ago time.Duration) time.Time {
+		t := now.Add(-ago)
+		if t.Nanosecond() == 0 {
+			t = t.Add(-time.Nanosecond)
+		}
+		return t
+	}
+	tests := []struct {
+		name string
+		t    time.Time
+		want bool
+	}{
+		{"a fine time of just now is not", fine(0), false},
+		{"a fine time within the kernel's tick is not", fine(20 * time.Millisecond), false},
+		{"a fine time well past a tick is", fine(time.Second), true},
+		{"a whole-second time within two seconds is not (two-second filesystems)", whole(0), false},
+		{"a whole-second time three seconds ago is", whole(3 * time.Second), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := settled(tt.t); got != tt.want {
+				t.Fatalf("settled(%v) = %v, want %v", tt.t, got, tt.want)
+			}
+		})
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/sessiongateway/gateway/internal/safefile"
 )
@@ -102,7 +101,7 @@ func (d *RegistryDir) List() ([]fs.DirEntry, error) {
 	// recent: file times tick coarsely, and a change within the same tick
 	// would leave it where it was; such a listing is not kept (as a
 	// FileCache keeps no recent file).
-	if isDir && time.Since(stamp.fi.ModTime()) > racyWindow {
+	if isDir && settled(stamp.fi.ModTime()) {
 		d.listed.Store(&listing{stamp: stamp, ents: ents})
 	} else {
 		d.listed.Store(nil)
