@@ -2,11 +2,14 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,12 +25,17 @@ import (
 // record of this process: it checks each connection's auth line and that
 // every user frame is pinned to its session, and reports each on got. It
 // sends no receipts: neither sender waits for one (both wait only for the
-// inbox to close the connection, which it does at the sender's EOF).
+// inbox to close the connection, which it does at the sender's EOF). Like
+// the Claude sink it costs little and the same for every sender: an auth
+// line spelt as both senders spell it is compared as bytes (any other
+// goes through the protocol's own check), and a frame is decoded only as
+// far as its type and pin.
 type qwenSink struct {
 	name      string
 	sessionID string
 	path      string
 	rec       qwen.Record // its record, token included
+	authLine  []byte      // the auth line as both senders spell it
 	got       chan struct{}
 	faults    atomic.Int64 // bad auth lines, unreadable or misaddressed frames
 }
@@ -66,6 +74,9 @@ func startQwenSink(e *Env, w *World, name string) (*qwenSink, error) {
 	rec := qwen.Record{PID: pid, ProcStart: procStart, PidNS: ns, SessionID: s.sessionID, Cwd: w.Root,
 		Name: name, StartedAt: time.Now().UnixMilli(), Kind: qwen.KindExternal, IPCPath: s.path, IPCToken: token}
 	s.rec = rec
+	if s.authLine, err = (qwen.Auth{Token: token}).Marshal(); err != nil {
+		return nil, err
+	}
 	raw, err := rec.Marshal()
 	if err != nil {
 		return nil, err
@@ -79,7 +90,9 @@ func startQwenSink(e *Env, w *World, name string) (*qwenSink, error) {
 
 func (s *qwenSink) read(c net.Conn, auth qwen.Authenticator) {
 	defer c.Close() // at the sender's EOF: what ends its wait
-	r := bufio.NewReaderSize(c, 64<<10)
+	r := readers.Get().(*bufio.Reader)
+	r.Reset(c)
+	defer func() { r.Reset(nil); readers.Put(r) }()
 	authed := false
 	for {
 		line, err := r.ReadSlice('\n')
@@ -90,25 +103,34 @@ func (s *qwenSink) read(c net.Conn, auth qwen.Authenticator) {
 			continue
 		}
 		if !authed {
-			if _, ok := auth.Authenticate(line); !ok {
-				s.faults.Add(1)
-				return
+			if !bytes.Equal(bytes.TrimSuffix(line, []byte("\n")), s.authLine) {
+				if _, ok := auth.Authenticate(line); !ok {
+					s.faults.Add(1)
+					return
+				}
 			}
 			authed = true
 			continue
 		}
-		l, err := qwen.ParseLine(line)
-		switch {
+		var f struct {
+			Type        string `json:"type"`
+			ToSessionID string `json:"toSessionId"`
+		}
+		switch err := json.Unmarshal(line, &f); {
 		case err != nil:
 			s.faults.Add(1)
-		case l.User == nil: // a receipt: nothing here sent anything to answer
-		case l.User.ToSessionID != s.sessionID:
+		case f.Type != "user": // a receipt: nothing here sent anything to answer
+		case f.ToSessionID != s.sessionID:
 			s.faults.Add(1)
 		default:
 			s.got <- struct{}{}
 		}
 	}
 }
+
+// readers hold a line of up to 64 KiB each, kept from one connection to
+// the next.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
 
 func (s *qwenSink) wait(ctx context.Context, n int) error {
 	return waitFrames(ctx, s.got, n, &s.faults)

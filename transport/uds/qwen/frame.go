@@ -127,8 +127,13 @@ func (f UserFrame) Pin() (id string, ok bool) {
 // name and review class (left out when unknown), toSessionId pinned to the
 // record's session, priority next.
 func NewUserFrame(self Sender, to Record, content string) UserFrame {
+	return userFrame(NewMsgID(), self, to, content)
+}
+
+// userFrame is NewUserFrame under the msgId id.
+func userFrame(id string, self Sender, to Record, content string) UserFrame {
 	return UserFrame{
-		MsgID: NewMsgID(), From: self.IPCPath, ReplyToken: self.IPCToken,
+		MsgID: id, From: self.IPCPath, ReplyToken: self.IPCToken,
 		FromName: self.Name, FromMode: self.Mode, ToSessionID: to.SessionID,
 		Priority: PriorityNext, Content: content,
 	}

@@ -27,8 +27,7 @@ func (p *Peer) Send(ctx context.Context, m message.Message) (message.Receipt, er
 	if name == "" {
 		name = p.cfg.Name
 	}
-	f := NewUserFrame(Sender{IPCPath: p.socketPath, IPCToken: p.token, Name: name, Mode: m.Mode}, rec, m.Body)
-	f.MsgID = m.ID
+	f := userFrame(m.ID, Sender{IPCPath: p.socketPath, IPCToken: p.token, Name: name, Mode: m.Mode}, rec, m.Body)
 	if len(m.HopChain) > 0 {
 		f.HopChain = m.HopChain // a forwarded message carries its relays, so a loop is seen
 	}
