@@ -34,11 +34,12 @@ const (
 type env struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	environ        func() []string // for serve's did-you-mean of GATEWAY_* variables; nil for none
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
+	code := run(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ}, os.Args[1:])
 	stop()
 	os.Exit(code)
 }

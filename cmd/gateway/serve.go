@@ -41,8 +41,16 @@ func (a *app) serveCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		plan.cfg.summary = observability.Terminal(a.e.stderr)
-		if err := serve(a.ctx, observability.NewFormatLogger(a.e.stderr, plan.logLevel, plan.logFormat), plan.cfg); err != nil {
+		if plan.logFormat != observability.LogJSON { // JSON asked for: JSON lines only, terminal or not
+			plan.cfg.summary = observability.Terminal(a.e.stderr)
+		}
+		log := observability.NewFormatLogger(a.e.stderr, plan.logLevel, plan.logFormat)
+		if a.e.environ != nil {
+			for _, m := range settings.MisspeltEnv(fs, "GATEWAY_", a.e.environ()) {
+				log.Warn(m.Var+" is not a gateway setting: did you mean "+m.Want+"?", "variable", m.Var)
+			}
+		}
+		if err := serve(a.ctx, log, plan.cfg); err != nil {
 			return &cli.Error{Exit: exitError, Code: cli.CodeFailed, Err: errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))} // one line
 		}
 		return nil

@@ -186,6 +186,56 @@ func TestServeWithoutATerminalLogsJSONAndNoSummary(t *testing.T) {
 	}
 }
 
+// TestServeWithLogFormatJSONOnATerminalPrintsOnlyJSON: --log-format json
+// on a terminal is JSON lines only, without the start-up summary.
+func TestServeWithLogFormatJSONOnATerminalPrintsOnlyJSON(t *testing.T) {
+	w := gatewaytest.WorldAt(t, t.TempDir())
+	pty, tty := openPTY(t)
+	cmd := serveCmd(t, w, nil, "--name", "gw-json", "--log-format", "json")
+	cmd.Stderr = tty
+	done := startCmd(t, cmd)
+	tty.Close()
+	var out syncBuf
+	go func() { _, _ = io.Copy(&out, pty) }()
+	waitAnswers(t, w, &out)
+	if err := stopCmd(t, cmd, done); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second) // the last lines through the terminal
+	for !strings.Contains(out.String(), "gateway stopped") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, line := range strings.Split(strings.ReplaceAll(out.String(), "\r", ""), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !json.Valid([]byte(line)) {
+			t.Errorf("not a JSON line on a terminal under --log-format json: %q", line)
+		}
+	}
+	if strings.Contains(out.String(), "ready") && strings.Contains(out.String(), "gateway sessions") {
+		t.Errorf("the summary under --log-format json:\n%s", out.String())
+	}
+}
+
+// TestAMisspeltVariableGetsADidYouMeanAtStart: a GATEWAY_* variable that
+// no setting reads but is near one's is named in a warning at start with
+// the one it is near; one far from every setting is not.
+func TestAMisspeltVariableGetsADidYouMeanAtStart(t *testing.T) {
+	w := gatewaytest.WorldAt(t, t.TempDir())
+	var logs syncBuf
+	cmd := serveCmd(t, w, []string{"GATEWAY_SETLE=1s", "GATEWAY_SOMETHING_ELSE_ENTIRELY=1"}, "--name", "gw-typo")
+	cmd.Stderr = &logs
+	done := startCmd(t, cmd)
+	waitAnswers(t, w, &logs)
+	if err := stopCmd(t, cmd, done); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "GATEWAY_SETLE is not a gateway setting: did you mean GATEWAY_SETTLE?") {
+		t.Errorf("no did-you-mean for GATEWAY_SETLE:\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), "GATEWAY_SOMETHING_ELSE_ENTIRELY") {
+		t.Errorf("a variable far from every setting was warned of:\n%s", logs.String())
+	}
+}
+
 func TestStartupErrorsAreOneLineBeforeAnyRegistration(t *testing.T) {
 	busyPort, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

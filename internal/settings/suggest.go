@@ -1,6 +1,9 @@
 package settings
 
-import "strings"
+import (
+	"flag"
+	"strings"
+)
 
 // didYouMean is the known key nearest to key, when it is near enough to be
 // a misspelling (an edit or two, or the same words with _ for -); "" if
@@ -42,4 +45,32 @@ func EditDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// Misspelt is a variable with the prefix that no flag reads, and the one
+// it is near.
+type Misspelt struct{ Var, Want string }
+
+// MisspeltEnv finds the variables in environ ("NAME=value") that start
+// with prefix, are no flag's in fs (nor a flag's _FILE), and are near one's
+// (didYouMean): a typo that would otherwise be ignored in silence. One far
+// from every flag is left alone: other programs may share the prefix.
+func MisspeltEnv(fs *flag.FlagSet, prefix string, environ []string) []Misspelt {
+	known, read := map[string]bool{}, map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) {
+		known[f.Name] = true
+		read[EnvName(prefix, f.Name)], read[EnvName(prefix, f.Name)+"_FILE"] = true, true
+	})
+	var out []Misspelt
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok || rest == "" || read[name] {
+			continue
+		}
+		if near := didYouMean(rest, known); near != "" {
+			out = append(out, Misspelt{Var: name, Want: EnvName(prefix, near)})
+		}
+	}
+	return out
 }
