@@ -40,12 +40,53 @@ func readBody(r *http.Request) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
-	b, err := io.ReadAll(r.Body)
+	if rb, ok := r.Body.(*readAlready); ok && rb.Len() == len(rb.b) {
+		_, _ = rb.Seek(0, io.SeekEnd) // read, as io.ReadAll would leave it
+		return rb.b, nil
+	}
+	var b []byte
+	if n := r.ContentLength; n > 0 && n <= MaxBody {
+		// The declared length, read into one buffer of its size (a body
+		// that is longer still grows it; MaxBody caps what is read).
+		b = make([]byte, 0, n+1)
+	}
+	b, err := readAll(r.Body, b)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return nil, slowBody{err}
 	}
 	return b, err
 }
+
+// readAll is io.ReadAll into b's spare capacity.
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	if cap(b) == 0 {
+		return io.ReadAll(r)
+	}
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // room to grow
+		}
+	}
+}
+
+// readAlready is a body read once (by the long routes' wrapper) and kept
+// for the handler: readBody takes its bytes rather than copying them.
+type readAlready struct {
+	*bytes.Reader
+	b []byte
+}
+
+func newReadAlready(b []byte) *readAlready { return &readAlready{bytes.NewReader(b), b} }
+
+func (*readAlready) Close() error { return nil }
 
 // decode reads a JSON body strictly: one object, no unknown fields, no
 // key twice in an object (encoding/json would keep the last one silently,

@@ -1,9 +1,7 @@
 package api
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -166,7 +164,7 @@ func unbounded(next http.Handler) http.Handler {
 				writeError(w, errorOf(err))
 				return
 			}
-			r.Body = io.NopCloser(bytes.NewReader(b))
+			r.Body = newReadAlready(b)
 		}
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Time{}) // unsupported by test recorders: nothing to lift there

@@ -38,8 +38,7 @@ func DialWrite(ctx context.Context, path string, payload []byte) error {
 func dialWrite(ctx context.Context, path string, h *Holder, payload []byte) error {
 	// The default bound is the connection's deadline, not a derived
 	// context: that would be a timer and a cancel registration more per
-	// message for the same bound. (A Unix connect does not wait: a full
-	// backlog fails at once with EAGAIN.)
+	// message for the same bound.
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(DefaultDialTimeout)
@@ -95,12 +94,16 @@ func dial(ctx context.Context, op, path string) (*net.UnixConn, error) {
 	if err := checkSocketPath(path); err != nil {
 		return nil, err
 	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", path)
+	// A Unix connect does not wait (a full backlog is EAGAIN at once), so
+	// ctx is asked once, before it, rather than watched by a dialer.
+	if err := ctx.Err(); err != nil {
+		return nil, classifyDial(ctx, op, path, err)
+	}
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		return nil, classifyDial(ctx, op, path, err)
 	}
-	return c.(*net.UnixConn), nil
+	return c, nil
 }
 
 func classifyDial(ctx context.Context, op, path string, err error) error {

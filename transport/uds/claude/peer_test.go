@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -102,14 +103,16 @@ func TestSendToATargetWithoutAKeyFileHasNoAuthLine(t *testing.T) {
 		name     string
 		key      bool
 		wantAuth bool
+		tok      string
 	}{
-		{"a target with no key file gets the frame alone", false, false},
-		{"a target with a key file gets its token first", true, true},
+		{"a target with no key file gets the frame alone", false, false, ""},
+		{"a target with a key file gets its token first", true, true, strings.Repeat("cd", 16)},
+		{"a token longer than the room kept for it still comes first", true, true, strings.Repeat("ab", authRoom)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			target := listenSock(t, r.socks)
-			tok := strings.Repeat("cd", 16)
+			tok := tt.tok
 			if tt.key {
 				r.writeKey(t, target, tok, "")
 			}
@@ -133,6 +136,17 @@ func TestSendToATargetWithoutAKeyFileHasNoAuthLine(t *testing.T) {
 				if err != nil || l.Auth == nil || l.Auth.Token != tok {
 					t.Fatalf("first line %q is not the auth line with the target's token", conn[0])
 				}
+				if want, _ := json.Marshal(Auth{Type: TypeAuth, Token: tok}); conn[0] != string(want) {
+					t.Fatalf("auth line %q, want %q", conn[0], want)
+				}
+			}
+			// The frame line is the frame as Marshal spells it.
+			l, err := ParseLine([]byte(conn[len(conn)-1]))
+			if err != nil || l.Frame == nil {
+				t.Fatalf("last line %q is no frame: %v", conn[len(conn)-1], err)
+			}
+			if fb, _ := l.Frame.Marshal(); string(fb) != conn[len(conn)-1] {
+				t.Fatalf("frame line %q, want it as Marshal spells it: %q", conn[len(conn)-1], fb)
 			}
 		})
 	}

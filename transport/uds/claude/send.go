@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,11 +77,17 @@ func (p *Peer) Send(ctx context.Context, m message.Message) (message.Receipt, er
 // socket's listener must be that process before anything, token or frame,
 // is written; without a pid, any listener of our uid will do.
 func (p *Peer) write(ctx context.Context, path string, pid int, f Frame) error {
-	fb, err := f.Marshal()
-	if err != nil {
+	// The frame line is encoded after room for the auth line, which goes
+	// in front of it once the target's token is known: the payload of the
+	// one write, built in one buffer.
+	buf := bytes.NewBuffer(make([]byte, authRoom, authRoom+512+len(f.content())))
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false) // as Frame.Marshal
+	if err := enc.Encode(f); err != nil {
 		return err
 	}
-	if len(fb)+1 > MaxLine {
+	b := buf.Bytes()
+	if len(b)-authRoom > MaxLine { // the frame's line, its newline included
 		return ErrTooLarge
 	}
 	if err := p.registry.Check(); err != nil {
@@ -90,17 +97,20 @@ func (p *Peer) write(ctx context.Context, path string, pid int, f Frame) error {
 	if err != nil {
 		return err
 	}
-	var payload []byte
+	payload := b[authRoom:]
 	if t.token != "" {
 		ab, err := json.Marshal(Auth{Type: TypeAuth, Token: t.token})
 		if err != nil {
 			return err
 		}
-		payload = append(append(ab, '\n'), fb...)
-	} else {
-		payload = fb
+		if at := authRoom - len(ab) - 1; at >= 0 {
+			copy(b[at:], ab)
+			b[authRoom-1] = '\n'
+			payload = b[at:]
+		} else { // a token longer than any Claude Code writes
+			payload = append(append(ab, '\n'), payload...)
+		}
 	}
-	payload = append(payload, '\n')
 	if err := uds.DialWriteHeld(ctx, path, t.holder, payload); err != nil {
 		if errors.Is(err, uds.ErrNotHolder) {
 			p.log.Info("nothing sent: the target socket belongs to another process", "to", path, "err", err)
@@ -109,6 +119,10 @@ func (p *Peer) write(ctx context.Context, path string, pid int, f Frame) error {
 	}
 	return nil
 }
+
+// authRoom is the room kept in front of a frame for its auth line: a
+// 32-hex-digit peerToken's line takes 58 bytes.
+const authRoom = 128
 
 // target is what our registry says of a socket we write to: the peerToken
 // to present ("" without a key file) and who must be listening.
@@ -209,4 +223,12 @@ func (o outstanding) from(msgID, from string) bool {
 	}
 	to, ok := o.to.Get(msgID)
 	return ok && to == path
+}
+
+// content is the user message's text, "" for a frame without one.
+func (f Frame) content() string {
+	if f.Message == nil {
+		return ""
+	}
+	return f.Message.Content
 }
