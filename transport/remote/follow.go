@@ -150,11 +150,18 @@ func (l *Leg) startLocked(ctx context.Context, wg *sync.WaitGroup, id string, in
 	wg.Go(func() {
 		defer close(f.done)
 		f.err = l.run(fctx, id, f, deliver, in)
-		if f.err != nil && fctx.Err() == nil {
-			l.log.Warn("remote session stream ended", "session", id, "err", f.err)
-			l.onLink(fctx, id, f, stream.Link{State: stream.LinkGaveUp, Err: f.err}, in)
-		}
+		l.ended(fctx, id, f, in)
 	})
+}
+
+// ended reports a stream that gave up.
+//
+//go:noinline
+func (l *Leg) ended(ctx context.Context, id string, f *follow, in chan<- message.Event) {
+	if f.err != nil && ctx.Err() == nil {
+		l.log.Warn("remote session stream ended", "session", id, "err", f.err)
+		l.onLink(ctx, id, f, stream.Link{State: stream.LinkGaveUp, Err: f.err}, in)
+	}
 }
 
 // run catches up with the session's history, then keeps it live.
@@ -167,6 +174,23 @@ func (l *Leg) run(ctx context.Context, id string, f *follow, deliver stream.Deli
 	var once sync.Once
 	opened := func() { once.Do(func() { <-l.opening }) }
 	defer opened()
+	st, err := l.newStream(ctx, id, f, in)
+	if st == nil || err != nil {
+		return err
+	}
+	return st.RunFunc(ctx, deliver, func(k stream.Link) {
+		opened() // connected, or failed: the next session may open
+		l.onLink(ctx, id, f, k, in)
+	})
+}
+
+// newStream catches up with the session's history and makes its stream;
+// nil without an error when ctx ended first. Apart from run, so that the
+// goroutine an idle session keeps waiting does not hold this frame: its
+// stack is most of what the session costs.
+//
+//go:noinline
+func (l *Leg) newStream(ctx context.Context, id string, f *follow, in chan<- message.Event) (*stream.Stream, error) {
 	sc := stream.NewConfig(l.cfg.BaseURL, l.cfg.OrgUUID, id)
 	sc.Transport, sc.Header, sc.History = l.cfg.Transport, l.cfg.API.StreamHeader, l.cfg.API
 	sc.Logger = l.log // the stream adds the session to its records
@@ -182,7 +206,7 @@ func (l *Leg) run(ctx context.Context, id string, f *follow, deliver stream.Deli
 		afterID, afterSeq, seen, err := l.backlog(ctx, id, f, in)
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return nil
+			return nil, nil
 		case err != nil:
 			// The stream then delivers the whole history itself.
 			l.log.Warn("reading the session's history failed; following it from its start", "session", id, "err", err)
@@ -192,15 +216,12 @@ func (l *Leg) run(ctx context.Context, id string, f *follow, deliver stream.Deli
 	}
 	st, err := stream.New(sc)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	l.mu.Lock()
 	f.stream = st
 	l.mu.Unlock()
-	return st.RunFunc(ctx, deliver, func(k stream.Link) {
-		opened() // connected, or failed: the next session may open
-		l.onLink(ctx, id, f, k, in)
-	})
+	return st, nil
 }
 
 // backlog pages through the session's history up to now. Its events are

@@ -32,46 +32,55 @@ func (s *Stream) RunFunc(ctx context.Context, out Deliver, onLink func(Link)) er
 	failures := 0
 	for {
 		res := s.session(ctx, out, onLink)
-		s.drainWake()
-		if ctx.Err() != nil {
-			return nil
-		}
-		if res.idle {
-			failures = 0
-			if !s.dormant(ctx, func() { onLink(Link{State: LinkDormant}) }) {
-				return nil
-			}
-			continue
-		}
-		ce := res.err
-		if ce.permanent() {
-			err := &PermanentError{SessionID: s.cfg.SessionID, Err: ce}
-			onLink(Link{State: LinkGaveUp, Attempt: failures + 1, Err: err})
+		if done, err := s.after(ctx, res, &failures, onLink); done {
 			return err
-		}
-		if res.framed {
-			failures = 0
-		} else {
-			failures++
-		}
-		if s.cfg.MaxRetries > 0 && failures >= s.cfg.MaxRetries {
-			err := &GiveUpError{SessionID: s.cfg.SessionID, Attempts: failures, Last: ce}
-			onLink(Link{State: LinkGaveUp, Attempt: failures, Err: err})
-			return err
-		}
-		wait := max(s.cfg.Backoff(failures), ce.RetryAfter, res.retryFloor)
-		s.log.Info("remote stream lost", "err", ce, "attempt", failures, "retry_in", wait)
-		l := Link{State: LinkReconnecting, Attempt: failures, Err: ce, Delay: wait}
-		if wait <= 0 {
-			onLink(l)
-			continue
-		}
-		// onLink runs once the wait is armed, so that a test clock advanced
-		// from it finds the timer.
-		if !s.sleep(ctx, wait, func() { onLink(l) }) {
-			return nil
 		}
 	}
+}
+
+// after handles how a connection ended: go dormant, give up, or wait
+// before the next attempt. done says Run returns err. Apart from RunFunc
+// so that its frame is not under an idle stream's wait (see session).
+//
+//go:noinline
+func (s *Stream) after(ctx context.Context, res outcome, failures *int, onLink func(Link)) (done bool, err error) {
+	s.drainWake()
+	if ctx.Err() != nil {
+		return true, nil
+	}
+	if res.idle {
+		*failures = 0
+		if !s.dormant(ctx, func() { onLink(Link{State: LinkDormant}) }) {
+			return true, nil
+		}
+		return false, nil
+	}
+	ce := res.err
+	if ce.permanent() {
+		err := &PermanentError{SessionID: s.cfg.SessionID, Err: ce}
+		onLink(Link{State: LinkGaveUp, Attempt: *failures + 1, Err: err})
+		return true, err
+	}
+	if res.framed {
+		*failures = 0
+	} else {
+		*failures++
+	}
+	if s.cfg.MaxRetries > 0 && *failures >= s.cfg.MaxRetries {
+		err := &GiveUpError{SessionID: s.cfg.SessionID, Attempts: *failures, Last: ce}
+		onLink(Link{State: LinkGaveUp, Attempt: *failures, Err: err})
+		return true, err
+	}
+	wait := max(s.cfg.Backoff(*failures), ce.RetryAfter, res.retryFloor)
+	s.log.Info("remote stream lost", "err", ce, "attempt", *failures, "retry_in", wait)
+	l := Link{State: LinkReconnecting, Attempt: *failures, Err: ce, Delay: wait}
+	if wait <= 0 {
+		onLink(l)
+		return false, nil
+	}
+	// onLink runs once the wait is armed, so that a test clock advanced
+	// from it finds the timer.
+	return !s.sleep(ctx, wait, func() { onLink(l) }), nil
 }
 
 // sleep waits d on the clock, or until Wake; it reports false when ctx

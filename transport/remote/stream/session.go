@@ -89,13 +89,49 @@ type connState struct {
 }
 
 // session runs one connection: open it, recover what was missed, deliver
-// until it ends.
+// until it ends. An idle stream waits in it for the server, and the depth
+// of that wait sets the size of the stream's one stack, most of what an
+// idle stream costs: so the work is in helpers, off the waiting frames.
 func (s *Stream) session(ctx context.Context, out Deliver, onLink func(Link)) outcome {
+	a, res := s.connect(ctx, out, onLink)
+	if a == nil {
+		return res
+	}
+	defer a.stop()
+	a.start()
+	if a.perr == nil {
+		a.readErr = a.c.readLoop(a.connCtx, a.lv, a.emit, a.bad)
+	}
+	return a.finish()
+}
+
+// attempt is one open connection and what its reading needs.
+type attempt struct {
+	s             *Stream
+	ctx           context.Context // Run's
+	out           Deliver
+	connCtx       context.Context // the connection's; ends it
+	cancel        context.CancelCauseFunc
+	c             liveConn
+	st            *connState
+	lv            *liveness
+	ws            bool
+	stopKeepAlive func()
+
+	perr, readErr, recErr error
+	recovering            sync.WaitGroup
+	recovered             chan struct{} // closed once History is delivered
+}
+
+// connect opens a connection; nil and why when it could not.
+//
+//go:noinline
+func (s *Stream) connect(ctx context.Context, out Deliver, onLink func(Link)) (*attempt, outcome) {
 	hdr := http.Header{}
 	if s.cfg.Header != nil {
 		h, err := s.cfg.Header(ctx)
 		if err != nil {
-			return outcome{err: &ConnError{Cause: CauseCredentials, Err: err}}
+			return nil, outcome{err: &ConnError{Cause: CauseCredentials, Err: err}}
 		}
 		if h != nil {
 			hdr = h.Clone()
@@ -104,7 +140,6 @@ func (s *Stream) session(ctx context.Context, out Deliver, onLink func(Link)) ou
 	replay := s.opened || s.cfg.ResumeAfterID != ""
 
 	connCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(errDone)
 	timer := s.clock.AfterFunc(s.cfg.OpenTimeout, func() { cancel(errOpenTimeout) })
 	c, ce := s.open(connCtx, hdr, replay)
 	if !timer.Stop() && ce == nil {
@@ -115,7 +150,8 @@ func (s *Stream) session(ctx context.Context, out Deliver, onLink func(Link)) ou
 		if ctx.Err() == nil && context.Cause(connCtx) == errOpenTimeout {
 			ce = &ConnError{Cause: CauseOpenTimeout, Err: fmt.Errorf("not open after %v", s.cfg.OpenTimeout)}
 		}
-		return outcome{err: ce}
+		cancel(errDone)
+		return nil, outcome{err: ce}
 	}
 
 	s.count(func(st *Stats) {
@@ -126,97 +162,109 @@ func (s *Stream) session(ctx context.Context, out Deliver, onLink func(Link)) ou
 	})
 	s.opened = true
 	s.drainWake()
-	ws := s.cfg.Transport == TransportWS
-	st := &connState{}
-	if ws && s.cfg.Initialize {
-		st.initID, st.replaying = "init-"+strings.ToLower(rand.Text()), replay
+	a := &attempt{s: s, ctx: ctx, out: out, connCtx: connCtx, cancel: cancel, c: c,
+		st: &connState{}, ws: s.cfg.Transport == TransportWS, stopKeepAlive: func() {}, recovered: make(chan struct{})}
+	if a.ws && s.cfg.Initialize {
+		a.st.initID, a.st.replaying = "init-"+strings.ToLower(rand.Text()), replay
 	}
-	lv := &liveness{
+	a.lv = &liveness{
 		stall:  newWatchdog(s.clock, s.cfg.StallTimeout, func() { cancel(errStalled) }),
 		idle:   newWatchdog(s.clock, s.cfg.IdleTimeout, func() { cancel(errIdle) }),
-		initID: st.initID,
+		initID: a.st.initID,
 		frames: &s.frames,
 	}
-	defer lv.stop()
 	s.log.Debug("remote stream open", "replay", replay)
 	onLink(Link{State: LinkConnected})
+	return a, outcome{}
+}
 
-	bad := func(err error) {
-		s.count(func(st *Stats) { st.Malformed++ })
-		s.log.Warn("skipped a frame that does not decode", "err", err)
-	}
-	stopKeepAlive := func() {}
-	if ws && s.cfg.KeepAlive > 0 {
-		stopKeepAlive = s.keepAlive(connCtx, c, cancel)
-	}
+// stop releases the connection's context and watchdogs.
+func (a *attempt) stop() {
+	a.cancel(errDone)
+	a.lv.stop()
+}
 
-	// One goroutine reads, decodes and delivers: an idle stream holds one
-	// stack, and a busy one hands nothing across goroutines. History is
-	// read beside it on a goroutine of its own: the reader keeps taking the
-	// server's pings meanwhile, and holds the first frame until what
-	// History had is delivered.
-	var (
-		perr, readErr, recErr error
-		recovering            sync.WaitGroup
-		recovered             = make(chan struct{})
-	)
-	if st.initID != "" {
-		if err := c.send(connCtx, wire.InitializeLine(st.initID)); err != nil {
-			perr = &ConnError{Cause: CauseDropped, Err: fmt.Errorf("sending initialize: %w", err)}
+// start sends the keep-alives and our initialize, and reads History.
+//
+// One goroutine reads, decodes and delivers: an idle stream holds one
+// stack, and a busy one hands nothing across goroutines. History is read
+// beside it on a goroutine of its own: the reader keeps taking the
+// server's pings meanwhile, and holds the first frame until what History
+// had is delivered.
+//
+//go:noinline
+func (a *attempt) start() {
+	s := a.s
+	if a.ws && s.cfg.KeepAlive > 0 {
+		a.stopKeepAlive = s.keepAlive(a.connCtx, a.c, a.cancel)
+	}
+	if a.st.initID != "" {
+		if err := a.c.send(a.connCtx, wire.InitializeLine(a.st.initID)); err != nil {
+			a.perr = &ConnError{Cause: CauseDropped, Err: fmt.Errorf("sending initialize: %w", err)}
+			return
 		}
 	}
-	switch {
-	case perr != nil:
-	case s.cfg.History == nil:
-		close(recovered)
-	default:
-		recovering.Go(func() {
-			defer close(recovered)
-			if ws {
-				recErr = s.recoverWS(connCtx, ctx, out)
-			} else {
-				recErr = s.recoverSSE(connCtx, ctx, out, 0)
-			}
-			if recErr != nil {
-				cancel(errDone)
-			}
-		})
+	if s.cfg.History == nil {
+		close(a.recovered)
+		return
 	}
-	if perr == nil {
-		emit := func(f frame) bool {
-			lv.pause() // waiting for History or the consumer, not the network
-			defer lv.resume()
-			select {
-			case <-recovered:
-			case <-connCtx.Done():
-				return false
-			}
-			if recErr != nil {
-				return false
-			}
-			if ws {
-				perr = s.processWS(ctx, out, st, f.msg)
-			} else {
-				perr = s.processSSE(connCtx, ctx, out, f)
-			}
-			return perr == nil && connCtx.Err() == nil
+	a.recovering.Go(func() {
+		defer close(a.recovered)
+		if a.ws {
+			a.recErr = s.recoverWS(a.connCtx, a.ctx, a.out)
+		} else {
+			a.recErr = s.recoverSSE(a.connCtx, a.ctx, a.out, 0)
 		}
-		readErr = c.readLoop(connCtx, lv, emit, bad)
-	}
-	recovering.Wait() // a connection that ended still gets what History had
-	cause := context.Cause(connCtx)
-	cancel(errDone)
-	if recErr != nil {
-		perr = recErr
-	}
-	stopKeepAlive()
-	c.close()
+		if a.recErr != nil {
+			a.cancel(errDone)
+		}
+	})
+}
 
-	res := outcome{framed: lv.framed.Load(), retryFloor: c.retryFloor()}
-	if ctx.Err() != nil {
+// emit processes one frame read; false stops reading.
+func (a *attempt) emit(f frame) bool {
+	a.lv.pause() // waiting for History or the consumer, not the network
+	defer a.lv.resume()
+	select {
+	case <-a.recovered:
+	case <-a.connCtx.Done():
+		return false
+	}
+	if a.recErr != nil {
+		return false
+	}
+	if a.ws {
+		a.perr = a.s.processWS(a.ctx, a.out, a.st, f.msg)
+	} else {
+		a.perr = a.s.processSSE(a.connCtx, a.ctx, a.out, f)
+	}
+	return a.perr == nil && a.connCtx.Err() == nil
+}
+
+// bad counts a frame that did not decode.
+func (a *attempt) bad(err error) {
+	a.s.count(func(st *Stats) { st.Malformed++ })
+	a.s.log.Warn("skipped a frame that does not decode", "err", err)
+}
+
+// finish closes the connection once reading ended and says why it ended.
+//
+//go:noinline
+func (a *attempt) finish() outcome {
+	a.recovering.Wait() // a connection that ended still gets what History had
+	cause := context.Cause(a.connCtx)
+	a.cancel(errDone)
+	if a.recErr != nil {
+		a.perr = a.recErr
+	}
+	a.stopKeepAlive()
+	a.c.close()
+
+	res := outcome{framed: a.lv.framed.Load(), retryFloor: a.c.retryFloor()}
+	if a.ctx.Err() != nil {
 		return res
 	}
-	res.err = endCause(readErr, cause, perr, ws)
+	res.err = endCause(a.readErr, cause, a.perr, a.ws)
 	if res.err == nil {
 		res.idle = true
 	}

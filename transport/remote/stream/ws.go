@@ -69,24 +69,38 @@ func (w *wsConn) readLoop(ctx context.Context, lv *liveness, emit func(frame) bo
 	}
 	rd := wire.NewNDJSONReader(&wsSource{next: next}, wire.MaxLine)
 	for {
-		m, err := rd.Next()
-		if err != nil {
-			var le *wire.LineError
-			if errors.As(err, &le) {
-				lv.received(nil)
-				bad(err)
-				continue
-			}
+		// Wait in this small frame: an idle stream's stack is most of
+		// what it costs, and its depth while waiting sets its size.
+		rd.Wait()
+		if done, err := w.step(ctx, rd, lv, emit, bad); done {
 			return err
 		}
-		lv.received(&m)
-		if m.Kind == wire.KindKeepAlive {
-			continue // liveness only
-		}
-		if !emit(frame{msg: m}) {
-			return context.Cause(ctx)
-		}
 	}
+}
+
+// step reads, decodes and hands on one line; done says reading ended,
+// with err why.
+//
+//go:noinline
+func (w *wsConn) step(ctx context.Context, rd *wire.NDJSONReader, lv *liveness, emit func(frame) bool, bad func(error)) (done bool, err error) {
+	m, err := rd.Next()
+	if err != nil {
+		var le *wire.LineError
+		if errors.As(err, &le) {
+			lv.received(nil)
+			bad(err)
+			return false, nil
+		}
+		return true, err
+	}
+	lv.received(&m)
+	if m.Kind == wire.KindKeepAlive {
+		return false, nil // liveness only
+	}
+	if !emit(frame{msg: m}) {
+		return true, context.Cause(ctx)
+	}
+	return false, nil
 }
 
 func (w *wsConn) send(ctx context.Context, line []byte) error {

@@ -56,6 +56,17 @@ func (r *NDJSONReader) Next() (Message, error) {
 	}
 }
 
+// Wait blocks until the next line has begun to arrive or reading failed;
+// Next then returns it, or the failure. A reader left idle waits here, in
+// a shallower stack than Next's.
+func (r *NDJSONReader) Wait() {
+	if r.readErr == nil && r.br.Buffered() == 0 {
+		if _, err := r.br.Peek(1); err != nil {
+			r.readErr = err
+		}
+	}
+}
+
 // readLine returns the next line without its "\n". A line over the cap is
 // read to its end and discarded, so the stream stays in step.
 func (r *NDJSONReader) readLine() (line []byte, tooLong bool) {

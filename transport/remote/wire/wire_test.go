@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"slices"
@@ -484,4 +485,35 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("reader disagrees: %v %v vs %v", err, m2.Kind, m.Kind)
 		}
 	})
+}
+
+// Wait before each Next, as the WebSocket reader does, changes nothing
+// Next returns: lines, a bad line, a last line without newline, a read error.
+func TestWaitBeforeNextChangesNothing(t *testing.T) {
+	boom := errors.New("boom")
+	in := seedKeepAlive + "\n{oops\n\n" + seedCancel + "\r\n" + `{"type":"system","subtype":"init"}`
+	for _, src := range []func() io.Reader{
+		func() io.Reader { return strings.NewReader(in) },
+		func() io.Reader { return io.MultiReader(strings.NewReader(in+"\n"), errReader{boom}) },
+		func() io.Reader { return &chunkReader{data: []byte(in), cuts: []int{1, 5, 40, 41, 90}} },
+	} {
+		read := func(wait bool) (got []string) {
+			r := NewNDJSONReader(src(), 0)
+			for range 10 {
+				if wait {
+					r.Wait()
+				}
+				m, err := r.Next()
+				got = append(got, fmt.Sprint(m.Kind, err))
+				var le *LineError
+				if err != nil && !errors.As(err, &le) {
+					return got
+				}
+			}
+			return got
+		}
+		if plain, waited := read(false), read(true); !reflect.DeepEqual(plain, waited) {
+			t.Errorf("with Wait %v, without %v", waited, plain)
+		}
+	}
 }
