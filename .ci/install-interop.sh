@@ -42,18 +42,25 @@ fi
 
 command -v npm >/dev/null 2>&1 || die "npm is required (install Node.js 20 or later)"
 
+# npm_pinned DIR PKG VERSION [NOTE]: PKG at exactly VERSION in DIR's
+# node_modules, installed unless it is there already, and checked after.
+npm_version() { node -p "require('$1/node_modules/$2/package.json').version" 2>/dev/null || true; }
+npm_pinned() {
+	local dir=$1 pkg=$2 version=$3 note=${4:-} got
+	if [ "$(npm_version "$dir" "$pkg")" = "$version" ]; then
+		log "$pkg $version: present in $dir"
+		return
+	fi
+	log "installing $pkg@$version into $dir${note:+ ($note)}"
+	mkdir -p "$dir"
+	npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "$pkg@$version"
+	got=$(npm_version "$dir" "$pkg")
+	[ "$got" = "$version" ] || die "$pkg in $dir is '$got', want $version"
+}
+
 # --- playwright-core (drives Debian's chromium for the console's browser test) ---
 PLAYWRIGHT_VERSION=1.65.1
-pw_dir=$CACHE/playwright
-installed=$(node -p "require('$pw_dir/node_modules/playwright-core/package.json').version" 2>/dev/null || true)
-if [ "$installed" = "$PLAYWRIGHT_VERSION" ]; then
-	log "playwright-core $PLAYWRIGHT_VERSION: present in $pw_dir"
-else
-	log "installing playwright-core@$PLAYWRIGHT_VERSION into $pw_dir (no browser download)"
-	mkdir -p "$pw_dir"
-	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --prefix "$pw_dir" --no-audit --no-fund --loglevel=error \
-		"playwright-core@$PLAYWRIGHT_VERSION"
-fi
+PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm_pinned "$CACHE/playwright" playwright-core "$PLAYWRIGHT_VERSION" "no browser download"
 
 # --- Claude Code -------------------------------------------------------------
 claude_dir=$CACHE/claude
@@ -109,31 +116,12 @@ esac
 
 # --- MCP TypeScript SDK (an independent MCP client of the gateway) -------------
 MCP_SDK_VERSION=1.32.2
-mcp_dir=$CACHE/mcp-sdk
-got=$(node -p "require('$mcp_dir/node_modules/@modelcontextprotocol/sdk/package.json').version" 2>/dev/null || true)
-if [ "$got" = "$MCP_SDK_VERSION" ]; then
-	log "@modelcontextprotocol/sdk $MCP_SDK_VERSION: present in $mcp_dir"
-else
-	log "installing @modelcontextprotocol/sdk@$MCP_SDK_VERSION into $mcp_dir"
-	mkdir -p "$mcp_dir"
-	npm install --prefix "$mcp_dir" --no-audit --no-fund --loglevel=error "@modelcontextprotocol/sdk@$MCP_SDK_VERSION"
-fi
-got=$(node -p "require('$mcp_dir/node_modules/@modelcontextprotocol/sdk/package.json').version" 2>/dev/null || true)
-[ "$got" = "$MCP_SDK_VERSION" ] || die "@modelcontextprotocol/sdk in $mcp_dir is '$got', want $MCP_SDK_VERSION"
+npm_pinned "$CACHE/mcp-sdk" @modelcontextprotocol/sdk "$MCP_SDK_VERSION"
 
 # --- Redocly CLI (lints api/openapi.json independently of the Go tests) ---------
 REDOCLY_VERSION=2.77.0
 redocly_dir=$CACHE/redocly
-got=$(node -p "require('$redocly_dir/node_modules/@redocly/cli/package.json').version" 2>/dev/null || true)
-if [ "$got" = "$REDOCLY_VERSION" ]; then
-	log "@redocly/cli $REDOCLY_VERSION: present in $redocly_dir"
-else
-	log "installing @redocly/cli@$REDOCLY_VERSION into $redocly_dir"
-	mkdir -p "$redocly_dir"
-	npm install --prefix "$redocly_dir" --no-audit --no-fund --loglevel=error "@redocly/cli@$REDOCLY_VERSION"
-fi
-got=$(node -p "require('$redocly_dir/node_modules/@redocly/cli/package.json').version" 2>/dev/null || true)
-[ "$got" = "$REDOCLY_VERSION" ] || die "@redocly/cli in $redocly_dir is '$got', want $REDOCLY_VERSION"
+npm_pinned "$redocly_dir" @redocly/cli "$REDOCLY_VERSION"
 [ -x "$redocly_dir/node_modules/.bin/redocly" ] || die "$redocly_dir/node_modules/.bin/redocly is missing after npm install"
 
 log "done; run: GATEWAY_INTEROP=1 go test ./interop/..."
