@@ -96,14 +96,13 @@ func (a *app) root() *cobra.Command {
 		SilenceErrors: true, SilenceUsage: true,
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) > 0 { // cobra sends here an unknown command: say so, with suggestions
-				return fmt.Errorf("unknown command %q%s", args[0], didYouMean(c.SuggestionsFor(args[0])))
+				return fmt.Errorf("unknown command %q%s", args[0], didYouMean(subSuggestions(c, args[0])))
 			}
 			c.SetOut(a.e.stdout)
 			_ = c.Help()
 			return cli.Exit(exitUsage)
 		},
 	}
-	root.SuggestionsMinimumDistance = 2
 	root.SetOut(a.e.stdout)
 	root.SetErr(a.e.stderr)
 	root.SetVersionTemplate("gateway {{.Version}}\n")
@@ -115,7 +114,7 @@ func (a *app) root() *cobra.Command {
 			// does not know; a misspelt one is a usage error like a command.
 			target, rest, err := root.Find(args)
 			if err != nil || len(rest) > 0 {
-				return cli.Usagef("no help topic %q for %s%s", strings.Join(rest, " "), target.CommandPath(), didYouMean(target.SuggestionsFor(rest[0])))
+				return cli.Usagef("no help topic %q for %s%s", strings.Join(rest, " "), target.CommandPath(), didYouMean(subSuggestions(target, rest[0])))
 			}
 			target.SetOut(a.e.stdout)
 			return target.Help()
@@ -163,7 +162,7 @@ func (a *app) verb(c *cobra.Command, json bool, body func(o *cli.IO, args []stri
 // is a usage error naming them.
 func group(c *cobra.Command, subs ...*cobra.Command) *cobra.Command {
 	c.AddCommand(subs...)
-	c.Args, c.SuggestionsMinimumDistance = cobra.ArbitraryArgs, 2
+	c.Args = cobra.ArbitraryArgs
 	c.RunE = func(c *cobra.Command, args []string) error {
 		if len(args) == 0 {
 			names := []string{}
@@ -175,7 +174,7 @@ func group(c *cobra.Command, subs ...*cobra.Command) *cobra.Command {
 		if args[0] == "help" { // gateway remote help, as before
 			return c.Help()
 		}
-		return cli.Usagef("unknown command %q for %s%s", args[0], c.CommandPath(), didYouMean(c.SuggestionsFor(args[0])))
+		return cli.Usagef("unknown command %q for %s%s", args[0], c.CommandPath(), didYouMean(subSuggestions(c, args[0])))
 	}
 	return c
 }
@@ -197,6 +196,18 @@ func argWords(c *cobra.Command) string {
 		return "no arguments"
 	}
 	return words
+}
+
+// subSuggestions are c's subcommands a misspelt one may have meant: the
+// same cli.Suggest as for flags, so both are near in the same way.
+func subSuggestions(c *cobra.Command, typed string) []string {
+	var names []string
+	for _, s := range c.Commands() {
+		if s.IsAvailableCommand() {
+			names = append(names, s.Name())
+		}
+	}
+	return cli.Suggest(typed, names)
 }
 
 func didYouMean(s []string) string {
