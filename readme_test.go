@@ -1,18 +1,15 @@
 package gateway_test
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 )
 
@@ -41,56 +38,22 @@ func TestTheReadmesFirstCommandLeavesARunningGatewayAndItsBinary(t *testing.T) {
 	cmd.Dir = w.Root
 	// The World moves HOME; the build keeps this machine's Go caches.
 	cmd.Env = append(w.Env(), goEnv(t, "GOCACHE", "GOMODCACHE", "GOPATH")...)
-	out := &lockedBuf{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	var exitErr error
-	go func() { exitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-
-	c := api.NewUnixClient(w.Socket())
-	deadline := time.Now().Add(5 * time.Minute) // a cold build on a busy machine
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := c.Sessions(ctx)
-		cancel()
-		if err == nil {
-			break
-		}
-		select {
-		case <-exited:
-			t.Fatalf("%s ended (%v) without a running gateway:\n%s", firstCommand, exitErr, out.String())
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no gateway answering after %s:\n%s", firstCommand, out.String())
-		}
-	}
-	if !strings.HasPrefix(out.String(), "building ") {
-		t.Errorf("%s did not start by saying it builds:\n%s", firstCommand, out.String())
+	g := gatewaytest.StartCmd(t, w, "gateway", cmd, 5*time.Minute) // a cold build on a busy machine
+	if !strings.HasPrefix(g.Logs(), "building ") {
+		t.Errorf("%s did not start by saying it builds:\n%s", firstCommand, g.Logs())
 	}
 	if v, err := exec.Command(filepath.Join(w.Root, "gateway"), "version").Output(); err != nil || len(v) == 0 {
 		t.Errorf("./gateway version: %q, %v", v, err)
 	}
 	// The script execs the gateway: its process is the gateway, and SIGTERM
 	// stops it cleanly.
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := g.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-exited:
-		if exitErr != nil {
-			t.Errorf("the gateway exited with %v on SIGTERM:\n%s", exitErr, out.String())
+	case <-g.Exited():
+		if g.ExitErr() != nil {
+			t.Errorf("the gateway exited with %v on SIGTERM:\n%s", g.ExitErr(), g.Logs())
 		}
 	case <-time.After(30 * time.Second):
 		t.Errorf("the gateway did not stop on SIGTERM")
@@ -110,22 +73,4 @@ func goEnv(t *testing.T, keys ...string) []string {
 		env = append(env, k+"="+vals[i])
 	}
 	return env
-}
-
-// lockedBuf is a strings.Builder the command writes while the test reads.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -2,10 +2,11 @@ package main
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
 )
 
 func TestTheDebugAddressIsOffByDefaultAndHidden(t *testing.T) {
@@ -35,12 +36,7 @@ func TestTheDebugAddressMustBeOnLoopback(t *testing.T) {
 }
 
 func TestTheDebugAddressServesPprof(t *testing.T) {
-	free, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := free.Addr().String()
-	free.Close()
+	addr := testutil.FreePort(t)
 	startBinary(t, t.TempDir(), "--debug-addr", addr)
 	resp, err := http.Get("http://" + addr + "/debug/pprof/goroutine?debug=1")
 	if err != nil {

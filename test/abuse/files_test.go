@@ -3,7 +3,6 @@ package abuse
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,20 +10,11 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // mint adds a token with scopes through the CLI and returns it.
 func mint(t *testing.T, g *gatewaytest.Gateway, label, scopes string) string {
@@ -63,7 +53,7 @@ func wantRefused(t *testing.T, err error, status int) {
 // a symlink out of it.
 func TestATokenReadsOnlyTheFilesDirectory(t *testing.T) {
 	w := gatewaytest.NewWorld(t)
-	addr := freeAddr(t)
+	addr := testutil.FreePort(t)
 	g := gatewaytest.Start(t, w, "gateway", "--legs", "claude", "--api", addr)
 	fk := fakeclaude.Start(t, fakeclaude.Config{Name: "work-08", ConfigDir: w.ConfigDir, RuntimeDir: w.Runtime})
 	g.WaitListed(t, "work-08")

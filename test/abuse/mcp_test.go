@@ -249,7 +249,7 @@ func (zeros) Read(p []byte) (int, error) {
 // with another token still joins; the gateway's goroutines grow by a
 // bounded amount per session and come back once they are closed.
 func TestOneProcessCannotHoldMoreThanItsShare(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testutil.FreePort(t)
 	g := gatewaytest.Start(t, gatewaytest.NewWorld(t), "gateway", "--legs", "claude", "--api", addr)
 	m := newMCP(t, g)
 	base := m.sample()

@@ -35,10 +35,19 @@ type Gateway struct {
 // waits until it answers on its control socket.
 func Start(tb testing.TB, w *World, name string, args ...string) *Gateway {
 	tb.Helper()
-	logs := &lockedBuf{}
 	cmd := exec.Command(Bin(tb), append([]string{"serve", "--name", name, "--log-level", "debug"}, args...)...)
 	cmd.Env = w.Env()
-	cmd.Stderr = logs
+	return StartCmd(tb, w, name, cmd, startPatience)
+}
+
+// StartCmd starts cmd, which serves a gateway named name in w (the binary,
+// or a script that builds and execs it), and waits up to patience until
+// it answers on w's control socket. What cmd writes is its Logs; it is
+// stopped when the test ends.
+func StartCmd(tb testing.TB, w *World, name string, cmd *exec.Cmd, patience time.Duration) *Gateway {
+	tb.Helper()
+	logs := &lockedBuf{}
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
@@ -51,7 +60,7 @@ func Start(tb testing.TB, w *World, name string, args ...string) *Gateway {
 			tb.Logf("gateway logs:\n%s", logs.String())
 		}
 	})
-	g.waitUp(tb, startPatience)
+	g.waitUp(tb, patience)
 	return g
 }
 
