@@ -2,20 +2,13 @@ package container
 
 import (
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/internal/testutil"
-	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/testkit/fakeclaude"
-	"github.com/sessiongateway/gateway/testkit/fakeqwen"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
-	"github.com/sessiongateway/gateway/transport/uds/claude"
 )
 
 // natsLine is node's run line on the host's network: the compose command
@@ -104,23 +97,12 @@ func TestTheFederationProfileCarriesAMessageBetweenTwoGateways(t *testing.T) {
 	ga.healthy(t)
 	gb.healthy(t)
 
-	alice := fakeclaude.Start(t, fakeclaude.Config{Name: "alice", ConfigDir: wa.ConfigDir, RuntimeDir: wa.Runtime, Mode: message.ModePrompting})
-	sink := fakeqwen.Start(t, fakeqwen.Config{Name: "sink", Home: wb.QwenHome, RuntimeDir: wb.Runtime, Mode: message.ModePrompting})
+	pair := gatewaytest.StartPair(t, wa, "alice", wb, "sink")
 	ctx := testutil.Context(t, 120*time.Second)
 
 	t.Run("a Claude session beside a reaches a Qwen session beside b through its alias sink.b", func(t *testing.T) {
-		alias := claudeAlias(t, wa.ConfigDir, "sink.b")
-		if _, err := alice.Send(ctx, alias, "hello from a", message.ModePrompting); err != nil {
-			t.Fatal(err)
-		}
-		ev, err := sink.Wait(ctx, 60*time.Second, func(ev message.Event) bool {
-			return ev.Type == message.EventMessage && ev.Message.Body == "hello from a"
-		})
-		if err != nil {
-			t.Fatalf("the message never crossed: %v", err)
-		}
-		if ev.Message.FromName != "alice.a" {
-			t.Errorf("it came from %q, want alice.a", ev.Message.FromName)
+		if m := pair.Cross(ctx, t, "sink.b", "hello from a", 60*time.Second); m.FromName != "alice.a" {
+			t.Errorf("it came from %q, want alice.a", m.FromName)
 		}
 	})
 	t.Run("both gateways stop cleanly", func(t *testing.T) {
@@ -130,26 +112,4 @@ func TestTheFederationProfileCarriesAMessageBetweenTwoGateways(t *testing.T) {
 			}
 		}
 	})
-}
-
-// claudeAlias waits for an alias worker named name in the Claude config
-// directory and returns its address.
-func claudeAlias(t *testing.T, configDir, name string) string {
-	t.Helper()
-	var addr string
-	testutil.EventuallyWithin(t, 60*time.Second, "an alias worker named "+name, func() bool {
-		files, _ := filepath.Glob(filepath.Join(configDir, "sessions", "*.json"))
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				continue
-			}
-			if e, err := claude.ParseEntry(b); err == nil && e.Name == name && e.Kind == claude.KindAlias {
-				addr = addressing.UDS(e.MessagingSocketPath)
-				return true
-			}
-		}
-		return false
-	})
-	return addr
 }

@@ -3,21 +3,19 @@ package federation
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
 	"github.com/sessiongateway/gateway/testkit/fakeqwen"
+	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
@@ -26,22 +24,7 @@ import (
 // address.
 func claudeAlias(t *testing.T, configDir, name string) string {
 	t.Helper()
-	var addr string
-	testutil.EventuallyWithin(t, 20*time.Second, "an alias worker named "+name, func() bool {
-		files, _ := filepath.Glob(filepath.Join(configDir, "sessions", "*.json"))
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				continue
-			}
-			if e, err := claude.ParseEntry(b); err == nil && e.Name == name && e.Kind == claude.KindAlias {
-				addr = addressing.UDS(e.MessagingSocketPath)
-				return true
-			}
-		}
-		return false
-	})
-	return addr
+	return fakeclaude.WaitAlias(t, configDir, name, 20*time.Second)
 }
 
 // qwenListed waits until the Qwen peer lists a session named name.
@@ -72,8 +55,8 @@ func TestSessionsOnThreeHostsReachEachOtherByNameWithReceipts(t *testing.T) {
 	a := startHost(t, "a", nc.URLs())
 	b := startHost(t, "b", nc.URL(1)+","+nc.URL(2), "--legs", "none") // a CI runner: no sessions of its own
 	c := startHost(t, "c", nc.URL(2)+","+nc.URL(0))
-	alice := a.claude(t, "alice", message.ModePrompting)
-	sink := c.qwen(t, fakeqwen.Config{Name: "sink", Mode: message.ModePrompting})
+	pair := gatewaytest.StartPair(t, a.W, "alice", c.W, "sink")
+	alice, sink := pair.Sender, pair.Sink
 	gate := c.qwen(t, fakeqwen.Config{Name: "gate", Mode: message.ModePrompting, Inbound: qwen.PolicyHold})
 	c.qwen(t, fakeqwen.Config{Name: "wall", Mode: message.ModePrompting, Inbound: qwen.PolicyRefuse})
 	ctx := testutil.Context(t, 120*time.Second)
@@ -108,12 +91,9 @@ func TestSessionsOnThreeHostsReachEachOtherByNameWithReceipts(t *testing.T) {
 	}
 
 	t.Run("a Claude session's message to NAME.HOST reaches the Qwen session there, from SENDER.ORIGIN", func(t *testing.T) {
-		if _, err := alice.Send(ctx, alias, "hello from a", message.ModePrompting); err != nil {
-			t.Fatal(err)
-		}
-		ev := arrived(t, sink, message.EventMessage, "hello from a")
-		if ev.Message.FromName != "alice.a" || ev.Message.Mode != message.ModePrompting || ev.Message.Auth != message.AuthPeer {
-			t.Fatalf("sink got %+v", ev.Message)
+		m := pair.Cross(ctx, t, "sink.c", "hello from a", 30*time.Second)
+		if m.FromName != "alice.a" || m.Mode != message.ModePrompting || m.Auth != message.AuthPeer {
+			t.Fatalf("sink got %+v", m)
 		}
 	})
 	t.Run("a hold there reaches the Claude sender as held, then delivered when released", func(t *testing.T) {
