@@ -16,4 +16,9 @@
 // its inbox (InboxSize, newest dropped when full with a dropped receipt),
 // is pushed as a notification where the client accepts one, and is read
 // with wait_for_messages (the delivered receipt).
+//
+// Limits (server.go): MaxSessions in all, MaxSessionsPerToken per grant,
+// and an HTTP client that leaves without DELETE is taken for gone once it
+// has had no event stream and no request for StreamGone or Quiet
+// (presence.go).
 package mcp
