@@ -357,14 +357,14 @@ func ParseLine(b []byte) (Line, error) {
 		return Line{}, fmt.Errorf("%w: %v", ErrSyntax, err)
 	}
 	var typ string
-	if raw, ok := obj["type"]; !ok || json.Unmarshal(raw, &typ) != nil || isNull(raw) {
+	if raw, ok := obj["type"]; !ok || unmarshalField(raw, &typ) != nil || isNull(raw) {
 		return Line{}, ErrMissingType
 	}
 	switch typ {
 	case TypeAuth:
 		a := Auth{Type: TypeAuth}
-		if err := decodeFields(obj, map[string]any{"token": &a.Token}); err != nil {
-			return Line{}, err
+		if raw, ok := obj["token"]; ok && !isNull(raw) && unmarshalField(raw, &a.Token) != nil {
+			return Line{}, fmt.Errorf("%w: token", ErrBadField)
 		}
 		return Line{Auth: &a}, nil
 	case TypeUser, TypeControl:
@@ -380,24 +380,45 @@ func ParseLine(b []byte) (Line, error) {
 	return Line{}, fmt.Errorf("%w: %q", ErrUnknownType, typ)
 }
 
+// frameParts is a frame being decoded, with the raw values of the fields
+// decoded in a second step.
+type frameParts struct {
+	f         *Frame
+	msg, atts json.RawMessage
+}
+
+// frameFields is where each key of a frame goes, by exact key: one table
+// for every frame, rather than a map of destinations built per line.
+var frameFields = map[string]func(p *frameParts) any{
+	"msgV": func(p *frameParts) any { return &p.f.MsgV }, "msg_id": func(p *frameParts) any { return &p.f.MsgID },
+	"uuid": func(p *frameParts) any { return &p.f.UUID }, "message": func(p *frameParts) any { return &p.msg },
+	"priority": func(p *frameParts) any { return &p.f.Priority }, "from": func(p *frameParts) any { return &p.f.From },
+	"session_id": func(p *frameParts) any { return &p.f.SessionID }, "from_plugin": func(p *frameParts) any { return &p.f.FromPlugin },
+	"local_chain": func(p *frameParts) any { return &p.f.LocalChain }, "file_attachments": func(p *frameParts) any { return &p.atts },
+	"action": func(p *frameParts) any { return &p.f.Action }, "status": func(p *frameParts) any { return &p.f.Status },
+	"status_detail": func(p *frameParts) any { return &p.f.StatusDetail }, "reason": func(p *frameParts) any { return &p.f.Reason },
+	"orig_msg_id": func(p *frameParts) any { return &p.f.OrigMsgID }, "drop_reason": func(p *frameParts) any { return &p.f.DropReason },
+	"dropped_msg_ids": func(p *frameParts) any { return &p.f.DroppedMsgIDs }, "state": func(p *frameParts) any { return &p.f.State },
+	"finished_at": func(p *frameParts) any { return &p.f.FinishedAt }, "detail": func(p *frameParts) any { return &p.f.Detail },
+	"from_mode": func(p *frameParts) any { return &p.f.FromMode }, "name": func(p *frameParts) any { return &p.f.Name },
+	"slugs": func(p *frameParts) any { return &p.f.Slugs }, "sent_at": func(p *frameParts) any { return &p.f.SentAt },
+	"claimed_at": func(p *frameParts) any { return &p.f.ClaimedAt }, "requester": func(p *frameParts) any { return &p.f.Requester },
+	"yielded": func(p *frameParts) any { return &p.f.Yielded }, "not_held": func(p *frameParts) any { return &p.f.NotHeld },
+	"refused": func(p *frameParts) any { return &p.f.Refused }, "stopped": func(p *frameParts) any { return &p.f.Stopped },
+}
+
 func (f *Frame) decode(obj map[string]json.RawMessage) error {
-	var msg, atts json.RawMessage
-	err := decodeFields(obj, map[string]any{
-		"msgV": &f.MsgV, "msg_id": &f.MsgID, "uuid": &f.UUID,
-		"message": &msg, "priority": &f.Priority, "from": &f.From,
-		"session_id": &f.SessionID, "from_plugin": &f.FromPlugin,
-		"local_chain": &f.LocalChain, "file_attachments": &atts,
-		"action": &f.Action, "status": &f.Status, "status_detail": &f.StatusDetail,
-		"reason": &f.Reason, "orig_msg_id": &f.OrigMsgID, "drop_reason": &f.DropReason,
-		"dropped_msg_ids": &f.DroppedMsgIDs, "state": &f.State, "finished_at": &f.FinishedAt,
-		"detail": &f.Detail, "from_mode": &f.FromMode, "name": &f.Name,
-		"slugs": &f.Slugs, "sent_at": &f.SentAt, "claimed_at": &f.ClaimedAt,
-		"requester": &f.Requester, "yielded": &f.Yielded, "not_held": &f.NotHeld,
-		"refused": &f.Refused, "stopped": &f.Stopped,
-	})
-	if err != nil {
-		return err
+	p := frameParts{f: f}
+	for k, raw := range obj {
+		dst, ok := frameFields[k]
+		if !ok || isNull(raw) {
+			continue
+		}
+		if err := unmarshalField(raw, dst(&p)); err != nil {
+			return fmt.Errorf("%w: %s", ErrBadField, k)
+		}
 	}
+	msg, atts := p.msg, p.atts
 	if msg != nil {
 		f.Message = &UserMessage{}
 		if err := decodeObject(msg, "message", map[string]any{
@@ -443,11 +464,43 @@ func decodeFields(obj map[string]json.RawMessage, fields map[string]any) error {
 		if !ok || isNull(raw) {
 			continue
 		}
-		if err := json.Unmarshal(raw, dst); err != nil {
+		if err := unmarshalField(raw, dst); err != nil {
 			return fmt.Errorf("%w: %s", ErrBadField, k)
 		}
 	}
 	return nil
+}
+
+// unmarshalField is json.Unmarshal of one member's value, raw, which the
+// whole line's parse has already found to be valid JSON: a string without
+// escapes is its bytes between the quotes (most of a frame's fields), a
+// value kept raw for a second step is taken as it is; anything else goes
+// through encoding/json.
+func unmarshalField(raw json.RawMessage, dst any) error {
+	switch d := dst.(type) {
+	case *string:
+		if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && plain(raw[1:n-1]) {
+			*d = string(raw[1 : n-1])
+			return nil
+		}
+	case *json.RawMessage:
+		if d != nil && len(raw) > 0 {
+			*d = raw
+			return nil
+		}
+	}
+	return json.Unmarshal(raw, dst)
+}
+
+// plain reports whether b is a JSON string's inside that reads as itself:
+// valid UTF-8 with no escape, quote or control character.
+func plain(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c == '\\' || c == '"' {
+			return false
+		}
+	}
+	return utf8.Valid(b)
 }
 
 func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -168,6 +169,29 @@ func FuzzParseLine(f *testing.F) {
 		out2, err := l2.Frame.Marshal()
 		if err != nil || !bytes.Equal(out, out2) {
 			t.Fatalf("frame changed on the second trip:\n%s\n%s", out, out2)
+		}
+	})
+}
+
+// unmarshalField reads a valid JSON value as encoding/json does, into a
+// string or a raw value.
+func FuzzUnmarshalFieldIsEncodingJSONs(f *testing.F) {
+	for _, s := range []string{`"abc"`, `"a\"b"`, `"\u00e9\n"`, `"é"`, `""`, `1`, `null`, `{"a":[1]}`, `"` + "\xff" + `"`, ` "x" `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) {
+			return // not what it is given: a member's value from a parsed line
+		}
+		var got, want string
+		errGot, errWant := unmarshalField(b, &got), json.Unmarshal(b, &want)
+		if (errGot == nil) != (errWant == nil) || got != want {
+			t.Fatalf("string from %q: %q, %v; encoding/json %q, %v", b, got, errGot, want, errWant)
+		}
+		var gotRaw, wantRaw json.RawMessage
+		errGot, errWant = unmarshalField(b, &gotRaw), json.Unmarshal(b, &wantRaw)
+		if (errGot == nil) != (errWant == nil) || !bytes.Equal(bytes.TrimSpace(gotRaw), bytes.TrimSpace(wantRaw)) {
+			t.Fatalf("raw from %q: %q, %v; encoding/json %q, %v", b, gotRaw, errGot, wantRaw, errWant)
 		}
 	})
 }
