@@ -3,6 +3,7 @@ package qwen
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -299,6 +300,19 @@ func (a Auth) Marshal() ([]byte, error) {
 	if err := validStrings(string(a.Token)); err != nil {
 		return nil, err
 	}
+	if isHexToken(string(a.Token), len(a.Token)) {
+		// What the encoder writes for a token that needs no escaping
+		// (every token a genuine record holds), without the reflection.
+		return append(append(append([]byte(nil), authPrefix...), a.Token...), `"}`...), nil
+	}
+	return a.encode()
+}
+
+// authPrefix is an auth line up to its token's value.
+var authPrefix = `{"msgV":` + strconv.Itoa(FrameVersion) + `,"type":"` + lineTypeWire[LineAuth] + `","token":"`
+
+// encode is the auth line as the encoder writes it.
+func (a Auth) encode() ([]byte, error) {
 	return jsonx.Marshal(authWire{MsgV: FrameVersion, Type: lineTypeWire[LineAuth], Token: string(a.Token)})
 }
 
@@ -355,8 +369,12 @@ func Payload(token Token, f Frame) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n := utf16Len(string(line)); n > MaxFrameUnits {
-		return nil, fmt.Errorf("%w: %d UTF-16 units", ErrFrameTooLarge, n)
+	// No more UTF-16 units than bytes: only a line past the cap in bytes
+	// needs counting.
+	if len(line) > MaxFrameUnits {
+		if n := utf16Len(string(line)); n > MaxFrameUnits {
+			return nil, fmt.Errorf("%w: %d UTF-16 units", ErrFrameTooLarge, n)
+		}
 	}
 	var auth []byte
 	if token != "" {

@@ -1,6 +1,7 @@
 package qwen
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"strings"
@@ -143,5 +144,18 @@ func TestTokensDoNotPrint(t *testing.T) {
 	env := ChildEnv("/s.sock", "c")
 	if !reflect.DeepEqual(env, []string{"QWEN_CODE_MESSAGING_SOCKET=/s.sock", "QWEN_CODE_MESSAGING_TOKEN=c"}) {
 		t.Fatalf("ChildEnv = %v", env)
+	}
+}
+
+func TestAnAuthLineIsWhatTheEncoderWrites(t *testing.T) {
+	for _, tok := range []Token{NewIPCToken(), "0123456789abcdef", "ab", `a"b`, "a\\b", "<x>&", "ÿ", "A1"} {
+		got, err := Auth{Token: tok}.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Auth{Token: tok}.encode()
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("token %q: %s, the encoder %s (%v)", tok, got, want, err)
+		}
 	}
 }
