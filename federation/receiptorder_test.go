@@ -31,7 +31,7 @@ func TestAHoldAndTheDeliveryAfterItReachTheOriginInOrder(t *testing.T) {
 	receipts := run(t, a)
 	ctx := testutil.Context(t, 20*time.Second)
 	testutil.Eventually(t, "a lists lead@order-c", func() bool { _, ok := a.Origin("lead@order-c", "s-lead"); return ok })
-	m := message.Message{ID: "m-order-1", To: "lead@order-c", ToSessionID: "s-lead", FromName: "alice", Body: "hi", Time: time.Now()}
+	m := message.Message{ID: "m-order-" + randomID(), To: "lead@order-c", ToSessionID: "s-lead", FromName: "alice", Body: "hi", Time: time.Now()}
 	if rc, err := a.Leg().Send(ctx, m); err != nil || rc.Status != message.StatusSent {
 		t.Fatalf("send = %+v, %v", rc, err)
 	}
@@ -81,8 +81,9 @@ func TestReceiptsSettledTogetherEachReachTheOriginOnce(t *testing.T) {
 	receipts := run(t, a)
 	ctx := testutil.Context(t, 30*time.Second)
 	testutil.Eventually(t, "a lists sink@batch-c", func() bool { _, ok := a.Origin("sink@batch-c", "s-sink"); return ok })
+	run := randomID() // ids the stream has not seen (it drops a repeat within two minutes)
 	for i := range n {
-		m := message.Message{ID: fmt.Sprint("m-batch-", i), To: "sink@batch-c", ToSessionID: "s-sink", FromName: fmt.Sprint("s", i%8), Body: "hi", Time: time.Now()}
+		m := message.Message{ID: fmt.Sprint("m-batch-", run, "-", i), To: "sink@batch-c", ToSessionID: "s-sink", FromName: fmt.Sprint("s", i%8), Body: "hi", Time: time.Now()}
 		if rc, err := a.Leg().Send(ctx, m); err != nil || rc.Status != message.StatusSent {
 			t.Fatalf("send %d = %+v, %v", i, rc, err)
 		}
