@@ -4,9 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sessiongateway/gateway/transport/uds"
 
 	"github.com/google/uuid"
 
@@ -181,5 +185,37 @@ func TestValidNameStatesTheRealLimit(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "use 1-64 characters") {
 		t.Fatalf("error %q does not state the 64 character limit", err)
+	}
+}
+
+func TestAKeyIsStaleOnlyWhenAnotherProcessHoldsItsPid(t *testing.T) {
+	me := os.Getpid()
+	ticks, err := uds.StartTicks(me)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		pid       int
+		procStart string
+		want      bool
+	}{
+		{"the process that wrote it is still running", me, strconv.FormatUint(ticks, 10), false},
+		{"another process holds the pid now", me, "1", true},
+		{"another process, told by ps's spelling", me, "Thu Jan  1 00:00:00 1970", true},
+		{"the pid is free: nothing to tell", gone.Process.Pid, "1", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for range 2 { // the second ask takes the pinned path
+				if got := staleKey(tt.pid, tt.procStart); got != tt.want {
+					t.Fatalf("staleKey(%d, %q) = %v, want %v", tt.pid, tt.procStart, got, tt.want)
+				}
+			}
+		})
 	}
 }

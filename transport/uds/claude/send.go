@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/internal/bounded"
@@ -154,7 +155,7 @@ func (p *Peer) targetOf(path string, pid int) (target, error) {
 		return target{}, fmt.Errorf("target key file: %w", err)
 	default:
 		domain, hasDomain = k.PidDomain, k.PidDomain != ""
-		if (!hasDomain || domain == p.pidDomain) && k.ProcStart != "" && uds.Alive(pid) && !procStartMatches(pid, k.ProcStart) {
+		if (!hasDomain || domain == p.pidDomain) && k.ProcStart != "" && staleKey(pid, k.ProcStart) {
 			return target{}, ErrStaleKey
 		}
 		t.token = k.PeerToken
@@ -164,6 +165,19 @@ func (p *Peer) targetOf(path string, pid int) (target, error) {
 	}
 	t.holder = p.holderOf(pid, domain, hasDomain)
 	return t, nil
+}
+
+// staleKey says a key file's procStart is not the process alive under pid
+// now (a recycled pid); a process that is gone leaves nothing to tell. A
+// running process pinned by LiveStart answers both at once: one poll, no
+// signal 0 beside it.
+func staleKey(pid int, procStart string) bool {
+	if isDigits(procStart) {
+		if ticks, ok := uds.LiveStart(pid); ok {
+			return strconv.FormatUint(ticks, 10) != procStart
+		}
+	}
+	return uds.Alive(pid) && !procStartMatches(pid, procStart)
 }
 
 // pidFor is the pid the registry gives the socket at path: the one key
