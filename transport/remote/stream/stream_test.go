@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
 	"github.com/sessiongateway/gateway/transport/remote/stream"
 	"github.com/sessiongateway/gateway/transport/remote/wire"
@@ -438,4 +440,42 @@ func TestRunReturnsNilWhenItsContextEndsAndLeavesNoGoroutine(t *testing.T) {
 			goleak.VerifyNone(t, before)
 		})
 	}
+}
+
+// An open stream holds one goroutine, the one running it: it reads,
+// decodes and delivers itself, and ten thousand idle streams hold ten
+// thousand stacks, not twice that.
+func TestAnOpenStreamHoldsOneGoroutine(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(string(tr), func(t *testing.T) {
+			c := newCloud(t, fakecloud.Options{})
+			r := startStream(t, c.config(tr))
+			r.link(stream.LinkConnected)
+			c.emit(t, assistant("evt_1", "hello"))
+			r.collect([]string{"evt_1"})
+			testutil.EventuallyWithin(t, patience, "one goroutine in the stream package", func() bool {
+				return streamGoroutines() == 1
+			})
+		})
+	}
+}
+
+// streamGoroutines counts the goroutines with a frame of package stream.
+func streamGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.Contains(g, "gateway/transport/remote/stream.(") {
+			count++
+		}
+	}
+	return count
 }
