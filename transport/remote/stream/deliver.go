@@ -7,9 +7,11 @@ import (
 	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
-// Deliver hands one update to the consumer, on Run's goroutine, waiting as
-// long as the consumer needs: backpressure is the full policy. It returns
-// an error only when ctx has ended.
+// Deliver hands one update to the consumer, waiting as long as the
+// consumer needs: backpressure is the full policy. It returns an error only
+// when ctx has ended. Calls come one at a time, in order: on Run's
+// goroutine, or, for what History fills in as a connection opens, on one
+// Run waits for before it delivers anything else.
 type Deliver func(ctx context.Context, u Update) error
 
 // ToChannel delivers to out.

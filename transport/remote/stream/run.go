@@ -19,7 +19,7 @@ func (s *Stream) Run(ctx context.Context, out chan<- Update, onLink func(Link)) 
 	return s.RunFunc(ctx, ToChannel(out), onLink)
 }
 
-// RunFunc is Run handing each update to deliver on the Run goroutine, so a
+// RunFunc is Run handing each update to deliver (see Deliver), so a
 // consumer needs no goroutine and no queue of its own.
 func (s *Stream) RunFunc(ctx context.Context, out Deliver, onLink func(Link)) error {
 	if !s.running.CompareAndSwap(false, true) {

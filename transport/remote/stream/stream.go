@@ -98,7 +98,8 @@ type Stream struct {
 	running atomic.Bool
 	frames  atomic.Uint64 // Stats.Frames, counted off the Run goroutine
 
-	// Owned by the Run goroutine.
+	// Owned by the Run goroutine (and by History's recovery at connect,
+	// which Run waits for).
 	win     *window
 	lastID  string // last uuid delivered or recovered (WebSocket)
 	histID  string // last uuid History itself returned
