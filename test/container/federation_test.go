@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
+	"github.com/sessiongateway/gateway/testkit/pairtest"
 )
 
 // natsLine is node's run line on the host's network: the compose command
@@ -97,7 +98,7 @@ func TestTheFederationProfileCarriesAMessageBetweenTwoGateways(t *testing.T) {
 	ga.healthy(t)
 	gb.healthy(t)
 
-	pair := gatewaytest.StartPair(t, wa, "alice", wb, "sink")
+	pair := pairtest.StartPair(t, wa, "alice", wb, "sink")
 	ctx := testutil.Context(t, 120*time.Second)
 
 	t.Run("a Claude session beside a reaches a Qwen session beside b through its alias sink.b", func(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
 	"github.com/sessiongateway/gateway/testkit/fakeqwen"
-	"github.com/sessiongateway/gateway/testkit/gatewaytest"
+	"github.com/sessiongateway/gateway/testkit/pairtest"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
@@ -55,7 +55,7 @@ func TestSessionsOnThreeHostsReachEachOtherByNameWithReceipts(t *testing.T) {
 	a := startHost(t, "a", nc.URLs())
 	b := startHost(t, "b", nc.URL(1)+","+nc.URL(2), "--legs", "none") // a CI runner: no sessions of its own
 	c := startHost(t, "c", nc.URL(2)+","+nc.URL(0))
-	pair := gatewaytest.StartPair(t, a.W, "alice", c.W, "sink")
+	pair := pairtest.StartPair(t, a.W, "alice", c.W, "sink")
 	alice, sink := pair.Sender, pair.Sink
 	gate := c.qwen(t, fakeqwen.Config{Name: "gate", Mode: message.ModePrompting, Inbound: qwen.PolicyHold})
 	c.qwen(t, fakeqwen.Config{Name: "wall", Mode: message.ModePrompting, Inbound: qwen.PolicyRefuse})

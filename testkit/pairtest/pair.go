@@ -1,4 +1,7 @@
-package gatewaytest
+// Package pairtest is the cross-host tests' sender and sink, beside two
+// gateways' Worlds. It is a package of its own, not part of gatewaytest:
+// the legs' own tests use gatewaytest, and the fakes import the legs.
+package pairtest
 
 import (
 	"context"
@@ -8,6 +11,7 @@ import (
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
 	"github.com/sessiongateway/gateway/testkit/fakeqwen"
+	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 )
 
 // Pair is the cross-host tests' sender and sink: a fake Claude Code
@@ -16,11 +20,11 @@ import (
 type Pair struct {
 	Sender *fakeclaude.Peer
 	Sink   *fakeqwen.Peer
-	from   *World
+	from   *gatewaytest.World
 }
 
 // StartPair starts sender beside from and sink beside to.
-func StartPair(tb testing.TB, from *World, sender string, to *World, sink string) *Pair {
+func StartPair(tb testing.TB, from *gatewaytest.World, sender string, to *gatewaytest.World, sink string) *Pair {
 	tb.Helper()
 	return &Pair{
 		Sender: fakeclaude.Start(tb, fakeclaude.Config{Name: sender, ConfigDir: from.ConfigDir, RuntimeDir: from.Runtime, Mode: message.ModePrompting}),
