@@ -74,6 +74,13 @@ func stampOf(path string) (fileStamp, bool) {
 	return fileStamp{fi}, true
 }
 
+// Peek is the parse Get last kept for path, without looking at the file:
+// false when none is kept.
+func (c *FileCache[T]) Peek(path string) (T, bool) {
+	e, ok := c.m.Get(path)
+	return e.val, ok
+}
+
 // Get is the parse of the file at path as safefile.ReadCapped reads it:
 // the cached one when the file is unchanged since.
 func (c *FileCache[T]) Get(path string) (T, error) {

@@ -26,6 +26,7 @@ type RegistryDir struct {
 	refused atomic.Bool
 	good    atomic.Pointer[dirStamp] // what lstat said at the last check that passed
 	listed  atomic.Pointer[listing]  // the entries as last read, while they may be reused
+	gens    atomic.Uint64            // listings kept so far
 }
 
 // listing is the directory's entries as one read found them, with what
@@ -33,6 +34,7 @@ type RegistryDir struct {
 type listing struct {
 	stamp dirStamp
 	ents  []fs.DirEntry
+	gen   uint64
 }
 
 // dirStamp is what a check depends on: the directory itself (not a
@@ -79,22 +81,26 @@ func (d *RegistryDir) Check() error {
 // unchanged), that read's entries are returned again: one lstat per call,
 // not an open and a read of the directory. The caller must not modify
 // them. What an entry names may have changed in place; read it to know.
-func (d *RegistryDir) List() ([]fs.DirEntry, error) {
+//
+// gen tells kept listings apart: every call that returns the same kept
+// listing returns the same gen, and no entry was created, removed or
+// renamed in between; 0 is a listing not kept (the next call reads again).
+func (d *RegistryDir) List() (ents []fs.DirEntry, gen uint64, err error) {
 	stamp, isDir := lstatDir(d.Path)
 	if err := d.check(stamp, isDir); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if l := d.listed.Load(); isDir && l != nil && stamp.unchanged(l.stamp) {
-		return l.ents, nil
+		return l.ents, l.gen, nil
 	}
-	ents, err := os.ReadDir(d.Path)
+	ents, err = os.ReadDir(d.Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		d.listed.Store(nil)
-		return nil, nil
+		return nil, 0, nil
 	}
 	if err != nil {
 		d.listed.Store(nil)
-		return nil, err
+		return nil, 0, err
 	}
 	// The stamp was taken before the read: a change in between moves the
 	// mtime past it, and the next call reads again. Unless the mtime is
@@ -102,11 +108,12 @@ func (d *RegistryDir) List() ([]fs.DirEntry, error) {
 	// would leave it where it was; such a listing is not kept (as a
 	// FileCache keeps no recent file).
 	if isDir && settled(stamp.fi.ModTime()) {
-		d.listed.Store(&listing{stamp: stamp, ents: ents})
+		gen = d.gens.Add(1)
+		d.listed.Store(&listing{stamp: stamp, ents: ents, gen: gen})
 	} else {
 		d.listed.Store(nil)
 	}
-	return ents, nil
+	return ents, gen, nil
 }
 
 // check is Check of what lstat just said of the directory.

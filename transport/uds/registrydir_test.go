@@ -73,9 +73,11 @@ func TestARegistryDirIsListedAgainOnceItChanged(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	var gen uint64
 	names := func(step string, want ...string) []fs.DirEntry {
 		t.Helper()
-		ents, err := d.List()
+		ents, g, err := d.List()
+		gen = g
 		if err != nil {
 			t.Fatalf("%s: %v", step, err)
 		}
@@ -98,14 +100,18 @@ func TestARegistryDirIsListedAgainOnceItChanged(t *testing.T) {
 	write("1.json")
 	age()
 	first := names("one file", "1.json")
-	if again := names("unchanged", "1.json"); &again[0] != &first[0] {
-		t.Fatal("an unchanged directory was read again")
+	firstGen := gen
+	if again := names("unchanged", "1.json"); &again[0] != &first[0] || gen != firstGen || gen == 0 {
+		t.Fatalf("an unchanged directory was read again, or told apart (gen %d, then %d)", firstGen, gen)
 	}
 	write("2.json") // moves the mtime
 	names("a file added", "1.json", "2.json")
 	names("a file added, still within the racy window", "1.json", "2.json")
 	age()
 	names("aged", "1.json", "2.json")
+	if gen == 0 || gen == firstGen {
+		t.Fatalf("a new listing kept has gen %d, the first had %d", gen, firstGen)
+	}
 	if err := os.Rename(filepath.Join(dir, "2.json"), filepath.Join(dir, "3.json")); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +127,7 @@ func TestARegistryDirIsListedAgainOnceItChanged(t *testing.T) {
 	if err := os.Chmod(dir, 0o770); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.List(); !errors.Is(err, ErrUnsafeRegistry) {
+	if _, _, err := d.List(); !errors.Is(err, ErrUnsafeRegistry) {
 		t.Fatalf("a directory the group may write: List() = %v, want ErrUnsafeRegistry", err)
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {

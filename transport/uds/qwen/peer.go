@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -66,6 +67,7 @@ type Peer struct {
 	// recordFiles are the registry's records as last parsed, read again
 	// when a file changes (a /clear rewrites its record with a new id).
 	recordFiles *uds.FileCache[Record]
+	index       atomic.Pointer[recordIndex] // which file named which inbox, for the listing it was made from
 	al          *aliases
 
 	sendSem chan struct{} // bounds receipt dials, as Qwen bounds concurrent sends

@@ -21,16 +21,40 @@ type listed struct {
 	rec  Record
 }
 
-// records reads every live record but our own that keep accepts (nil:
-// all); dead ones are swept after a re-read proves them the same
+// recordIndex is the inbox each record file named when one pass over a
+// kept listing (gen, see uds.RegistryDir.List) read them all. While the
+// listing is the same no record file was created, replaced or removed,
+// so a send to one inbox looks only at the files that named it then (and
+// at any whose parse was not kept): a file of another inbox is skipped
+// unread. Qwen Code and its SDK rewrite a record by renaming a new file
+// over it, which changes the listing; what the index misses is a record
+// edited in place to name another inbox, and the listener of that inbox
+// is still checked against its own record's process before a byte is
+// written.
+type recordIndex struct {
+	gen   uint64
+	inbox map[string]string // by file
+}
+
+// records reads every live record but our own (those naming inbox, when
+// it is not ""); dead ones are swept after a re-read proves them the same
 // incarnation. Only the records kept are judged, which takes reads of
 // /proc: a send judges its target's alone.
-func (p *Peer) records(keep func(Record) bool) ([]listed, error) {
+func (p *Peer) records(inbox string) ([]listed, error) {
 	// The directory is read again only once it changed; each record file
-	// is looked at (and read again once changed) every time all the same.
-	ents, err := p.registry.List()
+	// is looked at (and read again once changed) unless the index says it
+	// names another inbox.
+	ents, gen, err := p.registry.List()
 	if err != nil {
 		return nil, err
+	}
+	idx := p.index.Load()
+	if inbox == "" || gen == 0 || idx == nil || idx.gen != gen {
+		idx = nil
+	}
+	var next map[string]string // the index this pass builds, when it reads every file of a kept listing
+	if gen != 0 && idx == nil {
+		next = make(map[string]string, len(ents))
 	}
 	var out []listed
 	for _, de := range ents {
@@ -41,8 +65,14 @@ func (p *Peer) records(keep func(Record) bool) ([]listed, error) {
 		if path == p.recPath || p.al.isAliasPath(path) {
 			continue // ours: not read at all
 		}
+		if named, ok := idx.inboxOf(path); ok && named != inbox {
+			continue
+		}
 		rec, err := p.recordFiles.Get(path)
-		if err != nil || (keep != nil && !keep(rec)) {
+		if kept, ok := p.recordFiles.Peek(path); ok && next != nil {
+			next[path] = kept.IPCPath
+		}
+		if err != nil || (inbox != "" && rec.IPCPath != inbox) {
 			continue
 		}
 		switch Judge(de.Name(), rec, p.facts) {
@@ -52,7 +82,20 @@ func (p *Peer) records(keep func(Record) bool) ([]listed, error) {
 			p.sweep(path, rec)
 		}
 	}
+	if next != nil {
+		p.index.Store(&recordIndex{gen: gen, inbox: next})
+	}
 	return out, nil
+}
+
+// inboxOf is the inbox file named when the index was made; false for a
+// file it does not know (or no index).
+func (x *recordIndex) inboxOf(file string) (string, bool) {
+	if x == nil {
+		return "", false
+	}
+	s, ok := x.inbox[file]
+	return s, ok
 }
 
 func (p *Peer) sweep(path string, rec Record) {
@@ -73,7 +116,7 @@ func (p *Peer) sweep(path string, rec Record) {
 // beyond Qwen Code's rules, one whose inbox is listened on by its record's
 // own process (anyone of ours may write a record naming any socket).
 func (p *Peer) Sessions(ctx context.Context) ([]message.Session, error) {
-	recs, err := p.records(nil)
+	recs, err := p.records("")
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +165,7 @@ var ErrNoRecord = errors.New("no live qwen session record for that address")
 // target re-reads the registry for the record at path (and session id when
 // known), as the spec asks before each send: /clear swaps the id.
 func (p *Peer) target(path, sessionID string) (Record, error) {
-	recs, err := p.records(func(r Record) bool { return r.IPCPath == path })
+	recs, err := p.records(path)
 	if err != nil {
 		return Record{}, err
 	}
