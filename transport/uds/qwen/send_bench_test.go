@@ -1,6 +1,7 @@
 package qwen
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -119,4 +120,77 @@ func benchInbox(b *testing.B, home, run string) (sid, path string) {
 		}
 	}
 	return sid, path
+}
+
+// A record renamed over another (how Qwen Code rewrites one) is read
+// again by the next send, even one that skipped it unread while it named
+// another inbox.
+func TestASendFindsARecordRenamedOverOneOfAnotherInbox(t *testing.T) {
+	identity(t)
+	home, run := t.TempDir(), t.TempDir()
+	p, err := Register(PeerConfig{Name: "gateway", Home: home, RuntimeDir: run, TmpDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runPeer(t, p)
+	dir := SessionsDir(home)
+	pid := os.Getpid()
+	inbox := func(name string) (string, *recorder) {
+		d := filepath.Join(run, name)
+		if err := safefile.EnsureDir(d); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(d, "in.sock")
+		return path, record(t, path)
+	}
+	pathA, a := inbox("a")
+	pathB, _ := inbox("b")
+	start, _ := ProcStartToken(pid)
+	ns, _ := uds.PidNamespace(pid)
+	rec := func(sid, ipc string) []byte {
+		b, err := Record{PID: pid, ProcStart: start, PidNS: ns, SessionID: sid, Cwd: "/", Name: "r",
+			StartedAt: 1, Kind: KindExternal, IPCPath: ipc, IPCToken: NewIPCToken()}.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	fileA, fileB := filepath.Join(dir, RecordFileName(pid, NewSuffix())), filepath.Join(dir, RecordFileName(pid, NewSuffix()))
+	sidA, sidB := uuid.NewString(), uuid.NewString()
+	ago := time.Hour
+	write := func(file string, b []byte) { // and let it age, with its directory
+		t.Helper()
+		if err := safefile.WriteAtomic(file, b); err != nil {
+			t.Fatal(err)
+		}
+		old := time.Now().Add(-ago)
+		ago += time.Hour // a later change leaves an mtime other than the last
+		for _, f := range []string{file, dir} {
+			if err := os.Chtimes(f, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write(fileA, rec(sidA, pathA))
+	write(fileB, rec(sidB, pathB))
+	send := func(sid string) {
+		t.Helper()
+		m := message.Message{ID: uuid.NewString(), To: "uds:" + pathA, ToSessionID: sid, Body: "hi " + sid, Mode: message.ModePrompting, Unpaced: true}
+		if _, err := p.Send(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(sidA)
+	send(sidA) // the record of inbox b is skipped unread now
+	sidC := uuid.NewString()
+	write(fileB, rec(sidC, pathA)) // b's record file now names inbox a, for another session
+	send(sidC)
+	want := `"toSessionId":"` + sidC + `"`
+	deadline := time.Now().Add(10 * time.Second)
+	for !bytes.Contains(a.bytes(), []byte(want)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("inbox a never got a frame pinned to the renamed record's session; got:\n%s", a.bytes())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
