@@ -59,6 +59,11 @@ type Router struct {
 	mu    sync.Mutex
 	out   map[string]*outbound
 	order []string // outbound ids, oldest first
+	// settling holds forwards forgotten (KeepOutbound) while their settle
+	// window runs, so a receipt that comes within it (a hold) is still the
+	// outcome relayed, not the delivery the window would infer. Bounded by
+	// the forward rate times the window.
+	settling map[string]*outbound
 
 	roster   []message.Session // the last listing, for Resolve
 	rosterAt time.Time
@@ -118,7 +123,7 @@ func New(cfg Config, legs ...Leg) *Router {
 	}
 	h := NewHub(cfg.KeepEvents, cfg.WatcherBuf)
 	h.now = cfg.Clock.Now
-	return &Router{cfg: cfg, log: cfg.Logger, legs: legs, hub: h, out: map[string]*outbound{}, lastList: map[message.Protocol][]message.Session{}, bgSlot: make(chan struct{}, MaxBackground)}
+	return &Router{cfg: cfg, log: cfg.Logger, legs: legs, hub: h, out: map[string]*outbound{}, settling: map[string]*outbound{}, lastList: map[message.Protocol][]message.Session{}, bgSlot: make(chan struct{}, MaxBackground)}
 }
 
 // Hub is the event fan-out.
@@ -244,8 +249,10 @@ func (r *Router) apply(rc message.Receipt) bool {
 	r.mu.Lock()
 	o, ok := r.out[rc.MsgID]
 	if !ok {
-		r.mu.Unlock()
-		return false
+		if o, ok = r.settling[rc.MsgID]; !ok {
+			r.mu.Unlock()
+			return false
+		}
 	}
 	if rc.Time.IsZero() {
 		rc.Time = r.cfg.Clock.Now()
@@ -258,6 +265,7 @@ func (r *Router) apply(rc message.Receipt) bool {
 	if o.settle != nil && rc.Status != message.StatusSent {
 		o.settle.Stop()
 		o.settle = nil
+		delete(r.settling, rc.MsgID)
 	}
 	close(o.changed)
 	o.changed = make(chan struct{})

@@ -82,3 +82,57 @@ func TestAForwardForgottenWithinItsSettleWindowStillRelaysItsOutcome(t *testing.
 		t.Fatalf("%d of %d forwards relayed delivered; want all (relays %+v)", delivered, n, src.relays())
 	}
 }
+
+// A hold that comes for a forward already forgotten (past KeepOutbound)
+// within its settle window is the outcome relayed, not the delivery the
+// window would otherwise infer.
+func TestAHoldForAForgottenForwardIsRelayedInsteadOfAnInferredDelivery(t *testing.T) {
+	clk := clock.NewFakeClock(time.Unix(1000, 0))
+	src := &hostLeg{fakeLeg: &fakeLeg{name: message.ProtocolFederation, run: make(chan struct{})}}
+	cl := settlingHost{&hostLeg{fakeLeg: claudeLeg(claudeWork)}}
+	r := New(Config{Bridge: true, BridgeInterval: time.Hour, KeepOutbound: 2, Clock: clk}, src, cl)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	const n = 5
+	for i := range n {
+		rc := r.Forward(context.Background(), src, message.Message{ID: fmt.Sprint("m", i), From: "lead@far", FromName: "lead",
+			Body: fmt.Sprint("hi", i), Mode: message.ModePrompting, Protocol: message.ProtocolFederation, AliasOf: claudeWork.Address, ToName: "work"})
+		if rc.Status != message.StatusSent {
+			t.Fatalf("forward %d: %+v", i, rc)
+		}
+	}
+	var ids [n]string // the ids the bridge sent them under
+	for _, m := range cl.sends() {
+		for i := range n {
+			if m.Body == fmt.Sprint("hi", i) {
+				ids[i] = m.ID
+			}
+		}
+	}
+	cl.emit(t, message.Event{Type: message.EventReceipt, Leg: message.ProtocolClaude,
+		Receipt: &message.Receipt{MsgID: ids[0], Status: message.StatusHeld}})
+	deadline := time.Now().Add(5 * time.Second)
+	for len(src.relays()) < 1 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	clk.Advance(2 * time.Second)
+	for len(src.relays()) < n && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // a second outcome for m0 would show now
+	got := map[string][]message.Status{}
+	for _, rc := range src.relays() {
+		got[rc.MsgID] = append(got[rc.MsgID], rc.Status)
+	}
+	for i := range n {
+		id, want := ids[i], message.StatusDelivered
+		if i == 0 {
+			want = message.StatusHeld
+		}
+		if len(got[id]) != 1 || got[id][0] != want {
+			t.Errorf("forward %d relayed %v; want only %v", i, got[id], want)
+		}
+	}
+}

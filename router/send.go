@@ -131,19 +131,11 @@ func (r *Router) settleLater(leg Leg, o *outbound, rc message.Receipt) {
 		o.settle = r.cfg.Clock.AfterFunc(st.Settle(), func() {
 			rc := message.Receipt{MsgID: id, Status: message.StatusDelivered,
 				Detail: "inferred", Reason: "no receipt within the settle window; the receiver sends none for a clean delivery"}
-			if r.apply(rc) || o.fwd == nil {
-				return
-			}
-			// Forgotten meanwhile (KeepOutbound): the message it forwards
-			// still waits on another host or leg for this outcome.
-			r.mu.Lock()
-			gone := r.out[id] != o
-			r.mu.Unlock()
-			if gone {
-				rc.Time = r.cfg.Clock.Now()
-				r.relay(o.fwd, rc)
-			}
+			r.apply(rc) // found in r.settling if forgotten meanwhile
 		})
+		if o.fwd != nil && r.out[id] != o {
+			r.settling[id] = o // forgotten before its window was set
+		}
 	}
 }
 
@@ -158,8 +150,12 @@ func (r *Router) remember(o *outbound) {
 		old := r.order[0]
 		r.order = r.order[1:]
 		// A forward's settle window runs on: its outcome is relayed then.
-		if oo := r.out[old]; oo != nil && oo.settle != nil && oo.fwd == nil {
-			oo.settle.Stop()
+		if oo := r.out[old]; oo != nil && oo.settle != nil {
+			if oo.fwd == nil {
+				oo.settle.Stop()
+			} else {
+				r.settling[old] = oo
+			}
 		}
 		r.out[old].endSpan(statusForgotten)
 		delete(r.out, old)
