@@ -168,18 +168,28 @@ func (g *Gateway) PID() int { return g.cmd.Process.Pid }
 
 // sendBody is POST /v1/messages's body, as much of it as the bench uses.
 type sendBody struct {
-	To      string `json:"to"`
-	Text    string `json:"text"`
-	Unpaced bool   `json:"unpaced,omitempty"`
+	To       string `json:"to"`
+	Text     string `json:"text"`
+	Unpaced  bool   `json:"unpaced,omitempty"`
+	FromName string `json:"from_name,omitempty"`
 }
 
 // Send posts one message and returns once the API has answered; an answer
 // other than sent or delivered is an error.
 func (g *Gateway) Send(ctx context.Context, to, text string, unpaced bool) error {
+	return g.post(ctx, sendBody{To: to, Text: text, Unpaced: unpaced})
+}
+
+// SendAs posts one message from the sender named from, as Send.
+func (g *Gateway) SendAs(ctx context.Context, from, to, text string) error {
+	return g.post(ctx, sendBody{To: to, Text: text, FromName: from})
+}
+
+func (g *Gateway) post(ctx context.Context, b sendBody) error {
 	var out struct {
 		Status string `json:"status"`
 	}
-	body, err := json.Marshal(sendBody{To: to, Text: text, Unpaced: unpaced})
+	body, err := json.Marshal(b)
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -70,7 +68,7 @@ func federationRows(ctx context.Context, e *Env) ([]Row, error) {
 	// shared by 16 clients is one sender, written one message at a time).
 	named := func(name string) func(int) error {
 		return func(i int) error {
-			return sendAs(ctx, a, fmt.Sprintf("s%d", i%senders), name, fmt.Sprintf("bench %d", i))
+			return a.SendAs(ctx, fmt.Sprintf("s%d", i%senders), name, fmt.Sprintf("bench %d", i))
 		}
 	}
 	// Warm both up: connections, caches, C's alias worker.
@@ -168,37 +166,6 @@ func concurrentNamed(ctx context.Context, sink frameSink, k, n int, send func(in
 		return Rate{}, err
 	}
 	return Rate{N: n, Span: time.Since(t0)}, nil
-}
-
-// sendAs posts one message from the sender named from, as Gateway.Send.
-func sendAs(ctx context.Context, g *Gateway, from, to, text string) error {
-	body, err := json.Marshal(struct {
-		To       string `json:"to"`
-		Text     string `json:"text"`
-		FromName string `json:"from_name"`
-	}{to, text, from})
-	if err != nil {
-		return err
-	}
-	c := g.conn()
-	st, raw, err := c.do(ctx, "POST", "/v1/messages", body)
-	g.conns <- c
-	switch {
-	case err != nil:
-		return err
-	case st/100 != 2:
-		return fmt.Errorf("POST /v1/messages: %d: %s", st, bytes.TrimSpace(raw))
-	}
-	var out struct {
-		Status string `json:"status"`
-	}
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return err
-	}
-	if out.Status != "sent" && out.Status != "delivered" {
-		return fmt.Errorf("the gateway answered %q", out.Status)
-	}
-	return nil
 }
 
 // sequentialTo times n sends on each road, alternating one of each, each
