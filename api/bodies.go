@@ -6,13 +6,22 @@ import (
 	"sync"
 )
 
-// MaxBodies caps the request bodies being read at once, on every listener
-// and /mcp: each may hold up to MaxBody, so bodies never hold more than
-// MaxBodies*MaxBody (128 MiB) however many clients send at once. A request
-// past it is refused before its body is read, with a 429 and Retry-After,
-// and counted (DropBodies). Far above what a person's senders need: a
-// small body is read in microseconds and gives its slot back.
+// MaxBodies caps the request bodies being read at once on one listener
+// (the control socket; TCP clients with a token, /mcp included): each may
+// hold up to MaxBody, so a listener's bodies being read never hold more
+// than MaxBodies*MaxBody (128 MiB) however many clients send at once. A
+// request past it is refused before its body is read, with a 429 and
+// Retry-After, and counted (DropBodies). Far above what a person's
+// senders need: a small body is read in microseconds and gives its slot
+// back. Each listener has its own slots, so TCP clients cannot stall the
+// control socket's sends.
 const MaxBodies = 32
+
+// MaxAnonBodies caps the bodies of TCP requests that carry no valid token
+// (login) being read at once: they come before any authentication, so
+// they get slots of their own, few, and cannot take those of clients
+// with a token.
+const MaxAnonBodies = 4
 
 // DropBodies is the reason Config.Drop counts a request refused past
 // MaxBodies.

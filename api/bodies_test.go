@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -61,4 +62,64 @@ func TestBodiesPastMaxBodiesAreRefusedUnreadAndCounted(t *testing.T) {
 		c.Close()
 	}
 	testutil.Eventually(t, "bodies read again", func() bool { return send().StatusCode != http.StatusTooManyRequests })
+}
+
+// TestStalledBodiesTakeOnlyTheirListenersSlots: TCP requests without a
+// token (login) that stall hold at most MaxAnonBodies slots of their own,
+// so a client with a token and the control socket still send; TCP clients
+// with a token that stall fill only the TCP listener's slots, so the
+// control socket still sends.
+func TestStalledBodiesTakeOnlyTheirListenersSlots(t *testing.T) {
+	srv := NewServer(Config{Router: router.New(router.Config{}, claudeStub()), Token: "tok"})
+	tcp := httptest.NewServer(srv.TCPHandler(testHost))
+	t.Cleanup(tcp.Close) // after the stalled connections close (cleanups run last first)
+	unix := httptest.NewServer(srv.Handler())
+	t.Cleanup(unix.Close)
+	stall := func(n int, head string) {
+		for range n {
+			c, err := net.Dial("tcp", tcp.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			fmt.Fprintf(c, "%sHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", head, testHost)
+		}
+	}
+	// post's status, 429 only when refused for want of a body slot (not
+	// by the rate limit).
+	post := func(base, path, token string) int {
+		req, _ := http.NewRequest("POST", base+path, strings.NewReader(`{"to":"nobody","text":"hi"}`))
+		req.Host = testHost
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests && !strings.Contains(string(raw), "bodies are being read") {
+			return -resp.StatusCode
+		}
+		return resp.StatusCode
+	}
+	stall(MaxAnonBodies, "POST /v1/login HTTP/1.1\r\n")
+	testutil.Eventually(t, "a login past MaxAnonBodies refused", func() bool {
+		return post(tcp.URL, "/v1/login", "") == http.StatusTooManyRequests
+	})
+	if st := post(tcp.URL, "/v1/messages", "tok"); st == http.StatusTooManyRequests {
+		t.Errorf("a TCP send with a token while logins stall: %d", st)
+	}
+	if st := post(unix.URL, "/v1/messages", ""); st == http.StatusTooManyRequests {
+		t.Errorf("a control-socket send while logins stall: %d", st)
+	}
+	stall(MaxBodies, "POST /v1/messages HTTP/1.1\r\nAuthorization: Bearer tok\r\n")
+	testutil.Eventually(t, "a TCP send past MaxBodies refused", func() bool {
+		return post(tcp.URL, "/v1/messages", "tok") == http.StatusTooManyRequests
+	})
+	if st := post(unix.URL, "/v1/messages", ""); st == http.StatusTooManyRequests {
+		t.Errorf("a control-socket send while TCP bodies stall: %d", st)
+	}
 }

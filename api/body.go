@@ -47,8 +47,10 @@ func readBody(r *http.Request) ([]byte, error) {
 	var b []byte
 	if n := r.ContentLength; n > 0 && n <= MaxBody {
 		// The declared length, read into one buffer of its size (a body
-		// that is longer still grows it; MaxBody caps what is read).
-		b = make([]byte, 0, n+1)
+		// that is longer still grows it; MaxBody caps what is read), up
+		// to firstAlloc: a client declaring 4 MiB and sending a byte must
+		// not make us hold 4 MiB; a body that is that long grows into it.
+		b = make([]byte, 0, min(n, firstAlloc)+1)
 	}
 	b, err := readAll(r.Body, b)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -56,6 +58,10 @@ func readBody(r *http.Request) ([]byte, error) {
 	}
 	return b, err
 }
+
+// firstAlloc caps the buffer made for a body's declared length before
+// any of it arrived.
+const firstAlloc = 64 << 10
 
 // readAll is io.ReadAll into b's spare capacity.
 func readAll(r io.Reader, b []byte) ([]byte, error) {

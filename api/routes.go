@@ -213,7 +213,7 @@ func (s *Server) TCPHandler(addr string) http.Handler {
 			public[rt.path] = true
 		}
 	}
-	next := s.recoverer(s.mux)
+	next, anonNext := s.recoverer(s.mux, s.tcpBodies), s.recoverer(s.mux, s.anonBodies)
 	return s.underPrefix(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !allowed[canonicalHost(r.Host)] {
 			writeError(w, Error{Error: fmt.Sprintf("host %q is not allowed (see --allow-host)", r.Host), Code: CodeBadHost})
@@ -247,7 +247,11 @@ func (s *Server) TCPHandler(addr string) http.Handler {
 			return
 		}
 		if _, pat := anon.Handler(r); pat != "" {
-			next.ServeHTTP(w, r)
+			if ok {
+				next.ServeHTTP(w, r)
+			} else {
+				anonNext.ServeHTTP(w, r)
+			}
 			return
 		}
 		if !ok {

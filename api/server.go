@@ -85,10 +85,12 @@ type Server struct {
 	limit *limiter
 	keys  *keyTable // idempotency keys of POST /v1/messages
 	// browser holds signed-in browsers and open pairing links.
-	browser browserAuth
-	tcpAddr atomic.Value // string: the TCP listener's address, for pairing URLs
-	started time.Time    // for the uptime of GET /v1/status
-	bodies  bodyGate     // MaxBodies
+	browser    browserAuth
+	tcpAddr    atomic.Value // string: the TCP listener's address, for pairing URLs
+	started    time.Time    // for the uptime of GET /v1/status
+	bodies     bodyGate     // MaxBodies, the control socket's
+	tcpBodies  bodyGate     // MaxBodies, TCP clients with a token
+	anonBodies bodyGate     // MaxAnonBodies, TCP requests before a token
 }
 
 // NewServer builds the handlers from the route table.
@@ -108,7 +110,7 @@ func NewServer(cfg Config) *Server {
 	if cfg.Drop == nil {
 		cfg.Drop = func(string) {}
 	}
-	s := &Server{bodies: make(bodyGate, MaxBodies), cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limit: newLimiter(cfg.RateLimit, cfg.Clock),
+	s := &Server{bodies: make(bodyGate, MaxBodies), tcpBodies: make(bodyGate, MaxBodies), anonBodies: make(bodyGate, MaxAnonBodies), cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limit: newLimiter(cfg.RateLimit, cfg.Clock),
 		keys:    &keyTable{store: cfg.Keys, clk: cfg.Clock, max: MaxIdempotencyKeys},
 		browser: browserAuth{sessions: map[string]*browserSession{}, pairings: map[string]pairingRec{}}, started: cfg.Clock.Now()}
 	// paths knows every route's path whatever the method, so a known path
@@ -143,7 +145,7 @@ func NewServer(cfg Config) *Server {
 // Handler is the mux with full access, for the Unix socket (whose peers
 // are checked by uid) and tests.
 func (s *Server) Handler() http.Handler {
-	next := s.recoverer(s.mux)
+	next := s.recoverer(s.mux, s.bodies)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		next.ServeHTTP(w, r.WithContext(withGrant(r.Context(), Grant{ID: "unix", Label: "control socket", Scopes: AllScopes})))
 	})
@@ -166,7 +168,9 @@ func (s *Server) ReloadTLS() error {
 	return s.cfg.TLS.Reload()
 }
 
-func (s *Server) recoverer(next http.Handler) http.Handler {
+// recoverer serves next, answering a panic with a 500 and reading bodies
+// within gate's slots.
+func (s *Server) recoverer(next http.Handler, gate bodyGate) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			if v := recover(); v != nil {
@@ -181,11 +185,11 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 				writeError(w, Error{Error: "internal error", Code: CodeInternal})
 			}
 		}()
-		release, ok := s.bodies.take(r)
+		release, ok := gate.take(r)
 		if !ok {
 			s.cfg.Drop(DropBodies)
 			w.Header().Set("Retry-After", "1")
-			writeError(w, Error{Error: fmt.Sprintf("too many requests: %d bodies are being read; retry in 1s", MaxBodies), Code: CodeRateLimited, RetryAfter: 1})
+			writeError(w, Error{Error: fmt.Sprintf("too many requests: %d bodies are being read; retry in 1s", cap(gate)), Code: CodeRateLimited, RetryAfter: 1})
 			return
 		}
 		defer release()
