@@ -9,17 +9,22 @@ import "time"
 // after Quiet if it never did. The SDK's own SessionIdle stays the bound
 // for a session that holds a stream and sends nothing.
 
-// attach counts a request of the session under way. Called with cn.mu
-// free.
-func (cn *conn) attach() {
+// attach counts a request of the session under way; false when the
+// session has ended (or is being ended as gone), which the request is
+// told rather than dying under it. Called with cn.mu free.
+func (cn *conn) attach() bool {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
+	if cn.ended {
+		return false
+	}
 	cn.inflight++
 	cn.gen++ // a timer already fired finds itself stale
 	if cn.idle != nil {
 		cn.idle.Stop()
 		cn.idle = nil
 	}
+	return true
 }
 
 // detach ends a request counted by attach; stream says it was the event
@@ -72,6 +77,8 @@ func (cn *conn) gone(gen int, after time.Duration) {
 	if cn.c != nil {
 		name = cn.c.session.Name
 	}
+	cn.ended = true // a request that comes now is told, not cut off
+	cn.idle = nil
 	cn.mu.Unlock()
 	cn.s.cfg.Drop(DropGone)
 	cn.s.log.Info("mcp client gone: no event stream and no request", "name", name, "after", after)

@@ -15,22 +15,33 @@ import (
 // without DELETE.
 func stream(t *testing.T, url, session string) (end func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-	req.Header.Set("Authorization", "Bearer secret-token")
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set(sessionHeader, session)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
+	// A stream reopened at once may find the server not done with the one
+	// just closed (409, one stream a session): a client retries, as the
+	// SDKs do.
+	for try := 0; ; try++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+		req.Header.Set("Authorization", "Bearer secret-token")
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set(sessionHeader, session)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		if resp.StatusCode == http.StatusConflict && try < 20 {
+			resp.Body.Close()
+			cancel()
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		if resp.StatusCode != http.StatusOK {
+			cancel()
+			t.Fatalf("GET stream: %s", resp.Status)
+		}
+		t.Cleanup(func() { cancel(); resp.Body.Close() })
+		return func() { cancel(); resp.Body.Close() }
 	}
-	if resp.StatusCode != http.StatusOK {
-		cancel()
-		t.Fatalf("GET stream: %s", resp.Status)
-	}
-	t.Cleanup(func() { cancel(); resp.Body.Close() })
-	return func() { cancel(); resp.Body.Close() }
 }
 
 // countDrops makes w's server count its drops, and returns how many of

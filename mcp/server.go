@@ -197,7 +197,10 @@ func (s *Server) Handler() http.Handler {
 				// A session with a request under way (its event stream
 				// included) is attached; one left detached too long is
 				// taken for gone (StreamGone, Quiet).
-				cn.attach()
+				if !cn.attach() {
+					http.Error(w, "this MCP session has ended: initialize a new one", http.StatusNotFound)
+					return
+				}
 				defer cn.detach(r.Method == http.MethodGet)
 			}
 		} else {
@@ -218,6 +221,12 @@ func (s *Server) Handler() http.Handler {
 // MCP both ways until either side closes.
 func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 	g, _ := api.GrantFrom(r.Context())
+	// An upgrade carries no body: one declared would hold a body slot
+	// for the whole session.
+	if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
+		http.Error(w, "an upgrade to "+UpgradeProtocol+" carries no body", http.StatusBadRequest)
+		return
+	}
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		http.Error(w, "this listener cannot upgrade", http.StatusInternalServerError)
