@@ -62,7 +62,7 @@ type Router struct {
 	// settling holds forwards forgotten (KeepOutbound) while their settle
 	// window runs, so a receipt that comes within it (a hold) is still the
 	// outcome relayed, not the delivery the window would infer. Bounded by
-	// the forward rate times the window.
+	// the forward rate times the window, and by 4*KeepOutbound.
 	settling map[string]*outbound
 
 	roster   []message.Session // the last listing, for Resolve
@@ -169,6 +169,10 @@ func (r *Router) Run(ctx context.Context) error {
 			o.settle.Stop()
 		}
 		o.endSpan(statusStopped)
+	}
+	for id, o := range r.settling {
+		o.settle.Stop()
+		delete(r.settling, id)
 	}
 	r.mu.Unlock()
 	return err

@@ -136,3 +136,27 @@ func TestAHoldForAForgottenForwardIsRelayedInsteadOfAnInferredDelivery(t *testin
 		}
 	}
 }
+
+// Forwards forgotten within their settle window relay nothing once Run has
+// returned: their timers stop with it (a relay then would run on a leg
+// already stopped, outside the router's goroutines).
+func TestForgottenForwardsRelayNothingAfterRunReturns(t *testing.T) {
+	clk := clock.NewFakeClock(time.Unix(1000, 0))
+	src := &hostLeg{fakeLeg: &fakeLeg{name: message.ProtocolFederation, run: make(chan struct{})}}
+	cl := settlingHost{&hostLeg{fakeLeg: claudeLeg(claudeWork)}}
+	r := New(Config{Bridge: true, BridgeInterval: time.Hour, KeepOutbound: 2, Clock: clk}, src, cl)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	for i := range 5 {
+		r.Forward(context.Background(), src, message.Message{ID: fmt.Sprint("m", i), From: "lead@far", FromName: "lead",
+			Body: fmt.Sprint("hi", i), Mode: message.ModePrompting, Protocol: message.ProtocolFederation, AliasOf: claudeWork.Address, ToName: "work"})
+	}
+	cancel()
+	<-done
+	clk.Advance(2 * time.Second)
+	time.Sleep(100 * time.Millisecond)
+	if rel := src.relays(); len(rel) != 0 {
+		t.Fatalf("%d relays after Run returned: %+v", len(rel), rel)
+	}
+}

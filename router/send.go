@@ -133,7 +133,7 @@ func (r *Router) settleLater(leg Leg, o *outbound, rc message.Receipt) {
 				Detail: "inferred", Reason: "no receipt within the settle window; the receiver sends none for a clean delivery"}
 			r.apply(rc) // found in r.settling if forgotten meanwhile
 		})
-		if o.fwd != nil && r.out[id] != o {
+		if o.fwd != nil && r.out[id] != o && len(r.settling) < 4*r.cfg.KeepOutbound {
 			r.settling[id] = o // forgotten before its window was set
 		}
 	}
@@ -151,8 +151,8 @@ func (r *Router) remember(o *outbound) {
 		r.order = r.order[1:]
 		// A forward's settle window runs on: its outcome is relayed then.
 		if oo := r.out[old]; oo != nil && oo.settle != nil {
-			if oo.fwd == nil {
-				oo.settle.Stop()
+			if oo.fwd == nil || len(r.settling) >= 4*r.cfg.KeepOutbound {
+				oo.settle.Stop() // past both caps: its outcome is not relayed
 			} else {
 				r.settling[old] = oo
 			}
