@@ -27,7 +27,12 @@ func CheckUniqueKeys(b []byte, syntaxErr, dupErr error) error {
 	s := scanners.Get().(*scanner)
 	defer scanners.Put(s)
 	s.buf = *bytes.NewBuffer(b)
-	defer func() { s.buf = bytes.Buffer{} }() // hold no caller's bytes in the pool
+	defer func() {
+		// Hold no caller's bytes in the pool: the decoder reads straight
+		// from the buffer's bytes, so it is reset onto the empty one too.
+		s.buf = bytes.Buffer{}
+		s.dec.Reset(&s.buf)
+	}()
 	s.dec.Reset(&s.buf, jsontext.AllowDuplicateNames(false), jsontext.AllowInvalidUTF8(true))
 	for {
 		err := s.dec.SkipValue()
