@@ -27,10 +27,9 @@ type listed struct {
 // so a send to one inbox looks only at the files that named it then (and
 // at any whose parse was not kept): a file of another inbox is skipped
 // unread. Qwen Code and its SDK rewrite a record by renaming a new file
-// over it, which changes the listing; what the index misses is a record
-// edited in place to name another inbox, and the listener of that inbox
-// is still checked against its own record's process before a byte is
-// written.
+// over it, which changes the listing; a record edited in place to name
+// another inbox is hidden from the index, so a send that finds no record
+// as asked reads every file once more (target).
 type recordIndex struct {
 	gen   uint64
 	inbox map[string]string // by file
@@ -40,7 +39,11 @@ type recordIndex struct {
 // it is not ""); dead ones are swept after a re-read proves them the same
 // incarnation. Only the records kept are judged, which takes reads of
 // /proc: a send judges its target's alone.
-func (p *Peer) records(inbox string) ([]listed, error) {
+func (p *Peer) records(inbox string) ([]listed, error) { return p.readRecords(inbox, true) }
+
+// readRecords is records; useIndex false reads every file whatever the
+// index says.
+func (p *Peer) readRecords(inbox string, useIndex bool) ([]listed, error) {
 	// The directory is read again only once it changed; each record file
 	// is looked at (and read again once changed) unless the index says it
 	// names another inbox.
@@ -49,7 +52,7 @@ func (p *Peer) records(inbox string) ([]listed, error) {
 		return nil, err
 	}
 	idx := p.index.Load()
-	if inbox == "" || gen == 0 || idx == nil || idx.gen != gen {
+	if !useIndex || inbox == "" || gen == 0 || idx == nil || idx.gen != gen {
 		idx = nil
 	}
 	var next map[string]string // the index this pass builds, when it reads every file of a kept listing
@@ -69,8 +72,12 @@ func (p *Peer) records(inbox string) ([]listed, error) {
 			continue
 		}
 		rec, err := p.recordFiles.Get(path)
-		if kept, ok := p.recordFiles.Peek(path); ok && next != nil {
-			next[path] = kept.IPCPath
+		if next != nil && err == nil {
+			// Indexed only as just read, and only once that parse is kept
+			// (settled); a file left out is read on every send.
+			if kept, ok := p.recordFiles.Peek(path); ok && kept.IPCPath == rec.IPCPath {
+				next[path] = rec.IPCPath
+			}
 		}
 		if err != nil || (inbox != "" && rec.IPCPath != inbox) {
 			continue
@@ -165,20 +172,25 @@ var ErrNoRecord = errors.New("no live qwen session record for that address")
 // target re-reads the registry for the record at path (and session id when
 // known), as the spec asks before each send: /clear swaps the id.
 func (p *Peer) target(path, sessionID string) (Record, error) {
-	recs, err := p.records(path)
-	if err != nil {
-		return Record{}, err
-	}
 	var found []Record
-	for _, l := range recs {
-		if l.rec.IPCPath == path {
-			found = append(found, l.rec)
+	for _, useIndex := range []bool{true, false} {
+		recs, err := p.readRecords(path, useIndex)
+		if err != nil {
+			return Record{}, err
 		}
-	}
-	for _, r := range found {
-		if sessionID == "" || r.SessionID == sessionID {
-			return r, nil
+		found = found[:0]
+		for _, l := range recs {
+			if l.rec.IPCPath == path {
+				found = append(found, l.rec)
+			}
 		}
+		for _, r := range found {
+			if sessionID == "" || r.SessionID == sessionID {
+				return r, nil
+			}
+		}
+		// Not there as asked: the index may hide a record edited in place
+		// to name this inbox, so every file is read once more.
 	}
 	if len(found) == 1 {
 		// The id was swapped under the same process: send to the current one.

@@ -122,10 +122,23 @@ func benchInbox(b *testing.B, home, run string) (sid, path string) {
 	return sid, path
 }
 
-// A record renamed over another (how Qwen Code rewrites one) is read
-// again by the next send, even one that skipped it unread while it named
-// another inbox.
-func TestASendFindsARecordRenamedOverOneOfAnotherInbox(t *testing.T) {
+// A record file that now names a send's inbox is found by the next send,
+// though sends skipped it unread while it named another: renamed over
+// (which changes the listing) or edited in place (which does not).
+func TestASendFindsARecordThatNowNamesItsInbox(t *testing.T) {
+	tests := []struct {
+		name    string
+		inPlace bool
+	}{
+		{"renamed over a record of another inbox (how Qwen Code writes)", false},
+		{"edited in place, the directory unchanged (how another writer may)", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { sendFindsRecord(t, tt.inPlace) })
+	}
+}
+
+func sendFindsRecord(t *testing.T, inPlace bool) {
 	identity(t)
 	home, run := t.TempDir(), t.TempDir()
 	p, err := Register(PeerConfig{Name: "gateway", Home: home, RuntimeDir: run, TmpDir: t.TempDir()})
@@ -183,7 +196,18 @@ func TestASendFindsARecordRenamedOverOneOfAnotherInbox(t *testing.T) {
 	send(sidA)
 	send(sidA) // the record of inbox b is skipped unread now
 	sidC := uuid.NewString()
-	write(fileB, rec(sidC, pathA)) // b's record file now names inbox a, for another session
+	// b's record file now names inbox a, for another session
+	if inPlace {
+		if err := os.WriteFile(fileB, rec(sidC, pathA), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		old := time.Now().Add(-ago)
+		if err := os.Chtimes(fileB, old, old); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		write(fileB, rec(sidC, pathA))
+	}
 	send(sidC)
 	want := `"toSessionId":"` + sidC + `"`
 	deadline := time.Now().Add(10 * time.Second)
