@@ -108,7 +108,9 @@ func (n *Node) deliverFlight(ctx context.Context, in *inflight, f *flight, deliv
 	if decisive(rc) {
 		// Recorded before the lane writes the sender's next (a crash then
 		// finds it settled), sent through the message's shard behind any
-		// receipt of it relayed already, ahead of any relayed later.
+		// receipt of it relayed already. One relayed while the record is
+		// being written can still go first (a release within the commit of
+		// its hold); the origin's receipt order then ignores the late hold.
 		if err := n.settled.put(f.key, rc); err != nil {
 			n.log.Warn("federation settled id not recorded", "msg_id", f.m.ID, "err", err)
 		}
