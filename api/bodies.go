@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -27,25 +28,64 @@ const MaxAnonBodies = 4
 // MaxBodies.
 const DropBodies = "bodies-in-flight"
 
-// bodyGate holds a slot per body being read.
-type bodyGate chan struct{}
+// MaxBodiesPerGrant is one token's share of a TCP listener's MaxBodies: a
+// token that leaks or loops can stall at most a quarter of them, and the
+// others still find room.
+const MaxBodiesPerGrant = MaxBodies / 4
+
+// bodyGate holds a slot per body being read; with a share, one grant (by
+// its id) holds at most that many.
+type bodyGate struct {
+	slots chan struct{}
+	share int
+	mu    sync.Mutex
+	held  map[string]int // slots taken by grant id, when shared
+}
+
+func newBodyGate(n, share int) *bodyGate {
+	return &bodyGate{slots: make(chan struct{}, n), share: share, held: map[string]int{}}
+}
 
 // take wraps r's body in a slot, given back once the body is read to its
-// end, closed, or the handler returns (the returned func); false when
-// none is free.
-func (g bodyGate) take(r *http.Request) (release func(), ok bool) {
+// end, closed, or the handler returns (the returned func); false, with
+// why, when none is free (or r's grant holds its share).
+func (g *bodyGate) take(r *http.Request) (release func(), why string) {
 	if r.Body == nil || r.Body == http.NoBody {
-		return func() {}, true
+		return func() {}, ""
+	}
+	who := ""
+	if g.share > 0 {
+		gr, _ := GrantFrom(r.Context())
+		who = gr.ID
+		g.mu.Lock()
+		if g.held[who] >= g.share {
+			g.mu.Unlock()
+			return nil, fmt.Sprintf("this token has %d bodies being read", g.share)
+		}
+		g.held[who]++
+		g.mu.Unlock()
 	}
 	select {
-	case g <- struct{}{}:
+	case g.slots <- struct{}{}:
 	default:
-		return nil, false
+		g.unshare(who)
+		return nil, fmt.Sprintf("%d bodies are being read", cap(g.slots))
 	}
 	b := &slotBody{ReadCloser: r.Body}
-	b.free = sync.OnceFunc(func() { <-g })
+	b.free = sync.OnceFunc(func() { <-g.slots; g.unshare(who) })
 	r.Body = b
-	return b.free, true
+	return b.free, ""
+}
+
+func (g *bodyGate) unshare(who string) {
+	if g.share == 0 {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held[who]--; g.held[who] <= 0 {
+		delete(g.held, who)
+	}
 }
 
 // slotBody gives its slot back at the end of the body.

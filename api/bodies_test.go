@@ -66,11 +66,12 @@ func TestBodiesPastMaxBodiesAreRefusedUnreadAndCounted(t *testing.T) {
 
 // TestStalledBodiesTakeOnlyTheirListenersSlots: TCP requests without a
 // token (login) that stall hold at most MaxAnonBodies slots of their own,
-// so a client with a token and the control socket still send; TCP clients
-// with a token that stall fill only the TCP listener's slots, so the
-// control socket still sends.
+// so a client with a token and the control socket still send; a token
+// whose bodies stall holds at most MaxBodiesPerGrant of the TCP slots, so
+// another token and the control socket still send.
 func TestStalledBodiesTakeOnlyTheirListenersSlots(t *testing.T) {
-	srv := NewServer(Config{Router: router.New(router.Config{}, claudeStub()), Token: "tok"})
+	srv := NewServer(Config{Router: router.New(router.Config{}, claudeStub()), Token: "tok",
+		Tokens: memTokens{"other": {ID: "t_other", Label: "bot", Scopes: Scopes(1<<ScopeRead | 1<<ScopeSend)}}})
 	tcp := httptest.NewServer(srv.TCPHandler(testHost))
 	t.Cleanup(tcp.Close) // after the stalled connections close (cleanups run last first)
 	unix := httptest.NewServer(srv.Handler())
@@ -100,7 +101,7 @@ func TestStalledBodiesTakeOnlyTheirListenersSlots(t *testing.T) {
 		}
 		raw, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode == http.StatusTooManyRequests && !strings.Contains(string(raw), "bodies are being read") {
+		if resp.StatusCode == http.StatusTooManyRequests && !strings.Contains(string(raw), "being read") {
 			return -resp.StatusCode
 		}
 		return resp.StatusCode
@@ -116,9 +117,12 @@ func TestStalledBodiesTakeOnlyTheirListenersSlots(t *testing.T) {
 		t.Errorf("a control-socket send while logins stall: %d", st)
 	}
 	stall(MaxBodies, "POST /v1/messages HTTP/1.1\r\nAuthorization: Bearer tok\r\n")
-	testutil.Eventually(t, "a TCP send past MaxBodies refused", func() bool {
+	testutil.Eventually(t, "a send past the token's share refused", func() bool {
 		return post(tcp.URL, "/v1/messages", "tok") == http.StatusTooManyRequests
 	})
+	if st := post(tcp.URL, "/v1/messages", "other"); st == http.StatusTooManyRequests {
+		t.Errorf("another token's send while one token's bodies stall: %d", st)
+	}
 	if st := post(unix.URL, "/v1/messages", ""); st == http.StatusTooManyRequests {
 		t.Errorf("a control-socket send while TCP bodies stall: %d", st)
 	}

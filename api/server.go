@@ -88,9 +88,9 @@ type Server struct {
 	browser    browserAuth
 	tcpAddr    atomic.Value // string: the TCP listener's address, for pairing URLs
 	started    time.Time    // for the uptime of GET /v1/status
-	bodies     bodyGate     // MaxBodies, the control socket's
-	tcpBodies  bodyGate     // MaxBodies, TCP clients with a token
-	anonBodies bodyGate     // MaxAnonBodies, TCP requests before a token
+	bodies     *bodyGate    // MaxBodies, the control socket's
+	tcpBodies  *bodyGate    // MaxBodies, TCP clients with a token, MaxBodiesPerGrant each
+	anonBodies *bodyGate    // MaxAnonBodies, TCP requests before a token
 }
 
 // NewServer builds the handlers from the route table.
@@ -110,7 +110,7 @@ func NewServer(cfg Config) *Server {
 	if cfg.Drop == nil {
 		cfg.Drop = func(string) {}
 	}
-	s := &Server{bodies: make(bodyGate, MaxBodies), tcpBodies: make(bodyGate, MaxBodies), anonBodies: make(bodyGate, MaxAnonBodies), cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limit: newLimiter(cfg.RateLimit, cfg.Clock),
+	s := &Server{bodies: newBodyGate(MaxBodies, 0), tcpBodies: newBodyGate(MaxBodies, MaxBodiesPerGrant), anonBodies: newBodyGate(MaxAnonBodies, 0), cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limit: newLimiter(cfg.RateLimit, cfg.Clock),
 		keys:    &keyTable{store: cfg.Keys, clk: cfg.Clock, max: MaxIdempotencyKeys},
 		browser: browserAuth{sessions: map[string]*browserSession{}, pairings: map[string]pairingRec{}}, started: cfg.Clock.Now()}
 	// paths knows every route's path whatever the method, so a known path
@@ -170,7 +170,7 @@ func (s *Server) ReloadTLS() error {
 
 // recoverer serves next, answering a panic with a 500 and reading bodies
 // within gate's slots.
-func (s *Server) recoverer(next http.Handler, gate bodyGate) http.Handler {
+func (s *Server) recoverer(next http.Handler, gate *bodyGate) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			if v := recover(); v != nil {
@@ -185,11 +185,11 @@ func (s *Server) recoverer(next http.Handler, gate bodyGate) http.Handler {
 				writeError(w, Error{Error: "internal error", Code: CodeInternal})
 			}
 		}()
-		release, ok := gate.take(r)
-		if !ok {
+		release, why := gate.take(r)
+		if why != "" {
 			s.cfg.Drop(DropBodies)
 			w.Header().Set("Retry-After", "1")
-			writeError(w, Error{Error: fmt.Sprintf("too many requests: %d bodies are being read; retry in 1s", cap(gate)), Code: CodeRateLimited, RetryAfter: 1})
+			writeError(w, Error{Error: "too many requests: " + why + "; retry in 1s", Code: CodeRateLimited, RetryAfter: 1})
 			return
 		}
 		defer release()
