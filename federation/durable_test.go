@@ -192,6 +192,10 @@ func TestSendsWhileCutOffAreKeptAndPublishedInOrderPerSenderAfterTheHeal(t *test
 		t.Fatal("delivered while cut off")
 	}
 	p.Heal()
+	// Counted from the heal, with room for a loaded machine: each kept
+	// send is one replicated publish, one after another (CI at load 10
+	// published 17 in the 55 s a shared deadline left).
+	hctx := testutil.Context(t, 120*time.Second)
 	sent := map[string]int{}
 	for len(sent) < senders*each {
 		select {
@@ -199,7 +203,7 @@ func TestSendsWhileCutOffAreKeptAndPublishedInOrderPerSenderAfterTheHeal(t *test
 			if ev.Receipt.Status == message.StatusSent {
 				sent[ev.Receipt.MsgID]++
 			}
-		case <-ctx.Done():
+		case <-hctx.Done():
 			t.Fatalf("%d sent receipts after the heal", len(sent))
 		}
 	}
