@@ -51,18 +51,34 @@ type settlingHost struct{ *hostLeg }
 
 func (settlingHost) Settle() time.Duration { return time.Second }
 
+// forgetting is a router that remembers two outbound messages, on a fake
+// clock, with a federation leg (src) whose forwards go to a Claude session
+// whose receivers say nothing of a clean delivery (cl).
+func forgetting() (*clock.FakeClock, *hostLeg, settlingHost, *Router) {
+	clk := clock.NewFakeClock(time.Unix(1000, 0))
+	src := &hostLeg{fakeLeg: &fakeLeg{name: message.ProtocolFederation, run: make(chan struct{})}}
+	cl := settlingHost{&hostLeg{fakeLeg: claudeLeg(claudeWork)}}
+	return clk, src, cl, New(Config{Bridge: true, BridgeInterval: time.Hour, KeepOutbound: 2, Clock: clk}, src, cl)
+}
+
+// forwardN forwards m0..m(n-1) (bodies hi0..) from src to the Claude
+// session "work" and returns what each Forward answered.
+func forwardN(r *Router, src Leg, n int) []message.Receipt {
+	out := make([]message.Receipt, n)
+	for i := range n {
+		out[i] = r.Forward(context.Background(), src, message.Message{ID: fmt.Sprint("m", i), From: "lead@far", FromName: "lead",
+			Body: fmt.Sprint("hi", i), Mode: message.ModePrompting, Protocol: message.ProtocolFederation, AliasOf: claudeWork.Address, ToName: "work"})
+	}
+	return out
+}
+
 // A forwarded message the router forgets (past KeepOutbound) before its
 // settle window ends still has its inferred delivery relayed to the leg
 // it came from, which waits for that outcome.
 func TestAForwardForgottenWithinItsSettleWindowStillRelaysItsOutcome(t *testing.T) {
-	clk := clock.NewFakeClock(time.Unix(1000, 0))
-	src := &hostLeg{fakeLeg: &fakeLeg{name: message.ProtocolFederation, run: make(chan struct{})}}
-	cl := settlingHost{&hostLeg{fakeLeg: claudeLeg(claudeWork)}}
-	r := New(Config{Bridge: true, BridgeInterval: time.Hour, KeepOutbound: 2, Clock: clk}, src, cl)
+	clk, src, _, r := forgetting()
 	const n = 5
-	for i := range n {
-		rc := r.Forward(context.Background(), src, message.Message{ID: fmt.Sprint("m", i), From: "lead@far", FromName: "lead",
-			Body: fmt.Sprint("hi", i), Mode: message.ModePrompting, Protocol: message.ProtocolFederation, AliasOf: claudeWork.Address, ToName: "work"})
+	for i, rc := range forwardN(r, src, n) {
 		if rc.Status != message.StatusSent {
 			t.Fatalf("forward %d: %+v", i, rc)
 		}
@@ -87,18 +103,13 @@ func TestAForwardForgottenWithinItsSettleWindowStillRelaysItsOutcome(t *testing.
 // within its settle window is the outcome relayed, not the delivery the
 // window would otherwise infer.
 func TestAHoldForAForgottenForwardIsRelayedInsteadOfAnInferredDelivery(t *testing.T) {
-	clk := clock.NewFakeClock(time.Unix(1000, 0))
-	src := &hostLeg{fakeLeg: &fakeLeg{name: message.ProtocolFederation, run: make(chan struct{})}}
-	cl := settlingHost{&hostLeg{fakeLeg: claudeLeg(claudeWork)}}
-	r := New(Config{Bridge: true, BridgeInterval: time.Hour, KeepOutbound: 2, Clock: clk}, src, cl)
+	clk, src, cl, r := forgetting()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	const n = 5
-	for i := range n {
-		rc := r.Forward(context.Background(), src, message.Message{ID: fmt.Sprint("m", i), From: "lead@far", FromName: "lead",
-			Body: fmt.Sprint("hi", i), Mode: message.ModePrompting, Protocol: message.ProtocolFederation, AliasOf: claudeWork.Address, ToName: "work"})
+	for i, rc := range forwardN(r, src, n) {
 		if rc.Status != message.StatusSent {
 			t.Fatalf("forward %d: %+v", i, rc)
 		}
@@ -141,17 +152,11 @@ func TestAHoldForAForgottenForwardIsRelayedInsteadOfAnInferredDelivery(t *testin
 // returned: their timers stop with it (a relay then would run on a leg
 // already stopped, outside the router's goroutines).
 func TestForgottenForwardsRelayNothingAfterRunReturns(t *testing.T) {
-	clk := clock.NewFakeClock(time.Unix(1000, 0))
-	src := &hostLeg{fakeLeg: &fakeLeg{name: message.ProtocolFederation, run: make(chan struct{})}}
-	cl := settlingHost{&hostLeg{fakeLeg: claudeLeg(claudeWork)}}
-	r := New(Config{Bridge: true, BridgeInterval: time.Hour, KeepOutbound: 2, Clock: clk}, src, cl)
+	clk, src, _, r := forgetting()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	for i := range 5 {
-		r.Forward(context.Background(), src, message.Message{ID: fmt.Sprint("m", i), From: "lead@far", FromName: "lead",
-			Body: fmt.Sprint("hi", i), Mode: message.ModePrompting, Protocol: message.ProtocolFederation, AliasOf: claudeWork.Address, ToName: "work"})
-	}
+	forwardN(r, src, 5)
 	cancel()
 	<-done
 	clk.Advance(2 * time.Second)
