@@ -64,6 +64,12 @@ func concurrent(ctx context.Context, sink frameSink, k, n int, send func(int) er
 		})
 	}
 	wg.Wait()
+	return settled(ctx, sink, n, t0, errs)
+}
+
+// settled is the Rate of n sends begun at t0 once the senders are done
+// (errs, the first failure of any) and the sink has read every frame.
+func settled(ctx context.Context, sink frameSink, n int, t0 time.Time, errs []error) (Rate, error) {
 	if err := errors.Join(errs...); err != nil {
 		return Rate{}, err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -159,13 +158,7 @@ func concurrentNamed(ctx context.Context, sink frameSink, k, n int, send func(in
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return Rate{}, err
-	}
-	if err := sink.wait(ctx, n); err != nil {
-		return Rate{}, err
-	}
-	return Rate{N: n, Span: time.Since(t0)}, nil
+	return settled(ctx, sink, n, t0, errs)
 }
 
 // sequentialTo times n sends on each road, alternating one of each, each
