@@ -204,7 +204,7 @@ func TestSendsWhileCutOffAreKeptAndPublishedInOrderPerSenderAfterTheHeal(t *test
 				sent[ev.Receipt.MsgID]++
 			}
 		case <-hctx.Done():
-			t.Fatalf("%d sent receipts after the heal", len(sent))
+			t.Fatalf("%d sent receipts after the heal (still kept %d, link %v, delivered %d)", len(sent), a.spool.len(), a.nc.Status(), len(pc.received()))
 		}
 	}
 	testutil.EventuallyWithin(t, 20*time.Second, "every kept send delivered", func() bool { return len(pc.received()) >= senders*each })
@@ -228,6 +228,38 @@ func TestSendsWhileCutOffAreKeptAndPublishedInOrderPerSenderAfterTheHeal(t *test
 		ss := filterHosts(a.Sessions(), "cut-")
 		return len(ss) == 1 && ss[0].Reachable
 	})
+}
+
+func TestAKeptSendPublishedBeforeRunStartsIsReportedSentOnceItDoes(t *testing.T) {
+	c := sharedCluster(t)
+	p := natscluster.NewProxy(t, c.urls(0))
+	a := join(t, p.URLs(), "early-a")
+	cc := join(t, c.url(1), "early-c")
+	pc := &peer{sessions: []message.Session{session("sink", "s-sink", message.ProtocolQwen)}}
+	serve(t, cc, pc)
+	serve(t, a, &peer{})
+	ctx := testutil.Context(t, 60*time.Second)
+	testutil.Eventually(t, "a lists sink@early-c", func() bool { _, ok := a.Origin("sink@early-c", ""); return ok })
+
+	p.Cut()
+	testutil.Eventually(t, "a notices the link is down", func() bool { return a.Ready() != nil })
+	if rc, err := a.Leg().Send(ctx, message.Message{ID: "early-0", To: "sink@early-c", Body: "b"}); err != nil || rc.Status != message.StatusQueued {
+		t.Fatalf("send while cut off: %+v, %v", rc, err)
+	}
+	p.Heal()
+	testutil.EventuallyWithin(t, 30*time.Second, "the kept send published", func() bool { return a.spool.len() == 0 })
+
+	receipts := run(t, a)
+	for {
+		select {
+		case ev := <-receipts:
+			if ev.Receipt.MsgID == "early-0" && ev.Receipt.Status == message.StatusSent {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("no sent receipt for the send kept and published before Run")
+		}
+	}
 }
 
 func TestAFullSpoolRefusesWithItsReasonAndWhatItKeptSurvivesARestart(t *testing.T) {

@@ -404,7 +404,7 @@ func (n *Node) sendReceipt(ctx context.Context, host string, rc message.Receipt)
 // or a reconnect is a pause, not a loss.
 func (n *Node) publish(ctx context.Context, subject string, b []byte, id string) error {
 	wait := 50 * time.Millisecond
-	for {
+	for try := 1; ; try++ {
 		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_, err := n.js.PublishMsg(actx, &nats.Msg{Subject: subject, Data: b, Header: traceHeader(ctx)}, jetstream.WithMsgID(id))
 		cancel()
@@ -413,6 +413,11 @@ func (n *Node) publish(ctx context.Context, subject string, b []byte, id string)
 		}
 		if permanent(err) {
 			return fmt.Errorf("federation: publish to %s: %w", subject, err)
+		}
+		// Said once it failed twice and then about every half minute: a
+		// publish that keeps failing is otherwise silent.
+		if try == 2 || try%16 == 0 {
+			n.log.Warn("federation publish retrying", "subject", subject, "msg_id", id, "try", try, "err", err)
 		}
 		select {
 		case <-ctx.Done():

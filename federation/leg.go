@@ -18,10 +18,15 @@ import (
 // a message from another host travels the bridge's road to the local
 // session (Deliver), and that session's receipts come back through Relay.
 type Leg struct {
-	n  *Node
-	mu sync.Mutex
-	in chan<- message.Event // Run's, while it runs
+	n     *Node
+	mu    sync.Mutex
+	in    chan<- message.Event // Run's, while it runs
+	early []message.Receipt    // reported while Run did not run, at most maxEarly
 }
+
+// maxEarly bounds the reports kept for Run; past it they are dropped and
+// logged (the router then infers nothing more for those sends).
+const maxEarly = 4096
 
 var (
 	_ router.Leg       = (*Leg)(nil)
@@ -108,15 +113,26 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 		Reason: "kept until the federation link is back"}, nil
 }
 
-// report hands a receipt of this host's own send to the router, while Run
-// runs.
+// report hands a receipt of this host's own send to the router. One made
+// while Run does not run (a kept send published as the link came back,
+// before Run started) is kept for Run.
 func (l *Leg) report(ctx context.Context, rc message.Receipt) {
 	l.mu.Lock()
 	in := l.in
-	l.mu.Unlock()
 	if in == nil {
-		return
+		if len(l.early) < maxEarly {
+			l.early = append(l.early, rc)
+		} else {
+			l.n.log.Warn("federation receipt dropped: the leg is not running", "msg_id", rc.MsgID, "status", rc.Status)
+		}
 	}
+	l.mu.Unlock()
+	if in != nil {
+		l.hand(ctx, in, rc)
+	}
+}
+
+func (l *Leg) hand(ctx context.Context, in chan<- message.Event, rc message.Receipt) {
 	select {
 	case in <- message.Event{Type: message.EventReceipt, Time: time.Now(), Leg: message.ProtocolFederation, Receipt: &rc}:
 	case <-ctx.Done():
@@ -127,6 +143,21 @@ func (l *Leg) report(ctx context.Context, rc message.Receipt) {
 // until ctx ends. A receipt is acknowledged once it is handed to in.
 func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 	n := l.n
+	// Handed out first: this host's own reports need no consumer (one
+	// waiting for a cluster that is only now back).
+	l.mu.Lock()
+	l.in = in
+	early := l.early
+	l.early = nil
+	l.mu.Unlock()
+	for _, rc := range early {
+		l.hand(ctx, in, rc)
+	}
+	defer func() {
+		l.mu.Lock()
+		l.in = nil
+		l.mu.Unlock()
+	}()
 	cc, err := n.consume(ctx, "rc-", receiptSubject(n.cfg.Host), 4096, func(msg jetstream.Msg) { l.receipt(ctx, msg, in) })
 	if err != nil {
 		if ctx.Err() != nil || n.ctx.Err() != nil {
@@ -140,14 +171,6 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 	pctx, stop := context.WithCancel(ctx)
 	defer stop()
 	prompts.Go(func() { l.watchPrompts(pctx, in) })
-	l.mu.Lock()
-	l.in = in
-	l.mu.Unlock()
-	defer func() {
-		l.mu.Lock()
-		l.in = nil
-		l.mu.Unlock()
-	}()
 	select {
 	case <-ctx.Done():
 	case <-n.ctx.Done():
