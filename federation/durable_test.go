@@ -98,6 +98,7 @@ func TestAMessageIsAcknowledgedOnlyAfterItsOutcomeAndNeverWrittenTwiceAcrossACra
 	c := sharedCluster(t)
 	dir := t.TempDir()
 	stateful := func(cfg *Config) { cfg.StateDir, cfg.Instance = dir, "dur-c-1" }
+	id1, id2 := "dur-1-"+randomID(), "dur-2-"+randomID() // the stream's de-duplication outlives a test run
 	a := join(t, c.url(0), "dur-a")
 	cc := join(t, c.url(1), "dur-c", stateful)
 	sink := []message.Session{session("sink", "s-sink", message.ProtocolQwen)}
@@ -110,7 +111,7 @@ func TestAMessageIsAcknowledgedOnlyAfterItsOutcomeAndNeverWrittenTwiceAcrossACra
 	ctx := testutil.Context(t, 60*time.Second)
 	testutil.Eventually(t, "a lists sink@dur-c", func() bool { _, ok := a.Origin("sink@dur-c", ""); return ok })
 
-	if rc, err := a.Leg().Send(ctx, message.Message{ID: "dur-1", To: "sink@dur-c", Body: "one"}); err != nil || rc.Status != message.StatusSent {
+	if rc, err := a.Leg().Send(ctx, message.Message{ID: id1, To: "sink@dur-c", Body: "one"}); err != nil || rc.Status != message.StatusSent {
 		t.Fatalf("send: %+v, %v", rc, err)
 	}
 	testutil.Eventually(t, "c writes it", func() bool { return len(pc.received()) == 1 })
@@ -124,7 +125,7 @@ func TestAMessageIsAcknowledgedOnlyAfterItsOutcomeAndNeverWrittenTwiceAcrossACra
 	// Killed before the outcome: the restarted gateway is offered it again
 	// and answers from its settled store instead of writing it twice.
 	crash(cc)
-	if rc, err := a.Leg().Send(ctx, message.Message{ID: "dur-2", To: "sink@dur-c", Body: "two"}); err != nil || rc.Status != message.StatusSent {
+	if rc, err := a.Leg().Send(ctx, message.Message{ID: id2, To: "sink@dur-c", Body: "two"}); err != nil || rc.Status != message.StatusSent {
 		t.Fatalf("send while c is down: %+v, %v", rc, err)
 	}
 	cc2 := join(t, c.url(2), "dur-c", stateful)
@@ -132,7 +133,7 @@ func TestAMessageIsAcknowledgedOnlyAfterItsOutcomeAndNeverWrittenTwiceAcrossACra
 	serve(t, cc2, pc2)
 	testutil.EventuallyWithin(t, 20*time.Second, "the restarted c delivers the one it had not seen", func() bool { return len(pc2.received()) == 1 })
 	testutil.EventuallyWithin(t, 20*time.Second, "and acknowledges the one it had", func() bool { return pending(t, cc2) == 0 })
-	if got := pc2.received(); len(got) != 1 || got[0].ID != "dur-2" {
+	if got := pc2.received(); len(got) != 1 || got[0].ID != id2 {
 		t.Fatalf("after the restart c delivered %+v", got)
 	}
 
@@ -142,7 +143,7 @@ func TestAMessageIsAcknowledgedOnlyAfterItsOutcomeAndNeverWrittenTwiceAcrossACra
 		for {
 			select {
 			case ev := <-receipts:
-				if ev.Receipt.MsgID != "dur-2" || ev.Receipt.Status != message.StatusDelivered {
+				if ev.Receipt.MsgID != id2 || ev.Receipt.Status != message.StatusDelivered {
 					t.Fatalf("receipt %+v", ev.Receipt)
 				}
 				return true
@@ -168,10 +169,11 @@ func TestSendsWhileCutOffAreKeptAndPublishedInOrderPerSenderAfterTheHeal(t *test
 	p.Cut()
 	testutil.Eventually(t, "a notices the link is down", func() bool { return a.Ready() != nil })
 	const senders, each = 3, 20
+	run := randomID()
 	var order []string
 	for i := range each {
 		for s := range senders {
-			id := fmt.Sprintf("cut-%d-%02d", s, i)
+			id := fmt.Sprintf("cut-%d-%02d-%s", s, i, run)
 			order = append(order, id)
 			rc, err := a.Leg().Send(ctx, message.Message{ID: id, To: "sink@cut-c", FromName: fmt.Sprintf("s%d", s), Body: id})
 			if err != nil || rc.Status != message.StatusQueued {
@@ -243,7 +245,8 @@ func TestAKeptSendPublishedBeforeRunStartsIsReportedSentOnceItDoes(t *testing.T)
 
 	p.Cut()
 	testutil.Eventually(t, "a notices the link is down", func() bool { return a.Ready() != nil })
-	if rc, err := a.Leg().Send(ctx, message.Message{ID: "early-0", To: "sink@early-c", Body: "b"}); err != nil || rc.Status != message.StatusQueued {
+	id := "early-" + randomID()
+	if rc, err := a.Leg().Send(ctx, message.Message{ID: id, To: "sink@early-c", Body: "b"}); err != nil || rc.Status != message.StatusQueued {
 		t.Fatalf("send while cut off: %+v, %v", rc, err)
 	}
 	p.Heal()
@@ -253,7 +256,7 @@ func TestAKeptSendPublishedBeforeRunStartsIsReportedSentOnceItDoes(t *testing.T)
 	for {
 		select {
 		case ev := <-receipts:
-			if ev.Receipt.MsgID == "early-0" && ev.Receipt.Status == message.StatusSent {
+			if ev.Receipt.MsgID == id && ev.Receipt.Status == message.StatusSent {
 				return
 			}
 		case <-ctx.Done():
@@ -267,6 +270,11 @@ func TestAFullSpoolRefusesWithItsReasonAndWhatItKeptSurvivesARestart(t *testing.
 	p := natscluster.NewProxy(t, c.urls(0))
 	dir := t.TempDir()
 	stateful := func(cfg *Config) { cfg.StateDir, cfg.Instance, cfg.SpoolPerHost = dir, "full-a-1", 4 }
+	run := randomID()
+	ids := make([]string, 5)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("full-%d-%s", i, run)
+	}
 	a := join(t, p.URLs(), "full-a", stateful)
 	cc := join(t, c.url(1), "full-c")
 	pc := &peer{sessions: []message.Session{session("sink", "s-sink", message.ProtocolQwen)}}
@@ -278,11 +286,11 @@ func TestAFullSpoolRefusesWithItsReasonAndWhatItKeptSurvivesARestart(t *testing.
 	p.Cut()
 	testutil.Eventually(t, "a notices the link is down", func() bool { return a.Ready() != nil })
 	for i := range 4 {
-		if rc, err := a.Leg().Send(ctx, message.Message{ID: fmt.Sprintf("full-%d", i), To: "sink@full-c", Body: "b"}); err != nil || rc.Status != message.StatusQueued {
+		if rc, err := a.Leg().Send(ctx, message.Message{ID: ids[i], To: "sink@full-c", Body: "b"}); err != nil || rc.Status != message.StatusQueued {
 			t.Fatalf("send %d: %+v, %v", i, rc, err)
 		}
 	}
-	rc, err := a.Leg().Send(ctx, message.Message{ID: "full-4", To: "sink@full-c", Body: "b"})
+	rc, err := a.Leg().Send(ctx, message.Message{ID: ids[4], To: "sink@full-c", Body: "b"})
 	var full *SpoolFullError
 	if !errors.As(err, &full) || !errors.Is(err, router.ErrNotAccepted) || full.Scope != "host" || full.Max != 4 || rc.Status != message.StatusFailed {
 		t.Fatalf("fifth send: %+v, %v", rc, err)
@@ -297,7 +305,7 @@ func TestAFullSpoolRefusesWithItsReasonAndWhatItKeptSurvivesARestart(t *testing.
 	for _, m := range pc.received() {
 		got = append(got, m.ID)
 	}
-	if !slices.Equal(got, []string{"full-0", "full-1", "full-2", "full-3"}) {
+	if !slices.Equal(got, ids[:4]) {
 		t.Fatalf("delivered %v", got)
 	}
 	testutil.Eventually(t, "the spool empties", func() bool { return a2.spool.len() == 0 })

@@ -92,7 +92,7 @@ func TestAMessageCrossesHostsByNameAndItsReceiptsComeBack(t *testing.T) {
 		_, ok := a.Origin("qwen-work@msg-c", "s-q")
 		return ok
 	})
-	m := message.Message{ID: "m-cross-1", To: "qwen-work@msg-c", ToSessionID: "s-q", FromName: "alice", Body: "hello", Time: time.Now()}
+	m := message.Message{ID: "m-cross-" + randomID(), To: "qwen-work@msg-c", ToSessionID: "s-q", FromName: "alice", Body: "hello", Time: time.Now()}
 	rc, err := a.Leg().Send(ctx, m)
 	if err != nil || rc.Status != message.StatusSent {
 		t.Fatalf("send = %+v, %v", rc, err)
@@ -196,8 +196,9 @@ func TestHostileMessagesAreDroppedAndCounted(t *testing.T) {
 		signed(envelope{Kind: kindReceipt, From: "evil", To: "hostile", Receipt: &message.Receipt{MsgID: "x", Status: message.StatusDelivered}}),
 		[]byte(`{"v":1,"kind":"message","from_host":"evil","to_host":"hostile","message":{"id":"","to":"x"}}`),
 	}
+	run := randomID() // the stream's de-duplication outlives a test run
 	for i, b := range bad {
-		if _, err := js.Publish(ctx, inSubject("hostile"), b, jetstream.WithMsgID(fmt.Sprintf("bad-%d", i))); err != nil {
+		if _, err := js.Publish(ctx, inSubject("hostile"), b, jetstream.WithMsgID(fmt.Sprintf("bad-%d-%s", i, run))); err != nil {
 			t.Fatal(err)
 		}
 	}
