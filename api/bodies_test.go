@@ -67,8 +67,9 @@ func TestBodiesPastMaxBodiesAreRefusedUnreadAndCounted(t *testing.T) {
 // TestStalledBodiesTakeOnlyTheirListenersSlots: TCP requests without a
 // token (login) that stall hold at most MaxAnonBodies slots of their own,
 // so a client with a token and the control socket still send; a token
-// whose bodies stall holds at most MaxBodiesPerGrant of the TCP slots, so
-// another token and the control socket still send.
+// whose bodies stall holds at most MaxBodiesPerGrant of the TCP slots (its
+// logins' bodies count to it too), so another token and the control socket
+// still send.
 func TestStalledBodiesTakeOnlyTheirListenersSlots(t *testing.T) {
 	srv := NewServer(Config{Router: router.New(router.Config{}, claudeStub()), Token: "tok",
 		Tokens: memTokens{"other": {ID: "t_other", Label: "bot", Scopes: Scopes(1<<ScopeRead | 1<<ScopeSend)}}})
@@ -120,6 +121,9 @@ func TestStalledBodiesTakeOnlyTheirListenersSlots(t *testing.T) {
 	testutil.Eventually(t, "a send past the token's share refused", func() bool {
 		return post(tcp.URL, "/v1/messages", "tok") == http.StatusTooManyRequests
 	})
+	if st := post(tcp.URL, "/v1/login", "tok"); st != http.StatusTooManyRequests {
+		t.Errorf("a login with that token, its body the token's too: %d", st)
+	}
 	if st := post(tcp.URL, "/v1/messages", "other"); st == http.StatusTooManyRequests {
 		t.Errorf("another token's send while one token's bodies stall: %d", st)
 	}

@@ -247,8 +247,8 @@ func (s *Server) TCPHandler(addr string) http.Handler {
 			return
 		}
 		if _, pat := anon.Handler(r); pat != "" {
-			if ok {
-				next.ServeHTTP(w, r)
+			if ok { // its body counted to its grant, as every authenticated request's
+				next.ServeHTTP(w, r.WithContext(withGrant(r.Context(), g)))
 			} else {
 				anonNext.ServeHTTP(w, r)
 			}

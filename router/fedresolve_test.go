@@ -178,3 +178,27 @@ func FuzzResolveAcrossHosts(f *testing.F) {
 		}
 	})
 }
+
+// probingLeg lists as the local legs do: each session is probed with the
+// caller's context, so a caller gone mid-listing gets none of them, and no
+// error.
+type probingLeg struct{ *fakeLeg }
+
+func (p probingLeg) Sessions(ctx context.Context) ([]message.Session, error) {
+	if ctx.Err() != nil {
+		return nil, nil
+	}
+	return p.fakeLeg.Sessions(ctx)
+}
+
+func TestAListingCutShortByItsCallerIsNotTheRosterOthersResolveAgainst(t *testing.T) {
+	fed := &fakeLeg{name: message.ProtocolFederation, run: make(chan struct{}), sessions: []message.Session{hbWork}}
+	r := start(t, probingLeg{claudeLeg(claudeWork)}, fed)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	r.Sessions(gone)
+	_, s, err := r.Resolve(context.Background(), "work")
+	if err != nil || s.SessionID != claudeWork.SessionID {
+		t.Fatalf("after a cut-short listing, work resolved to %q (%v), want the local %q", s.SessionID, err, claudeWork.SessionID)
+	}
+}

@@ -37,11 +37,16 @@ func (r *Router) Sessions(ctx context.Context) []message.Session {
 			all[i].Host = r.cfg.Host
 		}
 	}
-	defer func() {
-		r.mu.Lock()
-		r.roster, r.rosterAt = all, r.cfg.Clock.Now()
-		r.mu.Unlock()
-	}()
+	// A caller gone mid-listing may have cut the legs' probes short (they
+	// leave out what they could not probe): its list is its own, never
+	// the roster other callers resolve against.
+	if ctx.Err() == nil {
+		defer func() {
+			r.mu.Lock()
+			r.roster, r.rosterAt = all, r.cfg.Clock.Now()
+			r.mu.Unlock()
+		}()
+	}
 	sort.SliceStable(all, func(i, j int) bool {
 		if all[i].Protocol != all[j].Protocol {
 			return all[i].Protocol < all[j].Protocol
@@ -82,9 +87,11 @@ func (r *Router) listLeg(ctx context.Context, l Leg) []message.Session {
 			}
 		}
 	}
-	r.mu.Lock()
-	r.lastList[l.Name()] = ss
-	r.mu.Unlock()
+	if ctx.Err() == nil { // see Sessions
+		r.mu.Lock()
+		r.lastList[l.Name()] = ss
+		r.mu.Unlock()
+	}
 	return ss
 }
 
