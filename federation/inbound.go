@@ -75,14 +75,18 @@ func (n *Node) Serve(ctx context.Context, local Local) error {
 	n.in = in
 	n.mu.Unlock()
 	publish := func() {
-		if local.Sessions == nil {
-			return
-		}
-		if ss, err := local.Sessions(ctx); err == nil {
+		if local.Sessions != nil {
+			ss, err := local.Sessions(ctx)
+			if err != nil {
+				return
+			}
 			if err := n.PublishSessions(ctx, ss); err != nil && ctx.Err() == nil {
 				n.log.Warn("federation roster not published", "err", err)
 			}
 		}
+		n.mu.Lock()
+		n.shown = true // what to refuse is known now
+		n.mu.Unlock()
 	}
 	publish()
 	t := time.NewTicker(rosterPoll)

@@ -84,6 +84,7 @@ type Node struct {
 	others    map[string]hostEntry // other hosts' roster entries, by host
 	mine      []byte               // this host's roster entry as last put
 	published []message.Session    // the sessions in it
+	shown     bool                 // Serve has listed the local sessions once
 	putAt     time.Time            // when it was last put
 	mineEntry rosterEntry          // the same, unsigned, to sign again at each put
 	ctx       context.Context      // ends at Close

@@ -39,12 +39,13 @@ func (n *Node) publishes(s message.Session) bool {
 // only by guessing, and a raw address (a uds: path of any socket here)
 // must not reach what was never offered. The answer is the one for a
 // session that does not exist, so it tells nothing. Before this host has
-// listed its sessions once (just started), nothing can be told: the
-// message waits and is offered again.
+// listed its sessions once (just started: the entry put at Connect, or
+// one left from before a restart, says nothing of them), nothing can be
+// told: the message waits and is offered again.
 func (n *Node) onlyPublished(deliver func(context.Context, message.Message) (message.Receipt, error)) func(context.Context, message.Message) (message.Receipt, error) {
 	return func(ctx context.Context, m message.Message) (message.Receipt, error) {
 		n.mu.Lock()
-		listed, ok := n.published != nil, false
+		listed, ok := n.shown, false
 		for _, s := range n.published {
 			if s.Address == m.To && (m.ToSessionID == "" || s.SessionID == m.ToSessionID) && (m.ToName == "" || s.Name == m.ToName) {
 				ok = true

@@ -2,6 +2,7 @@ package federation
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"io"
 	"strings"
@@ -94,5 +95,55 @@ func TestPublishFlagsRepeatAndRefuseABadPattern(t *testing.T) {
 	}
 	if err := parse("--federation", "embedded", "--host", "h", "--federation-publish", "[").Check(""); err == nil || !strings.Contains(err.Error(), "--federation-publish") {
 		t.Fatalf("bad pattern: %v", err)
+	}
+}
+
+// A host that starts without a roster entry of its own (a clean restart:
+// Close deleted it) has not listed its sessions until Serve does: a
+// message waiting for it is held back until then, not refused as sent to
+// no session.
+func TestAMessageWaitingForAHostThatStartsWithoutARosterEntryIsDeliveredOnceItListsItsSessions(t *testing.T) {
+	c := sharedCluster(t)
+	tag := randomID()[:6]
+	ha, hb := "late-a-"+tag, "late-b-"+tag
+	a := join(t, c.url(0), ha)
+	serve(t, a, &peer{})
+	receipts := run(t, a)
+	ctx := testutil.Context(t, 30*time.Second)
+	sink := session("sink", "s-sink", message.ProtocolQwen)
+	id := "m-late-" + randomID()
+	v, err := a.encode(envelope{Kind: kindMessage, From: ha, To: hb, Message: &message.Message{ID: id, To: sink.Address, ToName: sink.Name, ToSessionID: sink.SessionID, Body: "waiting"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.js.Publish(ctx, inSubject(hb), v, jetstream.WithMsgID(id)); err != nil {
+		t.Fatal(err)
+	}
+	b := join(t, c.url(1), hb)
+	pb := &peer{sessions: []message.Session{sink}}
+	local := pb.local()
+	list := local.Sessions
+	slow := true
+	local.Sessions = func(ctx context.Context) ([]message.Session, error) {
+		if slow { // Serve's goroutine alone calls it
+			slow = false
+			time.Sleep(time.Second) // the consumer pulls the waiting message meanwhile
+		}
+		return list(ctx)
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = b.Serve(sctx, local) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case ev := <-receipts:
+		if ev.Receipt.MsgID != id || ev.Receipt.Status != message.StatusDelivered {
+			t.Fatalf("receipt %+v, want delivered", *ev.Receipt)
+		}
+	case <-ctx.Done():
+		t.Fatal("no receipt")
+	}
+	if r := pb.received(); len(r) != 1 || r[0].ID != id {
+		t.Fatalf("b delivered %+v", r)
 	}
 }
