@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"sync"
 	"time"
 
@@ -312,6 +313,17 @@ func fromAddress(name, host string) (address, display string) {
 	return name + "@" + host, name + "." + host
 }
 
+// hostOf is the host a sender's address from fromAddress names (the
+// text after its last @, or all of it), or "" when that is no other
+// host: a local sender's address, this host's own name.
+func (n *Node) hostOf(from string) string {
+	host := from[strings.LastIndexByte(from, '@')+1:]
+	if !ValidHost(host) || host == n.cfg.Host {
+		return ""
+	}
+	return host
+}
+
 // Relay sends a later receipt (delivered, held, denied, ...) of a message
 // that came from another host back to that host; the first decisive one
 // settles the message (recorded, then acknowledged). It reports false
@@ -319,10 +331,19 @@ func fromAddress(name, host string) (address, display string) {
 // be remembered). It does not wait for the receipt to be published: the
 // router relays from a few goroutines it bounds, and a stream electing
 // its leader must not fill them.
-func (n *Node) Relay(ctx context.Context, rc message.Receipt) bool {
-	origin, ok := n.origin.Get(rc.MsgID)
-	if !ok {
-		return false
+func (n *Node) Relay(ctx context.Context, rc message.Receipt) bool { return n.relay(ctx, "", rc) }
+
+// relay is Relay for a message whose sender's address is from: its host
+// is the origin (a message held for a person may be decided long after
+// the origin map, which traffic flushes, forgot it), the map only when
+// from names no other host.
+func (n *Node) relay(ctx context.Context, from string, rc message.Receipt) bool {
+	origin := n.hostOf(from)
+	if origin == "" {
+		var ok bool
+		if origin, ok = n.origin.Get(rc.MsgID); !ok {
+			return false
+		}
 	}
 	if rc.Time.IsZero() {
 		rc.Time = time.Now()

@@ -49,10 +49,10 @@ func (l *Leg) SendAs(ctx context.Context, sender message.Session, m message.Mess
 }
 
 // Relay sends what became of in, a message from another host, back to
-// that host.
+// that host, the one its sender's address names.
 func (l *Leg) Relay(ctx context.Context, in message.Message, rc message.Receipt) {
 	rc.MsgID = in.ID
-	l.n.Relay(ctx, rc)
+	l.n.relay(ctx, in.From, rc)
 }
 
 func (l *Leg) Name() message.Protocol { return message.ProtocolFederation }

@@ -113,3 +113,51 @@ func TestReceiptsSettledTogetherEachReachTheOriginOnce(t *testing.T) {
 		}
 	}
 }
+
+// A held message's later outcome reaches its origin however many other
+// messages came in meanwhile: its origin is the message's own sender
+// host, not an entry of a bounded map that traffic can flush.
+func TestAHeldMessagesLaterOutcomeReachesItsOriginAfterAFloodOfOtherMessages(t *testing.T) {
+	c := sharedCluster(t)
+	a := join(t, c.url(0), "flood-a")
+	cc := join(t, c.url(2), "flood-c")
+	pc := &peer{sessions: []message.Session{session("lead", "s-lead", message.ProtocolQwen)}, status: message.StatusHeld}
+	serve(t, a, &peer{})
+	serve(t, cc, pc)
+	receipts := run(t, a)
+	ctx := testutil.Context(t, 20*time.Second)
+	testutil.Eventually(t, "a lists lead@flood-c", func() bool { _, ok := a.Origin("lead@flood-c", "s-lead"); return ok })
+	m := message.Message{ID: "m-flood-" + randomID(), To: "lead@flood-c", ToSessionID: "s-lead", FromName: "alice", Body: "hi"}
+	if rc, err := a.Leg().Send(ctx, m); err != nil || rc.Status != message.StatusSent {
+		t.Fatalf("send = %+v, %v", rc, err)
+	}
+	next := func() message.Receipt {
+		t.Helper()
+		select {
+		case ev := <-receipts:
+			return *ev.Receipt
+		case <-ctx.Done():
+			t.Fatal("no receipt")
+			return message.Receipt{}
+		}
+	}
+	if rc := next(); rc.MsgID != m.ID || rc.Status != message.StatusHeld {
+		t.Fatalf("first receipt %+v", rc)
+	}
+	in := pc.received()[0]
+	// As many other inbound messages as the origin map holds.
+	for i := range settledWindow {
+		cc.origin.Put(fmt.Sprintf("other-%d", i), "flood-x")
+	}
+	cc.Leg().Relay(ctx, in, message.Receipt{Status: message.StatusDelivered})
+	if rc := next(); rc.MsgID != m.ID || rc.Status != message.StatusDelivered {
+		t.Fatalf("after the flood %+v", rc)
+	}
+	// Only a message from another host is relayed: one whose sender is
+	// local (or this host) is not.
+	for _, from := range []string{"uds:/run/x.sock", "alice@flood-c", "flood-c", "x@not a host"} {
+		if cc.relay(ctx, from, message.Receipt{MsgID: "m-local-" + randomID(), Status: message.StatusDelivered}) {
+			t.Errorf("relayed a receipt of a message from %q", from)
+		}
+	}
+}
