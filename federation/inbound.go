@@ -57,12 +57,40 @@ const outcomeWait = 2 * time.Minute
 // one sender are written to the local leg in stream order: one at a time,
 // or, to a writer that keeps their order (an alias worker), up to
 // Config.LaneWindow at once, each handed over once the one before has its place.
+//
+// Serve also ends when the node closes; Close waits for it (for a while),
+// so no message is written to the local leg once the stores are closed.
 func (n *Node) Serve(ctx context.Context, local Local) error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.serving.Add(1) // under mu, before Close can wait
+	n.mu.Unlock()
+	defer n.serving.Done()
 	in := &inflight{flights: map[string]*flight{}, lanes: map[string]*lane{}}
 	var lanes sync.WaitGroup
 	defer lanes.Wait()
+	// The lanes and the handler stop when either ctx or the node ends.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	defer context.AfterFunc(n.ctx, stop)()
 	deliver := n.onlyPublished(local.Deliver)
+	// gate holds the consumer's handler out once Serve is stopping: the
+	// consumer's Stop does not wait for a handler already running, which
+	// would start a lane while lanes.Wait runs.
+	var gate sync.Mutex
+	stopped := false
 	cc, err := n.consume(ctx, "in-", inSubject(n.cfg.Host), inboundPending, func(msg jetstream.Msg) {
+		gate.Lock()
+		defer gate.Unlock()
+		if stopped {
+			return // unacknowledged: NATS offers it again
+		}
+		if n.onInbound != nil {
+			n.onInbound(ctx)
+		}
 		n.inbound(ctx, in, &lanes, msg, deliver)
 	})
 	if err != nil {
@@ -71,7 +99,13 @@ func (n *Node) Serve(ctx context.Context, local Local) error {
 		}
 		return fmt.Errorf("federation: inbound consumer: %w", err)
 	}
-	defer cc.Stop()
+	defer func() {
+		stop() // a handler running returns (its waits end with ctx)
+		cc.Stop()
+		gate.Lock()
+		stopped = true
+		gate.Unlock()
+	}()
 	n.mu.Lock()
 	n.in = in
 	n.mu.Unlock()
@@ -98,8 +132,6 @@ func (n *Node) Serve(ctx context.Context, local Local) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
-		case <-n.ctx.Done():
 			return nil
 		case <-progress.C:
 			in.progress(n, every)

@@ -79,6 +79,10 @@ type Node struct {
 	// beforeReceipt, when set (tests), is called as each settled receipt
 	// is about to be sent.
 	beforeReceipt func(message.Receipt)
+	// onInbound, when set (tests), is called as Serve's consumer handles
+	// a message, with Serve's context.
+	onInbound func(context.Context)
+	serving   sync.WaitGroup // Serve, while it runs (added to under mu, while not closed)
 
 	mu        sync.Mutex
 	others    map[string]hostEntry // other hosts' roster entries, by host
@@ -453,6 +457,7 @@ func (n *Node) Close() error {
 	n.mu.Unlock()
 	n.cancel()
 	n.done.Wait()
+	n.waitServe()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = n.roster.Delete(ctx, n.cfg.Host)
@@ -469,6 +474,21 @@ func (n *Node) Close() error {
 	n.closeStore()
 	return err
 }
+
+// waitServe waits for Serve to end (n.ctx ended), so its lanes write
+// nothing more and record nothing in a closed store; a local leg that
+// does not heed its context is waited for serveWait at most.
+func (n *Node) waitServe() {
+	done := make(chan struct{})
+	go func() { n.serving.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(serveWait):
+		n.log.Warn("federation closing while Serve still writes to the local leg")
+	}
+}
+
+const serveWait = 10 * time.Second
 
 func (n *Node) shutdownServer() {
 	if n.srv != nil {
