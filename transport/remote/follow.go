@@ -234,7 +234,7 @@ func (l *Leg) backlog(ctx context.Context, id string, f *follow, in chan<- messa
 		afterID  string
 		afterSeq uint64
 		seen     []string // WebSocket uuids, for the stream's de-dup window
-		n        int
+		n, bad   int
 	)
 	for {
 		var (
@@ -250,25 +250,27 @@ func (l *Leg) backlog(ctx context.Context, id string, f *follow, in chan<- messa
 		if err != nil {
 			return "", 0, nil, err
 		}
+		beforeID, beforeSeq := afterID, afterSeq
 		for _, raw := range page {
-			var m wire.Message
-			if l.cfg.Transport == stream.TransportSSE {
-				v, err := wire.DecodeV2(wire.Event{Data: string(raw)})
-				if err != nil {
-					return "", 0, nil, fmt.Errorf("history event after %d: %w", afterSeq, err)
+			m, uid, seq, err := decodeHistory(l.cfg.Transport, raw)
+			if seq > afterSeq {
+				afterSeq = seq
+			}
+			if uid != "" {
+				afterID = uid
+				seen = append(seen, uid)
+				if len(seen) > 2*stream.DefaultDedupWindow { // keep the newest; the stream takes its window's worth
+					seen = append(seen[:0], seen[len(seen)-stream.DefaultDedupWindow:]...)
 				}
-				m, afterSeq = v.Message, v.SequenceNum
-			} else {
-				if m, err = wire.Decode(raw); err != nil {
-					return "", 0, nil, fmt.Errorf("history event after %q: %w", afterID, err)
+			}
+			if err != nil {
+				// It will never decode: skip it, past it, as the stream's
+				// recovery does. Giving up here would make the stream
+				// deliver the whole history again as live events.
+				if bad++; bad == 1 {
+					l.log.Warn("skipped a history event that does not decode", "session", id, "uuid", uid, "sequence", seq, "err", err)
 				}
-				if m.UUID != "" {
-					afterID = m.UUID
-					seen = append(seen, m.UUID)
-					if len(seen) > 2*stream.DefaultDedupWindow { // keep the newest; the stream takes its window's worth
-						seen = append(seen[:0], seen[len(seen)-stream.DefaultDedupWindow:]...)
-					}
-				}
+				continue
 			}
 			n++
 			l.track(id, f, m, l.cfg.Now())
@@ -276,6 +278,15 @@ func (l *Leg) backlog(ctx context.Context, id string, f *follow, in chan<- messa
 		if !more || len(page) == 0 {
 			break
 		}
+		if afterID == beforeID && afterSeq == beforeSeq {
+			// Nothing on the page to continue after: asking again would
+			// get the same page. The stream's recovery reads on from here.
+			l.log.Warn("a page of the session's history has no event to continue after", "session", id)
+			break
+		}
+	}
+	if bad > 1 {
+		l.log.Warn("skipped history events that do not decode", "session", id, "skipped", bad)
 	}
 	l.log.Debug("caught up with the session's history", "session", id, "events", n, "open_prompts", len(f.prompts))
 	for _, req := range f.prompts {
@@ -292,6 +303,25 @@ func (l *Leg) backlog(ctx context.Context, id string, f *follow, in chan<- messa
 	f.unserved = nil
 	l.postRefusals(ctx, id, f)
 	return afterID, afterSeq, seen, nil
+}
+
+// decodeHistory decodes one history event, giving its resume point (the
+// WebSocket's uuid, the event stream's sequence number) even when the
+// event itself does not decode.
+func decodeHistory(tr stream.Transport, raw json.RawMessage) (m wire.Message, id string, seq uint64, err error) {
+	if tr == stream.TransportSSE {
+		v, err := wire.DecodeV2(wire.Event{Data: string(raw)})
+		if err != nil {
+			seq, _ = wire.SequenceOf(raw)
+			return wire.Message{}, "", seq, fmt.Errorf("history event %d: %w", seq, err)
+		}
+		return v.Message, "", v.SequenceNum, nil
+	}
+	if m, err = wire.Decode(raw); err != nil {
+		id = wire.UUIDOf(raw)
+		return m, id, 0, fmt.Errorf("history event %q: %w", id, err)
+	}
+	return m, m.UUID, 0, nil
 }
 
 // track keeps f.prompts current with one history event.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -21,6 +22,7 @@ type stubAPI struct {
 	posts    []json.RawMessage
 	postErr  error
 	history  []json.RawMessage     // served two at a time
+	code     []json.RawMessage     // v2 envelopes, sequence_num = index+1, served two at a time
 	onPost   func(json.RawMessage) // called with each event posted, on the poster's goroutine
 }
 
@@ -42,8 +44,10 @@ func (s *stubAPI) EventsAfter(_ context.Context, _ string, after string) ([]json
 	end := min(start+2, len(s.history))
 	return s.history[start:end], end < len(s.history), nil
 }
-func (s *stubAPI) CodeEventsAfter(context.Context, string, uint64) ([]json.RawMessage, bool, error) {
-	return nil, false, nil
+func (s *stubAPI) CodeEventsAfter(_ context.Context, _ string, after uint64) ([]json.RawMessage, bool, error) {
+	start := min(int(after), len(s.code))
+	end := min(start+2, len(s.code))
+	return s.code[start:end], end < len(s.code), nil
 }
 func (s *stubAPI) ListSessions(context.Context) ([]RemoteSession, error) { return s.sessions, nil }
 func (s *stubAPI) Post(_ context.Context, _ string, evs ...json.RawMessage) error {
@@ -406,6 +410,60 @@ func TestLegBacklogPublishesOnlyThePromptsStillOpen(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "open:pending" {
 		t.Errorf("published %v, want only open:pending", got)
+	}
+}
+
+func TestAHistoryEventThatDoesNotDecodeIsSkippedNotAReasonToStartOver(t *testing.T) {
+	// Were the backlog to give up on it, the stream would follow the
+	// session from its start: every old event, prompt and result again.
+	events := []string{
+		`{"type":"assistant","uuid":"u1","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn"}}`,
+		`{"type":"result","uuid":"u2","subtype":"success","result":"done"}`,
+		`{"type":"assistant","uuid":"u3","message":{"content":5}}`,
+		`{"type":"user","uuid":"u4","message":{"role":"user","content":"next"}}`,
+	}
+	for _, tr := range []stream.Transport{stream.TransportWS, stream.TransportSSE} {
+		t.Run(string(tr), func(t *testing.T) {
+			api := &stubAPI{}
+			for i, e := range events {
+				api.history = append(api.history, json.RawMessage(e))
+				api.code = append(api.code, json.RawMessage(fmt.Sprintf(`{"event_id":"e%d","sequence_num":%d,"payload":%s}`, i+1, i+1, e)))
+			}
+			l := newTestLeg(t, api, sid)
+			l.cfg.Transport = tr
+			in := make(chan message.Event, 16)
+			afterID, afterSeq, seen, err := l.backlog(context.Background(), sid, newFollow(), in)
+			if err != nil {
+				t.Fatalf("backlog: %v", err)
+			}
+			switch tr {
+			case stream.TransportSSE:
+				if afterSeq != 4 {
+					t.Errorf("resume after sequence %d, want 4", afterSeq)
+				}
+			default:
+				if afterID != "u4" || strings.Join(seen, ",") != "u1,u2,u3,u4" {
+					t.Errorf("resume after %q, seen %v; want u4 and every uuid", afterID, seen)
+				}
+			}
+			if len(in) != 0 {
+				t.Errorf("%d events published from the history, want none", len(in))
+			}
+		})
+	}
+}
+
+func TestAHistoryPageWithNothingToContinueAfterEndsTheBacklog(t *testing.T) {
+	// Asking after the same point again would get the same page for ever.
+	api := &stubAPI{history: []json.RawMessage{
+		json.RawMessage(`{"type":"user","message":{"role":"user","content":"a"}}`),
+		json.RawMessage(`{"type":"assistant","message":{"content":5}}`),
+		json.RawMessage(`{"type":"user","message":{"role":"user","content":"c"}}`),
+	}}
+	l := newTestLeg(t, api, sid)
+	afterID, _, _, err := l.backlog(context.Background(), sid, newFollow(), make(chan message.Event, 16))
+	if err != nil || afterID != "" {
+		t.Fatalf("backlog = %q, %v; want no resume point and no error", afterID, err)
 	}
 }
 
