@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -31,8 +32,14 @@ const (
 	// MaxPairingTTL caps a pairing link's life.
 	MaxPairingTTL      = 24 * time.Hour
 	defaultPairingTTL  = 10 * time.Minute
-	maxBrowserSessions = 256 // past it, the oldest session is signed out
-	maxPairings        = 32  // past it, new pairings are refused until some expire
+	maxBrowserSessions = 256 // past it, the oldest session of the credential holding most is signed out
+	maxPairings        = 32  // open pairings opened over TCP; past it, new ones are refused until some expire
+	// A credential's share: past it, its own oldest session is signed out
+	// and its new pairings are refused, so one token cannot sign other
+	// browsers out or lock gateway pair out. The control socket has its own
+	// maxPairings, never taken by a token's.
+	sessionShare = maxBrowserSessions / 4
+	pairingShare = maxPairings / 4
 )
 
 // LoginBody is the body of POST /v1/login: a bearer token or a pairing
@@ -69,15 +76,43 @@ type Pairing struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
+// parent is the credential a browser session or pairing descends from:
+// a bearer token, re-verified on each use so that removing it signs out
+// every browser it signed in or paired, however many links down; or the
+// control socket (no token), which only a restart revokes.
+type parent struct {
+	token string // "" for the control socket
+	owner string // the grant ID its shares are counted to
+}
+
+const socketOwner = "unix"
+
+type parentKey struct{}
+
+func withParent(ctx context.Context, p parent) context.Context {
+	return context.WithValue(ctx, parentKey{}, p)
+}
+
+// parentOf is the credential a TCP request authenticated with: its
+// session's parent, or its bearer token.
+func parentOf(r *http.Request, sess *browserSession, g Grant) parent {
+	if sess != nil {
+		return sess.parent
+	}
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return parent{token: tok, owner: g.ID}
+}
+
 type browserSession struct {
 	grant   Grant
-	token   string // re-verified on each use so a removed token signs out; empty when paired
+	parent  parent
 	csrf    string
 	seq     uint64 // sign-in order: the oldest is signed out first
 	expires time.Time
 }
 
 type pairingRec struct {
+	parent  parent
 	scopes  Scopes
 	label   string
 	expires time.Time
@@ -124,12 +159,15 @@ func (s *Server) sessionFor(r *http.Request) (*browserSession, bool) {
 	if !ok {
 		return nil, false
 	}
-	if sess.token != "" {
-		if _, still := s.verifyToken(sess.token); !still {
+	cp := *sess // its fields never change; the copy takes the parent's current scopes
+	if sess.parent.token != "" {
+		g, still := s.verifyToken(sess.parent.token)
+		if !still {
 			return nil, false
 		}
+		cp.grant.Scopes &= g.Scopes
 	}
-	return sess, true
+	return &cp, true
 }
 
 // checkBrowser guards a cookie-authenticated request: a state change needs
@@ -183,29 +221,28 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 			writeError(w, Error{Error: "wrong token", Code: CodeUnauth})
 			return
 		}
-		sess.grant, sess.token = g, b.Token
+		sess.grant, sess.parent = g, parent{token: b.Token, owner: g.ID}
 	} else {
 		s.browser.mu.Lock()
 		p, ok := s.browser.pairings[key(b.Pairing)]
 		delete(s.browser.pairings, key(b.Pairing)) // once, whatever happens next
 		s.browser.mu.Unlock()
+		scopes := p.scopes
+		if ok && p.parent.token != "" { // the token that paired must still be valid
+			var g Grant
+			g, ok = s.verifyToken(p.parent.token)
+			scopes &= g.Scopes
+		}
 		if !ok || !now.Before(p.expires) {
 			writeError(w, Error{Error: errPairing.Error(), Code: CodeUnauth})
 			return
 		}
-		sess.grant = Grant{ID: "pair_" + key(b.Pairing)[:8], Label: p.label, Scopes: p.scopes}
+		sess.grant = Grant{ID: "pair_" + key(b.Pairing)[:8], Label: p.label, Scopes: scopes}
+		sess.parent = p.parent
 	}
 	cookie := secret()
 	s.browser.mu.Lock()
-	if len(s.browser.sessions) >= maxBrowserSessions {
-		var oldest string
-		for k, v := range s.browser.sessions {
-			if oldest == "" || v.seq < s.browser.sessions[oldest].seq {
-				oldest = k
-			}
-		}
-		delete(s.browser.sessions, oldest)
-	}
+	s.makeRoom(sess.parent.owner, now)
 	s.browser.seq++
 	sess.seq = s.browser.seq
 	s.browser.sessions[key(cookie)] = sess
@@ -256,6 +293,11 @@ func (s *Server) pair(w http.ResponseWriter, r *http.Request) {
 		scopes |= extra
 	}
 	g, _ := GrantFrom(r.Context())
+	par, known := r.Context().Value(parentKey{}).(parent)
+	if !known { // fail closed: every listener says who is asking
+		writeError(w, Error{Error: "no credential to pair from", Code: CodeForbidden})
+		return
+	}
 	if scopes&^g.Scopes != 0 {
 		writeError(w, Error{Error: fmt.Sprintf("a pairing cannot grant more than the caller holds (%s)", g.Scopes), Code: CodeForbidden})
 		return
@@ -272,21 +314,77 @@ func (s *Server) pair(w http.ResponseWriter, r *http.Request) {
 	now := s.cfg.Clock.Now()
 	code := secret()
 	s.browser.mu.Lock()
-	for k, p := range s.browser.pairings {
-		if !now.Before(p.expires) {
-			delete(s.browser.pairings, k)
-		}
-	}
-	full := len(s.browser.pairings) >= maxPairings
-	if !full {
-		s.browser.pairings[key(code)] = pairingRec{scopes: scopes, label: "paired " + now.UTC().Format("2006-01-02 15:04"), expires: now.Add(ttl)}
+	full := s.pairingsFull(par.owner, now)
+	if full == "" {
+		s.browser.pairings[key(code)] = pairingRec{parent: par, scopes: scopes, label: "paired " + now.UTC().Format("2006-01-02 15:04"), expires: now.Add(ttl)}
 	}
 	s.browser.mu.Unlock()
-	if full {
-		writeError(w, Error{Error: fmt.Sprintf("%d pairing links are already open; wait for some to expire", maxPairings), Code: CodeConflict})
+	if full != "" {
+		writeError(w, Error{Error: full + "; wait for some to expire (gateway pair on the gateway's host is never refused for a token's)", Code: CodeConflict})
 		return
 	}
 	writeJSON(w, http.StatusCreated, Pairing{Code: code, URL: s.ConsoleURL() + "#pair=" + code, Scopes: scopes.String(), ExpiresAt: now.Add(ttl).UTC()})
+}
+
+// makeRoom signs a session out if owner's new one would pass its share
+// (its own oldest) or the total (the oldest of the credential holding
+// most). Called with s.browser.mu held.
+func (s *Server) makeRoom(owner string, now time.Time) {
+	held := map[string]int{}
+	for k, v := range s.browser.sessions {
+		if !now.Before(v.expires) {
+			delete(s.browser.sessions, k)
+			continue
+		}
+		held[v.parent.owner]++
+	}
+	from := owner
+	if held[owner] < sessionShare {
+		if len(s.browser.sessions) < maxBrowserSessions {
+			return
+		}
+		for o, n := range held {
+			if n > held[from] {
+				from = o
+			}
+		}
+	}
+	var oldest string
+	for k, v := range s.browser.sessions {
+		if v.parent.owner == from && (oldest == "" || v.seq < s.browser.sessions[oldest].seq) {
+			oldest = k
+		}
+	}
+	delete(s.browser.sessions, oldest)
+}
+
+// pairingsFull says why owner may not open another pairing now, or "".
+// Called with s.browser.mu held.
+func (s *Server) pairingsFull(owner string, now time.Time) string {
+	mine, tcp := 0, 0
+	for k, p := range s.browser.pairings {
+		switch {
+		case !now.Before(p.expires):
+			delete(s.browser.pairings, k)
+			continue
+		case p.parent.owner == owner:
+			mine++
+		}
+		if p.parent.owner != socketOwner {
+			tcp++
+		}
+	}
+	switch {
+	case owner == socketOwner && mine >= maxPairings:
+		return fmt.Sprintf("%d pairing links of the control socket are already open", maxPairings)
+	case owner == socketOwner:
+		return ""
+	case mine >= pairingShare:
+		return fmt.Sprintf("this credential already has %d pairing links open", pairingShare)
+	case tcp >= maxPairings:
+		return fmt.Sprintf("%d pairing links are already open", maxPairings)
+	}
+	return ""
 }
 
 // ConsoleURL is where the console is reached on the TCP listener, ending in

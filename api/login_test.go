@@ -193,9 +193,64 @@ func TestAPairingLinkWorksOnceAndExpires(t *testing.T) {
 	}
 }
 
-func TestSignInsAndPairingsAreBounded(t *testing.T) {
-	srv := NewServer(Config{Router: newTestServer().cfg.Router, Token: "tok", RateLimit: RateLimit{Rate: -1}})
+func TestARemovedTokenEndsWhatItPaired(t *testing.T) {
+	toks := memTokens{
+		"leaving": {ID: "t_leave", Label: "leaving", Scopes: AllScopes},
+		"shrinks": {ID: "t_shr", Label: "shrinks", Scopes: Scopes(1<<ScopeRead | 1<<ScopeSend)},
+	}
+	srv := NewServer(Config{Router: newTestServer().cfg.Router, Token: "tok", Tokens: toks, RateLimit: RateLimit{Rate: -1}})
 	h := srv.TCPHandler(testHost)
+	pairAs := func(token string) string {
+		t.Helper()
+		rec := tcpDo(h, "POST", "/v1/pairings", token, `{"scopes":"send","ttl":"24h"}`, "Content-Type", "application/json")
+		var p Pairing
+		if rec.Code != http.StatusCreated || json.Unmarshal(rec.Body.Bytes(), &p) != nil {
+			t.Fatalf("pair as %s: %d %s", token, rec.Code, rec.Body.String())
+		}
+		return p.Code
+	}
+	unused := pairAs("leaving")
+	paired := signIn(t, h, `{"pairing":"`+pairAs("leaving")+`"}`)
+	fromCookie := paired.do(h, "POST", "/v1/pairings", `{"scopes":"send","ttl":"24h"}`, true, "Content-Type", "application/json")
+	var grandchild Pairing
+	if fromCookie.Code != http.StatusCreated || json.Unmarshal(fromCookie.Body.Bytes(), &grandchild) != nil {
+		t.Fatalf("a paired browser pairs: %d %s", fromCookie.Code, fromCookie.Body.String())
+	}
+	delete(toks, "leaving")
+
+	if rec := tcpDo(h, "POST", "/v1/login", "", `{"pairing":"`+unused+`"}`); rec.Code != http.StatusUnauthorized || len(rec.Result().Cookies()) != 0 {
+		t.Fatalf("a removed token's pairing signed in: %d %s", rec.Code, rec.Body.String())
+	}
+	if rec := tcpDo(h, "POST", "/v1/login", "", `{"pairing":"`+grandchild.Code+`"}`); rec.Code != http.StatusUnauthorized {
+		t.Fatalf("a pairing of a removed token's paired browser signed in: %d %s", rec.Code, rec.Body.String())
+	}
+	if rec := paired.do(h, "GET", "/v1/login", "", false); rec.Code != http.StatusUnauthorized {
+		t.Fatalf("a browser paired by a removed token still reads: %d %s", rec.Code, rec.Body.String())
+	}
+	if rec := paired.do(h, "POST", "/v1/pairings", `{"ttl":"24h"}`, true, "Content-Type", "application/json"); rec.Code != http.StatusUnauthorized {
+		t.Fatalf("a browser paired by a removed token still pairs: %d %s", rec.Code, rec.Body.String())
+	}
+
+	t.Run("a pairing never holds more than its token does now", func(t *testing.T) {
+		code := pairAs("shrinks")
+		toks["shrinks"] = Grant{ID: "t_shr", Label: "shrinks", Scopes: Scopes(1 << ScopeRead)}
+		b := signIn(t, h, `{"pairing":"`+code+`"}`)
+		if rec := b.do(h, "GET", "/v1/login", "", false); !strings.Contains(rec.Body.String(), `"scopes":"read"`) {
+			t.Fatalf("paired by a read-only token: %s", rec.Body.String())
+		}
+	})
+	t.Run("the control socket's pairings need no token", func(t *testing.T) {
+		b := signIn(t, h, `{"pairing":"`+pairCode(t, srv, "approve", "")+`"}`)
+		if rec := b.do(h, "GET", "/v1/login", "", false); rec.Code != http.StatusOK {
+			t.Fatalf("%d %s", rec.Code, rec.Body.String())
+		}
+	})
+}
+
+func TestSignInsAndPairingsAreBounded(t *testing.T) {
+	srv := NewServer(Config{Router: newTestServer().cfg.Router, Token: "tok", Tokens: testTokens, RateLimit: RateLimit{Rate: -1}})
+	h := srv.TCPHandler(testHost)
+	other := signIn(t, h, `{"token":"approver"}`)
 	first := signIn(t, h, `{"token":"tok"}`)
 	for range maxBrowserSessions {
 		signIn(t, h, `{"token":"tok"}`)
@@ -203,13 +258,34 @@ func TestSignInsAndPairingsAreBounded(t *testing.T) {
 	if rec := first.do(h, "GET", "/v1/login", "", false); rec.Code != http.StatusUnauthorized {
 		t.Fatalf("the oldest of %d sign-ins is still in: %d", maxBrowserSessions+1, rec.Code)
 	}
-	if n := len(srv.browser.sessions); n != maxBrowserSessions {
-		t.Fatalf("%d sessions kept, want %d", n, maxBrowserSessions)
+	if rec := other.do(h, "GET", "/v1/login", "", false); rec.Code != http.StatusOK {
+		t.Fatalf("another token's sign-ins signed out the approver's browser: %d", rec.Code)
 	}
-	for range maxPairings {
-		pairCode(t, srv, "", "")
+	if n := len(srv.browser.sessions); n > maxBrowserSessions/4+1 {
+		t.Fatalf("%d sessions kept, want one token's share (%d) and the approver's", n, maxBrowserSessions/4)
 	}
-	if rec := tcpDo(h, "POST", "/v1/pairings", "tok", `{}`); rec.Code != http.StatusConflict {
-		t.Fatalf("pairing %d: %d", maxPairings+1, rec.Code)
-	}
+
+	t.Run("a token's pairings never lock another's or the socket's out", func(t *testing.T) {
+		share := maxPairings / 4
+		for _, tok := range []string{"reader", "sender", "approver", "tok"} {
+			for i := range share + 1 {
+				rec := tcpDo(h, "POST", "/v1/pairings", tok, `{"ttl":"24h"}`)
+				want := http.StatusCreated
+				if i == share {
+					want = http.StatusConflict
+				}
+				if rec.Code != want {
+					t.Fatalf("%s's pairing %d: %d %s", tok, i+1, rec.Code, rec.Body.String())
+				}
+			}
+		}
+		for range maxPairings {
+			pairCode(t, srv, "", "")
+		}
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, httptest.NewRequest("POST", "/v1/pairings", strings.NewReader(`{}`)))
+		if rec.Code != http.StatusConflict {
+			t.Fatalf("socket pairing %d: %d", maxPairings+1, rec.Code)
+		}
+	})
 }

@@ -262,7 +262,7 @@ func (s *Server) TCPHandler(addr string) http.Handler {
 		if sess != nil && !s.checkBrowser(w, r, sess) {
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(withGrant(r.Context(), g)))
+		next.ServeHTTP(w, r.WithContext(withParent(withGrant(r.Context(), g), parentOf(r, sess, g))))
 	}))
 }
 

@@ -147,7 +147,8 @@ func NewServer(cfg Config) *Server {
 func (s *Server) Handler() http.Handler {
 	next := s.recoverer(s.mux, s.bodies)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(withGrant(r.Context(), Grant{ID: "unix", Label: "control socket", Scopes: AllScopes})))
+		ctx := withGrant(r.Context(), Grant{ID: socketOwner, Label: "control socket", Scopes: AllScopes})
+		next.ServeHTTP(w, r.WithContext(withParent(ctx, parent{owner: socketOwner})))
 	})
 }
 
