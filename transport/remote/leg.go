@@ -228,8 +228,14 @@ func (l *Leg) Claims(a addressing.Address) bool {
 	return a.Kind == addressing.KindBridge && ValidSessionID(a.ID)
 }
 
+// longWait is a wait before reconnecting that Ready reports: longer than
+// the backoff's own (about four minutes at most), so only a server asking
+// for a long pause (Retry-After, retry:) makes one.
+const longWait = 5 * time.Minute
+
 // Ready says whether the session list could be fetched and whether any
-// followed session's stream gave up.
+// followed session's stream gave up or waits long to reconnect: its
+// prompts go unseen meanwhile.
 func (l *Leg) Ready() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -239,15 +245,26 @@ func (l *Leg) Ready() error {
 	if l.listedAt.IsZero() {
 		return errors.New("session list not fetched yet")
 	}
-	var gaveUp []string
+	var gaveUp, waiting []string
 	for id, f := range l.links {
-		if f.link.State == stream.LinkGaveUp {
+		switch {
+		case f.link.State == stream.LinkGaveUp:
 			gaveUp = append(gaveUp, id)
+		case f.link.State == stream.LinkReconnecting && f.link.Delay > longWait:
+			waiting = append(waiting, fmt.Sprintf("%s (%v)", id, f.link.Delay))
 		}
 	}
+	var why []string
 	if len(gaveUp) > 0 {
 		slices.Sort(gaveUp)
-		return fmt.Errorf("live stream gave up for %s", strings.Join(gaveUp, ", "))
+		why = append(why, "live stream gave up for "+strings.Join(gaveUp, ", "))
+	}
+	if len(waiting) > 0 {
+		slices.Sort(waiting)
+		why = append(why, "live stream waits long to reconnect for "+strings.Join(waiting, ", "))
+	}
+	if len(why) > 0 {
+		return errors.New(strings.Join(why, "; "))
 	}
 	return nil
 }

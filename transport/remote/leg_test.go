@@ -594,3 +594,36 @@ func TestRemoteAnswersGoBackToTheSendersOfTheirTurn(t *testing.T) {
 		}
 	})
 }
+
+func TestReadySaysWhichStreamsGaveUpOrWaitLong(t *testing.T) {
+	tests := []struct {
+		name  string
+		links map[string]stream.Link
+		want  string // "" ready
+	}{
+		{"connected and briefly reconnecting streams are ready", map[string]stream.Link{
+			"a": {State: stream.LinkConnected}, "b": {State: stream.LinkReconnecting, Delay: 4 * time.Second},
+		}, ""},
+		{"a stream that gave up is not", map[string]stream.Link{
+			"a": {State: stream.LinkGaveUp}, "b": {State: stream.LinkConnected},
+		}, "live stream gave up for a"},
+		{"a stream told to wait an hour is not", map[string]stream.Link{
+			"a": {State: stream.LinkReconnecting, Delay: time.Hour}, "b": {State: stream.LinkGaveUp},
+		}, "live stream gave up for b; live stream waits long to reconnect for a (1h0m0s)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newTestLeg(t, &stubAPI{})
+			l.listedAt = time.Unix(1700000000, 0)
+			for id, k := range tt.links {
+				f := newFollow()
+				f.link = k
+				l.links[id] = f
+			}
+			err := l.Ready()
+			if got := fmt.Sprint(err); (tt.want == "" && err != nil) || (tt.want != "" && got != tt.want) {
+				t.Errorf("Ready() = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

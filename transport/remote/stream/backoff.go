@@ -21,8 +21,9 @@ func DefaultBackoff(attempt int) time.Duration {
 	return time.Duration(1<<attempt)*time.Second + rand.N(time.Second)
 }
 
-// maxRetryAfter bounds what a server can make us wait: beyond it the
-// header is more likely garbage than advice.
+// maxRetryAfter bounds what a server can make us wait, by Retry-After or
+// the event stream's retry: field: beyond it the value is more likely
+// garbage than advice.
 const maxRetryAfter = time.Hour
 
 // ParseRetryAfter reads a Retry-After value: delay-seconds or an HTTP-date

@@ -71,7 +71,9 @@ func (s *Stream) after(ctx context.Context, res outcome, failures *int, onLink f
 		onLink(Link{State: LinkGaveUp, Attempt: *failures, Err: err})
 		return true, err
 	}
-	wait := max(s.cfg.Backoff(*failures), ce.RetryAfter, res.retryFloor)
+	// The server's retry: is capped as Retry-After is: a huge one would
+	// otherwise park the stream for years.
+	wait := max(s.cfg.Backoff(*failures), ce.RetryAfter, min(res.retryFloor, maxRetryAfter))
 	s.log.Info("remote stream lost", "err", ce, "attempt", *failures, "retry_in", wait)
 	l := Link{State: LinkReconnecting, Attempt: *failures, Err: ce, Delay: wait}
 	if wait <= 0 {

@@ -240,6 +240,18 @@ func TestTheServersRetryFieldIsABackoffFloor(t *testing.T) {
 	}
 }
 
+func TestTheServersRetryFieldIsCappedAtAnHour(t *testing.T) {
+	// 9e12 ms is about 285 years: the stream would never come back.
+	s := newSSEServer(t, sseReply{body: []string{"retry: 9000000000000\n\n", sseEvent(1)}}) // then a clean end
+	r := startStream(t, sseConfig(s.URL))
+	if u := r.next(); u.Seq != 1 {
+		t.Fatalf("first update has sequence %d", u.Seq)
+	}
+	if l := r.link(stream.LinkReconnecting); l.Delay > time.Hour {
+		t.Errorf("retry delay %v, want at most an hour", l.Delay)
+	}
+}
+
 func TestAnAnswerThatIsNotAnEventStreamIsRetried(t *testing.T) {
 	s := newSSEServer(t,
 		sseReply{contentType: "application/json", body: []string{`{"data":[]}`}},
