@@ -82,13 +82,11 @@ func (l *Leg) Answer(ctx context.Context, req message.PermissionRequest, a messa
 	}
 	pa := promptAnswer{ID: id, Prompt: orig.ID, SessionID: orig.SessionID, RequestID: orig.RequestID,
 		Expires: time.Now().Add(wait), Answer: a}
-	b, err := n.encode(envelope{Kind: kindAnswer, From: n.cfg.Host, To: host, Answer: &pa})
-	if err != nil {
-		return err
-	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	if err := n.publish(wctx, inSubject(host), b, "ans."+id); err != nil {
+	if err := n.publish(wctx, inSubject(host), "ans."+id, func() ([]byte, error) {
+		return n.encode(envelope{Kind: kindAnswer, From: n.cfg.Host, To: host, Answer: &pa})
+	}); err != nil {
 		return err
 	}
 	select {
@@ -225,10 +223,9 @@ func (n *Node) applyAnswer(ctx context.Context, r *router.Router, from string, p
 // sendOutcome sends o to host and acknowledges msg; when it cannot be
 // sent, msg is offered again and o re-sent then.
 func (n *Node) sendOutcome(ctx context.Context, msg jetstream.Msg, host string, o answerOutcome) {
-	b, err := n.encode(envelope{Kind: kindOutcome, From: n.cfg.Host, To: host, Outcome: &o})
-	if err == nil {
-		err = n.publish(ctx, receiptSubject(host), b, "out."+o.ID)
-	}
+	err := n.publish(ctx, receiptSubject(host), "out."+o.ID, func() ([]byte, error) {
+		return n.encode(envelope{Kind: kindOutcome, From: n.cfg.Host, To: host, Outcome: &o})
+	})
 	if err != nil {
 		n.log.Warn("federation answer outcome not sent", "to_host", host, "err", err)
 		_ = msg.NakWithDelay(time.Second)

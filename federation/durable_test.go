@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -309,4 +310,131 @@ func TestAFullSpoolRefusesWithItsReasonAndWhatItKeptSurvivesARestart(t *testing.
 		t.Fatalf("delivered %v", got)
 	}
 	testutil.Eventually(t, "the spool empties", func() bool { return a2.spool.len() == 0 })
+}
+
+// Kept sends published as the link comes back, cut again mid-flush for
+// longer than the receivers' replay window, all arrive, each once: a
+// send is never reported sent when the copy the stream stored is too old
+// for its receiver to take.
+func TestKeptSendsCutOffAgainMidFlushForLongerThanTheReplayWindowAllArrive(t *testing.T) {
+	c := sharedCluster(t)
+	const window = 3 * time.Second
+	short := func(cfg *Config) { cfg.ReplayWindow = window }
+	p := natscluster.NewProxy(t, c.urls(0))
+	a := join(t, p.URLs(), "mid-a", short, func(cfg *Config) { cfg.StateDir = t.TempDir() })
+	cc := join(t, c.url(1), "mid-c", short)
+	pc := &peer{sessions: []message.Session{session("sink", "s-sink", message.ProtocolQwen)}}
+	serve(t, a, &peer{})
+	serve(t, cc, pc)
+	receipts := run(t, a)
+	ctx := testutil.Context(t, 30*time.Second)
+	testutil.Eventually(t, "a lists sink@mid-c", func() bool { _, ok := a.Origin("sink@mid-c", ""); return ok })
+
+	p.Cut()
+	testutil.Eventually(t, "a notices the link is down", func() bool { return a.Ready() != nil })
+	const count = 400
+	run := randomID()
+	for i := range count {
+		id := fmt.Sprintf("mid-%03d-%s", i, run)
+		if rc, err := a.Leg().Send(ctx, message.Message{ID: id, To: "sink@mid-c", FromName: "w", Body: id}); err != nil || rc.Status != message.StatusQueued {
+			t.Fatalf("send %s while cut off: %+v, %v", id, rc, err)
+		}
+	}
+	sent := map[string]bool{}
+	await := func(hctx context.Context, n int) {
+		t.Helper()
+		for len(sent) < n {
+			select {
+			case ev := <-receipts:
+				if ev.Receipt.Status == message.StatusSent {
+					sent[ev.Receipt.MsgID] = true
+				} else if ev.Receipt.Status == message.StatusFailed {
+					t.Fatalf("kept send failed: %+v", *ev.Receipt)
+				}
+			case <-hctx.Done():
+				t.Fatalf("%d sent (still kept %d, link %v)", len(sent), a.spool.len(), a.nc.Status())
+			}
+		}
+	}
+	p.Heal()
+	await(testutil.Context(t, 60*time.Second), 5)
+	p.Cut() // mid-flush
+	time.Sleep(2 * window)
+	p.Heal()
+	await(testutil.Context(t, 120*time.Second), count)
+	if testutil.Within(30*time.Second, func() bool { return len(pc.received()) >= count }) {
+		time.Sleep(time.Second) // time for a copy too many to arrive
+	}
+	got := map[string]int{}
+	for _, m := range pc.received() {
+		got[m.ID]++
+	}
+	for id := range sent {
+		if got[id] != 1 {
+			t.Errorf("%s delivered %d times", id, got[id])
+		}
+	}
+	if len(got) != count {
+		t.Errorf("%d delivered, %d sent", len(got), count)
+	}
+	t.Logf("dropped at the receiver: %v", cc.Dropped())
+	if n := cc.Dropped()[ReasonReplayed]; n != 0 {
+		t.Errorf("%d copies dropped as replayed", n)
+	}
+}
+
+// Two copies of one message under different signatures (its sender
+// signed it again after a long cut, each stored under its own
+// de-duplication id) reach the session once, and neither stays
+// unacknowledged.
+func TestTwoCopiesOfAMessageSignedApartAreDeliveredOnce(t *testing.T) {
+	c := sharedCluster(t)
+	tag := randomID()[:6]
+	ha, hc := "twice-a-"+tag, "twice-c-"+tag
+	a := join(t, c.url(0), ha)
+	cc := join(t, c.url(1), hc)
+	sink := session("sink", "s-sink", message.ProtocolQwen)
+	var mu sync.Mutex
+	var got []string
+	serve(t, a, &peer{})
+	sctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = cc.Serve(sctx, Local{
+			Sessions: func(context.Context) ([]message.Session, error) { return []message.Session{sink}, nil },
+			Deliver: func(_ context.Context, m message.Message) (message.Receipt, error) {
+				mu.Lock()
+				got = append(got, m.ID)
+				mu.Unlock()
+				time.Sleep(300 * time.Millisecond) // the second copy comes while the first is written
+				return message.Receipt{MsgID: m.ID, Status: message.StatusDelivered}, nil
+			},
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-served })
+	ctx := testutil.Context(t, 30*time.Second)
+	testutil.Eventually(t, "a lists sink", func() bool { _, ok := a.Origin("sink@"+hc, ""); return ok })
+	id := "m-twice-" + randomID()
+	for i := range 2 {
+		b, err := a.encode(envelope{Kind: kindMessage, From: ha, To: hc, Message: &message.Message{ID: id, To: sink.Address, ToName: sink.Name, ToSessionID: sink.SessionID, Body: "x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.publish(ctx, inSubject(hc), id+fmt.Sprint(i), func() ([]byte, error) { return b, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Eventually(t, "both copies acknowledged", func() bool {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		return n >= 1 && pending(t, cc) == 0
+	})
+	time.Sleep(500 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 {
+		t.Fatalf("delivered %d times", len(got))
+	}
 }

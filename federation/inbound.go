@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -214,9 +215,17 @@ func (n *Node) inbound(ctx context.Context, in *inflight, lanes *sync.WaitGroup,
 	key := settledKey(e.From, m.ID)
 	in.mu.Lock()
 	if f, ok := in.flights[key]; ok {
-		f.msg, f.told = msg, time.Now() // offered again while on its way: one copy is enough
+		other := streamSeq(f.msg) != streamSeq(msg)
+		if !other {
+			f.msg, f.told = msg, time.Now() // offered again while on its way: one copy is enough
+		}
 		in.mu.Unlock()
 		end()
+		if other {
+			// A second copy in the stream (its sender signed it again
+			// after a long cut): the one held stands for both.
+			_ = msg.Ack()
+		}
 		return
 	}
 	in.mu.Unlock()
@@ -257,6 +266,15 @@ func (n *Node) inbound(ctx context.Context, in *inflight, lanes *sync.WaitGroup,
 	for in.held() > inflightBytes && ctx.Err() == nil {
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// streamSeq is msg's sequence in the stream, 0 when it does not say.
+func streamSeq(msg jetstream.Msg) uint64 {
+	md, err := msg.Metadata()
+	if err != nil {
+		return 0
+	}
+	return md.Sequence.Stream
 }
 
 // held is the bytes of the messages held.
@@ -444,11 +462,9 @@ func shardOf(key string) int {
 }
 
 func (n *Node) sendReceipt(ctx context.Context, host string, rc message.Receipt) error {
-	b, err := n.encode(envelope{Kind: kindReceipt, From: n.cfg.Host, To: host, Receipt: &rc})
-	if err != nil {
-		return err
-	}
-	err = n.publish(ctx, receiptSubject(host), b, "rc."+rc.MsgID+"."+rc.Status.String())
+	err := n.publish(ctx, receiptSubject(host), "rc."+rc.MsgID+"."+rc.Status.String(), func() ([]byte, error) {
+		return n.encode(envelope{Kind: kindReceipt, From: n.cfg.Host, To: host, Receipt: &rc})
+	})
 	n.receiptCounted(ctx, host, "out", rc.Status, err)
 	if err != nil {
 		n.log.Warn("federation receipt not sent", "msg_id", rc.MsgID, "status", rc.Status, "err", err)
@@ -456,20 +472,48 @@ func (n *Node) sendReceipt(ctx context.Context, host string, rc message.Receipt)
 	return err
 }
 
-// publish writes b to subject, retrying with the same message id (so the
-// stream keeps one copy) until it is stored or ctx ends: a leader change
-// or a reconnect is a pause, not a loss.
-func (n *Node) publish(ctx context.Context, subject string, b []byte, id string) error {
+// publish writes what sign makes (an envelope, signed when called) to
+// subject, retrying until it is stored or ctx ends: a leader change or a
+// reconnect is a pause, not a loss. One signing is tried for half the
+// replay window at most, and only while the link is up (never into the
+// client's reconnect buffer, which would store it late); past that it is
+// signed again. Its de-duplication id is id with the quarter of the window
+// it was signed in: retries of one signing, and signings close together,
+// are one copy in the stream, and a copy stored late is never taken for a
+// later one, which the receiver would drop as a replay once the sender
+// called it sent. The receiver keeps two copies to one delivery (its
+// settled ids).
+func (n *Node) publish(ctx context.Context, subject, id string, sign func() ([]byte, error)) error {
 	wait := 50 * time.Millisecond
+	var (
+		b       []byte
+		dedup   string
+		expires time.Time
+	)
 	for try := 1; ; try++ {
-		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := n.js.PublishMsg(actx, &nats.Msg{Subject: subject, Data: b, Header: traceHeader(ctx)}, jetstream.WithMsgID(id))
-		cancel()
-		if err == nil {
-			return nil
+		var err error
+		if now := time.Now(); b == nil || !now.Before(expires) {
+			if b, err = sign(); err != nil {
+				return err
+			}
+			dedup, expires = signedID(id, now, n.cfg.ReplayWindow), now.Add(n.cfg.ReplayWindow/2)
 		}
-		if permanent(err) {
-			return fmt.Errorf("federation: publish to %s: %w", subject, err)
+		if n.nc.Status() != nats.CONNECTED {
+			err = errLinkDown
+		} else {
+			dl := time.Now().Add(2 * time.Second)
+			if expires.Before(dl) {
+				dl = expires
+			}
+			actx, cancel := context.WithDeadline(ctx, dl)
+			_, err = n.js.PublishMsg(actx, &nats.Msg{Subject: subject, Data: b, Header: traceHeader(ctx)}, jetstream.WithMsgID(dedup))
+			cancel()
+			if err == nil {
+				return nil
+			}
+			if permanent(err) {
+				return fmt.Errorf("federation: publish to %s: %w", subject, err)
+			}
 		}
 		// Said once it failed twice and then about every half minute: a
 		// publish that keeps failing is otherwise silent.
@@ -485,6 +529,19 @@ func (n *Node) publish(ctx context.Context, subject string, b []byte, id string)
 		}
 		wait = min(2*wait, 2*time.Second)
 	}
+}
+
+// errLinkDown is a publish waiting for the link to come back.
+var errLinkDown = errors.New("the NATS link is down")
+
+// signedID is the stream's de-duplication id of id signed at: two
+// signings share it only when made within a quarter of window of each
+// other, so a copy it stands for was signed within that of any other,
+// and stored (before the other's half window ran out) within
+// three quarters of window of its signing.
+func signedID(id string, at time.Time, window time.Duration) string {
+	q := max(window/4, time.Millisecond)
+	return id + "." + strconv.FormatInt(at.UnixNano()/int64(q), 36)
 }
 
 // permanent reports whether a publish error would recur on a retry.

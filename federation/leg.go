@@ -94,7 +94,14 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 	// Earlier sends still kept go first: a sender's messages stay in order.
 	if n.spool.len() == 0 && n.nc.Status() == nats.CONNECTED {
 		dctx, cancel := context.WithTimeout(ctx, directWait)
-		err := n.publish(dctx, inSubject(target.Host), b, m.ID)
+		first := b
+		err := n.publish(dctx, inSubject(target.Host), m.ID, func() ([]byte, error) {
+			if b := first; b != nil { // signed above, to tell the cap
+				first = nil
+				return b, nil
+			}
+			return n.resign(b)
+		})
 		cancel()
 		switch {
 		case err == nil:
@@ -104,7 +111,8 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 			return fail(err)
 		}
 		// Not stored in time: it may have been, and the spool's copy then
-		// has the same id, which the stream (or the receiver) drops.
+		// has the same id, which the stream or the receiver's settled ids
+		// drop.
 	}
 	if err := n.spool.add(target.Host, m.ID, b); err != nil {
 		return fail(err)

@@ -121,7 +121,8 @@ func (n *Node) sendReceipts(ctx context.Context, host string, rcs []message.Rece
 	if len(rcs) == 1 {
 		return n.sendReceipt(ctx, host, rcs[0])
 	}
-	b, err := n.encode(envelope{Kind: kindReceipts, From: n.cfg.Host, To: host, Receipts: rcs})
+	e := envelope{Kind: kindReceipts, From: n.cfg.Host, To: host, Receipts: rcs}
+	b, err := n.encode(e)
 	if err != nil { // over the cap (long reasons): one at a time
 		for _, rc := range rcs {
 			if e := n.sendReceipt(ctx, host, rc); e != nil && err == nil {
@@ -134,7 +135,13 @@ func (n *Node) sendReceipts(ctx context.Context, host string, rcs []message.Rece
 	for _, rc := range rcs {
 		h.Write([]byte(rc.MsgID + "." + rc.Status.String() + "\n"))
 	}
-	err = n.publish(ctx, receiptSubject(host), b, "rcs."+hex.EncodeToString(h.Sum(nil)[:16]))
+	err = n.publish(ctx, receiptSubject(host), "rcs."+hex.EncodeToString(h.Sum(nil)[:16]), func() ([]byte, error) {
+		if first := b; first != nil { // signed above, to tell the cap
+			b = nil
+			return first, nil
+		}
+		return n.encode(e)
+	})
 	for _, rc := range rcs {
 		n.receiptCounted(ctx, host, "out", rc.Status, err)
 	}

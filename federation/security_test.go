@@ -124,13 +124,13 @@ func TestAnEnvelopeClaimingAnotherOriginHostIsDropped(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := m.publish(ctx, inSubject("orig-b"), b, fmt.Sprintf("claim-%d", i)); err != nil {
+		if err := m.publish(ctx, inSubject("orig-b"), fmt.Sprintf("claim-%d", i), func() ([]byte, error) { return b, nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// m's own message, in its own name, is delivered.
 	own, _ := m.encode(as("orig-m", "honest"))
-	if err := m.publish(ctx, inSubject("orig-b"), own, "honest"); err != nil {
+	if err := m.publish(ctx, inSubject("orig-b"), "honest", func() ([]byte, error) { return own, nil }); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, "m's own message delivered", func() bool { return len(pb.received()) == 1 })

@@ -273,12 +273,10 @@ func (n *Node) flush() {
 		if ok && n.nc.Status() == nats.CONNECTED {
 			err := errUnreadable
 			if sp.data != nil {
-				// Signed again now: signed when kept, it could be older than
-				// the receivers' replay window.
-				var b []byte
-				if b, err = n.resign(sp.data); err == nil {
-					err = n.publish(n.ctx, inSubject(sp.host), b, sp.id)
-				}
+				// Signed again now (and at each retry past half the replay
+				// window): signed when kept, it could be older than the
+				// receivers' window.
+				err = n.publish(n.ctx, inSubject(sp.host), sp.id, func() ([]byte, error) { return n.resign(sp.data) })
 			}
 			if err != nil && n.ctx.Err() != nil {
 				return // closing: the send stays kept for the next start
