@@ -162,7 +162,10 @@ func join(t *testing.T, urls, host string, mods ...func(*Config)) *Node {
 	for _, m := range mods {
 		m(&cfg)
 	}
-	n, err := Connect(testutil.Context(t, 20*time.Second), cfg)
+	// Past the gateway's own 30 s: a cluster a test just started may still
+	// be electing its leaders on a loaded machine, and a join that fails
+	// then says so itself.
+	n, err := Connect(testutil.Context(t, 40*time.Second), cfg)
 	if err != nil {
 		t.Fatalf("connect %s: %v", host, err)
 	}
