@@ -88,8 +88,10 @@ type Config struct {
 	DormantPoll time.Duration
 	// MaxRetries is how many consecutive failed attempts end Run with a
 	// *GiveUpError (default 5, as the seed); < 0 retries for ever. An
-	// attempt fails when it does not open or ends before any frame but the
-	// answer to our initialize arrived.
+	// attempt fails when it does not open or ends before any message
+	// arrived: keep-alives, pings, frames that do not decode and the answer
+	// to our initialize are not messages, unless they kept the connection
+	// up for a minute.
 	MaxRetries int
 	// Backoff is the wait before the next attempt after n consecutive
 	// failures (n is 0 after a healthy connection dropped). DefaultBackoff

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
 	"github.com/sessiongateway/gateway/transport/remote/stream"
 )
@@ -201,6 +203,106 @@ func TestAServerThatClosesRightAfterInitializeIsGivenUpOn(t *testing.T) {
 	if err := r.result(); !errors.As(err, &ge) || ge.Attempts != 3 {
 		t.Fatalf("Run = %v, want a *GiveUpError after 3 attempts", err)
 	}
+}
+
+// closingWSServer accepts every subscribe WebSocket, sends it frames, one
+// message each, then closes it as the script says: a nil frame ends the
+// connection, and until then the test hands the frames in one by one.
+func closingWSServer(t *testing.T, frames chan []byte) *httptest.Server {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		ctx := c.CloseRead(r.Context()) // ends when the client goes
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case f := <-frames:
+				if f == nil {
+					c.Close(websocket.StatusGoingAway, "bye")
+					return
+				}
+				if c.Write(ctx, websocket.MessageText, f) != nil {
+					return
+				}
+			}
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestAServerThatSendsOnlyKeepAlivesAndClosesIsGivenUpOn(t *testing.T) {
+	// A keep-alive, a ping or a frame that does not decode is liveness,
+	// not a message: counted healthy, such a server would be reconnected
+	// every second or two for ever, each time reading a page of History.
+	tests := []struct {
+		name  string
+		tr    stream.Transport
+		frame string
+	}{
+		{"a keep_alive line", stream.TransportWS, `{"type":"keep_alive"}`},
+		{"a line that does not decode", stream.TransportWS, `not json`},
+		{"a ping comment", stream.TransportSSE, ": ping\n\n"},
+		{"an event that does not decode", stream.TransportSSE, "data: {\"sequence_num\":1,\"payload\":[1]}\n\n"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.tr)+": "+tt.name+" then a close", func(t *testing.T) {
+			var cfg stream.Config
+			switch tt.tr {
+			case stream.TransportSSE:
+				replies := make([]sseReply, 20)
+				for i := range replies {
+					replies[i] = sseReply{body: []string{tt.frame}} // then a clean end
+				}
+				cfg = sseConfig(newSSEServer(t, replies...).URL)
+			default:
+				frames := make(chan []byte, 40)
+				for range 20 {
+					frames <- []byte(tt.frame)
+					frames <- nil
+				}
+				cfg = stream.NewConfig(closingWSServer(t, frames).URL, org, "session_1")
+				cfg.Backoff = func(int) time.Duration { return time.Millisecond }
+				cfg.Initialize = false
+			}
+			cfg.MaxRetries = 3
+			r := startStream(t, cfg)
+			var ge *stream.GiveUpError
+			if err := r.result(); !errors.As(err, &ge) || ge.Attempts != 3 {
+				t.Fatalf("Run = %v, want a *GiveUpError after 3 attempts", err)
+			}
+			if st := r.s.Stats(); st.Frames < 3 {
+				t.Errorf("%d frames read, want the server's frame on each connection", st.Frames)
+			}
+		})
+	}
+}
+
+func TestAConnectionKeepAlivesKeptUpForAMinuteIsHealthy(t *testing.T) {
+	// A server may close idle streams on a schedule: an idle session whose
+	// connections each lived on keep-alives must not give up.
+	frames := make(chan []byte, 8)
+	cfg := stream.NewConfig(closingWSServer(t, frames).URL, org, "session_1")
+	clk := fakeTime(&cfg)
+	cfg.Initialize, cfg.MaxRetries = false, 1
+	r := newRunning(t, cfg)
+	wakeOnReconnect(r)
+	r.start()
+	r.link(stream.LinkConnected)
+	frames <- []byte(`{"type":"keep_alive"}`)
+	testutil.EventuallyWithin(t, patience, "the first keep-alive read", func() bool { return r.s.Stats().Frames == 1 })
+	clk.Advance(time.Minute)
+	frames <- []byte(`{"type":"keep_alive"}`)
+	testutil.EventuallyWithin(t, patience, "the second keep-alive read", func() bool { return r.s.Stats().Frames == 2 })
+	frames <- nil
+	if l := r.link(stream.LinkReconnecting); l.Attempt != 0 {
+		t.Fatalf("attempt %d after a connection kept up for a minute, want 0 (healthy)", l.Attempt)
+	}
+	r.link(stream.LinkConnected)
 }
 
 func TestAConnectionThatDeliveredResetsTheRetryCount(t *testing.T) {

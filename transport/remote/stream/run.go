@@ -61,7 +61,7 @@ func (s *Stream) after(ctx context.Context, res outcome, failures *int, onLink f
 		onLink(Link{State: LinkGaveUp, Attempt: *failures + 1, Err: err})
 		return true, err
 	}
-	if res.framed {
+	if res.healthy {
 		*failures = 0
 	} else {
 		*failures++

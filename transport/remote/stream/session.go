@@ -40,6 +40,12 @@ type frame struct {
 	skip bool
 }
 
+// minHealthy is how long a connection that only ever had keep-alives
+// must have been kept up by them to count as healthy: a server that closes
+// idle streams on a schedule must not make an idle session give up, and
+// one reconnect a minute is no flood.
+const minHealthy = time.Minute
+
 // liveness watches one connection: stall counts any byte, idle only
 // messages that are not keep-alives.
 type liveness struct {
@@ -48,7 +54,14 @@ type liveness struct {
 	// not make a connection healthy, or a server that closes every
 	// connection right after it would be retried for ever.
 	initID string
-	framed atomic.Bool // a frame other than that answer arrived
+	// framed: a message arrived (not a keep-alive, a ping, a frame that
+	// does not decode, nor the answer to our initialize). Without one, a
+	// connection is healthy only when keep-alives kept it up for
+	// minHealthy: a server that sends a ping and closes is a failure.
+	framed atomic.Bool
+	clock  clock.Clock
+	opened time.Time
+	kept   atomic.Int64 // time from opened to the last keep-alive, while not framed
 	frames *atomic.Uint64
 }
 
@@ -60,12 +73,21 @@ func (l *liveness) alive() { l.stall.kick() }
 // carries no message.
 func (l *liveness) received(m *wire.Message) {
 	l.frames.Add(1)
-	if m == nil || m.ControlResponse == nil || l.initID == "" || m.ControlResponse.RequestID != l.initID {
+	switch {
+	case m == nil || m.Kind == wire.KindKeepAlive:
+		if !l.framed.Load() {
+			l.kept.Store(int64(l.clock.Now().Sub(l.opened)))
+		}
+		return
+	case m.ControlResponse == nil || l.initID == "" || m.ControlResponse.RequestID != l.initID:
 		l.framed.Store(true)
 	}
-	if m != nil && m.Kind != wire.KindKeepAlive {
-		l.idle.kick()
-	}
+	l.idle.kick()
+}
+
+// healthy says the connection did not fail: see framed.
+func (l *liveness) healthy() bool {
+	return l.framed.Load() || time.Duration(l.kept.Load()) >= minHealthy
 }
 
 func (l *liveness) pause() { l.stall.pause(); l.idle.pause() }
@@ -77,7 +99,7 @@ func (l *liveness) stop() { l.stall.stop(); l.idle.stop() }
 // outcome is how one connection attempt ended.
 type outcome struct {
 	err        *ConnError // nil only when ctx ended or idle is set
-	framed     bool       // a frame arrived, so the attempt did not fail
+	healthy    bool       // a message arrived (see liveness), so the attempt did not fail
 	idle       bool       // closed by IdleTimeout: go dormant
 	retryFloor time.Duration
 }
@@ -171,6 +193,8 @@ func (s *Stream) connect(ctx context.Context, out Deliver, onLink func(Link)) (*
 		stall:  newWatchdog(s.clock, s.cfg.StallTimeout, func() { cancel(errStalled) }),
 		idle:   newWatchdog(s.clock, s.cfg.IdleTimeout, func() { cancel(errIdle) }),
 		initID: a.st.initID,
+		clock:  s.clock,
+		opened: s.clock.Now(),
 		frames: &s.frames,
 	}
 	s.log.Debug("remote stream open", "replay", replay)
@@ -260,7 +284,7 @@ func (a *attempt) finish() outcome {
 	a.stopKeepAlive()
 	a.c.close()
 
-	res := outcome{framed: a.lv.framed.Load(), retryFloor: a.c.retryFloor()}
+	res := outcome{healthy: a.lv.healthy(), retryFloor: a.c.retryFloor()}
 	if a.ctx.Err() != nil {
 		return res
 	}
