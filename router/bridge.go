@@ -191,33 +191,36 @@ func (r *Router) senderOf(ctx context.Context, source Leg, in message.Message) m
 }
 
 // resolveAlias finds the session the alias in arrived at stands for. The
-// alias gives that session's address (AliasOf) and name (ToName): Qwen
-// sessions hosted by one process share one inbox address, so the address
-// alone can name several, and the name picks the one the alias was
-// published for. Anything else resolves as an address would.
+// alias gives that session's address (AliasOf) and its session id
+// (ToSessionID) or name (ToName): Qwen sessions hosted by one process share
+// one inbox address, so the address alone can name several, and the id or
+// name picks the one the alias was published for (a Claude alias of a
+// name two sessions share is NAME-REF: only the id names it). Anything
+// else resolves as an address would.
 func (r *Router) resolveAlias(ctx context.Context, in message.Message) (Leg, message.Session, error) {
-	if in.ToName != "" {
+	if in.ToName != "" || in.ToSessionID != "" {
 		if cached, ok := r.cachedRoster(); ok {
-			if l, s, ok := r.pinned(in.AliasOf, in.ToName, cached); ok {
+			if l, s, ok := r.pinned(in, cached); ok {
 				return l, s, nil
 			}
 		}
-		if l, s, ok := r.pinned(in.AliasOf, in.ToName, r.Sessions(ctx)); ok {
+		if l, s, ok := r.pinned(in, r.Sessions(ctx)); ok {
 			return l, s, nil
 		}
 	}
 	return r.Resolve(ctx, in.AliasOf)
 }
 
-// pinned is the one listed session at address whose name is name.
-func (r *Router) pinned(address, name string, sessions []message.Session) (Leg, message.Session, bool) {
-	a, err := addressing.Parse(address)
+// pinned is the one listed session at in's AliasOf with in's name or
+// session id (a Qwen alias's frame names the alias's own id, no session's).
+func (r *Router) pinned(in message.Message, sessions []message.Session) (Leg, message.Session, bool) {
+	a, err := addressing.Parse(in.AliasOf)
 	if err != nil {
 		return nil, message.Session{}, false
 	}
 	var hit []message.Session
 	for _, s := range sessions {
-		if s.AliasOf != "" || s.Name != name {
+		if s.AliasOf != "" || (s.Name != in.ToName && (in.ToSessionID == "" || s.SessionID != in.ToSessionID)) {
 			continue
 		}
 		if sa, err := addressing.Parse(s.Address); err == nil && sa == a {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/sessiongateway/gateway/addressing"
@@ -101,13 +102,89 @@ type bridgeHost struct {
 	// sender no sync has listed yet, or ever will) stand for: an answer to
 	// such an alias before the next sync must still reach its session.
 	senders map[string]message.Session
-	refused map[string]bool // listed sessions the last sync found no room for
+	// starting counts the SendAs calls starting the worker of a sender's
+	// alias: a sync meanwhile keeps that name for the sender.
+	starting map[string]int
+	refused  map[string]bool // listed sessions the last sync found no room for
+}
+
+// aliasRef is the ref a session's alias name carries when its name is not
+// its own: the session's ref as its CLI lists it.
+func aliasRef(s message.Session) string {
+	switch {
+	case s.Ref != "":
+		return s.Ref
+	case s.SessionID != "":
+		return addressing.Ref(s.SessionID)
+	}
+	return addressing.Ref(s.Address)
+}
+
+// sameOrigin reports whether a and b are one session: sessions of one
+// process may share an address, so the session id tells them apart.
+func sameOrigin(a, b message.Session) bool {
+	return a.Address == b.Address && a.SessionID == b.SessionID
+}
+
+// aliasNames names the alias of each of others: its own name when no
+// other session has it (listed, or held by an on-demand alias of another
+// session), else NAME-REF, so that no name stands for two sessions. A
+// name that is still not unique, or that the registry would refuse, gets
+// no alias: guessing would hand one session's messages to another.
+func aliasNames(others []message.Session, held map[string]message.Session) map[string]message.Session {
+	count := map[string]int{}
+	for _, s := range others {
+		count[s.Name]++
+	}
+	for name, s := range held {
+		if !slices.ContainsFunc(others, func(o message.Session) bool { return sameOrigin(o, s) }) {
+			count[name]++
+		}
+	}
+	named := map[string][]message.Session{}
+	for _, s := range others {
+		name := s.Name
+		if count[name] > 1 {
+			name += "-" + aliasRef(s)
+		}
+		named[name] = append(named[name], s)
+	}
+	out := map[string]message.Session{}
+	for name, ss := range named {
+		if len(ss) == 1 && validName(name) == nil && (count[name] == 0 || name == ss[0].Name) {
+			out[name] = ss[0]
+		}
+	}
+	return out
+}
+
+// senderName is the alias name SendAs uses for s: the one the last sync
+// published for it, else its own name unless that stands for another
+// session, else NAME-REF. The caller holds mu.
+func (b *bridgeHost) senderName(s message.Session) string {
+	for name, o := range b.byNm {
+		if sameOrigin(o, s) {
+			return name
+		}
+	}
+	taken := func(name string) bool {
+		o, ok := b.byNm[name]
+		if !ok {
+			o, ok = b.senders[name]
+		}
+		return ok && !sameOrigin(o, s)
+	}
+	if !taken(s.Name) {
+		return s.Name
+	}
+	return s.Name + "-" + aliasRef(s)
 }
 
 // EnableAliases makes the peer an alias host with pool, whose Events must
 // be routed to OnAliasEvent.
 func (p *Peer) EnableAliases(pool *AliasPool) {
-	p.bridge = &bridgeHost{pool: pool, byNm: map[string]message.Session{}, senders: map[string]message.Session{}, refused: map[string]bool{}}
+	p.bridge = &bridgeHost{pool: pool, byNm: map[string]message.Session{}, senders: map[string]message.Session{},
+		starting: map[string]int{}, refused: map[string]bool{}}
 }
 
 // OnAliasEvent hands on what arrived at alias name: a message is marked as
@@ -121,8 +198,10 @@ func (p *Peer) OnAliasEvent(name string, ev message.Event) {
 		}
 		p.bridge.mu.Unlock()
 		if ok {
+			// ToName is the alias (Relay answers through it); the session
+			// id pins the session when its name is not the alias's.
 			m := *ev.Message
-			m.AliasOf, m.ToName = origin.Address, name
+			m.AliasOf, m.ToName, m.ToSessionID = origin.Address, name, origin.SessionID
 			ev.Message = &m
 		}
 	}
@@ -137,26 +216,30 @@ func (p *Peer) SyncAliases(ctx context.Context, others []message.Session) error 
 	if p.bridge == nil {
 		return nil
 	}
-	keep := map[string]bool{}
-	byNm := map[string]message.Session{}
+	var listed []message.Session
 	for _, s := range others {
 		// A name the registry would refuse (another host's NAME.HOST can
 		// pass its 64 characters) gets no alias: its worker could never
 		// register, and would be started again at every sync.
-		if s.Name == "" || s.Name == p.cfg.Name || validName(s.Name) != nil {
-			continue
+		if s.Name != "" && s.Name != p.cfg.Name && validName(s.Name) == nil {
+			listed = append(listed, s)
 		}
-		keep[s.Name] = true
-		byNm[s.Name] = s
 	}
 	p.bridge.mu.Lock()
+	byNm := aliasNames(listed, p.bridge.senders)
 	p.bridge.byNm = byNm
 	p.bridge.mu.Unlock()
+	keep := make(map[string]bool, len(byNm))
+	for name := range byNm {
+		keep[name] = true
+	}
 	refused, err := p.bridge.pool.Publish(ctx, keep)
 	now := make(map[string]bool, len(refused))
 	p.bridge.mu.Lock()
 	for name := range p.bridge.senders {
-		if !p.bridge.pool.has(name) { // its worker went idle and stopped (pool.mu is taken under mu, never the reverse)
+		// Its worker went idle and stopped, and no SendAs is starting it
+		// (pool.mu is taken under mu, never the reverse).
+		if p.bridge.starting[name] == 0 && !p.bridge.pool.has(name) {
 			delete(p.bridge.senders, name)
 		}
 	}
@@ -187,17 +270,31 @@ func (p *Peer) SendAs(ctx context.Context, sender message.Session, m message.Mes
 	if p.bridge == nil {
 		return p.Send(ctx, m)
 	}
-	m.FromName = sender.Name
-	// Known before the write: the receiver may answer before Send returns.
-	p.bridge.mu.Lock()
-	p.bridge.senders[sender.Name] = sender
-	p.bridge.mu.Unlock()
-	if err := p.bridge.pool.Send(ctx, sender.Name, m); err != nil {
+	b := p.bridge
+	// Known before the worker starts and the write: a sync meanwhile must
+	// neither give the name to another session nor forget it (its worker is
+	// not yet in the pool), and the receiver may answer before Send returns.
+	b.mu.Lock()
+	name := b.senderName(sender)
+	b.senders[name] = sender
+	b.starting[name]++
+	b.mu.Unlock()
+	_, err := b.pool.Get(ctx, name)
+	b.mu.Lock()
+	if b.starting[name]--; b.starting[name] == 0 {
+		delete(b.starting, name)
+	}
+	if err != nil && b.starting[name] == 0 && !b.pool.has(name) && sameOrigin(b.senders[name], sender) {
+		delete(b.senders, name)
+	}
+	b.mu.Unlock()
+	if err == nil {
+		m.FromName = name
+		err = b.pool.Send(ctx, name, m)
+	}
+	if err != nil {
 		if errors.Is(err, ErrAliasLimit) {
-			p.bridge.mu.Lock()
-			delete(p.bridge.senders, sender.Name)
-			p.bridge.mu.Unlock()
-			p.refuseAlias(ctx, sender.Name, sender.Address, m.ID)
+			p.refuseAlias(ctx, name, sender.Address, m.ID)
 		}
 		return message.Receipt{}, err
 	}
