@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -207,5 +209,57 @@ func TestAliasRetirement(t *testing.T) {
 	waitGone("published")
 	if !names()["on-demand"] {
 		t.Fatal("an on-demand alias idle for less than IdleAfter was retired")
+	}
+}
+
+// The gap: serve's --require-auth left its alias workers, each a door into
+// the gateway, taking messages without a token.
+func TestAnAliasWorkerOfARequireAuthGatewayRefusesAnUnauthenticatedMessage(t *testing.T) {
+	g := startBinary(t, t.TempDir())
+	fk := newFake(t, g, "work-09", message.ModePrompting)
+	events := &poolEvents{ch: make(chan struct{})}
+	pool := claude.NewAliasPool(claude.PoolConfig{
+		Command: func(name string) *exec.Cmd {
+			args := []string{"alias-worker", "--name", name}
+			if name == "guarded" {
+				args = append(args, "--require-auth")
+			}
+			cmd := exec.Command(os.Args[0], args...)
+			cmd.Env = append(os.Environ(), "GATEWAY_TEST_AS_GATEWAY=1",
+				"CLAUDE_CONFIG_DIR="+g.ConfigDir, "XDG_RUNTIME_DIR="+g.Runtime)
+			return cmd
+		},
+		Events: events.add,
+	})
+	defer pool.Close()
+	for _, tc := range []struct {
+		alias  string
+		refuse bool
+	}{{"open", false}, {"guarded", true}} {
+		a, err := pool.Get(ctxT(t), tc.alias)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := "3333333" + strconv.Itoa(len(tc.alias)) + "-3333-4333-8333-333333333333"
+		f := claude.NewUserFrame(fk.Address(), id, claude.Envelope{From: fk.Address(), FromName: "tester", FromMode: "prompting", Body: "no token"}, nil)
+		b, err := f.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := net.Dial("unix", strings.TrimPrefix(a.Address, "uds:"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Write(append(b, '\n'))
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := events.wait(t, func(ev message.Event) bool {
+			return ev.Message != nil && ev.Message.ID == id || ev.Drop != nil && ev.Drop.MsgID == id
+		})
+		if refused := ev.Drop != nil && ev.Drop.Reason == message.DropUnauthenticated; refused != tc.refuse {
+			t.Fatalf("alias %s: event %+v, want refused %v", tc.alias, ev, tc.refuse)
+		}
 	}
 }

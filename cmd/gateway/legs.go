@@ -110,7 +110,11 @@ func startClaude(log *slog.Logger, c serveConfig, childEnv []string, receiptSent
 	env = append(env, c.workerEnv...)
 	pool := claude.NewAliasPool(claude.PoolConfig{
 		Command: func(name string) *exec.Cmd {
-			cmd := exec.Command(exe, "alias-worker", "--name", name, "--mode", c.mode.String())
+			args := []string{"alias-worker", "--name", name, "--mode", c.mode.String()}
+			if c.requireAuth { // an alias is a door into the gateway too
+				args = append(args, "--require-auth")
+			}
+			cmd := exec.Command(exe, args...)
 			cmd.Env = env
 			cmd.Stderr = os.Stderr
 			return cmd

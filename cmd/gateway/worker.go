@@ -19,14 +19,16 @@ import (
 // Its control pipe is fd 3; it exits when that closes.
 func (a *app) aliasWorkerCmd() *cobra.Command {
 	var name, mode, logLevel string
+	var requireAuth bool
 	c := &cobra.Command{Use: "alias-worker --name NAME", Short: "started by gateway serve", Hidden: true, Args: nargs(0, 0)}
 	c.Flags().StringVar(&name, "name", "", "alias name to register")
 	c.Flags().StringVar(&mode, "mode", "prompting", "review class: bypass or prompting")
 	c.Flags().StringVar(&logLevel, "log-level", "info", "log level")
-	return a.verb(c, false, func(o *cli.IO, _ []string) error { return aliasWorker(a.ctx, a.e, name, mode, logLevel) })
+	c.Flags().BoolVar(&requireAuth, "require-auth", false, "refuse unauthenticated messages (serve's --require-auth)")
+	return a.verb(c, false, func(o *cli.IO, _ []string) error { return aliasWorker(a.ctx, a.e, name, mode, logLevel, requireAuth) })
 }
 
-func aliasWorker(ctx context.Context, e *env, name, mode, logLevel string) error {
+func aliasWorker(ctx context.Context, e *env, name, mode, logLevel string, requireAuth bool) error {
 	m, err := message.ParseMode(mode)
 	if err != nil || name == "" {
 		return cli.Usagef("alias-worker needs --name and a mode (started by gateway serve)")
@@ -48,7 +50,7 @@ func aliasWorker(ctx context.Context, e *env, name, mode, logLevel string) error
 	}
 	err = claude.RunWorker(ctx, claude.Config{
 		Name: name, ConfigDir: cfgDir, RuntimeDir: e.getenv("XDG_RUNTIME_DIR"), Version: version,
-		Mode: m, Inbound: claude.PolicyAccept, Logger: log, Kind: claude.KindAlias,
+		Mode: m, Inbound: claude.PolicyAccept, RequireAuth: requireAuth, Logger: log, Kind: claude.KindAlias,
 		SpoolDir: filepath.Join(cfgDir, "file-transfers"),
 	}, ctl)
 	if err != nil {
