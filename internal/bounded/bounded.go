@@ -28,33 +28,41 @@ func NewMap[K comparable, V any](limit int) *Map[K, V] {
 	return &Map[K, V]{max: max(1, limit), m: map[K]entry[V]{}}
 }
 
-// Put sets k to v. A key put again keeps its place in the order.
-func (b *Map[K, V]) Put(k K, v V) {
+// Put sets k to v. A key put again keeps its place in the order. It
+// returns the key forgotten to make room, if one was.
+func (b *Map[K, V]) Put(k K, v V) (forgot K, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if e, ok := b.m[k]; ok {
 		e.v = v
 		b.m[k] = e
-		return
+		return forgot, false
 	}
 	b.seq++
 	b.m[k] = entry[V]{v: v, seq: b.seq}
 	b.order = append(b.order, slot[K]{k, b.seq})
 	for len(b.m) > b.max {
-		b.popLocked()
+		if old, gone := b.popLocked(); gone {
+			forgot, ok = old, true
+		}
 	}
 	if len(b.order) > 2*b.max {
 		b.compactLocked() // deletions left too many stale slots
 	}
+	return forgot, ok
 }
 
-// popLocked forgets the oldest slot, and its entry when the slot is current.
-func (b *Map[K, V]) popLocked() {
+// popLocked forgets the oldest slot, and its entry when the slot is
+// current (then it reports the key).
+func (b *Map[K, V]) popLocked() (K, bool) {
 	s := b.order[0]
 	b.order = b.order[1:]
 	if e, ok := b.m[s.k]; ok && e.seq == s.seq {
 		delete(b.m, s.k)
+		return s.k, true
 	}
+	var zero K
+	return zero, false
 }
 
 func (b *Map[K, V]) compactLocked() {
@@ -103,6 +111,19 @@ func (b *Map[K, V]) Update(k K, f func(V) V) bool {
 	e.v = f(e.v)
 	b.m[k] = e
 	return true
+}
+
+// Values returns the values, oldest put first.
+func (b *Map[K, V]) Values() []V {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	vs := make([]V, 0, len(b.m))
+	for _, s := range b.order {
+		if e, ok := b.m[s.k]; ok && e.seq == s.seq {
+			vs = append(vs, e.v)
+		}
+	}
+	return vs
 }
 
 // Len is how many entries the map holds.

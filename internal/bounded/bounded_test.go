@@ -76,6 +76,27 @@ func TestPutsAndDeletesKeepTheOrderBounded(t *testing.T) {
 	}
 }
 
+func TestPutSaysWhichKeyItForgotAndValuesAreOldestFirst(t *testing.T) {
+	m := NewMap[string, int](3)
+	m.Put("a", 1)
+	m.Put("b", 2)
+	m.Delete("a")
+	for i, k := range []string{"c", "d"} {
+		if k, ok := m.Put(k, 3+i); ok {
+			t.Fatalf("Put forgot %q with room left", k)
+		}
+	}
+	if k, ok := m.Put("b", 9); ok {
+		t.Fatalf("putting a key again forgot %q", k)
+	}
+	if k, ok := m.Put("e", 5); !ok || k != "b" {
+		t.Fatalf("Put forgot %q, %v; want the oldest, b", k, ok)
+	}
+	if got := fmt.Sprint(m.Values()); got != "[3 4 5]" {
+		t.Fatalf("Values = %s, want c, d, e's", got)
+	}
+}
+
 func TestTakeAndUpdate(t *testing.T) {
 	m := NewMap[string, int](4)
 	m.Put("a", 1)

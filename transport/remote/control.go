@@ -181,7 +181,7 @@ func (l *Leg) request(u *update) []message.Event {
 	u.re.Control = &message.RemoteControl{RequestID: cr.RequestID, Subtype: cr.SubtypeRaw}
 	switch {
 	case cr.Subtype == wire.SubtypeCanUseTool:
-		return u.prompt()
+		return l.prompt(u)
 	case cr.Subtype.FromClient():
 		u.f.ask(cr)
 		return u.events()

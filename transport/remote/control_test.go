@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ import (
 const sid = "session_01a"
 
 func newFollow() *follow {
-	return &follow{done: make(chan struct{}), prompts: map[string]message.PermissionRequest{}, assistant: map[string]wire.Assistant{}}
+	return &follow{done: make(chan struct{}), prompts: newPrompts(), assistant: map[string]wire.Assistant{}}
 }
 
 // tr translates one line of session sid.
@@ -311,4 +312,72 @@ func TestInfoSaysWhetherASessionIsFollowed(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestASessionsOpenPromptsAreCappedForgettingTheOldest(t *testing.T) {
+	const n = 5000
+	prompt := func(i int) string {
+		return fmt.Sprintf(`{"type":"control_request","uuid":"u%d","request_id":"r%d","request":{"subtype":"can_use_tool","tool_name":"Bash","tool_use_id":"t%d","input":{"command":"ls"}}}`, i, i, i)
+	}
+	check := func(t *testing.T, f *follow, evs []message.Event) {
+		t.Helper()
+		if got := f.prompts.Len(); got != maxOpenPrompts {
+			t.Errorf("%d prompts kept, want the cap %d", got, maxOpenPrompts)
+		}
+		if _, ok := f.prompts.Get(fmt.Sprintf("r%d", n-1)); !ok {
+			t.Error("the newest prompt was forgotten")
+		}
+		if _, ok := f.prompts.Get("r0"); ok {
+			t.Error("the oldest prompt is still kept")
+		}
+		var dropped int
+		for _, ev := range evs {
+			if ev.Type == message.EventDrop && ev.Drop.Reason == message.DropQueueFull {
+				dropped++
+			}
+		}
+		if dropped != n-maxOpenPrompts {
+			t.Errorf("%d drops counted, want %d", dropped, n-maxOpenPrompts)
+		}
+	}
+	t.Run("live prompts", func(t *testing.T) {
+		l := newTestLeg(t, &stubAPI{}, sid)
+		f := newFollow()
+		var evs []message.Event
+		for i := range n {
+			evs = append(evs, tr(t, l, f, prompt(i))...)
+		}
+		check(t, f, evs)
+		// The router still has the forgotten one: its answer from
+		// elsewhere still settles it.
+		evs = tr(t, l, f, `{"type":"control_response","uuid":"a0","response":{"subtype":"success","request_id":"r0","response":{"behavior":"allow"}}}`)
+		if len(evs) != 2 || evs[1].Permission == nil || evs[1].Permission.RequestID != "r0" || evs[1].Permission.State != message.PermissionAnswered {
+			t.Errorf("answer to a forgotten prompt gave %+v, want it answered", evs)
+		}
+	})
+	t.Run("prompts read from the history", func(t *testing.T) {
+		api := &stubAPI{page: 500}
+		for i := range n {
+			api.history = append(api.history, json.RawMessage(prompt(i)))
+		}
+		l := newTestLeg(t, api, sid)
+		f := newFollow()
+		in := make(chan message.Event, 2*n)
+		if _, _, _, err := l.backlog(context.Background(), sid, f, in); err != nil {
+			t.Fatal(err)
+		}
+		close(in)
+		var evs []message.Event
+		raised := 0
+		for ev := range in {
+			evs = append(evs, ev)
+			if ev.Type == message.EventPermission {
+				raised++
+			}
+		}
+		check(t, f, evs)
+		if raised != maxOpenPrompts {
+			t.Errorf("%d prompts raised from the history, want %d", raised, maxOpenPrompts)
+		}
+	})
 }

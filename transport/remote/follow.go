@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/bounded"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/remote/stream"
 	"github.com/sessiongateway/gateway/transport/remote/wire"
@@ -20,8 +21,10 @@ type follow struct {
 	done   chan struct{}
 	link   stream.Link
 	// prompts are the can_use_tool requests seen and not settled, by
-	// request id, so a cancel can say which prompt it withdraws.
-	prompts map[string]message.PermissionRequest
+	// request id, so a cancel can say which prompt it withdraws; at most
+	// maxOpenPrompts (see keepPrompt). promptsFull: the cap was logged.
+	prompts     *bounded.Map[string, message.PermissionRequest]
+	promptsFull bool
 	// assistant holds the merged copy of each streamed message.
 	assistant map[string]wire.Assistant
 	// err is why the stream ended; set before done is closed.
@@ -138,7 +141,7 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 func (l *Leg) startLocked(ctx context.Context, wg *sync.WaitGroup, id string, in chan<- message.Event) {
 	fctx, cancel := context.WithCancel(ctx)
 	f := &follow{cancel: cancel, done: make(chan struct{}),
-		prompts: map[string]message.PermissionRequest{}, assistant: map[string]wire.Assistant{}}
+		prompts: newPrompts(), assistant: map[string]wire.Assistant{}}
 	l.links[id] = f
 	deliver := func(ctx context.Context, u stream.Update) error {
 		for _, ev := range l.translate(id, f, u) {
@@ -273,7 +276,9 @@ func (l *Leg) backlog(ctx context.Context, id string, f *follow, in chan<- messa
 				continue
 			}
 			n++
-			l.track(id, f, m, l.cfg.Now())
+			for _, ev := range l.track(id, f, m, l.cfg.Now()) {
+				emit(ctx, in, ev)
+			}
 		}
 		if !more || len(page) == 0 {
 			break
@@ -288,8 +293,8 @@ func (l *Leg) backlog(ctx context.Context, id string, f *follow, in chan<- messa
 	if bad > 1 {
 		l.log.Warn("skipped history events that do not decode", "session", id, "skipped", bad)
 	}
-	l.log.Debug("caught up with the session's history", "session", id, "events", n, "open_prompts", len(f.prompts))
-	for _, req := range f.prompts {
+	l.log.Debug("caught up with the session's history", "session", id, "events", n, "open_prompts", f.prompts.Len())
+	for _, req := range f.prompts.Values() {
 		emit(ctx, in, message.Event{Type: message.EventPermission, Leg: message.ProtocolRemote, Time: l.cfg.Now(), Permission: &req})
 	}
 	// Requests the gateway does not serve, still unanswered, would hold
@@ -324,14 +329,42 @@ func decodeHistory(tr stream.Transport, raw json.RawMessage) (m wire.Message, id
 	return m, m.UUID, 0, nil
 }
 
-// track keeps f.prompts current with one history event.
-func (l *Leg) track(id string, f *follow, m wire.Message, now time.Time) {
+// maxOpenPrompts caps a session's open permission prompts, as the router
+// caps its pending list (1024): each holds its tool's input, up to
+// megabytes.
+const maxOpenPrompts = 1024
+
+func newPrompts() *bounded.Map[string, message.PermissionRequest] {
+	return bounded.NewMap[string, message.PermissionRequest](maxOpenPrompts)
+}
+
+// keepPrompt records an open prompt of session id. Past the cap the oldest
+// is forgotten: a session waits on its newest prompts, and the router,
+// which has the old one, still settles it when it is withdrawn or answered
+// (those name the request); but read from the history, it is never raised.
+// The drop is counted (queue-full) and logged once per session.
+func (l *Leg) keepPrompt(id string, f *follow, req message.PermissionRequest, now time.Time) []message.Event {
+	old, forgot := f.prompts.Put(req.RequestID, req)
+	if !forgot {
+		return nil
+	}
+	if !f.promptsFull {
+		f.promptsFull = true
+		l.log.Warn("a session has too many open permission prompts; forgetting the oldest", "session", id, "max", maxOpenPrompts)
+	}
+	return []message.Event{{Type: message.EventDrop, Leg: message.ProtocolRemote, Time: now,
+		Drop: &message.Drop{MsgID: old, From: bridgeAddr(id), Reason: message.DropQueueFull}}}
+}
+
+// track keeps f.prompts current with one history event; it returns the
+// drop of a prompt forgotten past the cap.
+func (l *Leg) track(id string, f *follow, m wire.Message, now time.Time) []message.Event {
 	addr := bridgeAddr(id)
 	switch m.Kind {
 	case wire.KindControlRequest:
 		switch cr := m.ControlRequest; {
 		case cr.Subtype == wire.SubtypeCanUseTool:
-			f.prompts[cr.RequestID] = permission(id, addr, cr, now)
+			return l.keepPrompt(id, f, permission(id, addr, cr, now), now)
 		case !cr.Subtype.FromClient() && cr.RequestID != "":
 			if f.unserved == nil || len(f.unserved) >= maxWaiters {
 				f.unserved = map[string]wire.ControlRequest{} // a flood: keep the newest
@@ -339,18 +372,19 @@ func (l *Leg) track(id string, f *follow, m wire.Message, now time.Time) {
 			f.unserved[cr.RequestID] = *cr
 		}
 	case wire.KindControlCancelRequest:
-		delete(f.prompts, m.Cancel.RequestID)
+		f.prompts.Delete(m.Cancel.RequestID)
 		delete(f.unserved, m.Cancel.RequestID)
 	case wire.KindControlResponse:
 		if cr := m.ControlResponse; cr != nil {
 			if cr.Decision != nil {
-				delete(f.prompts, cr.RequestID)
+				f.prompts.Delete(cr.RequestID)
 			}
 			delete(f.unserved, cr.RequestID)
 		}
 	case wire.KindSystem:
 		l.system(id, f, m, now)
 	}
+	return nil
 }
 
 func emit(ctx context.Context, in chan<- message.Event, ev message.Event) {

@@ -21,7 +21,8 @@ type stubAPI struct {
 	sessions []RemoteSession
 	posts    []json.RawMessage
 	postErr  error
-	history  []json.RawMessage     // served two at a time
+	history  []json.RawMessage // served two at a time, or page
+	page     int
 	code     []json.RawMessage     // v2 envelopes, sequence_num = index+1, served two at a time
 	onPost   func(json.RawMessage) // called with each event posted, on the poster's goroutine
 }
@@ -41,7 +42,11 @@ func (s *stubAPI) EventsAfter(_ context.Context, _ string, after string) ([]json
 			return nil, false, errors.New("unknown after_id")
 		}
 	}
-	end := min(start+2, len(s.history))
+	page := s.page
+	if page == 0 {
+		page = 2
+	}
+	end := min(start+page, len(s.history))
 	return s.history[start:end], end < len(s.history), nil
 }
 func (s *stubAPI) CodeEventsAfter(_ context.Context, _ string, after uint64) ([]json.RawMessage, bool, error) {
@@ -165,7 +170,7 @@ func TestLegSendPostsAUserEventWithAStableUUID(t *testing.T) {
 	}
 
 	t.Run("the echo of the posted event on the stream is a delivered receipt", func(t *testing.T) {
-		f := &follow{prompts: map[string]message.PermissionRequest{}, assistant: map[string]wire.Assistant{}}
+		f := &follow{prompts: newPrompts(), assistant: map[string]wire.Assistant{}}
 		line := `{"type":"user","uuid":"` + EventUUID("msg-7") + `","message":{"role":"user","content":"hello"}}`
 		evs := l.translate("session_01a", f, stream.Update{Message: decodeT(t, line)})
 		if len(evs) != 2 || evs[1].Receipt == nil || evs[1].Receipt.Status != message.StatusDelivered || evs[1].Receipt.MsgID != "msg-7" {
@@ -194,7 +199,7 @@ func TestLegSendPostsAUserEventWithAStableUUID(t *testing.T) {
 
 func TestLegTranslate(t *testing.T) {
 	l := newTestLeg(t, &stubAPI{})
-	f := &follow{prompts: map[string]message.PermissionRequest{}, assistant: map[string]wire.Assistant{}}
+	f := &follow{prompts: newPrompts(), assistant: map[string]wire.Assistant{}}
 	tr := func(line string) []message.Event {
 		return l.translate("session_01a", f, stream.Update{Message: decodeT(t, line)})
 	}
@@ -236,8 +241,8 @@ func TestLegTranslate(t *testing.T) {
 		if len(evs) != 2 || evs[1].Permission.State != message.PermissionCancelled || evs[1].Permission.ToolName != "AskUserQuestion" {
 			t.Fatalf("events = %+v", evs)
 		}
-		if len(f.prompts) != 0 {
-			t.Errorf("prompts left: %v", f.prompts)
+		if n := f.prompts.Len(); n != 0 {
+			t.Errorf("%d prompts left", n)
 		}
 	})
 	t.Run("an answer given elsewhere settles the prompt as answered", func(t *testing.T) {
@@ -391,7 +396,7 @@ func TestLegBacklogPublishesOnlyThePromptsStillOpen(t *testing.T) {
 		json.RawMessage(`{"type":"result","uuid":"u7","subtype":"success","result":"done"}`),
 	}}
 	l := newTestLeg(t, api, "session_01a")
-	f := &follow{prompts: map[string]message.PermissionRequest{}, assistant: map[string]wire.Assistant{}}
+	f := &follow{prompts: newPrompts(), assistant: map[string]wire.Assistant{}}
 	in := make(chan message.Event, 16)
 	afterID, _, seen, err := l.backlog(context.Background(), "session_01a", f, in)
 	if err != nil {
@@ -531,7 +536,7 @@ func TestRemoteAnswersGoBackToTheSendersOfTheirTurn(t *testing.T) {
 	t.Run("the result of a turn goes to the senders whose messages it began with", func(t *testing.T) {
 		api := &stubAPI{}
 		l := newTestLeg(t, api, "session_01a")
-		f := &follow{prompts: map[string]message.PermissionRequest{}, assistant: map[string]wire.Assistant{}}
+		f := &follow{prompts: newPrompts(), assistant: map[string]wire.Assistant{}}
 		tr := func(line string) []message.Event {
 			return l.translate("session_01a", f, stream.Update{Message: decodeT(t, line)})
 		}
@@ -562,7 +567,7 @@ func TestRemoteAnswersGoBackToTheSendersOfTheirTurn(t *testing.T) {
 		if _, err := l.Sessions(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		f := &follow{prompts: map[string]message.PermissionRequest{}, assistant: map[string]wire.Assistant{}}
+		f := &follow{prompts: newPrompts(), assistant: map[string]wire.Assistant{}}
 		send(t, l, "m-c", "carol")
 		l.translate("session_01a", f, stream.Update{Message: decodeT(t, user(EventUUID("m-c")))})
 		evs := l.translate("session_01a", f, stream.Update{Message: decodeT(t, result("done"))})
@@ -577,7 +582,7 @@ func TestRemoteAnswersGoBackToTheSendersOfTheirTurn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := &follow{prompts: map[string]message.PermissionRequest{}, assistant: map[string]wire.Assistant{}}
+		f := &follow{prompts: newPrompts(), assistant: map[string]wire.Assistant{}}
 		tr := func(line string) []message.Event {
 			return l.translate("session_01a", f, stream.Update{Message: decodeT(t, line)})
 		}

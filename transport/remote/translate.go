@@ -131,21 +131,20 @@ func (l *Leg) result(u *update) []message.Event {
 }
 
 // prompt raises a can_use_tool request as a pending permission prompt.
-func (u *update) prompt() []message.Event {
+func (l *Leg) prompt(u *update) []message.Event {
 	cr := u.m.ControlRequest
 	req := permission(u.id, u.addr, cr, u.now)
-	u.f.prompts[cr.RequestID] = req
-	return u.events(u.permission(req))
+	forgot := l.keepPrompt(u.id, u.f, req, u.now)
+	return u.events(append([]message.Event{u.permission(req)}, forgot...)...)
 }
 
 // cancel settles a prompt the session withdrew.
 func (u *update) cancel() []message.Event {
 	rid := u.m.Cancel.RequestID
-	req, ok := u.f.prompts[rid]
+	req, ok := u.f.prompts.Take(rid)
 	if !ok {
 		req = message.PermissionRequest{SessionID: u.id, Address: u.addr, Leg: message.ProtocolRemote, RequestID: rid}
 	}
-	delete(u.f.prompts, rid)
 	req.State = message.PermissionCancelled
 	return u.events(u.permission(req))
 }
@@ -163,10 +162,14 @@ func (u *update) answered() []message.Event {
 	if cr == nil || cr.Decision == nil {
 		return u.events()
 	}
-	req, ok := u.f.prompts[cr.RequestID]
-	delete(u.f.prompts, cr.RequestID)
-	if !ok || u.re.UUID == answerUUID(u.id, cr.RequestID) {
+	req, ok := u.f.prompts.Take(cr.RequestID)
+	if u.re.UUID == answerUUID(u.id, cr.RequestID) {
 		return u.events()
+	}
+	if !ok {
+		// Not open here (forgotten past the cap, or never seen): the
+		// router settles it by its request id if it has it.
+		req = message.PermissionRequest{SessionID: u.id, Address: u.addr, Leg: message.ProtocolRemote, RequestID: cr.RequestID}
 	}
 	req.State = message.PermissionAnswered
 	req.Answer = &message.PermissionAnswer{Behavior: message.Behavior(cr.Decision.Behavior), Message: cr.Decision.Message, By: "remote"}
