@@ -57,13 +57,16 @@ func (b *inbox) put(m message.Message) error {
 }
 
 // take forgets every message up to cursor (the server's own read mark when
-// cursor is 0) and returns up to max of those after it, waiting until
+// cursor is 0 or past it) and returns up to max of those after it, waiting until
 // there is one or ctx ends. It returns the cursor to pass next time and
 // the messages read for the first time (for their delivered receipts).
 func (b *inbox) take(ctx context.Context, cursor uint64, limit int) (got []queued, next uint64, fresh []message.Message, err error) {
 	for {
 		b.mu.Lock()
-		if cursor == 0 {
+		if cursor == 0 || cursor > b.read {
+			// Past the read mark is a cursor of an earlier connection's
+			// inbox (numbered from 1 again): read on from the mark, so
+			// no unread message is forgotten unseen.
 			cursor = b.read
 		}
 		i := 0

@@ -40,7 +40,7 @@ type sendIn struct {
 
 type waitIn struct {
 	TimeoutSeconds float64 `json:"timeout_seconds,omitempty" jsonschema:"how long to block when the inbox is empty, in seconds (default 30, at most 300; 0 uses the default)"`
-	Cursor         uint64  `json:"cursor,omitempty" jsonschema:"next_cursor of your previous call: messages up to it are forgotten and never returned again; omit to continue after what was last returned"`
+	Cursor         uint64  `json:"cursor,omitempty" jsonschema:"next_cursor of your previous call: messages up to it are forgotten and never returned again; omit to continue after what was last returned (so does a cursor from an earlier connection, past anything this one returned)"`
 	Max            int     `json:"max,omitempty" jsonschema:"at most this many messages (default and cap 100)"`
 }
 

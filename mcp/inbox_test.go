@@ -1,0 +1,34 @@
+package mcp
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sessiongateway/gateway/message"
+)
+
+func TestACursorPastTheReadMarkLosesNothing(t *testing.T) {
+	b := newInbox(256)
+	for _, text := range []string{"one", "two", "three"} {
+		if err := b.put(message.Message{Body: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A client back from an earlier connection passes that inbox's cursor.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second) // a failure returns nothing, not hangs
+	defer cancel()
+	got, next, fresh, err := b.take(ctx, 37, 100)
+	if err != nil || len(got) != 3 || len(fresh) != 3 || next != 3 {
+		t.Fatalf("take after a stale cursor: %d messages, %d fresh, next %d, %v", len(got), len(fresh), next, err)
+	}
+	if n := b.unread(); n != 0 {
+		t.Fatalf("%d unread after reading all", n)
+	}
+	if err := b.put(message.Message{Body: "four"}); err != nil {
+		t.Fatal(err)
+	}
+	if unread := b.close(); len(unread) != 1 || unread[0].Body != "four" {
+		t.Fatalf("close reported %v unread, want four", unread)
+	}
+}
