@@ -31,16 +31,34 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 		on:         fs.String("notify-on", "", "also notify when a session goes idle or a remote turn ends: idle, turn or idle,turn (prompts and held messages always notify)"),
 		linkURL:    fs.String("notify-link-url", "", "the gateway's API as a phone reaches it, for notification buttons (default: --api's address, or the first --allow-host)"),
 	}
-	fs.Func("notify", "send a notification when a prompt or held message waits: a webhook `URL` (JSON POST), ntfy://HOST/TOPIC or ntfy:http(s)://HOST/TOPIC (repeatable)",
-		func(s string) error {
-			for _, v := range strings.Split(s, ",") { // GATEWAY_NOTIFY holds a comma-separated list
-				if v = strings.TrimSpace(v); v != "" {
-					f.targets = append(f.targets, v)
-				}
-			}
-			return nil
-		})
+	fs.Var(targetsFlag{f}, "notify", "send a notification when a prompt or held message waits: a webhook `URL` (JSON POST), ntfy://HOST/TOPIC or ntfy:http(s)://HOST/TOPIC (repeatable)")
 	return f
+}
+
+// targetsFlag is --notify. gateway config shows its targets as the logs
+// do, scheme and host only: a topic or a webhook's path is the secret.
+type targetsFlag struct{ f *Flags }
+
+func (targetsFlag) String() string { return "" }
+
+func (t targetsFlag) Set(s string) error {
+	for _, v := range strings.Split(s, ",") { // GATEWAY_NOTIFY holds a comma-separated list
+		if v = strings.TrimSpace(v); v != "" {
+			t.f.targets = append(t.f.targets, v)
+		}
+	}
+	return nil
+}
+
+// Redact shows a value (one target or a comma-separated list) as redact does.
+func (targetsFlag) Redact(v string) string {
+	parts := strings.Split(v, ",")
+	for i, p := range parts {
+		if p = strings.TrimSpace(p); p != "" {
+			parts[i] = redact(target{url: p})
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // Check validates the flags and reads the secret file.

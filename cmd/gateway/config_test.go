@@ -483,3 +483,29 @@ func TestConfigHelpDocumentsPrecedence(t *testing.T) {
 		})
 	}
 }
+
+func TestConfigShowsNotifyTargetsAsSchemeAndHost(t *testing.T) {
+	const targets = "ntfy://ntfy.sh/approve-topic-s3cr3t,https://hooks.slack.com/services/T0/B0/hook-s3cr3t"
+	for _, how := range []struct {
+		name string
+		vars map[string]string
+		args []string
+	}{
+		{"on the command line", map[string]string{}, []string{"--notify", targets}},
+		{"in GATEWAY_NOTIFY", map[string]string{"GATEWAY_NOTIFY": targets}, nil},
+		{"quoted by a check", map[string]string{}, []string{"--notify", "https://hooks.slack.com/services/T0/B0/hook-s3cr3t,ntfy://ntfy.sh/a/topic-s3cr3t"}},
+	} {
+		t.Run(how.name, func(t *testing.T) {
+			how.vars["GATEWAY_STATE_DIR"] = t.TempDir()
+			for _, extra := range []string{"--json=false", "--json"} {
+				code, stdout, stderr := runGateway(t, how.vars, append([]string{"config", extra}, how.args...)...)
+				if strings.Contains(stdout+stderr, "topic-s3cr3t") || strings.Contains(stdout+stderr, "hook-s3cr3t") {
+					t.Errorf("config %s prints a notify secret:\n%s%s", extra, stdout, stderr)
+				}
+				if !strings.Contains(stdout+stderr, "ntfy://ntfy.sh") || (code == exitOK) == strings.Contains(how.name, "check") {
+					t.Errorf("config %s: exit %d, does not say where it notifies:\n%s%s", extra, code, stdout, stderr)
+				}
+			}
+		})
+	}
+}

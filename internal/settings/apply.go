@@ -216,7 +216,7 @@ func (s *setting) set(vals []string) error {
 }
 
 func (s *setting) badValue(v string, err error) error {
-	shown := fmt.Sprintf("%q", redactInline(v))
+	shown := fmt.Sprintf("%q", s.shown(v))
 	if s.secret() {
 		shown = redacted
 	}
@@ -231,7 +231,7 @@ func (s *setting) badValue(v string, err error) error {
 	if s.secret() {
 		return fmt.Errorf("%w %s", ErrBadValue, shown) // the flag's message may quote it
 	}
-	why := redactUserinfo(strings.ReplaceAll(err.Error(), v, redactInline(v)))
+	why := redactUserinfo(strings.ReplaceAll(err.Error(), v, s.shown(v)))
 	return fmt.Errorf("%w %s: %s", ErrBadValue, shown, why)
 }
 

@@ -21,7 +21,7 @@ func (s *setting) display() any {
 		}
 		shown := make([]string, len(vals))
 		for i, v := range vals {
-			shown[i] = redactInline(v)
+			shown[i] = s.shown(v)
 		}
 		return shown
 	}
@@ -31,6 +31,26 @@ func (s *setting) display() any {
 	}
 	if s.secret() && v != "" {
 		return "[redacted]"
+	}
+	return s.shown(v)
+}
+
+// Redactor is a flag.Value whose values are secret in part, by a shape
+// only its package knows (a notification topic): Redact gives a value as
+// it may be printed.
+type Redactor interface {
+	Redact(value string) string
+}
+
+// shown is v as it may be printed: as the flag's Redactor shows it, or
+// with what redactInline hides hidden.
+func (s *setting) shown(v string) string {
+	inner := s.flag.Value
+	if t, ok := inner.(*tracked); ok {
+		inner = t.Value
+	}
+	if r, ok := inner.(Redactor); ok {
+		return r.Redact(v)
 	}
 	return redactInline(v)
 }
@@ -84,14 +104,17 @@ func (st *Settings) Annotate(msg string) string {
 	var notes []string
 	for _, s := range st.list {
 		if s.source != Default {
-			for _, v := range s.value {
-				shown := redactInline(v)
-				if s.secret() {
-					shown = redacted
-				}
-				if v != "" && shown != v {
-					msg = strings.ReplaceAll(msg, v, shown)
-					msg = strings.ReplaceAll(msg, strings.Trim(strconv.Quote(v), `"`), strings.Trim(strconv.Quote(shown), `"`))
+			for _, whole := range s.value {
+				// A list's check may quote one item of a comma-separated value.
+				for _, v := range append([]string{whole}, strings.Split(whole, ",")...) {
+					shown := s.shown(v)
+					if s.secret() {
+						shown = redacted
+					}
+					if v != "" && shown != v {
+						msg = strings.ReplaceAll(msg, v, shown)
+						msg = strings.ReplaceAll(msg, strings.Trim(strconv.Quote(v), `"`), strings.Trim(strconv.Quote(shown), `"`))
+					}
 				}
 			}
 		}
