@@ -77,28 +77,18 @@ func tooLarge(w http.ResponseWriter) {
 }
 
 // admit wraps initialize: a session takes one of MaxSessions slots for as
-// long as it is open, is refused with ErrTooManySessions when none is
-// free, and is closed if it does not finish initializing in pendingFor.
+// long as it is open (a stdio upgrade took it already), is refused with
+// ErrTooManySessions when none is free, and is closed if it does not
+// finish initializing in pendingFor.
 func (cn *conn) admit(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		if method != "initialize" {
 			return next(ctx, method, req)
 		}
 		s := cn.s
-		s.mu.Lock()
-		if s.open >= MaxSessions || s.closed {
-			s.mu.Unlock()
-			s.cfg.Drop(DropTooManySessions)
-			return nil, fmt.Errorf("%w (%d, initialized or not): close one (DELETE /mcp with its Mcp-Session-Id, or end its gateway mcp) or wait for an idle one to end (after %v)", ErrTooManySessions, MaxSessions, SessionIdle)
+		if err := s.reserve(cn); err != nil {
+			return nil, err
 		}
-		if s.perGrant[cn.grant.ID] >= MaxSessionsPerToken {
-			s.mu.Unlock()
-			s.cfg.Drop(DropTokenShare)
-			return nil, fmt.Errorf("%w (%d, a token's share of the gateway's %d): close one of them (DELETE /mcp with its Mcp-Session-Id, or end its gateway mcp) or use another token (gateway tokens add)", ErrTokenShare, MaxSessionsPerToken, MaxSessions)
-		}
-		s.open++
-		s.perGrant[cn.grant.ID]++
-		s.mu.Unlock()
 		res, err := next(ctx, method, req)
 		ss, _ := req.GetSession().(*sdk.ServerSession)
 		if err != nil || ss == nil {
@@ -126,7 +116,8 @@ func (cn *conn) admit(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		cn.mu.Unlock()
 		half := time.AfterFunc(s.pendingFor, func() {
-			if _, err := cn.me(); err != nil {
+			// A stdio upgrade's own timer, from its start, closes it.
+			if _, err := cn.me(); err != nil && cn.kind != "stdio" {
 				s.cfg.Drop(DropNotInitialized)
 				s.log.Warn("mcp session closed: not initialized in time", "after", s.pendingFor)
 				_ = ss.Close()
@@ -146,12 +137,38 @@ func (cn *conn) admit(next sdk.MethodHandler) sdk.MethodHandler {
 	}
 }
 
-// release frees a session's slot, and its share of its grant's.
+// reserve takes one of MaxSessions slots for cn, and one of its grant's
+// share, unless it holds one already (a stdio upgrade reserves before
+// initialize): a refusal is counted and says what to do.
+func (s *Server) reserve(cn *conn) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case cn.slot:
+		return nil
+	case s.open >= MaxSessions || s.closed:
+		s.cfg.Drop(DropTooManySessions)
+		return fmt.Errorf("%w (%d, initialized or not): close one (DELETE /mcp with its Mcp-Session-Id, or end its gateway mcp) or wait for an idle one to end (after %v)", ErrTooManySessions, MaxSessions, SessionIdle)
+	case s.perGrant[cn.grant.ID] >= MaxSessionsPerToken:
+		s.cfg.Drop(DropTokenShare)
+		return fmt.Errorf("%w (%d, a token's share of the gateway's %d): close one of them (DELETE /mcp with its Mcp-Session-Id, or end its gateway mcp) or use another token (gateway tokens add)", ErrTokenShare, MaxSessionsPerToken, MaxSessions)
+	}
+	cn.slot = true
+	s.open++
+	s.perGrant[cn.grant.ID]++
+	return nil
+}
+
+// release frees a session's slot, and its share of its grant's, if it
+// still holds them.
 func (s *Server) release(cn *conn, sid string) {
 	s.mu.Lock()
-	s.open--
-	if s.perGrant[cn.grant.ID]--; s.perGrant[cn.grant.ID] <= 0 {
-		delete(s.perGrant, cn.grant.ID)
+	if cn.slot {
+		cn.slot = false
+		s.open--
+		if s.perGrant[cn.grant.ID]--; s.perGrant[cn.grant.ID] <= 0 {
+			delete(s.perGrant, cn.grant.ID)
+		}
 	}
 	delete(s.owners, sid)
 	s.mu.Unlock()

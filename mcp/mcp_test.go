@@ -55,7 +55,7 @@ func updates(ch chan<- string) *sdk.ClientOptions {
 func (w *world) connectWith(t *testing.T, name string, scopes api.Scopes, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
 	ct, st := sdk.NewInMemoryTransports()
-	srv := w.srv.session(name, "memory", api.Grant{ID: "t", Scopes: scopes})
+	srv := w.srv.session(name, "memory", api.Grant{ID: "t", Scopes: scopes}).srv
 	ctx := testutil.Context(t, 30*time.Second)
 	ss, err := srv.Connect(ctx, st, nil)
 	if err != nil {

@@ -95,7 +95,7 @@ func TestAClientThatSetALogLevelIsToldOfEachMessage(t *testing.T) {
 	logs := make(chan any, 8)
 	ct, st := sdk.NewInMemoryTransports()
 	ctx := testutil.Context(t, 30*time.Second)
-	ss, err := w.srv.session("bob", "memory", api.Grant{ID: "t", Scopes: api.AllScopes}).Connect(ctx, st, nil)
+	ss, err := w.srv.session("bob", "memory", api.Grant{ID: "t", Scopes: api.AllScopes}).srv.Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

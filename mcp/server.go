@@ -44,7 +44,7 @@ const (
 	MaxNameLen = 64
 	// MaxSessions caps the MCP sessions open at once, over HTTP and stdio,
 	// initialized or not: one more initialize is answered
-	// ErrTooManySessions. It matches MaxClients, so a session that gets
+	// ErrTooManySessions (one more stdio upgrade, 503). It matches MaxClients, so a session that gets
 	// this far always finds room in the roster.
 	MaxSessions = MaxClients
 	// MaxSessionsPerToken is one grant's share of MaxSessions (a bearer
@@ -145,7 +145,7 @@ func New(cfg Config) *Server {
 		}
 		if b.srv == nil {
 			g, _ := api.GrantFrom(r.Context())
-			b.srv = s.session(r.URL.Query().Get("name"), "http", g)
+			b.srv = s.session(r.URL.Query().Get("name"), "http", g).srv
 		}
 		return b.srv
 	}, &sdk.StreamableHTTPOptions{
@@ -218,7 +218,9 @@ func (s *Server) Handler() http.Handler {
 }
 
 // upgrade takes over the connection for one stdio client: newline-delimited
-// MCP both ways until either side closes.
+// MCP both ways until either side closes. It takes its session slot
+// first, and is closed if it has not joined after pendingFor, so an
+// upgrade that never initializes holds nothing for long.
 func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 	g, _ := api.GrantFrom(r.Context())
 	// An upgrade carries no body: one declared would hold a body slot
@@ -232,24 +234,52 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "this listener cannot upgrade", http.StatusInternalServerError)
 		return
 	}
+	cn := s.session(r.URL.Query().Get("name"), "stdio", g)
+	if err := s.reserve(cn); err != nil {
+		w.Header().Set("Connection", "close")
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	defer s.release(cn, "")
 	nc, rw, err := hj.Hijack()
 	if err != nil {
 		return
 	}
+	defer nc.Close()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	cn.nc = nc
+	s.conns[cn] = struct{}{} // so Close ends it, initialized or not
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, cn)
+		s.mu.Unlock()
+		s.wg.Done()
+	}()
+	half := time.AfterFunc(s.pendingFor, func() {
+		if _, err := cn.me(); err != nil {
+			s.cfg.Drop(DropNotInitialized)
+			s.log.Warn("mcp stdio connection closed: not initialized in time", "after", s.pendingFor)
+			_ = nc.Close()
+		}
+	})
+	defer half.Stop()
 	_ = nc.SetDeadline(time.Time{})
 	_, _ = io.WriteString(nc, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: "+UpgradeProtocol+"\r\n\r\n")
-	srv := s.session(r.URL.Query().Get("name"), "stdio", g)
 	out := &lockedConn{w: nc, stall: s.writeStall}
 	// capLines answers an oversized line itself; the SDK's cap, a little
 	// above, is never reached.
 	t := &sdk.IOTransport{Reader: &capLines{r: rw.Reader, c: nc, w: out, max: MaxInput}, Writer: out, MaxLineLength: MaxInput + 64}
-	ss, err := srv.Connect(context.Background(), t, nil)
+	ss, err := cn.srv.Connect(context.Background(), t, nil)
 	if err != nil {
-		_ = nc.Close()
 		return
 	}
 	_ = ss.Wait()
-	_ = nc.Close()
 }
 
 // Close ends every client's session and waits for them to leave the
@@ -276,6 +306,8 @@ type conn struct {
 	want  string
 	kind  string
 	srv   *sdk.Server
+	nc    io.Closer // a stdio upgrade's connection, closed by close
+	slot  bool      // it holds a session slot (s.mu)
 
 	mu     sync.Mutex
 	c      *client
@@ -294,8 +326,8 @@ type conn struct {
 	idle     *time.Timer
 }
 
-// session builds the MCP server of one connection.
-func (s *Server) session(name, kind string, g api.Grant) *sdk.Server {
+// session builds the MCP connection of one client and its server.
+func (s *Server) session(name, kind string, g api.Grant) *conn {
 	cn := &conn{s: s, grant: g, want: name, kind: kind}
 	cn.srv = sdk.NewServer(&sdk.Implementation{Name: "gateway", Title: "Session gateway", Version: s.cfg.Version}, &sdk.ServerOptions{
 		Instructions: instructions,
@@ -314,7 +346,7 @@ func (s *Server) session(name, kind string, g api.Grant) *sdk.Server {
 	cn.srv.AddReceivingMiddleware(cn.admit)
 	cn.addTools()
 	cn.addResources()
-	return cn.srv
+	return cn
 }
 
 // sessionVersions are the MCP versions with sessions, newest first.
@@ -403,6 +435,9 @@ func (cn *conn) close() {
 	cn.mu.Unlock()
 	if ss != nil {
 		_ = ss.Close()
+	}
+	if cn.nc != nil { // set before it was listed, never after
+		_ = cn.nc.Close()
 	}
 }
 

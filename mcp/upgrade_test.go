@@ -1,0 +1,113 @@
+package mcp
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
+)
+
+// upgradeAs asks addr's /mcp for the stdio upgrade with token and sends
+// nothing more: the connection and the status line of the answer.
+func upgradeAs(t *testing.T, addr, token string) (net.Conn, int) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "GET /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", addr, token, UpgradeProtocol)
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	return c, resp.StatusCode
+}
+
+// TestUpgradesThatNeverInitializeAreBoundedAndClosed: a token that opens
+// the stdio upgrade over and over and sends nothing holds at most its
+// share of the sessions, each only pendingFor; the refused are counted.
+// Before, each held a connection and its goroutines for good.
+func TestUpgradesThatNeverInitializeAreBoundedAndClosed(t *testing.T) {
+	w := newWorld(t)
+	var mu sync.Mutex
+	drops := map[string]int{}
+	w.srv.cfg.Drop = func(r string) { mu.Lock(); drops[r]++; mu.Unlock() }
+	w.srv.pendingFor = time.Second // 192 upgrades on loopback take far less, mostly
+	addr := strings.TrimSuffix(strings.TrimPrefix(tokenWorld(t, w), "http://"), "/mcp")
+	base := runtime.NumGoroutine()
+
+	start := time.Now()
+	var upgraded []net.Conn
+	for range 3 * MaxSessionsPerToken {
+		c, code := upgradeAs(t, addr, "tok-a")
+		switch code {
+		case http.StatusSwitchingProtocols:
+			upgraded = append(upgraded, c)
+		case http.StatusServiceUnavailable:
+			c.Close()
+		default:
+			t.Fatalf("upgrade answered %d", code)
+		}
+	}
+	if time.Since(start) < w.srv.pendingFor && len(upgraded) != MaxSessionsPerToken {
+		t.Fatalf("%d upgrades of one token open at once, want its share %d", len(upgraded), MaxSessionsPerToken)
+	}
+	mu.Lock()
+	if got := drops[DropTokenShare]; got != 3*MaxSessionsPerToken-len(upgraded) {
+		t.Errorf("%d refusals counted %s, want %d", got, DropTokenShare, 3*MaxSessionsPerToken-len(upgraded))
+	}
+	mu.Unlock()
+	for i, c := range upgraded {
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil || strings.Contains(err.Error(), "timeout") {
+			t.Fatalf("half-open upgrade %d not closed by the gateway: %d %v", i, n, err)
+		}
+		c.Close()
+	}
+	testutil.Eventually(t, "every slot free", func() bool { return w.srv.Open() == 0 })
+	testutil.Eventually(t, "goroutines back near the start", func() bool { return runtime.NumGoroutine() <= base+5 })
+	mu.Lock()
+	if drops[DropNotInitialized] != len(upgraded) {
+		t.Errorf("%d closed as %s, want %d", drops[DropNotInitialized], DropNotInitialized, len(upgraded))
+	}
+	mu.Unlock()
+}
+
+// TestCloseEndsUpgradesThatNeverInitialized: the server's Close reaches a
+// stdio connection still waiting for initialize.
+func TestCloseEndsUpgradesThatNeverInitialized(t *testing.T) {
+	w := newWorld(t)
+	w.srv.pendingFor = time.Hour
+	addr := strings.TrimSuffix(strings.TrimPrefix(tokenWorld(t, w), "http://"), "/mcp")
+	var conns []net.Conn
+	for range 3 {
+		c, code := upgradeAs(t, addr, "tok-a")
+		if code != http.StatusSwitchingProtocols {
+			t.Fatalf("upgrade answered %d", code)
+		}
+		conns = append(conns, c)
+	}
+	closed := make(chan struct{})
+	go func() { w.srv.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	for i, c := range conns {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == nil || strings.Contains(err.Error(), "timeout") {
+			t.Fatalf("upgrade %d still open after Close: %v", i, err)
+		}
+	}
+}
