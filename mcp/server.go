@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -236,8 +237,11 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 	}
 	cn := s.session(r.URL.Query().Get("name"), "stdio", g)
 	if err := s.reserve(cn); err != nil {
+		// As the API's errors, so gateway mcp shows what to do.
+		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Connection", "close")
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_ = json.NewEncoder(w).Encode(api.Error{Error: err.Error(), Code: api.CodeUnavailable})
 		return
 	}
 	defer s.release(cn, "")

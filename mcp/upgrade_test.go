@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,12 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/internal/testutil"
 )
 
 // upgradeAs asks addr's /mcp for the stdio upgrade with token and sends
 // nothing more: the connection and the status line of the answer.
-func upgradeAs(t *testing.T, addr, token string) (net.Conn, int) {
+func upgradeAs(t *testing.T, addr, token string) (net.Conn, *http.Response) {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -30,7 +32,7 @@ func upgradeAs(t *testing.T, addr, token string) (net.Conn, int) {
 		t.Fatal(err)
 	}
 	_ = c.SetReadDeadline(time.Time{})
-	return c, resp.StatusCode
+	return c, resp
 }
 
 // TestUpgradesThatNeverInitializeAreBoundedAndClosed: a token that opens
@@ -49,14 +51,18 @@ func TestUpgradesThatNeverInitializeAreBoundedAndClosed(t *testing.T) {
 	start := time.Now()
 	var upgraded []net.Conn
 	for range 3 * MaxSessionsPerToken {
-		c, code := upgradeAs(t, addr, "tok-a")
-		switch code {
+		c, resp := upgradeAs(t, addr, "tok-a")
+		switch resp.StatusCode {
 		case http.StatusSwitchingProtocols:
 			upgraded = append(upgraded, c)
 		case http.StatusServiceUnavailable:
+			var e api.Error
+			if err := json.NewDecoder(resp.Body).Decode(&e); err != nil || !strings.Contains(e.Error, "with this token") {
+				t.Fatalf("a refused upgrade says %+v, %v", e, err)
+			}
 			c.Close()
 		default:
-			t.Fatalf("upgrade answered %d", code)
+			t.Fatalf("upgrade answered %d", resp.StatusCode)
 		}
 	}
 	if time.Since(start) < w.srv.pendingFor && len(upgraded) != MaxSessionsPerToken {
@@ -91,9 +97,9 @@ func TestCloseEndsUpgradesThatNeverInitialized(t *testing.T) {
 	addr := strings.TrimSuffix(strings.TrimPrefix(tokenWorld(t, w), "http://"), "/mcp")
 	var conns []net.Conn
 	for range 3 {
-		c, code := upgradeAs(t, addr, "tok-a")
-		if code != http.StatusSwitchingProtocols {
-			t.Fatalf("upgrade answered %d", code)
+		c, resp := upgradeAs(t, addr, "tok-a")
+		if resp.StatusCode != http.StatusSwitchingProtocols {
+			t.Fatalf("upgrade answered %d", resp.StatusCode)
 		}
 		conns = append(conns, c)
 	}
