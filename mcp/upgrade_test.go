@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"runtime"
@@ -47,6 +48,19 @@ func TestUpgradesThatNeverInitializeAreBoundedAndClosed(t *testing.T) {
 	w.srv.pendingFor = time.Second // 192 upgrades on loopback take far less, mostly
 	addr := strings.TrimSuffix(strings.TrimPrefix(tokenWorld(t, w), "http://"), "/mcp")
 	base := runtime.NumGoroutine()
+	// Beside the flood: one client that joins stays, one that only sends
+	// initialize is closed and counted once.
+	joined, _ := upgradeAs(t, addr, "tok-b")
+	half, _ := upgradeAs(t, addr, "tok-c")
+	for _, c := range []net.Conn{joined, half} {
+		fmt.Fprintln(c, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"steady","version":"1"}}}`)
+	}
+	if _, err := bufio.NewReader(joined).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(joined, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	testutil.Eventually(t, "the steady client in the roster", func() bool { return w.listed("steady") })
+	base += 2 * 3 // the joined one's connection, session and pushes stay
 
 	start := time.Now()
 	var upgraded []net.Conn
@@ -73,18 +87,21 @@ func TestUpgradesThatNeverInitializeAreBoundedAndClosed(t *testing.T) {
 		t.Errorf("%d refusals counted %s, want %d", got, DropTokenShare, 3*MaxSessionsPerToken-len(upgraded))
 	}
 	mu.Unlock()
-	for i, c := range upgraded {
+	for i, c := range append(upgraded, half) {
 		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil || strings.Contains(err.Error(), "timeout") {
-			t.Fatalf("half-open upgrade %d not closed by the gateway: %d %v", i, n, err)
+		if _, err := io.Copy(io.Discard, c); err != nil { // EOF, after any answer
+			t.Fatalf("half-open upgrade %d not closed by the gateway: %v", i, err)
 		}
 		c.Close()
 	}
-	testutil.Eventually(t, "every slot free", func() bool { return w.srv.Open() == 0 })
+	testutil.Eventually(t, "every slot but the joined one's free", func() bool { return w.srv.Open() == 1 })
+	if !w.listed("steady") {
+		t.Error("a client that joined was closed after pendingFor")
+	}
 	testutil.Eventually(t, "goroutines back near the start", func() bool { return runtime.NumGoroutine() <= base+5 })
 	mu.Lock()
-	if drops[DropNotInitialized] != len(upgraded) {
-		t.Errorf("%d closed as %s, want %d", drops[DropNotInitialized], DropNotInitialized, len(upgraded))
+	if drops[DropNotInitialized] != len(upgraded)+1 {
+		t.Errorf("%d closed as %s, want %d", drops[DropNotInitialized], DropNotInitialized, len(upgraded)+1)
 	}
 	mu.Unlock()
 }
