@@ -28,6 +28,8 @@ const (
 	DropUnserved                              // a remote session's control request of a subtype the gateway does not serve, answered with an error
 	DropDisconnected                          // the receiver (an MCP client) left before reading it
 	DropNotApprover                           // a reply to a permission prompt claiming the approver, from a process that is not the approver's
+	DropRecordLimit                           // registry record files beyond what one listing reads (a leg's roster, not a message)
+	DropShutdown                              // accepted as the gateway stopped, and not handled before it did
 )
 
 var dropWire = [...]string{
@@ -36,7 +38,7 @@ var dropWire = [...]string{
 	DropDenied: "denied", DropExpired: "expired", DropRefused: "refused",
 	DropUnauthenticated: "unauthenticated", DropAliasLimit: "alias-limit", DropUnserved: "unserved",
 	DropDisconnected: "disconnected",
-	DropNotApprover:  "not-approver",
+	DropNotApprover:  "not-approver", DropRecordLimit: "record-limit", DropShutdown: "shutdown",
 }
 
 // Admission reports whether r is one of the admission checks' reasons

@@ -68,6 +68,7 @@ type Peer struct {
 	// when a file changes (a /clear rewrites its record with a new id).
 	recordFiles *uds.FileCache[Record]
 	index       atomic.Pointer[recordIndex] // which file named which inbox, for the listing it was made from
+	overCap     atomic.Bool                 // the last pass left record files unread (roster.go)
 	al          *aliases
 
 	sendSem chan struct{} // bounds receipt dials, as Qwen bounds concurrent sends

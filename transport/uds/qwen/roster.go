@@ -39,11 +39,22 @@ type recordIndex struct {
 // it is not ""); dead ones are swept after a re-read proves them the same
 // incarnation. Only the records kept are judged, which takes reads of
 // /proc: a send judges its target's alone.
-func (p *Peer) records(inbox string) ([]listed, error) { return p.readRecords(inbox, true) }
+func (p *Peer) records(ctx context.Context, inbox string) ([]listed, error) {
+	return p.readRecords(ctx, inbox, true)
+}
+
+// Bounds on the record files one pass reads and judges: file names
+// (<pid>-<8 hex>.json) allow billions per process, and anyone of ours can
+// write them. The cap per process comes first, so one process's files
+// cannot push another's record out of the total.
+const (
+	MaxRecordsPerPID = 64
+	MaxRecords       = 1024
+)
 
 // readRecords is records; useIndex false reads every file whatever the
 // index says.
-func (p *Peer) readRecords(inbox string, useIndex bool) ([]listed, error) {
+func (p *Peer) readRecords(ctx context.Context, inbox string, useIndex bool) ([]listed, error) {
 	// The directory is read again only once it changed; each record file
 	// is looked at (and read again once changed) unless the index says it
 	// names another inbox.
@@ -60,8 +71,13 @@ func (p *Peer) readRecords(inbox string, useIndex bool) ([]listed, error) {
 		next = make(map[string]string, len(ents))
 	}
 	var out []listed
+	perPID, read, over := map[int]int{}, 0, 0
 	for _, de := range ents {
-		if _, _, ok := ParseRecordFileName(de.Name()); !ok || !de.Type().IsRegular() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		pid, _, ok := ParseRecordFileName(de.Name())
+		if !ok || !de.Type().IsRegular() {
 			continue
 		}
 		path := filepath.Join(p.sessions, de.Name())
@@ -71,6 +87,11 @@ func (p *Peer) readRecords(inbox string, useIndex bool) ([]listed, error) {
 		if named, ok := idx.inboxOf(path); ok && named != inbox {
 			continue
 		}
+		if perPID[pid]++; perPID[pid] > MaxRecordsPerPID || read >= MaxRecords {
+			over++
+			continue
+		}
+		read++
 		rec, err := p.recordFiles.Get(path)
 		if next != nil && err == nil {
 			// Indexed only as just read, and only once that parse is kept
@@ -92,7 +113,21 @@ func (p *Peer) readRecords(inbox string, useIndex bool) ([]listed, error) {
 	if next != nil {
 		p.index.Store(&recordIndex{gen: gen, inbox: next})
 	}
+	p.noteOverCap(over)
 	return out, nil
+}
+
+// noteOverCap logs and counts (a drop, reason record-limit) the first pass
+// that left record files unread, not every pass after it until one reads
+// them all again.
+func (p *Peer) noteOverCap(over int) {
+	if was := p.overCap.Swap(over > 0); over == 0 || was {
+		return
+	}
+	p.log.Warn("qwen records left unread: too many record files", "unread", over,
+		"max_per_pid", MaxRecordsPerPID, "max", MaxRecords, "dir", p.sessions)
+	// Offered, never waited for: a listing must not wait on the router.
+	p.emitter.Offer(message.Event{Type: message.EventDrop, Drop: &message.Drop{Reason: message.DropRecordLimit}})
 }
 
 // inboxOf is the inbox file named when the index was made; false for a
@@ -123,7 +158,7 @@ func (p *Peer) sweep(path string, rec Record) {
 // beyond Qwen Code's rules, one whose inbox is listened on by its record's
 // own process (anyone of ours may write a record naming any socket).
 func (p *Peer) Sessions(ctx context.Context) ([]message.Session, error) {
-	recs, err := p.records("")
+	recs, err := p.records(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +169,12 @@ func (p *Peer) Sessions(ctx context.Context) ([]message.Session, error) {
 		if l.rec.IPCPath == "" || !IsLocalIPCPath(l.rec.IPCPath) {
 			continue
 		}
-		sem <- struct{}{}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return nil, ctx.Err()
+		}
 		wg.Go(func() {
 			defer func() { <-sem }()
 			pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
@@ -171,10 +211,10 @@ var ErrNoRecord = errors.New("no live qwen session record for that address")
 
 // target re-reads the registry for the record at path (and session id when
 // known), as the spec asks before each send: /clear swaps the id.
-func (p *Peer) target(path, sessionID string) (Record, error) {
+func (p *Peer) target(ctx context.Context, path, sessionID string) (Record, error) {
 	var found []Record
 	for _, useIndex := range []bool{true, false} {
-		recs, err := p.readRecords(path, useIndex)
+		recs, err := p.readRecords(ctx, path, useIndex)
 		if err != nil {
 			return Record{}, err
 		}

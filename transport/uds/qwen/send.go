@@ -19,7 +19,7 @@ func (p *Peer) Send(ctx context.Context, m message.Message) (message.Receipt, er
 	if !ok || !IsLocalIPCPath(path) {
 		return message.Receipt{}, fmt.Errorf("not a qwen inbox address: %q", m.To)
 	}
-	rec, err := p.target(path, m.ToSessionID)
+	rec, err := p.target(ctx, path, m.ToSessionID)
 	if err != nil {
 		return message.Receipt{}, err
 	}
