@@ -140,18 +140,26 @@ func (r *Router) Run(ctx context.Context) error {
 	}
 	in := make(chan message.Event, r.cfg.EventQueue)
 	g, ctx := errgroup.WithContext(ctx)
+	var legs sync.WaitGroup
 	for _, l := range r.legs {
+		legs.Add(1)
 		g.Go(func() error {
+			defer legs.Done()
 			if err := l.Run(ctx, in); err != nil && !errors.Is(err, context.Canceled) {
 				return fmt.Errorf("%s leg: %w", l.Name(), err)
 			}
 			return nil
 		})
 	}
+	legsDone := make(chan struct{})
+	go func() { legs.Wait(); close(legsDone) }()
+	// The pump reads until every leg's Run has returned: a leg hands on
+	// what it accepted while it stops.
 	g.Go(func() error {
 		for {
 			select {
-			case <-ctx.Done():
+			case <-legsDone:
+				r.dropLeft(ctx, in)
 				return nil
 			case ev := <-in:
 				r.handle(ctx, ev)
@@ -176,6 +184,26 @@ func (r *Router) Run(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	return err
+}
+
+// dropLeft counts and logs what is still queued once the legs stopped
+// (an event a leg queued as its Run returned): nothing reads it now.
+func (r *Router) dropLeft(ctx context.Context, in <-chan message.Event) {
+	for len(in) > 0 {
+		ev := <-in
+		if ev.Type != message.EventMessage && ev.Type != message.EventReceipt {
+			continue
+		}
+		d := message.Drop{Reason: message.DropShutdown}
+		if ev.Message != nil {
+			d.MsgID, d.From = ev.Message.ID, ev.Message.From
+		}
+		if ev.Receipt != nil {
+			d.MsgID = ev.Receipt.MsgID
+		}
+		r.log.Warn("event dropped: the gateway stopped before handling it", "type", ev.Type, "msg_id", d.MsgID, "leg", ev.Leg)
+		r.Dropped(ctx, ev.Leg, d)
+	}
 }
 
 func (r *Router) handle(ctx context.Context, ev message.Event) {

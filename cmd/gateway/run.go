@@ -108,8 +108,10 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	}
 	mcpLeg := mcp.NewLeg(nil)
 	legs = append(legs, mcpLeg)
+	var closePool func() // once serving, before the router stops: what the workers accepted is still forwarded
 	if pool != nil {
 		defer pool.Close()
+		closePool = pool.Close
 	}
 	rt := router.New(router.Config{Logger: log, Metrics: metrics, Tracer: tel.Tracer(), Bridge: c.bridge, BridgeOnly: c.bridgeOnly, DID: c.did, Host: fed.Host(),
 		// What the gateway itself sends (approver notices) attests its own
@@ -166,7 +168,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	log.Info("gateway serving", "state_dir", c.stateDir, "control_socket", sockPath, "version", version)
 
 	err = lifecycle.Run(ctx, lifecycle.Parts{Log: log, Grace: life.grace, Core: rt.Run,
-		Servers: servers, Listeners: listeners, Pending: outboxDepth, Reloaders: life.reloaders(level, srv),
+		Servers: servers, Listeners: listeners, Pending: outboxDepth, BeforeCore: closePool, Reloaders: life.reloaders(level, srv),
 		Notify: lifecycle.SystemdNotify(c.getenv("NOTIFY_SOCKET")), Ready: c.ready(legs, sockPath, srv.ConsoleURL()),
 		// An event stream never finishes by itself: end it now, with a reason.
 		EndStreams: func() { rt.Hub().CloseAll(router.ErrShuttingDown); mcpSrv.Close() }})

@@ -36,6 +36,10 @@ type Parts struct {
 	// Pending counts the queued work still to flush (an outbox); nil for
 	// none.
 	Pending func() int
+	// BeforeCore, when set, runs once the servers drained and Pending
+	// flushed, before the core stops: helpers that feed the core (alias
+	// workers) stop while it still handles what they accepted.
+	BeforeCore func()
 	// Reloaders run on each SIGHUP.
 	Reloaders []Reloader
 	// Notify is told READY=1 once the servers serve (every leg registered
@@ -96,6 +100,9 @@ func Run(ctx context.Context, p Parts) error {
 		drain(p.Log, p.Servers, deadline)
 		if p.Pending != nil {
 			flush(gctx, p.Log, p.Pending, deadline)
+		}
+		if p.BeforeCore != nil {
+			p.BeforeCore()
 		}
 		stopCore()
 		return nil

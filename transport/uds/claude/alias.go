@@ -130,6 +130,10 @@ func RunWorker(ctx context.Context, cfg Config, ctl io.ReadWriter) error {
 		case ev := <-events:
 			write(WorkerOp{Op: OpEvent, Event: &ev})
 		case err := <-done:
+			for len(events) > 0 { // accepted before the stop: still the parent's to hear
+				ev := <-events
+				write(WorkerOp{Op: OpEvent, Event: &ev})
+			}
 			return err
 		}
 	}

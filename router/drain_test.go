@@ -1,0 +1,52 @@
+package router
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/message"
+)
+
+// stoppingLeg hands on one message as it stops (an alias worker's last
+// accepted one, say), and returns once released.
+type stoppingLeg struct {
+	*fakeLeg
+	release chan struct{}
+}
+
+func (l stoppingLeg) Run(ctx context.Context, in chan<- message.Event) error {
+	<-ctx.Done()
+	in <- message.Event{Type: message.EventMessage, Leg: l.name, Message: &message.Message{ID: "m-late", Body: "accepted as we stopped"}}
+	<-l.release
+	return ctx.Err()
+}
+
+// The loss: the router stopped reading its legs' queue when its context
+// ended, so what a leg accepted while stopping went nowhere, unseen.
+func TestWhatALegHandsOnWhileItStopsIsStillHandled(t *testing.T) {
+	leg := stoppingLeg{fakeLeg: newFake(), release: make(chan struct{})}
+	r := New(Config{}, leg)
+	_, _, sub := r.Hub().Subscribe(-1)
+	defer sub.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	cancel()
+	deadline := time.After(testutil.Patience)
+	for seen := false; !seen; {
+		select {
+		case ev := <-sub.C:
+			seen = ev.Type == message.EventMessage && ev.Message.ID == "m-late"
+		case <-deadline:
+			close(leg.release)
+			<-done
+			t.Fatal("the message a leg handed on while stopping was never handled")
+		}
+	}
+	close(leg.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
