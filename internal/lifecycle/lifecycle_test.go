@@ -39,6 +39,7 @@ func TestRunStopsInOrder(t *testing.T) {
 			Core:    func(ctx context.Context) error { <-ctx.Done(); note("core"); return nil },
 			Servers: []*http.Server{{Handler: http.NotFoundHandler()}}, Listeners: []net.Listener{ln},
 			EndStreams: func() { note("streams") },
+			BeforeCore: func() { note("feeders") },
 			Pending: func() int {
 				n := queued.Add(-1)
 				if n <= 0 {
@@ -59,8 +60,8 @@ func TestRunStopsInOrder(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return")
 	}
-	if got := strings.Join(order, ","); got != "streams,flushed,core" {
-		t.Fatalf("stopped in the order %s, want streams, flushed, core", got)
+	if got := strings.Join(order, ","); got != "streams,flushed,feeders,core" {
+		t.Fatalf("stopped in the order %s, want streams, flushed, feeders (alias workers), core", got)
 	}
 }
 
