@@ -557,7 +557,7 @@ func permanent(err error) bool {
 // consumer or stream leader being elected) is noticed and made again in
 // seconds, not tens of them.
 func (n *Node) consume(ctx context.Context, prefix, subject string, pending int, handle func(jetstream.Msg)) (jetstream.ConsumeContext, error) {
-	cons, err := retry(ctx, func() (jetstream.Consumer, error) {
+	cons, err := retry(ctx, func(ctx context.Context) (jetstream.Consumer, error) {
 		return n.stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 			Durable:       prefix + n.cfg.Host,
 			FilterSubject: subject,
@@ -570,7 +570,7 @@ func (n *Node) consume(ctx context.Context, prefix, subject string, pending int,
 	if err != nil {
 		return nil, err
 	}
-	_, err = retry(ctx, func() (bool, error) {
+	_, err = retry(ctx, func(ctx context.Context) (bool, error) {
 		info, err := cons.Info(ctx)
 		if err == nil && info.Cluster != nil && info.Cluster.Leader == "" {
 			err = errNoLeader

@@ -254,7 +254,7 @@ func (n *Node) setup(ctx context.Context) error {
 	ttl := n.cfg.RosterTTL
 	var err error
 	n.stream, err = open(ctx, n, func(ctx context.Context) (jetstream.Stream, error) { return n.js.Stream(ctx, streamName) },
-		func(r int) (jetstream.Stream, error) {
+		func(ctx context.Context, r int) (jetstream.Stream, error) {
 			return n.js.CreateStream(ctx, jetstream.StreamConfig{
 				Name:       streamName,
 				Subjects:   []string{inSubject("*"), receiptSubject("*")},
@@ -271,7 +271,7 @@ func (n *Node) setup(ctx context.Context) error {
 	}
 	bucket := func(name string, size int32) (jetstream.KeyValue, error) {
 		return open(ctx, n, func(ctx context.Context) (jetstream.KeyValue, error) { return n.js.KeyValue(ctx, name) },
-			func(r int) (jetstream.KeyValue, error) {
+			func(ctx context.Context, r int) (jetstream.KeyValue, error) {
 				return n.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
 					Bucket: name, TTL: ttl, History: 1, Replicas: r, MaxValueSize: size, Storage: jetstream.FileStorage,
 				})
@@ -307,8 +307,8 @@ func (n *Node) setup(ctx context.Context) error {
 }
 
 // open returns what get finds, or creates it when it is not there.
-func open[T any](ctx context.Context, n *Node, get func(context.Context) (T, error), create func(int) (T, error)) (T, error) {
-	v, err := retry(ctx, func() (T, error) { return get(ctx) })
+func open[T any](ctx context.Context, n *Node, get func(context.Context) (T, error), create func(context.Context, int) (T, error)) (T, error) {
+	v, err := retry(ctx, get)
 	if err == nil || !(errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound)) {
 		return v, err
 	}
@@ -323,21 +323,29 @@ func open[T any](ctx context.Context, n *Node, get func(context.Context) (T, err
 // none is, with 3 on a cluster that told us of 3 or more nodes and 1
 // otherwise. A cluster still electing its leaders answers 503 for a
 // moment: that is retried until ctx ends.
-func withReplicas[T any](ctx context.Context, nc *nats.Conn, want int, create func(int) (T, error)) (T, error) {
+func withReplicas[T any](ctx context.Context, nc *nats.Conn, want int, create func(context.Context, int) (T, error)) (T, error) {
 	if want <= 0 {
 		want = 1
 		if len(nc.Servers()) >= 3 {
 			want = 3
 		}
 	}
-	return retry(ctx, func() (T, error) { return create(want) })
+	return retry(ctx, func(ctx context.Context) (T, error) { return create(ctx, want) })
 }
 
-// retry runs f until it succeeds, fails for good, or ctx ends.
-func retry[T any](ctx context.Context, f func() (T, error)) (T, error) {
+// attemptTimeout bounds one request of a retry: under the caller's
+// deadline a JetStream request waits for all of it, so one reply lost while
+// the cluster elects its leaders would spend a whole join.
+var attemptTimeout = 5 * time.Second
+
+// retry runs f, each time within attemptTimeout, until it succeeds, fails
+// for good, or ctx ends.
+func retry[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
 	wait := 100 * time.Millisecond
 	for {
-		v, err := f()
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		v, err := f(actx)
+		cancel()
 		if err == nil || !transient(err) {
 			return v, err
 		}
@@ -368,7 +376,9 @@ func transient(err error) bool {
 // after the last renewal, so a gateway that died frees its name.
 func (n *Node) claim(ctx context.Context) error {
 	// Retried: a cluster that just started may not answer for its stream yet.
-	rev, err := retry(ctx, func() (uint64, error) { return n.leases.Create(ctx, n.cfg.Host, []byte(n.cfg.Instance)) })
+	rev, err := retry(ctx, func(ctx context.Context) (uint64, error) {
+		return n.leases.Create(ctx, n.cfg.Host, []byte(n.cfg.Instance))
+	})
 	if err == nil {
 		n.leaseRev = rev
 		return nil
