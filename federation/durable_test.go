@@ -156,19 +156,10 @@ func TestAMessageIsAcknowledgedOnlyAfterItsOutcomeAndNeverWrittenTwiceAcrossACra
 }
 
 func TestSendsWhileCutOffAreKeptAndPublishedInOrderPerSenderAfterTheHeal(t *testing.T) {
-	c := sharedCluster(t)
-	p := natscluster.NewProxy(t, c.urls(0))
-	a := join(t, p.URLs(), "cut-a", func(cfg *Config) { cfg.StateDir = t.TempDir() })
-	cc := join(t, c.url(1), "cut-c")
-	pc := &peer{sessions: []message.Session{session("sink", "s-sink", message.ProtocolQwen)}}
-	serve(t, a, &peer{})
-	serve(t, cc, pc)
+	a, _, pc, p := proxied(t, "cut", []func(*Config){func(cfg *Config) { cfg.StateDir = t.TempDir() }}, nil)
 	receipts := run(t, a)
 	ctx := testutil.Context(t, 60*time.Second)
-	testutil.Eventually(t, "a lists sink@cut-c", func() bool { _, ok := a.Origin("sink@cut-c", ""); return ok })
-
-	p.Cut()
-	testutil.Eventually(t, "a notices the link is down", func() bool { return a.Ready() != nil })
+	cutOff(t, p, a)
 	const senders, each = 3, 20
 	run := randomID()
 	var order []string
@@ -234,18 +225,9 @@ func TestSendsWhileCutOffAreKeptAndPublishedInOrderPerSenderAfterTheHeal(t *test
 }
 
 func TestAKeptSendPublishedBeforeRunStartsIsReportedSentOnceItDoes(t *testing.T) {
-	c := sharedCluster(t)
-	p := natscluster.NewProxy(t, c.urls(0))
-	a := join(t, p.URLs(), "early-a")
-	cc := join(t, c.url(1), "early-c")
-	pc := &peer{sessions: []message.Session{session("sink", "s-sink", message.ProtocolQwen)}}
-	serve(t, cc, pc)
-	serve(t, a, &peer{})
+	a, _, _, p := proxied(t, "early", nil, nil)
 	ctx := testutil.Context(t, 60*time.Second)
-	testutil.Eventually(t, "a lists sink@early-c", func() bool { _, ok := a.Origin("sink@early-c", ""); return ok })
-
-	p.Cut()
-	testutil.Eventually(t, "a notices the link is down", func() bool { return a.Ready() != nil })
+	cutOff(t, p, a)
 	id := "early-" + randomID()
 	if rc, err := a.Leg().Send(ctx, message.Message{ID: id, To: "sink@early-c", Body: "b"}); err != nil || rc.Status != message.StatusQueued {
 		t.Fatalf("send while cut off: %+v, %v", rc, err)
@@ -267,8 +249,6 @@ func TestAKeptSendPublishedBeforeRunStartsIsReportedSentOnceItDoes(t *testing.T)
 }
 
 func TestAFullSpoolRefusesWithItsReasonAndWhatItKeptSurvivesARestart(t *testing.T) {
-	c := sharedCluster(t)
-	p := natscluster.NewProxy(t, c.urls(0))
 	dir := t.TempDir()
 	stateful := func(cfg *Config) { cfg.StateDir, cfg.Instance, cfg.SpoolPerHost = dir, "full-a-1", 4 }
 	run := randomID()
@@ -276,16 +256,9 @@ func TestAFullSpoolRefusesWithItsReasonAndWhatItKeptSurvivesARestart(t *testing.
 	for i := range ids {
 		ids[i] = fmt.Sprintf("full-%d-%s", i, run)
 	}
-	a := join(t, p.URLs(), "full-a", stateful)
-	cc := join(t, c.url(1), "full-c")
-	pc := &peer{sessions: []message.Session{session("sink", "s-sink", message.ProtocolQwen)}}
-	serve(t, cc, pc)
-	serve(t, a, &peer{})
+	a, _, pc, p := proxied(t, "full", []func(*Config){stateful}, nil)
 	ctx := testutil.Context(t, 60*time.Second)
-	testutil.Eventually(t, "a lists sink@full-c", func() bool { _, ok := a.Origin("sink@full-c", ""); return ok })
-
-	p.Cut()
-	testutil.Eventually(t, "a notices the link is down", func() bool { return a.Ready() != nil })
+	cutOff(t, p, a)
 	for i := range 4 {
 		if rc, err := a.Leg().Send(ctx, message.Message{ID: ids[i], To: "sink@full-c", Body: "b"}); err != nil || rc.Status != message.StatusQueued {
 			t.Fatalf("send %d: %+v, %v", i, rc, err)
@@ -299,7 +272,7 @@ func TestAFullSpoolRefusesWithItsReasonAndWhatItKeptSurvivesARestart(t *testing.
 
 	// Killed while cut off: the next start publishes what was kept.
 	crash(a)
-	a2 := join(t, c.url(2), "full-a", stateful)
+	a2 := join(t, sharedCluster(t).url(2), "full-a", stateful)
 	serve(t, a2, &peer{})
 	testutil.EventuallyWithin(t, 20*time.Second, "the kept sends delivered", func() bool { return len(pc.received()) == 4 })
 	var got []string
@@ -317,21 +290,12 @@ func TestAFullSpoolRefusesWithItsReasonAndWhatItKeptSurvivesARestart(t *testing.
 // send is never reported sent when the copy the stream stored is too old
 // for its receiver to take.
 func TestKeptSendsCutOffAgainMidFlushForLongerThanTheReplayWindowAllArrive(t *testing.T) {
-	c := sharedCluster(t)
 	const window = 3 * time.Second
 	short := func(cfg *Config) { cfg.ReplayWindow = window }
-	p := natscluster.NewProxy(t, c.urls(0))
-	a := join(t, p.URLs(), "mid-a", short, func(cfg *Config) { cfg.StateDir = t.TempDir() })
-	cc := join(t, c.url(1), "mid-c", short)
-	pc := &peer{sessions: []message.Session{session("sink", "s-sink", message.ProtocolQwen)}}
-	serve(t, a, &peer{})
-	serve(t, cc, pc)
+	a, cc, pc, p := proxied(t, "mid", []func(*Config){short, func(cfg *Config) { cfg.StateDir = t.TempDir() }}, []func(*Config){short})
 	receipts := run(t, a)
 	ctx := testutil.Context(t, 30*time.Second)
-	testutil.Eventually(t, "a lists sink@mid-c", func() bool { _, ok := a.Origin("sink@mid-c", ""); return ok })
-
-	p.Cut()
-	testutil.Eventually(t, "a notices the link is down", func() bool { return a.Ready() != nil })
+	cutOff(t, p, a)
 	const count = 400
 	run := randomID()
 	for i := range count {
@@ -437,4 +401,27 @@ func TestTwoCopiesOfAMessageSignedApartAreDeliveredOnce(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("delivered %d times", len(got))
 	}
+}
+
+// proxied joins NAME-a through a proxy that can cut it off and NAME-c
+// directly, c serving a Qwen session "sink" that a lists before it
+// returns.
+func proxied(t *testing.T, name string, aMods, cMods []func(*Config)) (a, cc *Node, sink *peer, p *natscluster.Proxy) {
+	t.Helper()
+	c := sharedCluster(t)
+	p = natscluster.NewProxy(t, c.urls(0))
+	a = join(t, p.URLs(), name+"-a", aMods...)
+	cc = join(t, c.url(1), name+"-c", cMods...)
+	sink = &peer{sessions: []message.Session{session("sink", "s-sink", message.ProtocolQwen)}}
+	serve(t, a, &peer{})
+	serve(t, cc, sink)
+	testutil.Eventually(t, "a lists sink@"+name+"-c", func() bool { _, ok := a.Origin("sink@"+name+"-c", ""); return ok })
+	return a, cc, sink, p
+}
+
+// cutOff cuts a off the cluster through p and waits until a notices.
+func cutOff(t *testing.T, p *natscluster.Proxy, a *Node) {
+	t.Helper()
+	p.Cut()
+	testutil.Eventually(t, "a notices the link is down", func() bool { return a.Ready() != nil })
 }
