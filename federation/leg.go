@@ -94,10 +94,10 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 	// Earlier sends still kept go first: a sender's messages stay in order.
 	if n.spool.len() == 0 && n.nc.Status() == nats.CONNECTED {
 		dctx, cancel := context.WithTimeout(ctx, directWait)
-		first := b
+		signed := true // above, to tell the cap
 		err := n.publish(dctx, inSubject(target.Host), m.ID, func() ([]byte, error) {
-			if b := first; b != nil { // signed above, to tell the cap
-				first = nil
+			if signed {
+				signed = false
 				return b, nil
 			}
 			return n.resign(b)
