@@ -115,14 +115,17 @@ func (cn *conn) admit(next sdk.MethodHandler) sdk.MethodHandler {
 			cn.arm()
 		}
 		cn.mu.Unlock()
-		half := time.AfterFunc(s.pendingFor, func() {
-			// A stdio upgrade's own timer, from its start, closes it.
-			if _, err := cn.me(); err != nil && cn.kind != "stdio" {
-				s.cfg.Drop(DropNotInitialized)
-				s.log.Warn("mcp session closed: not initialized in time", "after", s.pendingFor)
-				_ = ss.Close()
-			}
-		})
+		half := time.NewTimer(0) // a stdio upgrade's own timer, from its start, closes it
+		half.Stop()
+		if cn.kind != "stdio" {
+			half = time.AfterFunc(s.pendingFor, func() {
+				if _, err := cn.me(); err != nil {
+					s.cfg.Drop(DropNotInitialized)
+					s.log.Warn("mcp session closed: not initialized in time", "after", s.pendingFor)
+					_ = ss.Close()
+				}
+			})
+		}
 		go func() {
 			defer s.wg.Done()
 			_ = ss.Wait()

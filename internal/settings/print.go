@@ -45,11 +45,7 @@ type Redactor interface {
 // shown is v as it may be printed: as the flag's Redactor shows it, or
 // with what redactInline hides hidden.
 func (s *setting) shown(v string) string {
-	inner := s.flag.Value
-	if t, ok := inner.(*tracked); ok {
-		inner = t.Value
-	}
-	if r, ok := inner.(Redactor); ok {
+	if r, ok := unwrap(s.flag.Value).(Redactor); ok {
 		return r.Redact(v)
 	}
 	return redactInline(v)

@@ -115,10 +115,7 @@ func (k kind) String() string { return kindWant[k] }
 // flag.Getters; a Value without Get (a repeatable flag, fs.Func) is taken
 // as a list.
 func kindOf(f *flag.Flag) kind {
-	v := f.Value
-	if t, ok := v.(*tracked); ok {
-		v = t.Value
-	}
+	v := unwrap(f.Value)
 	if b, ok := v.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
 		return kindBool
 	}
@@ -142,6 +139,14 @@ func kindOf(f *flag.Flag) kind {
 type tracked struct {
 	flag.Value
 	set []string
+}
+
+// unwrap is the flag's own Value under its tracked wrapper, if any.
+func unwrap(v flag.Value) flag.Value {
+	if t, ok := v.(*tracked); ok {
+		return t.Value
+	}
+	return v
 }
 
 func (t *tracked) Set(s string) error {
