@@ -35,14 +35,6 @@ type recordIndex struct {
 	inbox map[string]string // by file
 }
 
-// records reads every live record but our own (those naming inbox, when
-// it is not ""); dead ones are swept after a re-read proves them the same
-// incarnation. Only the records kept are judged, which takes reads of
-// /proc: a send judges its target's alone.
-func (p *Peer) records(ctx context.Context, inbox string) ([]listed, error) {
-	return p.readRecords(ctx, inbox, true)
-}
-
 // Bounds on the record files one pass reads and judges: file names
 // (<pid>-<8 hex>.json) allow billions per process, and anyone of ours can
 // write them. The cap per process comes first, so one process's files
@@ -52,15 +44,18 @@ const (
 	MaxRecords       = 1024
 )
 
-// readRecords is records; useIndex false reads every file whatever the
-// index says.
-func (p *Peer) readRecords(ctx context.Context, inbox string, useIndex bool) ([]listed, error) {
+// readRecords reads every live record but our own (those naming inbox,
+// when it is not ""); dead ones are swept after a re-read proves them the
+// same incarnation. Only the records kept are judged, which takes reads of
+// /proc: a send judges its target's alone. With useIndex, files the index
+// says name another inbox are not read; hid says whether it hid any.
+func (p *Peer) readRecords(ctx context.Context, inbox string, useIndex bool) (out []listed, hid bool, err error) {
 	// The directory is read again only once it changed; each record file
 	// is looked at (and read again once changed) unless the index says it
 	// names another inbox.
 	ents, gen, err := p.registry.List()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	idx := p.index.Load()
 	if !useIndex || inbox == "" || gen == 0 || idx == nil || idx.gen != gen {
@@ -70,11 +65,10 @@ func (p *Peer) readRecords(ctx context.Context, inbox string, useIndex bool) ([]
 	if gen != 0 && idx == nil {
 		next = make(map[string]string, len(ents))
 	}
-	var out []listed
 	perPID, read, over := map[int]int{}, 0, 0
 	for _, de := range ents {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		pid, _, ok := ParseRecordFileName(de.Name())
 		if !ok || !de.Type().IsRegular() {
@@ -85,6 +79,7 @@ func (p *Peer) readRecords(ctx context.Context, inbox string, useIndex bool) ([]
 			continue // ours: not read at all
 		}
 		if named, ok := idx.inboxOf(path); ok && named != inbox {
+			hid = true
 			continue
 		}
 		if perPID[pid]++; perPID[pid] > MaxRecordsPerPID || read >= MaxRecords {
@@ -114,7 +109,7 @@ func (p *Peer) readRecords(ctx context.Context, inbox string, useIndex bool) ([]
 		p.index.Store(&recordIndex{gen: gen, inbox: next})
 	}
 	p.noteOverCap(over)
-	return out, nil
+	return out, hid, nil
 }
 
 // noteOverCap logs and counts (a drop, reason record-limit) the first pass
@@ -158,7 +153,7 @@ func (p *Peer) sweep(path string, rec Record) {
 // beyond Qwen Code's rules, one whose inbox is listened on by its record's
 // own process (anyone of ours may write a record naming any socket).
 func (p *Peer) Sessions(ctx context.Context) ([]message.Session, error) {
-	recs, err := p.records(ctx, "")
+	recs, _, err := p.readRecords(ctx, "", false)
 	if err != nil {
 		return nil, err
 	}
@@ -214,20 +209,21 @@ var ErrNoRecord = errors.New("no live qwen session record for that address")
 func (p *Peer) target(ctx context.Context, path, sessionID string) (Record, error) {
 	var found []Record
 	for _, useIndex := range []bool{true, false} {
-		recs, err := p.readRecords(ctx, path, useIndex)
+		recs, hid, err := p.readRecords(ctx, path, useIndex)
 		if err != nil {
 			return Record{}, err
 		}
 		found = found[:0]
-		for _, l := range recs {
-			if l.rec.IPCPath == path {
-				found = append(found, l.rec)
-			}
+		for _, l := range recs { // all name path
+			found = append(found, l.rec)
 		}
 		for _, r := range found {
 			if sessionID == "" || r.SessionID == sessionID {
 				return r, nil
 			}
+		}
+		if !hid {
+			break // every file was read already
 		}
 		// Not there as asked: the index may hide a record edited in place
 		// to name this inbox, so every file is read once more.
