@@ -133,8 +133,8 @@ func (r *Router) settleLater(leg Leg, o *outbound, rc message.Receipt) {
 				Detail: "inferred", Reason: "no receipt within the settle window; the receiver sends none for a clean delivery"}
 			r.apply(rc) // found in r.settling if forgotten meanwhile
 		})
-		if o.fwd != nil && r.out[id] != o && len(r.settling) < 4*r.cfg.KeepOutbound {
-			r.settling[id] = o // forgotten before its window was set
+		if r.out[id] != o { // forgotten before its window was set
+			r.keepSettling(id, o)
 		}
 	}
 }
@@ -150,16 +150,23 @@ func (r *Router) remember(o *outbound) {
 		old := r.order[0]
 		r.order = r.order[1:]
 		// A forward's settle window runs on: its outcome is relayed then.
-		if oo := r.out[old]; oo != nil && oo.settle != nil {
-			if oo.fwd == nil || len(r.settling) >= 4*r.cfg.KeepOutbound {
-				oo.settle.Stop() // past both caps: its outcome is not relayed
-			} else {
-				r.settling[old] = oo
-			}
+		if oo := r.out[old]; oo != nil && oo.settle != nil && !r.keepSettling(old, oo) {
+			oo.settle.Stop() // its outcome is not relayed
 		}
 		r.out[old].endSpan(statusForgotten)
 		delete(r.out, old)
 	}
+}
+
+// keepSettling keeps o, forgotten while its settle window runs, in
+// r.settling when it forwards a message (its outcome is relayed then) and
+// the set has room (4*KeepOutbound); r.mu is held.
+func (r *Router) keepSettling(id string, o *outbound) bool {
+	if o.fwd == nil || len(r.settling) >= 4*r.cfg.KeepOutbound {
+		return false
+	}
+	r.settling[id] = o
+	return true
 }
 
 // ErrUnknownMessage is returned for an id the router does not remember.
