@@ -82,8 +82,7 @@ func (s *Server) Status(ctx context.Context) Status {
 	}
 	sort.Slice(st.Legs, func(i, j int) bool { return st.Legs[i].Name < st.Legs[j].Name })
 	if _, ok := legs[string(message.ProtocolRemote)]; ok {
-		if items, err := router.Outbox[outbox.Item](rt, false); err == nil {
-			n := len(items)
+		if n, ok := router.OutboxDepth[outbox.Item](rt); ok {
 			st.OutboxDepth = &n
 		}
 	}

@@ -46,6 +46,12 @@ func Preview(body string) string {
 	return b.String()
 }
 
+// Depth counts the pending entries from the store's count, reading none.
+func (l *Leg) Depth() int {
+	pending, _ := l.store.Len()
+	return pending
+}
+
 // Outbox lists the pending entries, oldest first; with all, the kept
 // acked and failed ones too.
 func (l *Leg) Outbox(all bool) ([]Item, error) {

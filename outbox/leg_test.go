@@ -611,6 +611,7 @@ func TestListingAndPreview(t *testing.T) {
 		{"the event uuid is the configured one", items[1].EventUUID, "uuid-of-m2"},
 		{"the target is the message's", items[0].To, "bridge:s1"},
 		{"the state is pending", items[0].State.String(), "pending"},
+		{"the depth counts the pending", fmt.Sprint(h.leg.Depth()), "2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -624,8 +625,8 @@ func TestListingAndPreview(t *testing.T) {
 	h.receipt()
 	pending, _ := h.leg.Outbox(false)
 	all, _ := h.leg.Outbox(true)
-	if len(pending) != 0 || len(all) != 2 || all[0].State != outbox.StateAcked {
-		t.Fatalf("after delivery: pending %+v, all %+v", pending, all)
+	if len(pending) != 0 || len(all) != 2 || all[0].State != outbox.StateAcked || h.leg.Depth() != 0 {
+		t.Fatalf("after delivery: pending %+v, all %+v, depth %d", pending, all, h.leg.Depth())
 	}
 }
 

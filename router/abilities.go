@@ -97,6 +97,17 @@ func (r *Router) Ready() map[message.Protocol]error {
 	return legs
 }
 
+// OutboxDepth counts what the legs with a durable outbox hold for a
+// server's acknowledgement; ok is false when no leg has one.
+func OutboxDepth[Item any](r *Router) (n int, ok bool) {
+	for _, l := range r.legs {
+		if o, is := l.(Outboxer[Item]); is {
+			n, ok = n+o.Depth(), true
+		}
+	}
+	return n, ok
+}
+
 // Outbox lists, leg by leg, what the legs with a durable outbox hold for a
 // server's acknowledgement; all adds the recently acknowledged and failed
 // ones. Item is the outbox's listing type (see Outboxer).

@@ -119,6 +119,10 @@ type Outboxer[Item any] interface {
 	// Outbox lists the messages waiting for an acknowledgement, oldest
 	// first; all adds the recently acknowledged and failed ones.
 	Outbox(all bool) ([]Item, error)
+	// Depth counts the messages waiting for an acknowledgement without
+	// reading them: status and metrics ask often, and a listing decodes
+	// every stored body.
+	Depth() int
 }
 
 // Waker is a leg whose followed sessions may go dormant (the remote leg's

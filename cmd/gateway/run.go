@@ -84,7 +84,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 		defer closeOutbox()
 		remoteLeg = ob
 		keys = ob.Store()
-		outboxDepth = func() int { items, _ := ob.Outbox(false); return len(items) }
+		outboxDepth = ob.Depth
 	}
 	others := 0
 	if remoteLeg != nil {
