@@ -34,9 +34,9 @@ const (
 	// answerTimeout bounds how long a reply waits for the leg to
 	// carry its answer, so a stuck leg does not hold a background slot.
 	answerTimeout = 30 * time.Second
-	// maxWorkers bounds the goroutines the approver owns at once: its
-	// one drain and the replies being applied (as many as the router's
-	// own background pool, which it shared while it lived there).
+	// maxWorkers bounds the replies being applied at once (as many as
+	// the router's own background pool, which it shared while it lived
+	// there). The one drain goroutine comes on top.
 	maxWorkers = 32
 )
 
@@ -64,7 +64,7 @@ type Approver struct {
 	since int64 // the hub's last event id when built: Run starts after it
 
 	bg    sync.WaitGroup // the drain and replies in flight
-	slots chan struct{}  // bounds them
+	slots chan struct{}  // bounds the replies
 
 	mu       sync.Mutex
 	who      message.Session                // what addr resolved to last
@@ -349,8 +349,10 @@ func canonicalAddress(s string) string {
 	return s
 }
 
-// enqueue adds a notice, rendered when its turn comes, and starts a drain
-// goroutine when none runs. A full queue drops the new notice.
+// enqueue adds a notice, rendered when its turn comes, and starts the drain
+// goroutine when none runs. A full queue drops the new notice. The drain
+// takes no worker slot: replies holding every slot must not leave notices
+// queued with nobody to send them.
 func (a *Approver) enqueue(ctx context.Context, render func(context.Context) string) {
 	a.mu.Lock()
 	if len(a.queue) >= maxQueued {
@@ -365,13 +367,11 @@ func (a *Approver) enqueue(ctx context.Context, render func(context.Context) str
 	}
 	a.draining = true
 	a.mu.Unlock()
-	a.background(func() { a.drain(ctx) }, func() {
-		// The notice stays queued; the next one tries again.
-		a.mu.Lock()
-		a.draining = false
-		a.mu.Unlock()
-		a.log.Warn("approver notices wait: the gateway is busy", "approver", a.addr)
-	})
+	a.bg.Add(1)
+	go func() {
+		defer a.bg.Done()
+		a.drain(ctx)
+	}()
 }
 
 // drain sends the queued notices in order until the queue is empty or ctx

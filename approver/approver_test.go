@@ -154,6 +154,7 @@ func (noTimer) Stop() bool { return false }
 
 type approverRig struct {
 	r      *router.Router
+	a      *Approver
 	remote promptLeg
 	local  *localLeg
 	log    logTap
@@ -186,6 +187,7 @@ func startApproverAt(t *testing.T, addr string, aliases ...message.Session) *app
 	g.local.aliases = aliases
 	g.r = router.New(router.Config{Logger: slog.New(g.log), Clock: instantClock{g}}, g.remote, g.local)
 	a := New(g.r, Config{Address: addr, Logger: slog.New(g.log), Clock: instantClock{g}})
+	g.a = a
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 2)
 	go func() { done <- g.r.Run(ctx) }()
@@ -686,4 +688,44 @@ func TestAnAnswerTheLegCannotCarryLeavesThePromptPendingAndSaysSo(t *testing.T) 
 	}
 	g.remote.FailAnswers(nil)
 	holdsAll(t, g.ask(t, "allow "+id), "Allowed "+id)
+}
+
+func TestNoticesGoOutWhileRepliesHoldEveryWorkerSlot(t *testing.T) {
+	tests := []struct {
+		name   string
+		before int  // notices queued while every slot is taken
+		free   bool // whether the slots are freed before the last notice
+	}{
+		{"a notice below the cap goes out without waiting for a later event", 0, false},
+		{"notices go out again once more than the queue holds came while the slots were taken", maxQueued + 1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := startApprover(t)
+			for range maxWorkers {
+				g.a.slots <- struct{}{}
+			}
+			text := func(s string) func(context.Context) string { return func(context.Context) string { return s } }
+			for i := range tt.before {
+				g.a.enqueue(t.Context(), text(fmt.Sprintf("notice %d", i)))
+			}
+			if tt.free {
+				for range maxWorkers {
+					<-g.a.slots
+				}
+			}
+			g.a.enqueue(t.Context(), text("the last notice"))
+			deadline := time.After(3 * time.Second)
+			for {
+				select {
+				case m := <-g.local.sent:
+					if m.Body == "the last notice" {
+						return
+					}
+				case <-deadline:
+					t.Fatal("the last notice was not sent")
+				}
+			}
+		})
+	}
 }
