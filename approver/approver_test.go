@@ -714,12 +714,20 @@ func TestNoticesGoOutWhileRepliesHoldEveryWorkerSlot(t *testing.T) {
 					<-g.a.slots
 				}
 			}
-			g.a.enqueue(t.Context(), text("the last notice"))
+			// The last notice is queued once the queue has room again: when
+			// the second notice is out (at once when there was none).
+			last := func() { g.a.enqueue(t.Context(), text("the last notice")) }
+			if tt.before < 2 {
+				last()
+			}
 			deadline := time.After(3 * time.Second)
 			for {
 				select {
 				case m := <-g.local.sent:
-					if m.Body == "the last notice" {
+					switch m.Body {
+					case "notice 1":
+						last()
+					case "the last notice":
 						return
 					}
 				case <-deadline:
