@@ -2,20 +2,25 @@ package bounded
 
 import "sync"
 
-// Map is a concurrency-safe map of at most max entries; putting a new key
-// past the cap forgets the oldest one put. The zero value is not usable:
-// use NewMap.
+// Map is a concurrency-safe map of at most max entries, and, when made by
+// NewWeighedMap, of at most budget in weight; putting past either cap
+// forgets the oldest entries put. The zero value is not usable: use
+// NewMap or NewWeighedMap.
 type Map[K comparable, V any] struct {
-	mu    sync.Mutex
-	max   int
-	seq   uint64
-	m     map[K]entry[V]
-	order []slot[K] // insertion order; may name keys since deleted or put again
+	mu     sync.Mutex
+	max    int
+	budget int         // 0: no budget
+	weigh  func(V) int // nil when there is no budget
+	weight int         // the entries' weights' sum
+	seq    uint64
+	m      map[K]entry[V]
+	order  []slot[K] // insertion order; may name keys since deleted or put again
 }
 
 type entry[V any] struct {
 	v   V
 	seq uint64
+	w   int
 }
 
 type slot[K comparable] struct {
@@ -28,28 +33,54 @@ func NewMap[K comparable, V any](limit int) *Map[K, V] {
 	return &Map[K, V]{max: max(1, limit), m: map[K]entry[V]{}}
 }
 
+// NewWeighedMap returns an empty map that keeps at most limit entries
+// (at least 1) whose weights, as weigh tells them, add up to at most
+// budget. One entry is always kept, however heavy: the caller bounds a
+// single value.
+func NewWeighedMap[K comparable, V any](limit, budget int, weigh func(V) int) *Map[K, V] {
+	b := NewMap[K, V](limit)
+	b.budget, b.weigh = max(1, budget), weigh
+	return b
+}
+
+func (b *Map[K, V]) weighOf(v V) int {
+	if b.weigh == nil {
+		return 0
+	}
+	return b.weigh(v)
+}
+
+// over says whether the map is past a cap and can forget an entry.
+func (b *Map[K, V]) over() bool {
+	return len(b.m) > b.max || b.weigh != nil && b.weight > b.budget && len(b.m) > 1
+}
+
 // Put sets k to v. A key put again keeps its place in the order. It
-// returns the key forgotten to make room, if one was.
-func (b *Map[K, V]) Put(k K, v V) (forgot K, ok bool) {
+// returns the keys forgotten to make room, oldest first: at most one by
+// the count, any number by the budget (a key put again may be one).
+func (b *Map[K, V]) Put(k K, v V) (forgot []K) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	w := b.weighOf(v)
 	if e, ok := b.m[k]; ok {
-		e.v = v
+		b.weight += w - e.w
+		e.v, e.w = v, w
 		b.m[k] = e
-		return forgot, false
+	} else {
+		b.seq++
+		b.m[k] = entry[V]{v: v, seq: b.seq, w: w}
+		b.order = append(b.order, slot[K]{k, b.seq})
+		b.weight += w
 	}
-	b.seq++
-	b.m[k] = entry[V]{v: v, seq: b.seq}
-	b.order = append(b.order, slot[K]{k, b.seq})
-	for len(b.m) > b.max {
+	for b.over() {
 		if old, gone := b.popLocked(); gone {
-			forgot, ok = old, true
+			forgot = append(forgot, old)
 		}
 	}
 	if len(b.order) > 2*b.max {
 		b.compactLocked() // deletions left too many stale slots
 	}
-	return forgot, ok
+	return forgot
 }
 
 // popLocked forgets the oldest slot, and its entry when the slot is
@@ -59,6 +90,7 @@ func (b *Map[K, V]) popLocked() (K, bool) {
 	b.order = b.order[1:]
 	if e, ok := b.m[s.k]; ok && e.seq == s.seq {
 		delete(b.m, s.k)
+		b.weight -= e.w
 		return s.k, true
 	}
 	var zero K
@@ -89,6 +121,7 @@ func (b *Map[K, V]) Take(k K) (V, bool) {
 	defer b.mu.Unlock()
 	e, ok := b.m[k]
 	delete(b.m, k)
+	b.weight -= e.w
 	return e.v, ok
 }
 
@@ -96,11 +129,13 @@ func (b *Map[K, V]) Take(k K) (V, bool) {
 func (b *Map[K, V]) Delete(k K) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.weight -= b.m[k].w
 	delete(b.m, k)
 }
 
 // Update calls f on k's value under the map's lock and stores the result;
-// false (and no call) when k is absent.
+// false (and no call) when k is absent. A heavier value takes a weighed
+// map past its budget until the next Put, which forgets the oldest.
 func (b *Map[K, V]) Update(k K, f func(V) V) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -109,6 +144,9 @@ func (b *Map[K, V]) Update(k K, f func(V) V) bool {
 		return false
 	}
 	e.v = f(e.v)
+	w := b.weighOf(e.v)
+	b.weight += w - e.w
+	e.w = w
 	b.m[k] = e
 	return true
 }
@@ -124,6 +162,13 @@ func (b *Map[K, V]) Values() []V {
 		}
 	}
 	return vs
+}
+
+// Weight is the entries' weights' sum (0 for a map made by NewMap).
+func (b *Map[K, V]) Weight() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.weight
 }
 
 // Len is how many entries the map holds.

@@ -82,18 +82,71 @@ func TestPutSaysWhichKeyItForgotAndValuesAreOldestFirst(t *testing.T) {
 	m.Put("b", 2)
 	m.Delete("a")
 	for i, k := range []string{"c", "d"} {
-		if k, ok := m.Put(k, 3+i); ok {
-			t.Fatalf("Put forgot %q with room left", k)
+		if ks := m.Put(k, 3+i); ks != nil {
+			t.Fatalf("Put forgot %q with room left", ks)
 		}
 	}
-	if k, ok := m.Put("b", 9); ok {
-		t.Fatalf("putting a key again forgot %q", k)
+	if ks := m.Put("b", 9); ks != nil {
+		t.Fatalf("putting a key again forgot %q", ks)
 	}
-	if k, ok := m.Put("e", 5); !ok || k != "b" {
-		t.Fatalf("Put forgot %q, %v; want the oldest, b", k, ok)
+	if ks := m.Put("e", 5); fmt.Sprint(ks) != "[b]" {
+		t.Fatalf("Put forgot %q; want the oldest, b", ks)
 	}
 	if got := fmt.Sprint(m.Values()); got != "[3 4 5]" {
 		t.Fatalf("Values = %s, want c, d, e's", got)
+	}
+}
+
+func TestAWeighedMapForgetsTheOldestPastItsBudget(t *testing.T) {
+	weigh := func(v string) int { return len(v) }
+	tests := []struct {
+		name   string
+		ops    func(m *Map[string, string]) []string // the keys Put forgot
+		forgot string
+		kept   string // the values, oldest first
+		weight int
+	}{
+		{"light entries stay within the count",
+			func(m *Map[string, string]) []string { return append(m.Put("a", "1"), m.Put("b", "22")...) },
+			"[]", "[1 22]", 3},
+		{"a heavy entry forgets as many of the oldest as its weight needs",
+			func(m *Map[string, string]) []string {
+				m.Put("a", "111")
+				m.Put("b", "222")
+				m.Put("c", "33")
+				return m.Put("d", "4444444")
+			}, "[a b]", "[33 4444444]", 9},
+		{"one entry over the budget alone is kept",
+			func(m *Map[string, string]) []string { m.Put("a", "1"); return m.Put("b", "twelve chars") },
+			"[a]", "[twelve chars]", 12},
+		{"a key put again heavier is weighed again",
+			func(m *Map[string, string]) []string {
+				m.Put("a", "1")
+				m.Put("b", "2")
+				return m.Put("b", "22222222222")
+			}, "[a]", "[22222222222]", 11},
+		{"taken and deleted entries give their weight back",
+			func(m *Map[string, string]) []string {
+				m.Put("a", "11111")
+				m.Put("b", "22222")
+				m.Take("a")
+				m.Delete("b")
+				return m.Put("c", "3333333333")
+			}, "[]", "[3333333333]", 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewWeighedMap[string, string](3, 10, weigh)
+			if got := fmt.Sprint(tt.ops(m)); got != tt.forgot {
+				t.Errorf("forgot %s, want %s", got, tt.forgot)
+			}
+			if got := fmt.Sprint(m.Values()); got != tt.kept {
+				t.Errorf("kept %s, want %s", got, tt.kept)
+			}
+			if m.Weight() != tt.weight {
+				t.Errorf("weight %d, want %d", m.Weight(), tt.weight)
+			}
+		})
 	}
 }
 

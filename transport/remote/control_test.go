@@ -381,3 +381,62 @@ func TestASessionsOpenPromptsAreCappedForgettingTheOldest(t *testing.T) {
 		}
 	})
 }
+
+func TestASessionsOpenPromptsAreCappedInBytesForgettingTheOldest(t *testing.T) {
+	// Each prompt holds 1 MiB of tool input: far under the count, the
+	// byte budget keeps the newest that fit in it.
+	const n, size = 40, 1 << 20
+	input := strings.Repeat("x", size)
+	prompt := func(i int) string {
+		return fmt.Sprintf(`{"type":"control_request","uuid":"u%d","request_id":"r%d","request":{"subtype":"can_use_tool","tool_name":"Bash","tool_use_id":"t%d","input":{"command":%q}}}`, i, i, i, input)
+	}
+	check := func(t *testing.T, f *follow, evs []message.Event) {
+		t.Helper()
+		kept := f.prompts.Len()
+		if w := f.prompts.Weight(); w > maxPromptBytes || w+size+64 <= maxPromptBytes {
+			t.Errorf("%d prompts of %d bytes kept, want as many as %d bytes hold", kept, w, maxPromptBytes)
+		}
+		if _, ok := f.prompts.Get(fmt.Sprintf("r%d", n-1)); !ok {
+			t.Error("the newest prompt was forgotten")
+		}
+		if _, ok := f.prompts.Get(fmt.Sprintf("r%d", n-kept-1)); ok {
+			t.Error("an old prompt is kept past the budget")
+		}
+		var dropped []string
+		for _, ev := range evs {
+			if ev.Type == message.EventDrop && ev.Drop.Reason == message.DropQueueFull {
+				dropped = append(dropped, ev.Drop.MsgID)
+			}
+		}
+		if len(dropped) != n-kept || len(dropped) > 0 && dropped[0] != "r0" {
+			t.Errorf("drops counted %v, want the oldest %d", dropped, n-kept)
+		}
+	}
+	t.Run("live prompts", func(t *testing.T) {
+		l := newTestLeg(t, &stubAPI{}, sid)
+		f := newFollow()
+		var evs []message.Event
+		for i := range n {
+			evs = append(evs, tr(t, l, f, prompt(i))...)
+		}
+		check(t, f, evs)
+	})
+	t.Run("prompts read from the history", func(t *testing.T) {
+		api := &stubAPI{page: 10}
+		for i := range n {
+			api.history = append(api.history, json.RawMessage(prompt(i)))
+		}
+		l := newTestLeg(t, api, sid)
+		f := newFollow()
+		in := make(chan message.Event, 2*n)
+		if _, _, _, err := l.backlog(context.Background(), sid, f, in); err != nil {
+			t.Fatal(err)
+		}
+		close(in)
+		var evs []message.Event
+		for ev := range in {
+			evs = append(evs, ev)
+		}
+		check(t, f, evs)
+	})
+}

@@ -22,7 +22,8 @@ type follow struct {
 	link   stream.Link
 	// prompts are the can_use_tool requests seen and not settled, by
 	// request id, so a cancel can say which prompt it withdraws; at most
-	// maxOpenPrompts (see keepPrompt). promptsFull: the cap was logged.
+	// maxOpenPrompts holding at most maxPromptBytes (see keepPrompt).
+	// promptsFull: the cap was logged.
 	prompts     *bounded.Map[string, message.PermissionRequest]
 	promptsFull bool
 	// assistant holds the merged copy of each streamed message.
@@ -330,30 +331,61 @@ func decodeHistory(tr stream.Transport, raw json.RawMessage) (m wire.Message, id
 }
 
 // maxOpenPrompts caps a session's open permission prompts, as the router
-// caps its pending list (1024): each holds its tool's input, up to
-// megabytes.
-const maxOpenPrompts = 1024
+// caps its pending list (1024); maxPromptBytes caps what they hold: each
+// holds its tool's input, up to a wire line (8 MiB), so the count alone
+// would let one session make the gateway hold gigabytes.
+const (
+	maxOpenPrompts = 1024
+	maxPromptBytes = 16 << 20
+)
 
 func newPrompts() *bounded.Map[string, message.PermissionRequest] {
-	return bounded.NewMap[string, message.PermissionRequest](maxOpenPrompts)
+	return bounded.NewWeighedMap[string](maxOpenPrompts, maxPromptBytes, promptBytes)
 }
 
-// keepPrompt records an open prompt of session id. Past the cap the oldest
-// is forgotten: a session waits on its newest prompts, and the router,
-// which has the old one, still settles it when it is withdrawn or answered
-// (those name the request); but read from the history, it is never raised.
-// The drop is counted (queue-full) and logged once per session.
+// promptBytes is about what req holds: its variable-length fields.
+func promptBytes(req message.PermissionRequest) int {
+	n := len(req.Input) + len(req.Description) + len(req.ToolName) + len(req.ToolUseID) + len(req.RequestID)
+	for _, q := range req.Questions {
+		n += len(q.Question) + len(q.Header)
+		for _, o := range q.Options {
+			n += len(o)
+		}
+	}
+	for _, u := range req.Suggestions {
+		n += len(u.Type) + len(u.Behavior) + len(u.Destination) + len(u.Mode)
+		for _, r := range u.Rules {
+			n += len(r.ToolName) + len(r.RuleContent)
+		}
+		for _, d := range u.Directories {
+			n += len(d)
+		}
+	}
+	return n
+}
+
+// keepPrompt records an open prompt of session id. Past the count or the
+// byte budget the oldest are forgotten: a session waits on its newest
+// prompts, and the router, which has the old ones, still settles them when
+// they are withdrawn or answered (those name the request); but read from
+// the history, they are never raised. Each drop is counted (queue-full)
+// and the first is logged, once per session.
 func (l *Leg) keepPrompt(id string, f *follow, req message.PermissionRequest, now time.Time) []message.Event {
-	old, forgot := f.prompts.Put(req.RequestID, req)
-	if !forgot {
+	forgot := f.prompts.Put(req.RequestID, req)
+	if len(forgot) == 0 {
 		return nil
 	}
 	if !f.promptsFull {
 		f.promptsFull = true
-		l.log.Warn("a session has too many open permission prompts; forgetting the oldest", "session", id, "max", maxOpenPrompts)
+		l.log.Warn("a session's open permission prompts are past their cap; forgetting the oldest", "session", id,
+			"max", maxOpenPrompts, "max_bytes", maxPromptBytes)
 	}
-	return []message.Event{{Type: message.EventDrop, Leg: message.ProtocolRemote, Time: now,
-		Drop: &message.Drop{MsgID: old, From: bridgeAddr(id), Reason: message.DropQueueFull}}}
+	evs := make([]message.Event, 0, len(forgot))
+	for _, old := range forgot {
+		evs = append(evs, message.Event{Type: message.EventDrop, Leg: message.ProtocolRemote, Time: now,
+			Drop: &message.Drop{MsgID: old, From: bridgeAddr(id), Reason: message.DropQueueFull}})
+	}
+	return evs
 }
 
 // track keeps f.prompts current with one history event; it returns the
