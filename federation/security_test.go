@@ -53,18 +53,23 @@ func pubOf(n *Node) ed25519.PublicKey { return n.signer.key.Public().(ed25519.Pu
 
 func TestAForgedSignatureIsDroppedAndCountedNeverDelivered(t *testing.T) {
 	c := sharedCluster(t)
-	a := join(t, c.url(0), "sig-a")
-	b := join(t, c.url(1), "sig-b")
+	// Host names and ids of this run only: the shared cluster's stream
+	// drops a repeated id for two minutes, and a durable consumer outlives
+	// its host, so a second run (-count=2) would see nothing arrive.
+	tag := randomID()[:6]
+	ha, hb := "sig-a-"+tag, "sig-b-"+tag
+	a := join(t, c.url(0), ha)
+	b := join(t, c.url(1), hb)
 	pb := &peer{sessions: []message.Session{session("work", "s-w", message.ProtocolClaude)}}
 	serve(t, a, &peer{})
 	serve(t, b, pb)
 	_, js := rawConn(t, c.url(2))
 	ctx := testutil.Context(t, 20*time.Second)
-	testutil.Eventually(t, "b pins a's key", func() bool { return pinned(b, "sig-a", pubOf(a)) })
-	testutil.Eventually(t, "a lists work@sig-b", func() bool { _, ok := a.Origin("work@sig-b", ""); return ok })
+	testutil.Eventually(t, "b pins a's key", func() bool { return pinned(b, ha, pubOf(a)) })
+	testutil.Eventually(t, "a lists work@"+hb, func() bool { _, ok := a.Origin("work@"+hb, ""); return ok })
 
 	msg := func(id string) envelope {
-		return envelope{Kind: kindMessage, From: "sig-a", To: "sig-b", Message: &message.Message{ID: id, To: "uds:/run/s-w.sock", Body: "rm -rf"}}
+		return envelope{Kind: kindMessage, From: ha, To: hb, Message: &message.Message{ID: id + "-" + tag, To: "uds:/run/s-w.sock", Body: "rm -rf"}}
 	}
 	// Signed by another key that claims to be a's.
 	mallory := testSigner(t)
@@ -80,17 +85,17 @@ func TestAForgedSignatureIsDroppedAndCountedNeverDelivered(t *testing.T) {
 	}
 	edited := []byte(strings.Replace(string(real), `"body":"rm -rf"`, `"body":"rm -rf /"`, 1))
 	// No signature at all.
-	unsigned, err := jsonx.Marshal(envelope{V: Version, Kind: kindMessage, From: "sig-a", To: "sig-b", Message: &message.Message{ID: "forged-3", To: "uds:/run/s-w.sock"}})
+	unsigned, err := jsonx.Marshal(envelope{V: Version, Kind: kindMessage, From: ha, To: hb, Message: &message.Message{ID: "forged-3-" + tag, To: "uds:/run/s-w.sock"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, b := range [][]byte{forged, edited, unsigned} {
-		if _, err := js.Publish(ctx, inSubject("sig-b"), b, jetstream.WithMsgID(fmt.Sprintf("forged-%d", i))); err != nil {
+		if _, err := js.Publish(ctx, inSubject(hb), b, jetstream.WithMsgID(fmt.Sprintf("forged-%d-%s", i, tag))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The genuine message after them is delivered, alone.
-	if rc, err := a.Leg().Send(ctx, message.Message{ID: "genuine", To: "work@sig-b", Body: "hi"}); err != nil || rc.Status != message.StatusSent {
+	if rc, err := a.Leg().Send(ctx, message.Message{ID: "genuine-" + tag, To: "work@" + hb, Body: "hi"}); err != nil || rc.Status != message.StatusSent {
 		t.Fatalf("send: %+v, %v", rc, err)
 	}
 	testutil.Eventually(t, "the genuine message is delivered", func() bool { return len(pb.received()) == 1 })
@@ -98,57 +103,61 @@ func TestAForgedSignatureIsDroppedAndCountedNeverDelivered(t *testing.T) {
 	if !testutil.Within(10*time.Second, func() bool { return b.Dropped()[ReasonSignature] == 3 }) {
 		t.Fatalf("dropped %v, want 3 for their signature", b.Dropped())
 	}
-	if got := pb.received(); len(got) != 1 || got[0].ID != "genuine" {
+	if got := pb.received(); len(got) != 1 || got[0].ID != "genuine-"+tag {
 		t.Fatalf("delivered %+v", got)
 	}
 }
 
 func TestAnEnvelopeClaimingAnotherOriginHostIsDropped(t *testing.T) {
 	c := sharedCluster(t)
-	a := join(t, c.url(0), "orig-a")
-	b := join(t, c.url(1), "orig-b")
-	m := join(t, c.url(2), "orig-m") // a member of the federation, turned hostile
+	tag := randomID()[:6] // host names and ids of this run only, as above
+	ha, hb, hm, ghost := "orig-a-"+tag, "orig-b-"+tag, "orig-m-"+tag, "orig-ghost-"+tag
+	a := join(t, c.url(0), ha)
+	b := join(t, c.url(1), hb)
+	m := join(t, c.url(2), hm) // a member of the federation, turned hostile
 	pb := &peer{sessions: []message.Session{session("work", "s-w", message.ProtocolClaude)}}
 	serve(t, b, pb)
 	ctx := testutil.Context(t, 20*time.Second)
 	testutil.Eventually(t, "b pins a's and m's keys", func() bool {
-		return pinned(b, "orig-a", pubOf(a)) && pinned(b, "orig-m", pubOf(m))
+		return pinned(b, ha, pubOf(a)) && pinned(b, hm, pubOf(m))
 	})
 	as := func(from, id string) envelope {
-		return envelope{Kind: kindMessage, From: from, To: "orig-b", Message: &message.Message{ID: id, To: "uds:/run/s-w.sock", Body: "from a, honest"}}
+		return envelope{Kind: kindMessage, From: from, To: hb, Message: &message.Message{ID: id + "-" + tag, To: "uds:/run/s-w.sock", Body: "from a, honest"}}
 	}
 	// m signs with its own key, as a; and as a host nobody has heard of,
 	// which it cannot pin from an envelope.
-	for i, e := range []envelope{as("orig-a", "claim-1"), as("orig-ghost", "claim-2")} {
+	for i, e := range []envelope{as(ha, "claim-1"), as(ghost, "claim-2")} {
 		b, err := m.encode(e)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := m.publish(ctx, inSubject("orig-b"), fmt.Sprintf("claim-%d", i), func() ([]byte, error) { return b, nil }); err != nil {
+		if err := m.publish(ctx, inSubject(hb), fmt.Sprintf("claim-%d-%s", i, tag), func() ([]byte, error) { return b, nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// m's own message, in its own name, is delivered.
-	own, _ := m.encode(as("orig-m", "honest"))
-	if err := m.publish(ctx, inSubject("orig-b"), "honest", func() ([]byte, error) { return own, nil }); err != nil {
+	own, _ := m.encode(as(hm, "honest"))
+	if err := m.publish(ctx, inSubject(hb), "honest-"+tag, func() ([]byte, error) { return own, nil }); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, "m's own message delivered", func() bool { return len(pb.received()) == 1 })
 	testutil.Eventually(t, "the claims counted", func() bool { return b.Dropped()[ReasonUntrusted] == 2 })
-	if got := pb.received(); got[0].ID != "honest" || got[0].From != "orig-m" {
+	if got := pb.received(); got[0].ID != "honest-"+tag || got[0].From != hm {
 		t.Fatalf("delivered %+v", got)
 	}
-	if pinned(b, "orig-ghost", pubOf(m)) {
+	if pinned(b, ghost, pubOf(m)) {
 		t.Fatal("an envelope pinned a new host's key")
 	}
 }
 
 func TestARosterEntryPutWithAnotherHostsKeyIsIgnored(t *testing.T) {
 	c := sharedCluster(t)
-	a := join(t, c.url(0), "rkey-a")
-	obs := join(t, c.url(1), "rkey-o")
+	tag := randomID()[:6] // host names of this run only: the roster bucket is shared
+	ha := "rkey-a-" + tag
+	a := join(t, c.url(0), ha)
+	obs := join(t, c.url(1), "rkey-o-"+tag)
 	serve(t, a, &peer{sessions: []message.Session{session("lead", "s-lead", message.ProtocolClaude)}})
-	testutil.Eventually(t, "the observer lists lead@rkey-a", func() bool { _, ok := obs.Origin("lead@rkey-a", ""); return ok })
+	testutil.Eventually(t, "the observer lists lead@"+ha, func() bool { _, ok := obs.Origin("lead@"+ha, ""); return ok })
 
 	_, js := rawConn(t, c.url(2))
 	ctx := testutil.Context(t, 20*time.Second)
@@ -157,14 +166,14 @@ func TestARosterEntryPutWithAnotherHostsKeyIsIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := testSigner(t) // host b's key
-	evil := rosterEntry{V: Version, Host: "rkey-a", Sessions: []message.Session{session("evil", "s-evil", message.ProtocolClaude)}}
+	evil := rosterEntry{V: Version, Host: ha, Sessions: []message.Session{session("evil", "s-evil", message.ProtocolClaude)}}
 	put := func(sg *signer) {
 		r := evil
 		v, err := sg.sign(domainRoster, &r, &r.seal)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := kv.Put(ctx, "rkey-a", v); err != nil {
+		if _, err := kv.Put(ctx, ha, v); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -175,10 +184,10 @@ func TestARosterEntryPutWithAnotherHostsKeyIsIgnored(t *testing.T) {
 		d := obs.Dropped()
 		return d[ReasonUntrusted] == 1 && d[ReasonSignature] == 1
 	})
-	if _, ok := obs.Origin("evil@rkey-a", ""); ok {
+	if _, ok := obs.Origin("evil@"+ha, ""); ok {
 		t.Fatal("the observer lists a session b put in a's name")
 	}
-	if _, ok := obs.Origin("lead@rkey-a", ""); !ok {
+	if _, ok := obs.Origin("lead@"+ha, ""); !ok {
 		t.Fatal("the observer forgot a's own entry")
 	}
 }
@@ -186,19 +195,21 @@ func TestARosterEntryPutWithAnotherHostsKeyIsIgnored(t *testing.T) {
 func TestReplayedEnvelopesAreDroppedAndCountedAndDeliveredOnce(t *testing.T) {
 	c := sharedCluster(t)
 	const window = 2 * time.Second
-	a := join(t, c.url(0), "rp-a", func(c *Config) { c.ReplayWindow = window })
-	b := join(t, c.url(1), "rp-b", func(c *Config) { c.ReplayWindow = window })
+	tag := randomID()[:6] // host names and ids of this run only, as above
+	ha, hb, once := "rp-a-"+tag, "rp-b-"+tag, "once-"+tag
+	a := join(t, c.url(0), ha, func(c *Config) { c.ReplayWindow = window })
+	b := join(t, c.url(1), hb, func(c *Config) { c.ReplayWindow = window })
 	pb := &peer{sessions: []message.Session{session("sink", "s-sink", message.ProtocolClaude)}}
 	serve(t, a, &peer{})
 	serve(t, b, pb)
 	receipts := run(t, a)
 	ctx := testutil.Context(t, 30*time.Second)
-	testutil.Eventually(t, "a lists sink@rp-b", func() bool { _, ok := a.Origin("sink@rp-b", ""); return ok })
+	testutil.Eventually(t, "a lists sink@"+hb, func() bool { _, ok := a.Origin("sink@"+hb, ""); return ok })
 
 	// Someone records what crosses the wire.
 	nc, js := rawConn(t, c.url(2))
 	wire := make(chan *nats.Msg, 16)
-	for _, s := range []string{inSubject("rp-b"), receiptSubject("rp-a")} {
+	for _, s := range []string{inSubject(hb), receiptSubject(ha)} {
 		if _, err := nc.ChanSubscribe(s, wire); err != nil {
 			t.Fatal(err)
 		}
@@ -206,14 +217,14 @@ func TestReplayedEnvelopesAreDroppedAndCountedAndDeliveredOnce(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if rc, err := a.Leg().Send(ctx, message.Message{ID: "once", To: "sink@rp-b", Body: "pay 10"}); err != nil || rc.Status != message.StatusSent {
+	if rc, err := a.Leg().Send(ctx, message.Message{ID: once, To: "sink@" + hb, Body: "pay 10"}); err != nil || rc.Status != message.StatusSent {
 		t.Fatalf("send: %+v, %v", rc, err)
 	}
 	var sent, receipt []byte
 	for sent == nil || receipt == nil {
 		select {
 		case m := <-wire:
-			if m.Subject == inSubject("rp-b") {
+			if m.Subject == inSubject(hb) {
 				sent = m.Data
 			} else {
 				receipt = m.Data
@@ -224,7 +235,7 @@ func TestReplayedEnvelopesAreDroppedAndCountedAndDeliveredOnce(t *testing.T) {
 	}
 	testutil.Eventually(t, "delivered", func() bool { return len(pb.received()) == 1 })
 	first := <-receipts
-	if first.Receipt.MsgID != "once" || first.Receipt.Status != message.StatusDelivered {
+	if first.Receipt.MsgID != once || first.Receipt.Status != message.StatusDelivered {
 		t.Fatalf("receipt %+v", first.Receipt)
 	}
 
@@ -236,31 +247,31 @@ func TestReplayedEnvelopesAreDroppedAndCountedAndDeliveredOnce(t *testing.T) {
 	}
 	// Byte-identical copies, inside the window, under a new de-duplication
 	// id so the stream keeps them.
-	replay(inSubject("rp-b"), sent, "replay-1")
-	replay(receiptSubject("rp-a"), receipt, "replay-2")
+	replay(inSubject(hb), sent, "replay-1-"+tag)
+	replay(receiptSubject(ha), receipt, "replay-2-"+tag)
 	testutil.Eventually(t, "the copies counted", func() bool {
 		return b.Dropped()[ReasonReplayed] == 1 && a.Dropped()[ReasonReplayed] == 1
 	})
 	// The same message re-signed (a new nonce, as a sender's retry is) is
 	// answered from the settled window, not delivered again.
-	again, err := a.encode(envelope{Kind: kindMessage, From: "rp-a", To: "rp-b", Message: &message.Message{ID: "once", To: "uds:/run/s-sink.sock", Body: "pay 10"}})
+	again, err := a.encode(envelope{Kind: kindMessage, From: ha, To: hb, Message: &message.Message{ID: once, To: "uds:/run/s-sink.sock", Body: "pay 10"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	replay(inSubject("rp-b"), again, "replay-3")
+	replay(inSubject(hb), again, "replay-3-"+tag)
 	// Past the window: the recorded copy, and a message never seen before
 	// that was signed before the window.
 	time.Sleep(window + 500*time.Millisecond)
-	replay(inSubject("rp-b"), sent, "replay-4")
+	replay(inSubject(hb), sent, "replay-4-"+tag)
 	old := newSigner(a.signer.key)
 	old.now = func() time.Time { return time.Now().Add(-2 * window) }
-	stale, err := old.envelope(envelope{Kind: kindMessage, From: "rp-a", To: "rp-b", Message: &message.Message{ID: "stale", To: "uds:/run/s-sink.sock", Body: "pay 20"}})
+	stale, err := old.envelope(envelope{Kind: kindMessage, From: ha, To: hb, Message: &message.Message{ID: "stale-" + tag, To: "uds:/run/s-sink.sock", Body: "pay 20"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	replay(inSubject("rp-b"), stale, "replay-5")
+	replay(inSubject(hb), stale, "replay-5-"+tag)
 	testutil.Eventually(t, "the late ones counted", func() bool { return b.Dropped()[ReasonReplayed] == 3 })
-	if got := pb.received(); len(got) != 1 || got[0].ID != "once" {
+	if got := pb.received(); len(got) != 1 || got[0].ID != once {
 		t.Fatalf("delivered %d: %+v", len(got), got)
 	}
 	// The re-signed copy's receipt came back once more (the at-least-once
@@ -269,7 +280,7 @@ func TestReplayedEnvelopesAreDroppedAndCountedAndDeliveredOnce(t *testing.T) {
 	n := 0
 	for len(receipts) > 0 {
 		ev := <-receipts
-		if ev.Receipt.MsgID == "once" {
+		if ev.Receipt.MsgID == once {
 			n++
 		}
 	}
