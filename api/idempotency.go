@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +26,11 @@ const (
 	// ReplayedHeader is set to "true" on an answer that repeats an
 	// earlier request's message.
 	ReplayedHeader = "Idempotent-Replayed"
+	// ForgottenHeader is set to "true" on a replayed answer for a message
+	// the gateway no longer tracks (a restart, or many sends since): its
+	// status is the one the first request was answered with, and nothing
+	// was sent again.
+	ForgottenHeader = "Idempotent-Forgotten"
 	// MaxIdempotencyKeys bounds the keys remembered; the oldest go first.
 	MaxIdempotencyKeys = 10_000
 	// IdempotencyWindow is how long a key is remembered.
@@ -48,7 +54,11 @@ var (
 )
 
 // keyTable is the keys in memory, oldest first, written through to the
-// KeyStore when there is one.
+// KeyStore when there is one. Keys are evicted only to make room for the
+// key of a send that was accepted (a refused send's key is released), and
+// the grant holding the most keys loses its oldest first: one client
+// cannot push out another's keys while it holds fewer than they do, so
+// each grant keeps at least an even share of the table.
 type keyTable struct {
 	store KeyStore
 	clk   clock.Clock
@@ -57,12 +67,14 @@ type keyTable struct {
 	mu     sync.Mutex
 	loaded bool
 	keys   map[string]*idemKey
-	order  []string // oldest first
+	order  []string       // oldest first
+	count  map[string]int // keys held, by grant
 }
 
 type idemKey struct {
 	outbox.Key
-	busy bool // its request is under way
+	grant string
+	busy  bool // its request is under way
 }
 
 // validKey accepts 1 to maxKeyLen printable ASCII characters.
@@ -91,12 +103,20 @@ func digest(b SendBody) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// tableKey is a grant's key in the table: one client's keys are not
+// another's. A key has no spaces, so the last one ends the grant.
+func tableKey(grant, key string) string { return grant + " " + key }
+
+func grantOf(tableKey string) string {
+	return tableKey[:max(strings.LastIndexByte(tableKey, ' '), 0)]
+}
+
 // load reads the stored keys once; t.mu held.
 func (t *keyTable) load() error {
 	if t.loaded {
 		return nil
 	}
-	t.keys = map[string]*idemKey{}
+	t.keys, t.count = map[string]*idemKey{}, map[string]int{}
 	if t.store != nil {
 		stored, err := t.store.Keys()
 		if err != nil {
@@ -104,53 +124,55 @@ func (t *keyTable) load() error {
 		}
 		slices.SortFunc(stored, func(a, b outbox.Key) int { return a.Created.Compare(b.Created) })
 		for _, k := range stored {
-			t.keys[k.Key] = &idemKey{Key: k}
-			t.order = append(t.order, k.Key)
+			t.add(&idemKey{Key: k, grant: grantOf(k.Key)})
 		}
-		// Beyond the cap (a smaller cap than the file's), the oldest go.
-		if n := len(t.order) - t.max; n > 0 {
-			t.drop(slices.Clone(t.order[:n]))
+		// Beyond the cap (a smaller cap than the file's), the largest
+		// grants' oldest go.
+		for _, d := range t.evict() {
+			_ = t.store.DeleteKey(d)
 		}
 	}
 	t.loaded = true
 	return nil
 }
 
-// claim finds key or makes it, for a request with this digest: the message
-// id to send under, and whether the key is new (a request sent under a
-// known key sends nothing new). A new key is on disk before claim returns.
-func (t *keyTable) claim(key, dig string) (msgID string, fresh bool, err error) {
+// add puts k in the table as its newest key; t.mu held.
+func (t *keyTable) add(k *idemKey) {
+	t.keys[k.Key.Key] = k
+	t.order = append(t.order, k.Key.Key)
+	t.count[k.grant]++
+}
+
+// claim finds the key of grant or makes it, for a request with this
+// digest. A new key (fresh) is on disk before claim returns, and the
+// request sends its message under k.MsgID; a known key answers what it
+// stored, and its request sends nothing.
+func (t *keyTable) claim(grant, key, dig string) (k outbox.Key, fresh bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err := t.load(); err != nil {
-		return "", false, err
+		return outbox.Key{}, false, err
 	}
 	now := t.clk.Now()
 	t.expire(now)
+	key = tableKey(grant, key)
 	if k, ok := t.keys[key]; ok {
 		switch {
 		case k.Digest != dig:
-			return "", false, errKeyMismatch
+			return outbox.Key{}, false, errKeyMismatch
 		case k.busy:
-			return "", false, errKeyBusy
+			return outbox.Key{}, false, errKeyBusy
 		}
-		k.busy = true
-		return k.MsgID, false, nil
+		return k.Key, false, nil
 	}
-	var drop []string // the oldest, beyond the cap
-	for len(t.order)-len(drop) >= t.max {
-		drop = append(drop, t.order[len(drop)])
-	}
-	k := &idemKey{Key: outbox.Key{Key: key, Digest: dig, MsgID: uuid.NewString(), Created: now}, busy: true}
+	nk := &idemKey{Key: outbox.Key{Key: key, Digest: dig, MsgID: uuid.NewString(), Created: now}, grant: grant, busy: true}
 	if t.store != nil {
-		if err := t.store.PutKey(k.Key, drop); err != nil {
-			return "", false, fmt.Errorf("%w: storing the idempotency key: %w", router.ErrNotAccepted, err)
+		if err := t.store.PutKey(nk.Key, nil); err != nil {
+			return outbox.Key{}, false, fmt.Errorf("%w: storing the idempotency key: %w", router.ErrNotAccepted, err)
 		}
 	}
-	t.drop(drop)
-	t.keys[key] = k
-	t.order = append(t.order, key)
-	return k.MsgID, true, nil
+	t.add(nk)
+	return nk.Key, true, nil
 }
 
 // expire forgets the keys older than the window, in memory and (best
@@ -173,32 +195,70 @@ func (t *keyTable) expire(now time.Time) {
 	}
 }
 
-// drop removes the oldest len(drop) keys from memory; t.mu held.
-func (t *keyTable) drop(drop []string) {
-	for _, d := range drop {
-		delete(t.keys, d)
+// evict drops, while the table holds more than its cap, the oldest idle
+// key of the grant holding the most, and returns what it dropped; t.mu
+// held.
+func (t *keyTable) evict() []string {
+	var out []string
+	for len(t.keys) > t.max {
+		var biggest string
+		for g, n := range t.count {
+			if n > t.count[biggest] || n == t.count[biggest] && g < biggest {
+				biggest = g
+			}
+		}
+		i := slices.IndexFunc(t.order, func(k string) bool { return t.keys[k].grant == biggest && !t.keys[k].busy })
+		if i < 0 {
+			break // all its keys are under way: the table shrinks as they end
+		}
+		out = append(out, t.order[i])
+		t.drop([]string{t.order[i]})
 	}
-	t.order = t.order[len(drop):]
+	return out
 }
 
-// done ends a claim. A request that sent nothing (refused, or its message
-// not accepted) releases a fresh key, so the same request may try again.
-func (t *keyTable) done(key string, fresh, sent bool) {
+// drop removes the keys named from memory; t.mu held.
+func (t *keyTable) drop(drop []string) {
+	gone := make(map[string]bool, len(drop))
+	for _, d := range drop {
+		if k, ok := t.keys[d]; ok {
+			gone[d] = true
+			if t.count[k.grant]--; t.count[k.grant] <= 0 {
+				delete(t.count, k.grant)
+			}
+			delete(t.keys, d)
+		}
+	}
+	t.order = slices.DeleteFunc(t.order, func(k string) bool { return gone[k] })
+}
+
+// done ends a fresh key's claim. A request that sent nothing (refused, or
+// its message not accepted) releases the key, so the same request may try
+// again. An accepted one keeps it with where the message went and stood,
+// to answer a retry after the router forgot the message; only now may it
+// push older keys out.
+func (t *keyTable) done(grant, key string, out router.Outbound, sent bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	key = tableKey(grant, key)
 	k, ok := t.keys[key]
 	if !ok {
 		return
 	}
 	k.busy = false
-	if sent || !fresh {
+	if !sent {
+		t.drop([]string{key})
+		if t.store != nil {
+			_ = t.store.DeleteKey(key)
+		}
 		return
 	}
-	delete(t.keys, key)
-	if i := slices.Index(t.order, key); i >= 0 {
-		t.order = slices.Delete(t.order, i, i+1)
-	}
+	m := out.Message
+	k.To, k.ToName, k.Protocol, k.Status = m.To, m.ToName, m.Protocol, out.Status
+	drop := t.evict()
 	if t.store != nil {
-		_ = t.store.DeleteKey(key)
+		// Best effort: without it, a retry after a restart still finds the
+		// message id stored by claim.
+		_ = t.store.PutKey(k.Key, drop)
 	}
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -196,5 +199,91 @@ func TestAKeyThatCannotBeStoredSendsNothing(t *testing.T) {
 	rec := postMessage(h, `{"to":"review","text":"x"}`, IdempotencyHeader, "k")
 	if rec.Code != http.StatusServiceUnavailable || errCode(rec.Body.Bytes()) != CodeNotStored || leg.count() != 0 {
 		t.Fatalf("%d %s, %d sends; want 503 %s and none", rec.Code, rec.Body.String(), leg.count(), CodeNotStored)
+	}
+}
+
+func TestARetryOfAMessageTheRouterForgotSendsNothing(t *testing.T) {
+	leg := &countingLeg{stubLeg: claudeStub()}
+	h := NewServer(Config{Router: router.New(router.Config{KeepOutbound: 2}, leg)}).Handler()
+	const b = `{"to":"review","text":"once only"}`
+	first := postMessage(h, b, IdempotencyHeader, "k1")
+	for range 3 {
+		postMessage(h, `{"to":"review","text":"other"}`) // the router forgets k1's message
+	}
+	again := postMessage(h, b, IdempotencyHeader, "k1")
+	if n := leg.count(); n != 4 {
+		t.Fatalf("sent %d times, want 4", n)
+	}
+	var was, is router.Outbound
+	_ = json.Unmarshal(first.Body.Bytes(), &was)
+	_ = json.Unmarshal(again.Body.Bytes(), &is)
+	if again.Code != http.StatusCreated || again.Header().Get(ReplayedHeader) != "true" || again.Header().Get(ForgottenHeader) != "true" ||
+		is.Message.ID != was.Message.ID || is.Message.To != was.Message.To || is.Status != was.Status {
+		t.Fatalf("retry: %d %v %s, want 201 replayed and forgotten, with %s to %s, %v", again.Code, again.Header(), again.Body.String(),
+			was.Message.ID, was.Message.To, was.Status)
+	}
+}
+
+func TestARetryAfterARestartOfAGatewayWithoutAnOutboxLegSendsNothing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	serve := func(st *outbox.Store) (http.Handler, *countingLeg) {
+		leg := &countingLeg{stubLeg: claudeStub()}
+		return NewServer(Config{Router: router.New(router.Config{}, leg), Keys: st}).Handler(), leg
+	}
+	const body = `{"to":"review","text":"exactly once"}`
+	st := openStore(t, dir)
+	h, _ := serve(st)
+	first := postMessage(h, body, IdempotencyHeader, "retry-me")
+	id := sentID(t, first.Body.Bytes())
+	st.Close()
+
+	st = openStore(t, dir)
+	defer st.Close()
+	h, leg := serve(st)
+	again := postMessage(h, body, IdempotencyHeader, "retry-me")
+	var out router.Outbound
+	_ = json.Unmarshal(again.Body.Bytes(), &out)
+	if again.Code != http.StatusCreated || out.Message.ID != id || out.Message.To != "uds:/tmp/cc-socks/12.sock" || out.Status != message.StatusSent ||
+		again.Header().Get(ForgottenHeader) != "true" || leg.count() != 0 {
+		t.Fatalf("after the restart: %d %s, %d sends; want 201 with message %s as it stood, forgotten, and no send",
+			again.Code, again.Body.String(), leg.count(), id)
+	}
+}
+
+func TestFailingKeyedSendsPushOutNoOtherClientsKeys(t *testing.T) {
+	leg := &countingLeg{stubLeg: claudeStub()}
+	tokens := memTokens{"other": {ID: "t_other", Scopes: Scopes(1<<ScopeRead | 1<<ScopeSend)}}
+	maps.Copy(tokens, testTokens)
+	srv := NewServer(Config{Router: router.New(router.Config{}, leg), Tokens: tokens, Clock: &stepClock{now: time.Unix(1e9, 0)}})
+	srv.keys.max = 4
+	h := srv.TCPHandler(testHost)
+	post := func(token, to, key string) *httptest.ResponseRecorder {
+		return tcpDo(h, "POST", "/v1/messages", token, `{"to":"`+to+`","text":"`+key+`"}`, IdempotencyHeader, key)
+	}
+	for _, k := range []string{"mine-1", "mine-2"} {
+		if rec := post("sender", "review", k); rec.Code != http.StatusCreated {
+			t.Fatalf("%s: %d %s", k, rec.Code, rec.Body.String())
+		}
+	}
+	// Another client: many sends refused, then more accepted than its share.
+	for i := range 10 {
+		if rec := post("other", "nobody-here", fmt.Sprint("fail-", i)); rec.Code != http.StatusNotFound {
+			t.Fatalf("%d %s, want 404", rec.Code, rec.Body.String())
+		}
+	}
+	for i := range 5 {
+		post("other", "review", fmt.Sprint("ok-", i))
+	}
+	before := leg.count()
+	for _, k := range []string{"mine-1", "mine-2"} {
+		if rec := post("sender", "review", k); rec.Code != http.StatusCreated || rec.Header().Get(ReplayedHeader) != "true" {
+			t.Errorf("%s again: %d %v, want a replay", k, rec.Code, rec.Header())
+		}
+	}
+	if n := leg.count() - before; n != 0 {
+		t.Fatalf("the retries sent %d messages, want none", n)
 	}
 }

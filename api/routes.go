@@ -63,7 +63,7 @@ func init() {
 			out: Status{}, handle: (*Server).status},
 		{method: "GET", path: "/v1/sessions", summary: "List every reachable session on every leg.", scope: ScopeRead,
 			out: []message.Session{}, handle: (*Server).sessions},
-		{method: "POST", path: "/v1/messages", summary: "Send a message to an address; with wait, block until a final receipt. An Idempotency-Key header makes a retry with the same body answer the first message (Idempotent-Replayed: true) and send nothing; another body under the key is 422.", scope: ScopeSend,
+		{method: "POST", path: "/v1/messages", summary: "Send a message to an address; with wait, block until a final receipt. An Idempotency-Key header makes a retry with the same body answer the first message (Idempotent-Replayed: true) and send nothing, also once the gateway forgot the message (Idempotent-Forgotten: true, with the status the first request got); another body under the key is 422.", scope: ScopeSend,
 			in: SendBody{}, out: router.Outbound{}, status: http.StatusCreated, long: true, handle: (*Server).send},
 		{method: "GET", path: "/v1/messages/{id}", summary: "Where a sent message stands; ?wait=1&timeout=30s blocks until final.", scope: ScopeRead,
 			query: qWait, out: router.Outbound{}, long: true, handle: (*Server).getMessage},

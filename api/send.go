@@ -2,12 +2,14 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/outbox"
 	"github.com/sessiongateway/gateway/router"
 )
 
@@ -85,36 +87,76 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := router.SendRequest{To: b.To, Body: b.Body, Mode: mode, FromName: b.FromName, Files: files, Unpaced: b.Unpaced}
-	key := r.Header.Get(IdempotencyHeader)
-	fresh := true
-	if key != "" {
-		if !validKey(key) {
-			s.fail(w, errBadRequest(fmt.Sprintf("bad %s: want 1 to %d printable ASCII characters, no spaces", IdempotencyHeader, maxKeyLen)))
-			return
-		}
-		g, _ := GrantFrom(r.Context())
-		key = g.ID + " " + key // one client's keys are not another's
-		var err error
-		if req.ID, fresh, err = s.keys.claim(key, digest(b)); err != nil {
-			s.fail(w, err)
-			return
-		}
+	if key := r.Header.Get(IdempotencyHeader); key != "" {
+		s.sendKeyed(w, r, req, key, digest(b), b.Wait, wait)
+		return
 	}
 	out, err := s.cfg.Router.Send(r.Context(), req)
-	if key != "" {
-		s.keys.done(key, fresh, err == nil)
+	if err != nil {
+		s.fail(w, err)
+		return
 	}
+	s.answerSend(w, r, out, b.Wait, wait)
+}
+
+// sendKeyed sends req under an Idempotency-Key: a new key sends, a known
+// one never does (see replay).
+func (s *Server) sendKeyed(w http.ResponseWriter, r *http.Request, req router.SendRequest, key, dig string, waits bool, wait time.Duration) {
+	if !validKey(key) {
+		s.fail(w, errBadRequest(fmt.Sprintf("bad %s: want 1 to %d printable ASCII characters, no spaces", IdempotencyHeader, maxKeyLen)))
+		return
+	}
+	g, _ := GrantFrom(r.Context())
+	k, fresh, err := s.keys.claim(g.ID, key, dig)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
 	if !fresh {
-		w.Header().Set(ReplayedHeader, "true")
+		s.replay(w, r, k, waits, wait)
+		return
 	}
-	if b.Wait {
+	req.ID = k.MsgID
+	out, err := s.cfg.Router.Send(r.Context(), req)
+	s.keys.done(g.ID, key, out, err == nil)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	s.answerSend(w, r, out, waits, wait)
+}
+
+// replay answers a retry under a known key with where its message stands,
+// and sends nothing: the router's (or the outbox's) word when it still
+// knows the message, else what the key stored when the first request was
+// answered, marked forgotten.
+func (s *Server) replay(w http.ResponseWriter, r *http.Request, k outbox.Key, waits bool, wait time.Duration) {
+	w.Header().Set(ReplayedHeader, "true")
+	out, err := s.cfg.Router.Replay(k.MsgID)
+	if err == nil {
+		s.answerSend(w, r, out, waits, wait)
+		return
+	}
+	w.Header().Set(ForgottenHeader, "true")
+	st := k.Status
+	if st == 0 {
+		st = message.StatusQueued // a key stored before statuses were: accepted is all it tells
+	}
+	writeJSON(w, http.StatusCreated, router.Outbound{
+		Message: message.Message{ID: k.MsgID, To: k.To, ToName: k.ToName, Protocol: k.Protocol, Time: k.Created},
+		Status:  st, Receipts: []message.Receipt{},
+	})
+}
+
+// answerSend answers 201 with out, after waiting (up to wait) for its
+// final status when the request asked to.
+func (s *Server) answerSend(w http.ResponseWriter, r *http.Request, out router.Outbound, waits bool, wait time.Duration) {
+	if waits {
 		ctx, cancel := context.WithTimeout(r.Context(), wait)
 		defer cancel()
-		out, _ = s.cfg.Router.Wait(ctx, out.Message.ID)
+		if o, err := s.cfg.Router.Wait(ctx, out.Message.ID); !errors.Is(err, router.ErrUnknownMessage) {
+			out = o // forgotten meanwhile: the answer stays the send's
+		}
 	}
 	writeJSON(w, http.StatusCreated, out)
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/sessiongateway/gateway/message"
 )
 
 var bucketKeys = []byte("idempotency-keys")
@@ -18,6 +20,13 @@ type Key struct {
 	Digest  string    `json:"digest"`
 	MsgID   string    `json:"msg_id"`
 	Created time.Time `json:"created"`
+	// Where the message went and where it stood when its send answered:
+	// a retry after the gateway forgot the message is answered from these
+	// (and nothing is sent again).
+	To       string           `json:"to,omitempty"`
+	ToName   string           `json:"to_name,omitempty"`
+	Protocol message.Protocol `json:"protocol,omitempty"`
+	Status   message.Status   `json:"status,omitempty"`
 }
 
 // Keys reads every stored idempotency key.

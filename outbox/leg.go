@@ -239,6 +239,18 @@ func (l *Leg) stored(id string) (message.Receipt, error) {
 	}
 }
 
+// Recall is where a message the store holds stands, for a retry of its
+// send the router no longer tracks (router.Recaller): found is false when
+// the store has no such message (never taken, or finished long ago).
+func (l *Leg) Recall(id string) (m message.Message, rc message.Receipt, found bool) {
+	e, err := l.store.Get(id)
+	if err != nil {
+		return message.Message{}, message.Receipt{}, false
+	}
+	rc, err = l.stored(id)
+	return e.Message, rc, err == nil
+}
+
 // Run runs the inner leg and delivers stored messages until ctx ends.
 func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 	g, ctx := errgroup.WithContext(ctx)

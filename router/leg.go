@@ -104,6 +104,13 @@ type Resumer interface {
 	Resumed() []message.Message
 }
 
+// Recaller is a leg that keeps what it accepted (a durable outbox): it
+// can say where a message it took stands after the router forgot it, so
+// an idempotent retry is answered without sending again (Replay).
+type Recaller interface {
+	Recall(id string) (message.Message, message.Receipt, bool)
+}
+
 // Readier is a leg that can say whether it is ready to carry messages
 // (registered, its roster fetched, its store writable); a leg without it
 // is always ready. The router reports it with Ready.

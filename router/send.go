@@ -72,6 +72,38 @@ func (r *Router) Send(ctx context.Context, req SendRequest) (Outbound, error) {
 	return snap, nil
 }
 
+// Replay answers an idempotent retry of message id and sends nothing:
+// where the router says it stands, or, once the router forgot it (a
+// restart, or more than KeepOutbound sends since), where a leg that keeps
+// what it accepted says it stands, tracked again from then on. Both
+// forgotten is ErrUnknownMessage.
+func (r *Router) Replay(id string) (Outbound, error) {
+	if snap, err := r.Message(id); err == nil {
+		return snap, nil
+	}
+	for _, l := range r.legs {
+		rl, ok := l.(Recaller)
+		if !ok {
+			continue
+		}
+		m, rc, found := rl.Recall(id)
+		if !found {
+			continue
+		}
+		r.mu.Lock()
+		_, known := r.out[id] // a concurrent replay tracked it first
+		if !known {
+			r.rememberLocked(&outbound{msg: m, track: message.NewTracker(), changed: make(chan struct{})})
+		}
+		r.mu.Unlock()
+		if !known {
+			r.apply(rc)
+		}
+		return r.Message(id)
+	}
+	return Outbound{}, fmt.Errorf("%w: %s", ErrUnknownMessage, id)
+}
+
 // ErrNoFiles fails a message with attachments to a leg that cannot carry
 // them: sent without them, the receiver would never know they existed.
 var ErrNoFiles = errors.New("cannot carry files")
@@ -142,6 +174,11 @@ func (r *Router) settleLater(leg Leg, o *outbound, rc message.Receipt) {
 func (r *Router) remember(o *outbound) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.rememberLocked(o)
+}
+
+// rememberLocked is remember with r.mu held.
+func (r *Router) rememberLocked(o *outbound) {
 	r.out[o.msg.ID] = o
 	r.order = append(r.order, o.msg.ID)
 	// Forget the oldest beyond the cap; a message still waiting on a receipt
