@@ -29,7 +29,7 @@ func ParseAnswers(qs []message.Question, specs []string) (map[string][]string, e
 		if strings.HasPrefix(strings.TrimSpace(value), "[") {
 			var list []string
 			if err := json.Unmarshal([]byte(value), &list); err != nil {
-				return nil, fmt.Errorf("%q: the options list is not a JSON list of strings: %v", spec, err)
+				return nil, fmt.Errorf("%s: the options list is not a JSON list of strings: %v", quoteCut(spec), err)
 			}
 			values = list
 		}
@@ -59,30 +59,43 @@ func ParseAnswers(qs []message.Question, specs []string) (map[string][]string, e
 }
 
 // splitSpec finds the "=" that ends a question's name: question texts may
-// hold "=" themselves, so each one is tried from the left.
+// hold "=" themselves, so each one is tried from the left. Only the first
+// failed try builds its error, so a spec of many "=" costs linear time.
 func splitSpec(qs []message.Question, spec string) (int, string, error) {
 	if !strings.Contains(spec, "=") {
-		return 0, "", fmt.Errorf("%q: want Question=Option; questions:\n  %s", spec, listQuestions(qs))
+		return 0, "", fmt.Errorf("%s: want Question=Option; questions:\n  %s", quoteCut(spec), listQuestions(qs))
 	}
 	var firstErr error
 	for i := 0; i < len(spec); i++ {
 		if spec[i] != '=' {
 			continue
 		}
-		qi, err := pickQuestion(qs, strings.TrimSpace(spec[:i]))
-		if err == nil {
-			return qi, spec[i+1:], nil
+		name := strings.TrimSpace(spec[:i])
+		found := matchQuestion(qs, name)
+		if len(found) == 1 {
+			return found[0], spec[i+1:], nil
 		}
 		if firstErr == nil {
-			firstErr = err
+			firstErr = questionError(qs, name, found)
 		}
 	}
 	return 0, "", firstErr
 }
 
-// pickQuestion matches by text, then header, then number, then text or
-// header ignoring case; a name two questions share is ambiguous.
+// pickQuestion is the question name names, or why there is none.
 func pickQuestion(qs []message.Question, name string) (int, error) {
+	found := matchQuestion(qs, name)
+	if len(found) != 1 {
+		return 0, questionError(qs, name, found)
+	}
+	return found[0], nil
+}
+
+// matchQuestion matches by text, then header, then number, then text or
+// header ignoring case, and returns the matches of the first level that
+// has any: more than one means name is ambiguous. It allocates nothing
+// when nothing matches.
+func matchQuestion(qs []message.Question, name string) []int {
 	levels := []func(message.Question, int) bool{
 		func(q message.Question, _ int) bool { return q.Question == name },
 		func(q message.Question, _ int) bool { return q.Header != "" && q.Header == name },
@@ -98,15 +111,19 @@ func pickQuestion(qs []message.Question, name string) (int, error) {
 				found = append(found, i)
 			}
 		}
-		switch len(found) {
-		case 1:
-			return found[0], nil
-		case 0:
-			continue
+		if len(found) > 0 {
+			return found
 		}
-		return 0, fmt.Errorf("%q names %d questions; use its number:\n  %s", name, len(found), listQuestions(qs))
 	}
-	return 0, fmt.Errorf("no question %q; questions:\n  %s", name, listQuestions(qs))
+	return nil
+}
+
+// questionError says why name, which matched found, picks no question.
+func questionError(qs []message.Question, name string, found []int) error {
+	if len(found) > 1 {
+		return fmt.Errorf("%s names %d questions; use its number:\n  %s", quoteCut(name), len(found), listQuestions(qs))
+	}
+	return fmt.Errorf("no question %s; questions:\n  %s", quoteCut(name), listQuestions(qs))
 }
 
 // pickOption matches a label exactly, then ignoring case, then by number.
@@ -127,7 +144,7 @@ func pickOption(q message.Question, v string) (string, error) {
 	if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= len(q.Options) {
 		return q.Options[n-1], nil
 	}
-	return "", fmt.Errorf("question %q has no option %q; options: %s", q.Question, v, q.ListOptions())
+	return "", fmt.Errorf("question %q has no option %s; options: %s", q.Question, quoteCut(v), q.ListOptions())
 }
 
 func listQuestions(qs []message.Question) string {
@@ -144,4 +161,14 @@ func quotedList(ss []string) string {
 		q[i] = strconv.Quote(s)
 	}
 	return strings.Join(q, ", ")
+}
+
+// quoteCut quotes s for an error, cut to its first 200 bytes: a spec may be
+// megabytes long, and the error goes back to whoever sent it.
+func quoteCut(s string) string {
+	const limit = 200
+	if len(s) <= limit {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(s[:limit]) + "…"
 }

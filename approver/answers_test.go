@@ -85,6 +85,7 @@ func FuzzParseAnswers(f *testing.F) {
 	f.Add("1=1\x002=[\"Logging\",\"Metrics\"]")
 	f.Add("approach=option b\x00Which features?=3\x00features=1")
 	f.Add("Approach=1\x00Approach=2")
+	f.Add("==Approach = =1\x00 2 ==x\x00Is a=b?=Yes")
 	f.Fuzz(func(t *testing.T, joined string) {
 		got, err := ParseAnswers(testQuestions, strings.Split(joined, "\x00"))
 		if err != nil {
@@ -105,4 +106,29 @@ func FuzzParseAnswers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestASpecOfManyEqualsSignsCostsLinearWork pins that each "=" a spec
+// tries costs no allocation: an error built for every failed try made a
+// 64 KiB spec of "=" take seconds and a 4 MiB one, which MCP and the
+// approver's replies accept, hours.
+func TestASpecOfManyEqualsSignsCostsLinearWork(t *testing.T) {
+	allocs := func(spec string) float64 {
+		return testing.AllocsPerRun(3, func() {
+			if _, err := ParseAnswers(testQuestions, []string{spec}); err == nil {
+				t.Fatal("a spec naming no question was accepted")
+			}
+		})
+	}
+	for _, unit := range []string{"=", "Which approach =", " =", "approach? ="} {
+		few, many := allocs(strings.Repeat(unit, 256)), allocs(strings.Repeat(unit, 4096))
+		// An allocation per try would add 3840; the race detector adds a few.
+		if many > few+100 {
+			t.Errorf("%q: %.0f allocations with 256 of it, %.0f with 4096, want about as many", unit, few, many)
+		}
+	}
+	_, err := ParseAnswers(testQuestions, []string{strings.Repeat("=", 4<<20)})
+	if err == nil || len(err.Error()) > 1000 {
+		t.Fatalf("a 4 MiB spec: error of %d bytes, want a short one", len(fmt.Sprint(err)))
+	}
 }
