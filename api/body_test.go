@@ -33,7 +33,7 @@ func TestABodyIsReadWholeWhateverItsDeclaredLength(t *testing.T) {
 func TestALongRoutesBodyReadOnceIsStillTheHandlers(t *testing.T) {
 	body := `{"to":"x","body":"hi"}`
 	var first, second string
-	h := unbounded(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := newTestServer().unbounded(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, err := readBody(r)
 		if err != nil {
 			t.Fatal(err)
@@ -47,7 +47,7 @@ func TestALongRoutesBodyReadOnceIsStillTheHandlers(t *testing.T) {
 		t.Fatalf("handler read %q then %q; want the body once, then nothing", first, second)
 	}
 	// A handler that reads the body itself gets it too.
-	h = unbounded(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h = newTestServer().unbounded(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		first = string(b)
 	}))

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -118,6 +119,11 @@ func (g *schemaGen) operation(rt route) map[string]any {
 		strconv.Itoa(rt.successStatus()): ok,
 		"4XX":                            map[string]any{"description": "The request was refused; code says why (bad_request, unauthorized, forbidden, not_found, rate_limited with Retry-After, ...).", "content": errBody},
 		"default":                        map[string]any{"description": "The gateway or a leg failed; code says how (bad_gateway, timeout, unavailable, storage_full, ...).", "content": errBody},
+	}
+	if what, ok := streamRoutes[rt.pattern()]; ok {
+		responses["429"] = map[string]any{"description": fmt.Sprintf("Rate limited, or %s refused: this client holds %d event streams and waits, or the gateway %d (code rate_limited, Retry-After).", what, MaxStreamsPerGrant, MaxStreams),
+			"headers": map[string]any{"Retry-After": map[string]any{"description": "Seconds to wait before retrying.", "schema": map[string]any{"type": "integer"}}},
+			"content": errBody}
 	}
 	if rt.pattern() == "GET /readyz" {
 		responses["503"] = map[string]any{"description": "A leg is not ready; legs says which.", "content": ok["content"]}

@@ -364,5 +364,17 @@ var headerParams = map[string][]param{
 
 // replyHeaders are the success headers routes set, by pattern.
 var replyHeaders = map[string]map[string]any{
-	"POST /v1/messages": {ReplayedHeader: map[string]any{"description": "true when the answer is the first send's under the same Idempotency-Key; nothing was sent again.", "schema": map[string]any{"type": "string", "enum": []string{"true"}}}},
+	"POST /v1/messages": {
+		ReplayedHeader:  map[string]any{"description": "true when the answer is the first send's under the same Idempotency-Key; nothing was sent again.", "schema": map[string]any{"type": "string", "enum": []string{"true"}}},
+		ForgottenHeader: map[string]any{"description": "true on a replayed answer for a message the gateway no longer tracks (a restart, or many sends since): its status is the one the first send was answered with; nothing was sent again.", "schema": map[string]any{"type": "string", "enum": []string{"true"}}},
+	},
+}
+
+// streamRoutes are the routes that hold an event stream or a wait, and
+// are refused past MaxStreams or a client's MaxStreamsPerGrant.
+var streamRoutes = map[string]string{
+	"GET /v1/events":        "the stream",
+	"GET /v1/messages/{id}": "?wait",
+	"POST /v1/messages":     `"wait": true`,
+	"POST /v1/idle":         `"wait": true`,
 }

@@ -144,7 +144,7 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 func (s *Server) routeHandler(rt route) http.Handler {
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) })
 	if rt.long {
-		h = unbounded(h)
+		h = s.unbounded(h)
 	}
 	if rt.scope != 0 {
 		h = requireScope(rt.scope, h)
@@ -155,8 +155,9 @@ func (s *Server) routeHandler(rt route) http.Handler {
 // unbounded reads the (capped) body under the server's read timeout, then
 // lifts the connection's deadlines: a stream or a wait ends by its own
 // timeout or the client leaving. Without this, ReadTimeout would cancel the
-// request's context mid-stream.
-func unbounded(next http.Handler) http.Handler {
+// request's context mid-stream. Each write then has StreamStall of its
+// own (stallWriter), so a client that stops reading cannot hold it.
+func (s *Server) unbounded(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
 			b, err := readBody(r)
@@ -169,7 +170,7 @@ func unbounded(next http.Handler) http.Handler {
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Time{}) // unsupported by test recorders: nothing to lift there
 		_ = rc.SetWriteDeadline(time.Time{})
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(&stallWriter{ResponseWriter: w, rc: rc, stall: s.cfg.StreamStall}, r)
 	})
 }
 

@@ -86,6 +86,13 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	if b.Wait { // before sending: a refusal after it would lose the answer
+		release, ok := s.holdStream(w, r)
+		if !ok {
+			return
+		}
+		defer release()
+	}
 	req := router.SendRequest{To: b.To, Body: b.Body, Mode: mode, FromName: b.FromName, Files: files, Unpaced: b.Unpaced}
 	if key := r.Header.Get(IdempotencyHeader); key != "" {
 		s.sendKeyed(w, r, req, key, digest(b), b.Wait, wait)

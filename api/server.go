@@ -72,9 +72,11 @@ type Config struct {
 	// Actions serves GET /v1/actions/{token}, the one-time signed links of
 	// notifications (package notify); nil for 404.
 	Actions http.Handler
-	// Drop counts a request refused unread, by reason (DropBodies); nil
-	// counts nothing.
+	// Drop counts a request refused unread, by reason (DropBodies,
+	// DropStreams); nil counts nothing.
 	Drop func(reason string)
+	// StreamStall bounds each write on a long route; zero for StreamStall.
+	StreamStall time.Duration
 }
 
 // Server serves the control API.
@@ -91,6 +93,7 @@ type Server struct {
 	bodies     *bodyGate    // MaxBodies, the control socket's
 	tcpBodies  *bodyGate    // MaxBodies, TCP clients with a token, MaxBodiesPerGrant each
 	anonBodies *bodyGate    // MaxAnonBodies, TCP requests before a token
+	streams    *streamGate  // MaxStreams, MaxStreamsPerGrant each
 }
 
 // NewServer builds the handlers from the route table.
@@ -110,7 +113,10 @@ func NewServer(cfg Config) *Server {
 	if cfg.Drop == nil {
 		cfg.Drop = func(string) {}
 	}
-	s := &Server{bodies: newBodyGate(MaxBodies, 0), tcpBodies: newBodyGate(MaxBodies, MaxBodiesPerGrant), anonBodies: newBodyGate(MaxAnonBodies, 0), cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limit: newLimiter(cfg.RateLimit, cfg.Clock),
+	if cfg.StreamStall == 0 {
+		cfg.StreamStall = StreamStall
+	}
+	s := &Server{bodies: newBodyGate(MaxBodies, 0), tcpBodies: newBodyGate(MaxBodies, MaxBodiesPerGrant), anonBodies: newBodyGate(MaxAnonBodies, 0), streams: newStreamGate(MaxStreams, MaxStreamsPerGrant), cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limit: newLimiter(cfg.RateLimit, cfg.Clock),
 		keys:    &keyTable{store: cfg.Keys, clk: cfg.Clock, max: MaxIdempotencyKeys},
 		browser: browserAuth{sessions: map[string]*browserSession{}, pairings: map[string]pairingRec{}}, started: cfg.Clock.Now()}
 	// paths knows every route's path whatever the method, so a known path
@@ -243,6 +249,11 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	release, ok := s.holdStream(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	ctx, cancel := context.WithTimeout(r.Context(), wait)
 	defer cancel()
 	out, err := s.cfg.Router.Wait(ctx, id)
@@ -253,12 +264,11 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// events streams the hub's events. Every write has StreamStall to go out
+// (unbounded's stallWriter): it ends when a write fails, the client leaves
+// or the hub cuts the subscription.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		writeError(w, Error{Error: "streaming unsupported", Code: CodeInternal})
-		return
-	}
+	rc := http.NewResponseController(w)
 	last := int64(-1) // by default, only what happens from now on
 	raw := r.Header.Get("Last-Event-ID")
 	if raw == "" {
@@ -272,6 +282,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 		last = v
 	}
+	release, ok := s.holdStream(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	replay, gap, sub := s.cfg.Router.Hub().Subscribe(last)
 	defer sub.Close()
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -281,28 +296,34 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "event: gap\ndata: {\"type\":\"gap\",\"error\":\"some events after %d were already forgotten\"}\n\n", last)
 	}
 	for _, ev := range replay {
-		writeEvent(w, ev)
+		if writeEvent(w, ev) != nil {
+			return
+		}
 	}
-	fl.Flush()
+	if rc.Flush() != nil {
+		return
+	}
 	tick := time.NewTicker(15 * time.Second)
 	defer tick.Stop()
 	for {
+		var err error
 		select {
 		case <-r.Context().Done():
 			return
 		case <-tick.C:
-			fmt.Fprint(w, ": keep-alive\n\n")
-			fl.Flush()
+			_, err = fmt.Fprint(w, ": keep-alive\n\n")
 		case ev, ok := <-sub.C:
 			if !ok {
 				if err := sub.Err(); err != nil {
 					fmt.Fprintf(w, "event: error\ndata: %s\n\n", mustJSON(map[string]string{"type": "error", "error": err.Error()}))
-					fl.Flush()
+					_ = rc.Flush()
 				}
 				return
 			}
-			writeEvent(w, ev)
-			fl.Flush()
+			err = writeEvent(w, ev)
+		}
+		if err != nil || rc.Flush() != nil {
+			return // the client stopped reading (StreamStall) or left
 		}
 	}
 }
@@ -315,8 +336,9 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-func writeEvent(w io.Writer, ev message.Event) {
-	fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.ID, ev.Type, mustJSON(ev))
+func writeEvent(w io.Writer, ev message.Event) error {
+	_, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.ID, ev.Type, mustJSON(ev))
+	return err
 }
 
 func (s *Server) held(w http.ResponseWriter, r *http.Request) {
@@ -381,6 +403,11 @@ func (s *Server) idle(w http.ResponseWriter, r *http.Request) {
 	// Subscribe before asking, so a notice that comes at once is not missed.
 	var sub *router.Sub
 	if b.Wait {
+		release, ok := s.holdStream(w, r)
+		if !ok {
+			return
+		}
+		defer release()
 		_, _, sub = s.cfg.Router.Hub().Subscribe(-1)
 		defer sub.Close()
 	}
