@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 
@@ -106,6 +107,11 @@ type bridgeHost struct {
 	// alias: a sync meanwhile keeps that name for the sender.
 	starting map[string]int
 	refused  map[string]bool // listed sessions the last sync found no room for
+	// retired are the published names a sync dropped (the session left, or
+	// its name became shared and its alias is NAME-REF now), while their
+	// worker still runs: what it accepted before it stops was sent to the
+	// session the name stood for then.
+	retired map[string]message.Session
 }
 
 // aliasRef is the ref a session's alias name carries when its name is not
@@ -184,28 +190,51 @@ func (b *bridgeHost) senderName(s message.Session) string {
 // be routed to OnAliasEvent.
 func (p *Peer) EnableAliases(pool *AliasPool) {
 	p.bridge = &bridgeHost{pool: pool, byNm: map[string]message.Session{}, senders: map[string]message.Session{},
-		starting: map[string]int{}, refused: map[string]bool{}}
+		starting: map[string]int{}, refused: map[string]bool{}, retired: map[string]message.Session{}}
 }
 
 // OnAliasEvent hands on what arrived at alias name: a message is marked as
-// being for the session the alias stands for.
+// being for the session the alias stands for (or stood for, as its worker
+// stops), or, when it stands for none, refused: handed on unmarked it would
+// be a message to the gateway itself.
 func (p *Peer) OnAliasEvent(name string, ev message.Event) {
 	if ev.Message != nil && p.bridge != nil {
-		p.bridge.mu.Lock()
-		origin, ok := p.bridge.byNm[name]
+		origin, ok := p.bridge.origin(name)
 		if !ok {
-			origin, ok = p.bridge.senders[name]
+			p.refuseUnaliased(name, ev.Message)
+			return
 		}
-		p.bridge.mu.Unlock()
-		if ok {
-			// ToName is the alias (Relay answers through it); the session
-			// id pins the session when its name is not the alias's.
-			m := *ev.Message
-			m.AliasOf, m.ToName, m.ToSessionID = origin.Address, name, origin.SessionID
-			ev.Message = &m
-		}
+		// ToName is the alias (Relay answers through it); the session id
+		// pins the session when its name is not the alias's.
+		m := *ev.Message
+		m.AliasOf, m.ToName, m.ToSessionID = origin.Address, name, origin.SessionID
+		ev.Message = &m
 	}
 	p.emit(context.Background(), ev)
+}
+
+// origin is the session alias name stands for: the one the last sync
+// published it for, else the sender it was started for, else the one it
+// stood for until a sync retired it.
+func (b *bridgeHost) origin(name string) (message.Session, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s, ok := b.byNm[name]; ok {
+		return s, true
+	}
+	if s, ok := b.senders[name]; ok {
+		return s, true
+	}
+	s, ok := b.retired[name]
+	return s, ok
+}
+
+// refuseUnaliased tells the sender of m, through alias name's worker, that
+// the alias stands for no session: guessing one could hand m to another.
+func (p *Peer) refuseUnaliased(name string, m *message.Message) {
+	p.log.Warn("message to an alias that stands for no session refused", "alias", name, "msg_id", m.ID, "from", m.From)
+	_ = p.bridge.pool.relay(name, message.Receipt{MsgID: m.ID, Status: message.StatusFailed, Time: p.clock.Now(),
+		Reason: fmt.Sprintf("alias %q stands for no session now: list the sessions and send to its current name", name)})
 }
 
 // SyncAliases starts an alias worker for each session of another leg, up
@@ -227,6 +256,14 @@ func (p *Peer) SyncAliases(ctx context.Context, others []message.Session) error 
 	}
 	p.bridge.mu.Lock()
 	byNm := aliasNames(listed, p.bridge.senders)
+	for name, s := range p.bridge.byNm {
+		if _, ok := byNm[name]; !ok {
+			p.bridge.retired[name] = s
+		}
+	}
+	for name := range byNm {
+		delete(p.bridge.retired, name)
+	}
 	p.bridge.byNm = byNm
 	p.bridge.mu.Unlock()
 	keep := make(map[string]bool, len(byNm))
@@ -241,6 +278,11 @@ func (p *Peer) SyncAliases(ctx context.Context, others []message.Session) error 
 		// (pool.mu is taken under mu, never the reverse).
 		if p.bridge.starting[name] == 0 && !p.bridge.pool.has(name) {
 			delete(p.bridge.senders, name)
+		}
+	}
+	for name := range p.bridge.retired {
+		if !p.bridge.pool.has(name) { // its worker stopped: nothing more comes from it
+			delete(p.bridge.retired, name)
 		}
 	}
 	was := p.bridge.refused
