@@ -5,7 +5,8 @@
 // X-Gateway-Signature) or an ntfy topic (title, message, priority and action
 // buttons). The buttons open one-time signed links on the gateway's API
 // listener (/v1/actions/{token}) that answer the prompt or decide the held
-// message exactly once. Delivery runs beside the router through a bounded
-// queue, retried with backoff; what cannot be queued or delivered is counted
-// and logged, never the link's secret.
+// message exactly once. Delivery runs beside the router, one bounded queue
+// and goroutine per target (a dead target delays no other), retried with
+// backoff; what cannot be queued or delivered is counted and logged, never
+// the link's secret.
 package notify

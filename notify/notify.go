@@ -36,7 +36,7 @@ const (
 const SignatureHeader = "X-Gateway-Signature"
 
 const (
-	queueSize   = 256 // notifications waiting for delivery; past it they are dropped and counted
+	queueSize   = 256 // notifications waiting for one target; past it they are dropped and counted
 	maxAttempts = 5
 	maxActions  = 3 // ntfy shows at most three buttons
 )
@@ -87,8 +87,9 @@ type Notifier struct {
 	cfg     Config
 	links   *Links
 	targets []target
+	queues  []chan Notification // one per target: a dead target delays only its own
+	drops   []atomic.Uint64     // per target, what its full queue turned away
 	kinds   map[string]bool
-	queue   chan Notification
 	base    atomic.Pointer[func() string] // the link base when BaseURL is empty
 
 	mu     sync.Mutex
@@ -137,14 +138,16 @@ func ntfyTarget(raw, root, path string) (target, error) {
 // New checks the configuration.
 func New(cfg Config) (*Notifier, error) {
 	n := &Notifier{cfg: cfg, links: cfg.Links, kinds: map[string]bool{KindPrompt: true, KindHeld: true},
-		queue: make(chan Notification, queueSize), counts: map[string]uint64{}, told: map[string]bool{}}
+		counts: map[string]uint64{}, told: map[string]bool{}}
 	for _, raw := range cfg.Targets {
 		t, err := ParseTarget(raw)
 		if err != nil {
 			return nil, err
 		}
 		n.targets = append(n.targets, t)
+		n.queues = append(n.queues, make(chan Notification, queueSize))
 	}
+	n.drops = make([]atomic.Uint64, len(n.targets))
 	for _, k := range cfg.Kinds {
 		if k != KindIdle && k != KindTurn {
 			return nil, fmt.Errorf("--notify-on %q: want idle or turn", k)
@@ -174,7 +177,8 @@ func (n *Notifier) count(what string) {
 }
 
 // Counts returns the counters: sent, failed (after every retry), dropped
-// (the queue full), action_done, action_refused, action_failed.
+// (a target's queue full: the log names the target and its own count),
+// action_done, action_refused, action_failed.
 func (n *Notifier) Counts() map[string]uint64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -187,11 +191,14 @@ func (n *Notifier) Counts() map[string]uint64 {
 
 // Run follows hub until ctx ends or the hub closes its subscriptions (the
 // gateway shutting down): one goroutine reads events and queues
-// notifications without ever waiting on delivery, one delivers.
+// notifications without ever waiting on delivery, one per target delivers,
+// so a target that hangs or refuses holds up no other.
 func (n *Notifier) Run(ctx context.Context, hub *router.Hub) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Go(func() { n.deliver(ctx) })
+	for i, t := range n.targets {
+		wg.Go(func() { n.deliver(ctx, t, n.queues[i]) })
+	}
 	defer func() { cancel(); wg.Wait() }()
 	// From the first kept event: serve starts this before the router runs,
 	// so nothing is missed and nothing old is told.
@@ -240,11 +247,14 @@ func (n *Notifier) onEvent(ev message.Event) {
 		delete(n.told, n.toldOrder[0])
 		n.toldOrder = n.toldOrder[1:]
 	}
-	select {
-	case n.queue <- nt:
-	default:
-		n.count("dropped")
-		n.cfg.Log.Warn("notification dropped: the queue is full", "kind", nt.Kind, "id", nt.ID)
+	for i, q := range n.queues {
+		select {
+		case q <- nt:
+		default: // the target is too slow: this notification is not for it
+			n.count("dropped")
+			n.cfg.Log.Warn("notification dropped: the target's queue is full", "target", redact(n.targets[i]),
+				"kind", nt.Kind, "id", nt.ID, "dropped_for_target", n.drops[i].Add(1))
+		}
 	}
 }
 
@@ -330,15 +340,14 @@ func firstOf(ss ...string) string {
 	return ""
 }
 
-func (n *Notifier) deliver(ctx context.Context) {
+// deliver sends what q holds to t, in order, until ctx ends.
+func (n *Notifier) deliver(ctx context.Context, t target, q <-chan Notification) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case nt := <-n.queue:
-			for _, t := range n.targets {
-				n.send(ctx, t, nt)
-			}
+		case nt := <-q:
+			n.send(ctx, t, nt)
 		}
 	}
 }

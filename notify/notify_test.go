@@ -299,24 +299,49 @@ func TestFailedDeliveriesAreCountedAndLoggedWithoutTheLink(t *testing.T) {
 }
 
 func TestAFullQueueDropsAndCountsWithoutBlocking(t *testing.T) {
-	n, err := New(Config{Targets: []string{"http://127.0.0.1:9/hook"}})
+	n, err := New(Config{Targets: []string{"http://127.0.0.1:9/hook", "http://127.0.0.2:9/hook"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Nothing delivers: the queue fills, and then each notification is dropped at once.
+	// Nothing delivers: the queues fill, and then each notification is dropped at once, for each target.
 	for i := range queueSize + 10 {
 		ev := promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`)
 		ev.Permission.ID = fmt.Sprintf("p%d", i)
 		n.onEvent(ev)
 	}
-	if c := n.Counts(); c["dropped"] != 10 {
-		t.Fatalf("counts %v", c)
+	if c := n.Counts(); c["dropped"] != 20 || n.drops[0].Load() != 10 || n.drops[1].Load() != 10 {
+		t.Fatalf("counts %v, per target %d and %d; want 20, 10 each", c, n.drops[0].Load(), n.drops[1].Load())
 	}
 	again := promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`)
 	again.Permission.ID = "p0"
 	n.onEvent(again)
-	if c := n.Counts(); c["dropped"] != 10 {
+	if c := n.Counts(); c["dropped"] != 20 {
 		t.Fatalf("a prompt published again was queued again: %v", c)
+	}
+}
+
+func TestATargetThatHangsDelaysNoOther(t *testing.T) {
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(hang.Close)
+	t.Cleanup(func() { close(release) }) // runs first: the hanging handlers return
+	ok := newReceiver(t, 0, nil)
+	w := newWorld(t, Config{Targets: []string{hang.URL + "/hook", ok.server.URL + "/hook"}})
+	w.leg.Raise(promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))
+	deadline := time.Now().Add(5 * time.Second) // the hanging target's one try takes 10 s
+	for {
+		if b, _ := ok.got(); len(b) == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the healthy target got nothing while the other hung")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -384,8 +409,8 @@ func TestIdleAndTurnNotifyOnlyWhenAskedFor(t *testing.T) {
 		}
 		n.onEvent(turn)
 		n.onEvent(idle)
-		if len(n.queue) != tt.want {
-			t.Errorf("--notify-on %v: %d notifications, want %d", tt.kinds, len(n.queue), tt.want)
+		if len(n.queues[0]) != tt.want {
+			t.Errorf("--notify-on %v: %d notifications, want %d", tt.kinds, len(n.queues[0]), tt.want)
 		}
 	}
 	if _, err := New(Config{Kinds: []string{"everything"}}); err == nil {
