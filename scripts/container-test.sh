@@ -2,7 +2,9 @@
 # Runs the gateway's real container with podman and runc: builds the
 # gateway image (docker/Containerfile) and the NATS image
 # (docker/nats.Containerfile), both FROM scratch, once, into a private image
-# store under a temp directory, then runs the Go tests in test/container
+# store under a temp directory, checks the gateway image with
+# scripts/image-test.sh (its config, root filesystem and entrypoint, on
+# this build: CI builds it once), then runs the Go tests in test/container
 # against them (GATEWAY_CONTAINER_ROOT names that directory): the compose
 # profiles local, remote and federation as podman run lines, the image's
 # HEALTHCHECK, the state volume as the image's user sees it, stop and
@@ -86,7 +88,8 @@ trap cleanup EXIT
 
 # --- images, built once ---------------------------------------------------------
 bash docker/build-context.sh "$work/ctx" || die "could not prepare the gateway's build context"
-P build --quiet --format docker --build-arg VERSION="$(cat "$work/ctx/VERSION")" \
+version=$(cat "$work/ctx/VERSION")
+P build --quiet --format docker --build-arg VERSION="$version" \
 	-f docker/Containerfile -t gateway:latest "$work/ctx" >/dev/null ||
 	die "the gateway image did not build from docker/Containerfile"
 phase "gateway image"
@@ -103,6 +106,10 @@ got=$(P run --rm --network none --ulimit nofile=1024:1024 --ulimit nproc=1000:10
 	die "podman cannot run a container on this machine: $got $(cat "$work/first.err")"
 log "in a container: $got"
 phase "first container"
+
+GATEWAY_IMAGE_ROOT=$work GATEWAY_IMAGE=localhost/gateway:latest GATEWAY_IMAGE_VERSION=$version \
+	bash scripts/image-test.sh || die "the gateway image failed its checks (scripts/image-test.sh, see above)"
+phase "image checks"
 
 GATEWAY_CONTAINER_ROOT=$work go test -count=1 -timeout 10m ${GATEWAY_CONTAINER_TESTFLAGS:-} ./test/container/ ||
 	die "the container tests failed (see above)"

@@ -11,6 +11,11 @@
 # this one needs no container runtime. Needs root (a private vfs image store, chroot, setpriv);
 # installs buildah with apt-get when it is missing. Everything goes into a
 # temp directory that is removed on exit; nothing is cached in the repo.
+#
+# GATEWAY_IMAGE_ROOT=DIR GATEWAY_IMAGE=NAME GATEWAY_IMAGE_VERSION=V: check
+# the image NAME (version V) already built into the overlay store
+# DIR/storage, DIR/runroot instead of building one; scripts/container-test.sh
+# runs it so, so that CI builds the image once. The store is left as found.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -49,30 +54,45 @@ phase "buildah present"
 work=$(mktemp -d /tmp/gateway-image.XXXXXX)
 # The image's user must be able to reach the exported rootfs and run dirs.
 chmod 0755 "$work"
-pid=
+pid= ctr=
 cleanup() {
 	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
 		kill -KILL "$pid" 2>/dev/null || true
 	fi
-	B rm --all >/dev/null 2>&1 || true
+	if [ -n "$ctr" ]; then
+		B umount "$ctr" >/dev/null 2>&1 || true
+		B rm "$ctr" >/dev/null 2>&1 || true
+	fi
 	rm -rf "$work"
 }
 trap cleanup EXIT
-# A private store under $work: nothing touches the machine's images.
-B() { buildah --storage-driver vfs --root "$work/storage" --runroot "$work/runroot" "$@"; }
 
-# --- build -------------------------------------------------------------------
-ctx=$work/context
-bash docker/build-context.sh "$ctx" || die "could not prepare the build context (docker/build-context.sh)"
-version=$(cat "$ctx/VERSION")
-phase "static binary + context"
+if [ -n "${GATEWAY_IMAGE_ROOT:-}" ]; then
+	# --- the image another script built, in its store ----------------------------
+	[ -n "${GATEWAY_IMAGE:-}" ] && [ -n "${GATEWAY_IMAGE_VERSION:-}" ] ||
+		die "GATEWAY_IMAGE_ROOT needs GATEWAY_IMAGE and GATEWAY_IMAGE_VERSION"
+	B() { buildah --storage-driver overlay --root "$GATEWAY_IMAGE_ROOT/storage" --runroot "$GATEWAY_IMAGE_ROOT/runroot" "$@"; }
+	image=$GATEWAY_IMAGE version=$GATEWAY_IMAGE_VERSION
+	B inspect --type image --format '{{.FromImageID}}' "$image" >/dev/null ||
+		die "no image $image in $GATEWAY_IMAGE_ROOT"
+	phase "image found"
+else
+	# A private store under $work: nothing touches the machine's images.
+	B() { buildah --storage-driver vfs --root "$work/storage" --runroot "$work/runroot" "$@"; }
 
-image=localhost/gateway:image-test
-# --format docker: OCI image configs have no HEALTHCHECK.
-B bud --quiet --format docker --build-arg VERSION="$version" \
-	-f docker/Containerfile -t "$image" "$ctx" >/dev/null ||
-	die "the image did not build from docker/Containerfile (buildah bud failed, see above)"
-phase "buildah bud"
+	# --- build -----------------------------------------------------------------
+	ctx=$work/context
+	bash docker/build-context.sh "$ctx" || die "could not prepare the build context (docker/build-context.sh)"
+	version=$(cat "$ctx/VERSION")
+	phase "static binary + context"
+
+	image=localhost/gateway:image-test
+	# --format docker: OCI image configs have no HEALTHCHECK.
+	B bud --quiet --format docker --build-arg VERSION="$version" \
+		-f docker/Containerfile -t "$image" "$ctx" >/dev/null ||
+		die "the image did not build from docker/Containerfile (buildah bud failed, see above)"
+	phase "buildah bud"
+fi
 
 inspect() { B inspect --type image --format "$1" "$image"; }
 nl=$'\n'
@@ -106,6 +126,7 @@ mkdir "$rootfs"
 cp -a "$mnt/." "$rootfs/"
 B umount "$ctr" >/dev/null
 B rm "$ctr" >/dev/null
+ctr=
 phase "export rootfs"
 
 # Nothing but what the Containerfile puts there.
@@ -202,6 +223,6 @@ left=$(find "$run/claude/sessions" "$run/qwen/sessions" "$run/xdg" "$run/state" 
 [ -z "$left" ] || fail_run "registrations left after exit:$nl$left"
 
 total=$(($(now_ms) - t_start))
-log "PASS: image $image ($version) builds from docker/Containerfile; its entrypoint runs from the exported rootfs as $uid:$gid, answers its HEALTHCHECK and /readyz, and drains on SIGTERM (exit 0, registrations removed)"
+log "PASS: image $image ($version), built from docker/Containerfile; its entrypoint runs from the exported rootfs as $uid:$gid, answers its HEALTHCHECK and /readyz, and drains on SIGTERM (exit 0, registrations removed)"
 for t in "${timings[@]}"; do log "  $t"; done
 log "  total                        $(printf '%6d' "$total") ms"
