@@ -45,14 +45,23 @@ type aliases struct {
 	bySID   map[string]*alias
 	paths   map[string]bool
 	replies *bounded.Map[string, replyTo] // by msgId: whom to tell what became of a bridged message
+	// retired are the aliases a sync forgot, by session id: a frame the
+	// inbox admitted for one just before is still for its session, not for
+	// the gateway. The inbox admits none for them once forgotten.
+	retired *bounded.Map[string, *alias]
 }
+
+// maxRetired bounds the retired aliases remembered; the oldest is
+// forgotten (a frame for it admitted so long ago has been delivered).
+const maxRetired = 1024
 
 // originKey tells the sessions we alias apart: by address and session id,
 // since sessions of one process may share an address.
 func originKey(s message.Session) string { return s.Address + "\x00" + s.SessionID }
 
 func newAliases() *aliases {
-	return &aliases{byKey: map[string]*alias{}, bySID: map[string]*alias{}, paths: map[string]bool{}, replies: bounded.NewMap[string, replyTo](maxReplies)}
+	return &aliases{byKey: map[string]*alias{}, bySID: map[string]*alias{}, paths: map[string]bool{},
+		replies: bounded.NewMap[string, replyTo](maxReplies), retired: bounded.NewMap[string, *alias](maxRetired)}
 }
 
 func (a *aliases) bySession(sid string) (*alias, bool) {
@@ -60,6 +69,15 @@ func (a *aliases) bySession(sid string) (*alias, bool) {
 	defer a.mu.Unlock()
 	al, ok := a.bySID[sid]
 	return al, ok
+}
+
+// admittedFor is the alias a frame admitted for session sid is for: a
+// current one, or one a sync forgot since.
+func (a *aliases) admittedFor(sid string) (*alias, bool) {
+	if al, ok := a.bySession(sid); ok {
+		return al, true
+	}
+	return a.retired.Get(sid)
 }
 
 func (a *aliases) isAliasPath(path string) bool {
@@ -130,6 +148,9 @@ func (a *aliases) add(key string, s message.Session, dir string, pid int) *alias
 func (a *aliases) forget(key string, al *alias) {
 	if a.byKey[key] == al {
 		delete(a.byKey, key)
+	}
+	if a.bySID[al.sid] == al {
+		a.retired.Put(al.sid, al)
 	}
 	delete(a.bySID, al.sid)
 	delete(a.paths, al.path)

@@ -145,3 +145,31 @@ func TestASenderNoSyncHasListedYetGetsItsAliasRecordWithItsFirstMessage(t *testi
 		t.Fatalf("records %v after a sync without the sender; want none", recs)
 	}
 }
+
+// The race: a frame the inbox admitted for an alias just before a sync
+// retired it (its session left, or was renamed) was handed on as a message
+// to the gateway itself once the alias was forgotten.
+func TestAFrameAdmittedForAnAliasJustBeforeItIsRetiredStillGoesToItsSession(t *testing.T) {
+	p := registerTestPeer(t, PeerConfig{Name: "gw"})
+	ctx := context.Background()
+	origin := message.Session{Address: "uds:/tmp/cc-socks/9.sock", Protocol: message.ProtocolClaude, Name: "work-08", SessionID: uuid.NewString()}
+	if err := p.SyncAliases(ctx, []message.Session{origin}); err != nil {
+		t.Fatal(err)
+	}
+	p.al.mu.Lock()
+	al := p.al.byKey[originKey(origin)]
+	p.al.mu.Unlock()
+	in := Inbound{Frame: UserFrame{MsgID: "m-late", ToSessionID: al.sid, Content: "for work-08"}}
+	if m := p.toMessage(in); m.AliasOf != origin.Address { // admitted: the alias is current
+		t.Fatalf("before the sync: %+v", m)
+	}
+	if err := p.SyncAliases(ctx, nil); err != nil { // the session left
+		t.Fatal(err)
+	}
+	if m := p.toMessage(in); m.AliasOf != origin.Address || m.ToName != origin.Name {
+		t.Fatalf("the frame admitted before the alias retired became %+v, want it for %s (%s)", m, origin.Name, origin.Address)
+	}
+	if p.gate.cfg.OwnsSession(al.sid) {
+		t.Fatal("the inbox still admits frames for the retired alias")
+	}
+}

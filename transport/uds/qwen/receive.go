@@ -23,7 +23,7 @@ func (p *Peer) toMessage(in Inbound) message.Message {
 	if in.Origin.Kind == AuthController {
 		m.Controller = in.Origin.Controller.Label
 	}
-	if al, ok := p.al.bySession(f.ToSessionID); ok {
+	if al, ok := p.al.admittedFor(f.ToSessionID); ok {
 		m.AliasOf, m.ToName = al.origin.Address, al.origin.Name
 		p.al.remember(f.MsgID, replyTo{from: f.From, token: f.ReplyToken, pid: in.SenderPID})
 	}
