@@ -66,6 +66,16 @@ type Question struct {
 	Options     []string `json:"options"` // the labels
 }
 
+// MarshalJSON writes a question without options with "options": [], never
+// null: a client walks the list (a session may ask with none).
+func (q Question) MarshalJSON() ([]byte, error) {
+	type plain Question
+	if q.Options == nil {
+		q.Options = []string{}
+	}
+	return json.Marshal(plain(q))
+}
+
 // PermissionRule is one rule an answer adds (`--rule 'Bash(go test)'`).
 type PermissionRule struct {
 	ToolName    string `json:"tool_name"`

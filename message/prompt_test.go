@@ -72,3 +72,16 @@ func FuzzParseSuggestions(f *testing.F) {
 		}
 	})
 }
+
+func TestAQuestionWithoutOptionsHasAnEmptyListInJSON(t *testing.T) {
+	for _, q := range []Question{{Question: "Pick from nothing?"}, {Question: "Pick?", Options: []string{}}} {
+		b, err := json.Marshal(PermissionRequest{Questions: []Question{q}})
+		if err != nil || !strings.Contains(string(b), `"options":[]`) {
+			t.Fatalf("%s (%v), want \"options\":[]", b, err)
+		}
+	}
+	b, _ := json.Marshal(Question{Question: "Which?", Header: "H", MultiSelect: true, Options: []string{"A", "B"}})
+	if want := `{"question":"Which?","header":"H","multi_select":true,"options":["A","B"]}`; string(b) != want {
+		t.Fatalf("%s, want %s", b, want)
+	}
+}

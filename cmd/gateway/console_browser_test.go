@@ -135,7 +135,8 @@ func (p *cutProxy) setCut(cut bool) {
 }
 
 // TestTheConsoleInAHeadlessBrowser drives the console in Chromium at phone
-// and desktop sizes: pairing with the printed link, a question answered by
+// and desktop sizes: pairing with the printed link, a question without
+// options shown (and denied) without hiding the next, a question answered by
 // tapping options, a tool allowed always, a plan approved with a mode, a
 // message sent from a session's send box, a held message released, and the
 // event stream dropped and resumed without losing an event. The script
@@ -208,6 +209,11 @@ func TestTheConsoleInAHeadlessBrowser(t *testing.T) {
 			spec.ToolUseID = fmt.Sprintf("toolu_console_%d", time.Now().UnixNano())
 			rid, err := cloud.Prompt(sid, spec)
 			return map[string]string{"rid": rid, "tool_use_id": spec.ToolUseID}, err
+		},
+		"hostile-question": func(map[string]string) (any, error) {
+			spec := fakecloud.AskPrompt(fakecloud.Question{Question: "Pick from nothing?", Header: "Hostile"}) // options: null
+			rid, err := cloud.Prompt(sid, spec)
+			return map[string]string{"rid": rid}, err
 		},
 		"check-question": func(a map[string]string) (any, error) {
 			// Exactly the question's input with the answers added, and nothing else.

@@ -165,7 +165,19 @@ async function refreshPrompts() {
   const box = clear($("prompts"));
   $("prompt-count").textContent = ps.length ? `(${ps.length})` : "";
   if (!ps.length) box.append(el("p", { class: "muted" }, "Nothing waits for an answer."));
-  for (const p of ps) box.append(renderPrompt(p, scopes.has("approve"), act));
+  for (const p of ps) box.append(promptCard(p));
+}
+
+// promptCard renders one prompt; one the console cannot show is a card
+// saying so, never a reason to hide the prompts after it.
+function promptCard(p) {
+  try {
+    return renderPrompt(p, scopes.has("approve"), act);
+  } catch (e) {
+    return el("div", { class: "card prompt", "data-id": String(p && p.id) },
+      el("h3", {}, `${p && p.tool_name} · ${p && p.address}`),
+      el("p", { class: "muted" }, `This prompt cannot be shown here (${e.message}); answer or deny it with gateway answer, allow or deny.`));
+  }
 }
 
 async function refreshHeld() {

@@ -86,7 +86,7 @@ function renderQuestions(card, p, canAnswer, act, done) {
   for (const q of p.questions || []) {
     picked.set(q.question, new Set());
     const row = el("div", { class: "row question", role: q.multi_select ? "group" : "radiogroup" });
-    for (const label of q.options) {
+    for (const label of q.options || []) {
       const b = el("button", { class: "option", "aria-pressed": "false", type: "button" }, label);
       b.disabled = !canAnswer;
       b.addEventListener("click", () => {

@@ -53,9 +53,15 @@ async function run(browser, width, height) {
   await shot("signed-in");
   log(size, "signed in");
 
+  // A hostile question (no options) comes first: it must not hide the
+  // prompts after it.
+  await step("hostile-question");
+  const hostile = page.locator(".prompt", { hasText: "Pick from nothing?" });
+  await hostile.waitFor();
+
   // A question from the fake cloud appears live; answer it by tapping options.
   const { rid: qid, tool_use_id: quid } = await step("question");
-  const q = page.locator(".prompt-question");
+  const q = page.locator(".prompt-question", { hasText: "Which approach?" });
   await q.waitFor();
   await tap(q.getByRole("button", { name: "Option B", exact: true }));
   await tap(q.getByRole("button", { name: "Logging", exact: true }));
@@ -65,6 +71,9 @@ async function run(browser, width, height) {
   await q.waitFor({ state: "detached" });
   await step("check-question", { rid: qid, tool_use_id: quid });
   log(size, "question answered");
+  await tap(hostile.getByRole("button", { name: "Deny" }));
+  await hostile.waitFor({ state: "detached" });
+  log(size, "hostile question denied");
 
   // A tool prompt, allowed with "always allow".
   const { rid: bid } = await step("bash");
