@@ -160,9 +160,14 @@ func New(cfg Config) (*Notifier, error) {
 	if n.cfg.Log == nil {
 		n.cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	if n.cfg.Client == nil {
-		n.cfg.Client = &http.Client{Timeout: 10 * time.Second}
+	client := http.Client{Timeout: 10 * time.Second}
+	if n.cfg.Client != nil {
+		client = *n.cfg.Client
 	}
+	// A redirect is a failed delivery: following one would post the body,
+	// its one-time links and its signature to wherever the target points.
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	n.cfg.Client = &client
 	if n.cfg.Backoff == nil {
 		n.cfg.Backoff = func(i int) time.Duration { return time.Second << (i - 1) }
 	}
@@ -388,6 +393,9 @@ func (n *Notifier) send(ctx context.Context, t target, nt Notification) {
 			return
 		}
 		last = res.Status
+		if res.StatusCode < 400 {
+			last += " (redirects are not followed)"
+		}
 		if res.StatusCode < 500 && res.StatusCode != http.StatusTooManyRequests {
 			break
 		}

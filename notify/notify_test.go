@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -295,6 +296,34 @@ func TestFailedDeliveriesAreCountedAndLoggedWithoutTheLink(t *testing.T) {
 	}
 	if l := w.logged(); !strings.Contains(l, "notification not delivered") || strings.Contains(l, "private") || strings.Contains(l, "/v1/actions/") {
 		t.Fatalf("logs: %s", l)
+	}
+}
+
+func TestARedirectIsAFailedDeliveryNeverFollowed(t *testing.T) {
+	for _, code := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect, http.StatusFound} {
+		t.Run(http.StatusText(code), func(t *testing.T) {
+			elsewhere := newReceiver(t, 0, nil)
+			var mu sync.Mutex
+			hits := 0
+			hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				hits++
+				mu.Unlock()
+				http.Redirect(w, r, elsewhere.server.URL+"/stolen", code)
+			}))
+			t.Cleanup(hook.Close)
+			w := newWorld(t, Config{Targets: []string{hook.URL + "/hook"}, Secret: []byte("s3cret")})
+			w.leg.Raise(promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))
+			testutil.Eventually(t, "the delivery fails", func() bool { return w.n.Counts()["failed"] == 1 })
+			mu.Lock()
+			defer mu.Unlock()
+			if b, _ := elsewhere.got(); len(b) != 0 || hits != 1 {
+				t.Fatalf("the redirect's target got %d bodies; the hook %d tries, want 1", len(b), hits)
+			}
+			if l := w.logged(); !strings.Contains(l, strconv.Itoa(code)) || !strings.Contains(l, "redirects are not followed") {
+				t.Fatalf("logs: %s", l)
+			}
+		})
 	}
 }
 
