@@ -54,7 +54,8 @@ type Options struct {
 	SessionKey string
 	// Signer attests every posted event; nil is auth.NewNoneSigner().
 	Signer auth.Signer
-	// HTTPClient makes the requests; nil is one with a DefaultTimeout.
+	// HTTPClient makes the requests; nil is one with a DefaultTimeout. The
+	// client keeps a copy that never follows redirects (see noRedirects).
 	HTTPClient *http.Client
 	// ClientPlatform and Version are sent as anthropic-client-platform and
 	// anthropic-client-version.
@@ -124,9 +125,7 @@ func New(o Options) (*Client, error) {
 	if c.signer == nil {
 		c.signer = auth.NewNoneSigner()
 	}
-	if c.hc == nil {
-		c.hc = &http.Client{Timeout: DefaultTimeout}
-	}
+	c.hc = noRedirects(c.hc)
 	if c.platform == "" {
 		c.platform = DefaultClientPlatform
 	}
@@ -147,6 +146,20 @@ func New(o Options) (*Client, error) {
 	}
 	c.clock = clock.Or(c.clock)
 	return c, nil
+}
+
+// noRedirects returns a copy of hc (or a new client with DefaultTimeout)
+// that hands a 3xx back as it is. Following one would resend a POST as a
+// bodiless GET, whose 2xx would read as a post the server accepted, and
+// would carry the credentials to wherever the Location points (another
+// scheme or port of the same host keeps them).
+func noRedirects(hc *http.Client) *http.Client {
+	if hc == nil {
+		hc = &http.Client{Timeout: DefaultTimeout}
+	}
+	cp := *hc
+	cp.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &cp
 }
 
 func parseBaseURL(raw string) (*url.URL, error) {
