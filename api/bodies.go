@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // MaxBodies caps the request bodies being read at once on one listener
@@ -21,8 +22,16 @@ const MaxBodies = 32
 // MaxAnonBodies caps the bodies of TCP requests that carry no valid token
 // (login) being read at once: they come before any authentication, so
 // they get slots of their own, few, and cannot take those of clients
-// with a token.
-const MaxAnonBodies = 4
+// with a token. One remote address holds at most MaxAnonBodiesPerIP of
+// them, each body is at most MaxAnonBody and must arrive within
+// AnonReadTimeout: one client stalling its logins cannot keep every
+// browser from signing in.
+const (
+	MaxAnonBodies      = 4
+	MaxAnonBodiesPerIP = 1
+	MaxAnonBody        = 4 << 10 // a token or a pairing code, in JSON
+	AnonReadTimeout    = 3 * time.Second
+)
 
 // DropBodies is the reason Config.Drop counts a request refused past
 // MaxBodies.
@@ -33,17 +42,33 @@ const DropBodies = "bodies-in-flight"
 // others still find room.
 const MaxBodiesPerGrant = MaxBodies / 4
 
-// bodyGate holds a slot per body being read; with a share, one grant (by
-// its id) holds at most that many.
+// bodyGate holds a slot per body being read; with a share, one client (by
+// its key: a grant's id, a remote address) holds at most that many.
 type bodyGate struct {
 	slots chan struct{}
 	share int
+	key   func(*http.Request) string
 	mu    sync.Mutex
-	held  map[string]int // slots taken by grant id, when shared
+	held  map[string]int // slots taken by client, when shared
 }
 
-func newBodyGate(n, share int) *bodyGate {
-	return &bodyGate{slots: make(chan struct{}, n), share: share, held: map[string]int{}}
+func newBodyGate(n, share int, key func(*http.Request) string) *bodyGate {
+	return &bodyGate{slots: make(chan struct{}, n), share: share, key: key, held: map[string]int{}}
+}
+
+// byGrant and byIP are the clients bodyGate shares among.
+func byGrant(r *http.Request) string { g, _ := GrantFrom(r.Context()); return g.ID }
+func byIP(r *http.Request) string    { return remoteIP(r) }
+
+// anonBody caps the body of a TCP request before a token (MaxAnonBody)
+// and gives it AnonReadTimeout to arrive.
+func anonBody(w http.ResponseWriter, r *http.Request) *http.Request {
+	if r.Body == nil || r.Body == http.NoBody {
+		return r
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(AnonReadTimeout))
+	r.Body = http.MaxBytesReader(w, r.Body, MaxAnonBody)
+	return r
 }
 
 // take wraps r's body in a slot, given back once the body is read to its
@@ -55,12 +80,11 @@ func (g *bodyGate) take(r *http.Request) (release func(), why string) {
 	}
 	who := ""
 	if g.share > 0 {
-		gr, _ := GrantFrom(r.Context())
-		who = gr.ID
+		who = g.key(r)
 		g.mu.Lock()
 		if g.held[who] >= g.share {
 			g.mu.Unlock()
-			return nil, fmt.Sprintf("this token has %d bodies being read", g.share)
+			return nil, fmt.Sprintf("this client has %d bodies being read", g.share)
 		}
 		g.held[who]++
 		g.mu.Unlock()

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/router"
@@ -129,5 +131,69 @@ func TestStalledBodiesTakeOnlyTheirListenersSlots(t *testing.T) {
 	}
 	if st := post(unix.URL, "/v1/messages", ""); st == http.StatusTooManyRequests {
 		t.Errorf("a control-socket send while TCP bodies stall: %d", st)
+	}
+}
+
+// TestOneClientStallingLoginsCannotBlockEveryoneElsesSignIn: stalled
+// logins from one address hold one anonymous body slot, not all of them;
+// a login body is small and must arrive within AnonReadTimeout.
+func TestOneClientStallingLoginsCannotBlockEveryoneElsesSignIn(t *testing.T) {
+	srv := NewServer(Config{Router: router.New(router.Config{}, claudeStub()), Token: "tok"})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	hs := NewHTTPServer(srv.TCPHandler(addr))
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() { _ = hs.Close() })
+	from := func(ip string) *net.Dialer {
+		return &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	}
+	if c, err := from("127.0.0.2").Dial("tcp", addr); err != nil {
+		t.Skipf("no second loopback source address here: %v", err)
+	} else {
+		c.Close()
+	}
+	var stalled []net.Conn
+	for range MaxAnonBodies + 2 {
+		c, err := from("127.0.0.2").Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stalled = append(stalled, c)
+		fmt.Fprintf(c, "POST /v1/login HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{", addr)
+	}
+	defer func() {
+		for _, c := range stalled {
+			c.Close()
+		}
+	}()
+	login := func(ip, body string) (int, string) {
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: from(ip).DialContext}}
+		resp, err := c.Post("http://"+addr+"/v1/login", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(raw)
+	}
+	// Let the stalled requests reach their handlers first.
+	testutil.Eventually(t, "the stalling address refused a slot of its own", func() bool {
+		st, raw := login("127.0.0.2", `{"token":"tok"}`)
+		return st == http.StatusTooManyRequests && strings.Contains(raw, "being read")
+	})
+	if st, raw := login("127.0.0.3", `{"token":"tok"}`); st != http.StatusCreated {
+		t.Fatalf("a sign-in from another address while one stalls: %d %s, want 201", st, raw)
+	}
+	if st, _ := login("127.0.0.3", `{"token":"`+strings.Repeat("x", MaxAnonBody)+`"}`); st != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a login body over MaxAnonBody: %d, want 413", st)
+	}
+	// A stalled login is cut at AnonReadTimeout (a bound on a hang).
+	_ = stalled[0].SetReadDeadline(time.Now().Add(AnonReadTimeout + 5*time.Second))
+	line, err := bufio.NewReader(stalled[0]).ReadString('\n')
+	if err != nil || !strings.Contains(line, "408") {
+		t.Fatalf("the stalled login's answer: %q %v, want a 408", line, err)
 	}
 }

@@ -251,7 +251,7 @@ func (s *Server) TCPHandler(addr string) http.Handler {
 			if ok { // its body counted to its grant, as every authenticated request's
 				next.ServeHTTP(w, r.WithContext(withGrant(r.Context(), g)))
 			} else {
-				anonNext.ServeHTTP(w, r)
+				anonNext.ServeHTTP(w, anonBody(w, r))
 			}
 			return
 		}

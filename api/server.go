@@ -92,7 +92,7 @@ type Server struct {
 	started    time.Time    // for the uptime of GET /v1/status
 	bodies     *bodyGate    // MaxBodies, the control socket's
 	tcpBodies  *bodyGate    // MaxBodies, TCP clients with a token, MaxBodiesPerGrant each
-	anonBodies *bodyGate    // MaxAnonBodies, TCP requests before a token
+	anonBodies *bodyGate    // MaxAnonBodies, TCP requests before a token, MaxAnonBodiesPerIP each
 	streams    *streamGate  // MaxStreams, MaxStreamsPerGrant each
 }
 
@@ -116,7 +116,8 @@ func NewServer(cfg Config) *Server {
 	if cfg.StreamStall == 0 {
 		cfg.StreamStall = StreamStall
 	}
-	s := &Server{bodies: newBodyGate(MaxBodies, 0), tcpBodies: newBodyGate(MaxBodies, MaxBodiesPerGrant), anonBodies: newBodyGate(MaxAnonBodies, 0), streams: newStreamGate(MaxStreams, MaxStreamsPerGrant), cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limit: newLimiter(cfg.RateLimit, cfg.Clock),
+	s := &Server{bodies: newBodyGate(MaxBodies, 0, nil), tcpBodies: newBodyGate(MaxBodies, MaxBodiesPerGrant, byGrant),
+		anonBodies: newBodyGate(MaxAnonBodies, MaxAnonBodiesPerIP, byIP), streams: newStreamGate(MaxStreams, MaxStreamsPerGrant), cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limit: newLimiter(cfg.RateLimit, cfg.Clock),
 		keys:    &keyTable{store: cfg.Keys, clk: cfg.Clock, max: MaxIdempotencyKeys},
 		browser: browserAuth{sessions: map[string]*browserSession{}, pairings: map[string]pairingRec{}}, started: cfg.Clock.Now()}
 	// paths knows every route's path whatever the method, so a known path
