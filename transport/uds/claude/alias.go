@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -27,155 +26,6 @@ import (
 // to send, it reports what arrives. A worker dies with its parent (its end
 // of the pair closes, and PR_SET_PDEATHSIG), and the pool retires workers
 // that have been idle for a while.
-
-// WorkerOp is one line on a worker's control pipe.
-type WorkerOp struct {
-	Op string `json:"op"` // parent→worker: send, stop; worker→parent: ready, event, sent
-
-	// ready
-	Address   string `json:"address,omitempty"`
-	SessionID string `json:"session_id,omitempty"`
-	PID       int    `json:"pid,omitempty"`
-
-	// send (parent→worker) and sent (worker→parent)
-	Message *message.Message `json:"message,omitempty"`
-	MsgID   string           `json:"msg_id,omitempty"`
-	Error   string           `json:"error,omitempty"`
-
-	// event
-	Event *message.Event `json:"event,omitempty"`
-
-	// relay (parent→worker): tell the sender of Receipt.MsgID
-	Receipt *message.Receipt `json:"receipt,omitempty"`
-}
-
-// Worker ops.
-const (
-	OpReady = "ready"
-	OpEvent = "event"
-	OpSend  = "send"
-	OpSent  = "sent"
-	OpStop  = "stop"
-)
-
-// WorkerFD is the descriptor a worker finds its control pipe on.
-const WorkerFD = 3
-
-// RunWorker is the body of a worker process: register cfg as a peer, say
-// ready on ctl, relay what arrives, send what the parent asks, and return
-// when ctl closes, the parent says stop, or ctx ends.
-func RunWorker(ctx context.Context, cfg Config, ctl io.ReadWriter) error {
-	peer, err := Register(cfg)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wmu sync.Mutex
-	write := func(op WorkerOp) {
-		b, err := json.Marshal(op)
-		if err != nil {
-			return
-		}
-		wmu.Lock()
-		defer wmu.Unlock()
-		if _, err := ctl.Write(append(b, '\n')); err != nil {
-			cancel() // the parent is gone
-		}
-	}
-	events := make(chan message.Event, 64)
-	done := make(chan error, 1)
-	go func() { done <- peer.Run(ctx, events) }()
-	write(WorkerOp{Op: OpReady, Address: peer.Address(), SessionID: peer.SessionID(), PID: os.Getpid()})
-	sends := &targetQueues{queues: map[string][]message.Message{}, send: func(m message.Message) {
-		sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
-		defer scancel()
-		res := WorkerOp{Op: OpSent, MsgID: m.ID}
-		if _, err := peer.Send(sctx, m); err != nil {
-			res.Error = err.Error()
-		}
-		write(res)
-	}}
-
-	go func() {
-		defer cancel()
-		sc := bufio.NewScanner(ctl)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		for sc.Scan() {
-			var op WorkerOp
-			if json.Unmarshal(sc.Bytes(), &op) != nil {
-				continue
-			}
-			switch op.Op {
-			case OpStop:
-				return
-			case OpRelay:
-				if op.Receipt != nil {
-					rc := *op.Receipt
-					go func() {
-						rctx, rcancel := context.WithTimeout(ctx, receiptTimeout)
-						defer rcancel()
-						peer.relay(rctx, rc.MsgID, rc)
-					}()
-				}
-			case OpSend:
-				if op.Message != nil {
-					sends.add(*op.Message)
-				}
-			}
-		}
-	}()
-	for {
-		select {
-		case ev := <-events:
-			write(WorkerOp{Op: OpEvent, Event: &ev})
-		case err := <-done:
-			for len(events) > 0 { // accepted before the stop: still the parent's to hear
-				ev := <-events
-				write(WorkerOp{Op: OpEvent, Event: &ev})
-			}
-			return err
-		}
-	}
-}
-
-// targetQueues writes a worker's messages to each target one at a time,
-// in the order the parent asked for them (each write is a connection of
-// its own, which the receiver may serve in any order once two are open),
-// while different targets are written side by side. The parent bounds
-// what it asks for before the answers come.
-type targetQueues struct {
-	send   func(message.Message)
-	mu     sync.Mutex
-	queues map[string][]message.Message // by target; present while its writer runs
-}
-
-func (q *targetQueues) add(m message.Message) {
-	q.mu.Lock()
-	queue, running := q.queues[m.To]
-	q.queues[m.To] = append(queue, m)
-	q.mu.Unlock()
-	if !running {
-		go q.run(m.To)
-	}
-}
-
-// run writes to's messages until none is left.
-func (q *targetQueues) run(to string) {
-	for {
-		q.mu.Lock()
-		queue := q.queues[to]
-		if len(queue) == 0 {
-			delete(q.queues, to)
-			q.mu.Unlock()
-			return
-		}
-		m := queue[0]
-		q.queues[to] = queue[1:]
-		q.mu.Unlock()
-		q.send(m)
-	}
-}
 
 // Alias is a running worker as the pool sees it.
 type Alias struct {
@@ -426,7 +276,7 @@ func (p *AliasPool) start(name string, w *worker) {
 // read relays a worker's lines until its pipe closes.
 func (p *AliasPool) read(name string, w *worker) {
 	sc := bufio.NewScanner(w.ctl)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	sc.Buffer(make([]byte, 64<<10), maxWorkerLine)
 	readied := false
 	for sc.Scan() {
 		var op WorkerOp
@@ -461,6 +311,13 @@ func (p *AliasPool) read(name string, w *worker) {
 			}
 		}
 	}
+	if err := sc.Err(); err != nil && w.cmd != nil {
+		// A worker that cannot be followed is ended, so it is reaped and
+		// forgotten (the next use starts another) rather than left blocked
+		// on its write, its socket taking messages nobody hears.
+		p.log.Warn("alias worker unreadable: ending it", "alias", name, "err", err)
+		_ = w.cmd.Process.Kill()
+	}
 	w.setReady(fmt.Errorf("alias %q: worker exited before it was ready", name))
 	w.smu.Lock()
 	for id, ch := range w.sent {
@@ -484,16 +341,16 @@ func (p *AliasPool) Send(ctx context.Context, name string, m message.Message) er
 	if w == nil {
 		return fmt.Errorf("alias %q: worker gone", name)
 	}
+	b, err := encodeOp(WorkerOp{Op: OpSend, Message: &m})
+	if err != nil {
+		return fmt.Errorf("alias %q: %w", name, err)
+	}
 	ch := make(chan error, 1)
 	w.smu.Lock()
 	w.sent[m.ID] = ch
 	w.smu.Unlock()
-	b, err := json.Marshal(WorkerOp{Op: OpSend, Message: &m})
-	if err != nil {
-		return err
-	}
 	w.wmu.Lock()
-	_, err = w.ctl.Write(append(b, '\n'))
+	_, err = w.ctl.Write(b)
 	w.wmu.Unlock()
 	if err != nil {
 		return fmt.Errorf("alias %q: %w", name, err)
@@ -559,9 +416,9 @@ func (p *AliasPool) stop(w *worker) {
 		return
 	}
 	// Ask first, so the worker deregisters; signal only one that lingers.
-	b, _ := json.Marshal(WorkerOp{Op: OpStop})
+	b, _ := encodeOp(WorkerOp{Op: OpStop})
 	w.wmu.Lock()
-	_, _ = w.ctl.Write(append(b, '\n'))
+	_, _ = w.ctl.Write(b)
 	w.wmu.Unlock()
 	t := time.NewTimer(stopGrace)
 	defer t.Stop()

@@ -2,7 +2,6 @@ package claude
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -362,13 +361,13 @@ func (ap *AliasPool) relay(name string, rc message.Receipt) error {
 	if w == nil || w.ctl == nil {
 		return ErrPoolClosed
 	}
-	b, err := json.Marshal(WorkerOp{Op: OpRelay, Receipt: &rc})
+	b, err := encodeOp(WorkerOp{Op: OpRelay, Receipt: &rc})
 	if err != nil {
 		return err
 	}
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
-	_, err = w.ctl.Write(append(b, '\n'))
+	_, err = w.ctl.Write(b)
 	return err
 }
 
