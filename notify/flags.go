@@ -72,7 +72,8 @@ func (f *Flags) Check() error {
 	if *f.secretFile == "" {
 		return nil
 	}
-	b, err := safefile.ReadCapped(*f.secretFile, 4096)
+	// A secret like the token files: group or others may not read it.
+	b, _, err := safefile.ReadSecret(*f.secretFile, 4096, nil)
 	if err != nil {
 		return fmt.Errorf("--notify-secret-file: %w", err)
 	}
