@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -11,10 +12,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/coder/websocket"
-
 	"github.com/sessiongateway/gateway/testkit/clock"
 	"github.com/sessiongateway/gateway/transport/remote/wire"
+	"github.com/sessiongateway/gateway/transport/remote/wsclient"
 )
 
 func TestTheDedupWindowForgetsTheLeastRecentlySeen(t *testing.T) {
@@ -173,8 +173,8 @@ func FuzzRetryAfter(f *testing.F) {
 }
 
 func TestEndCauseNamesWhyAConnectionEnded(t *testing.T) {
-	closed := func(code websocket.StatusCode) error {
-		return websocket.CloseError{Code: code, Reason: "bye"}
+	closed := func(code int) error {
+		return fmt.Errorf("reading: %w", &wsclient.CloseError{Code: code, Reason: "bye"})
 	}
 	recovery := &ConnError{Cause: CauseRecovery, Err: errors.New("500")}
 	tests := []struct {
@@ -214,18 +214,6 @@ func TestEndCauseNamesWhyAConnectionEnded(t *testing.T) {
 	})
 }
 
-// messages is a wsSource over fixed WebSocket messages.
-func messages(msgs ...string) *wsSource {
-	return &wsSource{next: func() (io.Reader, error) {
-		if len(msgs) == 0 {
-			return nil, io.EOF
-		}
-		m := msgs[0]
-		msgs = msgs[1:]
-		return strings.NewReader(m), nil
-	}}
-}
-
 // linesOf is what the stream must see in msgs: each message's lines, a
 // last one without "\n" ended by the message, blank ones skipped.
 func linesOf(msgs []string) [][]byte {
@@ -240,23 +228,24 @@ func linesOf(msgs []string) [][]byte {
 	return out
 }
 
-func readAllMessages(t *testing.T, src *wsSource) (ok [][]byte, bad int) {
+func readAllMessages(t *testing.T, msgs []string) (ok [][]byte, bad int) {
 	t.Helper()
-	rd := wire.NewNDJSONReader(src, 1<<16)
-	for {
-		m, err := rd.Next()
-		var le *wire.LineError
-		switch {
-		case errors.Is(err, io.EOF):
-			return ok, bad
-		case errors.As(err, &le):
-			bad++
-		case err != nil:
-			t.Fatalf("Next: %v", err)
-		default:
-			ok = append(ok, m.Raw)
-		}
+	w := &wsConn{}
+	for _, msg := range msgs {
+		w.lines([]byte(msg), func(m wire.Message, err error) bool {
+			var le *wire.LineError
+			switch {
+			case errors.As(err, &le):
+				bad++
+			case err != nil:
+				t.Fatalf("lines: %v", err)
+			default:
+				ok = append(ok, m.Raw)
+			}
+			return true
+		})
 	}
+	return ok, bad
 }
 
 func TestALineNeverSpansTwoWebSocketMessages(t *testing.T) {
@@ -274,7 +263,7 @@ func TestALineNeverSpansTwoWebSocketMessages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ok, bad := readAllMessages(t, messages(tt.msgs...))
+			ok, bad := readAllMessages(t, tt.msgs)
 			if len(ok) != tt.ok || bad != tt.bad {
 				t.Fatalf("%d decoded, %d bad; want %d, %d", len(ok), bad, tt.ok, tt.bad)
 			}
@@ -302,7 +291,7 @@ func FuzzWebSocketFraming(f *testing.F) {
 			rest = rest[n:]
 		}
 		msgs = append(msgs, rest)
-		ok, bad := readAllMessages(t, messages(msgs...))
+		ok, bad := readAllMessages(t, msgs)
 		want := linesOf(msgs)
 		if len(ok)+bad != len(want) {
 			t.Fatalf("%d lines read (%d bad), want %d from %q", len(ok)+bad, bad, len(want), msgs)

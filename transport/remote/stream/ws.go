@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -9,9 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/sessiongateway/gateway/transport/remote/wire"
+	"github.com/sessiongateway/gateway/transport/remote/wsclient"
 )
 
 // wsURL is the subscribe URL of seed 001:
@@ -30,13 +30,10 @@ func (s *Stream) wsURL(replay bool) string {
 }
 
 func (s *Stream) dialWS(ctx context.Context, hdr http.Header, replay bool) (liveConn, *ConnError) {
-	c, resp, err := websocket.Dial(ctx, s.wsURL(replay), &websocket.DialOptions{HTTPClient: s.http, HTTPHeader: hdr})
+	c, resp, err := wsclient.Dial(ctx, s.http, s.wsURL(replay), hdr)
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			var body []byte
-			if resp.Body != nil { // Dial keeps the first KiB
-				body, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<10))
-			}
+			body, _ := io.ReadAll(resp.Body) // Dial keeps the first KiB
 			return nil, statusError(resp, body, s.clock.Now())
 		}
 		if resp != nil {
@@ -50,61 +47,93 @@ func (s *Stream) dialWS(ctx context.Context, hdr http.Header, replay bool) (live
 	return &wsConn{c: c}, nil
 }
 
-type wsConn struct{ c *websocket.Conn }
+type wsConn struct {
+	c    *wsclient.Conn
+	line int // lines read, blank ones included
+}
 
 func (w *wsConn) readLoop(ctx context.Context, lv *liveness, emit func(frame) bool, bad func(error)) error {
-	// One watch of ctx for the whole connection: given a ctx that can end,
-	// each Reader call would arm and disarm a watch of its own, several
-	// allocations per message.
-	stop := context.AfterFunc(ctx, func() { _ = w.c.CloseNow() })
+	// One watch of ctx for the whole connection.
+	stop := context.AfterFunc(ctx, w.c.CloseNow)
 	defer stop()
-	next := func() (io.Reader, error) {
-		_, r, err := w.c.Reader(context.Background())
-		if err == nil {
-			lv.alive()
-		} else if ctx.Err() != nil {
-			err = context.Cause(ctx)
-		}
-		return r, err
-	}
-	rd := wire.NewNDJSONReader(&wsSource{next: next}, wire.MaxLine)
 	for {
-		// Wait in this small frame: an idle stream's stack is most of
-		// what it costs, and its depth while waiting sets its size.
-		rd.Wait()
-		if done, err := w.step(ctx, rd, lv, emit, bad); done {
+		// Wait in this small frame, holding no buffer: an idle stream's
+		// stack is most of what it costs, and its depth while waiting sets
+		// its size.
+		if err := w.c.Wait(); err != nil {
+			return readErr(ctx, err)
+		}
+		lv.alive() // pings count too
+		if done, err := w.step(ctx, lv, emit, bad); done {
 			return err
 		}
 	}
 }
 
-// step reads, decodes and hands on one line; done says reading ended,
-// with err why.
+// readErr is why reading ended: ctx's cause once ctx ended (which closed
+// the connection), else err.
+func readErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return err
+}
+
+// step reads one message and decodes and hands on each of its lines; done
+// says reading ended, with err why.
 //
 //go:noinline
-func (w *wsConn) step(ctx context.Context, rd *wire.NDJSONReader, lv *liveness, emit func(frame) bool, bad func(error)) (done bool, err error) {
-	m, err := rd.Next()
+func (w *wsConn) step(ctx context.Context, lv *liveness, emit func(frame) bool, bad func(error)) (done bool, err error) {
+	msg, err := w.c.Next()
 	if err != nil {
-		var le *wire.LineError
-		if errors.As(err, &le) {
+		return true, readErr(ctx, err)
+	}
+	ended := false
+	w.lines(msg, func(m wire.Message, err error) bool {
+		if err != nil {
 			lv.received(nil)
 			bad(err)
-			return false, nil
+			return true
 		}
-		return true, err
-	}
-	lv.received(&m)
-	if m.Kind == wire.KindKeepAlive {
-		return false, nil // liveness only
-	}
-	if !emit(frame{msg: m}) {
+		lv.received(&m)
+		if m.Kind == wire.KindKeepAlive {
+			return true // liveness only
+		}
+		ended = !emit(frame{msg: m})
+		return !ended
+	})
+	if ended {
 		return true, context.Cause(ctx)
 	}
 	return false, nil
 }
 
+// lines decodes the lines of one message in turn, handing f each one's
+// message or *wire.LineError; blank lines are skipped, and false from f
+// stops. A line never spans two messages: the server sends whole lines.
+func (w *wsConn) lines(msg []byte, f func(wire.Message, error) bool) {
+	for len(msg) > 0 {
+		var line []byte
+		line, msg, _ = bytes.Cut(msg, []byte("\n"))
+		w.line++
+		if len(trimSpace(line)) == 0 {
+			continue
+		}
+		m, err := wire.Decode(line)
+		if err != nil {
+			err = &wire.LineError{Line: w.line, Err: err}
+		}
+		if !f(m, err) {
+			return
+		}
+	}
+}
+
+// trimSpace trims the whitespace JSON allows.
+func trimSpace(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
+
 func (w *wsConn) send(ctx context.Context, line []byte) error {
-	return w.c.Write(ctx, websocket.MessageText, line)
+	return w.c.WriteText(ctx, line)
 }
 
 func (w *wsConn) retryFloor() time.Duration { return 0 }
@@ -113,54 +142,12 @@ func (w *wsConn) retryFloor() time.Duration { return 0 }
 // stopped, and nothing would read the server's answering close frame.
 func (w *wsConn) close() { w.c.CloseNow() }
 
-// wsSource reads WebSocket messages back to back as one byte stream for an
-// NDJSONReader, so one reader and its buffer serve the whole connection. A
-// message may hold several lines; one that does not end in "\n" is given
-// one, so a line never spans two messages.
-type wsSource struct {
-	next func() (io.Reader, error) // the next message
-	r    io.Reader                 // the message being read; nil between messages
-	last byte                      // last byte of the message so far
-	nl   bool                      // owe a "\n" before the next message
-}
-
-func (w *wsSource) Read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	for {
-		if w.r == nil {
-			if w.nl {
-				w.nl = false
-				p[0] = '\n'
-				return 1, nil
-			}
-			r, err := w.next()
-			if err != nil {
-				return 0, err
-			}
-			w.r, w.last = r, '\n'
-		}
-		n, err := w.r.Read(p)
-		if n > 0 {
-			w.last = p[n-1]
-		}
-		if errors.Is(err, io.EOF) {
-			w.r, w.nl = nil, w.last != '\n'
-			err = nil
-		}
-		if n > 0 || err != nil {
-			return n, err
-		}
-	}
-}
-
 // closeStatus returns the close code and reason of a WebSocket closed by
 // the server.
 func closeStatus(err error) (int, string, bool) {
-	var ce websocket.CloseError
+	var ce *wsclient.CloseError
 	if errors.As(err, &ce) {
-		return int(ce.Code), ce.Reason, true
+		return ce.Code, ce.Reason, true
 	}
 	return 0, "", false
 }
