@@ -31,7 +31,18 @@ func (s *Stream) RunFunc(ctx context.Context, out Deliver, onLink func(Link)) er
 	}
 	failures := 0
 	for {
-		res := s.session(ctx, out, onLink)
+		// One connection: open it, recover what was missed, deliver until
+		// it ends. An idle stream waits in readLoop for the server, and the
+		// depth of that wait sets the size of the stream's one stack, most
+		// of what an idle stream costs: so it is called from here, with
+		// the work in helpers off the waiting frames.
+		a, res := s.connect(ctx, out, onLink)
+		if a != nil {
+			if a.start() {
+				a.readErr = a.c.readLoop(a.connCtx, a.lv, a.emit, a.bad)
+			}
+			res = a.finish()
+		}
 		if done, err := s.after(ctx, res, &failures, onLink); done {
 			return err
 		}
@@ -40,7 +51,7 @@ func (s *Stream) RunFunc(ctx context.Context, out Deliver, onLink func(Link)) er
 
 // after handles how a connection ended: go dormant, give up, or wait
 // before the next attempt. done says Run returns err. Apart from RunFunc
-// so that its frame is not under an idle stream's wait (see session).
+// so that its frame is not under an idle stream's wait (see RunFunc).
 //
 //go:noinline
 func (s *Stream) after(ctx context.Context, res outcome, failures *int, onLink func(Link)) (done bool, err error) {

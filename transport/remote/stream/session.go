@@ -110,23 +110,6 @@ type connState struct {
 	replaying bool   // replay=true and initialize not answered yet
 }
 
-// session runs one connection: open it, recover what was missed, deliver
-// until it ends. An idle stream waits in it for the server, and the depth
-// of that wait sets the size of the stream's one stack, most of what an
-// idle stream costs: so the work is in helpers, off the waiting frames.
-func (s *Stream) session(ctx context.Context, out Deliver, onLink func(Link)) outcome {
-	a, res := s.connect(ctx, out, onLink)
-	if a == nil {
-		return res
-	}
-	defer a.stop()
-	a.start()
-	if a.perr == nil {
-		a.readErr = a.c.readLoop(a.connCtx, a.lv, a.emit, a.bad)
-	}
-	return a.finish()
-}
-
 // attempt is one open connection and what its reading needs.
 type attempt struct {
 	s             *Stream
@@ -208,7 +191,8 @@ func (a *attempt) stop() {
 	a.lv.stop()
 }
 
-// start sends the keep-alives and our initialize, and reads History.
+// start sends the keep-alives and our initialize, and reads History;
+// false when the connection failed already (a.perr says why).
 //
 // One goroutine reads, decodes and delivers: an idle stream holds one
 // stack, and a busy one hands nothing across goroutines. History is read
@@ -217,7 +201,7 @@ func (a *attempt) stop() {
 // had is delivered.
 //
 //go:noinline
-func (a *attempt) start() {
+func (a *attempt) start() bool {
 	s := a.s
 	if a.ws && s.cfg.KeepAlive > 0 {
 		a.stopKeepAlive = s.keepAlive(a.connCtx, a.c, a.cancel)
@@ -225,12 +209,12 @@ func (a *attempt) start() {
 	if a.st.initID != "" {
 		if err := a.c.send(a.connCtx, wire.InitializeLine(a.st.initID)); err != nil {
 			a.perr = &ConnError{Cause: CauseDropped, Err: fmt.Errorf("sending initialize: %w", err)}
-			return
+			return false
 		}
 	}
 	if s.cfg.History == nil {
 		close(a.recovered)
-		return
+		return true
 	}
 	a.recovering.Go(func() {
 		defer close(a.recovered)
@@ -243,6 +227,7 @@ func (a *attempt) start() {
 			a.cancel(errDone)
 		}
 	})
+	return true
 }
 
 // emit processes one frame read; false stops reading.
@@ -271,10 +256,12 @@ func (a *attempt) bad(err error) {
 	a.s.log.Warn("skipped a frame that does not decode", "err", err)
 }
 
-// finish closes the connection once reading ended and says why it ended.
+// finish closes the connection once reading ended, releases its context
+// and watchdogs, and says why it ended.
 //
 //go:noinline
 func (a *attempt) finish() outcome {
+	defer a.stop()
 	a.recovering.Wait() // a connection that ended still gets what History had
 	cause := context.Cause(a.connCtx)
 	a.cancel(errDone)

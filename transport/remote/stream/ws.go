@@ -44,18 +44,19 @@ func (s *Stream) dialWS(ctx context.Context, hdr http.Header, replay bool) (live
 	// Room for one line of MaxLine and its newline; the server sends a line
 	// per message.
 	c.SetReadLimit(wire.MaxLine + 1)
-	return &wsConn{c: c}, nil
+	// ctx is the connection's: its end closes the connection, which ends
+	// a read or write under way. One watch for the whole connection, set
+	// here rather than in readLoop, whose frame an idle stream waits in.
+	return &wsConn{c: c, stop: context.AfterFunc(ctx, c.CloseNow)}, nil
 }
 
 type wsConn struct {
 	c    *wsclient.Conn
-	line int // lines read, blank ones included
+	stop func() bool // stops the watch of the connection's context
+	line int         // lines read, blank ones included
 }
 
 func (w *wsConn) readLoop(ctx context.Context, lv *liveness, emit func(frame) bool, bad func(error)) error {
-	// One watch of ctx for the whole connection.
-	stop := context.AfterFunc(ctx, w.c.CloseNow)
-	defer stop()
 	for {
 		// Wait in this small frame, holding no buffer: an idle stream's
 		// stack is most of what it costs, and its depth while waiting sets
@@ -140,7 +141,10 @@ func (w *wsConn) retryFloor() time.Duration { return 0 }
 
 // close drops the connection without a close handshake: the reader has
 // stopped, and nothing would read the server's answering close frame.
-func (w *wsConn) close() { w.c.CloseNow() }
+func (w *wsConn) close() {
+	w.stop()
+	w.c.CloseNow()
+}
 
 // closeStatus returns the close code and reason of a WebSocket closed by
 // the server.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/gobwas/ws"
 )
@@ -58,8 +59,12 @@ type Conn struct {
 	closed  atomic.Bool
 }
 
-func newConn(rwc io.ReadWriteCloser) *Conn {
-	return &Conn{rwc: rwc, limit: DefaultReadLimit, src: source{r: rwc}}
+func newConn(rwc io.ReadWriteCloser, raw syscall.RawConn) *Conn {
+	c := &Conn{rwc: rwc, limit: DefaultReadLimit, src: source{r: rwc, raw: raw}}
+	if raw != nil {
+		c.src.rawRead = c.src.readRaw
+	}
+	return c
 }
 
 // SetReadLimit sets the largest message Next accepts, its fragments
@@ -69,9 +74,18 @@ func (c *Conn) SetReadLimit(n int64) { c.limit = n }
 // source is what the read buffer reads: first the bytes Wait read while
 // no buffer was held, then the connection.
 type source struct {
-	r      io.Reader
+	r      io.Reader // the upgraded response body
 	pre    [16]byte
 	off, n uint8
+
+	// raw is the socket under r when it is a plain one (no TLS), else
+	// nil; direct says r no longer serves bytes the HTTP client had
+	// buffered, so that nothing sits between the socket and us and Wait
+	// may wait on the socket itself, in a shallower stack than a read.
+	raw     syscall.RawConn
+	direct  bool
+	rawRead func(fd uintptr) bool // readRaw, made once
+	rawErr  error
 }
 
 func (s *source) Read(p []byte) (int, error) {
@@ -80,7 +94,32 @@ func (s *source) Read(p []byte) (int, error) {
 		s.off += uint8(k)
 		return k, nil
 	}
-	return s.r.Read(p)
+	return s.readBody(p)
+}
+
+// readBody reads the response body. A read that returns less than asked
+// for has emptied what the HTTP client buffered (a buffered reader serves
+// all it holds, or reads the socket when it holds nothing).
+func (s *source) readBody(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if n < len(p) {
+		s.direct = true
+	}
+	return n, err
+}
+
+// readRaw is the socket read of a wait on the socket: false asks to be
+// called again once the socket is readable.
+func (s *source) readRaw(fd uintptr) bool {
+	n, err := readFD(fd, s.pre[:])
+	if wouldBlock(err) {
+		return false
+	}
+	s.off, s.n, s.rawErr = 0, uint8(max(n, 0)), err
+	if n == 0 && err == nil {
+		s.rawErr = io.EOF
+	}
+	return true
 }
 
 // msgBuf is a pooled message buffer.
@@ -109,7 +148,17 @@ func (c *Conn) Wait() error {
 		return nil
 	}
 	c.release()
-	n, err := c.src.r.Read(c.src.pre[:])
+	if c.src.direct && c.src.raw != nil {
+		err := c.src.raw.Read(c.src.rawRead)
+		if err == nil {
+			err = c.src.rawErr
+		}
+		if c.src.n == 0 && err != nil {
+			return c.fail(err)
+		}
+		return nil
+	}
+	n, err := c.src.readBody(c.src.pre[:])
 	c.src.off, c.src.n = 0, uint8(n)
 	if n == 0 && err != nil {
 		return c.fail(err)

@@ -9,9 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"syscall"
 )
 
 // HandshakeError is a server's answer to the opening handshake that is not
@@ -53,6 +56,10 @@ func Dial(ctx context.Context, hc *http.Client, rawURL string, hdr http.Header) 
 	req.Header.Set("Upgrade", "websocket")
 	req.Header.Set("Sec-WebSocket-Version", "13")
 	req.Header.Set("Sec-WebSocket-Key", key)
+	var nc net.Conn // the connection the request went over
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(i httptrace.GotConnInfo) { nc = i.Conn },
+	}))
 	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, nil, err
@@ -71,7 +78,26 @@ func Dial(ctx context.Context, hc *http.Client, rawURL string, hdr http.Header) 
 		}
 		return nil, resp, err
 	}
-	return newConn(rwc), resp, nil
+	return newConn(rwc, rawConn(nc)), resp, nil
+}
+
+// rawConn is nc's socket when nc is a plain socket (a TLS connection
+// buffers what it decrypts), else nil.
+func rawConn(nc net.Conn) syscall.RawConn {
+	var sc syscall.Conn
+	switch c := nc.(type) {
+	case *net.TCPConn:
+		sc = c
+	case *net.UnixConn:
+		sc = c
+	default:
+		return nil
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil || !rawWaits {
+		return nil
+	}
+	return raw
 }
 
 // newKey is a Sec-WebSocket-Key: 16 random bytes in base64.
