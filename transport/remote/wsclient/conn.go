@@ -148,6 +148,7 @@ func (c *Conn) Wait() error {
 		return nil
 	}
 	c.release()
+	c.src.off, c.src.n = 0, 0
 	if c.src.direct && c.src.raw != nil {
 		err := c.src.raw.Read(c.src.rawRead)
 		if err == nil {
