@@ -1,6 +1,6 @@
 // Package stream keeps one claude.ai remote session live: over the
-// subscribe WebSocket of the claude.ai web app (seed 001,
-// github.com/coder/websocket) or over the v2 event stream on
+// subscribe WebSocket of the claude.ai web app (seed 001, through
+// transport/remote/wsclient) or over the v2 event stream on
 // /v1/code/sessions/{id}/events/stream (SSE, INTEROP.md). A Stream opens
 // the connection, sends keep-alives, watches for stalls and idleness on an
 // injected clock, reconnects with backoff, asks for replay and fills gaps
