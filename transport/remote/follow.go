@@ -107,23 +107,35 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 		}
 		if err == nil {
 			// With FollowAll, a session gone from the list (archived,
-			// deleted) is no longer followed, nor counted by Ready.
+			// deleted) is no longer followed, nor counted by Ready. Its
+			// follow is parked, so that if it comes back its stream
+			// resumes where it stopped.
 			for id, f := range l.links {
 				if !want[id] {
 					f.cancel()
 					delete(l.links, id)
+					if f.stream != nil {
+						l.parked.Put(id, f)
+					}
 				}
 			}
 		}
 		for id := range want {
-			if f, ok := l.links[id]; ok && f.ended() && (err == nil || f.retryable()) {
-				// It gave up: try afresh. After a refusal (401, 404) only
+			f, ok := l.links[id]
+			switch {
+			case ok && f.ended() && (err == nil || f.retryable()):
+				// It gave up: try again. After a refusal (401, 404) only
 				// once the list works again, so a rotated token file or a
 				// restored session brings it back.
-				delete(l.links, id)
-			}
-			if _, ok := l.links[id]; !ok {
-				l.startLocked(ctx, &wg, id, in)
+				l.runLocked(ctx, &wg, id, f, in)
+			case ok:
+			default:
+				if f, ok = l.parked.Take(id); ok {
+					l.links[id] = f
+					l.runLocked(ctx, &wg, id, f, in)
+				} else {
+					l.startLocked(ctx, &wg, id, in)
+				}
 			}
 		}
 		l.mu.Unlock()
@@ -140,10 +152,22 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 // session: the stream translates and emits its updates on its own, so an
 // idle session costs one stack and no queue.
 func (l *Leg) startLocked(ctx context.Context, wg *sync.WaitGroup, id string, in chan<- message.Event) {
-	fctx, cancel := context.WithCancel(ctx)
-	f := &follow{cancel: cancel, done: make(chan struct{}),
-		prompts: newPrompts(), assistant: map[string]wire.Assistant{}}
+	f := &follow{prompts: newPrompts(), assistant: map[string]wire.Assistant{}}
 	l.links[id] = f
+	l.runLocked(ctx, wg, id, f, in)
+}
+
+// runLocked runs f's goroutine, again if f ran before; l.mu must be held.
+// A follow that made its stream keeps it, with its resume point, de-dup
+// window and turn state: the stream's recovery at its next connect
+// delivers what the session did meanwhile as live events, so an echo, a
+// turn and its answer in that gap still reach their sender. Only a follow
+// that never made its stream reads the history (and publishes none of it).
+func (l *Leg) runLocked(ctx context.Context, wg *sync.WaitGroup, id string, f *follow, in chan<- message.Event) {
+	prev := f.done // the previous run's goroutine, if any, which may still be ending
+	fctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	f.cancel, f.done = cancel, done
 	deliver := func(ctx context.Context, u stream.Update) error {
 		for _, ev := range l.translate(id, f, u) {
 			emit(ctx, in, ev)
@@ -152,7 +176,10 @@ func (l *Leg) startLocked(ctx context.Context, wg *sync.WaitGroup, id string, in
 		return ctx.Err()
 	}
 	wg.Go(func() {
-		defer close(f.done)
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
 		f.err = l.run(fctx, id, f, deliver, in)
 		l.ended(fctx, id, f, in)
 	})
@@ -178,9 +205,12 @@ func (l *Leg) run(ctx context.Context, id string, f *follow, deliver stream.Deli
 	var once sync.Once
 	opened := func() { once.Do(func() { <-l.opening }) }
 	defer opened()
-	st, err := l.newStream(ctx, id, f, in)
-	if st == nil || err != nil {
-		return err
+	st := f.stream // set by an earlier run of f, whose goroutine has ended
+	if st == nil {
+		var err error
+		if st, err = l.newStream(ctx, id, f, in); st == nil || err != nil {
+			return err
+		}
 	}
 	return st.RunFunc(ctx, deliver, func(k stream.Link) {
 		opened() // connected, or failed: the next session may open
@@ -415,6 +445,13 @@ func (l *Leg) track(id string, f *follow, m wire.Message, now time.Time) []messa
 		}
 	case wire.KindSystem:
 		l.system(id, f, m, now)
+	case wire.KindUser:
+		// The echo of a post read here is history: its turn will not be
+		// watched, and it must not make a later turn answer its sender.
+		if ev, _, ok := l.echoed(m.UUID, now); ok {
+			l.forgetUnechoed(id, m.UUID)
+			return []message.Event{ev}
+		}
 	}
 	return nil
 }

@@ -108,12 +108,16 @@ type Leg struct {
 	listing  chan struct{}      // closed when the listing under way ends; nil when none is
 	listFrom time.Time          // when the first listing started
 	links    map[string]*follow // followed session id -> its stream
+	// parked are the follows of sessions gone from the listing, whose
+	// goroutines were stopped, kept so that a session that comes back
+	// resumes where its stream stopped; the oldest go past maxParked.
+	parked *bounded.Map[string, *follow]
 	names    map[string]string  // session id -> alias name, from the last listing
 
 	posted *bounded.Map[string, postedMsg] // event uuid we posted -> what it carried, until echoed
 	// unechoed are the uuids of posts with a local sender to answer, by
 	// session, accepted and not yet echoed: the next turn answers them.
-	unechoed map[string][]string
+	unechoed map[string][]unechoed
 	// waiters wait for the answers to our control requests, by request id.
 	waiters map[string]chan *wire.ControlResponse
 	// created are the sessions the leg created, oldest first: followed
@@ -134,6 +138,7 @@ const maxOpening = 64
 const (
 	maxPosted  = 4096
 	maxWaiting = 64 // local senders waiting for one remote session's answer
+	maxParked  = 1024
 )
 
 // Defaults of the listing's bounds. A cloud that does not answer must not
@@ -198,8 +203,8 @@ func NewLeg(cfg LegConfig) (*Leg, error) {
 			return nil, fmt.Errorf("remote leg: alias %s=%s: want SESSION_ID=NAME with a name of letters, digits, '-', '_' or '.'", id, name)
 		}
 	}
-	l := &Leg{cfg: cfg, log: cfg.Logger, links: map[string]*follow{}, posted: bounded.NewMap[string, postedMsg](maxPosted), names: map[string]string{},
-		unechoed: map[string][]string{}, waiters: map[string]chan *wire.ControlResponse{}, relist: make(chan struct{}, 1),
+	l := &Leg{cfg: cfg, log: cfg.Logger, links: map[string]*follow{}, parked: bounded.NewMap[string, *follow](maxParked), posted: bounded.NewMap[string, postedMsg](maxPosted), names: map[string]string{},
+		unechoed: map[string][]unechoed{}, waiters: map[string]chan *wire.ControlResponse{}, relist: make(chan struct{}, 1),
 		opening: make(chan struct{}, maxOpening)}
 	l.listCtx, l.stopListing = context.WithCancel(context.Background())
 	return l, nil

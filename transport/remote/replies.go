@@ -35,9 +35,23 @@ func (l *Leg) beginTurn(id string, f *follow) {
 	}
 }
 
+// unechoed is a post with a local sender, accepted and not yet echoed.
+type unechoed struct {
+	uuid string
+	at   time.Time // when it was posted
+}
+
+// maxUnechoedAge is how long a post may wait for its echo and still be
+// answered by a turn that begins without it. The echo normally comes
+// within seconds; one missed (a stream down meanwhile) comes with the
+// stream's recovery, which hands its sender to the turn it began. An older
+// one would give a later, unrelated turn's answer to this sender.
+const maxUnechoedAge = 2 * time.Minute
+
 // unechoedPost notes a post with a local sender to answer: the next turn of
 // session id answers it, echoed or not (a failed post is forgotten).
 func (l *Leg) unechoedPost(id, evUUID string) {
+	now := l.cfg.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.unechoed[id]; !ok && len(l.unechoed) >= maxPosted {
@@ -47,20 +61,24 @@ func (l *Leg) unechoedPost(id, evUUID string) {
 	if len(q) >= maxWaiting {
 		q = q[1:]
 	}
-	l.unechoed[id] = append(q, evUUID)
+	l.unechoed[id] = append(q, unechoed{uuid: evUUID, at: now})
 }
 
-// takeUnechoed takes the senders of session id's posts not yet echoed. Their
-// posts stay known, so the echo still makes the delivered receipt, and
-// changes nothing else.
+// takeUnechoed takes the senders of session id's recent posts not yet
+// echoed. Their posts stay known, so the echo still makes the delivered
+// receipt, and changes nothing else.
 func (l *Leg) takeUnechoed(id string) []replyTo {
+	now := l.cfg.Now()
 	l.mu.Lock()
 	q := l.unechoed[id]
 	delete(l.unechoed, id)
 	l.mu.Unlock()
 	var to []replyTo
-	for _, evUUID := range q {
-		l.posted.Update(evUUID, func(pm postedMsg) postedMsg {
+	for _, u := range q {
+		if now.Sub(u.at) > maxUnechoedAge {
+			continue
+		}
+		l.posted.Update(u.uuid, func(pm postedMsg) postedMsg {
 			if pm.reply != nil {
 				to = append(to, *pm.reply)
 				pm.reply = nil
@@ -77,7 +95,7 @@ func (l *Leg) forgetUnechoed(id, evUUID string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	q := l.unechoed[id]
-	if i := slices.Index(q, evUUID); i >= 0 {
+	if i := slices.IndexFunc(q, func(u unechoed) bool { return u.uuid == evUUID }); i >= 0 {
 		q = slices.Delete(q, i, i+1)
 	}
 	if len(q) == 0 {
