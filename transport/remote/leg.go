@@ -112,7 +112,7 @@ type Leg struct {
 	// goroutines were stopped, kept so that a session that comes back
 	// resumes where its stream stopped; the oldest go past maxParked.
 	parked *bounded.Map[string, *follow]
-	names    map[string]string  // session id -> alias name, from the last listing
+	names  map[string]string // session id -> alias name, from the last listing
 
 	posted *bounded.Map[string, postedMsg] // event uuid we posted -> what it carried, until echoed
 	// unechoed are the uuids of posts with a local sender to answer, by
