@@ -220,13 +220,15 @@ func TestTheReceivingHostsRouteContinuesTheSendersTrace(t *testing.T) {
 	if bridged.SpanContext().TraceID() != out0.SpanContext().TraceID() {
 		t.Fatalf("c's route is in trace %s, a's in %s", bridged.SpanContext().TraceID(), out0.SpanContext().TraceID())
 	}
+	// The receiving span c's route is under (the provider is global: a
+	// receive of another node still running may be recorded too).
 	var recv sdktrace.ReadOnlySpan
 	for _, s := range spans.GetSpans().Snapshots() {
-		if s.Name() == spanReceive {
+		if s.Name() == spanReceive && s.SpanContext().SpanID() == bridged.Parent().SpanID() {
 			recv = s
 		}
 	}
-	if recv == nil || bridged.Parent().SpanID() != recv.SpanContext().SpanID() || recv.Parent().SpanID() != out0.SpanContext().SpanID() {
+	if recv == nil || recv.Parent().SpanID() != out0.SpanContext().SpanID() {
 		t.Fatalf("c's route is not under c's receiving span, under a's route")
 	}
 }
