@@ -162,6 +162,29 @@ func ParseSuggestions(raw json.RawMessage) []PermissionUpdate {
 	return out
 }
 
+// Bytes is about what p holds in memory: its variable-length fields (the
+// tool input above all, up to a wire line). Caps on what prompts hold
+// count it.
+func (p PermissionRequest) Bytes() int {
+	n := len(p.Input) + len(p.Description) + len(p.ToolName) + len(p.ToolUseID) + len(p.RequestID) + len(p.SessionID) + len(p.Address)
+	for _, q := range p.Questions {
+		n += len(q.Question) + len(q.Header)
+		for _, o := range q.Options {
+			n += len(o)
+		}
+	}
+	for _, u := range p.Suggestions {
+		n += len(u.Type) + len(u.Behavior) + len(u.Destination) + len(u.Mode)
+		for _, r := range u.Rules {
+			n += len(r.ToolName) + len(r.RuleContent)
+		}
+		for _, d := range u.Directories {
+			n += len(d)
+		}
+	}
+	return n
+}
+
 // VerbHint is the command that answers p, for a one-line notice: `gateway
 // answer ID "Q=OPTION"` for a question, `gateway allow ID [--mode MODE]`
 // for a plan, `gateway allow ID [--suggestion N]` when the session offers

@@ -26,6 +26,12 @@ const (
 	// maxPendingPermissions caps the pending list. A prompt beyond it is
 	// refused rather than pushing out one someone may be reading.
 	maxPendingPermissions = 1024
+	// maxPendingPromptBytes and maxSettledPromptBytes cap what the two
+	// hold (PermissionRequest.Bytes; a tool input can be 8 MiB, so counts
+	// alone allow gigabytes): past the first a prompt is refused, as past
+	// the count; past the second the oldest settled ones are forgotten.
+	maxPendingPromptBytes = 64 << 20
+	maxSettledPromptBytes = 16 << 20
 )
 
 // AskUserQuestion is the tool whose prompts take Answers.
@@ -156,13 +162,16 @@ type permBroker struct {
 	byID    map[string]*permEntry
 	pending []*permEntry // arrival order
 	settled []*permEntry // oldest first, at most keepSettledPermissions
+	// pendingBytes and settledBytes are their entries' sizes' sums.
+	pendingBytes, settledBytes int
 }
 
 type permKey struct{ session, request string }
 
 type permEntry struct {
-	key permKey
-	req message.PermissionRequest
+	key  permKey
+	req  message.PermissionRequest
+	size int // req.Bytes() when it was kept
 	// turn holds a token while an answer is in flight, so a second answer
 	// waits and then sees the first one's outcome: the leg is asked once.
 	turn chan struct{}
@@ -227,7 +236,8 @@ func (r *Router) notePermission(ev message.Event) (message.Event, bool) {
 }
 
 // errTooManyPrompts refuses a prompt when the pending list is full.
-var errTooManyPrompts = fmt.Errorf("%d prompts are already pending; answer some (it can still be answered on claude.ai)", maxPendingPermissions)
+var errTooManyPrompts = fmt.Errorf("%d prompts, or %d MiB of them, are already pending; answer some (it can still be answered on claude.ai)",
+	maxPendingPermissions, maxPendingPromptBytes>>20)
 
 // add keeps a new pending prompt; false, with no error, for one it already
 // has.
@@ -243,24 +253,27 @@ func (b *permBroker) add(req message.PermissionRequest) (message.PermissionReque
 		// Raised again after a reconnect or replay, or already settled.
 		return message.PermissionRequest{}, false, nil
 	}
-	if len(b.pending) >= maxPendingPermissions {
+	size := req.Bytes()
+	if len(b.pending) >= maxPendingPermissions || b.pendingBytes+size > maxPendingPromptBytes {
 		return message.PermissionRequest{}, false, errTooManyPrompts
 	}
+	b.pendingBytes += size
 	if seen {
 		// Another host's prompt, withdrawn here when that host went
 		// quiet, and listed pending by it again: its list is the truth.
 		if i := slices.Index(b.settled, e); i >= 0 {
 			b.settled = slices.Delete(b.settled, i, i+1)
+			b.settledBytes -= e.size
 		}
 		req.ID, req.State, req.Answer = e.req.ID, message.PermissionPending, nil
-		e.req = req
+		e.req, e.size = req, size
 		b.pending = append(b.pending, e)
 		return req, true, nil
 	}
 	req.ID = b.newID(k)
 	req.State = message.PermissionPending
 	req.Answer = nil
-	e = &permEntry{key: k, req: req, turn: make(chan struct{}, 1)}
+	e = &permEntry{key: k, req: req, size: size, turn: make(chan struct{}, 1)}
 	b.byKey[k], b.byID[req.ID] = e, e
 	b.pending = append(b.pending, e)
 	return req, true, nil
@@ -303,11 +316,14 @@ func (b *permBroker) settleLocked(e *permEntry, st message.PermissionState, a *m
 	e.req.State, e.req.Answer = st, a
 	if i := slices.Index(b.pending, e); i >= 0 {
 		b.pending = slices.Delete(b.pending, i, i+1)
+		b.pendingBytes -= e.size
 	}
 	b.settled = append(b.settled, e)
-	for len(b.settled) > keepSettledPermissions {
+	b.settledBytes += e.size
+	for len(b.settled) > keepSettledPermissions || b.settledBytes > maxSettledPromptBytes && len(b.settled) > 1 {
 		old := b.settled[0]
 		b.settled = slices.Delete(b.settled, 0, 1)
+		b.settledBytes -= old.size
 		delete(b.byKey, old.key)
 		delete(b.byID, old.req.ID)
 	}

@@ -573,3 +573,47 @@ func TestAFullPendingListRefusesNewPrompts(t *testing.T) {
 		t.Fatalf("published %v, want the prompt kept now", states(pub))
 	}
 }
+
+func TestPendingPromptsAreCappedInBytesAndTheHistoryForgetsTheOldestPastItsBudget(t *testing.T) {
+	leg := promptleg.New()
+	r := start(t, leg)
+	input := `{"command":"` + strings.Repeat("x", 1<<20) + `"}` // 1 MiB: far under the count
+	var evs []message.Event
+	for i := range maxPendingPromptBytes >> 20 {
+		evs = append(evs, promptleg.Prompt(promptleg.SessionID, fmt.Sprint(i), "Bash", input))
+	}
+	kept := len(feed(t, r, leg, evs...))
+	pending := r.Permissions()
+	one := pending[0].Bytes()
+	if kept != len(pending) || kept*one > maxPendingPromptBytes || (kept+1)*one <= maxPendingPromptBytes {
+		t.Fatalf("%d prompts of %d bytes pending, want as many as %d bytes hold", len(pending), one, maxPendingPromptBytes)
+	}
+	if pub := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "one-too-many", "Bash", input)); len(pub) != 0 {
+		t.Fatalf("published %v past the budget", states(pub))
+	}
+	// Settled, they make room; the history keeps only its budget's worth,
+	// the newest.
+	evs = evs[:0]
+	for i := range kept {
+		evs = append(evs, promptleg.Withdraw(promptleg.SessionID, fmt.Sprint(i)))
+	}
+	feed(t, r, leg, evs...)
+	if pub := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "one-too-many", "Bash", input)); len(pub) != 1 {
+		t.Fatalf("published %v, want the prompt kept now", states(pub))
+	}
+	var readable int
+	for _, p := range pending {
+		if _, err := r.Permission(p.ID); err == nil {
+			readable++
+		}
+	}
+	if readable*one > maxSettledPromptBytes || (readable+1)*one <= maxSettledPromptBytes {
+		t.Errorf("%d settled prompts of %d bytes readable, want as many as %d bytes hold", readable, one, maxSettledPromptBytes)
+	}
+	if _, err := r.Permission(pending[len(pending)-1].ID); err != nil {
+		t.Errorf("the newest settled prompt was forgotten: %v", err)
+	}
+	if _, err := r.Permission(pending[0].ID); !errors.Is(err, ErrNoPermission) {
+		t.Errorf("the oldest settled prompt is still readable: %v", err)
+	}
+}

@@ -370,28 +370,7 @@ const (
 )
 
 func newPrompts() *bounded.Map[string, message.PermissionRequest] {
-	return bounded.NewWeighedMap[string](maxOpenPrompts, maxPromptBytes, promptBytes)
-}
-
-// promptBytes is about what req holds: its variable-length fields.
-func promptBytes(req message.PermissionRequest) int {
-	n := len(req.Input) + len(req.Description) + len(req.ToolName) + len(req.ToolUseID) + len(req.RequestID)
-	for _, q := range req.Questions {
-		n += len(q.Question) + len(q.Header)
-		for _, o := range q.Options {
-			n += len(o)
-		}
-	}
-	for _, u := range req.Suggestions {
-		n += len(u.Type) + len(u.Behavior) + len(u.Destination) + len(u.Mode)
-		for _, r := range u.Rules {
-			n += len(r.ToolName) + len(r.RuleContent)
-		}
-		for _, d := range u.Directories {
-			n += len(d)
-		}
-	}
-	return n
+	return bounded.NewWeighedMap[string](maxOpenPrompts, maxPromptBytes, message.PermissionRequest.Bytes)
 }
 
 // keepPrompt records an open prompt of session id. Past the count or the
