@@ -105,7 +105,7 @@ func (s *Stream) processWS(ctx context.Context, out Deliver, st *connState, m wi
 		pm, err := wire.PendingMessage(m.SessionID, p)
 		if err != nil {
 			s.count(func(st *Stats) { st.Malformed++ })
-			s.log.Warn("skipped a pending permission request", "request_id", p.RequestID, "err", err)
+			s.logger().Warn("skipped a pending permission request", "request_id", p.RequestID, "err", err)
 			continue
 		}
 		if err := s.offerWS(ctx, out, pm, SourcePending); err != nil {
@@ -124,7 +124,7 @@ func (s *Stream) recoverWS(connCtx, ctx context.Context, out Deliver) error {
 	after := s.lastID
 	evs, more, err := h.EventsAfter(connCtx, sid, after)
 	if err != nil && after != s.histID && connCtx.Err() == nil {
-		s.log.Warn("history does not know the last live event; recovering from the last one it returned", "after_id", after, "err", err)
+		s.logger().Warn("history does not know the last live event; recovering from the last one it returned", "after_id", after, "err", err)
 		after = s.histID
 		evs, more, err = h.EventsAfter(connCtx, sid, after)
 	}
@@ -156,7 +156,7 @@ func (s *Stream) recoverWS(connCtx, ctx context.Context, out Deliver) error {
 			}
 			if derr != nil {
 				s.count(func(st *Stats) { st.Malformed++ })
-				s.log.Warn("skipped a recovered event that does not decode", "uuid", id, "err", derr)
+				s.logger().Warn("skipped a recovered event that does not decode", "uuid", id, "err", derr)
 				continue
 			}
 			if err := s.offerWS(ctx, out, m, SourceRecovered); err != nil {
@@ -175,7 +175,7 @@ func (s *Stream) recoverWS(connCtx, ctx context.Context, out Deliver) error {
 		evs, more, err = h.EventsAfter(connCtx, sid, after)
 	}
 	if s.primeTo != "" {
-		s.log.Warn("the resume point is not in the session's history; continuing from its end", "resume_after_id", s.primeTo)
+		s.logger().Warn("the resume point is not in the session's history; continuing from its end", "resume_after_id", s.primeTo)
 		s.count(func(st *Stats) { st.Gaps++ })
 		s.primeTo = ""
 		if after != "" {
@@ -204,7 +204,7 @@ func (s *Stream) processSSE(connCtx, ctx context.Context, out Deliver, f frame) 
 			return nil
 		}
 		if f.seq > s.lastSeq+1 {
-			s.log.Warn("events missing from the stream could not be recovered", "after", s.lastSeq, "next", f.seq)
+			s.logger().Warn("events missing from the stream could not be recovered", "after", s.lastSeq, "next", f.seq)
 		}
 	}
 	if !f.skip {
@@ -233,7 +233,7 @@ func (s *Stream) recoverSSE(connCtx, ctx context.Context, out Deliver, until uin
 			v, err := wire.DecodeV2(wire.Event{Data: string(raw)})
 			if err != nil {
 				s.count(func(st *Stats) { st.Malformed++ })
-				s.log.Warn("skipped a recovered event that does not decode", "err", err)
+				s.logger().Warn("skipped a recovered event that does not decode", "err", err)
 				if seq, ok := wire.SequenceOf(raw); ok && seq > s.lastSeq {
 					s.setLastSeq(seq) // it will never decode; do not ask again
 				}

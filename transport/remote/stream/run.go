@@ -85,7 +85,7 @@ func (s *Stream) after(ctx context.Context, res outcome, failures *int, onLink f
 	// The server's retry: is capped as Retry-After is: a huge one would
 	// otherwise park the stream for years.
 	wait := max(s.cfg.Backoff(*failures), ce.RetryAfter, min(res.retryFloor, maxRetryAfter))
-	s.log.Info("remote stream lost", "err", ce, "attempt", *failures, "retry_in", wait)
+	s.logger().Info("remote stream lost", "err", ce, "attempt", *failures, "retry_in", wait)
 	l := Link{State: LinkReconnecting, Attempt: *failures, Err: ce, Delay: wait}
 	if wait <= 0 {
 		onLink(l)
@@ -144,7 +144,7 @@ func (s *Stream) dormant(ctx context.Context, notify func()) bool {
 		}
 		news, err := s.hasNew(ctx)
 		if err != nil {
-			s.log.Debug("dormant poll failed", "err", err)
+			s.logger().Debug("dormant poll failed", "err", err)
 		}
 		if news {
 			return true

@@ -180,7 +180,7 @@ func (s *Stream) connect(ctx context.Context, out Deliver, onLink func(Link)) (*
 		opened: s.clock.Now(),
 		frames: &s.frames,
 	}
-	s.log.Debug("remote stream open", "replay", replay)
+	s.logger().Debug("remote stream open", "replay", replay)
 	onLink(Link{State: LinkConnected})
 	return a, outcome{}
 }
@@ -253,7 +253,7 @@ func (a *attempt) emit(f frame) bool {
 // bad counts a frame that did not decode.
 func (a *attempt) bad(err error) {
 	a.s.count(func(st *Stats) { st.Malformed++ })
-	a.s.log.Warn("skipped a frame that does not decode", "err", err)
+	a.s.logger().Warn("skipped a frame that does not decode", "err", err)
 }
 
 // finish closes the connection once reading ended, releases its context
@@ -323,38 +323,50 @@ func (s *Stream) open(ctx context.Context, hdr http.Header, replay bool) (liveCo
 // failed write ends the connection. The returned stop waits for a write
 // under way.
 func (s *Stream) keepAlive(ctx context.Context, c liveConn, fail context.CancelCauseFunc) (stop func()) {
-	var (
-		mu      sync.Mutex
-		t       clock.Stopper
-		stopped bool
-		wg      sync.WaitGroup // a timer armed or firing
-		arm     func()
-	)
-	tick := func() {
-		defer wg.Done()
-		if err := c.send(ctx, wire.KeepAliveLine()); err != nil {
-			fail(fmt.Errorf("sending keep_alive: %w", err))
-			return
-		}
-		arm()
+	k := &keepAliver{s: s, ctx: ctx, c: c, fail: fail}
+	k.arm()
+	return k.stop
+}
+
+// keepAliver is one connection's keep-alives: one object, not a closure
+// and a variable apiece, since every idle stream holds one.
+type keepAliver struct {
+	s    *Stream
+	ctx  context.Context
+	c    liveConn
+	fail context.CancelCauseFunc
+
+	mu      sync.Mutex
+	t       clock.Stopper
+	stopped bool
+	wg      sync.WaitGroup // a timer armed or firing
+}
+
+func (k *keepAliver) tick() {
+	defer k.wg.Done()
+	if err := k.c.send(k.ctx, wire.KeepAliveLine()); err != nil {
+		k.fail(fmt.Errorf("sending keep_alive: %w", err))
+		return
 	}
-	arm = func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped || ctx.Err() != nil {
-			return
-		}
-		wg.Add(1)
-		t = s.clock.AfterFunc(s.cfg.KeepAlive, tick)
+	k.arm()
+}
+
+func (k *keepAliver) arm() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped || k.ctx.Err() != nil {
+		return
 	}
-	arm()
-	return func() {
-		mu.Lock()
-		stopped = true
-		if t != nil && t.Stop() {
-			wg.Done()
-		}
-		mu.Unlock()
-		wg.Wait()
+	k.wg.Add(1)
+	k.t = k.s.clock.AfterFunc(k.s.cfg.KeepAlive, k.tick)
+}
+
+func (k *keepAliver) stop() {
+	k.mu.Lock()
+	k.stopped = true
+	if k.t != nil && k.t.Stop() {
+		k.wg.Done()
 	}
+	k.mu.Unlock()
+	k.wg.Wait()
 }

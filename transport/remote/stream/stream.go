@@ -92,7 +92,6 @@ type Stats struct {
 type Stream struct {
 	cfg     Config
 	clock   clock.Clock
-	log     *slog.Logger
 	http    *http.Client
 	wake    chan struct{} // buffered 1
 	running atomic.Bool
@@ -119,7 +118,7 @@ func New(cfg Config) (*Stream, error) {
 	hc := *cfg.HTTPClient
 	hc.Timeout = 0
 	s := &Stream{
-		cfg: cfg, clock: cfg.Clock, log: cfg.Logger.With("session", cfg.SessionID, "transport", string(cfg.Transport)),
+		cfg: cfg, clock: cfg.Clock,
 		http: &hc, wake: make(chan struct{}, 1),
 		win: newWindow(cfg.DedupWindow), lastID: cfg.ResumeAfterID, lastSeq: cfg.ResumeAfterSeq,
 	}
@@ -133,6 +132,13 @@ func New(cfg Config) (*Stream, error) {
 	}
 	s.stats.LastEventID, s.stats.LastSeq = cfg.ResumeAfterID, cfg.ResumeAfterSeq
 	return s, nil
+}
+
+// logger is the stream's logger, with the session and the transport:
+// made for each record, which are few, rather than held by each of
+// thousands of idle streams.
+func (s *Stream) logger() *slog.Logger {
+	return s.cfg.Logger.With("session", s.cfg.SessionID, "transport", string(s.cfg.Transport))
 }
 
 // Wake ends dormancy, or a wait before the next attempt, at once. It does
