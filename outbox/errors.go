@@ -12,6 +12,8 @@ var (
 	ErrExists   = errors.New("message already in the outbox")
 	ErrNoID     = errors.New("message has no usable id")
 	ErrClosed   = errors.New("outbox closed")
+	// ErrDamaged: bbolt found a page it cannot read (it panics on them).
+	ErrDamaged = errors.New("the file is damaged")
 )
 
 // FullError refuses a message once MaxPending messages wait. It matches

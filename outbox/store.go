@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -131,7 +132,7 @@ func Open(path string, o Options) (*Store, error) {
 	if err := safefile.CheckFile(path); err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: o.LockTimeout, OpenFile: safefile.OpenPrivate})
+	db, err := openBolt(path, o.LockTimeout)
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("outbox: %s is in use by another process", path)
@@ -139,11 +140,46 @@ func Open(path string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("outbox: open %s: %w (move it aside to start without the messages it holds)", path, err)
 	}
 	s := &Store{path: path, db: db, opts: o}
-	if err := s.load(); err != nil {
+	if err := s.loadRecovering(); err != nil {
 		db.Close()
+		if errors.Is(err, ErrDamaged) {
+			return nil, fmt.Errorf("outbox: %s: %w (move it aside to start without the messages it holds)", path, err)
+		}
 		return nil, fmt.Errorf("outbox: %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// openBolt is bolt.Open, with its panics on a damaged file (a bad page's
+// type or count, an invalid freelist) turned into an error. bbolt opens
+// in the caller's goroutine, so recover here sees them; the file it had
+// opened is closed, which also lets go of its lock.
+func openBolt(path string, timeout time.Duration) (db *bolt.DB, err error) {
+	var f *os.File
+	defer func() {
+		if p := recover(); p != nil {
+			if f != nil {
+				f.Close()
+			}
+			db, err = nil, fmt.Errorf("%w: %v", ErrDamaged, p)
+		}
+	}()
+	return bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		var err error
+		f, err = safefile.OpenPrivate(name, flag, perm)
+		return f, err
+	}})
+}
+
+// loadRecovering is load, with bbolt's panics on a damaged page turned into
+// an error; the transaction rolled back as the panic passed.
+func (s *Store) loadRecovering() (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %v", ErrDamaged, p)
+		}
+	}()
+	return s.load()
 }
 
 // load creates the bucket and counts what the file holds.
