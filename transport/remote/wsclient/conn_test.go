@@ -318,6 +318,9 @@ func TestAnIdleConnectionWakesForLaterFramesAndHoldsNoBuffer(t *testing.T) {
 	if c.br != nil || c.mb != nil {
 		t.Fatal("a waiting connection still holds its buffers")
 	}
+	if c.src.raw == nil || !c.src.direct {
+		t.Fatal("an idle plain connection does not wait on its socket")
+	}
 	if _, err := c.Next(); !errors.As(err, new(*CloseError)) {
 		t.Fatalf("Next = %v, want the close", err)
 	}
