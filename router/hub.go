@@ -11,12 +11,20 @@ import (
 // ErrSlowWatcher ends a subscription whose reader fell behind.
 var ErrSlowWatcher = errors.New("watcher too slow: events were dropped, reconnect with Last-Event-ID to resume")
 
+// KeepEventBytes bounds what the hub keeps for replay by the events'
+// weight, beside their count: one event may carry a message of 1 MiB or
+// a prompt of 8 MiB, so a count alone would let a peer make the replay
+// hold gigabytes. The newest event is always kept.
+const KeepEventBytes = 32 << 20
+
 // Hub numbers events, keeps the most recent ones for replay, and fans them
 // out. A subscriber that cannot keep up is cut off, never waited on.
 type Hub struct {
 	mu      sync.Mutex
 	nextID  uint64
 	ring    []message.Event // last len(ring) events, oldest first once full
+	weights []int           // each kept event's weight, as ring
+	bytes   int             // the kept events' weight
 	start   int
 	n       int
 	subs    map[*Sub]struct{}
@@ -27,7 +35,36 @@ type Hub struct {
 
 // NewHub keeps the last keep events and gives each subscriber a queue of buf.
 func NewHub(keep, buf int) *Hub {
-	return &Hub{ring: make([]message.Event, keep), subs: map[*Sub]struct{}{}, bufSize: buf, now: time.Now}
+	return &Hub{ring: make([]message.Event, keep), weights: make([]int, keep), subs: map[*Sub]struct{}{}, bufSize: buf, now: time.Now}
+}
+
+// weight is about what ev holds in memory: its variable-length parts and
+// a fixed share for the rest.
+func weight(ev message.Event) int {
+	n := 256
+	msg := func(m *message.Message) {
+		n += len(m.Body) + len(m.From) + len(m.FromName) + len(m.To) + len(m.ToName) + 128*len(m.Attachments)
+		for _, h := range m.HopChain {
+			n += len(h)
+		}
+	}
+	if ev.Message != nil {
+		msg(ev.Message)
+	}
+	if ev.Held != nil {
+		msg(&ev.Held.Message)
+		n += len(ev.Held.Reason)
+	}
+	if ev.Remote != nil {
+		n += len(ev.Remote.Text) + len(ev.Remote.Raw)
+	}
+	if ev.Permission != nil {
+		n += ev.Permission.Bytes()
+	}
+	if ev.Receipt != nil {
+		n += len(ev.Receipt.Reason)
+	}
+	return n
 }
 
 // Sub is one subscription. C closes when the subscription ends; Err says why.
@@ -71,12 +108,15 @@ func (h *Hub) Publish(ev message.Event) message.Event {
 		ev.Time = h.now()
 	}
 	if len(h.ring) > 0 {
+		if h.n == len(h.ring) {
+			h.forgetOldest()
+		}
 		i := (h.start + h.n) % len(h.ring)
-		h.ring[i] = ev
-		if h.n < len(h.ring) {
-			h.n++
-		} else {
-			h.start = (h.start + 1) % len(h.ring)
+		h.ring[i], h.weights[i] = ev, weight(ev)
+		h.bytes += h.weights[i]
+		h.n++
+		for h.bytes > KeepEventBytes && h.n > 1 {
+			h.forgetOldest()
 		}
 	}
 	for s := range h.subs {
@@ -87,6 +127,13 @@ func (h *Hub) Publish(ev message.Event) message.Event {
 		}
 	}
 	return ev
+}
+
+func (h *Hub) forgetOldest() {
+	h.bytes -= h.weights[h.start]
+	h.ring[h.start], h.weights[h.start] = message.Event{}, 0 // let it go
+	h.start = (h.start + 1) % len(h.ring)
+	h.n--
 }
 
 // Subscribe returns the kept events after lastID (all kept ones for 0, none
