@@ -187,8 +187,15 @@ func (c *Client) Resolve(ctx context.Context, address string) (message.Session, 
 // ErrStreamEnded means the gateway closed the event stream.
 var ErrStreamEnded = errors.New("event stream ended")
 
+// EventGap is the Type of the Event Watch hands fn for the stream's gap
+// notice: some events after lastID were forgotten before they could be
+// replayed (the gateway keeps the latest only). Its ID is lastID; it
+// carries nothing else, and the events that follow are the kept ones.
+const EventGap message.EventType = "gap"
+
 // Watch streams events after lastID (-1 for only new ones) to fn until ctx
-// ends, fn returns an error, or the stream ends.
+// ends, fn returns an error, or the stream ends. A gap in the replay
+// reaches fn as an EventGap first.
 func (c *Client) Watch(ctx context.Context, lastID int64, fn func(message.Event) error) error {
 	req, err := http.NewRequestWithContext(ctx, "GET", c.base+"/v1/events", nil)
 	if err != nil {
@@ -216,13 +223,16 @@ func (c *Client) Watch(ctx context.Context, lastID int64, fn func(message.Event)
 		switch {
 		case line == "":
 			if data != "" {
-				if kind == "error" || kind == "gap" {
+				switch kind {
+				case "error":
 					var e struct{ Error string }
 					_ = json.Unmarshal([]byte(data), &e)
-					if kind == "error" {
-						return errors.New(e.Error)
+					return errors.New(e.Error)
+				case "gap":
+					if err := fn(message.Event{Type: EventGap, ID: uint64(max(lastID, 0))}); err != nil {
+						return err
 					}
-				} else {
+				default:
 					var ev message.Event
 					if err := json.Unmarshal([]byte(data), &ev); err != nil {
 						return fmt.Errorf("bad event from gateway: %w", err)

@@ -2,6 +2,9 @@ package api
 
 import (
 	"bufio"
+	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -10,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/router"
 )
 
 // openEvents opens the event stream and returns a func that reads the next
@@ -86,5 +90,28 @@ func TestTheEventStreamReplaysAfterTheLastEventIDThenGoesLive(t *testing.T) {
 				t.Fatalf("live id = %s, want %d", id, live.ID)
 			}
 		})
+	}
+}
+
+func TestWatchHandsOnTheGapNoticeBeforeTheKeptEvents(t *testing.T) {
+	rt := router.New(router.Config{KeepEvents: 2}, claudeStub())
+	for range 5 {
+		rt.Hub().Publish(idle())
+	}
+	hs := httptest.NewServer(NewServer(Config{Router: rt}).Handler())
+	defer hs.Close()
+	var got []string
+	enough := errors.New("enough")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // a bound on a hang
+	defer cancel()
+	err := NewTCPClient(hs.URL, "").Watch(ctx, 1, func(ev message.Event) error {
+		got = append(got, fmt.Sprintf("%s %d", ev.Type, ev.ID))
+		if len(got) == 3 {
+			return enough
+		}
+		return nil
+	})
+	if !errors.Is(err, enough) || strings.Join(got, ",") != "gap 1,idle 4,idle 5" {
+		t.Fatalf("got %v (%v), want the gap after 1, then events 4 and 5", got, err)
 	}
 }

@@ -120,6 +120,10 @@ func (g *schemaGen) operation(rt route) map[string]any {
 		"4XX":                            map[string]any{"description": "The request was refused; code says why (bad_request, unauthorized, forbidden, not_found, rate_limited with Retry-After, ...).", "content": errBody},
 		"default":                        map[string]any{"description": "The gateway or a leg failed; code says how (bad_gateway, timeout, unavailable, storage_full, ...).", "content": errBody},
 	}
+	for code, doc := range plainErrors[rt.pattern()] {
+		responses[strconv.Itoa(code)] = map[string]any{"description": doc,
+			"content": map[string]any{"text/plain": map[string]any{"schema": map[string]any{"type": "string", "description": "What happened, for a person."}}}}
+	}
 	if what, ok := streamRoutes[rt.pattern()]; ok {
 		responses["429"] = map[string]any{"description": fmt.Sprintf("Rate limited, or %s refused: this client holds %d event streams and waits, or the gateway %d (code rate_limited, Retry-After).", what, MaxStreamsPerGrant, MaxStreams),
 			"headers": map[string]any{"Retry-After": map[string]any{"description": "Seconds to wait before retrying.", "schema": map[string]any{"type": "integer"}}},

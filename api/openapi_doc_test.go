@@ -505,3 +505,24 @@ func TestABodyTakesTheDeprecatedTextSpellingForOneRelease(t *testing.T) {
 		}
 	})
 }
+
+// TestTheActionLinksPlainTextRefusalsMatchTheDocument: a notification's
+// link answers 403, 409 and 410 in plain text for a person (as
+// notify.ActionHandler does); the document says so.
+func TestTheActionLinksPlainTextRefusalsMatchTheDocument(t *testing.T) {
+	_, v := newDocValidator(t)
+	for _, code := range []int{http.StatusForbidden, http.StatusConflict, http.StatusGone} {
+		srv := NewServer(Config{Router: newTestServer().cfg.Router, Actions: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(code)
+			_, _ = w.Write([]byte("a used or expired link\n"))
+		})})
+		req := httptest.NewRequest("GET", "http://127.0.0.1:8080/v1/actions/abc", nil)
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		resp := rec.Result()
+		if ok, errs := v.ValidateHttpResponse(req, resp); !ok || resp.StatusCode != code {
+			t.Errorf("%d: the answer does not match the document: %v", resp.StatusCode, describe(errs))
+		}
+	}
+}

@@ -1,5 +1,7 @@
 package api
 
+import "net/http"
+
 // The words of the OpenAPI document: what each schema and each property
 // is, keyed by the Go struct that declares the field and the field's JSON
 // name (an embedded struct's fields read the same wherever it is
@@ -367,6 +369,17 @@ var replyHeaders = map[string]map[string]any{
 	"POST /v1/messages": {
 		ReplayedHeader:  map[string]any{"description": "true when the answer is the first send's under the same Idempotency-Key; nothing was sent again.", "schema": map[string]any{"type": "string", "enum": []string{"true"}}},
 		ForgottenHeader: map[string]any{"description": "true on a replayed answer for a message the gateway no longer tracks (a restart, or many sends since): its status is the one the first send was answered with; nothing was sent again.", "schema": map[string]any{"type": "string", "enum": []string{"true"}}},
+	},
+}
+
+// plainErrors are the 4xx answers a route writes as plain text for a
+// person (a notification's link opened in a browser), by pattern; its
+// other 4xx are Error objects.
+var plainErrors = map[string]map[int]string{
+	"GET /v1/actions/{token}": {
+		http.StatusForbidden: "A forged link: its signature does not check out.",
+		http.StatusConflict:  "The prompt was answered or the message decided meanwhile.",
+		http.StatusGone:      "A used or expired link.",
 	},
 }
 

@@ -137,7 +137,7 @@ func heldReason(out router.Outbound) string {
 // Watch prints events as they happen until ctx ends.
 func Watch(ctx context.Context, o *IO, since int64) error {
 	out := o.hinted(o.Stdout)
-	err := o.Client().Watch(ctx, since, func(ev message.Event) error {
+	err := o.Client().Watch(ctx, since, o.gaps(func(ev message.Event) error {
 		if o.JSON {
 			b, err := json.Marshal(ev)
 			if err != nil {
@@ -152,11 +152,23 @@ func Watch(ctx context.Context, o *IO, since int64) error {
 		}
 		_, err := fmt.Fprintln(out, line)
 		return err
-	})
+	}))
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
 	return err
+}
+
+// gaps says on stderr that a watch's replay lost events (the gateway
+// forgot them), and hands fn every other event.
+func (o *IO) gaps(fn func(message.Event) error) func(message.Event) error {
+	return func(ev message.Event) error {
+		if ev.Type == api.EventGap {
+			_, err := fmt.Fprintf(o.Stderr, "gateway: events after %d were forgotten before they could be replayed; what follows starts later\n", ev.ID)
+			return err
+		}
+		return fn(ev)
+	}
 }
 
 // Idle asks a peer to say when it is idle; with wait, prints the notice.

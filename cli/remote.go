@@ -145,7 +145,7 @@ func RemoteWatch(ctx context.Context, o *IO, id string, since int64) error {
 		}
 		sw.Pending(ps)
 	}
-	err = c.Watch(ctx, since, sw.Event)
+	err = c.Watch(ctx, since, o.gaps(sw.Event))
 	sw.End()
 	if errors.Is(err, context.Canceled) {
 		return nil
