@@ -120,8 +120,13 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 				}
 			}
 		}
+		refused := 0
 		for id := range want {
 			f, ok := l.links[id]
+			if !ok && len(l.links) >= l.cfg.MaxFollowed {
+				refused++
+				continue
+			}
 			switch {
 			case ok && f.ended() && (err == nil || f.retryable()):
 				// It gave up: try again. After a refusal (401, 404) only
@@ -138,6 +143,7 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 				}
 			}
 		}
+		l.refusedLocked(refused)
 		l.mu.Unlock()
 		select {
 		case <-ctx.Done():
@@ -146,6 +152,20 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 		case <-l.relist:
 		}
 	}
+}
+
+// refusedLocked counts the n sessions a listing found past MaxFollowed and
+// logs when refusing starts and ends; l.mu must be held.
+func (l *Leg) refusedLocked(n int) {
+	l.refused += uint64(n)
+	switch {
+	case n > 0 && !l.refusing:
+		l.log.Warn("remote sessions past the followed cap are not followed", "max_followed", l.cfg.MaxFollowed,
+			"refused", n, "refused_total", l.refused)
+	case n == 0 && l.refusing:
+		l.log.Info("every listed remote session is followed again", "refused_total", l.refused)
+	}
+	l.refusing = n > 0
 }
 
 // startLocked starts following id; l.mu must be held. One goroutine per
@@ -270,7 +290,7 @@ func (l *Leg) backlog(ctx context.Context, id string, f *follow, in chan<- messa
 		seen     []string // WebSocket uuids, for the stream's de-dup window
 		n, bad   int
 	)
-	for {
+	for pages := 1; ; pages++ {
 		var (
 			page []json.RawMessage
 			more bool
@@ -314,6 +334,13 @@ func (l *Leg) backlog(ctx context.Context, id string, f *follow, in chan<- messa
 		if !more || len(page) == 0 {
 			break
 		}
+		if pages >= maxBacklogPages {
+			// A history that does not end (or a server that pages for
+			// ever) must not hold an opening slot: the stream's recovery
+			// reads on from here, as live events.
+			l.log.Warn("the session's history is longer than the pages read at start; the stream reads on", "session", id, "pages", pages)
+			break
+		}
 		if afterID == beforeID && afterSeq == beforeSeq {
 			// Nothing on the page to continue after: asking again would
 			// get the same page. The stream's recovery reads on from here.
@@ -340,6 +367,9 @@ func (l *Leg) backlog(ctx context.Context, id string, f *follow, in chan<- messa
 	l.postRefusals(ctx, id, f)
 	return afterID, afterSeq, seen, nil
 }
+
+// maxBacklogPages bounds the history pages read before the stream opens.
+const maxBacklogPages = 1000
 
 // decodeHistory decodes one history event, giving its resume point (the
 // WebSocket's uuid, the event stream's sequence number) even when the

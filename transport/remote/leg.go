@@ -85,8 +85,12 @@ type LegConfig struct {
 	// request (interrupt, set_model, set_permission_mode); default
 	// DefaultControlTimeout.
 	ControlTimeout time.Duration
-	Logger         *slog.Logger
-	Now            func() time.Time
+	// MaxFollowed caps the sessions followed at once; default
+	// DefaultMaxFollowed. Past it, a new session is not followed: counted
+	// and logged.
+	MaxFollowed int
+	Logger      *slog.Logger
+	Now         func() time.Time
 }
 
 // Leg is the claude.ai remote leg: it keeps the followed sessions live,
@@ -130,6 +134,10 @@ type Leg struct {
 	// batch at a time, which spares the cloud a stampede and keeps the
 	// start-up's garbage (and so the heap the process keeps) small.
 	opening chan struct{}
+	// refused counts the sessions not followed past MaxFollowed, each time
+	// a listing found them; refusing says the last listing refused some.
+	refused  uint64
+	refusing bool
 }
 
 // maxOpening is how many followed sessions open at once.
@@ -151,6 +159,10 @@ const (
 	// DefaultControlTimeout is how long a control request waits for the
 	// session's answer.
 	DefaultControlTimeout = 10 * time.Second
+	// DefaultMaxFollowed bounds the followed set (each a goroutine and its
+	// stream), well above the 10,000 idle sessions the gateway is measured
+	// with, and the most one listing holds (sessionsapi.MaxListItems).
+	DefaultMaxFollowed = 20000
 )
 
 // NewLeg checks cfg and builds the leg; Run starts following.
@@ -184,6 +196,9 @@ func NewLeg(cfg LegConfig) (*Leg, error) {
 	}
 	if cfg.ControlTimeout <= 0 {
 		cfg.ControlTimeout = DefaultControlTimeout
+	}
+	if cfg.MaxFollowed <= 0 {
+		cfg.MaxFollowed = DefaultMaxFollowed
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

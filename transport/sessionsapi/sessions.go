@@ -147,13 +147,22 @@ type page[T any] struct {
 	LastID       string `json:"last_id"`
 }
 
-// maxPages bounds a paged list, against a server whose has_more never ends.
-const maxPages = 1000
+// A paged list is bounded, against a server whose has_more never ends:
+// in pages, in items and in the bytes of the pages read (each item keeps
+// a raw copy of itself, so the bytes are about what the list holds).
+// MaxListItems is well above the 10,000 sessions the gateway is measured
+// following; past any bound the list fails with ErrBadResponse.
+const (
+	maxPages     = 1000
+	MaxListItems = 20000
+	MaxListBytes = 64 << 20
+)
 
 // list follows has_more / after_id paging until the last page.
 func list[T any](ctx context.Context, c *Client, r request, id func(T) string) ([]T, error) {
 	var out []T
 	after := ""
+	size := 0
 	for range maxPages {
 		q := url.Values{}
 		for k, v := range r.query {
@@ -163,13 +172,23 @@ func list[T any](ctx context.Context, c *Client, r request, id func(T) string) (
 			q.Set("after_id", after)
 		}
 		r.query = q
-		var p page[T]
-		if err := c.call(ctx, r, &p); err != nil {
+		b, err := c.do(ctx, r)
+		if err != nil {
 			return nil, err
+		}
+		if size += len(b); size > MaxListBytes {
+			return nil, fmt.Errorf("sessionsapi: %s: %w: more than %d bytes", r.op, ErrBadResponse, MaxListBytes)
+		}
+		var p page[T]
+		if err := json.Unmarshal(b, &p); err != nil {
+			return nil, fmt.Errorf("sessionsapi: %s: %w: %v", r.op, ErrBadResponse, err)
 		}
 		items := p.Data
 		if items == nil {
 			items = p.Environments
+		}
+		if len(out)+len(items) > MaxListItems {
+			return nil, fmt.Errorf("sessionsapi: %s: %w: more than %d items", r.op, ErrBadResponse, MaxListItems)
 		}
 		out = append(out, items...)
 		if !p.HasMore {
