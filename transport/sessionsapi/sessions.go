@@ -158,6 +158,9 @@ const (
 	MaxListBytes = 64 << 20
 )
 
+// maxListBytes is MaxListBytes; tests lower it.
+var maxListBytes = MaxListBytes
+
 // list follows has_more / after_id paging until the last page.
 func list[T any](ctx context.Context, c *Client, r request, id func(T) string) ([]T, error) {
 	var out []T
@@ -176,8 +179,8 @@ func list[T any](ctx context.Context, c *Client, r request, id func(T) string) (
 		if err != nil {
 			return nil, err
 		}
-		if size += len(b); size > MaxListBytes {
-			return nil, fmt.Errorf("sessionsapi: %s: %w: more than %d bytes", r.op, ErrBadResponse, MaxListBytes)
+		if size += len(b); size > maxListBytes {
+			return nil, fmt.Errorf("sessionsapi: %s: %w: more than %d bytes", r.op, ErrBadResponse, maxListBytes)
 		}
 		var p page[T]
 		if err := json.Unmarshal(b, &p); err != nil {
