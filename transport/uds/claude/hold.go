@@ -1,8 +1,10 @@
 package claude
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 
 	"github.com/sessiongateway/gateway/internal/clock"
@@ -14,6 +16,10 @@ type heldMsg struct {
 	reply replyTo
 	timer clock.Stopper
 }
+
+// errNotHanded is why a released message was not handed on when the
+// caller's context still stood: the session stopped.
+var errNotHanded = errors.New("the session stopped")
 
 // ErrNotHeld means no held message has that id.
 var ErrNotHeld = errors.New("no held message with that id")
@@ -89,9 +95,14 @@ func (p *Peer) Decide(ctx context.Context, id string, release bool, reason strin
 		return ErrNotHeld
 	}
 	if release {
-		p.receipt(ctx, hm.reply, NewStatusReceipt(p.addr, id, WireDelivered, "", "Released by the gateway's operator"))
+		// Handed on first: "delivered" only once it is.
 		m := hm.h.Message
-		p.emit(ctx, message.Event{Type: message.EventMessage, Message: &m})
+		if !p.emitter.Emit(ctx, message.Event{Type: message.EventMessage, Message: &m}) {
+			p.unhanded(ctx, hm.reply, id)
+			p.idleAgain(context.WithoutCancel(ctx))
+			return fmt.Errorf("held message %s released but not handed on (expired): %w", id, cmp.Or(ctx.Err(), errNotHanded))
+		}
+		p.receipt(ctx, hm.reply, NewStatusReceipt(p.addr, id, WireDelivered, "", "Released by the gateway's operator"))
 		p.idleAgain(ctx)
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -84,6 +85,7 @@ type Peer struct {
 	sent        outstanding             // where our messages went, to vet their receipts
 	keyFiles    *uds.FileCache[KeyFile] // targets' key files, read again when they change
 	entries     *uds.FileCache[Entry]   // targets' registry entries, likewise
+	overCap     atomic.Bool             // the last listing left entries unread (MaxEntries)
 	bridge      *bridgeHost
 	ln          *uds.Listener
 

@@ -180,7 +180,11 @@ func (p *Peer) handleUser(ctx context.Context, in *inbound, f *Frame) {
 	}
 	switch v {
 	case verdictDeliver:
-		p.emit(ctx, message.Event{Type: message.EventMessage, Message: &m})
+		if !p.emitter.Emit(ctx, message.Event{Type: message.EventMessage, Message: &m}) {
+			// Stopped before the router took it: silence would read as
+			// delivered, so the sender hears expired, as for a hold.
+			p.unhanded(ctx, in.reply, m.ID)
+		}
 	case verdictRefuse:
 		p.log.Info("inbound message refused by policy", "from", sender, "msg_id", f.MsgID)
 		p.receipt(ctx, in.reply, NewStatusReceipt(p.addr, f.MsgID, WireExpired, DetailRefused,
@@ -199,4 +203,12 @@ func (p *Peer) dropInbound(ctx context.Context, sender string, reply replyTo, m 
 	p.log.Info("inbound message dropped", "from", sender, "reason", reason.String(), "msg_id", m.ID)
 	p.drops.report(ctx, sender, reply, m.ID, reason)
 	p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: m.ID, From: m.From, Reason: reason}})
+}
+
+// unhanded tells the sender of msgID that its message was accepted but
+// never handed on (the session stopped, or the router did not take it):
+// expired. Sent even when ctx has ended, which is the usual cause.
+func (p *Peer) unhanded(ctx context.Context, reply replyTo, msgID string) {
+	p.log.Info("inbound message not handed on: expired", "msg_id", msgID)
+	p.receipt(context.WithoutCancel(ctx), reply, NewStatusReceipt(p.addr, msgID, WireExpired, "", "The session stopped before taking the message"))
 }

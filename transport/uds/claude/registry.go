@@ -165,40 +165,6 @@ func entryPID(name string) (int, bool) {
 	return pid, err == nil && pid > 0 && strconv.Itoa(pid) == s
 }
 
-// readEntries reads every <pid>.json in dir; bad ones are reported by name.
-func readEntries(dir string) (entries []Entry, bad map[string]error, err error) {
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	bad = map[string]error{}
-	for _, de := range ents {
-		pid, ok := entryPID(de.Name())
-		if !ok || !de.Type().IsRegular() {
-			continue
-		}
-		b, err := safefile.ReadCapped(filepath.Join(dir, de.Name()), maxEntry)
-		if err != nil {
-			bad[de.Name()] = err
-			continue
-		}
-		e, err := ParseEntry(b)
-		if err != nil {
-			bad[de.Name()] = err
-			continue
-		}
-		if e.PID != pid {
-			bad[de.Name()] = fmt.Errorf("pid %d in a file named for %d", e.PID, pid)
-			continue
-		}
-		entries = append(entries, e)
-	}
-	return entries, bad, nil
-}
-
 // entryOf reads the registry entry of pid, if there is a usable one.
 func (p *Peer) entryOf(pid int) (Entry, bool) {
 	e, err := p.entries.Get(filepath.Join(p.sessionsDir, strconv.Itoa(pid)+".json"))

@@ -99,6 +99,12 @@ func (l *logLines) Write(b []byte) (int, error) {
 	return l.buf.Write(b)
 }
 
+func (l *logLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
 func (l *logLines) has(s string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()

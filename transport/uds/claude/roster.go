@@ -141,7 +141,7 @@ func (p *Peer) Sessions(ctx context.Context) ([]message.Session, error) {
 	if err := p.registry.Check(); err != nil {
 		return nil, err
 	}
-	entries, bad, err := readEntries(p.sessionsDir)
+	entries, bad, err := p.readEntries()
 	if err != nil {
 		return nil, err
 	}

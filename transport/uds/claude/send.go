@@ -191,7 +191,7 @@ func (p *Peer) pidFor(path, hash string) int {
 			return pid
 		}
 	}
-	entries, _, _ := readEntries(p.sessionsDir)
+	entries, _, _ := p.readEntries()
 	for _, e := range entries {
 		if e.MessagingSocketPath == path && uds.Alive(e.PID) {
 			return e.PID

@@ -219,7 +219,11 @@ func (p *Peer) Run(ctx context.Context, out chan<- message.Event) error {
 		defer close(deliveries)
 		for in := range p.gate.Deliveries() {
 			m := p.toMessage(in)
-			p.emit(ctx, message.Event{Type: message.EventMessage, Message: &m})
+			if !p.emitter.Emit(ctx, message.Event{Type: message.EventMessage, Message: &m}) {
+				// Stopped before the router took it: the sender, told
+				// "delivered" when it was queued, must hear it was not.
+				p.report(Report{Inbound: in, Status: StatusExpired})
+			}
 		}
 	}()
 	err := p.ln.Serve(ctx, p.serveConn)

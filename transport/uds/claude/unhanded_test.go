@@ -1,0 +1,68 @@
+package claude
+
+import (
+	"context"
+	fp "path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/message"
+)
+
+// stuckPeer registers a peer whose router never reads (an unbuffered
+// channel nobody receives from) and returns it with the stop of its Run.
+func stuckPeer(t *testing.T, cfg Config) (*Peer, func()) {
+	t.Helper()
+	cfg.RuntimeDir, cfg.ConfigDir = testutil.ShortTempDir(t), t.TempDir()
+	p, err := Register(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = p.Run(ctx, make(chan message.Event)) }()
+	stop := func() { cancel(); <-done }
+	t.Cleanup(stop)
+	if !testutil.Within(testutil.Patience, func() bool { return p.Ready() == nil }) {
+		t.Fatal("peer never became ready")
+	}
+	return p, stop
+}
+
+// The loss: a message accepted while the router did not take it, then
+// dropped as the session stopped, left its sender no receipt, which a
+// Claude Code sender reads as delivered.
+func TestAMessageNeverHandedOnEndsExpired(t *testing.T) {
+	p, stop := stuckPeer(t, Config{Name: "stuck"})
+	sender := listenSock(t, sockDir(p))
+	id, b := sender.userFrame(t, "prompting", "accepted, then the session stops")
+	dial(t, p.SocketPath(), b)
+	time.Sleep(100 * time.Millisecond) // let the connection reach the stuck hand-over
+	stop()
+	sender.waitFrame(t, func(f Frame) bool { return f.OrigMsgID == id && f.Status == WireExpired })
+}
+
+// The lie: releasing a held message said "delivered" to its sender before
+// handing it on, and the hand-over, bound to the operator's request, could
+// then fail and lose it.
+func TestAReleasedMessageNotHandedOnIsNotReportedDelivered(t *testing.T) {
+	p, _ := stuckPeer(t, Config{Name: "stuck", Inbound: PolicyHold})
+	sender := listenSock(t, sockDir(p))
+	id, b := sender.userFrame(t, "prompting", "held, then released into a stuck router")
+	dial(t, p.SocketPath(), b)
+	sender.waitFrame(t, func(f Frame) bool { return f.OrigMsgID == id && f.Status == WireHeld })
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := p.Decide(ctx, id, true, ""); err == nil {
+		t.Fatal("a release the router never took reported success")
+	}
+	f := sender.waitFrame(t, func(f Frame) bool {
+		return f.OrigMsgID == id && (f.Status == WireExpired || f.Status == WireDelivered)
+	})
+	if f.Status != WireExpired {
+		t.Fatalf("sender heard %q for a message the router never took", f.Status)
+	}
+}
+
+func sockDir(p *Peer) string { return fp.Dir(p.SocketPath()) }

@@ -1,0 +1,72 @@
+package qwen
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/message"
+)
+
+// lastStatusOf is the status of the last receipt in b about msgID.
+func lastStatusOf(b []byte, msgID string) string {
+	last := ""
+	for line := range bytes.Lines(b) {
+		if !bytes.Contains(line, []byte(msgID)) {
+			continue
+		}
+		for _, st := range []string{"delivered", "expired"} {
+			if bytes.Contains(line, []byte(`"status":"`+st+`"`)) {
+				last = st
+			}
+		}
+	}
+	return last
+}
+
+// The loss: a message the inbox had said "delivered" for, still waiting for
+// the router when the session stopped, failed to reach it and was dropped
+// with no word; the sender took it as delivered.
+func TestMessagesTheRouterNeverTookEndExpiredAtShutdown(t *testing.T) {
+	identity(t)
+	p := registerTestPeer(t, PeerConfig{Inbound: PolicyAccept})
+	out := make(chan message.Event) // never read: the router is stuck
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx, out) }()
+	t.Cleanup(func() { cancel(); <-done })
+	own := record(t, filepath.Join(testutil.ShortTempDir(t), "own.sock"))
+	tok := readRecord(t, p.RecordPath()).IPCToken
+	var ids []string
+	for range 2 {
+		id := uuid.NewString()
+		b, err := Payload(tok, UserFrame{MsgID: id, From: own.path, FromName: "x", FromMode: message.ModePrompting,
+			ToSessionID: p.SessionID(), Content: "hi " + id, ReplyToken: NewIPCToken()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeAndWait(t, p.SocketPath(), b)
+		ids = append(ids, id)
+	}
+	if !testutil.Within(testutil.Patience, func() bool {
+		b := own.bytes()
+		return lastStatusOf(b, ids[0]) == "delivered" && lastStatusOf(b, ids[1]) == "delivered"
+	}) {
+		t.Fatalf("no delivered receipts: %q", own.bytes())
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	done <- nil
+	for _, id := range ids {
+		if testutil.Within(testutil.Patience, func() bool { return lastStatusOf(own.bytes(), id) == "expired" }) {
+			continue
+		}
+		t.Fatalf("message %s ended %q, never reaching the router: %q", id, lastStatusOf(own.bytes(), id), own.bytes())
+	}
+}
