@@ -30,6 +30,7 @@ const (
 	DropNotApprover                           // a reply to a permission prompt claiming the approver, from a process that is not the approver's
 	DropRecordLimit                           // registry record files beyond what one listing reads (a leg's roster, not a message)
 	DropShutdown                              // accepted as the gateway stopped, and not handled before it did
+	DropUnsolicited                           // an answer (an idle notice) to a request the gateway never made, or already answered
 )
 
 var dropWire = [...]string{
@@ -39,6 +40,7 @@ var dropWire = [...]string{
 	DropUnauthenticated: "unauthenticated", DropAliasLimit: "alias-limit", DropUnserved: "unserved",
 	DropDisconnected: "disconnected",
 	DropNotApprover:  "not-approver", DropRecordLimit: "record-limit", DropShutdown: "shutdown",
+	DropUnsolicited: "unsolicited",
 }
 
 // Admission reports whether r is one of the admission checks' reasons

@@ -64,6 +64,14 @@ func (p *Peer) handleControl(ctx context.Context, in *inbound, f *Frame) {
 			p.sendIdleNotice(ctx, s, IdleStateIdle)
 		}
 	case ActionPeerIdleNotice:
+		// Like the real CLI, only a notice we asked for, from the socket we
+		// asked, and once: anyone may write one, and each would reach a
+		// person (and fill the router's queue, which the guard reads).
+		if !p.idleAsked.from(f.OrigMsgID, f.From) {
+			p.unsolicited(f)
+			return
+		}
+		p.idleAsked.forget(f.OrigMsgID)
 		n := message.IdleNotice{Peer: f.From, State: f.State, Detail: f.Detail, SubID: f.OrigMsgID}
 		if f.FinishedAt > 0 {
 			n.FinishedAt = time.UnixMilli(f.FinishedAt).UTC()
@@ -129,8 +137,26 @@ func (p *Peer) NotifyWhenIdle(ctx context.Context, target message.Session) (stri
 	}
 	id := uuid.NewString()
 	f := NewNotifyWhenIdle(p.addr, id, p.cfg.Mode.String())
+	p.idleAsked.add(id, path) // before the write: the answer may beat its return
 	if err := p.write(ctx, path, target.PID, f); err != nil {
+		p.idleAsked.forget(id)
 		return "", err
 	}
 	return id, nil
+}
+
+// unsolicited drops an idle notice we did not ask for (or had its one
+// notice already). Each is a drop with reason unsolicited; a drop event
+// goes to the router at most once a second (with the count since), so a
+// flood of them cannot fill its queue either.
+func (p *Peer) unsolicited(f *Frame) {
+	n := p.unsolicitedN.Add(1)
+	now := p.clock.Now().UnixNano()
+	last := p.unsolicitedAt.Load()
+	if now-last < int64(time.Second) || !p.unsolicitedAt.CompareAndSwap(last, now) {
+		return
+	}
+	p.unsolicitedN.Add(-n)
+	p.log.Info("idle notices nobody asked for dropped", "count", n, "from", f.From, "orig_msg_id", f.OrigMsgID)
+	p.emitter.Offer(message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: f.OrigMsgID, From: f.From, Reason: message.DropUnsolicited}})
 }

@@ -86,8 +86,12 @@ type Peer struct {
 	keyFiles    *uds.FileCache[KeyFile] // targets' key files, read again when they change
 	entries     *uds.FileCache[Entry]   // targets' registry entries, likewise
 	overCap     atomic.Bool             // the last listing left entries unread (MaxEntries)
-	bridge      *bridgeHost
-	ln          *uds.Listener
+	idleAsked   outstanding             // our idle subscriptions: id -> the socket asked
+	// unsolicited idle notices: dropped since the last drop event, and when it went
+	unsolicitedN  atomic.Int64
+	unsolicitedAt atomic.Int64
+	bridge        *bridgeHost
+	ln            *uds.Listener
 
 	emitter *uds.Emitter
 	uploads *uploads // nil without an uploads directory
@@ -165,7 +169,7 @@ func Register(cfg Config) (*Peer, error) {
 		startedAt: cfg.Clock.Now(), sessionsDir: filepath.Join(cfg.ConfigDir, "sessions"),
 		held: map[string]*heldMsg{}, idleSubs: map[string]idleSub{},
 		emitter: uds.NewEmitter(message.ProtocolClaude, cfg.Clock.Now),
-		replies: newReplyBook(), sent: newOutstanding(),
+		replies: newReplyBook(), sent: newOutstanding(), idleAsked: newOutstanding(),
 		keyFiles: uds.NewFileCache(maxKey, ParseKeyFile), entries: uds.NewFileCache(maxEntry, ParseEntry),
 	}
 	id, err := uds.Identify(p.pid)
