@@ -107,3 +107,27 @@ func TestAWorkerWritingALineTooLongIsEnded(t *testing.T) {
 		t.Fatal("the unreadable worker still runs")
 	}
 }
+
+// Neither side writes a line the other would refuse to read: the writer
+// refuses it, and nothing is left half-written on the pipe.
+func TestAnOpTooLongForTheWorkersPipeIsRefusedByItsWriter(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want error
+	}{
+		{"a body under the cap, of characters HTML escaping would grow six times", strings.Repeat("<", maxWorkerLine/2), nil},
+		{"a body over the cap", strings.Repeat("a", maxWorkerLine), errOpTooLong},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := encodeOp(WorkerOp{Op: OpSend, Message: &message.Message{ID: "x", Body: tt.body}})
+			if err != tt.want {
+				t.Fatalf("encodeOp = %v, want %v", err, tt.want)
+			}
+			if err == nil && (len(b) > maxWorkerLine || b[len(b)-1] != '\n') {
+				t.Fatalf("a line of %d bytes, cap %d", len(b), maxWorkerLine)
+			}
+		})
+	}
+}
