@@ -16,15 +16,20 @@ var (
 	ErrDamaged = errors.New("the file is damaged")
 )
 
-// FullError refuses a message once MaxPending messages wait. It matches
-// ErrFull.
+// FullError refuses a message once MaxPending messages wait, or once it
+// would take the pending ones past MaxPendingBytes. It matches ErrFull.
 type FullError struct {
-	Pending, Max int
+	Pending, Max    int
+	Bytes, MaxBytes int64 // what the pending entries take, and the cap
 }
 
 func (e *FullError) Error() string {
-	return fmt.Sprintf("outbox full: %d messages already wait for the server (the cap is %d); "+
-		"new ones are refused until some are acknowledged (`gateway outbox` lists them)", e.Pending, e.Max)
+	why := fmt.Sprintf("%d messages already wait for the server (the cap is %d)", e.Pending, e.Max)
+	if e.Pending < e.Max {
+		why = fmt.Sprintf("the %d messages waiting for the server take %d KiB, and this one would pass the cap of %d KiB",
+			e.Pending, e.Bytes>>10, e.MaxBytes>>10)
+	}
+	return "outbox full: " + why + "; new ones are refused until some are acknowledged (`gateway outbox` lists them)"
 }
 
 func (e *FullError) Is(target error) bool { return target == ErrFull }

@@ -23,8 +23,9 @@ const FileName = "outbox.db"
 
 // Defaults of Options.
 const (
-	DefaultMaxPending   = 10_000
-	DefaultKeepFinished = 1_000
+	DefaultMaxPending      = 10_000
+	DefaultMaxPendingBytes = 256 << 20
+	DefaultKeepFinished    = 1_000
 )
 
 // entryVersion is written into every entry; an entry of another version is
@@ -84,6 +85,10 @@ type Options struct {
 	// MaxPending is how many pending entries the store takes; Add refuses
 	// beyond it with a *FullError.
 	MaxPending int
+	// MaxPendingBytes is how many bytes the pending entries may take in
+	// the file: a count alone lets 10,000 messages of a MiB each fill a
+	// disk. Add refuses beyond it with a *FullError.
+	MaxPendingBytes int64
 	// KeepFinished is how many acked or failed entries are kept for
 	// `gateway outbox --all`; older ones are deleted as new ones finish.
 	KeepFinished int
@@ -102,6 +107,7 @@ type Store struct {
 
 	mu       sync.Mutex
 	pending  int
+	bytes    int64    // what the pending entries take, as stored
 	finished []string // ids of finished entries, oldest first
 	writeErr error    // the last write's failure, nil once one succeeds
 	// fault, set by tests only, fails writes before they reach the file.
@@ -113,6 +119,9 @@ type Store struct {
 func Open(path string, o Options) (*Store, error) {
 	if o.MaxPending <= 0 {
 		o.MaxPending = DefaultMaxPending
+	}
+	if o.MaxPendingBytes <= 0 {
+		o.MaxPendingBytes = DefaultMaxPendingBytes
 	}
 	if o.KeepFinished <= 0 {
 		o.KeepFinished = DefaultKeepFinished
@@ -203,6 +212,7 @@ func (s *Store) load() error {
 			}
 			if e.State == StatePending {
 				s.pending++
+				s.bytes += int64(len(v))
 			} else {
 				finished = append(finished, done{e.Message.ID, e.FinishedAt})
 			}
@@ -224,7 +234,7 @@ func (s *Store) Close() error { return s.db.Close() }
 
 // noteWrite remembers whether the last write worked, for Err; s.mu held.
 func (s *Store) noteWrite(err error) {
-	if err == nil || errors.Is(err, ErrExists) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrNoID) {
+	if err == nil || errors.Is(err, ErrExists) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrNoID) || errors.Is(err, ErrFull) {
 		s.writeErr = nil
 		return
 	}
@@ -239,8 +249,8 @@ func (s *Store) Err() error {
 	if s.writeErr != nil {
 		return fmt.Errorf("cannot write %s: %w", s.path, s.writeErr)
 	}
-	if s.pending >= s.opts.MaxPending {
-		return &FullError{Pending: s.pending, Max: s.opts.MaxPending}
+	if s.pending >= s.opts.MaxPending || s.bytes >= s.opts.MaxPendingBytes {
+		return s.full()
 	}
 	return nil
 }
@@ -264,8 +274,9 @@ func (s *Store) Add(e Entry) (Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.pending >= s.opts.MaxPending {
-		return Entry{}, &FullError{Pending: s.pending, Max: s.opts.MaxPending}
+		return Entry{}, s.full()
 	}
+	var size int64
 	err := s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketEntries)
 		if b.Get([]byte(id)) != nil {
@@ -283,6 +294,9 @@ func (s *Store) Add(e Entry) (Entry, error) {
 		if err != nil {
 			return err
 		}
+		if size = int64(len(v)); s.bytes+size > s.opts.MaxPendingBytes {
+			return s.full()
+		}
 		return b.Put([]byte(id), v)
 	})
 	s.noteWrite(err)
@@ -290,7 +304,13 @@ func (s *Store) Add(e Entry) (Entry, error) {
 		return Entry{}, err
 	}
 	s.pending++
+	s.bytes += size
 	return e, nil
+}
+
+// full is the *FullError refusing what comes now; s.mu held.
+func (s *Store) full() *FullError {
+	return &FullError{Pending: s.pending, Max: s.opts.MaxPending, Bytes: s.bytes, MaxBytes: s.opts.MaxPendingBytes}
 }
 
 // update runs one write transaction; s.mu held.
@@ -330,6 +350,7 @@ func (s *Store) Update(id string, f func(*Entry)) (Entry, error) {
 		out      Entry
 		finished bool
 		drop     []string
+		grown    int64 // what the pending entries take more after the write
 	)
 	err := s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketEntries)
@@ -358,7 +379,9 @@ func (s *Store) Update(id string, f func(*Entry)) (Entry, error) {
 		if err := b.Put([]byte(id), nv); err != nil {
 			return err
 		}
+		grown = int64(len(nv) - len(v))
 		if finished = e.State.Final(); finished {
+			grown = -int64(len(v))
 			if n := len(s.finished) + 1 - s.opts.KeepFinished; n > 0 {
 				drop = s.finished[:n]
 				for _, old := range drop {
@@ -375,6 +398,7 @@ func (s *Store) Update(id string, f func(*Entry)) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
+	s.bytes += grown
 	if finished {
 		s.pending--
 		s.finished = append(s.finished[len(drop):], id)

@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,6 +122,31 @@ func TestStore(t *testing.T) {
 				t.Fatalf("Err after room was made: %v", s.Err())
 			}
 			add(t, s, msg("m3", "bridge:s1", "three"))
+		}},
+		{"a message that would take the pending ones past the byte cap is refused, after a restart too", func(t *testing.T, dir string) {
+			o := outbox.Options{MaxPendingBytes: 8 << 10}
+			s := openStore(t, dir, o)
+			kib := strings.Repeat("x", 1<<10)
+			for i := range 6 {
+				add(t, s, msg(fmt.Sprintf("m%d", i), "bridge:s1", kib))
+			}
+			for range 2 { // now, and from what the file holds after a restart
+				_, err := s.Add(outbox.Entry{Message: msg("big", "bridge:s1", kib+kib+kib)})
+				var fe *outbox.FullError
+				if !errors.Is(err, outbox.ErrFull) || !errors.As(err, &fe) || fe.Pending != 6 || fe.MaxBytes != 8<<10 || fe.Bytes < 6<<10 {
+					t.Fatalf("add: %v, want a FullError for the bytes", err)
+				}
+				if !strings.Contains(err.Error(), "KiB") || !strings.Contains(err.Error(), "gateway outbox") {
+					t.Fatalf("error %q does not say why", err)
+				}
+				s.Close()
+				s = openStore(t, dir, o)
+			}
+			add(t, s, msg("small", "bridge:s1", "fits"))
+			finish(t, s, "m0", outbox.StateAcked)
+			finish(t, s, "m1", outbox.StateFailed)
+			finish(t, s, "m2", outbox.StateAcked)
+			add(t, s, msg("big", "bridge:s1", kib+kib+kib)) // room was made
 		}},
 		{"finished entries beyond the kept number are pruned, oldest first", func(t *testing.T, dir string) {
 			s := openStore(t, dir, outbox.Options{KeepFinished: 2})
