@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -138,5 +139,38 @@ func TestASlowBodyIs408(t *testing.T) {
 		if code != http.StatusRequestTimeout || e.Code != CodeRequestTimeout {
 			t.Errorf("POST %s a byte every 100 ms: %d %+v, want 408 %s", path, code, e, CodeRequestTimeout)
 		}
+	}
+}
+
+// TestTheTCPListenerCapsItsConnections: past the cap a connection waits,
+// unserved, until one closes.
+func TestTheTCPListenerCapsItsConnections(t *testing.T) {
+	ln, err := listenTCP("127.0.0.1:0", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") }))
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() { _ = hs.Close() })
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	held := []net.Conn{dial(), dial()} // silent: each holds its connection
+	c := dial()
+	fmt.Fprint(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if n, _ := c.Read(make([]byte, 1)); n != 0 {
+		t.Fatal("a connection past the cap was served while the others stayed open")
+	}
+	held[0].Close()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || !strings.Contains(line, "200") {
+		t.Fatalf("once one closed: %q %v, want a 200", line, err)
 	}
 }

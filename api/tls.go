@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/net/netutil"
 )
 
 // CertReloader serves a certificate from files and picks up new ones
@@ -104,10 +106,20 @@ func (s *Server) Listen(addr string) (net.Listener, error) {
 	return s.WithTLS(ln), nil
 }
 
+// MaxConns caps the TCP listener's open connections (each an open file):
+// past it, new ones wait in the kernel's backlog until one closes. Idle
+// ones close after IdleTimeout, silent ones after ReadHeaderTimeout.
+const MaxConns = 1024
+
 // ListenTCP binds addr (--api) before anything else starts, so a port
 // already taken stops the gateway before it registers anywhere; it says
-// so in words. An empty addr binds nothing.
+// so in words. An empty addr binds nothing. At most MaxConns connections
+// are open at once.
 func ListenTCP(addr string) (net.Listener, error) {
+	return listenTCP(addr, MaxConns)
+}
+
+func listenTCP(addr string, maxConns int) (net.Listener, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -118,7 +130,7 @@ func ListenTCP(addr string) (net.Listener, error) {
 	case err != nil:
 		return nil, fmt.Errorf("--api %s: %w", addr, err)
 	}
-	return ln, nil
+	return netutil.LimitListener(ln, maxConns), nil
 }
 
 // WithTLS wraps ln (from ListenTCP) in the server's TLS when it has a
