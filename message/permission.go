@@ -2,6 +2,8 @@ package message
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -148,3 +150,26 @@ type RemoteEvent struct {
 	Control *RemoteControl  `json:"control,omitempty"`
 	Raw     json.RawMessage `json:"raw,omitempty"`
 }
+
+// ErrPromptSettled is matched by a *PromptSettledError.
+var ErrPromptSettled = errors.New("the permission prompt was already settled at its session")
+
+// PromptSettledError is a leg's refusal to carry an answer to a prompt it
+// already saw settled by someone else (an answer from the web, a withdrawal):
+// the session holds the first answer it got, so ours would be told it won
+// when it lost. The router turns it into its own settled error.
+type PromptSettledError struct {
+	State    PermissionState // PermissionAnswered or PermissionCancelled
+	Behavior Behavior        // the answer's verdict, when answered
+	By       string          // who answered, when answered
+}
+
+func (e *PromptSettledError) Error() string {
+	if e.State == PermissionCancelled {
+		return "the permission prompt was withdrawn by the session"
+	}
+	return fmt.Sprintf("the permission prompt was already answered (%s) by %s", e.Behavior, e.By)
+}
+
+// Is makes errors.Is(err, ErrPromptSettled) true.
+func (e *PromptSettledError) Is(target error) bool { return target == ErrPromptSettled }

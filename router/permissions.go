@@ -422,6 +422,12 @@ func (r *Router) AnswerPermission(ctx context.Context, id string, a message.Perm
 		if errors.As(err, &se) {
 			return r.settledByLeg(e, *se)
 		}
+		// The leg saw the prompt settled at its session (answered from the
+		// web, withdrawn) before that event reached us: ours lost.
+		var ps *message.PromptSettledError
+		if errors.As(err, &ps) {
+			return r.settledByLeg(e, SettledError{State: ps.State, Behavior: ps.Behavior, By: ps.By})
+		}
 		return req, &LegError{Leg: req.Leg, Op: "answer", Err: err}
 	}
 	r.perms.mu.Lock()

@@ -396,6 +396,21 @@ func TestALegSayingThePromptWasSettledElsewhereSettlesIt(t *testing.T) {
 	}
 }
 
+func TestALegThatSawThePromptSettledAtItsSessionSettlesItWithThatAnswer(t *testing.T) {
+	leg := promptleg.New()
+	leg.FailAnswers(&message.PromptSettledError{State: message.PermissionAnswered, Behavior: message.BehaviorDeny, By: "remote"})
+	r := start(t, leg)
+	id := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))[0].Permission.ID
+	p, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli"})
+	var se *SettledError
+	if !errors.As(err, &se) || se.ID != id || se.By != "remote" || se.Behavior != message.BehaviorDeny {
+		t.Fatalf("err = %v, want a settled error naming the remote answer", err)
+	}
+	if p.State != message.PermissionAnswered || p.Answer == nil || p.Answer.By != "remote" || p.Answer.Behavior != message.BehaviorDeny {
+		t.Fatalf("settled as %+v, want the remote deny, not our allow", p)
+	}
+}
+
 func TestAPromptWithdrawnWhileItsAnswerIsOnItsWayStaysWithdrawn(t *testing.T) {
 	leg := promptleg.New()
 	leg.Gate, leg.Entered = make(chan struct{}), make(chan struct{}, 1)

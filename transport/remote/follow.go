@@ -28,6 +28,11 @@ type follow struct {
 	promptsFull bool
 	// assistant holds the merged copy of each streamed message.
 	assistant map[string]wire.Assistant
+	// settled are the prompts of this session settled by someone else
+	// (answered from the web, withdrawn), by request id, so that a local
+	// answer is refused rather than told it won; at most maxSettled, made
+	// on the first one. l.mu guards the pointer; the map locks itself.
+	settled *bounded.Map[string, message.PromptSettledError]
 	// err is why the stream ended; set before done is closed.
 	err error
 	// Turn tracking, to send a remote answer back to the local senders it
@@ -366,6 +371,39 @@ func (l *Leg) backlog(ctx context.Context, id string, f *follow, in chan<- messa
 	f.unserved = nil
 	l.postRefusals(ctx, id, f)
 	return afterID, afterSeq, seen, nil
+}
+
+// maxSettled bounds a session's prompts remembered as settled elsewhere.
+const maxSettled = 256
+
+// settledElsewhere notes that someone else settled prompt rid of session
+// id; it runs on the session's goroutine, before the event is emitted.
+func (l *Leg) settledElsewhere(f *follow, rid string, e message.PromptSettledError) {
+	if rid == "" {
+		return
+	}
+	l.mu.Lock()
+	if f.settled == nil {
+		f.settled = bounded.NewMap[string, message.PromptSettledError](maxSettled)
+	}
+	m := f.settled
+	l.mu.Unlock()
+	m.Put(rid, e)
+}
+
+// settledBy says whether the leg saw prompt rid of session id settled by
+// someone else, and how.
+func (l *Leg) settledBy(id, rid string) (message.PromptSettledError, bool) {
+	l.mu.Lock()
+	var m *bounded.Map[string, message.PromptSettledError]
+	if f, ok := l.links[id]; ok {
+		m = f.settled
+	}
+	l.mu.Unlock()
+	if m == nil {
+		return message.PromptSettledError{}, false
+	}
+	return m.Get(rid)
 }
 
 // maxBacklogPages bounds the history pages read before the stream opens.

@@ -97,8 +97,15 @@ func answerUUID(sessionID, requestID string) string {
 }
 
 // Answer posts a's control_response for req over HTTP, as seed 001 says
-// answers travel (never over the WebSocket).
+// answers travel (never over the WebSocket). A prompt the leg saw settled
+// by someone else gets a *message.PromptSettledError instead.
 func (l *Leg) Answer(ctx context.Context, req message.PermissionRequest, a message.PermissionAnswer) error {
+	// The session holds the first answer it got: one the stream showed
+	// from someone else (or a withdrawal) makes ours lose, even while
+	// that event still waits in the router's queue.
+	if e, ok := l.settledBy(req.SessionID, req.RequestID); ok {
+		return &e
+	}
 	ev, err := answerEvent(req, a)
 	if err != nil {
 		return err

@@ -57,9 +57,14 @@ func (l *Leg) translate(id string, f *follow, su stream.Update) []message.Event 
 	case wire.KindControlRequest:
 		return l.request(u)
 	case wire.KindControlCancelRequest:
+		l.settledElsewhere(f, m.Cancel.RequestID, message.PromptSettledError{State: message.PermissionCancelled})
 		return u.cancel()
 	case wire.KindControlResponse:
 		if cr := m.ControlResponse; cr != nil {
+			if cr.Decision != nil && u.re.UUID != answerUUID(id, cr.RequestID) {
+				l.settledElsewhere(f, cr.RequestID, message.PromptSettledError{State: message.PermissionAnswered,
+					Behavior: message.Behavior(cr.Decision.Behavior), By: "remote"})
+			}
 			l.response(id, f, cr, u.now)
 			u.re.Control = &message.RemoteControl{RequestID: cr.RequestID, Error: cr.Error}
 		}
