@@ -418,15 +418,12 @@ func (r *Router) AnswerPermission(ctx context.Context, id string, a message.Perm
 	}
 	a = cloneAnswer(a)
 	if err := p.Answer(ctx, req, a); err != nil {
+		if ps := (*message.PromptSettledError)(nil); errors.As(err, &ps) { // the leg saw it settled at its session first
+			err = &SettledError{State: ps.State, Behavior: ps.Behavior, By: ps.By}
+		}
 		var se *SettledError
 		if errors.As(err, &se) {
 			return r.settledByLeg(e, *se)
-		}
-		// The leg saw the prompt settled at its session (answered from the
-		// web, withdrawn) before that event reached us: ours lost.
-		var ps *message.PromptSettledError
-		if errors.As(err, &ps) {
-			return r.settledByLeg(e, SettledError{State: ps.State, Behavior: ps.Behavior, By: ps.By})
 		}
 		return req, &LegError{Leg: req.Leg, Op: "answer", Err: err}
 	}
