@@ -24,12 +24,14 @@ var (
 	errTooDeep = fmt.Errorf("bad JSON: nested deeper than %d levels", MaxDepth)
 )
 
-// slowBody is a body that did not arrive within the server's ReadTimeout:
+// slowBody is a body that did not arrive within the server's ReadTimeout
+// (AnonReadTimeout before a token):
 // a 408, never a 500.
 type slowBody struct{ err error }
 
 func (e slowBody) Error() string {
-	return "request body not received in time (the whole request must arrive within " + ReadTimeout.String() + ")"
+	return "request body not received in time (a request with a token must arrive whole within " + ReadTimeout.String() +
+		", a body sent before one within " + AnonReadTimeout.String() + ")"
 }
 
 func (e slowBody) Unwrap() error { return e.err }

@@ -18,7 +18,9 @@ const StreamStall = 10 * time.Second
 // and MaxStreamsPerGrant one client's share of them (a token, the control
 // socket, a browser session's token): one client that opens streams and
 // never reads them cannot take the others' room. A request past either is
-// refused with a 429 before it waits, and counted (DropStreams).
+// refused with a 429 before it waits, and counted (DropStreams). The
+// control socket's streams count only against its own share, never the
+// total, so tokens at their limits cannot shut the local owner out.
 const (
 	MaxStreams         = 256
 	MaxStreamsPerGrant = 32
@@ -45,18 +47,23 @@ func newStreamGate(max, share int) *streamGate {
 func (g *streamGate) take(grant string) (release func(), why string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	counted := grant != socketOwner
 	switch {
 	case g.held[grant] >= g.share:
 		return nil, fmt.Sprintf("this client has %d event streams and waits open", g.share)
-	case g.open >= g.max:
+	case counted && g.open >= g.max:
 		return nil, fmt.Sprintf("%d event streams and waits are open", g.max)
 	}
-	g.open++
+	if counted {
+		g.open++
+	}
 	g.held[grant]++
 	return sync.OnceFunc(func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		g.open--
+		if counted {
+			g.open--
+		}
 		if g.held[grant]--; g.held[grant] <= 0 {
 			delete(g.held, grant)
 		}

@@ -152,4 +152,7 @@ func TestTheStreamGateKeepsEachClientsShareAndTheTotal(t *testing.T) {
 	if !take("d") || take("d") {
 		t.Fatal("one slot given back is one slot free")
 	}
+	if !take(socketOwner) || !take(socketOwner) || take(socketOwner) {
+		t.Fatal("the control socket keeps its share, outside the total the tokens filled")
+	}
 }
