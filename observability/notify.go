@@ -16,7 +16,7 @@ type notifyInstruments struct {
 
 func (m *Metrics) notifyInstruments(meter metric.Meter) error {
 	c, err := meter.Int64ObservableCounter("gateway.notifications", metric.WithDescription(
-		"Notifications and their action links, by result: sent, failed (after every retry), dropped (the queue full), action_done, action_refused (used, expired or forged), action_failed."))
+		"Notifications and their action links, by result: sent, failed (after every retry), dropped (a target's queue full, counted for each target it missed), action_done, action_refused (used, expired or forged), action_failed."))
 	if err != nil {
 		return err
 	}
