@@ -380,6 +380,9 @@ func (s *Server) routes() http.Handler {
 				s.opts.Logf("fakecloud: scripted delay of %v for %s %s", f.Delay, r.Method, r.URL.Path)
 			} else {
 				s.opts.Logf("fakecloud: scripted %d for %s %s", f.Status, r.Method, r.URL.Path)
+				if f.Location != "" {
+					w.Header().Set("Location", f.Location)
+				}
 				if f.RetryAfter > 0 {
 					w.Header().Set("Retry-After", strconv.Itoa(int((f.RetryAfter+time.Second-1)/time.Second)))
 				}
@@ -510,6 +513,8 @@ type FailSpec struct {
 	// whole seconds, rounded up.
 	Status     int
 	RetryAfter time.Duration
+	// Location, with a 3xx Status, is where the answer redirects.
+	Location string
 
 	// Close accepts the subscribe WebSocket and then closes it with this code
 	// (1002, 4001, 4003, ...) after After frames were sent. Drop does the

@@ -110,6 +110,9 @@ func (e *ConnError) permanent() bool {
 	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
 		return true
 	}
+	if e.Status >= 300 && e.Status < 400 {
+		return true // redirects are not followed
+	}
 	switch e.Code {
 	case CloseProtocolError, CloseUnauthorized, CloseForbidden:
 		return true
@@ -118,8 +121,8 @@ func (e *ConnError) permanent() bool {
 }
 
 // PermanentError ends Run when the server refused in a way a retry cannot
-// change (HTTP 400, 401, 403 or 404 on the dial; WebSocket close 1002, 4001
-// or 4003). Its message says what to do.
+// change (HTTP 400, 401, 403, 404 or a redirect on the dial; WebSocket
+// close 1002, 4001 or 4003). Its message says what to do.
 type PermanentError struct {
 	SessionID string
 	Err       *ConnError
@@ -136,6 +139,8 @@ func (e *PermanentError) Error() string {
 		what = "no such session: check the id (gateway remote sessions lists them)"
 	case e.Err.Status == http.StatusBadRequest:
 		what = "the server refused the request: check --remote-url and --remote-org"
+	case e.Err.Status >= 300 && e.Err.Status < 400:
+		what = "the server redirected the stream, and redirects are not followed (they would carry the credentials): check --remote-url"
 	case e.Err.Code == CloseProtocolError:
 		what = "the server did not understand us: this gateway may be too old for it; upgrade it"
 	}

@@ -43,6 +43,7 @@ func TestFailureScripts(t *testing.T) {
 		{name: "a close with 4003 (forbidden)", spec: fakecloud.FailSpec{Close: 4003, After: 2}, ws: permanent, sse: recovers, cause: stream.CauseClosed, advice: "--remote-org"},
 		{name: "401 on the dial", spec: fakecloud.FailSpec{Status: http.StatusUnauthorized}, ws: permanent, sse: permanent, advice: "sign in again"},
 		{name: "403 on the dial", spec: fakecloud.FailSpec{Status: http.StatusForbidden}, ws: permanent, sse: permanent, advice: "--remote-org"},
+		{name: "a redirect on the dial", spec: fakecloud.FailSpec{Status: http.StatusFound, Location: "http://127.0.0.1:9/elsewhere"}, ws: permanent, sse: permanent, advice: "redirects are not followed"},
 		{name: "404 on the dial", spec: fakecloud.FailSpec{Status: http.StatusNotFound}, ws: permanent, sse: permanent, advice: "check the id"},
 		{name: "429 with Retry-After on the dial", spec: fakecloud.FailSpec{Status: http.StatusTooManyRequests, RetryAfter: 2 * time.Second}, ws: recovers, sse: recovers, cause: stream.CauseStatus, delayMin: 2 * time.Second},
 		{name: "500 on the dial", spec: fakecloud.FailSpec{Status: http.StatusInternalServerError}, ws: recovers, sse: recovers, cause: stream.CauseStatus},

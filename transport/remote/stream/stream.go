@@ -117,6 +117,10 @@ func New(cfg Config) (*Stream, error) {
 	}
 	hc := *cfg.HTTPClient
 	hc.Timeout = 0
+	// A redirect is refused, not followed: following one would carry the
+	// credentials to wherever the answer points (another scheme or port
+	// of the host keeps them).
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	s := &Stream{
 		cfg: cfg, clock: cfg.Clock,
 		http: &hc, wake: make(chan struct{}, 1),
