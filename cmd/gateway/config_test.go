@@ -509,3 +509,43 @@ func TestConfigShowsNotifyTargetsAsSchemeAndHost(t *testing.T) {
 		})
 	}
 }
+
+func TestServeRefusesAStrayArgument(t *testing.T) {
+	e := &env{stdout: new(syncBuffer), stderr: new(syncBuffer), getenv: func(k string) string {
+		if k == "HOME" {
+			return t.TempDir()
+		}
+		return ""
+	}}
+	load := serveFlags(e, newFlags(e, "serve"), nil)
+	if _, err := load([]string{"--state-dir", t.TempDir(), "--legs", "claude", "--federation-no-auth", "false"}); err == nil {
+		t.Fatal("a stray argument was accepted (no-auth is now on)")
+	}
+}
+
+func TestServeAndConfigSayABooleanTakesItsValueAfterEquals(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bridge", "false"}, "did you mean --bridge=false?"},
+		{[]string{"--require-auth", "false", "--legs", "claude"}, "did you mean --require-auth=false?"},
+		{[]string{"--legs", "claude", "--federation-no-auth", "false"}, "did you mean --federation-no-auth=false?"},
+		{[]string{"-bridge", "0"}, "did you mean --bridge=0?"},
+		{[]string{"--legs", "claude", "extra"}, `takes no arguments, not "extra"`},
+		{[]string{"--legs", "claude", "--", "--bridge"}, `takes no arguments, not "--bridge"`},
+	}
+	for _, tt := range tests {
+		for _, cmd := range []string{"config", "serve"} {
+			t.Run(cmd+" "+strings.Join(tt.args, " "), func(t *testing.T) {
+				code, stdout, stderr := runGateway(t, map[string]string{"GATEWAY_STATE_DIR": t.TempDir()}, append([]string{cmd}, tt.args...)...)
+				if code != exitUsage || stdout != "" {
+					t.Fatalf("exit %d, stdout %q; want %d and nothing printed", code, stdout, exitUsage)
+				}
+				if lines := strings.Split(strings.TrimSpace(stderr), "\n"); !strings.Contains(lines[0], tt.want) || len(lines) != 3 {
+					t.Errorf("stderr %q: want 3 lines, the first saying %q", stderr, tt.want)
+				}
+			})
+		}
+	}
+}

@@ -149,7 +149,10 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 		}
 	})
 	return func(args []string) (*servePlan, error) {
-		st, _, err := loadSettings(fs, e, args, own...)
+		st, rest, err := loadSettings(fs, e, args, own...)
+		if err == nil {
+			err = settings.Stray(fs, args, rest) // serve and config take only flags
+		}
 		if err != nil {
 			var pe *settings.ParseError
 			if errors.As(err, &pe) {

@@ -2,7 +2,9 @@ package settings
 
 import (
 	"flag"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -73,4 +75,22 @@ func SubcommandAt(args, valueFlags []string) int {
 		}
 	}
 	return -1
+}
+
+// Stray explains the positional arguments pos of a command that takes
+// none, nil when there are none. The flag package takes a boolean's value
+// only after "=": "--bridge false" sets --bridge and leaves "false" over,
+// so a leftover after a boolean flag is said as the flag it meant.
+func Stray(fs *flag.FlagSet, args, pos []string) error {
+	if len(pos) == 0 {
+		return nil
+	}
+	for i := 1; i < len(args) && args[i-1] != "--"; i++ {
+		name := strings.TrimLeft(args[i-1], "-")
+		f := fs.Lookup(name)
+		if _, err := strconv.ParseBool(args[i]); err == nil && f != nil && strings.HasPrefix(args[i-1], "-") && kindOf(f) == kindBool {
+			return fmt.Errorf("%s takes no arguments, not %q: a boolean flag takes its value after '='; did you mean --%s=%s?", fs.Name(), args[i], name, args[i])
+		}
+	}
+	return fmt.Errorf("%s takes no arguments, not %q", fs.Name(), pos[0])
 }
