@@ -26,7 +26,7 @@ func Held(ctx context.Context, o *IO) error {
 			return
 		}
 		for _, h := range hs {
-			fmt.Fprintf(w, "%s from %s (%s): %s\n  %s\n", Short(h.Message.ID), h.Message.FromName, h.Message.From, h.Reason, h.Message.Body)
+			fmt.Fprintf(w, "%s from %s (%s): %s\n  %s\n", Short(h.Message.ID), eventfmt.Clean(h.Message.FromName), eventfmt.Clean(h.Message.From), eventfmt.Clean(h.Reason), eventfmt.Clean(h.Message.Body))
 		}
 		fmt.Fprintf(w, "decide with: %s, or %s\n", o.Cmd("release ID"), o.Cmd("deny ID [--reason TEXT]"))
 	})

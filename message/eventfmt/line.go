@@ -29,16 +29,16 @@ func Line(ev message.Event) string {
 		if m.Controller != "" {
 			tag += " (controller " + m.Controller + ")"
 		}
-		return fmt.Sprintf("%s message from %s%s: %s", t, from, tag, m.Body)
+		return fmt.Sprintf("%s message from %s%s: %s", t, Clean(from), tag, Clean(m.Body))
 	case ev.Receipt != nil:
 		r := ev.Receipt
 		return fmt.Sprintf("%s receipt %s %s", t, r.MsgID, Status(r.Status, []message.Receipt{*r}))
 	case ev.Held != nil:
-		return fmt.Sprintf("%s held %s from %s: %s (release or deny it: gateway release %s)", t, ev.Held.Message.ID, ev.Held.Message.FromName, ev.Held.Reason, ev.Held.Message.ID)
+		return fmt.Sprintf("%s held %s from %s: %s (release or deny it: gateway release %s)", t, ev.Held.Message.ID, Clean(ev.Held.Message.FromName), Clean(ev.Held.Reason), ev.Held.Message.ID)
 	case ev.Idle != nil:
 		return fmt.Sprintf("%s idle %s is %s (subscription %s)", t, ev.Idle.Peer, ev.Idle.State, ev.Idle.SubID)
 	case ev.Drop != nil:
-		return fmt.Sprintf("%s drop %s from %s: %s", t, ev.Drop.MsgID, ev.Drop.From, ev.Drop.Reason)
+		return fmt.Sprintf("%s drop %s from %s: %s", t, ev.Drop.MsgID, Clean(ev.Drop.From), ev.Drop.Reason)
 	case ev.Remote != nil:
 		// Across sessions, streamed copies would interleave: show only
 		// what is complete (a Transcript streams one session).
