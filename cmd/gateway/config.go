@@ -51,7 +51,7 @@ func configFlag(fs *flag.FlagSet) *string {
 func loadSettings(fs *flag.FlagSet, e *env, args []string, skip ...string) (*settings.Settings, []string, error) {
 	var dirErr error
 	st, rest, err := settings.Load(fs, args, settings.Options{
-		Getenv: e.getenv, EnvPrefix: "GATEWAY_", ConfigFlag: "config", Skip: skip,
+		Getenv: e.getenv, EnvPrefix: "GATEWAY_", ConfigFlag: "config", Skip: skip, NotInFile: []string{"state-dir"},
 		KeyHint: "keys are serve's flag names; see gateway config -h",
 		DefaultFiles: func(fs *flag.FlagSet) []string {
 			files := []string{settings.UserConfigFile(e.getenv, "gateway")}

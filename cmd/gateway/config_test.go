@@ -270,6 +270,7 @@ func TestInvalidConfigNamesTheKey(t *testing.T) {
 		{"a variable that does not parse", "", 0, map[string]string{"GATEWAY_SETTLE": "soon"}, []string{"GATEWAY_SETTLE", `"settle"`, "not a duration"}},
 		{"a remote alias that is not ID=NAME", "", 0, map[string]string{"GATEWAY_REMOTE_ALIAS": "nope"}, []string{"GATEWAY_REMOTE_ALIAS", "SESSION_ID=NAME"}},
 		{"the config key itself", `{"config": "/etc/x.json"}`, 0o600, nil, []string{`"config"`, "cannot be set"}},
+		{"the state dir, which finds the config files", `{"state-dir": "/x"}`, 0o600, nil, []string{`"state-dir"`, "cannot be set", "GATEWAY_STATE_DIR"}},
 		{"a key given twice", `{"name": "a", "name": "b"}`, 0o600, nil, []string{"given twice", `"name"`}},
 		{"JSON that does not parse", "{\n\"name\": \"a\",,\n}", 0o600, nil, []string{"not valid JSON", "line 2"}},
 		{"an unclosed comment", "{} /* and then", 0o600, nil, []string{"not valid JSON", "line 1"}},
@@ -547,5 +548,17 @@ func TestServeAndConfigSayABooleanTakesItsValueAfterEquals(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func TestTheUserConfigFileCannotSetTheStateDir(t *testing.T) {
+	cfg := t.TempDir()
+	if err := os.Mkdir(filepath.Join(cfg, "gateway"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeConf(t, filepath.Join(cfg, "gateway"), "config.json", `{"state-dir": "/X"}`, 0o600)
+	code, stdout, stderr := runGateway(t, map[string]string{"XDG_CONFIG_HOME": cfg, "GATEWAY_STATE_DIR": t.TempDir()}, "config", "--legs", "claude")
+	if code != exitUsage || stdout != "" || !strings.Contains(stderr, `"state-dir": cannot be set in the config file`) {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }

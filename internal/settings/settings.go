@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -62,6 +63,10 @@ type Options struct {
 	DefaultFiles func(*flag.FlagSet) []string
 	// Skip names the command's own flags, which take only the command line.
 	Skip []string
+	// NotInFile names flags a config file may not set, as the flags that
+	// find the config files (a state directory holding one): a file could
+	// move itself and be only half followed. Their variables still count.
+	NotInFile []string
 	// KeyHint follows "unknown key" in the error for a key no flag has.
 	KeyHint string
 	// MaxFile caps a config file (default 1 MiB), MaxSecret a _FILE
@@ -271,6 +276,8 @@ func Load(fs *flag.FlagSet, args []string, o Options) (*Settings, []string, erro
 		switch {
 		case o.ConfigFlag != "" && name == o.ConfigFlag:
 			errs = append(errs, &Error{Key: k, Where: ka.where, Err: ErrNotSettable})
+		case slices.Contains(o.NotInFile, name):
+			errs = append(errs, &Error{Key: k, Where: ka.where, Err: fmt.Errorf("%w: it finds the config files; give --%s or %s", ErrNotSettable, name, EnvName(o.EnvPrefix, name))})
 		case !known[name] || (name != k && hasOwnFileFlag(fs, name)):
 			err := unknown
 			if near := didYouMean(k, known); near != "" {
