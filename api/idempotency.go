@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/internal/clock"
+	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/outbox"
 	"github.com/sessiongateway/gateway/router"
 )
@@ -146,7 +148,8 @@ func (t *keyTable) add(k *idemKey) {
 // claim finds the key of grant or makes it, for a request with this
 // digest. A new key (fresh) is on disk before claim returns, and the
 // request sends its message under k.MsgID; a known key answers what it
-// stored, and its request sends nothing.
+// stored, and its request sends nothing, unless the key was never
+// answered (then it sends again under the stored id, as fresh).
 func (t *keyTable) claim(grant, key, dig string) (k outbox.Key, fresh bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -162,6 +165,14 @@ func (t *keyTable) claim(grant, key, dig string) (k outbox.Key, fresh bool, err 
 			return outbox.Key{}, false, errKeyMismatch
 		case k.busy:
 			return outbox.Key{}, false, errKeyBusy
+		case k.Status == 0:
+			// Stored by a claim whose send was never answered: the gateway
+			// stopped mid-send, or a refused send's key could not be
+			// deleted. Nothing says the message was taken, so it is sent
+			// again under its stored id, which the router and the outbox
+			// de-duplicate: at least once, never lost.
+			k.busy = true
+			return k.Key, true, nil
 		}
 		return k.Key, false, nil
 	}
@@ -254,7 +265,7 @@ func (t *keyTable) done(grant, key string, out router.Outbound, sent bool) {
 		return
 	}
 	m := out.Message
-	k.To, k.ToName, k.Protocol, k.Status = m.To, m.ToName, m.Protocol, out.Status
+	k.To, k.ToName, k.Protocol, k.Status = m.To, m.ToName, m.Protocol, cmp.Or(out.Status, message.StatusQueued)
 	drop := t.evict()
 	if t.store != nil {
 		// Best effort: without it, a retry after a restart still finds the

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -192,6 +193,80 @@ type failingKeys struct{}
 func (failingKeys) Keys() ([]outbox.Key, error)       { return nil, nil }
 func (failingKeys) PutKey(outbox.Key, []string) error { return errors.New("input/output error") }
 func (failingKeys) DeleteKey(string) error            { return nil }
+
+// memKeys is a KeyStore in memory: what a restart would read back.
+type memKeys struct {
+	mu   sync.Mutex
+	keys map[string]outbox.Key
+}
+
+func (m *memKeys) Keys() ([]outbox.Key, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Collect(maps.Values(m.keys)), nil
+}
+
+func (m *memKeys) PutKey(k outbox.Key, drop []string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, d := range drop {
+		delete(m.keys, d)
+	}
+	m.keys[k.Key] = k
+	return nil
+}
+
+func (m *memKeys) DeleteKey(key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.keys, key)
+	return nil
+}
+
+// stuckLeg takes no message: the gateway dies while it is asked.
+type stuckLeg struct {
+	*stubLeg
+	asked chan struct{}
+}
+
+func (s *stuckLeg) Send(ctx context.Context, m message.Message) (message.Receipt, error) {
+	close(s.asked)
+	<-ctx.Done()
+	return message.Receipt{}, ctx.Err()
+}
+
+func TestARetryAfterTheGatewayDiedMidSendSendsAgainUnderTheSameID(t *testing.T) {
+	const body = `{"to":"review","text":"must arrive"}`
+	before := &memKeys{keys: map[string]outbox.Key{}}
+	stuck := &stuckLeg{stubLeg: claudeStub(), asked: make(chan struct{})}
+	h1 := NewServer(Config{Router: router.New(router.Config{}, stuck), Keys: before}).Handler()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		req := httptest.NewRequestWithContext(ctx, "POST", "/v1/messages", strings.NewReader(body))
+		req.Header.Set(IdempotencyHeader, "k")
+		h1.ServeHTTP(httptest.NewRecorder(), req)
+	}()
+	<-stuck.asked
+	// The restart reads what was on disk while the send was under way.
+	after := &memKeys{keys: map[string]outbox.Key{}}
+	ks, _ := before.Keys()
+	for _, k := range ks {
+		after.keys[k.Key] = k
+	}
+	if len(ks) != 1 {
+		t.Fatalf("%d keys on disk mid-send, want the claimed one", len(ks))
+	}
+	leg := &countingLeg{stubLeg: claudeStub()}
+	h2 := NewServer(Config{Router: router.New(router.Config{}, leg), Keys: after}).Handler()
+	rec := postMessage(h2, body, IdempotencyHeader, "k")
+	if rec.Code != http.StatusCreated || leg.count() != 1 || sentID(t, rec.Body.Bytes()) != ks[0].MsgID {
+		t.Fatalf("retry after the restart: %d %s, %d sends; want 201 sending %s once", rec.Code, rec.Body.String(), leg.count(), ks[0].MsgID)
+	}
+	if again := postMessage(h2, body, IdempotencyHeader, "k"); again.Header().Get(ReplayedHeader) != "true" || leg.count() != 1 {
+		t.Fatalf("a second retry: replayed %q, %d sends; want a replay and still one", again.Header().Get(ReplayedHeader), leg.count())
+	}
+}
 
 func TestAKeyThatCannotBeStoredSendsNothing(t *testing.T) {
 	leg := &countingLeg{stubLeg: claudeStub()}

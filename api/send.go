@@ -145,10 +145,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, k outbox.Key, wa
 		return
 	}
 	w.Header().Set(ForgottenHeader, "true")
-	st := k.Status
-	if st == 0 {
-		st = message.StatusQueued // a key stored before statuses were: accepted is all it tells
-	}
+	st := k.Status // never 0 here: claim sends an unanswered key's message again
 	writeJSON(w, http.StatusCreated, router.Outbound{
 		Message: message.Message{ID: k.MsgID, To: k.To, ToName: k.ToName, Protocol: k.Protocol, Time: k.Created},
 		Status:  st, Receipts: []message.Receipt{},
