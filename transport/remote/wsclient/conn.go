@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/gobwas/ws"
 )
@@ -37,6 +38,10 @@ func (e *ProtocolError) Unwrap() error { return e.Err }
 // failed with close code 1009 before the message was read.
 var ErrMessageTooBig = errors.New("websocket: message over the read limit")
 
+// ErrInvalidUTF8 is a text message that is not UTF-8 (RFC 6455 8.1). The
+// connection was closed with 1007.
+var ErrInvalidUTF8 = errors.New("websocket: text message is not valid UTF-8")
+
 // DefaultReadLimit is a new Conn's read limit, in bytes a message.
 const DefaultReadLimit = 32 << 10
 
@@ -51,6 +56,7 @@ type Conn struct {
 	br   *bufio.Reader // nil while waiting
 	mb   *msgBuf       // the message being gathered; nil while waiting
 	frag bool          // in a fragmented message
+	text bool          // the message being read is text (its first frame's opcode)
 	err  error         // why reading ended; every later read returns it
 	hb   [ws.MaxHeaderSize]byte
 
@@ -237,8 +243,14 @@ func (c *Conn) Next() ([]byte, error) {
 		if err := c.payload(h.Length); err != nil {
 			return nil, c.fail(err)
 		}
+		if !c.frag {
+			c.text = h.OpCode == ws.OpText
+		}
 		c.frag = !h.Fin
 		if h.Fin {
+			if c.text && !utf8.Valid(c.mb.b) {
+				return nil, c.failClose(ws.StatusInvalidFramePayloadData, ErrInvalidUTF8)
+			}
 			return c.mb.b, nil
 		}
 	}

@@ -179,6 +179,17 @@ func TestAClientRefusesWhatAServerMustNotSend(t *testing.T) {
 			first: append(frame(false, 0, ws.OpText, false, make([]byte, 60)), frame(true, 0, ws.OpContinuation, false, make([]byte, 60))...),
 			limit: 100, code: 1009, err: &ErrMessageTooBig,
 		},
+		{name: "a text message that is not UTF-8", first: text("ok\xff"), code: 1007, err: &ErrInvalidUTF8},
+		{
+			name:  "a text message not UTF-8 across its fragments",
+			first: append(text("fine"), append(frame(false, 0, ws.OpText, false, []byte("\xe2\x82")), frame(true, 0, ws.OpContinuation, false, []byte("\xac\xff"))...)...),
+			want:  []string{"fine"}, code: 1007, err: &ErrInvalidUTF8,
+		},
+		{
+			name:  "a character split across fragments and binary bytes are read",
+			first: append(append(frame(false, 0, ws.OpText, false, []byte("\xe2\x82")), frame(true, 0, ws.OpContinuation, false, []byte("\xac"))...), append(frame(true, 0, ws.OpBinary, false, []byte("\xff")), frame(true, 0, ws.OpClose, false, closeBody(1000, ""))...)...),
+			want:  []string{"€", "\xff"}, code: 1000, err: new(*CloseError),
+		},
 		{
 			name:  "messages at the limit are read",
 			first: append(text(strings.Repeat("y", 100)), frame(true, 0, ws.OpClose, false, closeBody(1000, ""))...),
