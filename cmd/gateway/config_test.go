@@ -562,3 +562,11 @@ func TestTheUserConfigFileCannotSetTheStateDir(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
+
+func TestServeErrorsNeverShowAFederationPassword(t *testing.T) {
+	code, stdout, stderr := runGateway(t, map[string]string{"GATEWAY_STATE_DIR": t.TempDir()},
+		"serve", "--legs", "none", "--federation", "nats://u:p1secret@127.0.0.1:1,nats://u2:pw2secret@[::1")
+	if code == exitOK || strings.Contains(stdout+stderr, "secret") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}

@@ -51,7 +51,7 @@ func (a *app) serveCmd() *cobra.Command {
 			}
 		}
 		if err := serve(a.ctx, log, plan.cfg); err != nil {
-			return &cli.Error{Exit: exitError, Code: cli.CodeFailed, Err: errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))} // one line
+			return &cli.Error{Exit: exitError, Code: cli.CodeFailed, Err: errors.New(strings.ReplaceAll(plan.settings.Annotate(err.Error()), "\n", "; "))} // one line, secrets redacted
 		}
 		return nil
 	}
