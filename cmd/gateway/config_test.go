@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -568,5 +569,25 @@ func TestServeErrorsNeverShowAFederationPassword(t *testing.T) {
 		"serve", "--legs", "none", "--federation", "nats://u:p1secret@127.0.0.1:1,nats://u2:pw2secret@[::1")
 	if code == exitOK || strings.Contains(stdout+stderr, "secret") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+func TestReloadKeepsACommandLineLevelAndReadsTheFile(t *testing.T) {
+	dir := t.TempDir()
+	plan, errs := setup(t, map[string]string{"GATEWAY_STATE_DIR": dir, "GATEWAY_LOG_LEVEL": "error"}, "--legs", "claude", "--log-level", "debug")
+	if plan == nil {
+		t.Fatal(errs)
+	}
+	if _, ok, _ := plan.cfg.life.level(); ok {
+		t.Error("a reload replaced the command line's --log-level")
+	}
+	writeConf(t, dir, "config.json", `{"log-level": "warn"}`, 0o600)
+	plan, errs = setup(t, map[string]string{"GATEWAY_STATE_DIR": dir}, "--legs", "claude")
+	if plan == nil {
+		t.Fatal(errs)
+	}
+	writeConf(t, dir, "config.json", `{"log-level": "error"}`, 0o600)
+	if l, ok, err := plan.cfg.life.level(); !ok || err != nil || l != slog.LevelError {
+		t.Errorf("reload = %v, %v, %v; want the file's new level error", l, ok, err)
 	}
 }

@@ -232,6 +232,16 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 		if len(enabled) == 0 && !remote.enabled() && !fed.Enabled() {
 			return fail("--legs: name at least one leg, give remote credentials or join a federation")
 		}
+		life.level = func() (slog.Level, bool, error) { // SIGHUP: the config file is the layer that can change
+			if src, _ := st.Source("log-level"); src == settings.Flag || src == settings.Env {
+				return 0, false, fmt.Errorf("log level kept: the command line or GATEWAY_LOG_LEVEL set it, above the config file")
+			}
+			p, err := serveFlags(e, newFlags(&env{stderr: io.Discard, getenv: e.getenv}, "serve"), extra)(args)
+			if err != nil {
+				return 0, false, err
+			}
+			return p.logLevel, true, nil
+		}
 		return &servePlan{logLevel: lvl, logFormat: logFormat, settings: st, cfg: serveConfig{
 			stateDir: *sd, name: *name, apiAddr: *apiAddr, hosts: hosts, mode: m, inbound: pol,
 			qwenInbound: qpol, heldExpiry: qwen.ParseHeldExpiry(*heldExpiry), noClaude: !enabled["claude"], noQwen: !enabled["qwen"], bridge: *bridge, bridgeOnly: bridgeOnly,
