@@ -234,7 +234,7 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 		}
 		life.level = func() (slog.Level, bool, error) { // SIGHUP: the config file is the layer that can change
 			if src, _ := st.Source("log-level"); src == settings.Flag || src == settings.Env {
-				return 0, false, fmt.Errorf("log level kept: the command line or GATEWAY_LOG_LEVEL set it, above the config file")
+				return 0, false, nil // kept, above the file: the reload logs it unchanged
 			}
 			p, err := serveFlags(e, newFlags(&env{stderr: io.Discard, getenv: e.getenv}, "serve"), extra)(args)
 			if err != nil {
