@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/sessiongateway/gateway/internal/clock"
@@ -117,6 +118,9 @@ func startClaude(log *slog.Logger, c serveConfig, childEnv []string, receiptSent
 			cmd := exec.Command(exe, args...)
 			cmd.Env = env
 			cmd.Stderr = os.Stderr
+			// Its own process group: the terminal's Ctrl-C or hang-up reaches
+			// only serve, which drains the pool in order.
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			return cmd
 		},
 		Events:     peer.OnAliasEvent,
