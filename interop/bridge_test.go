@@ -259,6 +259,13 @@ func TestAliasWorkersDieWithTheGateway(t *testing.T) {
 	if pid == 0 {
 		t.Fatal("no alias worker entry")
 	}
+	// Its own process group: the terminal's Ctrl-C or hang-up reaches the
+	// gateway, which stops its workers in order, not each worker at once.
+	wg, err := syscall.Getpgid(pid)
+	gg, gerr := syscall.Getpgid(g.PID)
+	if err != nil || gerr != nil || wg == gg {
+		t.Fatalf("worker %d in process group %d (%v), the gateway's is %d (%v): want its own", pid, wg, err, gg, gerr)
+	}
 	g.Kill(t)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
