@@ -106,3 +106,14 @@ func TestRedactURLs(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+func TestAConnectErrorNeverShowsAPassword(t *testing.T) {
+	n := &Node{cfg: Config{Host: "a"}}
+	err := n.connect("nats://u:p1secret@127.0.0.1:1,nats://u2:pw2secret@[::1")
+	if err == nil {
+		t.Fatal("connected to an unparsable URL")
+	}
+	if msg := err.Error(); strings.Contains(msg, "secret") {
+		t.Fatalf("the error shows a password: %s", msg)
+	}
+}

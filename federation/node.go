@@ -204,6 +204,7 @@ func (n *Node) connect(urls string) error {
 	}
 	nc, err := nats.Connect(urls, opts...)
 	if err != nil {
+		err = redactedError{err: err, text: redactIn(err.Error(), urls)} // the client quotes a URL it cannot parse
 		if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) ||
 			errors.Is(err, nats.ErrAuthRevoked) || strings.Contains(strings.ToLower(err.Error()), "authorization") {
 			return fmt.Errorf("federation: %w (check --federation-creds / --federation-nkey): %v", ErrCredentials, err)
@@ -229,6 +230,26 @@ func reconnectDelay(attempts int) time.Duration {
 	d = min(d, 5*time.Second)
 	return d + rand.N(d/2+1)
 }
+
+// redactIn hides in text the credentials of every URL in urls.
+func redactIn(text, urls string) string {
+	for _, u := range strings.Split(urls, ",") {
+		i, at := strings.Index(u, "://"), strings.LastIndexByte(u, '@')
+		if i >= 0 && at > i+3 {
+			text = strings.ReplaceAll(text, u[i+3:at], "***")
+		}
+	}
+	return text
+}
+
+// redactedError is err, its text with credentials hidden.
+type redactedError struct {
+	err  error
+	text string
+}
+
+func (e redactedError) Error() string { return e.text }
+func (e redactedError) Unwrap() error { return e.err }
 
 func redactURLs(urls string) string {
 	var out []string
