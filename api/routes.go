@@ -167,10 +167,7 @@ func (s *Server) unbounded(next http.Handler) http.Handler {
 			}
 			r.Body = newReadAlready(b)
 		}
-		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Time{}) // unsupported by test recorders: nothing to lift there
-		_ = rc.SetWriteDeadline(time.Time{})
-		next.ServeHTTP(&stallWriter{ResponseWriter: w, rc: rc, stall: s.cfg.StreamStall}, r)
+		next.ServeHTTP(StreamWriter(w, s.cfg.StreamStall), r)
 	})
 }
 

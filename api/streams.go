@@ -84,6 +84,17 @@ func (s *Server) holdStream(w http.ResponseWriter, r *http.Request) (release fun
 	return release, true
 }
 
+// StreamWriter lifts the connection's deadlines from w for a long route (an
+// event stream, a wait) and returns it bounded another way:
+// each write and flush has stall to go out. The MCP server's streams use it
+// too.
+func StreamWriter(w http.ResponseWriter, stall time.Duration) http.ResponseWriter {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{}) // unsupported by test recorders: nothing to lift there
+	_ = rc.SetWriteDeadline(time.Time{})
+	return &stallWriter{ResponseWriter: w, rc: rc, stall: stall}
+}
+
 // stallWriter gives each write and flush on a long route its own deadline
 // (the connection's were lifted for the wait): a client that stops
 // reading fails the write within stall.

@@ -46,27 +46,6 @@ func readCapped(r io.Reader, size int64) ([]byte, error) {
 	}
 }
 
-// stallWriter gives each write to an HTTP client WriteStall to go out: a
-// client that stops reading its event stream fails the write, instead of
-// holding its session (and its closing) forever.
-type stallWriter struct {
-	http.ResponseWriter
-	rc    *http.ResponseController
-	stall time.Duration
-}
-
-func (w *stallWriter) Write(p []byte) (int, error) {
-	_ = w.rc.SetWriteDeadline(time.Now().Add(w.stall))
-	return w.ResponseWriter.Write(p)
-}
-
-func (w *stallWriter) FlushError() error {
-	_ = w.rc.SetWriteDeadline(time.Now().Add(w.stall))
-	return w.rc.Flush()
-}
-
-func (w *stallWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
 // tooLarge answers a request over MaxInput with a JSON-RPC error, so an
 // MCP client shows what to do.
 func tooLarge(w http.ResponseWriter) {

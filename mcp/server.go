@@ -210,11 +210,7 @@ func (s *Server) Handler() http.Handler {
 		// A stream of events or a long wait_for_messages outlives the
 		// API's deadlines; the session's own timeouts bound it, and each
 		// write must go out within WriteStall.
-		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Time{})
-		_ = rc.SetWriteDeadline(time.Time{})
-		w = &stallWriter{ResponseWriter: w, rc: rc, stall: s.writeStall}
-		s.http.ServeHTTP(w, r)
+		s.http.ServeHTTP(api.StreamWriter(w, s.writeStall), r)
 	})
 }
 
