@@ -356,21 +356,9 @@ func TestASessionsOpenPromptsAreCappedForgettingTheOldest(t *testing.T) {
 		}
 	})
 	t.Run("prompts read from the history", func(t *testing.T) {
-		api := &stubAPI{page: 500}
-		for i := range n {
-			api.history = append(api.history, json.RawMessage(prompt(i)))
-		}
-		l := newTestLeg(t, api, sid)
-		f := newFollow()
-		in := make(chan message.Event, 2*n)
-		if _, _, _, err := l.backlog(context.Background(), sid, f, in); err != nil {
-			t.Fatal(err)
-		}
-		close(in)
-		var evs []message.Event
+		f, evs := fromHistory(t, 500, n, prompt)
 		raised := 0
-		for ev := range in {
-			evs = append(evs, ev)
+		for _, ev := range evs {
 			if ev.Type == message.EventPermission {
 				raised++
 			}
@@ -422,21 +410,29 @@ func TestASessionsOpenPromptsAreCappedInBytesForgettingTheOldest(t *testing.T) {
 		check(t, f, evs)
 	})
 	t.Run("prompts read from the history", func(t *testing.T) {
-		api := &stubAPI{page: 10}
-		for i := range n {
-			api.history = append(api.history, json.RawMessage(prompt(i)))
-		}
-		l := newTestLeg(t, api, sid)
-		f := newFollow()
-		in := make(chan message.Event, 2*n)
-		if _, _, _, err := l.backlog(context.Background(), sid, f, in); err != nil {
-			t.Fatal(err)
-		}
-		close(in)
-		var evs []message.Event
-		for ev := range in {
-			evs = append(evs, ev)
-		}
+		f, evs := fromHistory(t, 10, n, prompt)
 		check(t, f, evs)
 	})
+}
+
+// fromHistory reads a history of n events, event(i) each, in pages of page
+// into a new follow, and returns it with the events it raised.
+func fromHistory(t *testing.T, page, n int, event func(int) string) (*follow, []message.Event) {
+	t.Helper()
+	api := &stubAPI{page: page}
+	for i := range n {
+		api.history = append(api.history, json.RawMessage(event(i)))
+	}
+	l := newTestLeg(t, api, sid)
+	f := newFollow()
+	in := make(chan message.Event, 2*n)
+	if _, _, _, err := l.backlog(context.Background(), sid, f, in); err != nil {
+		t.Fatal(err)
+	}
+	close(in)
+	var evs []message.Event
+	for ev := range in {
+		evs = append(evs, ev)
+	}
+	return f, evs
 }
