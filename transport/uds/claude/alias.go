@@ -295,7 +295,7 @@ func (p *AliasPool) read(name string, w *worker) {
 			w.lastUse = time.Now()
 			p.mu.Unlock()
 			if op.Event != nil && p.cfg.Events != nil {
-				p.cfg.Events(name, *op.Event)
+				p.cfg.Events(name, op.event())
 			}
 		case OpSent:
 			w.smu.Lock()

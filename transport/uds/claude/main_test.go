@@ -11,7 +11,8 @@ import (
 
 // No test leaves a goroutine behind. The test binary doubles as the parent
 // process of the parent-death test (pdeathsig_test.go) and as a sender in a
-// process of its own (replyowner_test.go).
+// process of its own (replyowner_test.go) and as an alias worker process
+// (alias_senderpid_test.go).
 func TestMain(m *testing.M) {
 	if os.Getenv(poolParentEnv) == "1" {
 		runPoolParent()
@@ -19,6 +20,9 @@ func TestMain(m *testing.M) {
 	}
 	if spec := os.Getenv(listenEnv); spec != "" {
 		os.Exit(runListener(spec))
+	}
+	if name := os.Getenv(aliasWorkerEnv); name != "" {
+		os.Exit(runAliasWorker(name))
 	}
 	if path := os.Getenv(dialEnv); path != "" {
 		os.Exit(runDialer(path))

@@ -32,8 +32,9 @@ func runDialer(path string) int {
 	return 0
 }
 
-// dialFromAnotherProcess sends lines to path from a child process.
-func dialFromAnotherProcess(t *testing.T, path string, lines ...[]byte) {
+// dialFromAnotherProcess sends lines to path from a child process and
+// returns its pid.
+func dialFromAnotherProcess(t *testing.T, path string, lines ...[]byte) int {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), dialEnv+"="+path)
@@ -41,6 +42,7 @@ func dialFromAnotherProcess(t *testing.T, path string, lines ...[]byte) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("the other process could not send: %v %s", err, out)
 	}
+	return cmd.Process.Pid
 }
 
 // The reply address a frame names gets receipts only if the connecting

@@ -52,8 +52,13 @@ type WorkerOp struct {
 	MsgID   string           `json:"msg_id,omitempty"`
 	Error   string           `json:"error,omitempty"`
 
-	// event
-	Event *message.Event `json:"event,omitempty"`
+	// event, and with it the process that wrote its message to the
+	// worker's socket as the worker's SO_PEERCRED named it: the message's
+	// SenderPID, which message.Message's own JSON leaves out so that no
+	// wire can claim it. Absent (an older worker) or outside 1..maxPID it
+	// reads as 0, unknown.
+	Event     *message.Event `json:"event,omitempty"`
+	SenderPID int            `json:"sender_pid,omitempty"`
 
 	// relay (parent→worker): tell the sender of Receipt.MsgID
 	Receipt *message.Receipt `json:"receipt,omitempty"`
@@ -67,6 +72,40 @@ const (
 	OpSent  = "sent"
 	OpStop  = "stop"
 )
+
+// maxPID is the largest pid Linux hands out (PID_MAX_LIMIT on 64-bit): a
+// sender pid past it on the control pipe is no process's.
+const maxPID = 1 << 22
+
+// eventOp is ev as an event line, carrying its message's sender pid.
+func eventOp(ev message.Event) WorkerOp {
+	op := WorkerOp{Op: OpEvent, Event: &ev}
+	if m := eventMessage(&ev); m != nil {
+		op.SenderPID = m.SenderPID
+	}
+	return op
+}
+
+// event is the event of an event line, its message's SenderPID restored
+// from the line (0 when absent or out of range), never from the message.
+func (op WorkerOp) event() message.Event {
+	ev := *op.Event
+	if m := eventMessage(&ev); m != nil && op.SenderPID > 0 && op.SenderPID <= maxPID {
+		m.SenderPID = op.SenderPID
+	}
+	return ev
+}
+
+// eventMessage is the message ev carries, received or held; nil when none.
+func eventMessage(ev *message.Event) *message.Message {
+	switch {
+	case ev.Message != nil:
+		return ev.Message
+	case ev.Held != nil:
+		return &ev.Held.Message
+	}
+	return nil
+}
 
 // WorkerFD is the descriptor a worker finds its control pipe on.
 const WorkerFD = 3
@@ -158,11 +197,11 @@ func RunWorker(ctx context.Context, cfg Config, ctl io.ReadWriter) error {
 	for {
 		select {
 		case ev := <-events:
-			write(WorkerOp{Op: OpEvent, Event: &ev})
+			write(eventOp(ev))
 		case err := <-done:
 			for len(events) > 0 { // accepted before the stop: still the parent's to hear
 				ev := <-events
-				write(WorkerOp{Op: OpEvent, Event: &ev})
+				write(eventOp(ev))
 			}
 			return err
 		}
