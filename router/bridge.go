@@ -195,41 +195,63 @@ func (r *Router) senderOf(ctx context.Context, source Leg, in message.Message) m
 // (ToSessionID) or name (ToName): Qwen sessions hosted by one process share
 // one inbox address, so the address alone can name several, and the id or
 // name picks the one the alias was published for (a Claude alias of a
-// name two sessions share is NAME-REF: only the id names it). Anything
-// else resolves as an address would.
+// name two sessions share is NAME-REF: only the id names it). The id is
+// tried first; a name two sessions there share is refused (see pinned).
+// Anything else resolves as an address would.
 func (r *Router) resolveAlias(ctx context.Context, in message.Message) (Leg, message.Session, error) {
 	if in.ToName != "" || in.ToSessionID != "" {
 		if cached, ok := r.cachedRoster(); ok {
-			if l, s, ok := r.pinned(in, cached); ok {
+			// What the recent listing cannot tell is asked afresh.
+			if l, s, ok, _ := r.pinned(in, cached); ok {
 				return l, s, nil
 			}
 		}
-		if l, s, ok := r.pinned(in, r.Sessions(ctx)); ok {
-			return l, s, nil
+		if l, s, ok, err := r.pinned(in, r.Sessions(ctx)); ok || err != nil {
+			return l, s, err
 		}
 	}
 	return r.Resolve(ctx, in.AliasOf)
 }
 
-// pinned is the one listed session at in's AliasOf with in's name or
-// session id (a Qwen alias's frame names the alias's own id, no session's).
-func (r *Router) pinned(in message.Message, sessions []message.Session) (Leg, message.Session, bool) {
+// pinned is the one listed session at in's AliasOf the alias stands for:
+// the one with in's session id, its stable identity, else the one with
+// in's name (a Qwen alias's frame names the alias's own id, no session's).
+// The name alone never picks between sessions that share it there (twins
+// of one process, one of them the session a retiring alias stood for): that
+// is an error naming each, not a guess. The bool is false when none matches.
+func (r *Router) pinned(in message.Message, sessions []message.Session) (Leg, message.Session, bool, error) {
 	a, err := addressing.Parse(in.AliasOf)
 	if err != nil {
-		return nil, message.Session{}, false
+		return nil, message.Session{}, false, nil
 	}
-	var hit []message.Session
+	var byID, byName []message.Session
 	for _, s := range sessions {
-		if s.AliasOf != "" || (s.Name != in.ToName && (in.ToSessionID == "" || s.SessionID != in.ToSessionID)) {
+		if s.AliasOf != "" {
 			continue
 		}
-		if sa, err := addressing.Parse(s.Address); err == nil && sa == a {
-			hit = append(hit, s)
+		if sa, err := addressing.Parse(s.Address); err != nil || sa != a {
+			continue
+		}
+		switch {
+		case in.ToSessionID != "" && s.SessionID == in.ToSessionID:
+			byID = append(byID, s)
+		case in.ToName != "" && s.Name == in.ToName:
+			byName = append(byName, s)
 		}
 	}
-	if len(hit) != 1 {
-		return nil, message.Session{}, false
+	hit, amb := byID, &addressing.AmbiguousError{Kind: addressing.KindRef, Query: addressing.Ref(in.ToSessionID)}
+	if len(hit) == 0 {
+		hit, amb = byName, &addressing.AmbiguousError{Kind: addressing.KindName, Query: in.ToName}
 	}
-	l, ok := r.Leg(hit[0].Protocol)
-	return l, hit[0], ok
+	switch len(hit) {
+	case 0:
+		return nil, message.Session{}, false, nil
+	case 1:
+		l, ok := r.Leg(hit[0].Protocol)
+		return l, hit[0], ok, nil
+	}
+	for _, s := range hit {
+		amb.Candidates = append(amb.Candidates, candidateOf(a, s).Display())
+	}
+	return nil, message.Session{}, false, fmt.Errorf("cannot tell which session at %s the alias stands for: %w", in.AliasOf, amb)
 }
