@@ -578,7 +578,7 @@ func TestReloadKeepsACommandLineLevelAndReadsTheFile(t *testing.T) {
 	if plan == nil {
 		t.Fatal(errs)
 	}
-	if _, ok, _ := plan.cfg.life.level(); ok {
+	if _, kept, _ := plan.cfg.life.level(); kept == "" {
 		t.Error("a reload replaced the command line's --log-level")
 	}
 	writeConf(t, dir, "config.json", `{"log-level": "warn"}`, 0o600)
@@ -587,7 +587,7 @@ func TestReloadKeepsACommandLineLevelAndReadsTheFile(t *testing.T) {
 		t.Fatal(errs)
 	}
 	writeConf(t, dir, "config.json", `{"log-level": "error"}`, 0o600)
-	if l, ok, err := plan.cfg.life.level(); !ok || err != nil || l != slog.LevelError {
-		t.Errorf("reload = %v, %v, %v; want the file's new level error", l, ok, err)
+	if l, kept, err := plan.cfg.life.level(); kept != "" || err != nil || l != slog.LevelError {
+		t.Errorf("reload = %v, %q, %v; want the file's new level error", l, kept, err)
 	}
 }

@@ -19,25 +19,26 @@ const defaultGrace = 10 * time.Second
 // lifecycleOpts are serve's --grace flag and what SIGHUP reloads.
 type lifecycleOpts struct {
 	grace time.Duration
-	// level re-reads the wanted log level on SIGHUP; ok false leaves the
-	// level as it is. The default reads GATEWAY_LOG_LEVEL; the config
-	// layer may replace it with one that re-reads the config file.
-	level func() (lvl slog.Level, ok bool, err error)
+	// level re-reads the wanted log level on SIGHUP; a kept reason leaves
+	// the level as it is and says why (what pins it, or that nothing sets
+	// it). The default reads GATEWAY_LOG_LEVEL; the config layer may
+	// replace it with one that re-reads the config file.
+	level func() (lvl slog.Level, kept string, err error)
 }
 
 func lifecycleFlags(fs *flag.FlagSet, e *env) *lifecycleOpts {
 	o := &lifecycleOpts{grace: defaultGrace}
 	fs.Var((*graceValue)(&o.grace), "grace", "on SIGTERM or SIGINT: how long to drain API requests, flush the outbox and deregister before exiting (env GATEWAY_GRACE)")
-	o.level = func() (slog.Level, bool, error) {
+	o.level = func() (slog.Level, string, error) {
 		v := strings.TrimSpace(e.getenv("GATEWAY_LOG_LEVEL"))
 		if v == "" {
-			return 0, false, nil
+			return 0, "GATEWAY_LOG_LEVEL is not set", nil
 		}
 		var l slog.Level
 		if err := l.UnmarshalText([]byte(v)); err != nil {
-			return 0, false, fmt.Errorf("GATEWAY_LOG_LEVEL %q: want debug, info, warn or error", v)
+			return 0, "", fmt.Errorf("GATEWAY_LOG_LEVEL %q: want debug, info, warn or error", v)
 		}
-		return l, true, nil
+		return l, "", nil
 	}
 	return o
 }
@@ -62,18 +63,18 @@ func (g *graceValue) Set(s string) error {
 	return nil
 }
 
-// levelReloader moves lv to what o.level reads.
+// levelReloader moves lv to what o.level reads, or says why it stays.
 func (o *lifecycleOpts) levelReloader(lv *slog.LevelVar) lifecycle.Reloader {
-	return lifecycle.Reloader{What: "log level", Reload: func() (string, error) {
+	return lifecycle.Reloader{What: "log level", Reload: func() (string, string, error) {
 		if o.level == nil {
-			return "unchanged", nil
+			return "unchanged", "", nil
 		}
-		l, ok, err := o.level()
-		if err != nil || !ok {
-			return "unchanged", err
+		l, kept, err := o.level()
+		if err != nil || kept != "" {
+			return "unchanged", kept, err
 		}
 		lv.Set(l)
-		return strings.ToLower(l.String()), nil
+		return strings.ToLower(l.String()), "", nil
 	}}
 }
 
@@ -85,11 +86,11 @@ func (o *lifecycleOpts) reloaders(lv *slog.LevelVar, srv any) []lifecycle.Reload
 		return rs // no TLS: nothing to reload
 	}
 	if t, ok := srv.(interface{ ReloadTLS() error }); ok {
-		rs = append(rs, lifecycle.Reloader{What: "TLS certificate", Reload: func() (string, error) {
+		rs = append(rs, lifecycle.Reloader{What: "TLS certificate", Reload: func() (string, string, error) {
 			if err := t.ReloadTLS(); err != nil {
-				return "", err
+				return "", "", err
 			}
-			return "reloaded", nil
+			return "reloaded", "", nil
 		}})
 	}
 	return rs

@@ -196,7 +196,7 @@ func TestSIGHUPReloads(t *testing.T) {
 		{"GATEWAY_LOG_LEVEL moves the level", "debug", nil, slog.LevelDebug,
 			[]string{`"what":"log level","now":"debug"`, `"what":"TLS certificate","now":"reloaded"`}},
 		{"without GATEWAY_LOG_LEVEL the level stays", "", nil, slog.LevelWarn,
-			[]string{`"what":"log level","now":"unchanged"`}},
+			[]string{`"what":"log level","now":"unchanged","reason":"GATEWAY_LOG_LEVEL is not set"`}},
 		{"a bad level is refused and the old one kept", "loud", nil, slog.LevelWarn,
 			[]string{`reload failed`, `GATEWAY_LOG_LEVEL \"loud\"`}},
 		{"a failing TLS reload is logged and the rest still reloads", "error", errors.New("no such file"), slog.LevelError,
@@ -213,28 +213,83 @@ func TestSIGHUPReloads(t *testing.T) {
 			o := lifecycleFlags(newFlags(e, "serve"), e)
 			lv := new(slog.LevelVar)
 			lv.Set(slog.LevelWarn)
-			var buf syncBuffer
-			log := slog.New(slog.NewJSONHandler(&buf, nil))
-			rs := o.reloaders(lv, tlsReloader{tt.tls})
-			hup := make(chan os.Signal, 1)
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { defer close(done); lifecycle.ReloadOn(ctx, log, hup, rs) }()
-			hup <- syscall.SIGHUP
-			for deadline := time.Now().Add(5 * time.Second); strings.Count(buf.String(), "\n") < len(rs); time.Sleep(time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatalf("not every reloader logged: %s", buf.String())
-				}
-			}
-			cancel()
-			<-done
+			logged := hupOnce(t, o.reloaders(lv, tlsReloader{tt.tls}))
 			if lv.Level() != tt.wantLevel {
 				t.Errorf("level %v, want %v", lv.Level(), tt.wantLevel)
 			}
 			for _, w := range tt.wantLog {
-				if !strings.Contains(buf.String(), w) {
-					t.Errorf("no %s in the log:\n%s", w, buf.String())
+				if !strings.Contains(logged, w) {
+					t.Errorf("no %s in the log:\n%s", w, logged)
 				}
+			}
+		})
+	}
+}
+
+// hupOnce delivers one SIGHUP to rs and returns the JSON log once every
+// reloader logged.
+func hupOnce(t *testing.T, rs []lifecycle.Reloader) string {
+	t.Helper()
+	var buf syncBuffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	hup := make(chan os.Signal, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); lifecycle.ReloadOn(ctx, log, hup, rs) }()
+	hup <- syscall.SIGHUP
+	for deadline := time.Now().Add(5 * time.Second); strings.Count(buf.String(), "\n") < len(rs); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			t.Fatalf("not every reloader logged: %s", buf.String())
+		}
+	}
+	cancel()
+	<-done
+	return buf.String()
+}
+
+// serve's reload re-reads the config file's level; a level the command
+// line or a variable sets is above the file, and SIGHUP keeps it and says
+// which one pins it.
+func TestSIGHUPSaysWhatKeepsTheLogLevel(t *testing.T) {
+	tests := []struct {
+		name      string
+		vars      map[string]string
+		args      []string
+		wantLevel slog.Level
+		wantLog   string
+	}{
+		{"--log-level keeps the level and the log names the flag", nil, []string{"--log-level", "debug"}, slog.LevelWarn,
+			`"what":"log level","now":"unchanged","reason":"set by --log-level"`},
+		{"GATEWAY_LOG_LEVEL keeps the level and the log names the variable", map[string]string{"GATEWAY_LOG_LEVEL": "debug"}, nil, slog.LevelWarn,
+			`"what":"log level","now":"unchanged","reason":"set by GATEWAY_LOG_LEVEL"`},
+		{"--log-level beats GATEWAY_LOG_LEVEL, and the log names the flag", map[string]string{"GATEWAY_LOG_LEVEL": "info"}, []string{"--log-level", "debug"}, slog.LevelWarn,
+			`"what":"log level","now":"unchanged","reason":"set by --log-level"`},
+		{"the config file's level is read again, with no reason to give", nil, nil, slog.LevelError,
+			`"what":"log level","now":"error"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			vars := map[string]string{"GATEWAY_STATE_DIR": dir}
+			for k, v := range tt.vars {
+				vars[k] = v
+			}
+			writeConf(t, dir, "config.json", `{"log-level": "warn"}`, 0o600)
+			plan, errs := setup(t, vars, append([]string{"--legs", "claude"}, tt.args...)...)
+			if plan == nil {
+				t.Fatal(errs)
+			}
+			writeConf(t, dir, "config.json", `{"log-level": "error"}`, 0o600)
+			lv := new(slog.LevelVar)
+			lv.Set(slog.LevelWarn)
+			logged := hupOnce(t, plan.cfg.life.reloaders(lv, nil))
+			if lv.Level() != tt.wantLevel {
+				t.Errorf("level %v, want %v", lv.Level(), tt.wantLevel)
+			}
+			if !strings.Contains(logged, tt.wantLog) {
+				t.Errorf("no %s in the log:\n%s", tt.wantLog, logged)
 			}
 		})
 	}

@@ -232,15 +232,18 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 		if len(enabled) == 0 && !remote.enabled() && !fed.Enabled() {
 			return fail("--legs: name at least one leg, give remote credentials or join a federation")
 		}
-		life.level = func() (slog.Level, bool, error) { // SIGHUP: the config file is the layer that can change
-			if src, _ := st.Source("log-level"); src == settings.Flag || src == settings.Env {
-				return 0, false, nil // kept, above the file: the reload logs it unchanged
+		life.level = func() (slog.Level, string, error) { // SIGHUP: the config file is the layer that can change
+			switch src, _ := st.Source("log-level"); src { // kept, above the file: the reload logs it unchanged, and why
+			case settings.Flag:
+				return 0, "set by --log-level", nil
+			case settings.Env:
+				return 0, "set by GATEWAY_LOG_LEVEL", nil
 			}
 			p, err := serveFlags(e, newFlags(&env{stderr: io.Discard, getenv: e.getenv}, "serve"), extra)(args)
 			if err != nil {
-				return 0, false, err
+				return 0, "", err
 			}
-			return p.logLevel, true, nil
+			return p.logLevel, "", nil
 		}
 		return &servePlan{logLevel: lvl, logFormat: logFormat, settings: st, cfg: serveConfig{
 			stateDir: *sd, name: *name, apiAddr: *apiAddr, hosts: hosts, mode: m, inbound: pol,

@@ -173,8 +173,10 @@ func flush(ctx context.Context, log *slog.Logger, pending func() int, deadline t
 
 // Reloader is one thing SIGHUP reloads: it says what it did, or why not.
 type Reloader struct {
-	What   string
-	Reload func() (string, error)
+	What string
+	// Reload says what the setting is now and, when it kept it on purpose
+	// (another layer pins it), why; an error leaves it as it was.
+	Reload func() (now, reason string, err error)
 }
 
 // ReloadOn runs every reloader each time hup delivers, logging what each
@@ -186,12 +188,16 @@ func ReloadOn(ctx context.Context, log *slog.Logger, hup <-chan os.Signal, rs []
 			return
 		case <-hup:
 			for _, r := range rs {
-				got, err := r.Reload()
+				got, reason, err := r.Reload()
 				if err != nil {
 					log.Warn("SIGHUP: reload failed; keeping the old setting", "what", r.What, "err", err)
 					continue
 				}
-				log.Info("SIGHUP: reloaded", "what", r.What, "now", got)
+				attrs := []any{"what", r.What, "now", got}
+				if reason != "" {
+					attrs = append(attrs, "reason", reason)
+				}
+				log.Info("SIGHUP: reloaded", attrs...)
 			}
 		}
 	}

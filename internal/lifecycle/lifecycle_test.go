@@ -94,13 +94,17 @@ func TestReloadOnLogsEachReloader(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	rs := []Reloader{
-		{What: "good", Reload: func() (string, error) { return "v2", nil }},
-		{What: "bad", Reload: func() (string, error) { stop(); return "", errors.New("nope") }},
+		{What: "good", Reload: func() (string, string, error) { return "v2", "", nil }},
+		{What: "pinned", Reload: func() (string, string, error) { return "unchanged", "set by --pin", nil }},
+		{What: "bad", Reload: func() (string, string, error) { stop(); return "", "", errors.New("nope") }},
 	}
 	go func() { defer close(done); ReloadOn(ctx, log, hup, rs) }()
 	hup <- os.Interrupt
 	<-done
-	if out := buf.String(); !strings.Contains(out, "what=good now=v2") || !strings.Contains(out, "reload failed") {
-		t.Fatalf("log = %s", out)
+	out := buf.String()
+	for _, want := range []string{"what=good now=v2\n", `what=pinned now=unchanged reason="set by --pin"`, "reload failed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the log:\n%s", want, out)
+		}
 	}
 }
