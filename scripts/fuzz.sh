@@ -13,10 +13,17 @@ trap 'rm -rf "$work"' EXIT
 ran=0
 failed=()
 while read -r pkg dir; do
-  grep -qs '^func Fuzz' "$dir"/*_test.go || continue
+  grep -qs '^func Fuzz.*\*testing\.F)' "$dir"/*_test.go || continue
   bin="$work/$(echo "$pkg" | tr / _).test"
   go test -c -fuzz . -o "$bin" "$pkg"
-  for t in $(cd "$dir" && "$bin" -test.list '^Fuzz'); do
+  # Listed apart from the loop: a listing that fails (a TestMain that exits)
+  # or lists nothing must fail the run, not skip the package's targets.
+  if ! targets=$(cd "$dir" && "$bin" -test.list '^Fuzz') || [ -z "$targets" ]; then
+    echo "fuzz: ${pkg#github.com/sessiongateway/gateway/} declares Fuzz targets but listing them failed or found none"
+    failed+=("${pkg#github.com/sessiongateway/gateway/} (listing)")
+    continue
+  fi
+  for t in $targets; do
     ran=$((ran + 1))
     # A failure that wrote no input is the engine's, not the code's (a worker
     # that missed the deadline on a loaded machine says "context deadline
@@ -38,8 +45,9 @@ done < <(go list -f '{{.ImportPath}} {{.Dir}}' ./...)
 echo "fuzz: $ran targets, ${per} each, ${#failed[@]} failed"
 if [ "${#failed[@]}" -gt 0 ]; then
   for f in "${failed[@]}"; do
-    echo "fuzz: failed: $f (a crasher is left in its package's testdata/fuzz under $root)"
+    echo "fuzz: failed: $f"
   done
+  echo "fuzz: a crasher found is left in its package's testdata/fuzz under $root"
   exit 1
 fi
 if [ "$ran" -eq 0 ]; then
