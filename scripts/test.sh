@@ -7,10 +7,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-echo "== installing what the interop tests need"
+# The last line says how the run ended and, on a failure, in which step:
+# the exit code stays the failing step's.
+step() { current=$1; echo "== $1"; }
+current="start"
+trap 'rc=$?; if [ "$rc" -eq 0 ]; then echo "== PASS: every step passed"; else echo "== FAIL (exit $rc): $current"; fi; exit "$rc"' EXIT
+
+step "installing what the interop tests need"
 bash .ci/install-interop.sh
 
-echo "== nats-server for the federation tests (built from its module, cached outside the repo)"
+step "nats-server for the federation tests (built from its module, cached outside the repo)"
 nats_version=$(go list -m -f '{{.Version}}' github.com/nats-io/nats-server/v2)
 nats_bin="${GATEWAY_NATS_CACHE:-$HOME/.cache/gateway-nats}/$nats_version/nats-server"
 if [ ! -x "$nats_bin" ]; then
@@ -21,7 +27,7 @@ fi
 "$nats_bin" --version || { echo "nats-server at $nats_bin does not run"; exit 1; }
 export GATEWAY_NATS_SERVER="$nats_bin"
 
-echo "== gofmt"
+step "gofmt"
 # gofmt's own failure (a file it cannot parse) fails too; only grep's
 # "nothing left" is not one.
 listed=$(gofmt -l .)
@@ -30,30 +36,30 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
-echo "== go vet"
+step "go vet"
 go vet ./...
 
-echo "== staticcheck"
+step "staticcheck"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
-echo "== OpenAPI lint (an independent linter, strict: warnings fail too)"
+step "OpenAPI lint (an independent linter, strict: warnings fail too)"
 redocly="${GATEWAY_INTEROP_CACHE:-$HOME/.cache/gateway-interop}/redocly/node_modules/.bin/redocly"
 REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
   "$redocly" lint --extends=recommended-strict --format=summary api/openapi.json
 
 # One build of the image: container-test.sh checks it with image-test.sh too.
-echo "== container image, and the container run with podman and runc"; bash scripts/container-test.sh
+step "container image, and the container run with podman and runc"; bash scripts/container-test.sh
 
-echo "== go test -race (interop on)"
+step "go test -race (interop on)"
 export GATEWAY_INTEROP=1
 export GATEWAY_CLAUDE_BIN="${GATEWAY_CLAUDE_BIN:-${GATEWAY_INTEROP_CACHE:-$HOME/.cache/gateway-interop}/claude/node_modules/.bin/claude}"
 go test -race -count=1 -timeout 30m ./...
 
-echo "== fuzzing beyond the seed corpus, every target for a bounded time"
+step "fuzzing beyond the seed corpus, every target for a bounded time"
 bash scripts/fuzz.sh
 
-echo "== the bench harness, briefly (figures are read by hand; a path that does not work fails)"
+step "the bench harness, briefly (figures are read by hand; a path that does not work fails)"
 go run ./bench -short
 
-echo "== benchmarks, one iteration each (a benchmark that breaks fails here; figures are read by hand)"
+step "benchmarks, one iteration each (a benchmark that breaks fails here; figures are read by hand)"
 go test -run '^$' -bench . -benchtime 1x -count=1 -timeout 10m ./...
