@@ -34,8 +34,14 @@ if ((${#missing[@]})); then
 		SUDO=sudo
 	fi
 	log "installing ${missing[*]}"
-	$SUDO apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+	# env, not a prefix assignment: sudo would drop DEBIAN_FRONTEND.
+	$SUDO apt-get update -qq || die "apt-get update failed"
+	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" ||
+		die "could not install ${missing[*]} with apt-get"
+	# A package that installs without the command (a transitional one) is no peer.
+	for cmd in "${!PKG_FOR[@]}"; do
+		command -v "$cmd" >/dev/null 2>&1 || die "$cmd is missing after installing ${PKG_FOR[$cmd]}"
+	done
 else
 	log "tmux, iproute2, procps, chromium: present"
 fi
