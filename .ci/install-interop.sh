@@ -59,7 +59,8 @@ npm_pinned() {
 	fi
 	log "installing $pkg@$version into $dir${note:+ ($note)}"
 	mkdir -p "$dir"
-	npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "$pkg@$version"
+	npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "$pkg@$version" ||
+		die "npm install of $pkg@$version into $dir failed"
 	got=$(npm_version "$dir" "$pkg")
 	[ "$got" = "$version" ] || die "$pkg in $dir is '$got', want $version"
 }
@@ -78,7 +79,8 @@ else
 	log "installing @anthropic-ai/claude-code@$CLAUDE_VERSION into $claude_dir (about 400 MB)"
 	mkdir -p "$claude_dir"
 	npm install --prefix "$claude_dir" --no-audit --no-fund --loglevel=error \
-		"@anthropic-ai/claude-code@$CLAUDE_VERSION"
+		"@anthropic-ai/claude-code@$CLAUDE_VERSION" ||
+		die "npm install of @anthropic-ai/claude-code@$CLAUDE_VERSION into $claude_dir failed"
 fi
 [ -x "$claude_bin" ] || die "$claude_bin is missing after npm install"
 # --version must not reach the network: keep the updater and telemetry off.
@@ -105,7 +107,8 @@ else
 	log "installing @qwen-code/qwen-code@$QWEN_VERSION and @qwen-code/sdk@$QWEN_SDK_VERSION into $qwen_dir (about 280 MB)"
 	mkdir -p "$qwen_dir"
 	npm install --prefix "$qwen_dir" --no-audit --no-fund --loglevel=error \
-		"@qwen-code/qwen-code@$QWEN_VERSION" "@qwen-code/sdk@$QWEN_SDK_VERSION"
+		"@qwen-code/qwen-code@$QWEN_VERSION" "@qwen-code/sdk@$QWEN_SDK_VERSION" ||
+		die "npm install of @qwen-code/qwen-code@$QWEN_VERSION and @qwen-code/sdk@$QWEN_SDK_VERSION into $qwen_dir failed"
 fi
 [ -x "$qwen_bin" ] || die "$qwen_bin is missing after npm install"
 got=$(pkg_version @qwen-code/sdk)
