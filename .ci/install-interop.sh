@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Installs what the interop tests (GATEWAY_INTEROP=1 go test ./interop/...)
-# run against: Debian packages tmux, iproute2 and procps, and the real
-# peer CLIs from npm into a cache outside the repo. Safe to run again: every
-# step is skipped when its result is already there.
+# run against: Debian packages tmux, iproute2, procps and chromium, and the
+# real peer CLIs from npm into a cache outside the repo. Safe to run again:
+# every step is skipped when its result is already there at its pinned version.
 #
 #   CACHE=${GATEWAY_INTEROP_CACHE:-$HOME/.cache/gateway-interop}
 #   $CACHE/claude/node_modules/.bin/claude   Claude Code
+#   $CACHE/qwen/node_modules/.bin/qwen   Qwen Code, and @qwen-code/sdk beside it
 #   $CACHE/playwright/node_modules/playwright-core   the console's browser test
 #   $CACHE/mcp-sdk/node_modules/@modelcontextprotocol/sdk   an independent MCP client
 #   $CACHE/redocly/node_modules/.bin/redocly   an independent OpenAPI linter (api/openapi.json)
 #
-# The tests find the binary there (or at $GATEWAY_CLAUDE_BIN).
+# The tests find the binaries there (or at $GATEWAY_CLAUDE_BIN, $GATEWAY_QWEN_BIN).
 set -euo pipefail
 
 CLAUDE_VERSION=2.1.332
