@@ -7,11 +7,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The last line says how the run ended and, on a failure, in which step:
-# the exit code stays the failing step's.
-step() { current=$1; echo "== $1"; }
+# The last lines say how the run ended and, on a failure, in which step,
+# closing on a plain "steps: N passed, N failed" line; the exit code stays
+# the failing step's.
+started=0
+step() { current=$1; started=$((started + 1)); echo "== $1"; }
 current="start"
-trap 'rc=$?; if [ "$rc" -eq 0 ]; then echo "== PASS: every step passed"; else echo "== FAIL (exit $rc): $current"; fi; exit "$rc"' EXIT
+trap 'rc=$?; if [ "$rc" -eq 0 ]; then echo "== PASS: every step passed"; echo "steps: $started passed, 0 failed"; else echo "== FAIL (exit $rc): $current"; echo "steps: $((started > 0 ? started - 1 : 0)) passed, 1 failed"; fi; exit "$rc"' EXIT
 
 step "installing what the interop tests need"
 bash .ci/install-interop.sh
