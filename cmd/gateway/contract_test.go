@@ -410,6 +410,9 @@ func TestExitCodesOfTheCommandLineItselfAreAsBefore(t *testing.T) {
 		{[]string{"nosuch"}, exitUsage},
 		{[]string{"tokens"}, exitUsage},
 		{[]string{"remote"}, exitUsage},
+		{[]string{"completion"}, exitUsage},         // a group without its shell
+		{[]string{"completion", "tcsh"}, exitUsage}, // a shell it has no script for
+		{[]string{"completion", "bash"}, exitOK},
 		{[]string{"serve", "-h"}, exitOK},
 		{[]string{"serve", "--legs", "nosuch"}, exitUsage},
 	} {

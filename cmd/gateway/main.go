@@ -126,6 +126,12 @@ func (a *app) root() *cobra.Command {
 		c.GroupID = groupOf[c.Name()] // "" for a command no group names: "Additional Commands"
 		root.AddCommand(c)
 	}
+	// cobra adds completion as it runs, a group with no RunE that prints its
+	// help and exits 0: made now, no shell or an unknown one is a usage error.
+	root.InitDefaultCompletionCmd()
+	if c, _, err := root.Find([]string{"completion"}); err == nil {
+		group(c).Example = "  source <(gateway completion bash)"
+	}
 	return root
 }
 
