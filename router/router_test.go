@@ -219,6 +219,32 @@ func TestASettlingLegInfersDeliveryWithoutAReceipt(t *testing.T) {
 	}
 }
 
+// The inferred delivery is a receipt like a leg's: watch and /v1/events
+// showed a Claude send as "sent [not final]" and never its outcome.
+func TestAnInferredDeliveryIsPublishedAsAReceiptEvent(t *testing.T) {
+	leg := newFake()
+	leg.settle = 10 * time.Millisecond
+	r := start(t, settlingLeg{leg})
+	_, _, sub := r.Hub().Subscribe(-1)
+	defer sub.Close()
+	out, err := r.Send(context.Background(), SendRequest{To: "review", Body: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case ev := <-sub.C:
+			if rc := ev.Receipt; ev.Type == message.EventReceipt && rc.MsgID == out.Message.ID &&
+				rc.Status == message.StatusDelivered && rc.Detail == "inferred" {
+				return
+			}
+		case <-deadline:
+			t.Fatal("no receipt event says the message was delivered (inferred)")
+		}
+	}
+}
+
 func TestAHeldReceiptStopsTheSettleInference(t *testing.T) {
 	leg := newFake()
 	leg.settle = 50 * time.Millisecond

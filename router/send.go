@@ -159,11 +159,15 @@ func (r *Router) settleLater(leg Leg, o *outbound, rc message.Receipt) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if o.track.Status == message.StatusSent {
-		id := o.msg.ID
+		id, sent := o.msg.ID, o.fwd == nil
 		o.settle = r.cfg.Clock.AfterFunc(st.Settle(), func() {
-			rc := message.Receipt{MsgID: id, Status: message.StatusDelivered,
+			rc := message.Receipt{MsgID: id, Status: message.StatusDelivered, Time: r.cfg.Clock.Now(),
 				Detail: "inferred", Reason: "no receipt within the settle window; the receiver sends none for a clean delivery"}
-			r.apply(rc) // found in r.settling if forgotten meanwhile
+			// found in r.settling if forgotten meanwhile; shown as Send
+			// shows the first receipt of what it sent
+			if r.apply(rc) && sent {
+				r.hub.Publish(message.Event{Type: message.EventReceipt, Leg: leg.Name(), Receipt: &rc})
+			}
 		})
 		if r.out[id] != o { // forgotten before its window was set
 			r.keepSettling(id, o)
