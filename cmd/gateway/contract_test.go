@@ -100,6 +100,26 @@ func lineOf(text, word string) string {
 	return ""
 }
 
+// send's help showed a file attached to a Qwen Code session from the
+// current directory: the qwen leg carries no files, and a file must be in
+// the files directory (default <state-dir>/files).
+func TestAnExampleAttachesAFileAsASendCanTakeIt(t *testing.T) {
+	filesDir := filepath.Join("~", ".local", "state", "gateway", "files") + "/"
+	for _, c := range everyCommand() {
+		for _, line := range strings.Split(c.Example, "\n") {
+			words := strings.Fields(line)
+			for i, w := range words {
+				if w != "--file" || i+1 == len(words) {
+					continue
+				}
+				if !strings.HasPrefix(words[i+1], filesDir) || strings.Contains(line, "qwen") {
+					t.Errorf("%s: %q attaches a file a send refuses: take it from %s, to a Claude Code or remote session", c.CommandPath(), strings.TrimSpace(line), filesDir)
+				}
+			}
+		}
+	}
+}
+
 func TestVersionFlagMatchesTheVersionCommand(t *testing.T) {
 	cmd, _, _ := runCLI(t, t.TempDir(), "version")
 	flag, _, code := runCLI(t, t.TempDir(), "--version")

@@ -37,7 +37,7 @@ func (a *app) sendCmd() *cobra.Command {
 		Long: "Send TEXT to the session at ADDRESS (a name, name [ref], a socket path, bridge:<id> or did:...).\n" +
 			"Prints the message id; with --wait, its final receipt, and the exit code says whether it\n" +
 			"was delivered (3: another final receipt, 4: none before --timeout).",
-		Example: "  gateway send work-08 \"run the tests\"\n  gateway send work-08 \"ship it\" --wait --timeout 1m\n  gateway send qwen-main \"see this\" --file notes.md"}
+		Example: "  gateway send work-08 \"run the tests\"\n  gateway send work-08 \"ship it\" --wait --timeout 1m\n  gateway send work-08 \"see this\" --file ~/.local/state/gateway/files/notes.md"}
 	f := c.Flags()
 	f.StringVar(&so.Mode, "mode", "prompting", "attested permission mode: bypass or prompting")
 	f.BoolVar(&so.Wait, "wait", false, "wait for a final receipt and print it; the exit code says whether it was delivered")
