@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,4 +74,42 @@ func goEnv(t *testing.T, keys ...string) []string {
 		env = append(env, k+"="+vals[i])
 	}
 	return env
+}
+
+// TestTheReadmesTestsSectionNamesWhatTheTestCommandInstalls: a reader of
+// "## Tests" learns every package the test command puts on the machine,
+// each npm one at the version it pins (it named neither the MCP SDK nor
+// procps).
+func TestTheReadmesTestsSectionNamesWhatTheTestCommandInstalls(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tests, _ := strings.Cut(string(readme), "\n## Tests\n")
+	tests, _, _ = strings.Cut(tests, "\n### ")
+	b, err := os.ReadFile(".ci/install-interop.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := string(b)
+	versions := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^([A-Z_]+_VERSION)=(\S+)$`).FindAllStringSubmatch(script, -1) {
+		versions[m[1]] = m[2]
+	}
+	var want []string
+	for _, m := range regexp.MustCompile(`(?:npm_pinned "[^"]+" (\S+) "\$|"(@[a-z0-9/-]+)@\$)([A-Z_]+_VERSION)`).FindAllStringSubmatch(script, -1) {
+		want = append(want, fmt.Sprintf("%s@%s", m[1]+m[2], versions[m[3]]))
+	}
+	debs := regexp.MustCompile(`PKG_FOR=\(([^)]*)\)`).FindStringSubmatch(script)
+	if debs == nil || len(want) < 5 {
+		t.Fatalf("install-interop.sh changed shape: npm %q, Debian %q", want, debs)
+	}
+	for _, m := range regexp.MustCompile(`\]=([a-z0-9-]+)`).FindAllStringSubmatch(debs[1], -1) {
+		want = append(want, m[1])
+	}
+	for _, w := range want {
+		if !strings.Contains(tests, w) {
+			t.Errorf("README's Tests section does not say the test command installs %s", w)
+		}
+	}
 }
