@@ -141,6 +141,7 @@ func (in Inbound) SenderKey() string {
 type Report struct {
 	Inbound Inbound
 	Status  Status
+	Reason  string // a person's words for the sender (a denial's); empty for the status's own
 }
 
 // Config wires a Gate to its session. Every func is called without the
@@ -250,7 +251,9 @@ type dropped struct {
 	reason message.DropReason
 }
 
-func (p *pending) report(in Inbound, st Status) { p.reports = append(p.reports, Report{in, st}) }
+func (p *pending) report(in Inbound, st Status) {
+	p.reports = append(p.reports, Report{Inbound: in, Status: st})
+}
 
 func (g *Gate) flush(p *pending) {
 	for _, d := range p.drops {

@@ -72,7 +72,7 @@ func (r *gateRun) step(op, arg byte) {
 		r.clk.Advance(time.Duration(arg) * time.Second)
 	case 5: // a person decides a held message
 		if hs := r.g.Held(); len(hs) > 0 {
-			r.g.Decide(hs[int(arg)%len(hs)].Inbound.Frame.MsgID, arg&1 == 0)
+			r.g.Decide(hs[int(arg)%len(hs)].Inbound.Frame.MsgID, arg&1 == 0, "")
 		}
 	case 6: // the session consumes a delivery
 		select {

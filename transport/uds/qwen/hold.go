@@ -147,17 +147,18 @@ var decideNames = [...]string{DecideDone: "done", DecideGone: "gone", DecideFail
 
 func (r DecideResult) String() string { return wireName(decideNames[:], int(r), "decide") }
 
-// Decide releases (approve) or denies a held message, by its exact msgId.
-func (g *Gate) Decide(msgID string, approve bool) DecideResult {
+// Decide releases (approve) or denies a held message, by its exact msgId;
+// a denial's reason, when given, is what its sender is told.
+func (g *Gate) Decide(msgID string, approve bool, reason string) DecideResult {
 	var p pending
 	g.mu.Lock()
-	r := g.decideLocked(msgID, approve, &p)
+	r := g.decideLocked(msgID, approve, reason, &p)
 	g.mu.Unlock()
 	g.flush(&p)
 	return r
 }
 
-func (g *Gate) decideLocked(msgID string, approve bool, p *pending) DecideResult {
+func (g *Gate) decideLocked(msgID string, approve bool, reason string, p *pending) DecideResult {
 	now := g.clk.Now()
 	g.expireOverdue(now, p)
 	i := slices.IndexFunc(g.held, func(h *held) bool { return h.in.Frame.MsgID == msgID })
@@ -170,7 +171,7 @@ func (g *Gate) decideLocked(msgID string, approve bool, p *pending) DecideResult
 	if !approve {
 		g.forgetBody(h.in)
 		g.recordSettled(msgID, StatusDenied)
-		p.report(h.in, StatusDenied)
+		p.reports = append(p.reports, Report{Inbound: h.in, Status: StatusDenied, Reason: reason})
 		return DecideDone
 	}
 	if !g.pinHere(h.in.Frame) {
@@ -283,8 +284,8 @@ var ErrNotHeld = errors.New("no held message with that id")
 var ErrQueueFull = errors.New("the delivery queue is full: the message stays held, try again")
 
 // Decide releases or denies a held message.
-func (p *Peer) Decide(_ context.Context, id string, release bool, _ string) error {
-	switch p.gate.Decide(id, release) {
+func (p *Peer) Decide(_ context.Context, id string, release bool, reason string) error {
+	switch p.gate.Decide(id, release, reason) {
 	case DecideDone:
 		return nil
 	case DecideFailed:

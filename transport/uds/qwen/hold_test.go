@@ -3,6 +3,7 @@ package qwen
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,7 +83,7 @@ func TestGateDecide(t *testing.T) {
 		r := newRig(t, nil)
 		r.admit(held("h1", "x"))
 		r.takeReports()
-		if got := r.g.Decide("h1", true); got != DecideDone {
+		if got := r.g.Decide("h1", true, ""); got != DecideDone {
 			t.Fatalf("got %v", got)
 		}
 		if got := r.takeReports(); !reflect.DeepEqual(got, []string{"h1:delivered"}) || r.drain() != 1 {
@@ -95,13 +96,36 @@ func TestGateDecide(t *testing.T) {
 	t.Run("a denied hold is denied and its body may be sent again", func(t *testing.T) {
 		r := newRig(t, nil)
 		r.admit(held("h1", "x"))
-		r.g.Decide("h1", false)
+		r.g.Decide("h1", false, "")
 		want(t, r.admit(held("h2", "x")), OutcomeHeld)
 		want(t, r.admit(held("h1", "y")), OutcomeRepeated, StatusDenied)
 	})
+	t.Run("a denial's reason is what its sender is told", func(t *testing.T) {
+		r := newRig(t, nil)
+		var got []Report
+		r.g.cfg.Report = func(rep Report) { got = append(got, rep) }
+		r.admit(held("h1", "x"))
+		r.g.Decide("h1", false, "spam")
+		f := got[len(got)-1].Frame("/inbox.sock")
+		if f.Status != StatusDenied || f.Reason != "spam" || f.OrigMsgID != "h1" {
+			t.Fatalf("the sender is told %+v, want denied: spam", f)
+		}
+	})
+	t.Run("a denial without a reason says the status's own words, and a long one is clipped", func(t *testing.T) {
+		long := strings.Repeat("x", MaxFrameUnits)
+		for _, tt := range []struct{ reason, want string }{
+			{"", statusReasons[StatusDenied]},
+			{long, long[:maxReportReason]},
+		} {
+			f := Report{Inbound: held("h1", "x"), Status: StatusDenied, Reason: tt.reason}.Frame("/inbox.sock")
+			if f.Reason != tt.want {
+				t.Errorf("a %d-byte reason: the sender is told %d bytes", len(tt.reason), len(f.Reason))
+			}
+		}
+	})
 	t.Run("an unknown id is gone", func(t *testing.T) {
 		r := newRig(t, nil)
-		if got := r.g.Decide("nope", true); got != DecideGone {
+		if got := r.g.Decide("nope", true, ""); got != DecideGone {
 			t.Fatalf("got %v", got)
 		}
 	})
@@ -113,7 +137,7 @@ func TestGateDecide(t *testing.T) {
 			r.admit(msg(fmt.Sprint("s", i), fmt.Sprint("m", i), "z"))
 		}
 		r.takeReports()
-		if got := r.g.Decide("h1", true); got != DecideFailed {
+		if got := r.g.Decide("h1", true, ""); got != DecideFailed {
 			t.Fatalf("got %v", got)
 		}
 		if got := r.takeReports(); !reflect.DeepEqual(got, []string{"h1:held"}) {
@@ -128,7 +152,7 @@ func TestGateDecide(t *testing.T) {
 		r.admit(held("h1", "x"))
 		r.set(func(r *gateRig) { r.sid = "s2" })
 		r.takeReports()
-		if got := r.g.Decide("h1", true); got != DecideGone {
+		if got := r.g.Decide("h1", true, ""); got != DecideGone {
 			t.Fatalf("got %v", got)
 		}
 		if got := r.takeReports(); !reflect.DeepEqual(got, []string{"h1:misaddressed"}) {

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -278,7 +279,23 @@ func (p *Peer) report(r Report) {
 		// outcome comes from the session behind it (Relay).
 		return
 	}
-	p.dial(to, uds.Holder{PID: r.Inbound.SenderPID}, r.Inbound.Frame.ReplyToken, NewStatusFrame(r.Status, r.Inbound.Frame.MsgID, p.socketPath))
+	p.dial(to, uds.Holder{PID: r.Inbound.SenderPID}, r.Inbound.Frame.ReplyToken, r.Frame(p.socketPath))
+}
+
+// maxReportReason bounds a person's reason in a receipt, far below a frame.
+const maxReportReason = 4096
+
+// Frame is r's delivery_status from our inbox at from: with r's reason,
+// clipped to maxReportReason bytes (at a rune), else the status's words.
+func (r Report) Frame(from string) StatusFrame {
+	f := NewStatusFrame(r.Status, r.Inbound.Frame.MsgID, from)
+	if r.Reason != "" {
+		f.Reason = r.Reason
+		if len(f.Reason) > maxReportReason {
+			f.Reason = strings.ToValidUTF8(f.Reason[:maxReportReason], "") // no rune cut in two
+		}
+	}
+	return f
 }
 
 func (p *Peer) dropped(in Inbound, reason message.DropReason) {
