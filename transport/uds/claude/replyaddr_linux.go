@@ -126,10 +126,17 @@ func listeningInodes(path string) (map[string]bool, error) {
 	return parseNetUnix(f, path), nil
 }
 
+// parseNetUnix returns the inodes of the listening sockets /proc/net/unix
+// lists at path. The kernel prints a path byte for byte after one space:
+// a line ends at '\n' only (a '\r' before it is the path's) and the path
+// is everything after that space (one that starts with more is another).
+// A path holding a '\n' would print a line of its own choosing, which no
+// reader of this table can tell from the kernel's.
 func parseNetUnix(r interface{ Read([]byte) (int, error) }, path string) map[string]bool {
 	out := map[string]bool{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 4096), 1<<20)
+	sc.Split(scanNewlines)
 	sc.Scan() // header
 	for sc.Scan() {
 		line := sc.Bytes()
@@ -144,8 +151,7 @@ func parseNetUnix(r interface{ Read([]byte) (int, error) }, path string) map[str
 			j := bytes.Index(line[idx:], fields[i])
 			idx += j + len(fields[i])
 		}
-		p := strings.TrimLeft(string(line[idx:]), " ")
-		if p != path {
+		if p, ok := bytes.CutPrefix(line[idx:], []byte(" ")); !ok || string(p) != path {
 			continue
 		}
 		flags, err := strconv.ParseUint(string(fields[3]), 16, 64)
@@ -155,4 +161,15 @@ func parseNetUnix(r interface{ Read([]byte) (int, error) }, path string) map[str
 		out[string(fields[6])] = true
 	}
 	return out
+}
+
+// scanNewlines is bufio.ScanLines without dropping a '\r' before the '\n'.
+func scanNewlines(data []byte, atEOF bool) (advance int, token []byte, err error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
 }
