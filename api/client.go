@@ -193,6 +193,10 @@ var ErrStreamEnded = errors.New("event stream ended")
 // carries nothing else, and the events that follow are the kept ones.
 const EventGap message.EventType = "gap"
 
+// maxWatchData caps one event of the stream Watch reads, its data lines
+// together: the gateway writes each event on one line, at most this long.
+const maxWatchData = 8 << 20
+
 // Watch streams events after lastID (-1 for only new ones) to fn until ctx
 // ends, fn returns an error, or the stream ends. A gap in the replay
 // reaches fn as an EventGap first.
@@ -216,17 +220,18 @@ func (c *Client) Watch(ctx context.Context, lastID int64, fn func(message.Event)
 		return &APIError{Status: resp.StatusCode, Body: Error{Error: resp.Status}}
 	}
 	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 8<<20)
-	var kind, data string
+	sc.Buffer(make([]byte, 64<<10), maxWatchData)
+	var kind string
+	var data []byte
 	for sc.Scan() {
-		line := sc.Text()
+		line := sc.Bytes()
 		switch {
-		case line == "":
-			if data != "" {
+		case len(line) == 0:
+			if len(data) > 0 {
 				switch kind {
 				case "error":
 					var e struct{ Error string }
-					_ = json.Unmarshal([]byte(data), &e)
+					_ = json.Unmarshal(data, &e)
 					return errors.New(e.Error)
 				case "gap":
 					if err := fn(message.Event{Type: EventGap, ID: uint64(max(lastID, 0))}); err != nil {
@@ -234,7 +239,7 @@ func (c *Client) Watch(ctx context.Context, lastID int64, fn func(message.Event)
 					}
 				default:
 					var ev message.Event
-					if err := json.Unmarshal([]byte(data), &ev); err != nil {
+					if err := json.Unmarshal(data, &ev); err != nil {
 						return fmt.Errorf("bad event from gateway: %w", err)
 					}
 					if err := fn(ev); err != nil {
@@ -242,11 +247,14 @@ func (c *Client) Watch(ctx context.Context, lastID int64, fn func(message.Event)
 					}
 				}
 			}
-			kind, data = "", ""
-		case strings.HasPrefix(line, "event: "):
-			kind = line[len("event: "):]
-		case strings.HasPrefix(line, "data: "):
-			data += line[len("data: "):]
+			kind, data = "", data[:0]
+		case bytes.HasPrefix(line, []byte("event: ")):
+			kind = string(line[len("event: "):])
+		case bytes.HasPrefix(line, []byte("data: ")):
+			if len(data)+len(line)-len("data: ") > maxWatchData {
+				return fmt.Errorf("bad event from gateway: more than %d bytes of data", maxWatchData)
+			}
+			data = append(data, line[len("data: "):]...)
 		}
 	}
 	if err := sc.Err(); err != nil && ctx.Err() == nil {
