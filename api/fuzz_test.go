@@ -26,6 +26,11 @@ func FuzzRequestBodies(f *testing.F) {
 	f.Add("GET", "/v1/resolve?address=fix-the-bug", ``)
 	f.Add("GET", "/v1/outbox?all=true", ``)
 	f.Add("GET", "/v1/outbox?all=perhaps", ``)
+	f.Add("POST", "/v1/login", `{"token":"gw_00"}`)
+	f.Add("POST", "/v1/login", `{"pairing":"abc","token":""}`)
+	f.Add("POST", "/v1/pairings", `{"scopes":"read,send","ttl":"10m"}`)
+	f.Add("POST", "/v1/pairings", `{"ttl":"-1h"}`)
+	f.Add("GET", "/v1/actions/x.y", ``)
 	// A running router with pending prompts on a leg that never fails, so
 	// any 5xx is the API's fault.
 	srv, _ := newPermissionServer(f)
