@@ -54,8 +54,8 @@ func TestParseStatStartTicks(t *testing.T) {
 }
 
 // FuzzParseStatStartTicks prints a stat line around any comm and starttime
-// and checks the parser recovers the starttime; arbitrary bytes must never
-// crash it.
+// and checks the parsers recover the starttime, the state and the parent
+// pid; arbitrary bytes must never crash them.
 func FuzzParseStatStartTicks(f *testing.F) {
 	f.Add("bash", uint64(14302), []byte("1 (init) S 0 1 1 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 5 0 0"))
 	f.Add("a) (b) S 1 2 (", uint64(0), []byte("1 ()) S"))
@@ -63,10 +63,14 @@ func FuzzParseStatStartTicks(f *testing.F) {
 	f.Add(")", uint64(7), []byte{})
 	f.Fuzz(func(t *testing.T, comm string, start uint64, raw []byte) {
 		_, _ = parseStatStartTicks(raw) // any answer, but no panic
+		_, _, _ = parseStatState(raw)
 
 		got, err := parseStatStartTicks(statLine(4242, comm, start))
 		if err != nil || got != start {
 			t.Fatalf("comm %q start %d: parsed %d, %v", comm, start, got, err)
+		}
+		if st, ppid, err := parseStatState(statLine(4242, comm, start)); err != nil || st != 'S' || ppid != 4 {
+			t.Fatalf("comm %q: state %q, ppid %d, %v; want S, 4", comm, st, ppid, err)
 		}
 	})
 }
@@ -94,11 +98,15 @@ func TestParseBtime(t *testing.T) {
 	}
 }
 
+// FuzzParseBtime: junk lines before the btime line of /proc/stat do not
+// hide it, nor before the NSpid line of /proc/<pid>/status; any input
+// never crashes either parser.
 func FuzzParseBtime(f *testing.F) {
 	f.Add([]byte("cpu 1\nbtime 1795980557\n"), int64(1795980557))
 	f.Add([]byte("btime \n"), int64(0))
 	f.Fuzz(func(t *testing.T, raw []byte, btime int64) {
 		_, _ = parseBtime(raw)
+		_, _ = parseNSpid(raw)
 		if btime < 0 {
 			return
 		}
@@ -108,6 +116,13 @@ func FuzzParseBtime(f *testing.F) {
 		in := fmt.Appendf(junk, "\nbtime %d\n", btime)
 		if got, err := parseBtime(in); err != nil || got != btime {
 			t.Fatalf("parseBtime(%q) = %d, %v; want %d", in, got, err, btime)
+		}
+		if btime == 0 {
+			return
+		}
+		in = fmt.Appendf(junk, "\nNSpid:\t7\t%d\n", btime)
+		if got, err := parseNSpid(in); err != nil || int64(got) != btime {
+			t.Fatalf("parseNSpid(%q) = %d, %v; want %d", in, got, err, btime)
 		}
 	})
 }
