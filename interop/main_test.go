@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/interop/claudecli"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 )
@@ -15,19 +16,17 @@ import (
 // the binary built once for the whole run.
 
 func TestMain(m *testing.M) {
-	if os.Getenv("GATEWAY_INTEROP") != "1" {
+	if !testutil.InteropOn() {
 		fmt.Println("interop: skipped; run with GATEWAY_INTEROP=1 after .ci/install-interop.sh (scripts/test.sh does both)")
 	}
 	os.Exit(gatewaytest.Main(m))
 }
 
-// needInterop skips without GATEWAY_INTEROP=1 and fails when the real CLI
-// is missing or of another version.
+// needInterop skips without GATEWAY_INTEROP=1 (fails in CI) and fails when
+// the real CLI is missing or of another version.
 func needInterop(t *testing.T) string {
 	t.Helper()
-	if os.Getenv("GATEWAY_INTEROP") != "1" {
-		t.Skip("interop tests need GATEWAY_INTEROP=1 and the real CLI (bash scripts/test.sh)")
-	}
+	testutil.Interop(t, "interop tests need GATEWAY_INTEROP=1 and the real CLI (bash scripts/test.sh)")
 	bin, err := claudecli.Bin()
 	if err != nil {
 		t.Fatal(err)

@@ -90,9 +90,7 @@ func BenchmarkQwenSend(b *testing.B) {
 // node and the SDK, not the Claude or Qwen Code CLIs.
 func needQwenSDK(tb testing.TB) {
 	tb.Helper()
-	if os.Getenv("GATEWAY_INTEROP") != "1" {
-		tb.Skip("interop benchmarks need GATEWAY_INTEROP=1 and @qwen-code/sdk (bash scripts/test.sh)")
-	}
+	testutil.Interop(tb, "interop benchmarks need GATEWAY_INTEROP=1 and @qwen-code/sdk (bash scripts/test.sh)")
 	dir, err := qwencli.NodeModules()
 	if err != nil {
 		tb.Fatal(err)

@@ -30,8 +30,8 @@ import (
 )
 
 // browserTools finds Chromium and playwright-core (installed by
-// .ci/install-interop.sh); without them the test is skipped, unless the
-// interop tests are on, where it fails.
+// .ci/install-interop.sh); without them the test is skipped, or fails
+// under testutil.Strict.
 func browserTools(t *testing.T) (chromium, playwright string) {
 	t.Helper()
 	cache := os.Getenv("GATEWAY_INTEROP_CACHE")
@@ -46,12 +46,8 @@ func browserTools(t *testing.T) (chromium, playwright string) {
 	}
 	_, err := os.Stat(filepath.Join(playwright, "package.json"))
 	_, nodeErr := exec.LookPath("node")
-	if chromium == "" || err != nil || nodeErr != nil {
-		if os.Getenv("GATEWAY_INTEROP") != "" {
-			t.Fatalf("the browser test needs chromium, node and playwright-core in %s (.ci/install-interop.sh installs them)", playwright)
-		}
-		t.Skip("chromium, node or playwright-core missing (.ci/install-interop.sh installs them)")
-	}
+	testutil.Need(t, chromium != "" && err == nil && nodeErr == nil,
+		"the browser test needs chromium, node and playwright-core in %s (.ci/install-interop.sh installs them)", playwright)
 	return chromium, playwright
 }
 

@@ -33,9 +33,7 @@ var versionOnce struct {
 // GATEWAY_INTEROP=1, and then a missing or wrong CLI fails them.
 func interop(t *testing.T) {
 	t.Helper()
-	if os.Getenv("GATEWAY_INTEROP") != "1" {
-		t.Skip("runs the real Claude Code CLI: install it with .ci/install-interop.sh, then run with GATEWAY_INTEROP=1 (GATEWAY_CLAUDE_BIN overrides the binary)")
-	}
+	testutil.Interop(t, "runs the real Claude Code CLI: install it with .ci/install-interop.sh, then run with GATEWAY_INTEROP=1 (GATEWAY_CLAUDE_BIN overrides the binary)")
 	bin, err := Bin()
 	if err != nil {
 		t.Fatalf("GATEWAY_INTEROP=1 but: %v", err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sessiongateway/gateway/internal/safefile"
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -18,9 +19,7 @@ import (
 // does; then a missing SDK is a failure, not a skip.
 func sdkPeer(t *testing.T) string {
 	t.Helper()
-	if os.Getenv("GATEWAY_INTEROP") != "1" {
-		t.Skip("set GATEWAY_INTEROP=1 to check against @qwen-code/sdk")
-	}
+	testutil.Interop(t, "set GATEWAY_INTEROP=1 to check against @qwen-code/sdk")
 	cache := os.Getenv("GATEWAY_INTEROP_CACHE")
 	if cache == "" {
 		home, _ := os.UserHomeDir()
