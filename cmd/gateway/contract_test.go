@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -138,9 +139,7 @@ func TestCompletionScriptsLoad(t *testing.T) {
 			continue
 		}
 		bash, err := exec.LookPath("bash")
-		if err != nil {
-			t.Skip("no bash")
-		}
+		testutil.Need(t, err == nil, "no bash to load the completion script: %v", err)
 		file := filepath.Join(t.TempDir(), "gateway.bash")
 		if err := os.WriteFile(file, []byte(out), 0o600); err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,7 +60,10 @@ func startQwenHost(t *testing.T, g *gatewaytest.Gateway, names ...string) *qwenH
 	start, ok := qwen.ProcStartToken(pid)
 	ns, err := uds.PidNamespace(pid)
 	if !ok || err != nil {
-		t.Skip("no process identity on this platform")
+		if runtime.GOOS != "linux" {
+			t.Skip("no process identity off Linux")
+		}
+		t.Fatalf("no process identity for our pid on Linux: start %q %v, %v", start, ok, err)
 	}
 	sessions := qwen.SessionsDir(g.QwenHome)
 	if err := safefile.EnsureDir(sessions); err != nil {

@@ -52,9 +52,7 @@ func TestEnsureSharedDir(t *testing.T) {
 		})
 	}
 	t.Run("one another user owns is refused", func(t *testing.T) {
-		if os.Geteuid() != 0 {
-			t.Skip("needs root to give a directory away")
-		}
+		testutil.Need(t, os.Geteuid() == 0, "needs root to give a directory away")
 		p := filepath.Join(testutil.ShortTempDir(t), "sessions")
 		if err := os.Mkdir(p, 0o700); err != nil {
 			t.Fatal(err)

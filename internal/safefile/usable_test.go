@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
 )
 
 func TestUsableDirSaysWhatIsWrongAndWhatToDo(t *testing.T) {
@@ -50,9 +52,7 @@ func TestUsableDirSaysWhatIsWrongAndWhatToDo(t *testing.T) {
 		})
 	}
 	t.Run("another user's directory is not ours", func(t *testing.T) {
-		if os.Geteuid() != 0 {
-			t.Skip("making a directory another user's needs root")
-		}
+		testutil.Need(t, os.Geteuid() == 0, "making a directory another user's needs root")
 		other := filepath.Join(root, "other")
 		if err := os.Mkdir(other, 0o700); err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -106,7 +107,10 @@ func TestAPlantedRecordGetsNothing(t *testing.T) {
 	start, ok := qwen.ProcStartToken(qpid)
 	ns, err := uds.PidNamespace(qpid)
 	if !ok || err != nil {
-		t.Skip("no process identity on this platform")
+		if runtime.GOOS != "linux" {
+			t.Skip("no process identity off Linux")
+		}
+		t.Fatalf("no process identity for pid %d on Linux: start %q %v, %v", qpid, start, ok, err)
 	}
 	qrec := qwen.Record{PID: qpid, ProcStart: start, PidNS: ns, SessionID: uuid.NewString(), Cwd: "/",
 		Name: "planted-qwen", StartedAt: time.Now().UnixMilli(), Kind: qwen.KindTUI, IPCPath: qsock.path, IPCToken: qwen.NewIPCToken()}
@@ -123,7 +127,10 @@ func TestAPlantedRecordGetsNothing(t *testing.T) {
 	cpid := bystander(t)
 	id, err := uds.Identify(cpid)
 	if err != nil {
-		t.Skip("no process identity on this platform")
+		if runtime.GOOS != "linux" {
+			t.Skip("no process identity off Linux")
+		}
+		t.Fatalf("no process identity for pid %d on Linux: %v", cpid, err)
 	}
 	domain := fmt.Sprintf("linux:%s:pid:[%d]", id.MachineID, id.PidNS)
 	procStart := strconv.FormatUint(id.StartTicks, 10)

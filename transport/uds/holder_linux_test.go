@@ -68,9 +68,7 @@ func listenAsUID(t *testing.T, path string, uid int) net.Listener {
 }
 
 func TestAListenerOfAnotherUIDIsNotOurs(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root on Linux to listen as another uid")
-	}
+	testutil.Need(t, os.Geteuid() == 0, "needs root on Linux to listen as another uid")
 	path := filepath.Join(testutil.ShortTempDir(t), "nobody.sock")
 	listenAsUID(t, path, 65534)
 	for _, h := range []Holder{{}, {PID: os.Getpid()}} {

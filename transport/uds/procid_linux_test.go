@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sessiongateway/gateway/internal/testutil"
 )
 
 // startSleeper runs a copy of the test binary that sleeps (see TestMain) and
@@ -120,9 +122,7 @@ func TestDeadProcessHasNoIdentity(t *testing.T) {
 
 func TestLstartMatchesPs(t *testing.T) {
 	ps, err := exec.LookPath("ps")
-	if err != nil {
-		t.Skip("ps is not installed (procps missing), so there is nothing to compare Lstart with")
-	}
+	testutil.Need(t, err == nil, "ps is not installed (procps missing), so there is nothing to compare Lstart with")
 	for name, pid := range map[string]int{"our process": os.Getpid(), "pid 1": 1} {
 		t.Run("Lstart of "+name+" is what ps prints, give or take ps's own rounding", func(t *testing.T) {
 			got, err := Lstart(pid)

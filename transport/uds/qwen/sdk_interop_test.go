@@ -89,12 +89,7 @@ func TestTheSDKReadsWhatWeWrite(t *testing.T) {
 	})
 
 	t.Run("our record for this process is listed live", func(t *testing.T) {
-		var host HostFacts
-		ns, ok1 := host.PidNS()
-		tok, ok2 := host.ProcStart(os.Getpid())
-		if !ok1 || !ok2 {
-			t.Skip("no process identity on this platform")
-		}
+		ns, tok := identity(t)
 		dir := filepath.Join(t.TempDir(), "sessions")
 		if err := safefile.EnsureDir(dir); err != nil {
 			t.Fatal(err)

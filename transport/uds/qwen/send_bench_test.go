@@ -95,11 +95,7 @@ func benchInbox(b *testing.B, home, run string) (sid, path string) {
 	}()
 	b.Cleanup(func() { ln.Close(); <-served })
 	pid := os.Getpid()
-	start, ok := ProcStartToken(pid)
-	ns, err := uds.PidNamespace(pid)
-	if !ok || err != nil {
-		b.Skip("no process identity on this platform")
-	}
+	ns, start := identity(b)
 	sid = uuid.NewString()
 	rec := Record{PID: pid, ProcStart: start, PidNS: ns, SessionID: sid, Cwd: "/", Name: "sink",
 		StartedAt: time.Now().UnixMilli(), Kind: KindExternal, IPCPath: path, IPCToken: NewIPCToken()}
