@@ -35,7 +35,7 @@ func TestADamagedFileFailsToOpenWithoutAPanic(t *testing.T) {
 				t.Run(fmt.Sprintf("page %d offset %d set to %#x", pg, off, b), func(t *testing.T) {
 					at := pg*page + off
 					if at+2 > len(good) {
-						t.Skipf("the file has %d bytes", len(good))
+						t.Fatalf("the file has %d bytes, so this damage would not be made: fix the table", len(good))
 					}
 					bad := append([]byte(nil), good...)
 					bad[at], bad[at+1] = b, b
