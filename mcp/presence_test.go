@@ -97,13 +97,16 @@ func TestAnHTTPClientWithoutAStreamLeavesAfterQuiet(t *testing.T) {
 	stream(t, url, reconnecting) // back at once, as the SDKs do
 	done := make(chan rpc, 1)
 	go func() {
+		defer close(done) // also when post fails the test and ends this goroutine: no wait forever below
 		done <- post(t, url, waiting, []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait_for_messages","arguments":{"timeout_seconds":2}}}`))
 	}()
 	testutil.EventuallyWithin(t, 5*time.Second, "the silent session gone", func() bool { return drops(DropGone) >= 1 })
 	if r := post(t, url, silent, []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)); r.status != http.StatusNotFound {
 		t.Errorf("the silent session after Quiet: %d %s", r.status, r.raw)
 	}
-	if r := <-done; r.Error != nil || len(r.Result) == 0 {
+	if r, ok := <-done; !ok {
+		t.Error("the wait outlasting Quiet got no answer (see above)")
+	} else if r.Error != nil || len(r.Result) == 0 {
 		t.Errorf("the wait outlasting Quiet: %d %s", r.status, r.raw)
 	}
 	if r := post(t, url, reconnecting, []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)); r.Error != nil || len(r.Result) == 0 {

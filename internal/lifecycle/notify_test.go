@@ -38,11 +38,12 @@ func TestRunTellsTheServiceManagerReadyThenStopping(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	errc := make(chan error, 1)
+	ln := listen(t) // here: a t.Fatal in the goroutine would leave errc empty
 	go func() {
 		errc <- Run(ctx, Parts{
 			Log: slog.New(slog.DiscardHandler), Grace: 5 * time.Second,
 			Core:    func(ctx context.Context) error { <-ctx.Done(); return nil },
-			Servers: []*http.Server{{Handler: http.NotFoundHandler()}}, Listeners: []net.Listener{listen(t)},
+			Servers: []*http.Server{{Handler: http.NotFoundHandler()}}, Listeners: []net.Listener{ln},
 			Notify: SystemdNotify(path), Ready: func() { close(ready) },
 		})
 	}()
