@@ -37,17 +37,21 @@ func sleeper(t *testing.T) (pid int, procStart string) {
 	return c.Process.Pid, strconv.FormatUint(ticks, 10)
 }
 
-// deadPid is the pid of a child that has exited and been reaped.
+// deadPid is the pid of a child that has exited and been reaped. A pid
+// reused at once is tried again, not skipped: a skip would pass the test.
 func deadPid(t *testing.T) int {
 	t.Helper()
-	c := exec.Command("true")
-	if err := c.Run(); err != nil {
-		t.Fatal(err)
+	for range 5 {
+		c := exec.Command("true")
+		if err := c.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if !uds.Alive(c.Process.Pid) {
+			return c.Process.Pid
+		}
 	}
-	if uds.Alive(c.Process.Pid) {
-		t.Skip("the pid of a reaped child was reused at once")
-	}
-	return c.Process.Pid
+	t.Fatal("the pid of each of 5 reaped children was reused at once")
+	return 0
 }
 
 // listening binds a socket that accepts and closes every connection
