@@ -245,6 +245,61 @@ func TestAnInferredDeliveryIsPublishedAsAReceiptEvent(t *testing.T) {
 	}
 }
 
+// However short the settle window, a send's "sent" is published before
+// the delivery inferred from it: watch and the console show the last
+// receipt as where the message stands.
+func TestASendsFirstReceiptIsPublishedBeforeItsInferredDelivery(t *testing.T) {
+	leg := newFake()
+	leg.settle = 0 // fires as soon as the window starts
+	r := start(t, settlingLeg{leg})
+	_, _, sub := r.Hub().Subscribe(-1)
+	defer sub.Close()
+	const sends = 200
+	// Read while sending: a subscriber that falls behind is cut off.
+	sent := make(chan string, sends)
+	var sendErr error
+	go func() {
+		defer close(sent)
+		for range sends {
+			out, err := r.Send(context.Background(), SendRequest{To: "review", Body: "hi"})
+			if err != nil {
+				sendErr = err
+				return
+			}
+			sent <- out.Message.ID
+		}
+	}()
+	seen := map[string]message.Status{} // the first receipt event of each
+	deadline := time.After(10 * time.Second)
+	for delivered := 0; delivered < sends; {
+		select {
+		case ev := <-sub.C:
+			rc := ev.Receipt
+			if ev.Type != message.EventReceipt || rc.MsgID == "" {
+				continue
+			}
+			if _, ok := seen[rc.MsgID]; !ok {
+				seen[rc.MsgID] = rc.Status
+			}
+			if rc.Status == message.StatusDelivered {
+				delivered++
+			}
+		case <-deadline:
+			for range sent { // the sender is done before the test is
+			}
+			t.Fatalf("%d of %d inferred deliveries published (send error: %v)", delivered, sends, sendErr)
+		}
+	}
+	for id := range sent {
+		if first := seen[id]; first != message.StatusSent {
+			t.Fatalf("message %s: first receipt event %s, want sent before the inferred delivery", id, first)
+		}
+	}
+	if sendErr != nil {
+		t.Fatal(sendErr)
+	}
+}
+
 func TestAHeldReceiptStopsTheSettleInference(t *testing.T) {
 	leg := newFake()
 	leg.settle = 50 * time.Millisecond

@@ -63,9 +63,8 @@ func (r *Router) Send(ctx context.Context, req SendRequest) (Outbound, error) {
 		}
 		return rc, err
 	}
-	rc := r.dispatch(ctx, leg, m, nil, send, "out")
+	r.dispatch(ctx, leg, m, nil, send, "out") // publishes its first receipt
 	snap, _ := r.Message(m.ID)
-	r.hub.Publish(message.Event{Type: message.EventReceipt, Leg: leg.Name(), Receipt: &rc})
 	if notAccepted != nil {
 		return snap, fmt.Errorf("%s: %w", leg.Name(), notAccepted)
 	}
@@ -145,6 +144,11 @@ func (r *Router) dispatch(ctx context.Context, leg Leg, m message.Message, fwd *
 	traced(rc)
 	r.cfg.Metrics.Message(ctx, string(leg.Name()), dir)
 	r.apply(rc)
+	if fwd == nil {
+		// A send's first receipt is shown before its settle window can
+		// start, so an inferred delivery never shows ahead of it.
+		r.hub.Publish(message.Event{Type: message.EventReceipt, Leg: leg.Name(), Receipt: &rc})
+	}
 	r.settleLater(leg, o, rc)
 	return rc
 }
