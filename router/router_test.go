@@ -64,7 +64,12 @@ func newFake() *fakeLeg {
 
 func start(t *testing.T, legs ...Leg) *Router {
 	t.Helper()
-	r := New(Config{}, legs...)
+	return startWith(t, Config{}, legs...)
+}
+
+func startWith(t *testing.T, cfg Config, legs ...Leg) *Router {
+	t.Helper()
+	r := New(cfg, legs...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
@@ -251,11 +256,12 @@ func TestAnInferredDeliveryIsPublishedAsAReceiptEvent(t *testing.T) {
 func TestASendsFirstReceiptIsPublishedBeforeItsInferredDelivery(t *testing.T) {
 	leg := newFake()
 	leg.settle = 0 // fires as soon as the window starts
-	r := start(t, settlingLeg{leg})
+	const sends = 200
+	// Room for every event of every send: a subscriber that falls behind
+	// is cut off, and a slow run (-race, a loaded machine) falls behind.
+	r := startWith(t, Config{WatcherBuf: 4 * sends}, settlingLeg{leg})
 	_, _, sub := r.Hub().Subscribe(-1)
 	defer sub.Close()
-	const sends = 200
-	// Read while sending: a subscriber that falls behind is cut off.
 	sent := make(chan string, sends)
 	var sendErr error
 	go func() {
@@ -273,7 +279,10 @@ func TestASendsFirstReceiptIsPublishedBeforeItsInferredDelivery(t *testing.T) {
 	deadline := time.After(10 * time.Second)
 	for delivered := 0; delivered < sends; {
 		select {
-		case ev := <-sub.C:
+		case ev, ok := <-sub.C:
+			if !ok {
+				t.Fatalf("the subscriber was cut off (%v) after %d of %d inferred deliveries", sub.Err(), delivered, sends)
+			}
 			rc := ev.Receipt
 			if ev.Type != message.EventReceipt || rc.MsgID == "" {
 				continue
