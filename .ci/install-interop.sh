@@ -13,6 +13,8 @@
 #
 # The tests find the binaries there (or at $GATEWAY_CLAUDE_BIN, $GATEWAY_QWEN_BIN).
 set -euo pipefail
+# shellcheck source=../scripts/lib.sh
+. "$(dirname "$0")/../scripts/lib.sh"
 
 CLAUDE_VERSION=2.1.332
 CACHE=${GATEWAY_INTEROP_CACHE:-$HOME/.cache/gateway-interop}
@@ -36,8 +38,8 @@ if ((${#missing[@]})); then
 	fi
 	log "installing ${missing[*]}"
 	# env, not a prefix assignment: sudo would drop DEBIAN_FRONTEND.
-	$SUDO apt-get update -qq || die "apt-get update failed"
-	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" ||
+	retry $SUDO apt-get update -qq || die "apt-get update failed"
+	retry $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" ||
 		die "could not install ${missing[*]} with apt-get"
 	# A package that installs without the command (a transitional one) is no peer.
 	for cmd in "${!PKG_FOR[@]}"; do
@@ -60,7 +62,7 @@ npm_pinned() {
 	fi
 	log "installing $pkg@$version into $dir${note:+ ($note)}"
 	mkdir -p "$dir"
-	npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "$pkg@$version" ||
+	retry npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "$pkg@$version" ||
 		die "npm install of $pkg@$version into $dir failed"
 	got=$(npm_version "$dir" "$pkg")
 	[ "$got" = "$version" ] || die "$pkg in $dir is '$got', want $version"
@@ -79,7 +81,7 @@ if [ "$installed" = "$CLAUDE_VERSION" ] && [ -x "$claude_bin" ]; then
 else
 	log "installing @anthropic-ai/claude-code@$CLAUDE_VERSION into $claude_dir (about 400 MB)"
 	mkdir -p "$claude_dir"
-	npm install --prefix "$claude_dir" --no-audit --no-fund --loglevel=error \
+	retry npm install --prefix "$claude_dir" --no-audit --no-fund --loglevel=error \
 		"@anthropic-ai/claude-code@$CLAUDE_VERSION" ||
 		die "npm install of @anthropic-ai/claude-code@$CLAUDE_VERSION into $claude_dir failed"
 fi
@@ -107,7 +109,7 @@ if [ "$(pkg_version @qwen-code/qwen-code)" = "$QWEN_VERSION" ] &&
 else
 	log "installing @qwen-code/qwen-code@$QWEN_VERSION and @qwen-code/sdk@$QWEN_SDK_VERSION into $qwen_dir (about 280 MB)"
 	mkdir -p "$qwen_dir"
-	npm install --prefix "$qwen_dir" --no-audit --no-fund --loglevel=error \
+	retry npm install --prefix "$qwen_dir" --no-audit --no-fund --loglevel=error \
 		"@qwen-code/qwen-code@$QWEN_VERSION" "@qwen-code/sdk@$QWEN_SDK_VERSION" ||
 		die "npm install of @qwen-code/qwen-code@$QWEN_VERSION and @qwen-code/sdk@$QWEN_SDK_VERSION into $qwen_dir failed"
 fi

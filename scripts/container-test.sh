@@ -17,6 +17,7 @@
 # cgroupfs manager (no systemd), and ulimits within the hard limits.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
 log() { printf 'container-test: %s\n' "$*" >&2; }
 die() { printf 'container-test: FAIL: %s\n' "$*" >&2; exit 1; }
@@ -43,8 +44,8 @@ done
 if ((${#missing[@]})); then
 	command -v apt-get >/dev/null 2>&1 || die "need ${missing[*]} but apt-get is not available"
 	log "installing ${missing[*]}"
-	apt-get update -qq || die "apt-get update failed"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+	retry apt-get update -qq || die "apt-get update failed"
+	retry env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
 		die "could not install ${missing[*]}"
 fi
 for cmd in "${!PKG_FOR[@]}"; do

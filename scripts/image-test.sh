@@ -18,6 +18,7 @@
 # runs it so, so that CI builds the image once. The store is left as found.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 repo=$PWD
 
 log() { printf 'image-test: %s\n' "$*" >&2; }
@@ -41,8 +42,8 @@ phase() { # phase NAME: records the time since the previous phase ended
 if ! command -v buildah >/dev/null 2>&1; then
 	command -v apt-get >/dev/null 2>&1 || die "buildah is missing and apt-get is not available to install it"
 	log "installing buildah"
-	apt-get update -qq || die "apt-get update failed"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends buildah >/dev/null ||
+	retry apt-get update -qq || die "apt-get update failed"
+	retry env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends buildah >/dev/null ||
 		die "could not install buildah"
 fi
 for cmd in setpriv chroot; do

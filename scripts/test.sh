@@ -6,6 +6,7 @@
 # set up: interop tests are never skipped here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
 # The last lines say how the run ended and, on a failure, in which step,
 # closing on a plain "steps: N passed, N failed" line; the exit code stays
@@ -18,12 +19,15 @@ trap 'rc=$?; if [ "$rc" -eq 0 ]; then echo "== PASS: every step passed"; echo "s
 step "installing what the interop tests need"
 bash .ci/install-interop.sh
 
+step "Go modules (downloaded once, so no later step meets a dropped connection)"
+retry go mod download
+
 step "nats-server for the federation tests (built from its module, cached outside the repo)"
 nats_version=$(go list -m -f '{{.Version}}' github.com/nats-io/nats-server/v2)
 nats_bin="${GATEWAY_NATS_CACHE:-$HOME/.cache/gateway-nats}/$nats_version/nats-server"
 if [ ! -x "$nats_bin" ]; then
   mkdir -p "$(dirname "$nats_bin")"
-  go build -o "$nats_bin.tmp" github.com/nats-io/nats-server/v2
+  retry go build -o "$nats_bin.tmp" github.com/nats-io/nats-server/v2
   mv "$nats_bin.tmp" "$nats_bin"
 fi
 "$nats_bin" --version || { echo "nats-server at $nats_bin does not run"; exit 1; }
@@ -42,7 +46,12 @@ step "go vet"
 go vet ./...
 
 step "staticcheck"
-go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+# Installed apart from its run, so only the download is retried.
+staticcheck_bin="${GATEWAY_TOOLS_CACHE:-$HOME/.cache/gateway-tools}/staticcheck-v0.8.2"
+if [ ! -x "$staticcheck_bin/staticcheck" ]; then
+  retry env GOBIN="$staticcheck_bin" go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+fi
+"$staticcheck_bin/staticcheck" ./...
 
 step "OpenAPI lint (an independent linter, strict: warnings fail too)"
 redocly="${GATEWAY_INTEROP_CACHE:-$HOME/.cache/gateway-interop}/redocly/node_modules/.bin/redocly"
