@@ -24,6 +24,8 @@ func TestADemoAnswersWhatItIsSentAndNeverAnotherDemosAnswer(t *testing.T) {
 		{"a body that merely starts with demo- is answered", "demo-day is today",
 			reply{Answer: "demo-claude got: demo-day is today"}},
 		{"a long body is echoed clipped", long, reply{Answer: "demo-claude got: " + long[:2*maxEcho] + "..."}},
+		{"ask to a name longer than any echo is answered with how to use it", "ask " + long + " hi",
+			reply{Answer: "demo-claude got: ask " + long[:2*(maxEcho-4)] + "... (try: ask NAME TEXT)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -39,7 +41,9 @@ func TestADemoAnswersWhatItIsSentAndNeverAnotherDemosAnswer(t *testing.T) {
 // what it passes on is bounded and no ask.
 func FuzzRespond(f *testing.F) {
 	for _, s := range []string{"hello", "ask demo-qwen hi", "ask  x", "ask demo-qwen ask demo-claude ask x y",
-		"demo-qwen got: hi", "demo- got: ", "ask " + strings.Repeat("x ", 300), "\x00ask\tdemo"} {
+		"demo-qwen got: hi", "demo- got: ", "ask " + strings.Repeat("x ", 300), "\x00ask\tdemo",
+		"ask " + strings.Repeat("n", 4*maxEcho) + " hi"} { // a name longer than any echo
+
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {

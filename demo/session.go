@@ -286,7 +286,9 @@ func respond(self, body string) reply {
 	if rest, ok := strings.CutPrefix(body, "ask "); ok {
 		name, text, _ := strings.Cut(strings.TrimSpace(rest), " ")
 		text = strings.TrimSpace(text)
-		if name == "" || text == "" {
+		// A name longer than any echo is no session's: said back whole, it
+		// would grow the answer with the message.
+		if name == "" || text == "" || len(name) > maxEcho {
 			return reply{Answer: self + " got: " + clip(body) + " (try: ask NAME TEXT)"}
 		}
 		// One hop only: "ask a ask b ask a ..." would bounce between the
