@@ -23,9 +23,10 @@ const FileName = "outbox.db"
 
 // Defaults of Options.
 const (
-	DefaultMaxPending      = 10_000
-	DefaultMaxPendingBytes = 256 << 20
-	DefaultKeepFinished    = 1_000
+	DefaultMaxPending        = 10_000
+	DefaultMaxPendingBytes   = 256 << 20
+	DefaultKeepFinished      = 1_000
+	DefaultKeepFinishedBytes = 32 << 20
 )
 
 // entryVersion is written into every entry; an entry of another version is
@@ -92,6 +93,10 @@ type Options struct {
 	// KeepFinished is how many acked or failed entries are kept for
 	// `gateway outbox --all`; older ones are deleted as new ones finish.
 	KeepFinished int
+	// KeepFinishedBytes bounds what the kept finished entries take in the
+	// file, as MaxPendingBytes does for pending ones: a count alone would
+	// keep a GiB of bodies. The newest finished entry is always kept.
+	KeepFinishedBytes int64
 	// LockTimeout bounds the wait for the file's lock (another process
 	// has it open); default 1 s.
 	LockTimeout time.Duration
@@ -107,9 +112,11 @@ type Store struct {
 
 	mu       sync.Mutex
 	pending  int
-	bytes    int64    // what the pending entries take, as stored
-	finished []string // ids of finished entries, oldest first
-	writeErr error    // the last write's failure, nil once one succeeds
+	bytes    int64  // what the pending entries take, as stored
+	finished []kept // finished entries, oldest first
+	// finishedBytes is what the finished entries take in the file.
+	finishedBytes int64
+	writeErr      error // the last write's failure, nil once one succeeds
 	// fault, set by tests only, fails writes before they reach the file.
 	fault func() error
 }
@@ -125,6 +132,9 @@ func Open(path string, o Options) (*Store, error) {
 	}
 	if o.KeepFinished <= 0 {
 		o.KeepFinished = DefaultKeepFinished
+	}
+	if o.KeepFinishedBytes <= 0 {
+		o.KeepFinishedBytes = DefaultKeepFinishedBytes
 	}
 	if o.LockTimeout <= 0 {
 		o.LockTimeout = time.Second
@@ -194,7 +204,7 @@ func (s *Store) loadRecovering() (err error) {
 // load creates the bucket and counts what the file holds.
 func (s *Store) load() error {
 	type done struct {
-		id string
+		kept
 		at time.Time
 	}
 	var finished []done
@@ -214,16 +224,39 @@ func (s *Store) load() error {
 				s.pending++
 				s.bytes += int64(len(v))
 			} else {
-				finished = append(finished, done{e.Message.ID, e.FinishedAt})
+				finished = append(finished, done{kept{e.Message.ID, int64(len(v))}, e.FinishedAt})
 			}
 			return nil
 		})
 	})
 	slices.SortStableFunc(finished, func(a, b done) int { return a.at.Compare(b.at) })
 	for _, d := range finished {
-		s.finished = append(s.finished, d.id)
+		s.finished = append(s.finished, d.kept)
+		s.finishedBytes += d.size
 	}
 	return err
+}
+
+// kept is a finished entry: its id and what it takes in the file.
+type kept struct {
+	id   string
+	size int64
+}
+
+// prunable is how many of the oldest finished entries go when one of size
+// more finishes, to stay within KeepFinished and KeepFinishedBytes; s.mu
+// held.
+func (s *Store) prunable(size int64) int {
+	n := max(len(s.finished)+1-s.opts.KeepFinished, 0)
+	bytes := s.finishedBytes + size
+	for _, k := range s.finished[:n] {
+		bytes -= k.size
+	}
+	for n < len(s.finished) && bytes > s.opts.KeepFinishedBytes {
+		bytes -= s.finished[n].size
+		n++
+	}
+	return n
 }
 
 // Path is the file's path.
@@ -341,7 +374,8 @@ func (s *Store) Get(id string) (Entry, error) {
 // Update applies f to the entry of message id and writes it back; its
 // message, sequence number and acceptance time stay as stored. An entry
 // that f moves to a final state counts as finished, and the oldest
-// finished entries beyond KeepFinished are deleted in the same write. A
+// finished entries beyond KeepFinished or KeepFinishedBytes are deleted in
+// the same write. A
 // finished entry is not changed again.
 func (s *Store) Update(id string, f func(*Entry)) (Entry, error) {
 	s.mu.Lock()
@@ -349,7 +383,8 @@ func (s *Store) Update(id string, f func(*Entry)) (Entry, error) {
 	var (
 		out      Entry
 		finished bool
-		drop     []string
+		drop     []kept
+		size     int64 // the finished entry's, in the file
 		grown    int64 // what the pending entries take more after the write
 	)
 	err := s.update(func(tx *bolt.Tx) error {
@@ -381,13 +416,11 @@ func (s *Store) Update(id string, f func(*Entry)) (Entry, error) {
 		}
 		grown = int64(len(nv) - len(v))
 		if finished = e.State.Final(); finished {
-			grown = -int64(len(v))
-			if n := len(s.finished) + 1 - s.opts.KeepFinished; n > 0 {
-				drop = s.finished[:n]
-				for _, old := range drop {
-					if err := b.Delete([]byte(old)); err != nil {
-						return err
-					}
+			grown, size = -int64(len(v)), int64(len(nv))
+			drop = s.finished[:s.prunable(size)]
+			for _, old := range drop {
+				if err := b.Delete([]byte(old.id)); err != nil {
+					return err
 				}
 			}
 		}
@@ -401,7 +434,11 @@ func (s *Store) Update(id string, f func(*Entry)) (Entry, error) {
 	s.bytes += grown
 	if finished {
 		s.pending--
-		s.finished = append(s.finished[len(drop):], id)
+		for _, k := range drop {
+			s.finishedBytes -= k.size
+		}
+		s.finished = append(s.finished[len(drop):], kept{id, size})
+		s.finishedBytes += size
 	}
 	return out, nil
 }

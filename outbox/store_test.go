@@ -167,6 +167,32 @@ func TestStore(t *testing.T) {
 				t.Fatalf("len = %d pending, %d finished", p, f)
 			}
 		}},
+		{"finished entries beyond the kept bytes are pruned, oldest first, counted again after a restart", func(t *testing.T, dir string) {
+			kib := strings.Repeat("k", 1<<10)
+			o := outbox.Options{KeepFinishedBytes: 3 << 10}
+			s := openStore(t, dir, o)
+			for _, id := range []string{"m1", "m2", "m3", "m4", "m5"} {
+				add(t, s, msg(id, "bridge:s1", kib))
+			}
+			for _, id := range []string{"m1", "m2", "m3"} {
+				finish(t, s, id, outbox.StateAcked)
+			}
+			if all, _ := s.List(true); ids(all) != "m2:acked m3:acked m4:pending m5:pending" {
+				t.Fatalf("all = %s, want two finished entries of over a KiB each within 3 KiB", ids(all))
+			}
+			s.Close()
+			s = openStore(t, dir, o)
+			finish(t, s, "m4", outbox.StateFailed)
+			if all, _ := s.List(true); ids(all) != "m3:acked m4:failed m5:pending" {
+				t.Fatalf("after a restart all = %s", ids(all))
+			}
+			s.Close()
+			s = openStore(t, dir, outbox.Options{KeepFinishedBytes: 1})
+			finish(t, s, "m5", outbox.StateAcked)
+			if all, _ := s.List(true); ids(all) != "m5:acked" {
+				t.Fatalf("with room for none, all = %s; the newest is kept", ids(all))
+			}
+		}},
 		{"a finished entry is not changed again", func(t *testing.T, dir string) {
 			s := openStore(t, dir, outbox.Options{})
 			add(t, s, msg("m1", "bridge:s1", "one"))
