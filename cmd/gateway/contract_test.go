@@ -171,6 +171,9 @@ func TestUsageErrorsAreShortAndSuggest(t *testing.T) {
 		{"a misspelt flag", []string{"send", "a", "b", "--wiat"}, "did you mean --wait?"},
 		{"a misspelt serve flag", []string{"serve", "--legz", "claude"}, "did you mean --legs?"},
 		{"a missing argument", []string{"send", "work-08"}, "ADDRESS TEXT"},
+		{"an argument too many says how many came", []string{"outbox", "x"}, "gateway: outbox takes no arguments; 1 was given\n"},
+		{"a serve flag unknown in the other commands' words", []string{"serve", "--bogus"}, "gateway: unknown flag: --bogus\n"},
+		{"a serve flag without its value in the same words", []string{"serve", "--legs"}, "gateway: flag needs an argument: --legs\n"},
 		{"a group without its command", []string{"controllers"}, "add, list, remove"},
 		{"help on a misspelt command", []string{"help", "sesions"}, "did you mean sessions?"},
 		{"help on an unknown subcommand", []string{"help", "remote", "nosuch"}, `no help topic "nosuch" for gateway remote`},
@@ -182,6 +185,9 @@ func TestUsageErrorsAreShortAndSuggest(t *testing.T) {
 			}
 			if n := strings.Count(errOut, "\n"); n > 4 {
 				t.Fatalf("%d lines for a usage error:\n%s", n, errOut)
+			}
+			if strings.Count(errOut, "did you mean") > 1 || strings.Contains(errOut, "gateway: gateway") {
+				t.Fatalf("said twice:\n%s", errOut)
 			}
 		})
 	}

@@ -107,7 +107,6 @@ func (a *app) root() *cobra.Command {
 	root.SetErr(a.e.stderr)
 	root.SetVersionTemplate("gateway {{.Version}}\n")
 	root.PersistentFlags().StringVar(&a.stateDir, "state-dir", defaultStateDir(a.e.getenv), "state directory (env GATEWAY_STATE_DIR)")
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return flagHint(c, err) })
 	root.SetHelpCommand(&cobra.Command{Use: "help [command]", Short: "Help about any command",
 		RunE: func(_ *cobra.Command, args []string) error {
 			// cobra's own prints the whole list and exits 0 for a topic it
@@ -175,7 +174,7 @@ func group(c *cobra.Command, subs ...*cobra.Command) *cobra.Command {
 			for _, s := range c.Commands() {
 				names = append(names, s.Name())
 			}
-			return cli.Usagef("%s needs a command: %s", c.CommandPath(), strings.Join(names, ", "))
+			return cli.Usagef("%s needs a command: %s", strings.TrimPrefix(c.CommandPath(), "gateway "), strings.Join(names, ", "))
 		}
 		if args[0] == "help" { // gateway remote help, as before
 			return c.Help()
@@ -189,10 +188,17 @@ func group(c *cobra.Command, subs ...*cobra.Command) *cobra.Command {
 func nargs(lo, hi int) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if len(args) < lo || (hi >= 0 && len(args) > hi) {
-			return cli.Usagef("%s takes %s, not %d argument(s)", c.CommandPath(), argWords(c), len(args))
+			return cli.Usagef("%s takes %s; %s", strings.TrimPrefix(c.CommandPath(), "gateway "), argWords(c), given(len(args)))
 		}
 		return nil
 	}
+}
+
+func given(n int) string {
+	if n == 1 {
+		return "1 was given"
+	}
+	return fmt.Sprintf("%d were given", n)
 }
 
 func argWords(c *cobra.Command) string {
@@ -223,10 +229,21 @@ func didYouMean(s []string) string {
 	return "; did you mean " + strings.Join(s, " or ") + "?"
 }
 
-var unknownFlag = regexp.MustCompile(`^(?:unknown flag: --|unknown shorthand flag: '.' in -|flag provided but not defined: -{1,2})([^ =]+)`)
+var unknownFlag = regexp.MustCompile(`^(?:unknown flag: --|unknown shorthand flag: '.' in -)([^ =]+)`)
 
-// flagHint adds the flags that a misspelt one may have meant.
+// stdFlagError is the standard library's words for serve's flags.
+var stdFlagError = regexp.MustCompile(`^(flag provided but not defined|flag needs an argument): -{1,2}(.+)$`)
+
+// flagHint says serve's flag errors in the other commands' words and adds
+// the flags that a misspelt one may have meant.
 func flagHint(c *cobra.Command, err error) error {
+	if m := stdFlagError.FindStringSubmatch(err.Error()); m != nil {
+		what := "unknown flag"
+		if m[1] == "flag needs an argument" {
+			what = m[1]
+		}
+		err = errors.New(what + ": --" + m[2])
+	}
 	m := unknownFlag.FindStringSubmatch(err.Error())
 	if c == nil || m == nil {
 		return err
