@@ -2,6 +2,7 @@ package auth
 
 import (
 	"fmt"
+	"os/exec"
 	"strings"
 	"time"
 )
@@ -22,6 +23,14 @@ func ParseSigner(spec string) (Signer, error) {
 		argv := strings.Fields(strings.TrimPrefix(spec, "exec:"))
 		if len(argv) == 0 {
 			return nil, fmt.Errorf("--remote-signer exec: names no command")
+		}
+		// Found now, so a misspelt command fails the start, not the first
+		// event signed an hour later.
+		if _, err := exec.LookPath(argv[0]); err != nil {
+			if ee, ok := err.(*exec.Error); ok {
+				err = ee.Err
+			}
+			return nil, fmt.Errorf("--remote-signer: cannot run %q: %w", argv[0], err)
 		}
 		return NewExecSigner(argv, 10*time.Second), nil
 	}

@@ -13,6 +13,8 @@ func TestParseSigner(t *testing.T) {
 		{"none", ""},
 		{"exec:/bin/true --flag", ""},
 		{"exec:", "names no command"},
+		{"exec:/nonexistent/signer --flag", `cannot run "/nonexistent/signer"`},
+		{"exec:no-such-signer-on-path", `cannot run "no-such-signer-on-path"`},
 		{"ed25519-file:/nonexistent/key", "key file"},
 		{"hsm", "want none"},
 	}

@@ -525,6 +525,28 @@ func TestServeRefusesAStrayArgument(t *testing.T) {
 	}
 }
 
+// A remote leg's signer is built at the start: a bad key or a command that
+// cannot run is a usage error then (exit 2), not a failed post later.
+func TestServeRefusesARemoteSignerItCannotBuild(t *testing.T) {
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "token")
+	writeConf(t, dir, "token", `{"access_token": "x"}`, 0o600)
+	writeConf(t, dir, "key", "not a key", 0o600)
+	for _, tt := range []struct{ signer, want string }{
+		{"ed25519-file:" + filepath.Join(dir, "key"), "--remote-signer"},
+		{"exec:/nonexistent/signer", `cannot run "/nonexistent/signer"`},
+		{"hsm", "want none, ed25519-file:PATH or exec:COMMAND"},
+	} {
+		t.Run(tt.signer, func(t *testing.T) {
+			code, _, stderr := runGateway(t, map[string]string{"GATEWAY_STATE_DIR": t.TempDir()},
+				"serve", "--legs", "claude", "--remote-token-file", tok, "--remote-signer", tt.signer)
+			if code != exitUsage || !strings.Contains(stderr, tt.want) {
+				t.Fatalf("exit %d, stderr %q; want %d saying %q", code, stderr, exitUsage, tt.want)
+			}
+		})
+	}
+}
+
 func TestServeAndConfigSayABooleanTakesItsValueAfterEquals(t *testing.T) {
 	tests := []struct {
 		args []string

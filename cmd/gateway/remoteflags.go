@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sessiongateway/gateway/auth"
 	"github.com/sessiongateway/gateway/transport/remote"
 	"github.com/sessiongateway/gateway/transport/remote/stream"
 )
@@ -136,8 +137,10 @@ func (o *remoteOpts) check() error {
 			return fmt.Errorf("--remote-follow %q: not a session id (or all)", id)
 		}
 	}
-	if o.signer != "none" && !strings.HasPrefix(o.signer, "ed25519-file:") && !strings.HasPrefix(o.signer, "exec:") {
-		return fmt.Errorf("--remote-signer %q: want none, ed25519-file:PATH or exec:COMMAND", o.signer)
+	// Built now, as the leg will, so a bad key or a missing command is a
+	// usage error at the start (exit 2), not a failure of the first post.
+	if _, err := auth.ParseSigner(o.signer); err != nil {
+		return err
 	}
 	return nil
 }
