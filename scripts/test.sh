@@ -27,7 +27,7 @@ nats_version=$(go list -m -f '{{.Version}}' github.com/nats-io/nats-server/v2)
 nats_bin="${GATEWAY_NATS_CACHE:-$HOME/.cache/gateway-nats}/$nats_version/nats-server"
 if [ ! -x "$nats_bin" ]; then
   mkdir -p "$(dirname "$nats_bin")"
-  retry go build -o "$nats_bin.tmp" github.com/nats-io/nats-server/v2
+  go build -o "$nats_bin.tmp" github.com/nats-io/nats-server/v2
   mv "$nats_bin.tmp" "$nats_bin"
 fi
 "$nats_bin" --version || { echo "nats-server at $nats_bin does not run"; exit 1; }
