@@ -43,6 +43,10 @@ type Gauges struct {
 	Sessions       func() map[string]int // live sessions by leg
 	PendingPrompts func() int            // permission prompts waiting for an answer
 	OutboxDepth    func() int            // remote messages stored and not yet acknowledged
+	// NoticesLost counts, by leg, the drop and hold notices a leg could not
+	// hand to the router (it was behind or stopping): a drop whose notice
+	// is lost is in no other count.
+	NoticesLost func() map[string]uint64
 }
 
 // routeBuckets suit a local socket write (sub-millisecond) as well as a
@@ -113,6 +117,10 @@ func (m *Metrics) instruments(meter metric.Meter) error {
 	if err != nil {
 		return err
 	}
+	lost, err := meter.Int64ObservableCounter("gateway.notices.lost", metric.WithDescription("Drop and hold notices a leg could not hand to the router, by leg."))
+	if err != nil {
+		return err
+	}
 	_, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		m.mu.Lock()
 		g := m.gauges
@@ -128,8 +136,13 @@ func (m *Metrics) instruments(meter metric.Meter) error {
 		if g.OutboxDepth != nil {
 			o.ObserveInt64(depth, int64(g.OutboxDepth()))
 		}
+		if g.NoticesLost != nil {
+			for leg, n := range g.NoticesLost() {
+				o.ObserveInt64(lost, int64(n), metric.WithAttributes(attribute.String("leg", leg)))
+			}
+		}
 		return nil
-	}, sessions, prompts, depth)
+	}, sessions, prompts, depth, lost)
 	return err
 }
 

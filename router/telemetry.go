@@ -120,5 +120,18 @@ func (r *Router) Gauges() observability.Gauges {
 			return n
 		},
 		PendingPrompts: func() int { return len(r.Permissions()) },
+		NoticesLost: func() map[string]uint64 {
+			n := map[string]uint64{}
+			for _, l := range r.legs {
+				if c, ok := l.(NoticeCounter); ok {
+					n[string(l.Name())] = c.NoticesLost()
+				}
+			}
+			return n
+		},
 	}
 }
+
+// NoticeCounter is a leg that counts the drop and hold notices it could not
+// hand to the router.
+type NoticeCounter interface{ NoticesLost() uint64 }

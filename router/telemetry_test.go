@@ -299,3 +299,26 @@ func TestCloseAllEndsEveryWatchWithTheReason(t *testing.T) {
 		})
 	}
 }
+
+// noticeLeg is a leg that has lost n notices.
+type noticeLeg struct {
+	*fakeLeg
+	n uint64
+}
+
+func (l noticeLeg) NoticesLost() uint64 { return l.n }
+
+// The notices a leg could not hand on are a counter per leg: such a drop
+// is in no other count.
+func TestLostNoticesAreCountedPerLeg(t *testing.T) {
+	m, err := observability.NewMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(Config{Metrics: m}, noticeLeg{fakeLeg: newFake(), n: 7})
+	m.Observe(r.Gauges())
+	got := sample(scrape(t, m), "gateway_notices_lost_total", map[string]string{"leg": "claude"})
+	if got == nil || got.GetCounter().GetValue() != 7 {
+		t.Fatalf("gateway_notices_lost_total{leg=claude} = %v, want 7", got)
+	}
+}

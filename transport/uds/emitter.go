@@ -2,7 +2,9 @@ package uds
 
 import (
 	"context"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sessiongateway/gateway/message"
@@ -21,7 +23,16 @@ type Emitter struct {
 	out    chan<- message.Event
 	closed chan struct{}
 	once   sync.Once
+
+	lost     atomic.Uint64 // notices Notice could not hand on
+	logMu    sync.Mutex
+	loggedAt time.Time // the last lost-notice log line
+	logged   uint64    // lost, as of that line
 }
+
+// noticeLogEvery bounds the lost-notice log lines: a router behind drops
+// many notices in a row, and one line says how many.
+const noticeLogEvery = 10 * time.Second
 
 // NewEmitter returns an emitter stamping events with leg and now().
 func NewEmitter(leg message.Protocol, now func() time.Time) *Emitter {
@@ -89,6 +100,44 @@ func (o *Emitter) Offer(ev message.Event) bool {
 	}
 	select {
 	case out <- o.stamp(ev):
+		return true
+	default:
+		return false
+	}
+}
+
+// Notice offers a drop or hold notice (Offer): a sender's connection never
+// waits on it. A lost one is counted (Lost) and logged with its cause, at
+// most once per noticeLogEvery, saying how many were lost since the last
+// line; the sender's receipt never depends on it.
+func (o *Emitter) Notice(log *slog.Logger, ev message.Event) bool {
+	if o.Offer(ev) {
+		return true
+	}
+	total := o.lost.Add(1)
+	cause := "behind"
+	switch {
+	case o.isClosed():
+		cause = "stopping"
+	case !o.Attached():
+		cause = "not reading yet"
+	}
+	o.logMu.Lock()
+	defer o.logMu.Unlock()
+	if now := o.now(); o.loggedAt.IsZero() || now.Sub(o.loggedAt) >= noticeLogEvery {
+		log.Warn("notices lost: the router did not take them", "cause", cause, "type", string(ev.Type),
+			"lost", total-o.logged, "lost_total", total)
+		o.loggedAt, o.logged = now, total
+	}
+	return false
+}
+
+// Lost is how many notices Notice could not hand on.
+func (o *Emitter) Lost() uint64 { return o.lost.Load() }
+
+func (o *Emitter) isClosed() bool {
+	select {
+	case <-o.closed:
 		return true
 	default:
 		return false

@@ -1,7 +1,11 @@
 package uds
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,4 +89,71 @@ func TestEmitter(t *testing.T) {
 			t.Fatal("emitted after close")
 		}
 	})
+}
+
+// A lost notice is counted and logged with its cause, at most once per
+// noticeLogEvery, the line saying how many were lost since the last one.
+func TestALostNoticeIsCountedAndLoggedWithItsCause(t *testing.T) {
+	tests := []struct {
+		name      string
+		setup     func(o *Emitter, ch chan message.Event)
+		wantCause string
+	}{
+		{"a full queue: the router is behind", func(o *Emitter, ch chan message.Event) {
+			o.Attach(ch)
+			ch <- message.Event{}
+		}, "behind"},
+		{"before Attach: the router is not reading yet", func(*Emitter, chan message.Event) {}, "not reading yet"},
+		{"after Close: the leg is stopping", func(o *Emitter, ch chan message.Event) {
+			o.Attach(ch)
+			o.Close()
+		}, "stopping"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			now := time.Unix(1000, 0)
+			o := NewEmitter(message.ProtocolClaude, func() time.Time { return now })
+			ch := make(chan message.Event, 1)
+			tt.setup(o, ch)
+			var logs bytes.Buffer
+			log := slog.New(slog.NewTextHandler(&logs, nil))
+			lines := func() []string { return strings.Split(strings.TrimSpace(logs.String()), "\n") }
+
+			if o.Notice(log, message.Event{Type: message.EventDrop}) {
+				t.Fatal("a notice went through")
+			}
+			if got := lines(); len(got) != 1 || !strings.Contains(got[0], "cause="+strconv.Quote(tt.wantCause)) && !strings.Contains(got[0], "cause="+tt.wantCause) ||
+				!strings.Contains(got[0], "type=drop") || !strings.Contains(got[0], "lost=1 ") {
+				t.Fatalf("log after one lost notice: %q", got)
+			}
+			for range 4 {
+				o.Notice(log, message.Event{Type: message.EventHeld})
+			}
+			if got := lines(); len(got) != 1 {
+				t.Fatalf("%d log lines within %v, want 1: %q", len(got), noticeLogEvery, got)
+			}
+			now = now.Add(noticeLogEvery)
+			o.Notice(log, message.Event{Type: message.EventHeld})
+			if got := lines(); len(got) != 2 || !strings.Contains(got[1], "lost=5 ") || !strings.Contains(got[1], "lost_total=6") {
+				t.Fatalf("log a period later: %q, want a second line saying 5 lost since the first", got)
+			}
+			if o.Lost() != 6 {
+				t.Fatalf("Lost = %d, want 6", o.Lost())
+			}
+		})
+	}
+}
+
+// A notice that goes through is neither counted nor logged.
+func TestANoticeHandedOnIsNotCounted(t *testing.T) {
+	o := NewEmitter(message.ProtocolClaude, time.Now)
+	ch := make(chan message.Event, 1)
+	o.Attach(ch)
+	var logs bytes.Buffer
+	if !o.Notice(slog.New(slog.NewTextHandler(&logs, nil)), message.Event{Type: message.EventDrop}) || o.Lost() != 0 || logs.Len() != 0 {
+		t.Fatalf("handed on: lost %d, logs %q", o.Lost(), logs.String())
+	}
+	if ev := <-ch; ev.Type != message.EventDrop || ev.Leg != message.ProtocolClaude {
+		t.Fatalf("event = %+v", ev)
+	}
 }

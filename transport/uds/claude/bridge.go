@@ -301,7 +301,7 @@ func (p *Peer) SyncAliases(ctx context.Context, others []message.Session) error 
 func (p *Peer) refuseAlias(ctx context.Context, name, from, msgID string) {
 	p.log.Warn("alias refused: the alias worker cap is reached", "alias", name, "for", from,
 		"msg_id", msgID, "max_alias_workers", p.bridge.pool.cfg.MaxWorkers)
-	p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: msgID, From: from, Reason: message.DropAliasLimit}})
+	p.notice(message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: msgID, From: from, Reason: message.DropAliasLimit}})
 }
 
 // SendAs sends m from the alias named after sender. When the cap leaves no

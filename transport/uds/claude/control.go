@@ -158,5 +158,5 @@ func (p *Peer) unsolicited(f *Frame) {
 	}
 	p.unsolicitedN.Add(-n)
 	p.log.Info("idle notices nobody asked for dropped", "count", n, "from", f.From, "orig_msg_id", f.OrigMsgID)
-	p.emitter.Offer(message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: f.OrigMsgID, From: f.From, Reason: message.DropUnsolicited}})
+	p.notice(message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: f.OrigMsgID, From: f.From, Reason: message.DropUnsolicited}})
 }

@@ -70,5 +70,5 @@ func (p *Peer) noteOverCap(over int) {
 	p.log.Warn("claude registry entries left unread: too many entry files", "unread", over,
 		"max", MaxEntries, "dir", p.sessionsDir)
 	// Offered, never waited for: a listing must not wait on the router.
-	p.emitter.Offer(message.Event{Type: message.EventDrop, Drop: &message.Drop{Reason: message.DropRecordLimit}})
+	p.notice(message.Event{Type: message.EventDrop, Drop: &message.Drop{Reason: message.DropRecordLimit}})
 }

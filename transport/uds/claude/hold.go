@@ -49,7 +49,7 @@ func (p *Peer) hold(ctx context.Context, reply replyTo, m message.Message, reaso
 	p.log.Info("inbound message held", "from", m.From, "msg_id", m.ID, "reason", reason)
 	p.receipt(ctx, reply, NewStatusReceipt(p.addr, m.ID, WireHeld, "", reason))
 	h := hm.h
-	p.emit(ctx, message.Event{Type: message.EventHeld, Held: &h})
+	p.notice(message.Event{Type: message.EventHeld, Held: &h})
 	return true
 }
 
@@ -110,7 +110,7 @@ func (p *Peer) Decide(ctx context.Context, id string, release bool, reason strin
 		reason = "Denied by the gateway's operator"
 	}
 	p.receipt(ctx, hm.reply, NewStatusReceipt(p.addr, id, WireDenied, "", reason))
-	p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: id, From: hm.h.Message.From, Reason: message.DropDenied}})
+	p.notice(message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: id, From: hm.h.Message.From, Reason: message.DropDenied}})
 	p.idleAgain(ctx)
 	return nil
 }
@@ -123,6 +123,6 @@ func (p *Peer) expire(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), receiptTimeout)
 	defer cancel()
 	p.receipt(ctx, hm.reply, NewStatusReceipt(p.addr, id, WireExpired, "", "The hold was not decided in time"))
-	p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: id, From: hm.h.Message.From, Reason: message.DropExpired}})
+	p.notice(message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: id, From: hm.h.Message.From, Reason: message.DropExpired}})
 	p.idleAgain(ctx)
 }

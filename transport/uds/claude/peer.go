@@ -337,6 +337,14 @@ func (p *Peer) shutdown() {
 // emit hands an event to the router (see uds.Emitter).
 func (p *Peer) emit(ctx context.Context, ev message.Event) { p.emitter.Emit(ctx, ev) }
 
+// notice hands a drop or hold notice to the router without waiting
+// (uds.Emitter.Notice): a router slow to read never stalls a sender's
+// connection; a lost notice is counted and logged.
+func (p *Peer) notice(ev message.Event) { p.emitter.Notice(p.log, ev) }
+
+// NoticesLost is how many drop and hold notices the router did not take.
+func (p *Peer) NoticesLost() uint64 { return p.emitter.Lost() }
+
 // queued is how many inbound messages wait for the router to take them. It
 // feeds the guard's queue-full check. Held messages do not count: the real
 // CLI counts only its command queue (held ones are parked apart, in

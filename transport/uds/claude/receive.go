@@ -65,7 +65,7 @@ func (p *Peer) serveConn(ctx context.Context, c *uds.Conn) {
 			// Refused without a receipt: an unauthenticated sender's reply
 			// address is not one we trust to write to.
 			p.log.Info("unauthenticated message refused (--require-auth)", "pid", c.Cred.PID, "from", l.Frame.From)
-			p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: l.Frame.MsgID, From: l.Frame.From, Reason: message.DropUnauthenticated}})
+			p.notice(message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: l.Frame.MsgID, From: l.Frame.From, Reason: message.DropUnauthenticated}})
 			return
 		}
 		p.handleFrame(ctx, &in, l.Frame)
@@ -189,7 +189,7 @@ func (p *Peer) handleUser(ctx context.Context, in *inbound, f *Frame) {
 		p.log.Info("inbound message refused by policy", "from", sender, "msg_id", f.MsgID)
 		p.receipt(ctx, in.reply, NewStatusReceipt(p.addr, f.MsgID, WireExpired, DetailRefused,
 			"This session refuses inbound cross-session messages"))
-		p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: f.MsgID, From: m.From, Reason: message.DropRefused}})
+		p.notice(message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: f.MsgID, From: m.From, Reason: message.DropRefused}})
 	case verdictHold:
 		if !p.hold(ctx, in.reply, m, p.holdReason(m)) {
 			p.dropInbound(ctx, sender, in.reply, m, message.DropQueueFull)
@@ -202,7 +202,7 @@ func (p *Peer) handleUser(ctx context.Context, in *inbound, f *Frame) {
 func (p *Peer) dropInbound(ctx context.Context, sender string, reply replyTo, m message.Message, reason message.DropReason) {
 	p.log.Info("inbound message dropped", "from", sender, "reason", reason.String(), "msg_id", m.ID)
 	p.drops.report(ctx, sender, reply, m.ID, reason)
-	p.emit(ctx, message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: m.ID, From: m.From, Reason: reason}})
+	p.notice(message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: m.ID, From: m.From, Reason: reason}})
 }
 
 // unhanded tells the sender of msgID that its message was accepted but

@@ -66,3 +66,36 @@ func TestAReleasedMessageNotHandedOnIsNotReportedDelivered(t *testing.T) {
 }
 
 func sockDir(p *Peer) string { return fp.Dir(p.SocketPath()) }
+
+// A drop or hold notice never waits for the router: with a router that
+// does not read, a sender's connection still goes on to its next frame, and
+// each frame gets its receipt; the notices lost are counted.
+func TestNoticesNeverStallASendersConnection(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy Policy
+		want   WireStatus
+	}{
+		{"refused messages", PolicyRefuse, WireExpired},
+		{"held messages", PolicyHold, WireHeld},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, _ := stuckPeer(t, Config{Name: "stuck", Inbound: tt.policy})
+			sender := listenSock(t, sockDir(p))
+			var ids []string
+			var frames [][]byte
+			for _, text := range []string{"first", "second", "third"} {
+				id, b := sender.userFrame(t, "prompting", text)
+				ids, frames = append(ids, id), append(frames, b)
+			}
+			dial(t, p.SocketPath(), frames...) // one connection
+			for _, id := range ids {
+				sender.waitFrame(t, func(f Frame) bool { return f.OrigMsgID == id && f.Status == tt.want })
+			}
+			if n := p.NoticesLost(); n != uint64(len(ids)) {
+				t.Fatalf("NoticesLost = %d, want %d", n, len(ids))
+			}
+		})
+	}
+}

@@ -259,13 +259,12 @@ func (p *Peer) emit(ctx context.Context, ev message.Event) { p.emitter.Emit(ctx,
 
 // notice hands a drop or hold notice to the router without waiting
 // (uds.Emitter.Offer): a router slow to read never stalls a sender's
-// connection, and when its queue is full the notice is lost (the sender's
-// receipt does not depend on it).
-func (p *Peer) notice(ev message.Event) {
-	if !p.emitter.Offer(ev) {
-		p.log.Warn("qwen inbox: notice lost, the router is not keeping up", "type", ev.Type)
-	}
-}
+// connection; a lost notice is counted and logged (the sender's receipt
+// does not depend on it).
+func (p *Peer) notice(ev message.Event) { p.emitter.Notice(p.log, ev) }
+
+// NoticesLost is how many drop and hold notices the router did not take.
+func (p *Peer) NoticesLost() uint64 { return p.emitter.Lost() }
 
 // Claims reports whether an address is one of Qwen's inbox sockets: this
 // leg dials raw qwen-socks paths; others go to the Claude leg.

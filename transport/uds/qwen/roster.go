@@ -122,7 +122,7 @@ func (p *Peer) noteOverCap(over int) {
 	p.log.Warn("qwen records left unread: too many record files", "unread", over,
 		"max_per_pid", MaxRecordsPerPID, "max", MaxRecords, "dir", p.sessions)
 	// Offered, never waited for: a listing must not wait on the router.
-	p.emitter.Offer(message.Event{Type: message.EventDrop, Drop: &message.Drop{Reason: message.DropRecordLimit}})
+	p.notice(message.Event{Type: message.EventDrop, Drop: &message.Drop{Reason: message.DropRecordLimit}})
 }
 
 // inboxOf is the inbox file named when the index was made; false for a
