@@ -95,6 +95,9 @@ func TestTheSystemdUserUnitsHardeningAppliesAndLeavesTheGatewayWhatItNeeds(t *te
 		{"it can open Unix, IPv4 and IPv6 sockets",
 			slices.Contains(families, "AF_UNIX") && slices.Contains(families, "AF_INET") && slices.Contains(families, "AF_INET6"),
 			[]string{"RestrictAddressFamilies"}},
+		// The reply-socket check asks sock_diag; /proc/net/unix can be forged.
+		{"it can ask the kernel which process holds a reply socket",
+			slices.Contains(families, "AF_NETLINK"), []string{"RestrictAddressFamilies"}},
 		{"what it writes is its user's alone",
 			has("UMask", "0077") && has("StateDirectoryMode", "0700"),
 			[]string{"UMask", "StateDirectoryMode"}},

@@ -15,8 +15,8 @@ import (
 // socketOwnedBy reports whether the listening Unix socket bound at path is
 // held open by process pid: return-address verification, so receipts go only
 // to the process that sent the message from that address. A full check
-// reads the host's socket table and every fd of pid; its proof is kept
-// (see owners) and re-checked with an lstat and one readlink.
+// asks the kernel about every socket fd of pid (findOwner); its proof is
+// kept (see owners) and re-checked with an lstat and one readlink.
 func socketOwnedBy(path string, pid int) (bool, error) {
 	key := ownerKey{path: path, pid: pid}
 	before, isSocket := socketFileID(path)
@@ -33,7 +33,7 @@ func socketOwnedBy(path string, pid int) (bool, error) {
 	owners.mu.Lock()
 	delete(owners.m, key)
 	owners.mu.Unlock()
-	owned, fd, link, err := scanOwner(path, pid)
+	owned, fd, link, err := findOwner(path, pid)
 	// Kept only when the path was the same file before and after the scan.
 	if after, ok := socketFileID(path); owned && isSocket && ok && after == before {
 		owners.mu.Lock()
@@ -86,9 +86,10 @@ func socketFileID(path string) (fileID, bool) {
 	return fileID{dev: st.Dev, ino: st.Ino}, true
 }
 
-// scanOwner is the full check: the listening sockets bound at path, as
-// /proc/net/unix lists them, against the fds of pid; it names the fd that
-// holds one.
+// scanOwner is the full check where sock_diag cannot be used: the
+// listening sockets bound at path, as /proc/net/unix lists them, against
+// the fds of pid; it names the fd that holds one. A socket whose name
+// holds a '\n' can forge a line of that table (see parseNetUnix).
 func scanOwner(path string, pid int) (owned bool, fd, link string, err error) {
 	inodes, err := listeningInodes(path)
 	if err != nil || len(inodes) == 0 {
