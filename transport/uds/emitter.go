@@ -114,7 +114,7 @@ func (o *Emitter) Notice(log *slog.Logger, ev message.Event) bool {
 	if o.Offer(ev) {
 		return true
 	}
-	total := o.lost.Add(1)
+	o.lost.Add(1)
 	cause := "behind"
 	switch {
 	case o.isClosed():
@@ -124,11 +124,20 @@ func (o *Emitter) Notice(log *slog.Logger, ev message.Event) bool {
 	}
 	o.logMu.Lock()
 	defer o.logMu.Unlock()
-	if now := o.now(); o.loggedAt.IsZero() || now.Sub(o.loggedAt) >= noticeLogEvery {
-		log.Warn("notices lost: the router did not take them", "cause", cause, "type", string(ev.Type),
-			"lost", total-o.logged, "lost_total", total)
-		o.loggedAt, o.logged = now, total
+	now := o.now()
+	if !o.loggedAt.IsZero() && now.Sub(o.loggedAt) < noticeLogEvery {
+		return false
 	}
+	// The total is read under the lock: a loss counted before the last
+	// line was written is already in it, so "since the last line" cannot
+	// go below zero, and a line with nothing new is not written.
+	total := o.lost.Load()
+	if total == o.logged {
+		return false
+	}
+	log.Warn("notices lost: the router did not take them", "cause", cause, "type", string(ev.Type),
+		"lost", total-o.logged, "lost_total", total)
+	o.loggedAt, o.logged = now, total
 	return false
 }
 

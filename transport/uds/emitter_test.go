@@ -6,9 +6,12 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -155,5 +158,66 @@ func TestANoticeHandedOnIsNotCounted(t *testing.T) {
 	}
 	if ev := <-ch; ev.Type != message.EventDrop || ev.Leg != message.ProtocolClaude {
 		t.Fatalf("event = %+v", ev)
+	}
+}
+
+// blockingHandler holds its first record until release is closed, the way
+// a slow log writer holds the emitter's log lock.
+type blockingHandler struct {
+	entered, release chan struct{}
+	first            *sync.Once
+	mu               *sync.Mutex
+	lost             *[]uint64 // the lost attribute of each line
+}
+
+func (h blockingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h blockingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h blockingHandler) WithGroup(string) slog.Handler            { return h }
+func (h blockingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.first.Do(func() { close(h.entered); <-h.release })
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "lost" {
+			h.mu.Lock()
+			*h.lost = append(*h.lost, a.Value.Uint64())
+			h.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+// Notices lost while another one's line is being written are each counted
+// once: every later line says how many are new since the one before, never
+// a count already reported (nor, from a loss counted before that line, a
+// negative one), and a loss already in a line writes none of its own.
+func TestNoticesLostTogetherAreEachReportedOnce(t *testing.T) {
+	var ticks atomic.Int64 // every reading of the clock is a period later
+	o := NewEmitter(message.ProtocolClaude, func() time.Time {
+		return time.Unix(1000, 0).Add(time.Duration(ticks.Add(1)) * noticeLogEvery)
+	})
+	ch := make(chan message.Event, 1)
+	o.Attach(ch)
+	ch <- message.Event{}
+	var lost []uint64
+	h := blockingHandler{entered: make(chan struct{}), release: make(chan struct{}), first: new(sync.Once), mu: new(sync.Mutex), lost: &lost}
+	log := slog.New(h)
+
+	var wg sync.WaitGroup
+	wg.Go(func() { o.Notice(log, message.Event{Type: message.EventDrop}) })
+	<-h.entered // the first line is being written, its lock held
+	for range 2 {
+		wg.Go(func() { o.Notice(log, message.Event{Type: message.EventDrop}) })
+	}
+	counted := testutil.Within(testutil.Patience, func() bool { return o.Lost() == 3 })
+	close(h.release)
+	wg.Wait()
+	if !counted {
+		t.Fatalf("Lost = %d, want 3", o.Lost())
+	}
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(lost) != 2 || lost[0] != 1 || lost[1] != 2 {
+		t.Fatalf("lines said %v lost, want [1 2] (3 lost in all)", lost)
 	}
 }
