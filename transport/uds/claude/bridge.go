@@ -209,6 +209,13 @@ func (p *Peer) OnAliasEvent(name string, ev message.Event) {
 		m.AliasOf, m.ToName, m.ToSessionID = origin.Address, name, origin.SessionID
 		ev.Message = &m
 	}
+	if ev.Type == message.EventDrop || ev.Type == message.EventHeld {
+		// A notice is offered, never waited for: this is the worker's
+		// pipe reader, and a router behind would stall the worker's
+		// senders with it.
+		p.notice(ev)
+		return
+	}
 	p.emit(context.Background(), ev)
 }
 

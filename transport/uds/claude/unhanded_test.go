@@ -99,3 +99,36 @@ func TestNoticesNeverStallASendersConnection(t *testing.T) {
 		})
 	}
 }
+
+// An alias worker's drop and hold notices reach the peer on the worker's
+// pipe reader: with a router that does not read they are lost and
+// counted, and the reader goes on to the worker's next line.
+func TestAnAliasWorkersNoticesNeverWaitForTheRouter(t *testing.T) {
+	tests := []struct {
+		name string
+		ev   message.Event
+	}{
+		{"a drop", message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: "m-1", From: "uds:/c/x.sock", Reason: message.DropRateLimited}}},
+		{"a hold", message.Event{Type: message.EventHeld, Held: &message.Held{Message: message.Message{ID: "m-2", From: "uds:/c/x.sock", Body: "held"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, stop := stuckPeer(t, Config{Name: "stuck"})
+			done := make(chan struct{})
+			go func() { defer close(done); p.OnAliasEvent("work", tt.ev) }()
+			handed := testutil.Within(testutil.Patience, func() bool {
+				select {
+				case <-done:
+					return true
+				default:
+					return false
+				}
+			})
+			stop() // ends a wait, if there was one
+			<-done
+			if !handed || p.NoticesLost() != 1 {
+				t.Fatalf("the notice was waited for (returned before the peer stopped: %v); NoticesLost = %d, want 1", handed, p.NoticesLost())
+			}
+		})
+	}
+}
