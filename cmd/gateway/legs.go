@@ -20,6 +20,14 @@ import (
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 
+// Both local legs count the drop and hold notices they lose; the router
+// finds that through an optional interface, so a rename would silently
+// take gateway_notices_lost_total away.
+var (
+	_ router.NoticeCounter = (*claude.Peer)(nil)
+	_ router.NoticeCounter = (*qwen.Peer)(nil)
+)
+
 // startLegs registers the gateway on every enabled local leg it can. A leg
 // that cannot register is logged and left out (DESIGN: "registers on every
 // local leg it can"), so a broken ~/.qwen does not keep Claude Code sessions
