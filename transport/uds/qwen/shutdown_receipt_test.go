@@ -70,3 +70,35 @@ func TestMessagesTheRouterNeverTookEndExpiredAtShutdown(t *testing.T) {
 		t.Fatalf("message %s ended %q, never reaching the router: %q", id, lastStatusOf(own.bytes(), id), own.bytes())
 	}
 }
+
+// A hold notice never waits for the router: with a router that does not
+// read, the sender still hears "held", its connection is finished, and
+// the notice lost is counted.
+func TestAHoldNoticeTheRouterDoesNotTakeIsCounted(t *testing.T) {
+	identity(t)
+	// Our review class is bypass and the frame asserts prompting: held.
+	p := registerTestPeer(t, PeerConfig{Mode: message.ModeBypass})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx, make(chan message.Event)) }() // never read
+	t.Cleanup(func() { cancel(); <-done })
+	if !testutil.Within(testutil.Patience, func() bool { return p.Ready() == nil }) {
+		t.Fatal("peer never became ready")
+	}
+	own := record(t, filepath.Join(testutil.ShortTempDir(t), "own.sock"))
+	id := uuid.NewString()
+	b, err := Payload(readRecord(t, p.RecordPath()).IPCToken, UserFrame{MsgID: id, From: own.path, FromName: "x",
+		FromMode: message.ModePrompting, ToSessionID: p.SessionID(), Content: "held", ReplyToken: NewIPCToken()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAndWait(t, p.SocketPath(), b) // the inbox finished the connection
+	if !testutil.Within(testutil.Patience, func() bool {
+		return bytes.Contains(own.bytes(), []byte(`"status":"held"`))
+	}) {
+		t.Fatalf("no held receipt: %q", own.bytes())
+	}
+	if n := p.NoticesLost(); n != 1 {
+		t.Fatalf("NoticesLost = %d, want 1", n)
+	}
+}
