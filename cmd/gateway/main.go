@@ -173,7 +173,7 @@ func group(c *cobra.Command, subs ...*cobra.Command) *cobra.Command {
 			for _, s := range c.Commands() {
 				names = append(names, s.Name())
 			}
-			return cli.Usagef("%s needs a command: %s", strings.TrimPrefix(c.CommandPath(), "gateway "), strings.Join(names, ", "))
+			return cli.Usagef("%s needs a command: %s", cmdName(c), strings.Join(names, ", "))
 		}
 		if args[0] == "help" { // gateway remote help, as before
 			return c.Help()

@@ -19,7 +19,7 @@ import (
 func nargs(lo, hi int) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if len(args) < lo || (hi >= 0 && len(args) > hi) {
-			return cli.Usagef("%s takes %s; %s", strings.TrimPrefix(c.CommandPath(), "gateway "), argWords(c), given(len(args)))
+			return cli.Usagef("%s takes %s; %s", cmdName(c), argWords(c), given(len(args)))
 		}
 		return nil
 	}
@@ -98,3 +98,7 @@ func wantsJSON(args []string) bool {
 	}
 	return false
 }
+
+// cmdName is c's path without the binary's name, which every message
+// already starts with ("gateway: ...").
+func cmdName(c *cobra.Command) string { return strings.TrimPrefix(c.CommandPath(), "gateway ") }

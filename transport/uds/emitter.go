@@ -90,13 +90,8 @@ func (o *Emitter) Offer(ev message.Event) bool {
 	o.mu.Lock()
 	out := o.out
 	o.mu.Unlock()
-	if out == nil {
+	if out == nil || o.isClosed() {
 		return false
-	}
-	select {
-	case <-o.closed:
-		return false
-	default:
 	}
 	select {
 	case out <- o.stamp(ev):
