@@ -70,9 +70,10 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found_error", "session not found")
 		return
 	}
-	fail := s.takeFail(r, phaseStream)
 	// Register before the upgrade, so that a client whose Dial returned
-	// already receives what Emit sends next.
+	// already receives what Emit sends next; and before taking a script,
+	// so that a Fail then Disconnect racing this request reaches it one
+	// way or the other (the script, or the hang-up), never neither.
 	sub := &subscriber{out: make(chan []byte, s.opts.QueueLen), kill: make(chan closeReq, 1)}
 	var replay []json.RawMessage
 	s.mu.Lock()
@@ -86,6 +87,7 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 		delete(ss.subs, sub)
 		s.mu.Unlock()
 	}()
+	fail := s.takeFail(r, phaseStream)
 	gw := &gatedWriter{ResponseWriter: w}
 	c, err := websocket.Accept(gw, r, nil)
 	if err != nil {

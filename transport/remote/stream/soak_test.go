@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,7 +30,11 @@ func TestSoakDisconnectsAndStallsLoseNothing(t *testing.T) {
 	}
 	for _, tr := range transports {
 		t.Run(string(tr)+" through 20 disruptions", func(t *testing.T) {
+			// GATEWAY_SOAK_SEED replays a failed run's script.
 			seed := uint64(time.Now().UnixNano())
+			if v, err := strconv.ParseUint(os.Getenv("GATEWAY_SOAK_SEED"), 10, 64); err == nil {
+				seed = v
+			}
 			t.Logf("seed %d", seed)
 			rng := rand.New(rand.NewPCG(seed, 1))
 
@@ -119,7 +126,10 @@ func TestSoakDisconnectsAndStallsLoseNothing(t *testing.T) {
 					before := r.s.Stats().Connects
 					what, n := disrupt()
 					script = append(script, what)
-					testutil.EventuallyWithin(t, patience, "reconnecting after "+what, func() bool { return r.s.Stats().Connects >= before+n })
+					if !testutil.Within(patience, func() bool { return r.s.Stats().Connects >= before+n }) {
+						t.Fatalf("no reconnection within %v after %s (connects %d, want %d); the stream's goroutines:\n%s",
+							patience, what, r.s.Stats().Connects, before+n, streamStacks())
+					}
 				}
 			}
 			c.emit(t, `{"type":"result","uuid":"evt_result","subtype":"success","is_error":false}`)
@@ -181,4 +191,18 @@ func answerPrompt(t *testing.T, c *cloud, requestID string) {
 	if len(answers) != 1 || !answers[0].Matched {
 		t.Fatalf("answers %+v, want one matching the prompt", answers)
 	}
+}
+
+// streamStacks returns the stacks of the goroutines in this package, to
+// show where a stream that stopped moving is waiting.
+func streamStacks() string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var keep []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "transport/remote/stream.") {
+			keep = append(keep, g)
+		}
+	}
+	return strings.Join(keep, "\n\n")
 }
