@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/sessiongateway/gateway/internal/bounded"
 	"github.com/sessiongateway/gateway/internal/safefile"
 )
 
@@ -395,14 +396,10 @@ func refreshError(tokenURL string, err error) error {
 // clip keeps an error text from the wire short and printable.
 func clip(s string) string {
 	const max = 200
-	s = strings.Map(func(r rune) rune {
+	return bounded.Clip(strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
 			return ' '
 		}
 		return r
-	}, strings.ToValidUTF8(s, ""))
-	if len(s) > max {
-		s = strings.ToValidUTF8(s[:max], "") + "…"
-	}
-	return s
+	}, strings.ToValidUTF8(s, "")), max)
 }

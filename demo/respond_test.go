@@ -23,9 +23,9 @@ func TestADemoAnswersWhatItIsSentAndNeverAnotherDemosAnswer(t *testing.T) {
 		{"another demo's note that it asked is not answered", "demo-qwen asked gateway: hi", reply{}},
 		{"a body that merely starts with demo- is answered", "demo-day is today",
 			reply{Answer: "demo-claude got: demo-day is today"}},
-		{"a long body is echoed clipped", long, reply{Answer: "demo-claude got: " + long[:2*maxEcho] + "..."}},
+		{"a long body is echoed clipped", long, reply{Answer: "demo-claude got: " + long[:2*maxEcho] + "…"}},
 		{"ask to a name longer than any echo is answered with how to use it", "ask " + long + " hi",
-			reply{Answer: "demo-claude got: ask " + long[:2*(maxEcho-4)] + "... (try: ask NAME TEXT)"}},
+			reply{Answer: "demo-claude got: ask " + long[:2*(maxEcho-4)] + "… (try: ask NAME TEXT)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/internal/bounded"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/transport/uds/claude"
 	"github.com/sessiongateway/gateway/transport/uds/qwen"
@@ -311,17 +312,8 @@ func isAnswer(body string) bool {
 	return strings.HasPrefix(rest, "got: ") || strings.HasPrefix(rest, "asked ")
 }
 
-// clip cuts s to maxEcho runes.
-func clip(s string) string {
-	n := 0
-	for i := range s {
-		if n == maxEcho {
-			return s[:i] + "..."
-		}
-		n++
-	}
-	return s
-}
+// clip cuts s to maxEcho runes and an ellipsis.
+func clip(s string) string { return bounded.Clip(s, maxEcho+1) }
 
 // printable is s, or s quoted when it holds anything a terminal would not
 // print as text.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/internal/bounded"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 )
@@ -492,19 +493,12 @@ func (cn *conn) pushLoop(ss *sdk.ServerSession) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		//lint:ignore SA1019 the versions served (sessionVersions) all have logging; it is how a message is pushed
 		_ = ss.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Logger: "gateway", Data: map[string]any{
-			"event": "message", "id": m.ID, "from": m.FromName, "from_address": m.From, "text": clip(m.Body, 2048),
+			"event": "message", "id": m.ID, "from": m.FromName, "from_address": m.From, "text": bounded.Clip(m.Body, 2048),
 			"hint": "call wait_for_messages to read it",
 		}})
 		_ = cn.srv.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: InboxURI})
 		cancel()
 	}
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // cleanName makes what a client calls itself a session name: printable,

@@ -5,6 +5,8 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/sessiongateway/gateway/internal/bounded"
 )
 
 // WriteTable writes `gateway outbox`' table of items as of now.
@@ -21,19 +23,10 @@ func WriteTable(w io.Writer, items []Item, now time.Time) {
 		}
 		last := "-"
 		if it.LastError != "" {
-			last = Preview(cut(it.LastError, 60))
+			last = Preview(bounded.Clip(it.LastError, 60))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s ago\t%s\t%s\t%s\n", it.ID, it.State, it.Attempts, it.To,
 			now.Sub(it.AcceptedAt).Round(time.Second), next, last, it.Preview)
 	}
 	tw.Flush()
-}
-
-// cut shortens s to at most n runes.
-func cut(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }

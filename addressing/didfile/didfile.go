@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/internal/bounded"
 )
 
 // MaxSize caps the file: a map of DIDs to addresses is small, and a reader
@@ -93,12 +94,7 @@ func (e *FileError) Error() string {
 
 func (e *FileError) Unwrap() error { return e.Err }
 
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "..."
-	}
-	return s
-}
+func clip(s string) string { return bounded.Clip(s, 80) }
 
 // UnknownDIDError is a did: address the file does not list. It unwraps to an
 // addressing.NotFoundError, so callers that map "no such session" (the

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
+
+	"github.com/sessiongateway/gateway/internal/bounded"
 )
 
 // MaxDepth is the deepest nesting of objects and arrays Canonicalize accepts.
@@ -291,9 +293,5 @@ func (c *checker) hex4() (rune, bool) {
 
 // shorten quotes a name for an error message without dumping a long payload.
 func shorten(s string) string {
-	const max = 64
-	if len(s) > max {
-		s = strings.ToValidUTF8(s[:max], "") + "…"
-	}
-	return strconv.Quote(s)
+	return strconv.Quote(bounded.Clip(s, 64))
 }
