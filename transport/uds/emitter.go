@@ -24,11 +24,23 @@ type Emitter struct {
 	closed chan struct{}
 	once   sync.Once
 
+	// Held notices the router could not take at once wait here, in
+	// order, for a goroutine that hands them on as room comes: a held
+	// message waits for a person, and its notice is what reaches them.
+	backlog  []message.Event
+	flushing sync.WaitGroup // the goroutine emptying backlog, while there is one
+	flusher  bool           // it runs
+
 	lost     atomic.Uint64 // notices Notice could not hand on
 	logMu    sync.Mutex
 	loggedAt time.Time // the last lost-notice log line
 	logged   uint64    // lost, as of that line
 }
+
+// MaxHeldBacklog bounds the held notices waiting for the router's room;
+// past it one is lost (counted). A leg holds at most its MaxHeld messages,
+// far fewer.
+const MaxHeldBacklog = 1024
 
 // noticeLogEvery bounds the lost-notice log lines: a router behind drops
 // many notices in a row, and one line says how many.
@@ -60,8 +72,15 @@ func (o *Emitter) Pending() int {
 	return len(o.out)
 }
 
-// Close makes every later (and waiting) Emit return at once.
-func (o *Emitter) Close() { o.once.Do(func() { close(o.closed) }) }
+// Close makes every later (and waiting) Emit return at once. Held notices
+// still waiting are lost (counted); Close returns once the goroutine
+// handing them on has stopped.
+func (o *Emitter) Close() {
+	o.mu.Lock() // offerHeld starts flush under mu: none starts after this
+	o.once.Do(func() { close(o.closed) })
+	o.mu.Unlock()
+	o.flushing.Wait()
+}
 
 // Emit stamps ev and hands it on; false when it could not (not attached,
 // ctx done, or closed).
@@ -102,11 +121,16 @@ func (o *Emitter) Offer(ev message.Event) bool {
 }
 
 // Notice offers a drop or hold notice (Offer): a sender's connection never
-// waits on it. A lost one is counted (Lost) and logged with its cause, at
+// waits on it. A held notice the router has no room for waits in order
+// for it (offerHeld), as a person must hear of the message. A lost one is counted (Lost) and logged with its cause, at
 // most once per noticeLogEvery, saying how many were lost since the last
 // line; the sender's receipt never depends on it.
 func (o *Emitter) Notice(log *slog.Logger, ev message.Event) bool {
-	if o.Offer(ev) {
+	if ev.Type == message.EventHeld {
+		if o.offerHeld(ev) {
+			return true
+		}
+	} else if o.Offer(ev) {
 		return true
 	}
 	o.lost.Add(1)
@@ -134,6 +158,61 @@ func (o *Emitter) Notice(log *slog.Logger, ev message.Event) bool {
 		"lost", total-o.logged, "lost_total", total)
 	o.loggedAt, o.logged = now, total
 	return false
+}
+
+// offerHeld hands a held notice on now when the router has room and none
+// waits before it, and otherwise queues it behind those that wait (up to
+// MaxHeldBacklog), for flush. False when it is lost.
+func (o *Emitter) offerHeld(ev message.Event) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.out == nil || o.isClosed() {
+		return false
+	}
+	ev = o.stamp(ev)
+	if len(o.backlog) == 0 {
+		select {
+		case o.out <- ev:
+			return true
+		default:
+		}
+	}
+	if len(o.backlog) >= MaxHeldBacklog {
+		return false
+	}
+	o.backlog = append(o.backlog, ev)
+	if !o.flusher {
+		o.flusher = true
+		o.flushing.Go(o.flush)
+	}
+	return true
+}
+
+// flush hands the backlog on in order, waiting for the router's room,
+// until it is empty or the emitter closes (what is left is lost).
+func (o *Emitter) flush() {
+	for {
+		o.mu.Lock()
+		if len(o.backlog) == 0 {
+			o.flusher, o.backlog = false, nil
+			o.mu.Unlock()
+			return
+		}
+		ev, out := o.backlog[0], o.out
+		o.mu.Unlock()
+		select {
+		case out <- ev:
+			o.mu.Lock()
+			o.backlog = o.backlog[1:]
+			o.mu.Unlock()
+		case <-o.closed:
+			o.mu.Lock()
+			o.lost.Add(uint64(len(o.backlog)))
+			o.flusher, o.backlog = false, nil
+			o.mu.Unlock()
+			return
+		}
+	}
 }
 
 // Lost is how many notices Notice could not hand on.

@@ -3,7 +3,9 @@ package uds
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -130,13 +132,13 @@ func TestALostNoticeIsCountedAndLoggedWithItsCause(t *testing.T) {
 				t.Fatalf("log after one lost notice: %q", got)
 			}
 			for range 4 {
-				o.Notice(log, message.Event{Type: message.EventHeld})
+				o.Notice(log, message.Event{Type: message.EventDrop})
 			}
 			if got := lines(); len(got) != 1 {
 				t.Fatalf("%d log lines within %v, want 1: %q", len(got), noticeLogEvery, got)
 			}
 			now = now.Add(noticeLogEvery)
-			o.Notice(log, message.Event{Type: message.EventHeld})
+			o.Notice(log, message.Event{Type: message.EventDrop})
 			if got := lines(); len(got) != 2 || !strings.Contains(got[1], "lost=5 ") || !strings.Contains(got[1], "lost_total=6") {
 				t.Fatalf("log a period later: %q, want a second line saying 5 lost since the first", got)
 			}
@@ -219,5 +221,76 @@ func TestNoticesLostTogetherAreEachReportedOnce(t *testing.T) {
 	defer h.mu.Unlock()
 	if len(lost) != 2 || lost[0] != 1 || lost[1] != 2 {
 		t.Fatalf("lines said %v lost, want [1 2] (3 lost in all)", lost)
+	}
+}
+
+// A held notice the router has no room for waits, in order, and reaches
+// the router once it reads: a person must hear of a held message.
+func TestHeldNoticesWaitForTheRoutersRoomInOrder(t *testing.T) {
+	o := NewEmitter(message.ProtocolClaude, time.Now)
+	ch := make(chan message.Event, 1)
+	o.Attach(ch)
+	ch <- message.Event{Type: message.EventReceipt} // the router is behind
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	held := func(id string) message.Event {
+		return message.Event{Type: message.EventHeld, Held: &message.Held{Message: message.Message{ID: id}}}
+	}
+	for _, id := range []string{"h1", "h2", "h3"} {
+		if !o.Notice(log, held(id)) {
+			t.Fatalf("held notice %s was not taken", id)
+		}
+	}
+	o.Notice(log, message.Event{Type: message.EventDrop}) // no room: lost
+	var got []string
+	for range 4 {
+		ev := <-ch
+		if ev.Type == message.EventHeld {
+			if ev.Leg != message.ProtocolClaude {
+				t.Fatalf("held notice not stamped: %+v", ev)
+			}
+			got = append(got, ev.Held.Message.ID)
+		}
+	}
+	if !slices.Equal(got, []string{"h1", "h2", "h3"}) {
+		t.Fatalf("held notices arrived as %v, want h1 h2 h3", got)
+	}
+	// A held notice offered while earlier ones still wait goes behind them,
+	// and with room and none waiting one goes straight through.
+	if !o.Notice(log, held("h4")) {
+		t.Fatal("held notice h4 was not taken")
+	}
+	if ev := <-ch; ev.Held == nil || ev.Held.Message.ID != "h4" {
+		t.Fatalf("next event %+v, want h4", ev)
+	}
+	o.Close()
+	if n := o.Lost(); n != 1 {
+		t.Fatalf("Lost = %d, want 1 (the drop notice)", n)
+	}
+}
+
+// The held notices waiting are bounded, and those still waiting when the
+// emitter closes are lost and counted; Close returns with the goroutine
+// that hands them on stopped.
+func TestHeldNoticesWaitingAreBoundedAndLostAtClose(t *testing.T) {
+	o := NewEmitter(message.ProtocolQwen, time.Now)
+	ch := make(chan message.Event) // a router that never reads
+	o.Attach(ch)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for range MaxHeldBacklog {
+		if !o.Notice(log, message.Event{Type: message.EventHeld}) {
+			t.Fatal("a held notice within the bound was not taken")
+		}
+	}
+	if o.Notice(log, message.Event{Type: message.EventHeld}) {
+		t.Fatalf("a held notice past MaxHeldBacklog %d was taken", MaxHeldBacklog)
+	}
+	o.Close()
+	if want := uint64(MaxHeldBacklog + 1); o.Lost() != want {
+		t.Fatalf("Lost = %d, want %d: every one still waiting, and the one past the bound", o.Lost(), want)
+	}
+	select {
+	case ev := <-ch:
+		t.Fatalf("an event reached the router after Close: %+v", ev)
+	default:
 	}
 }

@@ -71,9 +71,10 @@ func TestMessagesTheRouterNeverTookEndExpiredAtShutdown(t *testing.T) {
 	}
 }
 
-// A hold notice never waits for the router: with a router that does not
-// read, the sender still hears "held", its connection is finished, and
-// the notice lost is counted.
+// A hold notice never makes a sender wait for the router: with a router
+// that does not read, the sender still hears "held" and its connection is
+// finished; the notice waits for the router's room, and is lost (counted)
+// only when the session stops first.
 func TestAHoldNoticeTheRouterDoesNotTakeIsCounted(t *testing.T) {
 	identity(t)
 	// Our review class is bypass and the frame asserts prompting: held.
@@ -98,7 +99,13 @@ func TestAHoldNoticeTheRouterDoesNotTakeIsCounted(t *testing.T) {
 	}) {
 		t.Fatalf("no held receipt: %q", own.bytes())
 	}
+	if n := p.NoticesLost(); n != 0 {
+		t.Fatalf("NoticesLost = %d while the session runs, want 0: the notice waits", n)
+	}
+	cancel()
+	<-done
+	done <- nil // for the cleanup
 	if n := p.NoticesLost(); n != 1 {
-		t.Fatalf("NoticesLost = %d, want 1", n)
+		t.Fatalf("NoticesLost = %d once it stopped, want 1", n)
 	}
 }
