@@ -297,7 +297,7 @@ func (p *Peer) SyncAliases(ctx context.Context, others []message.Session) error 
 	for _, name := range refused {
 		now[name] = true
 		if !was[name] {
-			p.refuseAlias(ctx, name, byNm[name].Address, "")
+			p.refuseAlias(name, byNm[name].Address, "")
 		}
 	}
 	return err
@@ -305,7 +305,7 @@ func (p *Peer) SyncAliases(ctx context.Context, others []message.Session) error 
 
 // refuseAlias logs and counts an alias refused at the cap: the alias of a
 // listed session (msgID empty), or the one a bridged message needed.
-func (p *Peer) refuseAlias(ctx context.Context, name, from, msgID string) {
+func (p *Peer) refuseAlias(name, from, msgID string) {
 	p.log.Warn("alias refused: the alias worker cap is reached", "alias", name, "for", from,
 		"msg_id", msgID, "max_alias_workers", p.bridge.pool.cfg.MaxWorkers)
 	p.notice(message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: msgID, From: from, Reason: message.DropAliasLimit}})
@@ -342,7 +342,7 @@ func (p *Peer) SendAs(ctx context.Context, sender message.Session, m message.Mes
 	}
 	if err != nil {
 		if errors.Is(err, ErrAliasLimit) {
-			p.refuseAlias(ctx, name, sender.Address, m.ID)
+			p.refuseAlias(name, sender.Address, m.ID)
 		}
 		return message.Receipt{}, err
 	}
