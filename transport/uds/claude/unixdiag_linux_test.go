@@ -5,10 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -256,10 +258,15 @@ func TestSockDiagFindsTheListenerThisProcessHolds(t *testing.T) {
 	}
 }
 
-// Where sock_diag is denied, the check is the table scan, not a failure.
+// Where sock_diag is denied, the check is the table scan, not a failure,
+// and the process says so once: the operator can allow AF_NETLINK.
 func TestTheCheckFallsBackToTheTableWhereSockDiagIsDenied(t *testing.T) {
 	openDiagSocket = func() (*diagSocket, error) { return nil, diagErr("socket", unix.EACCES) }
 	defer func() { openDiagSocket = openDiag }()
+	var logs bytes.Buffer
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	weakCheckOnce = sync.Once{}
 	path := filepath.Join(testutil.ShortTempDir(t), "1.sock")
 	ln, err := net.Listen("unix", path)
 	if err != nil {
@@ -271,6 +278,10 @@ func TestTheCheckFallsBackToTheTableWhereSockDiagIsDenied(t *testing.T) {
 	}
 	if _, _, _, err := findOwner(path, os.Getppid()); err != nil {
 		t.Fatalf("the fallback failed: %v", err)
+	}
+	if lines := strings.Split(strings.TrimSpace(logs.String()), "\n"); len(lines) != 1 ||
+		!strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "AF_NETLINK") {
+		t.Fatalf("log after two checks that fell back: %q, want one warning naming AF_NETLINK", lines)
 	}
 }
 
