@@ -121,3 +121,62 @@ func TestTheREADMEDocumentsEveryServeFlag(t *testing.T) {
 		}
 	}
 }
+
+// Every flag of a command is named in a row of the commands table that
+// names the command (serve's are in their own table), and a row names no
+// flag its commands do not take.
+func TestTheREADMECommandsTableNamesEveryFlag(t *testing.T) {
+	root := (&app{e: &env{getenv: func(string) string { return "" }}}).root()
+	inherited := map[string]bool{} // the root's own: every command takes them
+	root.PersistentFlags().VisitAll(func(f *pflag.Flag) { inherited[f.Name] = true })
+	rowFlag := regexp.MustCompile(`--([a-z0-9-]+)`)
+	command := regexp.MustCompile(`^[a-z][a-z-]*$`)
+	named := map[*cobra.Command]map[string]bool{} // flags named in the rows naming it
+	for _, line := range strings.Split(readmeSection(t, "### Commands"), "\n") {
+		cells := strings.Split(line, " | ")
+		if !strings.HasPrefix(line, "| `") || len(cells) < 2 {
+			continue
+		}
+		inRow := map[string]bool{}
+		for _, m := range rowFlag.FindAllStringSubmatch(cells[0], -1) {
+			inRow[m[1]] = true
+		}
+		takes := map[string]bool{}
+		for _, m := range backticked.FindAllStringSubmatch(cells[0], -1) {
+			var words []string
+			for _, w := range strings.Fields(m[1]) {
+				if !command.MatchString(w) {
+					break
+				}
+				words = append(words, w)
+			}
+			c, _, err := root.Find(words)
+			if err != nil || c == root {
+				continue
+			}
+			switch c.Name() {
+			case "serve", "config", "help", "completion":
+				continue // serve's flags have their own table; config takes them all
+			}
+			if named[c] == nil {
+				named[c] = map[string]bool{}
+			}
+			for f := range inRow {
+				named[c][f] = true
+			}
+			c.Flags().VisitAll(func(f *pflag.Flag) { takes[f.Name] = true })
+		}
+		for f := range inRow {
+			if len(takes) > 0 && !takes[f] && !inherited[f] {
+				t.Errorf("README's row %s names --%s, which none of its commands takes", cells[0], f)
+			}
+		}
+	}
+	for c, inRows := range named {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if f.Name != "help" && !f.Hidden && !inherited[f.Name] && !inRows[f.Name] {
+				t.Errorf("%s takes --%s, which its README row does not name", c.CommandPath(), f.Name)
+			}
+		})
+	}
+}
