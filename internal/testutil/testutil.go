@@ -9,8 +9,10 @@ import (
 	"time"
 )
 
-// Patience is how long Eventually waits before it fails the test.
-const Patience = 10 * time.Second
+// Patience is how long Eventually waits before it fails the test: long,
+// since only a failing test waits it out, and CI's two loaded cores have
+// taken more than 10 s for what takes milliseconds on a quiet machine.
+const Patience = 30 * time.Second
 
 // ShortTempDir returns a fresh private (0700) directory under /tmp, removed
 // when the test ends, joined with the optional sub-path (made too). A Unix socket path
