@@ -146,7 +146,7 @@ func TestSubjectPermissionsKeepEachHostToItsOwnSubjects(t *testing.T) {
 		if err == nil {
 			t.Errorf("%s: the server took it", what)
 		}
-		if !testutil.Within(5*time.Second, func() bool { return v.has(subject) }) {
+		if !testutil.Within(testutil.Patience, func() bool { return v.has(subject) }) {
 			t.Errorf("%s: no permissions violation for %s (%v)", what, subject, err)
 		}
 	}

@@ -185,7 +185,7 @@ func TestAForwardFindsItsSenderInTheRecentListing(t *testing.T) {
 	<-cl.run
 	// The bridge's first sync lists every leg: the recent listing, once
 	// the router holds it (the leg is asked before that).
-	if !testutil.Within(3*time.Second, func() bool { _, ok := r.cachedRoster(); return ok }) {
+	if !testutil.Within(testutil.Patience, func() bool { _, ok := r.cachedRoster(); return ok }) {
 		t.Fatal("the bridge never listed the sessions")
 	}
 	forward := func(from message.Session, id string) message.Message {
@@ -194,7 +194,7 @@ func TestAForwardFindsItsSenderInTheRecentListing(t *testing.T) {
 			ID: id, From: from.Address, FromName: from.Name, Body: id, Mode: message.ModePrompting,
 			Protocol: message.ProtocolClaude, AliasOf: alpha.Address, ToName: "alpha"}})
 		var got message.Message
-		if !testutil.Within(3*time.Second, func() bool {
+		if !testutil.Within(testutil.Patience, func() bool {
 			for _, m := range qw.sends() {
 				if m.Body == id {
 					got = m

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -30,7 +31,7 @@ func TestAWorkerWritesEachTargetsMessagesInOrderAndTargetsSideBySide(t *testing.
 		if id != "b1" {
 			t.Fatalf("%s written while a1 was still being written", id)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testutil.Patience):
 		t.Fatal("b waited behind a's slow write")
 	}
 	close(release)
