@@ -571,6 +571,17 @@ func (s *Server) Fail(f FailSpec) {
 	s.fails = append(s.fails, &f)
 }
 
+// PendingFails is how many uses of failure scripts no request has taken yet.
+func (s *Server) PendingFails() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, f := range s.fails {
+		n += f.Times
+	}
+	return n
+}
+
 // takeFail consumes one use of the first spec for r in phase p.
 func (s *Server) takeFail(r *http.Request, p failPhase) *FailSpec {
 	s.mu.Lock()
