@@ -271,7 +271,7 @@ func (p *Peer) Held() []message.Held {
 	hs := p.gate.Held()
 	out := make([]message.Held, 0, len(hs))
 	for _, h := range hs {
-		out = append(out, message.Held{Message: p.toMessage(h.Inbound), Reason: h.Cause.String(), Since: h.Since, Expires: h.Expires})
+		out = append(out, message.Held{Message: p.toMessage(h.Inbound), Reason: h.Cause.Sentence(), Since: h.Since, Expires: h.Expires})
 	}
 	return out
 }

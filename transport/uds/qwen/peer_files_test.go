@@ -363,6 +363,9 @@ func TestTheChildTokenMarksAProcessWeStarted(t *testing.T) {
 				if ev.Held.Message.Auth != message.AuthPeer {
 					t.Fatalf("auth %q", ev.Held.Message.Auth)
 				}
+				if r := ev.Held.Reason; !strings.Contains(r, " ") || !strings.HasSuffix(r, ")") {
+					t.Fatalf("held for %q: want a sentence for the person deciding, ending in the cause", r)
+				}
 				return
 			}
 			if ev.Type == message.EventMessage && ev.Message.ID == id {

@@ -70,6 +70,23 @@ var causeWire = [...]string{
 
 func (c HoldCause) String() string { return wireName(causeWire[:], int(c), "cause") }
 
+var causeSentence = [...]string{
+	CauseExplicitSetting:  "This session holds every inbound message for review",
+	CauseModeMismatch:     "The sender's review class (prompting or bypass) is not this session's",
+	CauseNoModeAsserted:   "The sender did not say whether it reviews its actions",
+	CauseModeUnknown:      "This session's own review class is unknown",
+	CausePolicyUnreadable: "This session's inbound setting could not be read",
+}
+
+// Sentence says why to the person deciding, as the Claude leg's holds do,
+// ending in the cause's wire name, which Qwen Code's own tools show.
+func (c HoldCause) Sentence() string {
+	if int(c) < len(causeSentence) && causeSentence[c] != "" {
+		return causeSentence[c] + " (" + c.String() + ")"
+	}
+	return c.String()
+}
+
 // policy decides accept, hold or refuse, and why a hold.
 func (g *Gate) policy(in Inbound) (Policy, HoldCause) {
 	to := in.Frame.ToSessionID

@@ -68,3 +68,24 @@ func TestGatePolicy(t *testing.T) {
 		}
 	})
 }
+
+// A hold's reason is said to a person as a sentence, ending in the cause's
+// wire name; a cause without a sentence is its wire name alone.
+func TestAHoldCauseIsASentenceEndingInItsName(t *testing.T) {
+	for _, tt := range []struct {
+		cause HoldCause
+		want  string
+	}{
+		{CauseExplicitSetting, "This session holds every inbound message for review (explicit-setting)"},
+		{CauseModeMismatch, "The sender's review class (prompting or bypass) is not this session's (mode-mismatch)"},
+		{CauseNoModeAsserted, "The sender did not say whether it reviews its actions (no-mode-asserted)"},
+		{CauseModeUnknown, "This session's own review class is unknown (mode-unknown)"},
+		{CausePolicyUnreadable, "This session's inbound setting could not be read (policy-unreadable)"},
+		{HoldCause(0), "cause(0)"},
+		{HoldCause(99), "cause(99)"},
+	} {
+		if got := tt.cause.Sentence(); got != tt.want {
+			t.Errorf("%d: %q, want %q", tt.cause, got, tt.want)
+		}
+	}
+}

@@ -76,7 +76,7 @@ func (p *Peer) serveConn(ctx context.Context, c *uds.Conn) {
 			if d := p.gate.Admit(in); d.Outcome == OutcomeHeld && d.Cause != 0 {
 				m := p.toMessage(in)
 				p.notice(message.Event{Type: message.EventHeld, Held: &message.Held{
-					Message: m, Reason: d.Cause.String(), Since: p.clk.Now(), Expires: p.clk.Now().Add(p.cfg.HeldExpiry)}})
+					Message: m, Reason: d.Cause.Sentence(), Since: p.clk.Now(), Expires: p.clk.Now().Add(p.cfg.HeldExpiry)}})
 			}
 		case l.Status != nil:
 			moves := p.ledger.Apply(*l.Status)
