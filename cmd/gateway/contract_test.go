@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -236,6 +237,45 @@ func TestUnderJSONEveryFailureIsOneErrorObjectOnStdout(t *testing.T) {
 				t.Fatalf("exit %d, stdout %q, stderr %q; want %d and {error, code: %s}", code, out, errOut, tt.exit, tt.wantCode)
 			}
 		})
+	}
+}
+
+// TestJSONWhereItIsNotTakenSaysWhereItIs: the unknown-flag error for
+// --json keeps its words and names the commands that take it.
+func TestJSONWhereItIsNotTakenSaysWhereItIs(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"serve, whose flags the standard library parses", []string{"serve", "--json"}},
+		{"a command of the other parser", []string{"mcp", "--json"}},
+		{"a subcommand, after its arguments", []string{"completion", "bash", "--json=true"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := runCLI(t, t.TempDir(), tt.args...)
+			var b errorBody
+			if code != exitUsage || json.Unmarshal([]byte(out), &b) != nil || b.Code != "usage" {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want 2 and a usage error", code, out, errOut)
+			}
+			head, list, ok := strings.Cut(b.Error, "; --json is taken by: ")
+			if head != "unknown flag: --json" || !ok {
+				t.Fatalf("error %q: want the unknown-flag words, then who takes --json", b.Error)
+			}
+			takers := strings.Split(list, ", ")
+			for _, want := range []string{"gateway send", "gateway config", "gateway tokens list", "gateway remote sessions"} {
+				if !slices.Contains(takers, want) {
+					t.Errorf("%q not among %q", want, takers)
+				}
+			}
+			for _, not := range []string{"gateway serve", "gateway mcp", "gateway completion bash", "gateway alias-worker"} {
+				if slices.Contains(takers, not) {
+					t.Errorf("%q is listed, but does not take --json", not)
+				}
+			}
+		})
+	}
+	if _, errOut, _ := runCLI(t, t.TempDir(), "serve", "--jsn"); strings.Contains(errOut, "taken by") {
+		t.Errorf("another unknown flag got the --json list: %q", errOut)
 	}
 }
 

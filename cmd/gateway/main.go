@@ -188,16 +188,11 @@ func group(c *cobra.Command, subs ...*cobra.Command) *cobra.Command {
 // that reads a single dash as short flags.
 func longFlags(root *cobra.Command, args []string) []string {
 	known := map[string]bool{}
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
+	eachCommand(root, func(c *cobra.Command) {
 		for _, fs := range []*pflag.FlagSet{c.LocalFlags(), c.PersistentFlags()} {
 			fs.VisitAll(func(f *pflag.Flag) { known[f.Name] = true })
 		}
-		for _, s := range c.Commands() {
-			walk(s)
-		}
-	}
-	walk(root)
+	})
 	known["help"], known["version"] = true, true
 	out := make([]string, len(args))
 	for i, a := range args {

@@ -66,7 +66,8 @@ var unknownFlag = regexp.MustCompile(`^(?:unknown flag: --|unknown shorthand fla
 var stdFlagError = regexp.MustCompile(`^(flag provided but not defined|flag needs an argument): -{1,2}(.+)$`)
 
 // flagHint says serve's flag errors in the other commands' words and adds
-// the flags that a misspelt one may have meant.
+// the flags that a misspelt one may have meant or, for --json, the
+// commands that take it.
 func flagHint(c *cobra.Command, err error) error {
 	if m := stdFlagError.FindStringSubmatch(err.Error()); m != nil {
 		what := "unknown flag"
@@ -82,7 +83,25 @@ func flagHint(c *cobra.Command, err error) error {
 	var names []string
 	c.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, "--"+f.Name) })
 	c.InheritedFlags().VisitAll(func(f *pflag.Flag) { names = append(names, "--"+f.Name) })
-	return fmt.Errorf("%w%s", err, didYouMean(cli.Suggest("--"+m[1], names)))
+	err = fmt.Errorf("%w%s", err, didYouMean(cli.Suggest("--"+m[1], names)))
+	if m[1] == "json" { // a common slip: say where it belongs
+		var takers []string
+		eachCommand(c.Root(), func(s *cobra.Command) {
+			if !s.Hidden && (s.Flags().Lookup("json") != nil || s.InheritedFlags().Lookup("json") != nil) {
+				takers = append(takers, s.CommandPath())
+			}
+		})
+		err = fmt.Errorf("%w; --json is taken by: %s", err, strings.Join(takers, ", "))
+	}
+	return err
+}
+
+// eachCommand calls f on c and every command under it, parents first.
+func eachCommand(c *cobra.Command, f func(*cobra.Command)) {
+	f(c)
+	for _, s := range c.Commands() {
+		eachCommand(s, f)
+	}
 }
 
 // wantsJSON says whether a command line that did not parse asked for JSON,
