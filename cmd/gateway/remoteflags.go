@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/auth"
+	"github.com/sessiongateway/gateway/internal/settings"
 	"github.com/sessiongateway/gateway/transport/remote"
 	"github.com/sessiongateway/gateway/transport/remote/stream"
 )
@@ -70,6 +71,34 @@ func remoteFlags(fs *flag.FlagSet, e *env) *remoteOpts {
 	fs.Func("remote-alias", "fix a remote session's alias name on the local legs: `ID=NAME` (repeatable; env GATEWAY_REMOTE_ALIAS, comma-separated); the default is derived from its title", addAlias)
 	fs.Var(&o.follow, "remote-follow", "remote session id to keep live (repeatable), or all (env GATEWAY_REMOTE_FOLLOW, comma-separated)")
 	return o
+}
+
+// remoteTuning are the remote flags that only shape the remote leg; the
+// credentials turn it on. Without them these change nothing, so serve
+// warns of those set (check refuses --remote-org and --remote-follow).
+var remoteTuning = []string{"remote-url", "remote-org", "remote-token-url", "remote-transport",
+	"remote-signer", "remote-idle", "remote-reply", "remote-alias", "remote-follow"}
+
+// unused warns of the tuning flags set on any layer while the remote leg
+// is off: one warning naming them all, or none.
+func (o *remoteOpts) unused(st *settings.Settings, legs string) []string {
+	if o.enabled() {
+		return nil
+	}
+	var set []string
+	for _, k := range remoteTuning {
+		if src, _ := st.Source(k); src != settings.Default {
+			set = append(set, "--"+k)
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	verb := "has"
+	if len(set) > 1 {
+		verb = "have"
+	}
+	return []string{st.Annotate(fmt.Sprintf("%s %s no effect: the remote leg is off (--legs %s)", strings.Join(set, ", "), verb, legs))}
 }
 
 // enabled says whether any remote credentials were given.

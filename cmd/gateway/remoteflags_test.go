@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,4 +95,56 @@ func TestRemoteFlags(t *testing.T) {
 			tt.check(t, o)
 		})
 	}
+}
+
+// TestRemoteOnlyFlagsAreWarnedOfWhileTheRemoteLegIsOff: serve says once
+// at start which remote flags, set on any layer, change nothing.
+func TestRemoteOnlyFlagsAreWarnedOfWhileTheRemoteLegIsOff(t *testing.T) {
+	tests := []struct {
+		name string
+		vars map[string]string
+		args []string
+		want string // the one warning; "" for none
+	}{
+		{"a remote flag without the remote leg is named", nil, []string{"--legs", "claude,qwen", "--remote-signer", "exec:sign"},
+			"--remote-signer has no effect: the remote leg is off (--legs claude,qwen)"},
+		{"several are named in one warning", nil, []string{"--legs", "claude", "--remote-reply", "assistant", "--remote-transport", "sse"},
+			"--remote-transport, --remote-reply have no effect: the remote leg is off (--legs claude)"},
+		{"one from a variable says so", map[string]string{"GATEWAY_REMOTE_IDLE": "5m"}, nil,
+			"--remote-idle has no effect: the remote leg is off (--legs claude,qwen) (--remote-idle came from GATEWAY_REMOTE_IDLE)"},
+		{"a flag left at its default is not named", nil, []string{"--legs", "qwen"}, ""},
+		{"none while credentials turn the remote leg on", nil, []string{"--legs", "claude", "--remote-token-file", "/x/t", "--remote-signer", "none", "--remote-idle", "5m"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vars := map[string]string{"GATEWAY_STATE_DIR": t.TempDir()}
+			for k, v := range tt.vars {
+				vars[k] = v
+			}
+			plan, stderr := setup(t, vars, tt.args...)
+			if plan == nil {
+				t.Fatalf("setup failed: %s", stderr)
+			}
+			var want []string
+			if tt.want != "" {
+				want = []string{tt.want}
+			}
+			if !slices.Equal(plan.warnings, want) {
+				t.Errorf("warnings = %q, want %q", plan.warnings, want)
+			}
+		})
+	}
+}
+
+// TestEveryRemoteFlagIsACredentialOrOnlyTunesTheLeg keeps remoteTuning in
+// step with the flags remoteFlags registers.
+func TestEveryRemoteFlagIsACredentialOrOnlyTunesTheLeg(t *testing.T) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	remoteFlags(fs, &env{getenv: func(string) string { return "" }})
+	credentials := []string{"remote-token-file", "remote-session-key-file", "remote-claude-credentials"}
+	fs.VisitAll(func(f *flag.Flag) {
+		if !slices.Contains(remoteTuning, f.Name) && !slices.Contains(credentials, f.Name) {
+			t.Errorf("--%s is neither a credential nor in remoteTuning", f.Name)
+		}
+	})
 }

@@ -50,6 +50,9 @@ func (a *app) serveCmd() *cobra.Command {
 				log.Warn(m.Var+" is not a gateway setting: did you mean "+m.Want+"?", "variable", m.Var)
 			}
 		}
+		for _, w := range plan.warnings {
+			log.Warn(w)
+		}
 		if err := serve(a.ctx, log, plan.cfg); err != nil {
 			return &cli.Error{Exit: exitError, Code: cli.CodeFailed, Err: errors.New(strings.ReplaceAll(plan.settings.Annotate(err.Error()), "\n", "; "))} // one line, secrets redacted
 		}
@@ -107,6 +110,7 @@ type servePlan struct {
 	logLevel  slog.Level
 	logFormat observability.LogFormat
 	settings  *settings.Settings
+	warnings  []string // said once at start: settings that change nothing
 }
 
 // serveFlags registers serve's flags (and the command's own, via extra) on
@@ -245,7 +249,7 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 			}
 			return p.logLevel, "", nil
 		}
-		return &servePlan{logLevel: lvl, logFormat: logFormat, settings: st, cfg: serveConfig{
+		return &servePlan{logLevel: lvl, logFormat: logFormat, settings: st, warnings: remote.unused(st, *legs), cfg: serveConfig{
 			stateDir: *sd, name: *name, apiAddr: *apiAddr, hosts: hosts, mode: m, inbound: pol,
 			qwenInbound: qpol, heldExpiry: qwen.ParseHeldExpiry(*heldExpiry), noClaude: !enabled["claude"], noQwen: !enabled["qwen"], bridge: *bridge, bridgeOnly: bridgeOnly,
 			maxAliases:  *maxAliases,

@@ -216,11 +216,12 @@ func TestServeWithLogFormatJSONOnATerminalPrintsOnlyJSON(t *testing.T) {
 
 // TestAMisspeltVariableGetsADidYouMeanAtStart: a GATEWAY_* variable that
 // no setting reads but is near one's is named in a warning at start with
-// the one it is near; one far from every setting is not.
+// the one it is near; one far from every setting is not. A remote flag
+// without the remote leg is warned of in the same log.
 func TestAMisspeltVariableGetsADidYouMeanAtStart(t *testing.T) {
 	w := gatewaytest.WorldAt(t, t.TempDir())
 	var logs syncBuf
-	cmd := serveCmd(t, w, []string{"GATEWAY_SETLE=1s", "GATEWAY_SOMETHING_ELSE_ENTIRELY=1"}, "--name", "gw-typo")
+	cmd := serveCmd(t, w, []string{"GATEWAY_SETLE=1s", "GATEWAY_SOMETHING_ELSE_ENTIRELY=1"}, "--name", "gw-typo", "--remote-reply", "assistant")
 	cmd.Stderr = &logs
 	done := startCmd(t, cmd)
 	waitAnswers(t, w, &logs)
@@ -232,6 +233,9 @@ func TestAMisspeltVariableGetsADidYouMeanAtStart(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "GATEWAY_SOMETHING_ELSE_ENTIRELY") {
 		t.Errorf("a variable far from every setting was warned of:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "--remote-reply has no effect: the remote leg is off (--legs claude,qwen)") {
+		t.Errorf("no warning of --remote-reply:\n%s", logs.String())
 	}
 }
 
