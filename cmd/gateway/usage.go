@@ -86,10 +86,16 @@ func flagHint(c *cobra.Command, err error) error {
 	err = fmt.Errorf("%w%s", err, didYouMean(cli.Suggest("--"+m[1], names)))
 	if m[1] == "json" { // a common slip: say where it belongs
 		var takers []string
+		// A group whose commands all take it is named once, "gateway remote ...".
 		eachCommand(c.Root(), func(s *cobra.Command) {
-			if !s.Hidden && (s.Flags().Lookup("json") != nil || s.InheritedFlags().Lookup("json") != nil) {
-				takers = append(takers, s.CommandPath())
+			if s.Hidden || s.LocalFlags().Lookup("json") == nil {
+				return
 			}
+			p := s.CommandPath()
+			if s.HasSubCommands() {
+				p += " ..."
+			}
+			takers = append(takers, p)
 		})
 		err = fmt.Errorf("%w; --json is taken by: %s", err, strings.Join(takers, ", "))
 	}
