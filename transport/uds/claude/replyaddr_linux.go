@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strconv"
@@ -95,23 +96,57 @@ func scanOwner(path string, pid int) (owned bool, fd, link string, err error) {
 	if err != nil || len(inodes) == 0 {
 		return false, "", "", err
 	}
+	return socketFDOf(pid, func(ino uint32) (bool, error) {
+		return inodes[strconv.FormatUint(uint64(ino), 10)], nil
+	})
+}
+
+// socketFDOf walks the socket fds of pid, calling is with each one's
+// inode until it reports the one looked for (named by its fd and link) or
+// an error; a fd closed meanwhile is skipped.
+func socketFDOf(pid int, is func(ino uint32) (bool, error)) (found bool, fd, link string, err error) {
 	fdDir := fmt.Sprintf("/proc/%d/fd", pid)
-	ents, err := os.ReadDir(fdDir)
+	dir, err := os.Open(fdDir)
 	if err != nil {
 		return false, "", "", err
 	}
-	for _, e := range ents {
-		l, err := os.Readlink(fdDir + "/" + e.Name())
-		if err != nil {
-			continue
-		}
-		if ino, ok := strings.CutPrefix(l, "socket:["); ok {
-			if inodes[strings.TrimSuffix(ino, "]")] {
-				return true, e.Name(), l, nil
+	defer dir.Close()
+	for {
+		names, rerr := dir.Readdirnames(256)
+		for _, name := range names {
+			l, err := os.Readlink(fdDir + "/" + name)
+			if err != nil {
+				continue
+			}
+			ino, ok := socketInode(l)
+			if !ok {
+				continue
+			}
+			if found, err := is(ino); err != nil || found {
+				return found, name, l, err
 			}
 		}
+		if rerr == io.EOF {
+			return false, "", "", nil
+		}
+		if rerr != nil {
+			return false, "", "", rerr
+		}
 	}
-	return false, "", "", nil
+}
+
+// socketInode reads the inode out of an fd's link, socket:[N].
+func socketInode(link string) (uint32, bool) {
+	s, ok := strings.CutPrefix(link, "socket:[")
+	if !ok {
+		return 0, false
+	}
+	s, ok = strings.CutSuffix(s, "]")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 32)
+	return uint32(n), err == nil && n != 0
 }
 
 // acceptCon is __SO_ACCEPTCON in /proc/net/unix Flags: a listening socket.

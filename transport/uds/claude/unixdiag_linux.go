@@ -4,11 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,52 +75,13 @@ func diagOwner(path string, pid int) (owned bool, fd, link string, err error) {
 		}
 		diagWorks.Store(true)
 	}
-	fdDir := fmt.Sprintf("/proc/%d/fd", pid)
-	dir, err := os.Open(fdDir)
-	if err != nil {
-		return false, "", "", err
-	}
-	defer dir.Close()
 	queries := 0
-	for {
-		names, err := dir.Readdirnames(256)
-		for _, name := range names {
-			l, err := os.Readlink(fdDir + "/" + name)
-			if err != nil {
-				continue // closed meanwhile
-			}
-			ino, ok := socketInode(l)
-			if !ok {
-				continue
-			}
-			if queries++; queries > maxDiagQueries {
-				return false, "", "", errTooManySockets
-			}
-			if found, err := s.listensAt(ino, path); err != nil || found {
-				return found, name, l, err
-			}
+	return socketFDOf(pid, func(ino uint32) (bool, error) {
+		if queries++; queries > maxDiagQueries {
+			return false, errTooManySockets
 		}
-		if err == io.EOF {
-			return false, "", "", nil
-		}
-		if err != nil {
-			return false, "", "", err
-		}
-	}
-}
-
-// socketInode reads the inode out of an fd's link, socket:[N].
-func socketInode(link string) (uint32, bool) {
-	s, ok := strings.CutPrefix(link, "socket:[")
-	if !ok {
-		return 0, false
-	}
-	s, ok = strings.CutSuffix(s, "]")
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(s, 10, 32)
-	return uint32(n), err == nil && n != 0
+		return s.listensAt(ino, path)
+	})
 }
 
 // boundAt reports whether a socket's name as the kernel gives it is path.
