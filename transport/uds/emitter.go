@@ -25,11 +25,11 @@ type Emitter struct {
 	once   sync.Once
 
 	// Held notices the router could not take at once wait here, in
-	// order, for a goroutine that hands them on as room comes: a held
-	// message waits for a person, and its notice is what reaches them.
+	// order, for a goroutine (flush, running while backlog is not empty)
+	// that hands them on as room comes: a held message waits for a
+	// person, and its notice is what reaches them.
 	backlog  []message.Event
-	flushing sync.WaitGroup // the goroutine emptying backlog, while there is one
-	flusher  bool           // it runs
+	flushing sync.WaitGroup
 
 	lost     atomic.Uint64 // notices Notice could not hand on
 	logMu    sync.Mutex
@@ -122,9 +122,10 @@ func (o *Emitter) Offer(ev message.Event) bool {
 
 // Notice offers a drop or hold notice (Offer): a sender's connection never
 // waits on it. A held notice the router has no room for waits in order
-// for it (offerHeld), as a person must hear of the message. A lost one is counted (Lost) and logged with its cause, at
-// most once per noticeLogEvery, saying how many were lost since the last
-// line; the sender's receipt never depends on it.
+// for it (offerHeld), as a person must hear of the message. A lost one is
+// counted (Lost) and logged with its cause, at most once per
+// noticeLogEvery, saying how many were lost since the last line; the
+// sender's receipt never depends on it.
 func (o *Emitter) Notice(log *slog.Logger, ev message.Event) bool {
 	if ev.Type == message.EventHeld {
 		if o.offerHeld(ev) {
@@ -181,38 +182,35 @@ func (o *Emitter) offerHeld(ev message.Event) bool {
 		return false
 	}
 	o.backlog = append(o.backlog, ev)
-	if !o.flusher {
-		o.flusher = true
+	if len(o.backlog) == 1 {
 		o.flushing.Go(o.flush)
 	}
 	return true
 }
 
 // flush hands the backlog on in order, waiting for the router's room,
-// until it is empty or the emitter closes (what is left is lost).
+// until it is empty or the emitter closes (what is left is lost). It
+// takes a notice off and finds the backlog empty under one hold of mu, so
+// offerHeld starts another flush only once this one is done with it.
 func (o *Emitter) flush() {
-	for {
-		o.mu.Lock()
-		if len(o.backlog) == 0 {
-			o.flusher, o.backlog = false, nil
-			o.mu.Unlock()
-			return
-		}
+	o.mu.Lock()
+	for len(o.backlog) > 0 {
 		ev, out := o.backlog[0], o.out
 		o.mu.Unlock()
 		select {
 		case out <- ev:
-			o.mu.Lock()
-			o.backlog = o.backlog[1:]
-			o.mu.Unlock()
 		case <-o.closed:
 			o.mu.Lock()
 			o.lost.Add(uint64(len(o.backlog)))
-			o.flusher, o.backlog = false, nil
+			o.backlog = nil
 			o.mu.Unlock()
 			return
 		}
+		o.mu.Lock()
+		o.backlog = o.backlog[1:]
 	}
+	o.backlog = nil
+	o.mu.Unlock()
 }
 
 // Lost is how many notices Notice could not hand on.
