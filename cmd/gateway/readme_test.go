@@ -64,21 +64,43 @@ func commandPaths() []string {
 	return out
 }
 
-func TestTheREADMECommandsTableMatchesTheBinary(t *testing.T) {
-	documented := map[string]bool{}
+// commandRow is one row of README's commands table: its first cell, and
+// the command each of the cell's backticked forms calls (its leading
+// lower-case words, "tokens add").
+type commandRow struct {
+	cell     string
+	commands [][]string
+}
+
+func commandRows(t *testing.T) []commandRow {
+	t.Helper()
+	word := regexp.MustCompile(`^[a-z][a-z-]*$`)
+	var rows []commandRow
 	for _, line := range strings.Split(readmeSection(t, "### Commands"), "\n") {
 		cells := strings.Split(line, " | ")
 		if !strings.HasPrefix(line, "| `") || len(cells) < 2 {
 			continue
 		}
+		r := commandRow{cell: cells[0]}
 		for _, m := range backticked.FindAllStringSubmatch(cells[0], -1) {
 			var words []string
 			for _, w := range strings.Fields(m[1]) {
-				if !regexp.MustCompile(`^[a-z][a-z-]*$`).MatchString(w) {
+				if !word.MatchString(w) {
 					break
 				}
 				words = append(words, w)
 			}
+			r.commands = append(r.commands, words)
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+func TestTheREADMECommandsTableMatchesTheBinary(t *testing.T) {
+	documented := map[string]bool{}
+	for _, r := range commandRows(t) {
+		for _, words := range r.commands {
 			documented[strings.Join(words, " ")] = true
 		}
 	}
@@ -130,26 +152,14 @@ func TestTheREADMECommandsTableNamesEveryFlag(t *testing.T) {
 	inherited := map[string]bool{} // the root's own: every command takes them
 	root.PersistentFlags().VisitAll(func(f *pflag.Flag) { inherited[f.Name] = true })
 	rowFlag := regexp.MustCompile(`--([a-z0-9-]+)`)
-	command := regexp.MustCompile(`^[a-z][a-z-]*$`)
 	named := map[*cobra.Command]map[string]bool{} // flags named in the rows naming it
-	for _, line := range strings.Split(readmeSection(t, "### Commands"), "\n") {
-		cells := strings.Split(line, " | ")
-		if !strings.HasPrefix(line, "| `") || len(cells) < 2 {
-			continue
-		}
+	for _, row := range commandRows(t) {
 		inRow := map[string]bool{}
-		for _, m := range rowFlag.FindAllStringSubmatch(cells[0], -1) {
+		for _, m := range rowFlag.FindAllStringSubmatch(row.cell, -1) {
 			inRow[m[1]] = true
 		}
 		takes := map[string]bool{}
-		for _, m := range backticked.FindAllStringSubmatch(cells[0], -1) {
-			var words []string
-			for _, w := range strings.Fields(m[1]) {
-				if !command.MatchString(w) {
-					break
-				}
-				words = append(words, w)
-			}
+		for _, words := range row.commands {
 			c, _, err := root.Find(words)
 			if err != nil || c == root {
 				continue
@@ -168,7 +178,7 @@ func TestTheREADMECommandsTableNamesEveryFlag(t *testing.T) {
 		}
 		for f := range inRow {
 			if len(takes) > 0 && !takes[f] && !inherited[f] {
-				t.Errorf("README's row %s names --%s, which none of its commands takes", cells[0], f)
+				t.Errorf("README's row %s names --%s, which none of its commands takes", row.cell, f)
 			}
 		}
 	}
