@@ -88,25 +88,32 @@ func federationRows(ctx context.Context, e *Env) ([]Row, error) {
 		return nil, err
 	}
 	var oneHost, crossHost, oneName Rate
-	for range 2 { // alternating, so neither always runs second
-		if !e.Short {
-			time.Sleep(settleWindow + 500*time.Millisecond) // the last round's settle windows end first
+	var crossCPU, aCPU, cCPU, selfCPU time.Duration // the machine's, A's, C's, this process's (NATS, sinks, clients): over the cross-host rounds and their tails
+	tail := tailWait
+	if e.Short {
+		tail = 0
+	}
+	for round := range 2 { // alternating, so neither always runs second
+		if round == 0 {
+			time.Sleep(tail) // the last round's settle windows end first
 		}
 		r, err := concurrentNamed(ctx, near, senders, e.N(3000, 64), named("near"))
 		if err != nil {
 			return nil, err
 		}
 		oneHost.N, oneHost.Span = oneHost.N+r.N, oneHost.Span+r.Span
-		if !e.Short {
-			time.Sleep(settleWindow + 500*time.Millisecond)
-		}
+		time.Sleep(tail)
+		cpu0, a0, c0, self0 := machineBusy(), a.CPU(), c.CPU(), cpuTime()
 		if r, err = concurrentNamed(ctx, far, senders, e.N(3000, 64), named("far.bc")); err != nil {
 			return nil, err
 		}
+		time.Sleep(tail) // receipts and acknowledgements after the settle window: this round's cost
+		crossCPU, aCPU, cCPU, selfCPU = crossCPU+machineBusy()-cpu0, aCPU+a.CPU()-a0, cCPU+c.CPU()-c0, selfCPU+cpuTime()-self0
 		crossHost.N, crossHost.Span = crossHost.N+r.N, crossHost.Span+r.Span
 	}
-	if !e.Short {
-		time.Sleep(settleWindow + 500*time.Millisecond)
+	alone, aloneCPU, err := natsAlone(ctx, urls, senders, e.N(6000, 64), min(tail, 500*time.Millisecond))
+	if err != nil {
+		return nil, err
 	}
 	oneName, err = concurrent(ctx, far, senders, e.N(1000, 32), viaFar)
 	if err != nil {
@@ -136,11 +143,31 @@ func federationRows(ctx context.Context, e *Env) ([]Row, error) {
 	many.Target, many.Met = ">= 3,000 msg/s", judge(crossHost.PerSec() >= 3000) // issue 12's target, not a ratio
 	shared := rateRow(fmt.Sprintf("API -> Claude on another host, %d clients as one sender (msg/s)", senders), oneName, crossHost, "16 senders", 0)
 	shared.Target, shared.Met = "", Unjudged
+	// What the machine spends on one cross-host message, every process
+	// counted (the tail after the round too: receipts follow the settle
+	// window), beside what NATS alone spends on the exchange the
+	// federation cannot do without; at that cost, how many messages a
+	// second the machine's CPUs carry, whatever the concurrency.
+	each := func(d time.Duration) time.Duration { return d / time.Duration(max(crossHost.N, 1)) }
+	perMsg := each(crossCPU)
+	carry := func(cpu time.Duration) string {
+		if cpu <= 0 {
+			return "?"
+		}
+		return thousands(float64(numCPU())*float64(time.Second)/float64(cpu)) + " msg/s"
+	}
+	cost := Row{Path: fmt.Sprintf("API -> Claude on another host, %d senders (machine CPU a message)", senders),
+		Gateway: fmt.Sprintf("%s (%d CPUs carry %s): A %s, C %s, C's alias workers and the rest %s, NATS with the sinks and clients %s",
+			ms(perMsg), numCPU(), carry(perMsg), ms(each(aCPU)), ms(each(cCPU)), ms(each(crossCPU-aCPU-cCPU-selfCPU)), ms(each(selfCPU))),
+		Counterpart: fmt.Sprintf("%s (%s), %s (NATS alone: publish, durable consumer, ack; no receipts)",
+			ms(aloneCPU), carry(aloneCPU), alone),
+		Ratio: ratio(float64(perMsg), float64(aloneCPU))}
 	return []Row{
 		latencyRow("API -> Claude on another host, 1 sender (latency)", seq[1], seq[0], "one host", 0.5, 2*time.Millisecond),
 		one,
 		many,
 		shared,
+		cost,
 	}, nil
 }
 
