@@ -339,6 +339,8 @@ func (g *Gateway) CPU() time.Duration {
 	if err1 != nil || err2 != nil {
 		return 0
 	}
-	const userHZ = 100 // USER_HZ: what /proc reports times in on Linux
 	return time.Duration(u+s) * time.Second / userHZ
 }
+
+// userHZ is USER_HZ: what /proc reports CPU times in on Linux.
+const userHZ = 100

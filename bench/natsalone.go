@@ -130,6 +130,5 @@ func machineBusy() time.Duration {
 		}
 		busy += n
 	}
-	const userHZ = 100
 	return time.Duration(busy) * time.Second / userHZ
 }
