@@ -313,15 +313,7 @@ func (n *Node) setup(ctx context.Context) error {
 	if err := n.claim(ctx); err != nil {
 		return err
 	}
-	// A signed entry before anything is sent: the hosts this one sends to
-	// learn its key from it, even before Serve lists its sessions. A
-	// gateway restarted (after a crash) finds its last entry still there
-	// and leaves it until Serve lists its sessions: an empty one would make
-	// the other hosts fail sends to them meanwhile.
-	if _, err := n.roster.Get(ctx, n.cfg.Host); err == nil {
-		return nil
-	}
-	if err := n.PublishSessions(ctx, nil); err != nil {
+	if err := n.firstEntry(ctx); err != nil {
 		return fmt.Errorf("federation: roster entry: %w", err)
 	}
 	return nil
@@ -407,7 +399,7 @@ func (n *Node) claim(ctx context.Context) error {
 	if !errors.Is(err, jetstream.ErrKeyExists) {
 		return fmt.Errorf("federation: claiming host name %q: %w", n.cfg.Host, err)
 	}
-	e, gerr := n.leases.Get(ctx, n.cfg.Host)
+	e, gerr := retry(ctx, func(ctx context.Context) (jetstream.KeyValueEntry, error) { return n.leases.Get(ctx, n.cfg.Host) })
 	if gerr != nil {
 		return fmt.Errorf("federation: claiming host name %q: %w", n.cfg.Host, gerr)
 	}

@@ -58,7 +58,40 @@ func (n *Node) PublishSessions(ctx context.Context, local []message.Session) err
 	if same {
 		return nil
 	}
-	return n.putRoster(ctx, r)
+	if err := n.putRoster(ctx, r); err != nil {
+		// Not published: the next call with the same sessions puts again
+		// rather than finding them unchanged.
+		n.mu.Lock()
+		if string(n.mine) == string(b) {
+			n.mine = nil
+		}
+		n.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// firstEntry puts a signed entry before anything is sent: the hosts this
+// one sends to learn its key from it, even before Serve lists its
+// sessions. A gateway restarted (after a crash) finds its last entry still
+// there and leaves it until Serve lists its sessions: an empty one would
+// make the other hosts fail sends to them meanwhile. Both steps are
+// retried: a bucket whose stream leader is still being elected answers
+// no one for a moment, and a gateway starting beside a cluster that just
+// started must not give up on that.
+func (n *Node) firstEntry(ctx context.Context) error {
+	found, err := retry(ctx, func(ctx context.Context) (bool, error) {
+		_, err := n.roster.Get(ctx, n.cfg.Host)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil || found {
+		return err
+	}
+	_, err = retry(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, n.PublishSessions(ctx, nil) })
+	return err
 }
 
 // putRoster signs r afresh and puts it: each put is signed when made, so
