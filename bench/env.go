@@ -95,8 +95,7 @@ type Gateway struct {
 	logs      *capped
 	exited    chan struct{}
 	http      *http.Client
-	sock      string        // the control socket
-	conns     chan *apiConn // idle connections for Send
+	api       *apiPool // the control socket's connections for Send
 }
 
 // StartGateway runs `gateway serve --name bench args...` in w and waits
@@ -121,7 +120,7 @@ func (e *Env) StartGateway(ctx context.Context, w *World, args ...string) (*Gate
 	go func() { _ = cmd.Wait(); close(g.exited) }()
 	e.Cleanup(g.stop)
 	sock := filepath.Join(w.StateDir, "gateway.sock")
-	g.sock, g.conns = sock, make(chan *apiConn, maxSenders)
+	g.api = newAPIPool(sock)
 	g.http = &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
@@ -151,9 +150,7 @@ func (e *Env) StartGateway(ctx context.Context, w *World, args ...string) (*Gate
 const maxSenders = 64
 
 func (g *Gateway) stop() {
-	for len(g.conns) > 0 {
-		(<-g.conns).close()
-	}
+	g.api.close()
 	_ = g.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-g.exited:
@@ -193,9 +190,7 @@ func (g *Gateway) post(ctx context.Context, b sendBody) error {
 	if err != nil {
 		return err
 	}
-	c := g.conn()
-	st, raw, err := c.do(ctx, "POST", "/v1/messages", body)
-	g.conns <- c
+	st, raw, err := g.api.do(ctx, "POST", "/v1/messages", body)
 	switch {
 	case err != nil:
 		return err
@@ -209,17 +204,6 @@ func (g *Gateway) post(ctx context.Context, b sendBody) error {
 		return fmt.Errorf("the gateway answered %q", out.Status)
 	}
 	return nil
-}
-
-// conn takes an idle keep-alive connection, or a new one; the caller puts
-// it back on g.conns.
-func (g *Gateway) conn() *apiConn {
-	select {
-	case c := <-g.conns:
-		return c
-	default:
-		return &apiConn{sock: g.sock}
-	}
 }
 
 // Sessions lists the names the gateway reaches, with their protocols.
@@ -317,10 +301,13 @@ func build(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
-// CPU is the processor time the gateway process has used so far (user and
+// CPU is the processor time the gateway process has used so far.
+func (g *Gateway) CPU() time.Duration { return procCPU(g.PID()) }
+
+// procCPU is the processor time process pid has used so far (user and
 // system), from /proc/<pid>/stat; 0 where that cannot be read.
-func (g *Gateway) CPU() time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", g.PID()))
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}

@@ -74,3 +74,34 @@ func (a *apiConn) do(ctx context.Context, method, path string, body []byte) (int
 	}
 	return resp.StatusCode, raw, err
 }
+
+// apiPool holds idle keep-alive connections to one control socket, at
+// most maxSenders of them.
+type apiPool struct {
+	sock string
+	idle chan *apiConn
+}
+
+func newAPIPool(sock string) *apiPool {
+	return &apiPool{sock: sock, idle: make(chan *apiConn, maxSenders)}
+}
+
+// do is apiConn.do on an idle connection, or a new one.
+func (p *apiPool) do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	var c *apiConn
+	select {
+	case c = <-p.idle:
+	default:
+		c = &apiConn{sock: p.sock}
+	}
+	st, raw, err := c.do(ctx, method, path, body)
+	p.idle <- c
+	return st, raw, err
+}
+
+// close closes the idle connections.
+func (p *apiPool) close() {
+	for len(p.idle) > 0 {
+		(<-p.idle).close()
+	}
+}

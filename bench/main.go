@@ -9,6 +9,9 @@
 //	go run ./bench -only claude    # the suites whose name matches
 //	go run ./bench -profile DIR    # also CPU and allocation profiles of the gateway under load
 //
+// The bench runs itself as the HTTP floor's server (see httpfloor.go):
+// `bench http-floor SOCKET SINK MODE` is not for people.
+//
 // A suite is one file, suite_NN_name.go, holding a func registered from
 // init (see register): it starts what it needs through the Env (a World,
 // a gateway binary, sinks; all stopped when it returns) and returns its
@@ -26,6 +29,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 5 && os.Args[1] == floorCommand {
+		if err := serveFloor(os.Args[2], os.Args[3], os.Args[4]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: http floor:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	short := flag.Bool("short", false, "a few seconds in all: enough to show the harness works, not for figures")
 	only := flag.String("only", "", "run only the suites whose name matches this regular expression")
 	bin := flag.String("gateway", "", "the gateway binary to measure (default: build ./cmd/gateway)")

@@ -72,10 +72,14 @@ func claudeRows(ctx context.Context, e *Env) ([]Row, error) {
 	}); err != nil {
 		return nil, err
 	}
-	return []Row{
+	floors, err := floorRows(ctx, e, st.W, sink, senders)
+	if err != nil {
+		return nil, err
+	}
+	return append([]Row{
 		rateRow("API -> Claude, 1 sender (msg/s)", seq[1].rate(), seq[0].rate(), "raw socket", 0.5),
 		latencyRow("API -> Claude, 1 sender (latency)", seq[1], seq[0], "raw socket", 0.99, time.Millisecond),
 		rateRow(fmt.Sprintf("API -> Claude, %d senders (msg/s)", senders), gwRate, rawRate, "raw socket", 0.5),
 		{Path: "API -> Claude, gateway CPU per message", Gateway: ms(cpu)},
-	}, nil
+	}, floors...), nil
 }
