@@ -382,38 +382,56 @@ func transient(err error) bool {
 	// A request that timed out (the API's own timeout, not the caller's
 	// context: retry checks that) is a leader election under way.
 	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errNoLeader) || errors.Is(err, nats.ErrNoResponders) ||
-		errors.Is(err, jetstream.ErrNoStreamResponse)
+		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, errLeaseMoved)
 }
 
 // claim takes cfg.Host's lease: a create-only key that lapses RosterTTL
-// after the last renewal, so a gateway that died frees its name.
+// after the last renewal, so a gateway that died frees its name. Retried,
+// as a whole: a cluster that just started may not answer for its stream
+// yet, and a lease of our own read for a takeover may change (or lapse)
+// before the update that takes it over.
 func (n *Node) claim(ctx context.Context) error {
-	// Retried: a cluster that just started may not answer for its stream yet.
 	rev, err := retry(ctx, func(ctx context.Context) (uint64, error) {
-		return n.leases.Create(ctx, n.cfg.Host, []byte(n.cfg.Instance))
+		rev, err := n.leases.Create(ctx, n.cfg.Host, []byte(n.cfg.Instance))
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return n.takeOver(ctx)
+		}
+		return rev, err
 	})
-	if err == nil {
-		n.leaseRev = rev
-		return nil
-	}
-	if !errors.Is(err, jetstream.ErrKeyExists) {
+	switch {
+	case errors.Is(err, ErrHostTaken):
+		return err
+	case err != nil:
 		return fmt.Errorf("federation: claiming host name %q: %w", n.cfg.Host, err)
 	}
-	e, gerr := retry(ctx, func(ctx context.Context) (jetstream.KeyValueEntry, error) { return n.leases.Get(ctx, n.cfg.Host) })
-	if gerr != nil {
-		return fmt.Errorf("federation: claiming host name %q: %w", n.cfg.Host, gerr)
-	}
-	if string(e.Value()) != n.cfg.Instance {
-		return fmt.Errorf("federation: host name %q: %w (choose another with --host, or wait %s for its lease to lapse)",
-			n.cfg.Host, ErrHostTaken, n.cfg.RosterTTL)
-	}
-	// Our own lease, from before a restart: take it over.
-	n.leaseRev, err = n.leases.Update(ctx, n.cfg.Host, []byte(n.cfg.Instance), e.Revision())
-	if err != nil {
-		return fmt.Errorf("federation: host name %q: %w", n.cfg.Host, ErrHostTaken)
-	}
+	n.leaseRev = rev
 	return nil
 }
+
+// takeOver renews a lease that is already there if it is ours, from
+// before a restart; someone else's is ErrHostTaken. A lease that lapsed or
+// changed since it was read is errLeaseMoved: the claim starts again.
+func (n *Node) takeOver(ctx context.Context) (uint64, error) {
+	e, err := n.leases.Get(ctx, n.cfg.Host)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, errLeaseMoved
+	}
+	if err != nil {
+		return 0, err
+	}
+	if string(e.Value()) != n.cfg.Instance {
+		return 0, fmt.Errorf("federation: host name %q: %w (choose another with --host, or wait %s for its lease to lapse)",
+			n.cfg.Host, ErrHostTaken, n.cfg.RosterTTL)
+	}
+	rev, err := n.leases.Update(ctx, n.cfg.Host, []byte(n.cfg.Instance), e.Revision())
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return 0, errLeaseMoved
+	}
+	return rev, err
+}
+
+// errLeaseMoved: the lease changed between its read and our update.
+var errLeaseMoved = errors.New("federation: the lease changed while it was taken over")
 
 // heartbeat renews the lease and re-puts the roster entry every third of
 // the TTL until Close.
