@@ -53,7 +53,7 @@ func serveFloor(sock, sink, mode string) error {
 			case floorDialWrite:
 				err = uds.DialWrite(r.Context(), sink, body)
 			case floorWritten:
-				err = writeAndClose(sink, body)
+				err = rawSend(sink, body)
 			}
 		}
 		if err != nil {
@@ -64,15 +64,6 @@ func serveFloor(sock, sink, mode string) error {
 		w.WriteHeader(http.StatusAccepted)
 		_, _ = io.WriteString(w, `{"status":"sent"}`)
 	}))
-}
-
-func writeAndClose(path string, b []byte) error {
-	c, err := net.Dial("unix", path)
-	if err != nil {
-		return err
-	}
-	_, err = c.Write(b)
-	return errors.Join(err, c.Close())
 }
 
 // floor is one running floor server.
