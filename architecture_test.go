@@ -193,7 +193,7 @@ func keys(m map[string][]string) []string {
 func TestTheImportCheckCatchesWhatItShould(t *testing.T) {
 	rules := []rule{
 		{pattern: "message"},
-		{pattern: "transport/uds/...", allow: []string{"message", "internal/..."}},
+		{pattern: "leg/...", allow: []string{"message", "internal/..."}},
 		{pattern: "cmd/gateway", allow: []string{"*"}},
 	}
 	tests := []struct {
@@ -201,12 +201,12 @@ func TestTheImportCheckCatchesWhatItShould(t *testing.T) {
 		imports map[string][]string
 		want    int
 	}{
-		{"a package importing only what its rule allows passes", map[string][]string{"transport/uds/claude": {"message", "internal/clock"}}, 0},
+		{"a package importing only what its rule allows passes", map[string][]string{"leg/claude": {"message", "internal/clock"}}, 0},
 		{"a package that may import nothing and imports something fails", map[string][]string{"message": {"internal/clock"}}, 1},
-		{"a transport importing another transport fails", map[string][]string{"transport/uds/claude": {"message", "router"}}, 1},
+		{"a leg importing the router fails", map[string][]string{"leg/claude": {"message", "router"}}, 1},
 		{"a package no rule covers fails", map[string][]string{"router": nil}, 1},
-		{"a star allows anything", map[string][]string{"cmd/gateway": {"router", "transport/uds"}}, 0},
-		{"a subtree pattern covers its root", map[string][]string{"transport/uds": {"message"}}, 0},
+		{"a star allows anything", map[string][]string{"cmd/gateway": {"router", "leg/uds"}}, 0},
+		{"a subtree pattern covers its root", map[string][]string{"leg": {"message"}}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -226,8 +226,8 @@ func TestTheImportCheckCatchesWhatItShould(t *testing.T) {
 		}
 	})
 	t.Run("a path is not a subtree of a sibling with the same prefix", func(t *testing.T) {
-		if matches("transport/uds/...", "transport/udsx") {
-			t.Fatal("transport/udsx matched transport/uds/...")
+		if matches("leg/uds/...", "leg/udsx") {
+			t.Fatal("leg/udsx matched leg/uds/...")
 		}
 	})
 }

@@ -9,8 +9,8 @@ import (
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/addressing/didfile"
+	"github.com/sessiongateway/gateway/leg/outbox"
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/outbox"
 	"github.com/sessiongateway/gateway/router"
 )
 
@@ -92,7 +92,7 @@ func errorOf(err error) Error {
 		return Error{Error: err.Error(), Code: CodeConflict}
 	case errors.As(err, new(slowBody)):
 		return Error{Error: err.Error(), Code: CodeRequestTimeout}
-	case errors.Is(err, router.ErrNotAccepted):
+	case errors.Is(err, message.ErrNotAccepted):
 		if errors.Is(err, outbox.ErrFull) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 			return Error{Error: err.Error(), Code: CodeStorageFull}
 		}
@@ -107,7 +107,7 @@ func errorOf(err error) Error {
 		return Error{Error: err.Error(), Code: CodeNotFound}
 	case errors.Is(err, router.ErrPermissionSettled):
 		return Error{Error: err.Error(), Code: CodeConflict}
-	case errors.As(err, &ia), errors.As(err, &ic), errors.As(err, &is), errors.Is(err, router.ErrNotControllable), errors.Is(err, router.ErrNotLifecycled),
+	case errors.As(err, &ia), errors.As(err, &ic), errors.As(err, &is), errors.Is(err, message.ErrNotControllable), errors.Is(err, router.ErrNotLifecycled),
 		errors.Is(err, router.ErrNoIdleNotices):
 		return Error{Error: err.Error(), Code: CodeBadRequest}
 	case errors.As(err, &pe):
@@ -116,7 +116,7 @@ func errorOf(err error) Error {
 		return Error{Error: err.Error(), Code: CodeNotFound, Suggestions: nf.Suggestions}
 	case errors.As(err, &am):
 		return Error{Error: err.Error(), Code: CodeAmbiguous, Candidates: am.Candidates}
-	case errors.Is(err, router.ErrNoLeg), errors.Is(err, router.ErrNoLifecycle), errors.Is(err, router.ErrUnknownMessage), errors.Is(err, router.ErrNotHeld),
+	case errors.Is(err, router.ErrNoLeg), errors.Is(err, message.ErrNoLifecycle), errors.Is(err, router.ErrUnknownMessage), errors.Is(err, router.ErrNotHeld),
 		errors.Is(err, addressing.ErrNoDIDResolver):
 		return Error{Error: err.Error(), Code: CodeNotFound}
 	case errors.Is(err, addressing.ErrUnsupported): // a pipe address off Windows

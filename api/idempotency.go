@@ -15,8 +15,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/internal/clock"
+	"github.com/sessiongateway/gateway/leg/outbox"
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/outbox"
 	"github.com/sessiongateway/gateway/router"
 )
 
@@ -179,7 +179,7 @@ func (t *keyTable) claim(grant, key, dig string) (k outbox.Key, fresh bool, err 
 	nk := &idemKey{Key: outbox.Key{Key: key, Digest: dig, MsgID: uuid.NewString(), Created: now}, grant: grant, busy: true}
 	if t.store != nil {
 		if err := t.store.PutKey(nk.Key, nil); err != nil {
-			return outbox.Key{}, false, fmt.Errorf("%w: storing the idempotency key: %w", router.ErrNotAccepted, err)
+			return outbox.Key{}, false, fmt.Errorf("%w: storing the idempotency key: %w", message.ErrNotAccepted, err)
 		}
 	}
 	t.add(nk)

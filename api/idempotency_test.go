@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/leg/outbox"
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/outbox"
 	"github.com/sessiongateway/gateway/router"
 )
 

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/sessiongateway/gateway/outbox"
+	"github.com/sessiongateway/gateway/leg/outbox"
 	"github.com/sessiongateway/gateway/router"
 )
 

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sessiongateway/gateway/leg/outbox"
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/outbox"
 	"github.com/sessiongateway/gateway/router"
 )
 

@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/sessiongateway/gateway/leg/outbox"
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/outbox"
 	"github.com/sessiongateway/gateway/router"
 )
 
@@ -84,7 +84,7 @@ func TestAStoreThatTakesNothingIsA5xx(t *testing.T) {
 }
 
 func TestAFullDiskIs507(t *testing.T) {
-	e := errorOf(fmt.Errorf("remote: %w", fmt.Errorf("%w: write outbox.db: %w", router.ErrNotAccepted, syscall.ENOSPC)))
+	e := errorOf(fmt.Errorf("remote: %w", fmt.Errorf("%w: write outbox.db: %w", message.ErrNotAccepted, syscall.ENOSPC)))
 	if e.Code != CodeStorageFull || codeStatus[e.Code] != http.StatusInsufficientStorage {
 		t.Fatalf("ENOSPC maps to %+v, want %s (507)", e, CodeStorageFull)
 	}

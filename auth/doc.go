@@ -14,6 +14,6 @@
 // bound_unattested), with an Ed25519 key on disk for self-hosting and tests
 // (NewEd25519FileSigner), or by calling out to a user's program
 // (NewExecSigner). It also documents the session-bind message shapes.
-// Canonicalisation lives with the client in transport/sessionsapi; this
+// Canonicalisation lives with the client in leg/remote/sessionsapi; this
 // package imports nothing else of ours.
 package auth

@@ -19,8 +19,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/internal/safefile"
-	"github.com/sessiongateway/gateway/transport/uds"
-	"github.com/sessiongateway/gateway/transport/uds/claude"
+	"github.com/sessiongateway/gateway/leg/claude"
+	"github.com/sessiongateway/gateway/leg/uds"
 )
 
 // claudeSink is a bare Go peer socket registered in a World as a Claude

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/sessiongateway/gateway/transport/uds"
+	"github.com/sessiongateway/gateway/leg/uds"
 )
 
 // The HTTP floor is what the API rows stand on before the gateway does

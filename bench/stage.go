@@ -7,7 +7,7 @@ import (
 
 // trustAfter is how old a registry file's mtime must be before the gateway
 // keeps its parse rather than reading the file again on every send
-// (transport/uds.FileCache's racy window, 2 s, with a margin).
+// (leg/uds.FileCache's racy window, 2 s, with a margin).
 const trustAfter = 2500 * time.Millisecond
 
 // Stage is what the local suites (claude, qwen, bridge) measure on: a

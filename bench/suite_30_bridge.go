@@ -15,8 +15,8 @@ import (
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/internal/safefile"
-	"github.com/sessiongateway/gateway/transport/uds/claude"
-	"github.com/sessiongateway/gateway/transport/uds/qwen"
+	"github.com/sessiongateway/gateway/leg/claude"
+	"github.com/sessiongateway/gateway/leg/qwen"
 )
 
 func init() { register("bridge", bridgeRows) }

@@ -19,8 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sessiongateway/gateway/leg/remote/stream"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
-	"github.com/sessiongateway/gateway/transport/remote/stream"
 )
 
 func init() {
@@ -57,7 +57,7 @@ func benchEvent(i int) string {
 	return fmt.Sprintf(`{"type":"assistant","uuid":"evt_%d","message":{"id":"msg_%d","model":"claude-opus-4-6","role":"assistant","content":[{"type":"text","text":"Reading the file to see what the handler does with an empty body."},{"type":"tool_use","id":"toolu_%d","name":"Read","input":{"file_path":"/srv/app/api/server.go"},"caller":{"type":"direct"}}],"stop_reason":"tool_use","usage":{"input_tokens":12345,"output_tokens":678,"cache_read_input_tokens":9000}}}`, i, i, i)
 }
 
-// decodeRow: the remote leg's stream client (transport/remote/stream)
+// decodeRow: the remote leg's stream client (leg/remote/stream)
 // reading n stored events of one session from the fake cloud (WebSocket
 // replay, or the v2 event stream from its start) until the last is
 // delivered: read, frame, decode, de-duplicate. Beside it, the same lines

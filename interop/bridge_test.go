@@ -16,13 +16,13 @@ import (
 
 	"github.com/sessiongateway/gateway/interop/claudecli"
 	"github.com/sessiongateway/gateway/interop/qwencli"
+	"github.com/sessiongateway/gateway/leg/claude"
+	"github.com/sessiongateway/gateway/leg/qwen"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/testkit/fakeanthropic"
 	"github.com/sessiongateway/gateway/testkit/fakeopenai"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
-	"github.com/sessiongateway/gateway/transport/uds/claude"
-	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 
 // A real Claude Code session and a real Qwen Code session exchange a

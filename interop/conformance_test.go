@@ -8,12 +8,12 @@ import (
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/interop/claudecli"
 	"github.com/sessiongateway/gateway/interop/qwencli"
+	"github.com/sessiongateway/gateway/leg/claude"
+	"github.com/sessiongateway/gateway/leg/qwen"
 	"github.com/sessiongateway/gateway/testkit/fakeanthropic"
 	"github.com/sessiongateway/gateway/testkit/fakeopenai"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 	"github.com/sessiongateway/gateway/testkit/legtest"
-	"github.com/sessiongateway/gateway/transport/uds/claude"
-	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 
 // The conformance suites (testkit/legtest) against the real CLIs;

@@ -17,10 +17,10 @@ import (
 	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/interop/qwencli"
+	"github.com/sessiongateway/gateway/leg/qwen"
+	"github.com/sessiongateway/gateway/leg/uds"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
-	"github.com/sessiongateway/gateway/transport/uds"
-	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 
 // sinkReadTimeout bounds the wait for one frame to reach the sink: a send

@@ -13,12 +13,12 @@ import (
 
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/interop/qwencli"
+	"github.com/sessiongateway/gateway/leg/qwen"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/testkit/fakeopenai"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 	"github.com/sessiongateway/gateway/testkit/legtest"
-	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 
 // needQwen fails when the real Qwen Code CLI is missing or of another

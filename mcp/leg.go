@@ -17,8 +17,8 @@ import (
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/internal/bounded"
 	"github.com/sessiongateway/gateway/internal/clock"
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/router"
 )
 
 // Limits of the leg.
@@ -60,9 +60,9 @@ type Leg struct {
 }
 
 var (
-	_ router.Leg       = (*Leg)(nil)
-	_ router.AliasHost = (*Leg)(nil)
-	_ router.Claimer   = (*Leg)(nil)
+	_ leg.Leg       = (*Leg)(nil)
+	_ leg.AliasHost = (*Leg)(nil)
+	_ leg.Claimer   = (*Leg)(nil)
 )
 
 // NewLeg returns a leg with no clients; c nil is the wall clock.

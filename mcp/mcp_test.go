@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 )
@@ -25,7 +26,7 @@ type world struct {
 	srv *Server
 }
 
-func newWorld(t testing.TB, others ...router.Leg) *world {
+func newWorld(t testing.TB, others ...leg.Leg) *world {
 	t.Helper()
 	leg := NewLeg(nil)
 	rt := router.New(router.Config{RosterTTL: time.Millisecond}, append(others, leg)...)

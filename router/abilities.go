@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -35,7 +36,7 @@ func (e *RefusedError) Unwrap() error { return e.Err }
 func (r *Router) Held() []message.Held {
 	var all []message.Held
 	for _, l := range r.legs {
-		if h, ok := l.(Holder); ok {
+		if h, ok := l.(leg.Holder); ok {
 			all = append(all, h.Held()...)
 		}
 	}
@@ -47,7 +48,7 @@ func (r *Router) Held() []message.Held {
 // refuses (decided meanwhile, its queue full).
 func (r *Router) Decide(ctx context.Context, id string, release bool, reason string) error {
 	for _, l := range r.legs {
-		h, ok := l.(Holder)
+		h, ok := l.(leg.Holder)
 		if !ok {
 			continue
 		}
@@ -68,17 +69,17 @@ func (r *Router) Decide(ctx context.Context, id string, release bool, reason str
 // session goes idle. A leg without idle notices is ErrNoIdleNotices; its
 // peer's refusal a *RefusedError.
 func (r *Router) NotifyWhenIdle(ctx context.Context, to string) (string, message.Session, error) {
-	leg, target, err := r.Resolve(ctx, to)
+	l, target, err := r.Resolve(ctx, to)
 	if err != nil {
 		return "", message.Session{}, err
 	}
-	is, ok := leg.(IdleSubscriber)
+	is, ok := l.(leg.IdleSubscriber)
 	if !ok {
-		return "", target, fmt.Errorf("the %s leg has %w", leg.Name(), ErrNoIdleNotices)
+		return "", target, fmt.Errorf("the %s leg has %w", l.Name(), ErrNoIdleNotices)
 	}
 	id, err := is.NotifyWhenIdle(ctx, target)
 	if err != nil {
-		return "", target, &RefusedError{Leg: leg.Name(), Err: err}
+		return "", target, &RefusedError{Leg: l.Name(), Err: err}
 	}
 	return id, target, nil
 }
@@ -89,7 +90,7 @@ func (r *Router) Ready() map[message.Protocol]error {
 	legs := make(map[message.Protocol]error, len(r.legs))
 	for _, l := range r.legs {
 		var err error
-		if rd, ok := l.(Readier); ok {
+		if rd, ok := l.(leg.Readier); ok {
 			err = rd.Ready()
 		}
 		legs[l.Name()] = err
@@ -101,7 +102,7 @@ func (r *Router) Ready() map[message.Protocol]error {
 // server's acknowledgement; ok is false when no leg has one.
 func OutboxDepth[Item any](r *Router) (n int, ok bool) {
 	for _, l := range r.legs {
-		if o, is := l.(Outboxer[Item]); is {
+		if o, is := l.(leg.Outboxer[Item]); is {
 			n, ok = n+o.Depth(), true
 		}
 	}
@@ -114,7 +115,7 @@ func OutboxDepth[Item any](r *Router) (n int, ok bool) {
 func Outbox[Item any](r *Router, all bool) ([]Item, error) {
 	var items []Item
 	for _, l := range r.legs {
-		o, ok := l.(Outboxer[Item])
+		o, ok := l.(leg.Outboxer[Item])
 		if !ok {
 			continue
 		}

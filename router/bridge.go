@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -17,7 +18,7 @@ import (
 // outbox, with the message) so that what the receiver says about it goes
 // back to the original sender.
 type forward struct {
-	source Leg             // the leg the original arrived on
+	source leg.Leg         // the leg the original arrived on
 	in     message.Message // the original, as it arrived at our alias
 }
 
@@ -42,7 +43,7 @@ func (r *Router) bridgeSync(ctx context.Context, interval time.Duration) {
 func (r *Router) syncOnce(ctx context.Context) {
 	all := r.Sessions(ctx)
 	for _, l := range r.legs {
-		h, ok := l.(AliasHost)
+		h, ok := l.(leg.AliasHost)
 		if !ok {
 			continue
 		}
@@ -83,7 +84,7 @@ func (r *Router) bridged(name string) bool {
 // EventMessage. A message forwarded again (its host offered it twice) is
 // not written twice while the router tracks it: where it stands is
 // answered instead.
-func (r *Router) Forward(ctx context.Context, source Leg, in message.Message) message.Receipt {
+func (r *Router) Forward(ctx context.Context, source leg.Leg, in message.Message) message.Receipt {
 	r.cfg.Metrics.Message(ctx, string(source.Name()), "in")
 	r.hub.Publish(message.Event{Type: message.EventMessage, Time: r.cfg.Clock.Now(), Leg: source.Name(), Message: &in})
 	return r.bridge(ctx, source, in)
@@ -92,7 +93,7 @@ func (r *Router) Forward(ctx context.Context, source Leg, in message.Message) me
 // forwardID is the id the bridge forwards in under: the same for the same
 // message from the same sender on the same leg, so a receiver that keeps
 // settled ids (Qwen Code) answers a second copy with its first verdict.
-func forwardID(source Leg, in message.Message) string {
+func forwardID(source leg.Leg, in message.Message) string {
 	return uuid.NewSHA1(forwardSpace, []byte(string(source.Name())+"\x00"+in.From+"\x00"+in.ID)).String()
 }
 
@@ -101,7 +102,7 @@ var forwardSpace = uuid.MustParse("6f1d3c1e-5a8b-4c2e-9a57-0b8f2f4d7e11")
 // bridge forwards a message that arrived at an alias to the session the
 // alias stands for, sent from the alias of its sender on that leg, and
 // returns the forward's first receipt.
-func (r *Router) bridge(ctx context.Context, source Leg, in message.Message) message.Receipt {
+func (r *Router) bridge(ctx context.Context, source leg.Leg, in message.Message) message.Receipt {
 	if err := r.hopCheck(ctx, source, &in); err != nil { // hop guard (router/hop.go): appends our token or drops
 		var he *HopError
 		errors.As(err, &he)
@@ -109,7 +110,7 @@ func (r *Router) bridge(ctx context.Context, source Leg, in message.Message) mes
 	}
 	fail := func(reason string) message.Receipt {
 		rc := message.Receipt{MsgID: in.ID, Status: message.StatusFailed, Reason: reason}
-		if h, ok := source.(AliasHost); ok {
+		if h, ok := source.(leg.AliasHost); ok {
 			h.Relay(ctx, in, rc)
 		}
 		r.log.Info("bridged message not forwarded", "msg_id", in.ID, "to", in.AliasOf, "reason", reason)
@@ -136,7 +137,7 @@ func (r *Router) bridge(ctx context.Context, source Leg, in message.Message) mes
 		HopChain: in.HopChain, Attachments: in.Attachments, Protocol: targetLeg.Name(), Time: r.cfg.Clock.Now(), Unpaced: in.Unpaced,
 	}
 	var sendAs func(ctx context.Context, m message.Message) (message.Receipt, error)
-	if host, ok := targetLeg.(AliasHost); ok {
+	if host, ok := targetLeg.(leg.AliasHost); ok {
 		sendAs = func(ctx context.Context, m message.Message) (message.Receipt, error) {
 			return host.SendAs(ctx, sender, m)
 		}
@@ -158,20 +159,20 @@ func (r *Router) bridge(ctx context.Context, source Leg, in message.Message) mes
 // forwardable says whether a bridged message's files can go on to leg:
 // every one arrived (none refused on the way in) and the leg carries files.
 // Otherwise the message is not forwarded and its sender is told why.
-func forwardable(leg Leg, atts []message.Attachment) error {
+func forwardable(l leg.Leg, atts []message.Attachment) error {
 	for _, a := range atts {
 		if a.Refused != "" {
 			return fmt.Errorf("attachment %q was refused on arrival (%s), so the message is not forwarded without it", a.FileName, a.Refused)
 		}
 	}
-	return carries(leg, atts)
+	return carries(l, atts)
 }
 
 // senderOf finds the session that sent in on its leg, for its name and
 // address: in the router's recent listing first (a leg's own listing can
 // mean probing every session's socket, on every forward), then the leg's;
 // when neither lists it, what the message claims.
-func (r *Router) senderOf(ctx context.Context, source Leg, in message.Message) message.Session {
+func (r *Router) senderOf(ctx context.Context, source leg.Leg, in message.Message) message.Session {
 	match := func(ss []message.Session) (message.Session, bool) {
 		for _, s := range ss {
 			if s.Protocol == source.Name() && s.AliasOf == "" && s.Address == in.From && (in.FromName == "" || s.Name == in.FromName) {
@@ -201,7 +202,7 @@ func (r *Router) senderOf(ctx context.Context, source Leg, in message.Message) m
 // name two sessions share is NAME-REF: only the id names it). The id is
 // tried first; a name two sessions there share is refused (see pinned).
 // Anything else resolves as an address would.
-func (r *Router) resolveAlias(ctx context.Context, in message.Message) (Leg, message.Session, error) {
+func (r *Router) resolveAlias(ctx context.Context, in message.Message) (leg.Leg, message.Session, error) {
 	if in.ToName != "" || in.ToSessionID != "" {
 		if cached, ok := r.cachedRoster(); ok {
 			// What the recent listing cannot tell is asked afresh.
@@ -222,7 +223,7 @@ func (r *Router) resolveAlias(ctx context.Context, in message.Message) (Leg, mes
 // The name alone never picks between sessions that share it there (twins
 // of one process, one of them the session a retiring alias stood for): that
 // is an error naming each, not a guess. The bool is false when none matches.
-func (r *Router) pinned(in message.Message, sessions []message.Session) (Leg, message.Session, bool, error) {
+func (r *Router) pinned(in message.Message, sessions []message.Session) (leg.Leg, message.Session, bool, error) {
 	a, err := addressing.Parse(in.AliasOf)
 	if err != nil {
 		return nil, message.Session{}, false, nil

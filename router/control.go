@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -18,15 +19,15 @@ func (r *Router) Control(ctx context.Context, address string, c message.Control)
 	if err := validateControl(c); err != nil {
 		return message.ControlResult{}, err
 	}
-	leg, target, err := r.resolveCloud(ctx, address)
+	l, target, err := r.resolveCloud(ctx, address)
 	if err != nil {
 		return message.ControlResult{}, err
 	}
-	ct, ok := leg.(Controllable)
+	ct, ok := l.(leg.Controllable)
 	if !ok {
-		return message.ControlResult{}, fmt.Errorf("%w: %s is a %s session", ErrNotControllable, target.Address, leg.Name())
+		return message.ControlResult{}, fmt.Errorf("%w: %s is a %s session", message.ErrNotControllable, target.Address, l.Name())
 	}
-	if d, ok := leg.(Describer); ok {
+	if d, ok := l.(leg.Describer); ok {
 		info, err := d.Info(ctx, target)
 		var nf *addressing.NotFoundError
 		if errors.As(err, &nf) {
@@ -42,9 +43,9 @@ func (r *Router) Control(ctx context.Context, address string, c message.Control)
 	var refused *message.ControlRefusedError
 	switch {
 	case errors.As(err, &refused):
-		return res, &RefusedError{Leg: leg.Name(), Err: err}
+		return res, &RefusedError{Leg: l.Name(), Err: err}
 	case err != nil:
-		return res, &LegError{Leg: leg.Name(), Op: "control", Err: err}
+		return res, &LegError{Leg: l.Name(), Op: "control", Err: err}
 	}
 	return res, nil
 }
@@ -52,13 +53,13 @@ func (r *Router) Control(ctx context.Context, address string, c message.Control)
 // SessionInfo is what the session address resolves to told about itself,
 // through its leg.
 func (r *Router) SessionInfo(ctx context.Context, address string) (message.SessionInfo, error) {
-	leg, target, err := r.resolveCloud(ctx, address)
+	l, target, err := r.resolveCloud(ctx, address)
 	if err != nil {
 		return message.SessionInfo{}, err
 	}
-	d, ok := leg.(Describer)
+	d, ok := l.(leg.Describer)
 	if !ok {
-		return message.SessionInfo{}, fmt.Errorf("%w: %s is a %s session", ErrNotControllable, target.Address, leg.Name())
+		return message.SessionInfo{}, fmt.Errorf("%w: %s is a %s session", message.ErrNotControllable, target.Address, l.Name())
 	}
 	return d.Info(ctx, target)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -28,10 +29,10 @@ func TestASendWithFilesFailsOnALegThatCannotCarryThem(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leg := newFake()
-			var l Leg = leg
+			fake := newFake()
+			var l leg.Leg = fake
 			if tt.carries {
-				l = carrier{leg}
+				l = carrier{fake}
 			}
 			r := start(t, l)
 			out, err := r.Send(context.Background(), SendRequest{To: "review", Body: "see the notes", Files: notes})
@@ -39,13 +40,13 @@ func TestASendWithFilesFailsOnALegThatCannotCarryThem(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tt.carries {
-				if out.Status != message.StatusSent || len(leg.sent) != 1 || len(leg.sent[0].Attachments) != 1 {
-					t.Fatalf("status %v, sent %+v", out.Status, leg.sent)
+				if out.Status != message.StatusSent || len(fake.sent) != 1 || len(fake.sent[0].Attachments) != 1 {
+					t.Fatalf("status %v, sent %+v", out.Status, fake.sent)
 				}
 				return
 			}
-			if out.Status != message.StatusFailed || len(leg.sent) != 0 || !strings.Contains(out.Receipts[len(out.Receipts)-1].Reason, "cannot carry files") {
-				t.Fatalf("status %v, receipts %+v, sent %+v", out.Status, out.Receipts, leg.sent)
+			if out.Status != message.StatusFailed || len(fake.sent) != 0 || !strings.Contains(out.Receipts[len(out.Receipts)-1].Reason, "cannot carry files") {
+				t.Fatalf("status %v, receipts %+v, sent %+v", out.Status, out.Receipts, fake.sent)
 			}
 		})
 	}
@@ -118,7 +119,7 @@ func TestABridgeIDOfALocalSessionResolvesToItsSocket(t *testing.T) {
 	twin := local
 	twin.Address, twin.PID, twin.SessionID = "uds:/tmp/cc-socks/41.sock", 41, "c-41"
 	cloud := message.Session{Address: "bridge:cse_01local", Protocol: message.ProtocolRemote, Name: "signed-in-cloud", SessionID: "cse_01local"}
-	newRemote := func() Leg {
+	newRemote := func() leg.Leg {
 		return remoteFake{&fakeLeg{name: message.ProtocolRemote, run: make(chan struct{}), sessions: []message.Session{cloud}}}
 	}
 	tests := []struct {
@@ -135,7 +136,7 @@ func TestABridgeIDOfALocalSessionResolvesToItsSocket(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			legs := []Leg{&fakeLeg{name: message.ProtocolClaude, run: make(chan struct{}), sessions: tt.locals}}
+			legs := []leg.Leg{&fakeLeg{name: message.ProtocolClaude, run: make(chan struct{}), sessions: tt.locals}}
 			if tt.remote {
 				legs = append(legs, newRemote())
 			}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -90,7 +91,7 @@ func CheckHops(chain []string, self string) ([]string, message.DropReason) {
 // before the bridge forwards it: on success in.HopChain gains our token (the
 // forward carries it). A message turned away is published as a drop, and
 // its sender is told with a dropped receipt carrying the reason.
-func (r *Router) hopCheck(ctx context.Context, source Leg, in *message.Message) error {
+func (r *Router) hopCheck(ctx context.Context, source leg.Leg, in *message.Message) error {
 	chain, why := CheckHops(in.HopChain, HopToken())
 	if why == 0 {
 		in.HopChain = chain
@@ -102,7 +103,7 @@ func (r *Router) hopCheck(ctx context.Context, source Leg, in *message.Message) 
 	r.cfg.Metrics.Drop(ctx, string(source.Name()), why.String())
 	r.hub.Publish(message.Event{Type: message.EventDrop, Leg: source.Name(),
 		Drop: &message.Drop{MsgID: in.ID, From: in.From, Reason: why}})
-	if h, ok := source.(AliasHost); ok {
+	if h, ok := source.(leg.AliasHost); ok {
 		h.Relay(ctx, *in, message.Receipt{MsgID: in.ID, Status: message.StatusDropped,
 			DropReason: why, Reason: err.Error(), Time: r.cfg.Clock.Now()})
 	}

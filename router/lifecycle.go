@@ -5,20 +5,18 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
 )
 
-// ErrNoLifecycle means no leg creates sessions: the remote leg is off.
-var ErrNoLifecycle = errors.New("no leg creates, retitles or archives sessions (remote sessions need `gateway serve` with remote credentials)")
-
 // lifecycler is the first leg that creates sessions.
-func (r *Router) lifecycler() (Lifecycler, error) {
+func (r *Router) lifecycler() (leg.Lifecycler, error) {
 	for _, l := range r.legs {
-		if lc, ok := l.(Lifecycler); ok {
+		if lc, ok := l.(leg.Lifecycler); ok {
 			return lc, nil
 		}
 	}
-	return nil, ErrNoLifecycle
+	return nil, message.ErrNoLifecycle
 }
 
 // CreateSession creates a remote session and returns it as its leg lists it.
@@ -52,30 +50,30 @@ func (r *Router) Environments(ctx context.Context) ([]message.Environment, error
 
 // Retitle gives the session address resolves to a new title.
 func (r *Router) Retitle(ctx context.Context, address, title string) (message.Session, error) {
-	return r.lifecycle(ctx, address, "title", func(lc Lifecycler, s message.Session) (message.Session, error) {
+	return r.lifecycle(ctx, address, "title", func(lc leg.Lifecycler, s message.Session) (message.Session, error) {
 		return lc.Retitle(ctx, s, title)
 	})
 }
 
 // Archive archives the session address resolves to.
 func (r *Router) Archive(ctx context.Context, address string) (message.Session, error) {
-	return r.lifecycle(ctx, address, "archive", func(lc Lifecycler, s message.Session) (message.Session, error) {
+	return r.lifecycle(ctx, address, "archive", func(lc leg.Lifecycler, s message.Session) (message.Session, error) {
 		return lc.Archive(ctx, s)
 	})
 }
 
-func (r *Router) lifecycle(ctx context.Context, address, op string, do func(Lifecycler, message.Session) (message.Session, error)) (message.Session, error) {
-	leg, target, err := r.resolveCloud(ctx, address)
+func (r *Router) lifecycle(ctx context.Context, address, op string, do func(leg.Lifecycler, message.Session) (message.Session, error)) (message.Session, error) {
+	l, target, err := r.resolveCloud(ctx, address)
 	if err != nil {
 		return message.Session{}, err
 	}
-	lc, ok := leg.(Lifecycler)
+	lc, ok := l.(leg.Lifecycler)
 	if !ok {
-		return message.Session{}, fmt.Errorf("%w: %s is a %s session", ErrNotLifecycled, target.Address, leg.Name())
+		return message.Session{}, fmt.Errorf("%w: %s is a %s session", ErrNotLifecycled, target.Address, l.Name())
 	}
 	s, err := do(lc, target)
 	if err != nil {
-		return message.Session{}, &LegError{Leg: leg.Name(), Op: op, Err: err}
+		return message.Session{}, &LegError{Leg: l.Name(), Op: op, Err: err}
 	}
 	return s, nil
 }

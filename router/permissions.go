@@ -15,6 +15,7 @@ import (
 	"sync"
 	"unicode"
 
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -43,10 +44,6 @@ var (
 	// ErrPermissionSettled is returned for a prompt already answered or
 	// withdrawn; the error is a *SettledError saying which and by whom.
 	ErrPermissionSettled = errors.New("the permission prompt is already settled")
-	// ErrNotPrompter means the leg that raised a prompt cannot answer it.
-	ErrNotPrompter = errors.New("the leg cannot answer permission prompts")
-	// ErrNotControllable means the session's leg takes no control requests.
-	ErrNotControllable = errors.New("the session's leg takes no control requests (interrupt, mode, model)")
 )
 
 // SettledError says how a prompt was settled. It matches ErrPermissionSettled.
@@ -411,10 +408,10 @@ func (r *Router) AnswerPermission(ctx context.Context, id string, a message.Perm
 	if err := CheckPending(req); err != nil {
 		return req, err
 	}
-	leg, ok := r.Leg(req.Leg)
-	p, isPrompter := leg.(Prompter)
+	l, ok := r.Leg(req.Leg)
+	p, isPrompter := l.(leg.Prompter)
 	if !ok || !isPrompter {
-		return req, &LegError{Leg: req.Leg, Op: "answer", Err: ErrNotPrompter}
+		return req, &LegError{Leg: req.Leg, Op: "answer", Err: message.ErrNotPrompter}
 	}
 	a = cloneAnswer(a)
 	if err := p.Answer(ctx, req, a); err != nil {

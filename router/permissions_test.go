@@ -466,16 +466,16 @@ func TestAnswerErrorsForUnknownIDsAndLegsThatCannotAnswer(t *testing.T) {
 		}
 	})
 	t.Run("a prompt from a leg that cannot answer is a leg error", func(t *testing.T) {
-		leg := newFake() // no Prompter
-		r := start(t, leg)
+		fake := newFake() // no Prompter
+		r := start(t, fake)
 		_, _, sub := r.Hub().Subscribe(-1)
 		defer sub.Close()
 		ev := promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`)
-		ev.Leg, ev.Permission.Leg = leg.name, ""
-		leg.emit(t, ev)
+		ev.Leg, ev.Permission.Leg = fake.name, ""
+		fake.emit(t, ev)
 		id := (<-sub.C).Permission.ID
 		_, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow})
-		if !errors.Is(err, ErrNotPrompter) {
+		if !errors.Is(err, message.ErrNotPrompter) {
 			t.Fatalf("err = %v, want ErrNotPrompter", err)
 		}
 	})
@@ -494,7 +494,7 @@ func TestControlGoesToTheSessionsLeg(t *testing.T) {
 		{"a model change to the default is allowed", "fix-the-bug", message.Control{Kind: message.ControlSetModel}, nil, nil},
 		{"a model the session offers may be named by its display name", "fix-the-bug", message.Control{Kind: message.ControlSetModel, Model: "Sonnet"}, nil, nil},
 		{"a session of a leg without control requests is refused", "review", message.Control{Kind: message.ControlInterrupt}, nil, func(t *testing.T, err error) {
-			if !errors.Is(err, ErrNotControllable) {
+			if !errors.Is(err, message.ErrNotControllable) {
 				t.Fatalf("err = %v, want ErrNotControllable", err)
 			}
 		}},

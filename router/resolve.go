@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -62,7 +63,7 @@ func (r *Router) Sessions(ctx context.Context) []message.Session {
 // listLeg is one leg's part of Sessions: its sessions, and the aliases of
 // remote sessions it publishes (alias_of says what they stand for; those
 // of local sessions stay hidden).
-func (r *Router) listLeg(ctx context.Context, l Leg) []message.Session {
+func (r *Router) listLeg(ctx context.Context, l leg.Leg) []message.Session {
 	lctx, cancel := context.WithTimeout(ctx, r.cfg.ListTimeout)
 	defer cancel()
 	ss, err := l.Sessions(lctx)
@@ -80,7 +81,7 @@ func (r *Router) listLeg(ctx context.Context, l Leg) []message.Session {
 		r.log.Warn("listing sessions failed", "leg", l.Name(), "err", err)
 		return nil
 	}
-	if al, ok := l.(AliasLister); ok {
+	if al, ok := l.(leg.AliasLister); ok {
 		for _, a := range al.Aliases() {
 			if strings.HasPrefix(a.AliasOf, "bridge:") {
 				ss = append(ss, a)
@@ -104,18 +105,18 @@ var ErrNoLeg = errors.New("no leg reaches this address")
 // session that just started or left is seen. A bridge:<id> naming a local
 // Claude Code session's bridgeSessionId resolves to that session, reached
 // over its socket.
-func (r *Router) Resolve(ctx context.Context, to string) (Leg, message.Session, error) {
+func (r *Router) Resolve(ctx context.Context, to string) (leg.Leg, message.Session, error) {
 	return r.resolve(ctx, to, true)
 }
 
 // resolveCloud is Resolve without the local bridgeSessionId match: for
 // what only the cloud's copy of a session takes (controls, its info, its
 // title), a bridge:<id> is the remote session.
-func (r *Router) resolveCloud(ctx context.Context, to string) (Leg, message.Session, error) {
+func (r *Router) resolveCloud(ctx context.Context, to string) (leg.Leg, message.Session, error) {
 	return r.resolve(ctx, to, false)
 }
 
-func (r *Router) resolve(ctx context.Context, to string, localBridge bool) (Leg, message.Session, error) {
+func (r *Router) resolve(ctx context.Context, to string, localBridge bool) (leg.Leg, message.Session, error) {
 	a, err := addressing.Parse(to)
 	if err != nil {
 		return nil, message.Session{}, err
@@ -139,7 +140,7 @@ func (r *Router) resolve(ctx context.Context, to string, localBridge bool) (Leg,
 // ResolveFresh is Resolve against a listing made now, never a cached one:
 // for a caller that knows a session may have just restarted under the
 // same name.
-func (r *Router) ResolveFresh(ctx context.Context, to string) (Leg, message.Session, error) {
+func (r *Router) ResolveFresh(ctx context.Context, to string) (leg.Leg, message.Session, error) {
 	a, err := addressing.Parse(to)
 	if err != nil {
 		return nil, message.Session{}, err
@@ -157,7 +158,7 @@ func (r *Router) cachedRoster() ([]message.Session, bool) {
 	return r.roster, true
 }
 
-func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions []message.Session, localBridge bool) (Leg, message.Session, bool, error) {
+func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions []message.Session, localBridge bool) (leg.Leg, message.Session, bool, error) {
 	// Candidates and sessions are kept side by side, not keyed by address:
 	// several Qwen sessions of one process share one inbox address and are
 	// told apart only by their session id.
@@ -187,7 +188,7 @@ func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions [
 		// A name no session has now may be one a leg still answers for
 		// (an MCP client that just left: its receipt says so).
 		for _, l := range r.legs {
-			if cl, ok := l.(Claimer); ok && l.Name() == message.ProtocolMCP && cl.Claims(a) {
+			if cl, ok := l.(leg.Claimer); ok && l.Name() == message.ProtocolMCP && cl.Claims(a) {
 				return l, message.Session{Address: a.String(), Name: a.Name, Protocol: l.Name()}, false, nil
 			}
 		}
@@ -212,7 +213,7 @@ func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions [
 	}
 	// Not in any roster: a leg may still claim the raw address.
 	for _, l := range r.legs {
-		if cl, ok := l.(Claimer); ok && cl.Claims(c.Address) {
+		if cl, ok := l.(leg.Claimer); ok && cl.Claims(c.Address) {
 			return l, message.Session{Address: c.Address.String(), Protocol: l.Name()}, false, nil
 		}
 	}
@@ -226,7 +227,7 @@ func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions [
 // (seed 000: a signed-in Claude Code session's cloud address, which the
 // session also answers on its socket). Two local sessions claiming one id
 // are ambiguous, never a guess.
-func (r *Router) bridgeLocal(a addressing.Address, local []message.Session) (Leg, message.Session, bool, error) {
+func (r *Router) bridgeLocal(a addressing.Address, local []message.Session) (leg.Leg, message.Session, bool, error) {
 	var hit []message.Session
 	for _, s := range local {
 		if s.BridgeSessionID == a.ID && s.Protocol != message.ProtocolRemote {
@@ -255,7 +256,7 @@ func (r *Router) bridgeLocal(a addressing.Address, local []message.Session) (Leg
 // or a ref), the listed name (NAME.HOST) and the bare name (NAME, which
 // several hosts may share). An ambiguity lists NAME@HOST [ref] forms,
 // which each resolve to one session.
-func (r *Router) resolveOther(a addressing.Address, others []message.Session, local *addressing.NotFoundError) (Leg, message.Session, bool, error) {
+func (r *Router) resolveOther(a addressing.Address, others []message.Session, local *addressing.NotFoundError) (leg.Leg, message.Session, bool, error) {
 	byAddr, listed := candidates(others, func(s message.Session) string { return s.Address })
 	tiers := []func(message.Session) string{
 		func(s message.Session) string { return s.Address },

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/internal/clock"
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/observability"
 )
@@ -53,7 +54,7 @@ type Config struct {
 type Router struct {
 	cfg  Config
 	log  *slog.Logger
-	legs []Leg
+	legs []leg.Leg
 	hub  *Hub
 
 	mu    sync.Mutex
@@ -92,7 +93,7 @@ type Outbound struct {
 }
 
 // New builds a router over legs.
-func New(cfg Config, legs ...Leg) *Router {
+func New(cfg Config, legs ...leg.Leg) *Router {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -132,7 +133,7 @@ func (r *Router) Hub() *Hub { return r.hub }
 // Run runs every leg and the event pump until ctx ends or a leg fails.
 func (r *Router) Run(ctx context.Context) error {
 	for _, l := range r.legs {
-		if rs, ok := l.(Resumer); ok {
+		if rs, ok := l.(leg.Resumer); ok {
 			for _, m := range rs.Resumed() {
 				r.remember(&outbound{msg: m, track: message.NewTracker(), changed: make(chan struct{})})
 			}
@@ -225,7 +226,7 @@ func (r *Router) handle(ctx context.Context, ev message.Event) {
 			if src, ok := r.Leg(ev.Leg); ok && (r.cfg.Bridge || ev.Leg == message.ProtocolMCP) {
 				m := *ev.Message
 				r.background(func() { r.bridge(ctx, src, m) }, func() {
-					if h, ok := src.(AliasHost); ok {
+					if h, ok := src.(leg.AliasHost); ok {
 						h.Relay(ctx, m, message.Receipt{MsgID: m.ID, Status: message.StatusDropped, DropReason: message.DropQueueFull, Reason: "the gateway's bridge is busy"})
 					}
 				})
@@ -248,9 +249,9 @@ func (r *Router) handle(ctx context.Context, ev message.Event) {
 
 // Dropped counts and publishes a message a client of the router turned
 // away (the approver refusing a forged reply), as a leg's drop is.
-func (r *Router) Dropped(ctx context.Context, leg message.Protocol, d message.Drop) {
-	r.cfg.Metrics.Drop(ctx, string(leg), d.Reason.String())
-	r.hub.Publish(message.Event{Type: message.EventDrop, Leg: leg, Drop: &d})
+func (r *Router) Dropped(ctx context.Context, l message.Protocol, d message.Drop) {
+	r.cfg.Metrics.Drop(ctx, string(l), d.Reason.String())
+	r.hub.Publish(message.Event{Type: message.EventDrop, Leg: l, Drop: &d})
 }
 
 // MaxBackground bounds the bridge forwards and receipt relays in flight;
@@ -315,7 +316,7 @@ func (r *Router) relay(fwd *forward, rc message.Receipt) {
 	if fwd == nil {
 		return
 	}
-	if h, ok := fwd.source.(AliasHost); ok {
+	if h, ok := fwd.source.(leg.AliasHost); ok {
 		in := fwd.in
 		r.background(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

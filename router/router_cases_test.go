@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/clock"
 )
@@ -63,7 +64,7 @@ func forgetting() (*clock.FakeClock, *hostLeg, settlingHost, *Router) {
 
 // forwardN forwards m0..m(n-1) (bodies hi0..) from src to the Claude
 // session "work" and returns what each Forward answered.
-func forwardN(r *Router, src Leg, n int) []message.Receipt {
+func forwardN(r *Router, src leg.Leg, n int) []message.Receipt {
 	out := make([]message.Receipt, n)
 	for i := range n {
 		out[i] = r.Forward(context.Background(), src, message.Message{ID: fmt.Sprint("m", i), From: "lead@far", FromName: "lead",

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/clock"
 )
@@ -62,12 +63,12 @@ func newFake() *fakeLeg {
 	}}
 }
 
-func start(t *testing.T, legs ...Leg) *Router {
+func start(t *testing.T, legs ...leg.Leg) *Router {
 	t.Helper()
 	return startWith(t, Config{}, legs...)
 }
 
-func startWith(t *testing.T, cfg Config, legs ...Leg) *Router {
+func startWith(t *testing.T, cfg Config, legs ...leg.Leg) *Router {
 	t.Helper()
 	r := New(cfg, legs...)
 	ctx, cancel := context.WithCancel(context.Background())

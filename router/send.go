@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -35,7 +36,7 @@ func (r *Router) Send(ctx context.Context, req SendRequest) (Outbound, error) {
 			return snap, nil
 		}
 	}
-	leg, target, err := r.Resolve(ctx, req.To)
+	l, target, err := r.Resolve(ctx, req.To)
 	if err != nil {
 		return Outbound{}, err
 	}
@@ -50,23 +51,23 @@ func (r *Router) Send(ctx context.Context, req SendRequest) (Outbound, error) {
 	m := message.Message{
 		ID: id, To: target.Address, ToName: target.Name, ToPID: target.PID, ToSessionID: target.SessionID, Body: req.Body,
 		Mode: mode, FromName: req.FromName, HopChain: req.HopChain, Attachments: req.Files, Unpaced: req.Unpaced,
-		Protocol: leg.Name(), Time: r.cfg.Clock.Now(),
+		Protocol: l.Name(), Time: r.cfg.Clock.Now(),
 	}
 	var notAccepted error
 	send := func(ctx context.Context, m message.Message) (message.Receipt, error) {
-		if err := carries(leg, m.Attachments); err != nil {
+		if err := carries(l, m.Attachments); err != nil {
 			return message.Receipt{}, err
 		}
-		rc, err := leg.Send(ctx, m)
-		if errors.Is(err, ErrNotAccepted) {
+		rc, err := l.Send(ctx, m)
+		if errors.Is(err, message.ErrNotAccepted) {
 			notAccepted = err
 		}
 		return rc, err
 	}
-	r.dispatch(ctx, leg, m, nil, send, "out") // publishes its first receipt
+	r.dispatch(ctx, l, m, nil, send, "out") // publishes its first receipt
 	snap, _ := r.Message(m.ID)
 	if notAccepted != nil {
-		return snap, fmt.Errorf("%s: %w", leg.Name(), notAccepted)
+		return snap, fmt.Errorf("%s: %w", l.Name(), notAccepted)
 	}
 	return snap, nil
 }
@@ -81,7 +82,7 @@ func (r *Router) Replay(id string) (Outbound, error) {
 		return snap, nil
 	}
 	for _, l := range r.legs {
-		rl, ok := l.(Recaller)
+		rl, ok := l.(leg.Recaller)
 		if !ok {
 			continue
 		}
@@ -108,11 +109,11 @@ func (r *Router) Replay(id string) (Outbound, error) {
 var ErrNoFiles = errors.New("cannot carry files")
 
 // carries says whether leg can take the attachments atts.
-func carries(leg Leg, atts []message.Attachment) error {
-	if _, ok := leg.(FileCarrier); ok || len(atts) == 0 {
+func carries(l leg.Leg, atts []message.Attachment) error {
+	if _, ok := l.(leg.FileCarrier); ok || len(atts) == 0 {
 		return nil
 	}
-	return fmt.Errorf("the %s leg %w: %d attached, none sent; send the text alone, or to a Claude Code or remote session", leg.Name(), ErrNoFiles, len(atts))
+	return fmt.Errorf("the %s leg %w: %d attached, none sent; send the text alone, or to a Claude Code or remote session", l.Name(), ErrNoFiles, len(atts))
 }
 
 // dropper is an error from a leg's Send that stands for a drop: the
@@ -125,11 +126,11 @@ type dropper interface {
 // dispatch remembers m, writes it with send over leg, and applies the first
 // receipt (failed when the write failed); a forward links it to the message
 // it passes on. It is the one way a message leaves the router.
-func (r *Router) dispatch(ctx context.Context, leg Leg, m message.Message, fwd *forward,
+func (r *Router) dispatch(ctx context.Context, l leg.Leg, m message.Message, fwd *forward,
 	send func(context.Context, message.Message) (message.Receipt, error), dir string) message.Receipt {
 	o := &outbound{msg: m, track: message.NewTracker(), changed: make(chan struct{}), fwd: fwd}
 	r.remember(o)
-	ctx, traced := r.traceRoute(ctx, leg, o, dir)
+	ctx, traced := r.traceRoute(ctx, l, o, dir)
 	rc, err := send(ctx, m)
 	var dr dropper
 	switch {
@@ -142,21 +143,21 @@ func (r *Router) dispatch(ctx context.Context, leg Leg, m message.Message, fwd *
 	}
 	rc.MsgID = m.ID
 	traced(rc)
-	r.cfg.Metrics.Message(ctx, string(leg.Name()), dir)
+	r.cfg.Metrics.Message(ctx, string(l.Name()), dir)
 	r.apply(rc)
 	if fwd == nil {
 		// A send's first receipt is shown before its settle window can
 		// start, so an inferred delivery never shows ahead of it.
-		r.hub.Publish(message.Event{Type: message.EventReceipt, Leg: leg.Name(), Receipt: &rc})
+		r.hub.Publish(message.Event{Type: message.EventReceipt, Leg: l.Name(), Receipt: &rc})
 	}
-	r.settleLater(leg, o, rc)
+	r.settleLater(l, o, rc)
 	return rc
 }
 
 // settleLater infers delivery for a leg whose receivers send no receipt for
 // a clean delivery, when none has come within its settle window.
-func (r *Router) settleLater(leg Leg, o *outbound, rc message.Receipt) {
-	st, ok := leg.(Settler)
+func (r *Router) settleLater(l leg.Leg, o *outbound, rc message.Receipt) {
+	st, ok := l.(leg.Settler)
 	if !ok || rc.Status != message.StatusSent {
 		return
 	}
@@ -170,7 +171,7 @@ func (r *Router) settleLater(leg Leg, o *outbound, rc message.Receipt) {
 			// found in r.settling if forgotten meanwhile; shown as Send
 			// shows the first receipt of what it sent
 			if r.apply(rc) && sent {
-				r.hub.Publish(message.Event{Type: message.EventReceipt, Leg: leg.Name(), Receipt: &rc})
+				r.hub.Publish(message.Event{Type: message.EventReceipt, Leg: l.Name(), Receipt: &rc})
 			}
 		})
 		if r.out[id] != o { // forgotten before its window was set
@@ -256,7 +257,7 @@ func (r *Router) Wait(ctx context.Context, id string) (Outbound, error) {
 }
 
 // Leg returns the leg named p.
-func (r *Router) Leg(p message.Protocol) (Leg, bool) {
+func (r *Router) Leg(p message.Protocol) (leg.Leg, bool) {
 	for _, l := range r.legs {
 		if l.Name() == p {
 			return l, true

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/observability"
 )
@@ -42,10 +43,10 @@ const (
 // returned func notes the first receipt and records the route latency;
 // the span stays open until the message reaches a final status (apply),
 // which it then carries as gateway.status.
-func (r *Router) traceRoute(ctx context.Context, leg Leg, o *outbound, dir string) (context.Context, func(message.Receipt)) {
+func (r *Router) traceRoute(ctx context.Context, l leg.Leg, o *outbound, dir string) (context.Context, func(message.Receipt)) {
 	start := r.cfg.Clock.Now()
 	m := o.msg
-	attrs := []attribute.KeyValue{AttrMsgID.String(m.ID), AttrLeg.String(string(leg.Name())), AttrDirection.String(dir)}
+	attrs := []attribute.KeyValue{AttrMsgID.String(m.ID), AttrLeg.String(string(l.Name())), AttrDirection.String(dir)}
 	if o.fwd != nil {
 		attrs = append(attrs, AttrSourceLeg.String(string(o.fwd.source.Name())))
 	}
@@ -56,8 +57,8 @@ func (r *Router) traceRoute(ctx context.Context, leg Leg, o *outbound, dir strin
 		if rc.Status == message.StatusFailed {
 			span.SetStatus(codes.Error, rc.Reason)
 		}
-		r.cfg.Metrics.RouteLatency(ctx, string(leg.Name()), dir, st, r.cfg.Clock.Now().Sub(start))
-		r.log.DebugContext(ctx, "routed", "msg_id", m.ID, "leg", leg.Name(), "direction", dir, "status", st)
+		r.cfg.Metrics.RouteLatency(ctx, string(l.Name()), dir, st, r.cfg.Clock.Now().Sub(start))
+		r.log.DebugContext(ctx, "routed", "msg_id", m.ID, "leg", l.Name(), "direction", dir, "status", st)
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		o.span = span

@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/leg/claude"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
-	"github.com/sessiongateway/gateway/transport/uds/claude"
 )
 
 // TestMain lets this test binary stand in for the gateway binary when the

@@ -12,7 +12,7 @@ import (
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/internal/testutil"
-	"github.com/sessiongateway/gateway/transport/uds"
+	"github.com/sessiongateway/gateway/leg/uds"
 )
 
 // sink is a bare peer socket that signals each frame line it reads.

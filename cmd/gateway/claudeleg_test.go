@@ -7,9 +7,9 @@ import (
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/leg/claude"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
-	"github.com/sessiongateway/gateway/transport/uds/claude"
 )
 
 func TestRequireAuthStillHearsReceiptsAndIdleNotices(t *testing.T) {

@@ -22,11 +22,11 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/leg/claude"
+	"github.com/sessiongateway/gateway/leg/remote/stream"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
-	"github.com/sessiongateway/gateway/transport/remote/stream"
-	"github.com/sessiongateway/gateway/transport/uds/claude"
 )
 
 // browserTools finds Chromium and playwright-core (installed by

@@ -11,7 +11,7 @@ import (
 	"github.com/sessiongateway/gateway/cli"
 	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/safefile"
-	"github.com/sessiongateway/gateway/transport/uds/qwen"
+	"github.com/sessiongateway/gateway/leg/qwen"
 )
 
 // controllersCmd manages the controller grants the gateway's Qwen inbox

@@ -18,7 +18,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sessiongateway/gateway/internal/testutil"
-	"github.com/sessiongateway/gateway/transport/remote/wire"
+	"github.com/sessiongateway/gateway/leg/remote/wire"
 )
 
 // demoBuffer is an io.Writer safe to read while the demo writes to it.

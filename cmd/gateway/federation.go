@@ -3,12 +3,13 @@ package main
 import (
 	"bytes"
 	"errors"
-	"github.com/spf13/cobra"
 	"io"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sessiongateway/gateway/cli"
-	"github.com/sessiongateway/gateway/federation"
+	"github.com/sessiongateway/gateway/leg/federation"
 )
 
 // federationCmd is the federation verb group; the work is the federation

@@ -8,7 +8,7 @@ import (
 
 	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/internal/settings"
-	"github.com/sessiongateway/gateway/transport/uds/claude"
+	"github.com/sessiongateway/gateway/leg/claude"
 )
 
 // filesOpts are serve's flags for files: the one directory sends may

@@ -9,9 +9,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiongateway/gateway/leg/claude"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
-	"github.com/sessiongateway/gateway/transport/uds/claude"
 )
 
 // Two sessions that each send whatever reaches them straight back to the

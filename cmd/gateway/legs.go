@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/internal/clock"
+	"github.com/sessiongateway/gateway/leg"
+	"github.com/sessiongateway/gateway/leg/claude"
+	"github.com/sessiongateway/gateway/leg/qwen"
+	"github.com/sessiongateway/gateway/leg/uds"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/observability"
 	"github.com/sessiongateway/gateway/router"
-	"github.com/sessiongateway/gateway/transport/uds"
-	"github.com/sessiongateway/gateway/transport/uds/claude"
-	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 
 // Both local legs count the drop and hold notices they lose; the router
@@ -34,8 +35,8 @@ var (
 // from the gateway; it is an error only when no leg at all would serve
 // (others counts the legs built elsewhere, the remote one). The socket files
 // an earlier run left behind (see uds.SocketLedger) are swept first.
-func startLegs(log *slog.Logger, c serveConfig, metrics *observability.Metrics, others int) ([]router.Leg, *claude.AliasPool, error) {
-	var legs []router.Leg
+func startLegs(log *slog.Logger, c serveConfig, metrics *observability.Metrics, others int) ([]leg.Leg, *claude.AliasPool, error) {
+	var legs []leg.Leg
 	var pool *claude.AliasPool
 	var failed []error
 	var sockets []string
@@ -52,7 +53,7 @@ func startLegs(log *slog.Logger, c serveConfig, metrics *observability.Metrics, 
 	// workers) get the Qwen inbox's child token: processes the gateway starts
 	// are its own, as the spec's child token says. The leg order stays
 	// Claude, then Qwen.
-	var qwenLeg router.Leg
+	var qwenLeg leg.Leg
 	var childEnv []string
 	if !c.noQwen {
 		peer, err := startQwen(log, c, counted(message.ProtocolQwen))
@@ -161,7 +162,7 @@ func startQwen(log *slog.Logger, c serveConfig, receiptSent func(message.Status)
 
 // deregister takes down a leg that registered but will not run: running it
 // with a cancelled context removes its files.
-func deregister(legs ...router.Leg) {
+func deregister(legs ...leg.Leg) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, l := range legs {

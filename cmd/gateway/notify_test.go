@@ -12,9 +12,9 @@ import (
 	"testing"
 
 	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/leg/claude"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/notify"
-	"github.com/sessiongateway/gateway/transport/uds/claude"
 )
 
 func TestAHeldMessageNotifiesAndItsButtonReleasesItOnce(t *testing.T) {

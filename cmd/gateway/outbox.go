@@ -10,16 +10,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sessiongateway/gateway/cli"
-	"github.com/sessiongateway/gateway/outbox"
-	"github.com/sessiongateway/gateway/router"
-	"github.com/sessiongateway/gateway/transport/remote"
+	"github.com/sessiongateway/gateway/leg"
+	"github.com/sessiongateway/gateway/leg/outbox"
+	"github.com/sessiongateway/gateway/leg/remote"
 )
 
 // durableRemote wraps the remote leg with the outbox in
 // <state-dir>/outbox.db, so a message for a remote session is on disk
 // before anyone is told it was accepted. The returned func closes the
 // file; call it after the leg's Run has returned.
-func durableRemote(log *slog.Logger, stateDir string, inner router.Leg) (*outbox.Leg, func(), error) {
+func durableRemote(log *slog.Logger, stateDir string, inner leg.Leg) (*outbox.Leg, func(), error) {
 	st, err := outbox.Open(filepath.Join(stateDir, outbox.FileName), outbox.Options{Logger: log})
 	if err != nil {
 		return nil, nil, err

@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/leg/claude"
+	"github.com/sessiongateway/gateway/leg/remote/stream"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
-	"github.com/sessiongateway/gateway/transport/remote/stream"
-	"github.com/sessiongateway/gateway/transport/uds/claude"
 )
 
 // aliasGateway runs the local legs and the remote leg together, following

@@ -15,10 +15,10 @@ import (
 
 	"github.com/sessiongateway/gateway/auth"
 	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/leg/remote/sessionsapi"
+	"github.com/sessiongateway/gateway/leg/remote/stream"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
-	"github.com/sessiongateway/gateway/transport/remote/stream"
-	"github.com/sessiongateway/gateway/transport/sessionsapi"
 )
 
 // storedUUIDs lists the uuid of every event the fake keeps for the session.

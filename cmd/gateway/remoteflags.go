@@ -11,8 +11,8 @@ import (
 
 	"github.com/sessiongateway/gateway/auth"
 	"github.com/sessiongateway/gateway/internal/settings"
-	"github.com/sessiongateway/gateway/transport/remote"
-	"github.com/sessiongateway/gateway/transport/remote/stream"
+	"github.com/sessiongateway/gateway/leg/remote"
+	"github.com/sessiongateway/gateway/leg/remote/stream"
 )
 
 // Default service URLs: the Sessions API for OAuth bearer credentials, the

@@ -8,9 +8,9 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/sessiongateway/gateway/auth"
-	"github.com/sessiongateway/gateway/transport/remote"
-	"github.com/sessiongateway/gateway/transport/remote/stream"
-	"github.com/sessiongateway/gateway/transport/sessionsapi"
+	"github.com/sessiongateway/gateway/leg/remote"
+	"github.com/sessiongateway/gateway/leg/remote/sessionsapi"
+	"github.com/sessiongateway/gateway/leg/remote/stream"
 )
 
 // newRemoteLeg builds the remote leg from checked options.

@@ -17,10 +17,11 @@ import (
 	"github.com/sessiongateway/gateway/internal/debugserver"
 	"github.com/sessiongateway/gateway/internal/lifecycle"
 	"github.com/sessiongateway/gateway/internal/safefile"
+	"github.com/sessiongateway/gateway/leg"
+	"github.com/sessiongateway/gateway/leg/uds"
 	"github.com/sessiongateway/gateway/mcp"
 	"github.com/sessiongateway/gateway/observability"
 	"github.com/sessiongateway/gateway/router"
-	"github.com/sessiongateway/gateway/transport/uds"
 )
 
 func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
@@ -70,7 +71,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 
 	// The remote leg is built first: building it has no side effects, so a
 	// bad credential stops the gateway before it registers anywhere.
-	var remoteLeg router.Leg
+	var remoteLeg leg.Leg
 	if c.remote != nil && c.remote.enabled() {
 		l, err := newRemoteLeg(log, c.remote)
 		if err != nil {
@@ -177,7 +178,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 }
 
 // ready is the start-up summary for a terminal, nil for none.
-func (c serveConfig) ready(legs []router.Leg, sock, url string) func() {
+func (c serveConfig) ready(legs []leg.Leg, sock, url string) func() {
 	s := observability.Summary{Name: c.name, Socket: sock, APIURL: url, Version: version, StateDir: c.stateDir, DefaultStateDir: defaultStateDir(c.getenv)}
 	for _, l := range legs {
 		s.Legs = append(s.Legs, string(l.Name()))

@@ -15,14 +15,14 @@ import (
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/cli"
-	"github.com/sessiongateway/gateway/federation"
 	"github.com/sessiongateway/gateway/internal/debugserver"
 	"github.com/sessiongateway/gateway/internal/settings"
+	"github.com/sessiongateway/gateway/leg/claude"
+	"github.com/sessiongateway/gateway/leg/federation"
+	"github.com/sessiongateway/gateway/leg/qwen"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/notify"
 	"github.com/sessiongateway/gateway/observability"
-	"github.com/sessiongateway/gateway/transport/uds/claude"
-	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 
 func (a *app) serveCmd() *cobra.Command {

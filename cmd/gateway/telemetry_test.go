@@ -20,6 +20,7 @@ import (
 
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/observability"
 	"github.com/sessiongateway/gateway/router"
@@ -53,17 +54,17 @@ func traceReachesPOST(t *testing.T, durable bool) {
 		t.Fatal(err)
 	}
 	log := observability.NewLogger(io.Discard, nil)
-	leg, err := newRemoteLeg(log, ro)
+	rl, err := newRemoteLeg(log, ro)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var routed router.Leg = leg
+	var routed leg.Leg = rl
 	if durable {
 		state := filepath.Join(root, "state")
 		if err := os.Mkdir(state, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		ob, closeStore, err := durableRemote(log, state, leg)
+		ob, closeStore, err := durableRemote(log, state, rl)
 		if err != nil {
 			t.Fatal(err)
 		}

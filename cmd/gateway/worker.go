@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sessiongateway/gateway/cli"
+	"github.com/sessiongateway/gateway/leg/claude"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/observability"
-	"github.com/sessiongateway/gateway/transport/uds/claude"
 )
 
 // aliasWorkerCmd is the hidden subcommand the gateway starts for each

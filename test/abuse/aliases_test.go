@@ -17,9 +17,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/internal/safefile"
+	"github.com/sessiongateway/gateway/leg/qwen"
 	"github.com/sessiongateway/gateway/testkit/fakeqwen"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
-	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 
 // Planting Qwen records (cheap files naming a live inbox) makes the bridge

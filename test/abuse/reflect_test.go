@@ -11,10 +11,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/leg/qwen"
+	"github.com/sessiongateway/gateway/leg/uds"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
-	"github.com/sessiongateway/gateway/transport/uds"
-	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 
 // victimEnv makes the test binary a victim session process

@@ -14,11 +14,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/leg/claude"
+	"github.com/sessiongateway/gateway/leg/uds"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
-	"github.com/sessiongateway/gateway/transport/uds"
-	"github.com/sessiongateway/gateway/transport/uds/claude"
 )
 
 // claudeAddress is the gateway's own uds: address, from its registry entry.

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/leg/outbox"
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/outbox"
 	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/testkit/fakecloud"
 )

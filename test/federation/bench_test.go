@@ -10,10 +10,10 @@ import (
 
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/leg/claude"
+	"github.com/sessiongateway/gateway/leg/uds"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
-	"github.com/sessiongateway/gateway/transport/uds"
-	"github.com/sessiongateway/gateway/transport/uds/claude"
 )
 
 // benchSink is a Claude session with no admission limits that notes when

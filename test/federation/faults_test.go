@@ -15,10 +15,10 @@ import (
 
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/leg/qwen"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeqwen"
 	"github.com/sessiongateway/gateway/testkit/natscluster"
-	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 
 // The fault tests: 1,000 messages in flight from four named senders on

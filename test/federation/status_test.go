@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiongateway/gateway/federation"
 	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/leg/federation"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeqwen"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"

@@ -8,7 +8,7 @@ import (
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/internal/testutil"
-	"github.com/sessiongateway/gateway/transport/uds/claude"
+	"github.com/sessiongateway/gateway/leg/claude"
 )
 
 // WaitAlias waits up to within for a gateway's alias worker named name to

@@ -8,12 +8,12 @@ import (
 	"fmt"
 
 	"github.com/sessiongateway/gateway/auth"
-	"github.com/sessiongateway/gateway/transport/sessionsapi"
+	"github.com/sessiongateway/gateway/leg/remote/sessionsapi"
 )
 
 // attestationField is where a posted event carries its attestation. Seed 000
 // names the attestation type but not where it travels; this placement is the
-// one transport/sessionsapi uses, and the signed bytes are the JCS form of
+// one leg/remote/sessionsapi uses, and the signed bytes are the JCS form of
 // the event without this field.
 const attestationField = "client_attestation"
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/sessiongateway/gateway/auth"
-	"github.com/sessiongateway/gateway/transport/sessionsapi"
+	"github.com/sessiongateway/gateway/leg/remote/sessionsapi"
 )
 
 // fileSigner writes a fresh Ed25519 seed to a 0600 file and loads it with the

@@ -11,7 +11,7 @@ import (
 
 // The fake reads and writes the messages of seed 001 with this code of its
 // own, written from the seed and not shared with the client under test
-// (transport/remote/wire), so that the two cannot agree on one mistake.
+// (leg/remote/wire), so that the two cannot agree on one mistake.
 // It decodes only what a server needs: the type, the ids, the text of a
 // user message, the fields of control requests and of permission answers.
 // Everything else stays in Raw.

@@ -3,7 +3,7 @@ package fakecloud
 import (
 	"testing"
 
-	"github.com/sessiongateway/gateway/transport/remote/wire"
+	"github.com/sessiongateway/gateway/leg/remote/wire"
 )
 
 // The fake's codec is written from seed 001, apart from the client's; on

@@ -25,7 +25,7 @@
 // the open streams, for a harness in another process. It listens on
 // loopback only. It reads and writes seed
 // 001's messages with a small codec of its own, written from the seed: it
-// must not decode with the client under test (transport/remote/wire), so
+// must not decode with the client under test (leg/remote/wire), so
 // that fake and client cannot agree on one mistake; its tests may, as a
 // cross-check. Otherwise, as test code, it may import any package of ours.
 package fakecloud

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/leg/remote/wire"
 	"github.com/sessiongateway/gateway/testkit/clock"
-	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
 func postEvent(t *testing.T, s *Server, id, event string) {

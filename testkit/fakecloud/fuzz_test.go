@@ -14,8 +14,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sessiongateway/gateway/auth"
-	"github.com/sessiongateway/gateway/transport/remote/wire"
-	"github.com/sessiongateway/gateway/transport/sessionsapi"
+	"github.com/sessiongateway/gateway/leg/remote/sessionsapi"
+	"github.com/sessiongateway/gateway/leg/remote/wire"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -10,8 +10,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/leg/remote/wire"
 	"github.com/sessiongateway/gateway/testkit/clock"
-	"github.com/sessiongateway/gateway/transport/remote/wire"
 )
 
 // quiet is how long a test listens to be sure a silent connection stays

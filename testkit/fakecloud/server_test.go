@@ -13,7 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/sessiongateway/gateway/transport/remote/wire"
+	"github.com/sessiongateway/gateway/leg/remote/wire"
 )
 
 const (

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiongateway/gateway/transport/remote/wire"
+	"github.com/sessiongateway/gateway/leg/remote/wire"
 )
 
 func assistant(text string) string {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/sessiongateway/gateway/transport/remote/wire"
+	"github.com/sessiongateway/gateway/leg/remote/wire"
 )
 
 // until reads messages off the socket up to and including the first that

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sessiongateway/gateway/transport/remote/wire"
+	"github.com/sessiongateway/gateway/leg/remote/wire"
 )
 
 func TestTheV2EventsListPagesBySequenceNumber(t *testing.T) {

@@ -11,8 +11,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sessiongateway/gateway/testkit/recorder"
 	"time"
+
+	"github.com/sessiongateway/gateway/testkit/recorder"
 )
 
 // maxBody caps a request body; a coding agent's first request (system prompt

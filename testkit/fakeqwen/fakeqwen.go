@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/leg/qwen"
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/transport/uds/qwen"
 )
 
 // Config places the fake session.

@@ -1,7 +1,7 @@
 // Package legtest holds each local leg's conformance suite: one set of
 // checks per leg (RunClaude, RunQwen) run against any session that leg
 // talks to, with the real gateway binary in between. Each leg's own package
-// (transport/uds/claude, transport/uds/qwen) runs its suite against its fake
+// (leg/claude, leg/qwen) runs its suite against its fake
 // (testkit/fakeclaude, testkit/fakeqwen); interop runs them against the real
 // CLIs. A check that passes against a fake and fails against the
 // real CLI shows where the fake, built from our own protocol code, has

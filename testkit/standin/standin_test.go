@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/leg/uds"
 	"github.com/sessiongateway/gateway/testkit/standin"
-	"github.com/sessiongateway/gateway/transport/uds"
 )
 
 func TestTheStandInBecomesTheListenerOfRecord(t *testing.T) {
