@@ -6,10 +6,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 )
@@ -85,8 +87,11 @@ func TestTheReadmesTestsSectionNamesWhatTheTestCommandInstalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tests, _ := strings.Cut(string(readme), "\n## Tests\n")
-	tests, _, _ = strings.Cut(tests, "\n### ")
+	_, tests, ok := strings.Cut(string(readme), "\n## Tests\n")
+	if !ok {
+		t.Fatal(`README has no "## Tests"`)
+	}
+	tests, _, _ = strings.Cut(tests, "\n#")
 	b, err := os.ReadFile(".ci/install-interop.sh")
 	if err != nil {
 		t.Fatal(err)
@@ -112,4 +117,140 @@ func TestTheReadmesTestsSectionNamesWhatTheTestCommandInstalls(t *testing.T) {
 			t.Errorf("README's Tests section does not say the test command installs %s", w)
 		}
 	}
+}
+
+// readmeLines is the most README may hold: it is a guide, and the
+// reference lives in docs/.
+const readmeLines = 300
+
+// TestTheReadmeIsAGuideThatLinksEveryReferencePage: README stays short, and
+// every page of docs/ is reachable from it.
+func TestTheReadmeIsAGuideThatLinksEveryReferencePage(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(readme), "\n"); n > readmeLines {
+		t.Errorf("README.md has %d lines, more than %d: move the reference to docs/", n, readmeLines)
+	}
+	pages, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pages) < 10 {
+		t.Fatalf("docs/ holds only %v", pages)
+	}
+	linked := map[string]bool{}
+	for _, l := range mdLinks(string(readme)) {
+		linked[strings.SplitN(l, "#", 2)[0]] = true
+	}
+	for _, p := range pages {
+		if !linked[p] {
+			t.Errorf("README.md does not link %s", p)
+		}
+	}
+}
+
+// TestTheDocsLinksLeadSomewhere: every relative link of README.md and the
+// pages under docs/ names a file of the repository, and an anchor names a
+// heading of that file.
+func TestTheDocsLinksLeadSomewhere(t *testing.T) {
+	files := []string{"README.md"}
+	err := filepath.WalkDir("docs", func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			files = append(files, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range mdLinks(string(b)) {
+			if strings.Contains(l, "://") || strings.HasPrefix(l, "mailto:") {
+				continue
+			}
+			target, anchor, _ := strings.Cut(l, "#")
+			path := f
+			if target != "" {
+				path = filepath.Join(filepath.Dir(f), target)
+			}
+			checked++
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("%s links %s: %v", f, l, err)
+				continue
+			}
+			if anchor == "" {
+				continue
+			}
+			text, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(headingAnchors(string(text)), anchor) {
+				t.Errorf("%s links %s: %s has no heading #%s", f, l, path, anchor)
+			}
+		}
+	}
+	if checked < 20 {
+		t.Errorf("checked only %d links; the scan no longer sees them", checked)
+	}
+}
+
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// mdLinks are the targets of a Markdown text's inline links, outside
+// fenced code.
+func mdLinks(text string) []string {
+	var out []string
+	for _, line := range proseLines(text) {
+		for _, m := range mdLink.FindAllStringSubmatch(line, -1) {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+// headingAnchors are the anchors a Markdown text's headings get, as GitHub
+// makes them: lower case, spaces as hyphens, punctuation dropped.
+func headingAnchors(text string) []string {
+	var out []string
+	for _, line := range proseLines(text) {
+		title, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " ")
+		if !ok || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		var b strings.Builder
+		for _, r := range strings.ToLower(title) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// proseLines are a Markdown text's lines outside fenced code blocks.
+func proseLines(text string) []string {
+	var out []string
+	fenced := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+			continue
+		}
+		if !fenced {
+			out = append(out, line)
+		}
+	}
+	return out
 }

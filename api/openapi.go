@@ -16,9 +16,9 @@ import (
 // (openapi_schema.go); the words are in openapi_docs.go and the closed sets
 // in openapi_enums.go. api/openapi.json is the committed copy, which a test
 // keeps equal to what is served (go test ./api -run TestTheCommittedOpenAPI
-// -update rewrites it, and the README's route table; so does go generate ./api).
+// -update rewrites it, and docs/api.md's route table; so does go generate ./api).
 
-//go:generate go test -run TestTheCommittedOpenAPIDocumentIsTheServedOne|TestTheREADMESaysWhichRoutesNeedWhichScope -update .
+//go:generate go test -run TestTheCommittedOpenAPIDocumentIsTheServedOne|TestTheAPIPageSaysWhichRoutesNeedWhichScope -update .
 
 var (
 	docOnce sync.Once

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// scopeCell is what the README's route table says a route needs.
+// scopeCell is what docs/api.md's route table says a route needs.
 func scopeCell(rt route) string {
 	switch {
 	case rt.scope != 0:
@@ -17,7 +17,7 @@ func scopeCell(rt route) string {
 	return "none"
 }
 
-// routeRows are the README's route table rows, one per route.
+// routeRows are docs/api.md's route table rows, one per route.
 func routeRows() string {
 	var b strings.Builder
 	for _, rt := range routes {
@@ -28,8 +28,8 @@ func routeRows() string {
 
 const readmeTableHead = "| Route | Scope | What |\n|---|---|---|\n"
 
-func TestTheREADMESaysWhichRoutesNeedWhichScope(t *testing.T) {
-	const readme = "../README.md"
+func TestTheAPIPageSaysWhichRoutesNeedWhichScope(t *testing.T) {
+	const readme = "../docs/api.md"
 	b, err := os.ReadFile(readme)
 	if err != nil {
 		t.Fatal(err)
@@ -37,12 +37,12 @@ func TestTheREADMESaysWhichRoutesNeedWhichScope(t *testing.T) {
 	text := string(b)
 	start := strings.Index(text, readmeTableHead)
 	if start < 0 {
-		t.Fatalf("README.md has no route table (%q)", readmeTableHead)
+		t.Fatalf("docs/api.md has no route table (%q)", readmeTableHead)
 	}
 	start += len(readmeTableHead)
 	end := strings.Index(text[start:], "| `/mcp` |")
 	if end < 0 {
-		t.Fatal("README.md's route table does not end with the /mcp row")
+		t.Fatal("docs/api.md's route table does not end with the /mcp row")
 	}
 	end += start
 	want := routeRows()
@@ -54,6 +54,6 @@ func TestTheREADMESaysWhichRoutesNeedWhichScope(t *testing.T) {
 		return
 	}
 	if got := text[start:end]; got != want {
-		t.Errorf("README.md's route table is not the route table (run go generate ./api, or go test ./api -run TestTheREADMESaysWhichRoutesNeedWhichScope -update):\n got:\n%s\nwant:\n%s", got, want)
+		t.Errorf("docs/api.md's route table is not the route table (run go generate ./api, or go test ./api -run TestTheAPIPageSaysWhichRoutesNeedWhichScope -update):\n got:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -11,26 +11,32 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// README's tables are the reference people read: every command and serve
-// flag the binary knows is in them, and nothing they name is missing from
-// the binary.
+// The reference pages' tables are what people read: every command the
+// binary knows is in docs/cli.md's commands table and every serve flag in a
+// table of docs/configuration.md, and nothing they name is missing from the
+// binary.
 
 var (
 	backticked = regexp.MustCompile("`([^`]+)`")
 	flagCell   = regexp.MustCompile("^\\| `--([a-z0-9-]+)")
 )
 
-// readmeSection is README.md from heading to the next heading of the same
+const (
+	cliPage    = "../../docs/cli.md"
+	configPage = "../../docs/configuration.md"
+)
+
+// docSection is the page from heading to the next heading of the same
 // level.
-func readmeSection(t *testing.T, heading string) string {
+func docSection(t *testing.T, page, heading string) string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(b), "\n"+heading+"\n")
 	if !ok {
-		t.Fatalf("README has no %q", heading)
+		t.Fatalf("%s has no %q", page, heading)
 	}
 	level := heading[:strings.Index(heading, " ")+1]
 	if i := strings.Index(rest, "\n"+level); i >= 0 {
@@ -64,7 +70,7 @@ func commandPaths() []string {
 	return out
 }
 
-// commandRow is one row of README's commands table: its first cell, and
+// commandRow is one row of docs/cli.md's commands table: its first cell, and
 // the command each of the cell's backticked forms calls (its leading
 // lower-case words, "tokens add").
 type commandRow struct {
@@ -76,7 +82,7 @@ func commandRows(t *testing.T) []commandRow {
 	t.Helper()
 	word := regexp.MustCompile(`^[a-z][a-z-]*$`)
 	var rows []commandRow
-	for _, line := range strings.Split(readmeSection(t, "### Commands"), "\n") {
+	for _, line := range strings.Split(docSection(t, cliPage, "## Commands"), "\n") {
 		cells := strings.Split(line, " | ")
 		if !strings.HasPrefix(line, "| `") || len(cells) < 2 {
 			continue
@@ -97,7 +103,7 @@ func commandRows(t *testing.T) []commandRow {
 	return rows
 }
 
-func TestTheREADMECommandsTableMatchesTheBinary(t *testing.T) {
+func TestTheCommandsTableMatchesTheBinary(t *testing.T) {
 	documented := map[string]bool{}
 	for _, r := range commandRows(t) {
 		for _, words := range r.commands {
@@ -107,18 +113,18 @@ func TestTheREADMECommandsTableMatchesTheBinary(t *testing.T) {
 	known := commandPaths()
 	for _, p := range known {
 		if !documented[p] {
-			t.Errorf("gateway %s is not in README's commands table: add a row", p)
+			t.Errorf("gateway %s is not in docs/cli.md's commands table: add a row", p)
 		}
 	}
 	for p := range documented {
 		if !slices.Contains(known, p) {
-			t.Errorf("README's commands table names gateway %s, which the binary does not know", p)
+			t.Errorf("docs/cli.md's commands table names gateway %s, which the binary does not know", p)
 		}
 	}
 }
 
-func TestTheREADMEDocumentsEveryServeFlag(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+func TestTheConfigurationPageDocumentsEveryServeFlag(t *testing.T) {
+	b, err := os.ReadFile(configPage)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,12 +140,12 @@ func TestTheREADMEDocumentsEveryServeFlag(t *testing.T) {
 	}
 	serve.Flags().VisitAll(func(f *pflag.Flag) {
 		if f.Name != "help" && !f.Hidden && !inTables[f.Name] {
-			t.Errorf("serve --%s is in no README table: add a row to \"### serve flags\"", f.Name)
+			t.Errorf("serve --%s is in no table of docs/configuration.md: add a row to \"## serve flags\"", f.Name)
 		}
 	})
-	for _, line := range strings.Split(readmeSection(t, "### serve flags"), "\n") {
+	for _, line := range strings.Split(string(b), "\n") {
 		if m := flagCell.FindStringSubmatch(line); m != nil && serve.Flags().Lookup(m[1]) == nil {
-			t.Errorf("README's serve flags table names --%s, which serve does not take", m[1])
+			t.Errorf("docs/configuration.md's flag tables name --%s, which serve does not take", m[1])
 		}
 	}
 }
@@ -147,7 +153,7 @@ func TestTheREADMEDocumentsEveryServeFlag(t *testing.T) {
 // Every flag of a command is named in a row of the commands table that
 // names the command (serve's are in their own table), and a row names no
 // flag its commands do not take.
-func TestTheREADMECommandsTableNamesEveryFlag(t *testing.T) {
+func TestTheCommandsTableNamesEveryFlag(t *testing.T) {
 	root := (&app{e: &env{getenv: func(string) string { return "" }}}).root()
 	inherited := map[string]bool{} // the root's own: every command takes them
 	root.PersistentFlags().VisitAll(func(f *pflag.Flag) { inherited[f.Name] = true })
@@ -178,14 +184,14 @@ func TestTheREADMECommandsTableNamesEveryFlag(t *testing.T) {
 		}
 		for f := range inRow {
 			if len(takes) > 0 && !takes[f] && !inherited[f] {
-				t.Errorf("README's row %s names --%s, which none of its commands takes", row.cell, f)
+				t.Errorf("docs/cli.md's row %s names --%s, which none of its commands takes", row.cell, f)
 			}
 		}
 	}
 	for c, inRows := range named {
 		c.Flags().VisitAll(func(f *pflag.Flag) {
 			if f.Name != "help" && !f.Hidden && !inherited[f.Name] && !inRows[f.Name] {
-				t.Errorf("%s takes --%s, which its README row does not name", c.CommandPath(), f.Name)
+				t.Errorf("%s takes --%s, which its docs/cli.md row does not name", c.CommandPath(), f.Name)
 			}
 		})
 	}
