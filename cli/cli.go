@@ -12,7 +12,7 @@ import (
 	"github.com/sessiongateway/gateway/api"
 )
 
-// Exit codes, so scripts can tell outcomes apart. README's table says the
+// Exit codes, so scripts can tell outcomes apart. docs/cli.md's table says the
 // same.
 const (
 	ExitOK           = 0

@@ -12,7 +12,7 @@ import (
 	"github.com/sessiongateway/gateway/internal/settings"
 )
 
-// precedenceHelp is shown by `serve -h` and `config -h`; README says the same.
+// precedenceHelp is shown by `serve -h` and `config -h`; docs/configuration.md says the same.
 const precedenceHelp = `Every serve flag can also come from, in increasing precedence:
   its default < the config file < its environment variable < the command line.
   Config file: --config PATH (env GATEWAY_CONFIG), else each of

@@ -20,7 +20,7 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
-// Exit codes, so scripts can tell outcomes apart (README's table).
+// Exit codes, so scripts can tell outcomes apart (docs/cli.md's table).
 const (
 	exitOK           = cli.ExitOK
 	exitError        = cli.ExitError

@@ -36,11 +36,11 @@ func composeDryRun(t *testing.T, vars map[string]string, service string) []strin
 	return nil
 }
 
-// README.md says what podman-compose lacks, and these tests run the
+// docs/container.md says what podman-compose lacks, and these tests run the
 // podman run lines instead. This pins both: what it renders of the
 // hardening matches runLine, and each gap is still there. When one
 // closes, this fails: run that profile under podman-compose then.
-func TestPodmanComposeRendersTheHardeningButLacksWhatTheREADMESays(t *testing.T) {
+func TestPodmanComposeRendersTheHardeningButLacksWhatTheContainerPageSays(t *testing.T) {
 	needPodman(t)
 	vars := map[string]string{"HOME": "/home/u", "GATEWAY_UID": "1000", "GATEWAY_GID": "1000", "XDG_RUNTIME_DIR": "/run/user/1000"}
 	ours := runLine(t, loadCompose(t, vars), "gwdry", "local")
@@ -73,7 +73,7 @@ func TestPodmanComposeRendersTheHardeningButLacksWhatTheREADMESays(t *testing.T)
 	}
 	for _, g := range gaps {
 		if !g.open {
-			t.Errorf("podman-compose no longer fails so (%s): run the profiles under it and update README.md", g.what)
+			t.Errorf("podman-compose no longer fails so (%s): run the profiles under it and update docs/container.md", g.what)
 		}
 	}
 	theirs = composeDryRun(t, nil, "remote")

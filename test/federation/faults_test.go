@@ -48,8 +48,8 @@ func startSink(t *testing.T, h *host, name string) *sink {
 	// It keeps 4,096 settled ids where Qwen Code keeps 512: a copy the
 	// receiving gateway writes again after a crash (written, not yet
 	// recorded: at most one per sender) comes back after AckWait, and by
-	// then more than 512 others may have reached it (see README, Several
-	// hosts: the window left).
+	// then more than 512 others may have reached it (see docs/federation.md,
+	// the window left).
 	p := h.qwen(t, fakeqwen.Config{Name: name, Inbound: qwen.PolicyAccept, Limits: qwen.Limits{
 		SenderBurst: lots, SenderRefillPerSecond: float64(lots), GlobalBurst: lots, GlobalRefillPerSecond: float64(lots),
 		MaxQueued: 4096, MaxSettled: 4096,
