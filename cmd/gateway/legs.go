@@ -30,8 +30,8 @@ var (
 )
 
 // startLegs registers the gateway on every enabled local leg it can. A leg
-// that cannot register is logged and left out (DESIGN: "registers on every
-// local leg it can"), so a broken ~/.qwen does not keep Claude Code sessions
+// that cannot register is logged and left out (README.md: "It registers on
+// every local leg it can"), so a broken ~/.qwen does not keep Claude Code sessions
 // from the gateway; it is an error only when no leg at all would serve
 // (others counts the legs built elsewhere, the remote one). The socket files
 // an earlier run left behind (see uds.SocketLedger) are swept first.

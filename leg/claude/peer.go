@@ -349,5 +349,5 @@ func (p *Peer) NoticesLost() uint64 { return p.emitter.Lost() }
 // queued is how many inbound messages wait for the router to take them. It
 // feeds the guard's queue-full check. Held messages do not count: the real
 // CLI counts only its command queue (held ones are parked apart, in
-// inbound.held), as seed 000 says.
+// inbound.held): docs/protocols/claude-peer-socket.md#admission.
 func (p *Peer) queued() int { return p.emitter.Pending() }

@@ -109,7 +109,8 @@ func Register(cfg PeerConfig) (*Peer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	// Spec §2: the 1 MiB cap counts UTF-16 code units, and only a line
+	// docs/protocols/qwen-cross-session.md#connections-and-lines: the 1 MiB
+	// cap counts UTF-16 code units, and only a line
 	// that is accepted (the auth line, a frame that parses) extends the
 	// 30 s deadline.
 	cfg.Socket.Units, cfg.Socket.Rearm = uds.UnitUTF16, uds.RearmOnMark
