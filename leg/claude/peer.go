@@ -335,11 +335,11 @@ func (p *Peer) shutdown() {
 	p.log.Info("deregistered Claude Code peer", "socket", p.socketPath)
 }
 
-// emit hands an event to the router (see uds.Emitter).
+// emit hands an event to the router (see leg.Emitter).
 func (p *Peer) emit(ctx context.Context, ev message.Event) { p.emitter.Emit(ctx, ev) }
 
 // notice hands a drop or hold notice to the router without waiting
-// (uds.Emitter.Notice): a router slow to read never stalls a sender's
+// (leg.Emitter.Notice): a router slow to read never stalls a sender's
 // connection; a lost notice is counted and logged.
 func (p *Peer) notice(ev message.Event) { p.emitter.Notice(p.log, ev) }
 

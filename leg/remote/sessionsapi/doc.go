@@ -13,5 +13,5 @@
 // duplicate names and nesting beyond MaxDepth, so that two implementations
 // can never sign different bytes) and handed to the auth.Signer boundary;
 // AttestationField documents where the attestation travels. It imports
-// message and auth at most, never another transport.
+// auth and internal packages only, never a leg.
 package sessionsapi

@@ -7,7 +7,7 @@
 // from History, and delivers each event once (de-duplicated by uuid or
 // sequence number) in order.
 //
-// It decodes with leg/remote/wire and imports no other transport and
-// nothing of the router: what it delivers is wire messages, and the remote
+// It decodes with leg/remote/wire and imports no leg and nothing of the
+// router: what it delivers is wire messages, and the remote
 // leg in leg/remote turns them into router events.
 package stream
