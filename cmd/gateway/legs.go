@@ -51,7 +51,8 @@ func startLegs(log *slog.Logger, c serveConfig, metrics *observability.Metrics, 
 	}
 	// Qwen registers first so the processes the Claude leg starts (alias
 	// workers) get the Qwen inbox's child token: processes the gateway starts
-	// are its own, as the spec's child token says. The leg order stays
+	// are its own, as Qwen Code's child token says
+	// (docs/protocols/qwen-cross-session.md#auth-line). The leg order stays
 	// Claude, then Qwen.
 	var qwenLeg leg.Leg
 	var childEnv []string
