@@ -6,5 +6,5 @@
 // under a directory with a space in its name survives the envelope's from=
 // grammar. Parse and String round-trip exactly; Resolve picks one Candidate
 // from a roster the caller supplies and, when it cannot, says which inputs
-// would. It knows no transport and imports nothing of ours.
+// would. It knows no leg and imports nothing of ours.
 package addressing

@@ -6,6 +6,7 @@
 // body, header and time limits, and CORS only for one configured origin.
 // One route table builds both the mux and the OpenAPI 3.1 document served
 // at /openapi.json. It also holds the Client the CLI uses. Handlers talk to
-// the router only; the package never imports a transport, and stores no
-// tokens itself (a TokenStore resolves them).
+// the router only; of the legs the package imports leg/outbox alone, for
+// the outbox's items, idempotency keys and errors, and it stores no tokens
+// itself (a TokenStore resolves them).
 package api

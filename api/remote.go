@@ -9,8 +9,8 @@ import (
 )
 
 // The remote sessions' lifecycle: create, retitle, archive, and the
-// environments to create them in (seed 001's REST calls, through the
-// remote leg).
+// environments to create them in (the Sessions API's REST calls, through
+// the remote leg: docs/protocols/claude-ai-remote.md#lifecycle).
 
 // TitleBody is POST /v1/remote/title's request.
 type TitleBody struct {

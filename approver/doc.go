@@ -3,5 +3,5 @@
 // gateway (render.go), reads the session's allow, deny and answer replies
 // (reply.go, answers.go) and answers through the router. It is a client of
 // the router, following its events and calling its public methods, and
-// imports no transport: the router never knows it is there.
+// imports no leg: the router never knows it is there.
 package approver

@@ -9,8 +9,10 @@ import (
 	"fmt"
 )
 
-// Wire names from seed 000. Only these strings come from the seed; the field
-// names around them are ours, chosen to match the camelCase of boundDeviceUuid.
+// Wire names of Claude Code's event signing
+// (docs/protocols/claude-ai-remote.md#canonical-signing). Only these strings
+// are Claude Code's; the field names around them are ours, chosen to match
+// the camelCase of boundDeviceUuid.
 const (
 	ClientEventV1       = "anthropic.ccr.client_event.v1"
 	CreateSessionBindV1 = "anthropic.ccr.create_session_bind.v1"

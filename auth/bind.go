@@ -1,8 +1,8 @@
 package auth
 
-// Session-bind messages (seed 000): a session is bound to a device, and the
+// Session-bind messages (docs/protocols/claude-ai-remote.md#canonical-signing): a session is bound to a device, and the
 // server then expects that device's attestation on the session's events; an
-// event without one is classified bound_unattested. The seed gives the type
+// event without one is classified bound_unattested. Claude Code gives the type
 // names and boundDeviceUuid; the other field names are ours, in the same
 // camelCase, and are what our fake server and client agree on.
 

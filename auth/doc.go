@@ -7,7 +7,8 @@
 // login's credentials file. Every value holding a secret prints as
 // [redacted].
 //
-// Signing follows seed 000, "Event signing". The real device key cannot be
+// Signing follows Claude Code's event signing
+// (docs/protocols/claude-ai-remote.md#canonical-signing). The real device key cannot be
 // extracted, so the gateway never pretends to hold it: a Signer turns
 // JCS-canonical bytes into an anthropic.ccr.client_event.v1 Attestation,
 // either not at all (NewNoneSigner: the server may classify the event

@@ -6,7 +6,7 @@
 // session answers with SendMessage or send_message. "ask NAME TEXT" makes a
 // demo send TEXT on to NAME, which shows the bridge between the two legs.
 //
-// The sessions are the legs' own peers (leg/claude and qwen) with
+// The sessions are the legs' own peers (leg/claude and leg/qwen) with
 // other names; the parent re-executes the gateway binary for each and holds
 // a pipe to it, whose end (even on SIGKILL) makes the child deregister and
 // exit. It imports the local legs, never the router, the API or testkit.

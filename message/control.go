@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// PermissionModes are the modes set_permission_mode takes (seed 001's
-// set_permission_mode row and its captured traffic).
+// PermissionModes are the modes set_permission_mode takes
+// (docs/protocols/claude-ai-remote.md#control-requests).
 var PermissionModes = []string{"default", "acceptEdits", "plan", "bypassPermissions"}
 
 // ValidPermissionMode says whether mode is one of PermissionModes.

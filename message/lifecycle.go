@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// NewRemoteSession is what creating a remote session takes: seed 001's
-// POST /v1/sessions, with one GitHub repository as its source and Body as
+// NewRemoteSession is what creating a remote session takes: the Sessions
+// API's POST /v1/sessions (docs/protocols/claude-ai-remote.md#lifecycle), with one GitHub repository as its source and Body as
 // its first prompt. Every field may be empty.
 type NewRemoteSession struct {
 	Title         string `json:"title,omitempty"`
@@ -45,8 +45,8 @@ func repoPart(s string) bool {
 	return true
 }
 
-// Environment is one environment remote sessions run in (seed 001's
-// environment list): a bridge environment is a machine running Claude
+// Environment is one environment remote sessions run in (the Sessions API's
+// environment list, docs/protocols/claude-ai-remote.md#rest-sessions-api): a bridge environment is a machine running Claude
 // Code's remote control.
 type Environment struct {
 	ID          string `json:"environment_id"`

@@ -58,7 +58,8 @@ func (p *PermissionRequest) Classify() {
 	p.Verbs = p.Kind.Verbs()
 }
 
-// Permission update types (seed 001's updatedPermissions; Claude Code's
+// Permission update types (updatedPermissions in a permission answer,
+// docs/protocols/claude-ai-remote.md#permission-prompts-and-answers; Claude Code's
 // permission_suggestions use the same shapes).
 const (
 	UpdateAddRules          = "addRules"

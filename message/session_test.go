@@ -25,7 +25,7 @@ func TestASessionAlwaysCarriesTheContractKeys(t *testing.T) {
 			if err := json.Unmarshal(b, &m); err != nil {
 				t.Fatal(err)
 			}
-			// DESIGN.md: sessions --json has at least these keys in every entry.
+			// sessions --json has at least these keys in every entry: scripts rely on them.
 			for _, k := range []string{"address", "protocol", "name", "ref", "session_id", "pid", "kind", "reachable"} {
 				if _, ok := m[k]; !ok {
 					t.Errorf("%s lacks %q", b, k)

@@ -9,7 +9,7 @@ import (
 	"github.com/sessiongateway/gateway/message"
 )
 
-// What the legs' optional abilities (leg.go) offer the router's callers:
+// What the legs' optional abilities (leg/leg.go) offer the router's callers:
 // the API reaches held messages, idle notices, readiness and the durable
 // outbox here, never by asking a leg what it is.
 

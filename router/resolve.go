@@ -224,8 +224,8 @@ func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions [
 }
 
 // bridgeLocal finds the local session whose bridgeSessionId is a's id
-// (seed 000: a signed-in Claude Code session's cloud address, which the
-// session also answers on its socket). Two local sessions claiming one id
+// (a signed-in Claude Code session's cloud address, which the session also
+// answers on its socket: docs/protocols/claude-peer-socket.md#cloud-routing-and-bridge-addresses). Two local sessions claiming one id
 // are ambiguous, never a guess.
 func (r *Router) bridgeLocal(a addressing.Address, local []message.Session) (leg.Leg, message.Session, bool, error) {
 	var hit []message.Session

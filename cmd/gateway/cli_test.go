@@ -15,7 +15,7 @@ import (
 	"github.com/sessiongateway/gateway/message"
 )
 
-// The CLI's output and exit codes are a contract scripts rely on (DESIGN.md):
+// The CLI's output and exit codes are a contract scripts rely on (README.md):
 // these tests run the real subcommands against an in-process gateway.
 
 var msgIDLine = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\n$`)

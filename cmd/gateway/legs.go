@@ -30,8 +30,8 @@ var (
 )
 
 // startLegs registers the gateway on every enabled local leg it can. A leg
-// that cannot register is logged and left out (DESIGN: "registers on every
-// local leg it can"), so a broken ~/.qwen does not keep Claude Code sessions
+// that cannot register is logged and left out (README.md: "It registers on
+// every local leg it can"), so a broken ~/.qwen does not keep Claude Code sessions
 // from the gateway; it is an error only when no leg at all would serve
 // (others counts the legs built elsewhere, the remote one). The socket files
 // an earlier run left behind (see uds.SocketLedger) are swept first.
@@ -51,7 +51,8 @@ func startLegs(log *slog.Logger, c serveConfig, metrics *observability.Metrics, 
 	}
 	// Qwen registers first so the processes the Claude leg starts (alias
 	// workers) get the Qwen inbox's child token: processes the gateway starts
-	// are its own, as the spec's child token says. The leg order stays
+	// are its own, as Qwen Code's child token says
+	// (docs/protocols/qwen-cross-session.md#auth-line). The leg order stays
 	// Claude, then Qwen.
 	var qwenLeg leg.Leg
 	var childEnv []string

@@ -16,7 +16,7 @@ import (
 )
 
 // Default service URLs: the Sessions API for OAuth bearer credentials, the
-// web app for a sessionKey cookie (seed 001 captured the web client).
+// web app for a sessionKey cookie (docs/protocols/claude-ai-remote.md#request-headers).
 const (
 	defaultRemoteURL    = "https://api.anthropic.com"
 	defaultRemoteWebURL = "https://claude.ai"

@@ -6,5 +6,5 @@
 // (claude -p --input-format stream-json --output-format stream-json
 // --verbose), whose stdout events a test can wait on, or as the TUI under a
 // private tmux server. It holds the harness only, no tests of the gateway,
-// and imports nothing of ours but the standard library.
+// and imports nothing of ours but interop/internal/proc.
 package claudecli

@@ -7,5 +7,5 @@
 // $QWEN_HOME/sessions and its bound inbox socket. An endpoint is
 // testdata/peer.mjs, our own small Node script around PeerEndpoint, driven by
 // JSON lines. It holds the harness only, no tests of the gateway, and imports
-// nothing of ours but the standard library.
+// nothing of ours but interop/internal/proc.
 package qwencli

@@ -19,8 +19,8 @@ import (
 	"github.com/sessiongateway/gateway/message"
 )
 
-// On the Claude side a name needs its own process (seed 000, "Reply
-// aliases"): the registry is one file per pid, with one name. An alias is a
+// On the Claude side a name needs its own process
+// (docs/protocols/claude-peer-socket.md#alias-workers): the registry is one file per pid, with one name. An alias is a
 // worker process of the gateway itself, registered under the alias name,
 // talking to the gateway over an inherited socket pair: the gateway asks it
 // to send, it reports what arrives. A worker dies with its parent (its end

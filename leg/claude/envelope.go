@@ -26,11 +26,12 @@ const (
 	envelopeClose = "\n</" + envelopeTag + ">"
 )
 
-// Grammar limits. Where Claude Code differs from seed 000 its behaviour wins.
+// Grammar limits (docs/protocols/claude-peer-socket.md#envelope): Claude
+// Code 2.1.332's, as it behaves.
 const (
 	MaxFromLen    = 300 // bytes of from; the charset is ASCII
 	MaxSessionLen = 80  // from-session
-	// MaxNameRunes caps from-name and from-plugin. The seed says 80, but Claude
+	// MaxNameRunes caps from-name and from-plugin. Older notes say 80, but Claude
 	// Code rebuilds these attributes through a normaliser that cuts anything
 	// longer than 64 code points (and appends "…"), so a longer value never
 	// round-trips and the whole envelope falls back to unattested.

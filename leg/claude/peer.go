@@ -335,11 +335,11 @@ func (p *Peer) shutdown() {
 	p.log.Info("deregistered Claude Code peer", "socket", p.socketPath)
 }
 
-// emit hands an event to the router (see uds.Emitter).
+// emit hands an event to the router (see leg.Emitter).
 func (p *Peer) emit(ctx context.Context, ev message.Event) { p.emitter.Emit(ctx, ev) }
 
 // notice hands a drop or hold notice to the router without waiting
-// (uds.Emitter.Notice): a router slow to read never stalls a sender's
+// (leg.Emitter.Notice): a router slow to read never stalls a sender's
 // connection; a lost notice is counted and logged.
 func (p *Peer) notice(ev message.Event) { p.emitter.Notice(p.log, ev) }
 
@@ -349,5 +349,5 @@ func (p *Peer) NoticesLost() uint64 { return p.emitter.Lost() }
 // queued is how many inbound messages wait for the router to take them. It
 // feeds the guard's queue-full check. Held messages do not count: the real
 // CLI counts only its command queue (held ones are parked apart, in
-// inbound.held), as seed 000 says.
+// inbound.held): docs/protocols/claude-peer-socket.md#admission.
 func (p *Peer) queued() int { return p.emitter.Pending() }

@@ -201,7 +201,7 @@ func TestRegisterWritesWhatTheRealCLIWrites(t *testing.T) {
 			if err := json.Unmarshal(mustRead(t, env.entryPath()), &e); err != nil {
 				t.Fatal(err)
 			}
-			// INTEROP.md: the fields the real CLI writes (bridgeSessionId
+			// interop/FINDINGS.md §1: the fields the real CLI writes (bridgeSessionId
 			// only with Remote Control on).
 			wantFields := []string{"pid", "sessionId", "cwd", "startedAt", "procStart", "version",
 				"peerProtocol", "peerFeatures", "kind", "entrypoint", "pidDomain", "messagingSocketPath",

@@ -74,7 +74,7 @@ func procStartMatches(pid int, procStart string) bool {
 
 // procStartCheck accepts both spellings: Linux start ticks (what the real
 // CLI writes on Linux, compared as exact strings like it does) and
-// `LC_ALL=C TZ=UTC ps -o lstart=` (seed 000, macOS).
+// `LC_ALL=C TZ=UTC ps -o lstart=` (macOS; docs/protocols/claude-peer-socket.md#registry-entry).
 func procStartCheck(pid int, procStart string) startCheck {
 	if isDigits(procStart) {
 		// A running process's ticks, from its pin when one is held.

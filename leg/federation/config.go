@@ -14,7 +14,7 @@ import (
 const Embedded = "embedded"
 
 // Defaults. A vanished host leaves every roster within RosterTTL plus one
-// heartbeat, inside the 30 s the design promises.
+// heartbeat, inside the 30 s README.md promises.
 const (
 	DefaultRosterTTL = 20 * time.Second
 	DefaultListen    = "127.0.0.1:4222"

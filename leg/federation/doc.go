@@ -31,7 +31,8 @@
 // the link and the consumers' lag (GET /v1/federation, /readyz); each
 // host counts its traffic per peer host (metrics.go), and a message's
 // trace context travels in its NATS headers, so the receiving host's span
-// continues the sender's trace. It may import router, message,
-// addressing, observability and internal/..., never a transport, the api
-// or cmd.
+// continues the sender's trace. The envelopes, subjects and buckets are
+// docs/protocols/federation-envelopes.md. It may import leg, router,
+// message, addressing, observability and internal/..., never another leg,
+// the api or cmd.
 package federation

@@ -452,7 +452,7 @@ func TestGateIsSafeForConcurrentUse(t *testing.T) {
 	}
 }
 
-// The checks run in Qwen Code's order (INTEROP.md): global bucket,
+// The checks run in Qwen Code's order (docs/protocols/qwen-cross-session.md#admission): global bucket,
 // duplicate, per-sender bucket, settled ids. Each case reaches two of them
 // at once, so that the first one decides.
 func TestGateAdmissionOrder(t *testing.T) {

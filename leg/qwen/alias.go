@@ -15,8 +15,8 @@ import (
 	"github.com/sessiongateway/gateway/message"
 )
 
-// On the Qwen side an alias is one more record of this process (the
-// spec's <pid>-<8 hex>.json), with our inbox and token and a session id of
+// On the Qwen side an alias is one more record of this process
+// (<pid>-<8 hex>.json: docs/protocols/qwen-cross-session.md#alias-records), with our inbox and token and a session id of
 // its own; frames pinned to that id are for the session it stands for.
 
 // KindAlias is the record kind of the gateway's aliases.

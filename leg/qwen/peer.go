@@ -109,7 +109,8 @@ func Register(cfg PeerConfig) (*Peer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	// Spec §2: the 1 MiB cap counts UTF-16 code units, and only a line
+	// docs/protocols/qwen-cross-session.md#connections-and-lines: the 1 MiB
+	// cap counts UTF-16 code units, and only a line
 	// that is accepted (the auth line, a frame that parses) extends the
 	// 30 s deadline.
 	cfg.Socket.Units, cfg.Socket.Rearm = uds.UnitUTF16, uds.RearmOnMark
@@ -255,11 +256,11 @@ func (p *Peer) Run(ctx context.Context, out chan<- message.Event) error {
 	return err
 }
 
-// emit hands an event to the router (see uds.Emitter).
+// emit hands an event to the router (see leg.Emitter).
 func (p *Peer) emit(ctx context.Context, ev message.Event) { p.emitter.Emit(ctx, ev) }
 
 // notice hands a drop or hold notice to the router without waiting
-// (uds.Emitter.Offer): a router slow to read never stalls a sender's
+// (leg.Emitter.Notice): a router slow to read never stalls a sender's
 // connection; a lost notice is counted and logged (the sender's receipt
 // does not depend on it).
 func (p *Peer) notice(ev message.Event) { p.emitter.Notice(p.log, ev) }

@@ -284,7 +284,7 @@ func (p *Peer) writeRecord() error {
 		if rerr == nil && MayReplace(old, p.pid, p.facts) {
 			err = safefile.WriteAtomic(path, b)
 		} else {
-			// Not provably ours to replace: the spec's <pid>-<8 hex>.json.
+			// Not provably ours to replace: <pid>-<8 hex>.json (docs/protocols/qwen-cross-session.md#records).
 			path = filepath.Join(p.sessions, RecordFileName(p.pid, NewSuffix()))
 			err = safefile.CreateExclusive(path, b)
 		}

@@ -205,7 +205,8 @@ func (p *Peer) Sessions(ctx context.Context) ([]message.Session, error) {
 var ErrNoRecord = errors.New("no live qwen session record for that address")
 
 // target re-reads the registry for the record at path (and session id when
-// known), as the spec asks before each send: /clear swaps the id.
+// known), as Qwen Code asks before each send: /clear swaps the id
+// (docs/protocols/qwen-cross-session.md#records).
 func (p *Peer) target(ctx context.Context, path, sessionID string) (Record, error) {
 	var found []Record
 	for _, useIndex := range []bool{true, false} {

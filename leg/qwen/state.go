@@ -19,12 +19,13 @@ import (
 //	held      → delivered | denied | expired | misaddressed
 //	delivered → expired | misaddressed
 //
-// This differs from message.CanMove in three places, and the Qwen leg must
-// use this table, not message.Tracker: held → misaddressed (a hold released
-// after the session was swapped), delivered → expired (queued but never
-// consumed when the session exited) and delivered → misaddressed (queued
-// across a session swap) are allowed here; held → refused is not (a refusal
-// is decided at admission, before anything is held).
+// This differs from message.CanMove in one place, and the Qwen leg must use
+// this table, not message.Tracker: held → refused is not allowed here (a
+// refusal is decided at admission, before anything is held). Like
+// message.CanMove it allows held → misaddressed (a hold released after the
+// session was swapped), delivered → expired (queued but never consumed when
+// the session exited) and delivered → misaddressed (queued across a session
+// swap).
 var transitions = map[message.Status][]message.Status{
 	message.StatusSent: {message.StatusHeld, message.StatusDelivered, message.StatusDenied,
 		message.StatusRefused, message.StatusExpired, message.StatusMisaddressed, message.StatusDropped},

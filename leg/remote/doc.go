@@ -16,5 +16,6 @@
 // The codec lives in leg/remote/wire and the live connection in
 // leg/remote/stream. This package imports those, sessionsapi (the
 // REST client of the same service) and the shared message and addressing
-// types; no other transport and nothing of the router.
+// types; no other leg and nothing of the router. The wire is
+// docs/protocols/claude-ai-remote.md.
 package remote

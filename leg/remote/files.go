@@ -13,8 +13,8 @@ import (
 	"github.com/sessiongateway/gateway/message"
 )
 
-// What one message may carry in file_attachments. The seed gives no
-// server limit; these keep a post (base64 is a third larger) inside what a
+// What one message may carry in file_attachments. No server limit is
+// known; these keep a post (base64 is a third larger) inside what a
 // REST body reasonably takes.
 const (
 	MaxFiles     = 16
@@ -30,7 +30,8 @@ var ErrAttachment = errors.New("remote leg: attachment")
 func (l *Leg) CarriesFiles() {}
 
 // fileAttachments reads each attachment (no symlink followed, at most the
-// cap) and encodes it as seed 001's file_attachments entry: its name, its
+// cap) and encodes it as a file_attachments entry
+// (docs/protocols/claude-ai-remote.md#posting-events): its name, its
 // media type and its bytes in standard base64.
 func fileAttachments(atts []message.Attachment) ([]wire.FileAttachment, error) {
 	if len(atts) > MaxFiles {

@@ -13,8 +13,9 @@ import (
 	"github.com/sessiongateway/gateway/message"
 )
 
-// LifecycleAPI is the REST surface of the sessions' lifecycle: seed 001's
-// POST and PATCH /v1/sessions and the environment list. NewSessionsAPI's
+// LifecycleAPI is the REST surface of the sessions' lifecycle: POST and
+// PATCH /v1/sessions and the environment list
+// (docs/protocols/claude-ai-remote.md#lifecycle). NewSessionsAPI's
 // adapter has it; a leg whose API lacks it creates nothing.
 type LifecycleAPI interface {
 	// CreateSession creates a session; first are its first events.
@@ -39,7 +40,7 @@ func (l *Leg) lifecycle() (LifecycleAPI, error) {
 	return lc, nil
 }
 
-// Create creates a session as n asks: seed 001's create body, the model
+// Create creates a session as n asks: the Sessions API's create body, the model
 // and the repository in session_context, the first prompt as its first
 // user event. The leg follows it from then on and lists it at once.
 func (l *Leg) Create(ctx context.Context, n message.NewRemoteSession) (message.Session, error) {
@@ -79,7 +80,7 @@ func (l *Leg) Create(ctx context.Context, n message.NewRemoteSession) (message.S
 	return l.session(rs), nil
 }
 
-// sessionContext is seed 001's session_context for n: its model and its
+// sessionContext is the create body's session_context for n: its model and its
 // GitHub repository as the one source; nil when it names neither.
 func sessionContext(n message.NewRemoteSession) (json.RawMessage, error) {
 	type gitInfo struct {

@@ -96,8 +96,9 @@ func answerUUID(sessionID, requestID string) string {
 	return uuid.NewSHA1(answerNamespace, []byte(sessionID+"\x00"+requestID)).String()
 }
 
-// Answer posts a's control_response for req over HTTP, as seed 001 says
-// answers travel (never over the WebSocket). A prompt the leg saw settled
+// Answer posts a's control_response for req over HTTP, as answers travel
+// (never over the WebSocket:
+// docs/protocols/claude-ai-remote.md#permission-prompts-and-answers). A prompt the leg saw settled
 // by someone else gets a *message.PromptSettledError instead.
 func (l *Leg) Answer(ctx context.Context, req message.PermissionRequest, a message.PermissionAnswer) error {
 	// The session holds the first answer it got: one the stream showed

@@ -60,14 +60,14 @@ func (a sessionsAPI) Post(ctx context.Context, id string, events ...json.RawMess
 	return err
 }
 
-// CreateSession creates a session on seed 001's v1 path, whichever the
+// CreateSession creates a session on the v1 path, whichever the
 // live transport: the v2 paths' create is not documented.
 func (a sessionsAPI) CreateSession(ctx context.Context, title, envID string, sc json.RawMessage, first ...json.RawMessage) (RemoteSession, error) {
 	s, err := a.c.CreateSession(ctx, sessionsapi.CreateSessionRequest{Title: title, EnvironmentID: envID, Events: first, SessionContext: sc})
 	return remoteSession(s), err
 }
 
-// PatchSession is seed 001's PATCH /v1/sessions/{id} (title, status).
+// PatchSession is PATCH /v1/sessions/{id} (title, status).
 func (a sessionsAPI) PatchSession(ctx context.Context, id string, title, status *string) (RemoteSession, error) {
 	s, err := a.c.PatchSession(ctx, id, sessionsapi.SessionPatch{Title: title, Status: status})
 	return remoteSession(s), err

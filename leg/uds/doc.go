@@ -1,5 +1,5 @@
 // Package uds is the socket and file plumbing shared by the local legs (Claude
-// Code in uds/claude, Qwen Code in uds/qwen): a Unix socket listener with caps on
+// Code in leg/claude, Qwen Code in leg/qwen): a Unix socket listener with caps on
 // line length, idle time and concurrent connections; peer credentials from the
 // kernel; one-shot dialing and liveness probes, which can insist that the
 // listener is the process a registry record names (holder.go); the check

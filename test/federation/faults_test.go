@@ -327,7 +327,7 @@ func TestAHostThatVanishesLeavesTheOtherRostersWithinTheTTL(t *testing.T) {
 	testutil.EventuallyWithin(t, 60*time.Second, "a third sent", func() bool { return sent.Load() >= total/3 })
 	b.kill(t)
 	gone := time.Now()
-	const ttl = 30 * time.Second // the design's bound; the default roster TTL is 20 s
+	const ttl = 30 * time.Second // README.md's bound; the default roster TTL is 20 s
 	for _, h := range []*host{a, hc} {
 		testutil.EventuallyWithin(t, ttl-time.Since(gone), "host b leaves "+h.Name+"'s roster", func() bool {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

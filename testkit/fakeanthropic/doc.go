@@ -4,5 +4,5 @@
 // process in tests. A Script decides each answer (text and tool_use blocks),
 // and every request is recorded decoded, so a test can ask whether a peer
 // message reached the session with Request.Contains. It imports nothing of
-// ours and listens on 127.0.0.1 only.
+// ours but testkit/recorder and listens on 127.0.0.1 only.
 package fakeanthropic

@@ -11,15 +11,15 @@ import (
 	"github.com/sessiongateway/gateway/leg/remote/sessionsapi"
 )
 
-// attestationField is where a posted event carries its attestation. Seed 000
-// names the attestation type but not where it travels; this placement is the
+// attestationField is where a posted event carries its attestation. Claude
+// Code names the attestation type but not where it travels; this placement is the
 // one leg/remote/sessionsapi uses, and the signed bytes are the JCS form of
 // the event without this field.
 const attestationField = "client_attestation"
 
 // Classification is how the server classed a posted event against the
-// session's device binding (seed 000: unattested events classify
-// bound_unattested).
+// session's device binding (unattested events classify bound_unattested:
+// docs/protocols/claude-ai-remote.md#canonical-signing).
 type Classification uint8
 
 const (

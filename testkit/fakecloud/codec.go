@@ -9,8 +9,9 @@ import (
 	"strings"
 )
 
-// The fake reads and writes the messages of seed 001 with this code of its
-// own, written from the seed and not shared with the client under test
+// The fake reads and writes the messages of
+// docs/protocols/claude-ai-remote.md with this code of its own, written from
+// that description and not shared with the client under test
 // (leg/remote/wire), so that the two cannot agree on one mistake.
 // It decodes only what a server needs: the type, the ids, the text of a
 // user message, the fields of control requests and of permission answers.
@@ -43,8 +44,7 @@ type User struct {
 	Files   []FileAttachment // file_attachments
 }
 
-// Content is a message's content. Seed 001 shows both a plain string and a
-// list of blocks; a string becomes one text block.
+// Content is a message's content: a plain string or a list of blocks; a string becomes one text block.
 type Content struct {
 	Blocks []Block
 }
@@ -68,8 +68,7 @@ type Block struct {
 	Raw       json.RawMessage `json:"-"`
 }
 
-// ControlRequest is a control_request's "request" object (seed 001's
-// subtypes: initialize, interrupt, set_permission_mode, set_model,
+// ControlRequest is a control_request's "request" object (its subtypes: initialize, interrupt, set_permission_mode, set_model,
 // can_use_tool, ...).
 type ControlRequest struct {
 	RequestID   string          `json:"-"` // the message's request_id
@@ -93,8 +92,8 @@ type ControlResponse struct {
 	Decision *Decision
 }
 
-// Decision is a permission answer, as seed 001's tool permission flow
-// shows it.
+// Decision is a permission answer
+// (docs/protocols/claude-ai-remote.md#permission-prompts-and-answers).
 type Decision struct {
 	Behavior           string            `json:"behavior"` // "allow" or "deny"
 	UpdatedInput       json.RawMessage   `json:"updatedInput"`
@@ -122,7 +121,7 @@ type Option struct {
 var errMessage = errors.New("not a message")
 
 // decode decodes one message. It must be a JSON object with a string
-// "type"; the fields the fake reads must have the seed's shapes.
+// "type"; the fields the fake reads must have the documented shapes.
 func decode(line []byte) (Message, error) {
 	if len(line) > maxLine {
 		return Message{}, fmt.Errorf("%w: %d bytes, cap %d", errMessage, len(line), maxLine)
@@ -167,7 +166,7 @@ func decode(line []byte) (Message, error) {
 
 func absent(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
 
-// FileAttachment is one of a user message's file_attachments (seed 001),
+// FileAttachment is one of a user message's file_attachments,
 // its content decoded.
 type FileAttachment struct {
 	Name, Type string

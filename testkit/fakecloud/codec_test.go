@@ -6,8 +6,9 @@ import (
 	"github.com/sessiongateway/gateway/leg/remote/wire"
 )
 
-// The fake's codec is written from seed 001, apart from the client's; on
-// the seed's own examples the two must read the same thing.
+// The fake's codec is written from the protocol's description, apart from
+// the client's; on captured example messages the two must read the same
+// thing.
 func TestTheFakesCodecReadsTheSeedsMessagesAsTheClientDoes(t *testing.T) {
 	tests := []struct {
 		name string

@@ -1,8 +1,8 @@
-// Package fakecloud is a loopback fake of claude.ai's Sessions API as seed 001
-// describes it: the REST endpoints (sessions, events with after_id paging,
+// Package fakecloud is a loopback fake of claude.ai's Sessions API as
+// docs/protocols/claude-ai-remote.md describes it: the REST endpoints (sessions, events with after_id paging,
 // share-status, environments) and the subscribe WebSocket, which speaks
 // newline-delimited JSON with server keep-alives; and the v2 code-sessions
-// surface INTEROP.md says the current CLI uses instead (list, detail, events
+// surface the current CLI uses instead (list, detail, events
 // post, events list by from_sequence_num, ping, and the Server-Sent Events
 // stream with per-session sequence numbers, resume and ping comments). It
 // checks credentials (a bearer token, tokens its OAuth refresh endpoint
@@ -12,7 +12,7 @@
 // refused when the client_attestation does not verify); and logs every
 // request with credentials redacted. A test scripts the server side: Emit
 // pushes any message, StreamTurn a streamed turn, Prompt a can_use_tool
-// prompt (answered only over HTTP POST, as the seed says) and CancelPrompt
+// prompt (answered only over HTTP POST, as real answers travel) and CancelPrompt
 // withdraws one; with Options.Echo a built-in worker answers posted user
 // messages, raises prompts for "ask", "bash" and "plan", and honours
 // interrupt, set_model and set_permission_mode (RefuseControls makes a
@@ -23,8 +23,8 @@
 // make a subscription or stream close, drop or stall. Time comes from an
 // injectable Clock. Live (GET /fakecloud/live, the fake's own route) counts
 // the open streams, for a harness in another process. It listens on
-// loopback only. It reads and writes seed
-// 001's messages with a small codec of its own, written from the seed: it
+// loopback only. It reads and writes the messages with a small codec of
+// its own, written from that description: it
 // must not decode with the client under test (leg/remote/wire), so
 // that fake and client cannot agree on one mistake; its tests may, as a
 // cross-check. Otherwise, as test code, it may import any package of ours.

@@ -90,8 +90,8 @@ func oauthError(w http.ResponseWriter, status int, code, desc string) {
 	writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
 }
 
-// oauthToken serves the refresh grant. Seed 000 names OAuth bearer auth but
-// not its endpoint; the path and form follow Claude Code's login refresh.
+// oauthToken serves the refresh grant of OAuth bearer auth; the path and
+// form follow Claude Code's login refresh.
 func (s *Server) oauthToken(w http.ResponseWriter, r *http.Request) {
 	if s.opts.RefreshToken == "" {
 		writeError(w, http.StatusNotFound, "not_found_error", "token endpoint not enabled")

@@ -16,7 +16,7 @@ const (
 
 var statuses = map[string]bool{"active": true, "archived": true, "idle": true}
 
-// page is the list shape the seed shows for environments, reused for every list.
+// page is the list shape of the environments list, reused for every list.
 type page struct {
 	Data    any    `json:"data"`
 	HasMore bool   `json:"has_more"`
@@ -79,7 +79,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	if !readBody(w, r, &body) {
 		return
 	}
-	// Seed 001 wraps initial events as {"type":"event","data":{...}}.
+	// A create wraps initial events as {"type":"event","data":{...}}.
 	var initial []json.RawMessage
 	for i, e := range body.Events {
 		var wrap struct {
@@ -266,7 +266,7 @@ func (s *Server) listCodeEvents(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, p)
 }
 
-// ping serves POST /v1/code/sessions/{id}/ping. INTEROP.md names the
+// ping serves POST /v1/code/sessions/{id}/ping. The CLI calls the
 // endpoint; its answer is not known, so this small body is our guess.
 func (s *Server) ping(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
@@ -404,7 +404,7 @@ func (s *Server) shareStatus(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found_error", "session not found")
 		return
 	}
-	// The seed names the endpoint but not its answer; this shape is a guess.
+	// The endpoint's answer is not known; this shape is a guess.
 	writeJSON(w, http.StatusOK, map[string]any{"shared": false})
 }
 

@@ -17,7 +17,7 @@ import (
 	"github.com/sessiongateway/gateway/internal/clock"
 )
 
-// DefaultRequiredHeaders are the headers seed 001 lists as sent on every REST
+// DefaultRequiredHeaders are the headers sent on every REST
 // request that a client cannot leave out without the service refusing it.
 // The anthropic-client-* headers are the web client's identification and are
 // not checked by default (the CLI does not send web_claude_ai).
@@ -37,7 +37,7 @@ type Options struct {
 	// RequiredHeaders must be present on every REST request (400 naming the
 	// first missing one). Nil means DefaultRequiredHeaders; an empty non-nil
 	// slice checks none. The WebSocket is exempt: browsers cannot set headers
-	// on it, which is why the seed puts the organisation in its query.
+	// on it, which is why the organisation goes in its query.
 	RequiredHeaders []string
 	// Environments answer the environment endpoints; nil gives one online
 	// bridge environment, "env_fake_bridge".
@@ -92,7 +92,7 @@ type Options struct {
 	// set_permission_mode and set_model requests are honoured and answered.
 	Echo bool
 	// Models and Commands are what every session's initialize answer
-	// lists (nil: none, as seed 001's capture shows).
+	// lists (nil: none, as captured traffic shows).
 	Models   []Model
 	Commands []Command
 	// EchoPace is the time between the streamed copies of an echo turn
@@ -101,7 +101,7 @@ type Options struct {
 }
 
 // Model is one model of initialize's answer, in the shape the Agent SDK
-// documents (seed 001 shows only an empty list).
+// documents (captured traffic shows only an empty list).
 type Model struct {
 	Value       string `json:"value"`
 	DisplayName string `json:"displayName"`
@@ -115,7 +115,8 @@ type Command struct {
 	ArgumentHint string `json:"argumentHint"`
 }
 
-// Environment is one entry of the environments list, in the seed's shape.
+// Environment is one entry of the environments list
+// (docs/protocols/claude-ai-remote.md#rest-sessions-api).
 type Environment struct {
 	Kind          string          `json:"kind"`
 	EnvironmentID string          `json:"environment_id"`
@@ -195,8 +196,8 @@ type session struct {
 	refuse map[string]string
 }
 
-// Session is a session as the REST endpoints show it. The seed gives no
-// session object, so the field names are a guess (see the package tests).
+// Session is a session as the REST endpoints show it. No published
+// description gives a session object, so the field names are a guess (see the package tests).
 type Session struct {
 	ID             string          `json:"id"`
 	Title          string          `json:"title"`

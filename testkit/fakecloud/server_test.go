@@ -25,7 +25,8 @@ func start(t *testing.T) *Server {
 	return Start(t, Options{Token: token, SessionKey: "sk-abc", OrgUUID: org})
 }
 
-// headers are what seed 001 says every request carries.
+// headers are what every request carries
+// (docs/protocols/claude-ai-remote.md#request-headers).
 func headers() http.Header {
 	return http.Header{
 		"Authorization":       {"Bearer " + token},

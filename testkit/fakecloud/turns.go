@@ -23,7 +23,7 @@ type Turn struct {
 	// stop_reason "end_turn".
 	Chunks int
 	// Thinking is the thinking block's text, sent first; often empty, as
-	// seed 001 says the real one is (only its signature is sent).
+	// the real one is (only its signature is sent).
 	Thinking string
 	// Model is the message's model (default claude-sonnet-4-6).
 	Model string
@@ -64,7 +64,7 @@ func SeedSuggestions(command string) []json.RawMessage {
 // ErrBadPrompt: a PromptSpec without a tool or with an input that is not an object.
 var ErrBadPrompt = errors.New("fakecloud: bad prompt spec")
 
-// SeedQuestions are the AskUserQuestion questions of seed 001: one
+// SeedQuestions are the AskUserQuestion questions of captured traffic: one
 // single-select question (with a preview) and one multi-select question.
 func SeedQuestions() []Question {
 	return []Question{
@@ -143,7 +143,8 @@ func (p PromptSpec) defaults() (PromptSpec, error) {
 	return p, nil
 }
 
-// StreamTurn emits one streamed turn the way seed 001 describes it: the same
+// StreamTurn emits one streamed turn the way the service streams one
+// (docs/protocols/claude-ai-remote.md#messages-on-the-live-channel): the same
 // assistant message id several times (a thinking block first, then the text
 // growing chunk by chunk with usage updated, the last copy with stop_reason
 // "end_turn"), then a "result" carrying the text. It returns the uuids
@@ -153,7 +154,7 @@ func (s *Server) StreamTurn(sessionID string, t Turn) ([]string, error) {
 }
 
 // Prompt emits a can_use_tool control_request, then the assistant message
-// with the tool_use block of the same tool_use_id (seed 001's order), and
+// with the tool_use block of the same tool_use_id (the service's order), and
 // leaves the prompt pending until a control_response is posted over HTTP or
 // CancelPrompt withdraws it. It returns the request_id.
 func (s *Server) Prompt(sessionID string, p PromptSpec) (string, error) {

@@ -29,7 +29,7 @@ func until(t *testing.T, c *websocket.Conn, stop func(m wire.Message) bool) []wi
 func isResult(m wire.Message) bool { return m.Kind == wire.KindResult }
 
 // checkTurn checks the last streamed turn in msgs (the copies of the last
-// assistant message id) as seed 001 describes it, and returns the text the
+// assistant message id) as the service streams it, and returns the text the
 // copies fold into.
 func checkTurn(t *testing.T, msgs []wire.Message) (text string, model string) {
 	t.Helper()

@@ -280,8 +280,9 @@ func (s *Server) stall(ctx context.Context, c *websocket.Conn, sub *subscriber, 
 
 // read handles what the client sends: keep_alive is echoed, initialize is
 // answered with the pending prompts, other control requests are recorded and
-// acknowledged. A control_response over the WebSocket is ignored: seed 001
-// says permission answers travel only over HTTP POST.
+// acknowledged. A control_response over the WebSocket is ignored:
+// permission answers travel only over HTTP POST
+// (docs/protocols/claude-ai-remote.md#permission-prompts-and-answers).
 func (s *Server) read(ctx context.Context, c *websocket.Conn, ss *session, sub *subscriber) {
 	for {
 		_, data, err := c.Read(ctx)

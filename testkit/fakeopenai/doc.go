@@ -6,5 +6,6 @@
 // request is recorded decoded, so a test can ask whether a peer message
 // reached the session with Request.Contains. Requests to paths it does not
 // serve are recorded and logged, so a test can see what a client asked for.
-// It imports nothing of ours and listens on 127.0.0.1 only.
+// It imports nothing of ours but testkit/recorder and listens on 127.0.0.1
+// only.
 package fakeopenai

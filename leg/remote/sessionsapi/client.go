@@ -18,7 +18,8 @@ import (
 	"github.com/sessiongateway/gateway/internal/clock"
 )
 
-// The headers seed 001 lists for every request. The beta and feature
+// The headers every request carries
+// (docs/protocols/claude-ai-remote.md#request-headers). The beta and feature
 // values select the Claude Code Remote surface.
 const (
 	APIVersion    = "2023-06-01"
@@ -217,7 +218,7 @@ func (c *Client) tracer() trace.Tracer {
 	return tp.Tracer(instrumentation)
 }
 
-// setHeaders writes the seed's anthropic-* headers, the organisation, the
+// setHeaders writes the anthropic-* headers, the organisation, the
 // credentials and the trace context of ctx into h. It returns the token it
 // used (nil with a session key), so that a 401 can invalidate exactly it.
 func (c *Client) setHeaders(ctx context.Context, h http.Header) (*oauth2.Token, error) {

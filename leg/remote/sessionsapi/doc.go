@@ -1,7 +1,8 @@
 // Package sessionsapi is the REST client for the claude.ai Sessions API: the
-// /v1/sessions endpoints, events and environments of seed 001 and the
-// /v1/code/sessions surface of seed 000 that today's CLI uses. A Client
-// sends the seed's anthropic-* headers, the organisation, OAuth bearer
+// /v1/sessions endpoints, events and environments the claude.ai web app uses
+// and the /v1/code/sessions surface today's CLI uses
+// (docs/protocols/claude-ai-remote.md#rest-sessions-api). A Client sends the
+// anthropic-* headers, the organisation, OAuth bearer
 // tokens from an oauth2.TokenSource (see package auth) or the web sessionKey
 // cookie, and a W3C traceparent from OpenTelemetry; it retries with
 // exponential backoff and jitter, honours Retry-After, refreshes a refused
@@ -12,5 +13,5 @@
 // duplicate names and nesting beyond MaxDepth, so that two implementations
 // can never sign different bytes) and handed to the auth.Signer boundary;
 // AttestationField documents where the attestation travels. It imports
-// message and auth at most, never another transport.
+// auth and internal packages only, never a leg.
 package sessionsapi

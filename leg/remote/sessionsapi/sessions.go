@@ -12,15 +12,15 @@ import (
 	"github.com/sessiongateway/gateway/internal/jsonx"
 )
 
-// Session statuses seed 001 lists.
+// Session statuses (docs/protocols/claude-ai-remote.md#rest-sessions-api).
 const (
 	StatusActive   = "active"
 	StatusArchived = "archived"
 	StatusIdle     = "idle"
 )
 
-// Session is a session as the REST endpoints show it. The seeds give no
-// session object: the field names follow the fake (testkit/fakecloud) and
+// Session is a session as the REST endpoints show it. No published
+// description gives a session object: the field names follow the fake (testkit/fakecloud) and
 // Raw keeps everything as sent.
 type Session struct {
 	ID             string          `json:"id"`
@@ -72,7 +72,8 @@ func lenientTime(s string) time.Time {
 
 func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
 
-// Environment is one environment sessions run in (seed 001's shape).
+// Environment is one environment sessions run in
+// (docs/protocols/claude-ai-remote.md#rest-sessions-api).
 type Environment struct {
 	Kind          string          `json:"kind"`
 	EnvironmentID string          `json:"environment_id"`
@@ -122,11 +123,11 @@ type CreateSessionRequest struct {
 	Title         string
 	EnvironmentID string
 	// Events are the session's first events, each a JSON object; they are
-	// given uuids and signed like PostEvents' and sent wrapped as seed 001
-	// shows, {"type":"event","data":EVENT}.
+	// given uuids and signed like PostEvents' and sent wrapped,
+	// {"type":"event","data":EVENT}.
 	Events []json.RawMessage
 	// SessionContext is sent as is: {"model", "sources", "outcomes",
-	// "mcp_config", "mcp_tools", "custom_system_prompt"} in seed 001.
+	// "mcp_config", "mcp_tools", "custom_system_prompt"} as the web app sends it.
 	SessionContext json.RawMessage
 }
 
@@ -289,7 +290,7 @@ func (c *Client) PatchSession(ctx context.Context, id string, patch SessionPatch
 }
 
 // ShareStatus returns a session's share status as sent (GET
-// /v1/sessions/{id}/share-status); the seed does not give its shape.
+// /v1/sessions/{id}/share-status); its shape is not known.
 func (c *Client) ShareStatus(ctx context.Context, id string) (json.RawMessage, error) {
 	const op = "ShareStatus"
 	p, err := pathID(op, id)

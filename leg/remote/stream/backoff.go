@@ -13,7 +13,8 @@ import (
 // at most about four minutes between attempts.
 const maxBackoffExp = 8
 
-// DefaultBackoff is seed 001's reconnect delay: 2^attempt seconds plus up to
+// DefaultBackoff is the web app's reconnect delay
+// (docs/protocols/claude-ai-remote.md#connection-lifecycle): 2^attempt seconds plus up to
 // one second of random jitter, so that many sessions dropped together do not
 // reconnect together.
 func DefaultBackoff(attempt int) time.Duration {

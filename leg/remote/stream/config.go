@@ -16,13 +16,15 @@ import (
 type Transport string
 
 const (
-	// TransportWS is the claude.ai web app's subscribe WebSocket (seed 001).
+	// TransportWS is the claude.ai web app's subscribe WebSocket
+	// (docs/protocols/claude-ai-remote.md#two-transports).
 	TransportWS Transport = "ws"
-	// TransportSSE is the v2 event stream today's CLI uses (INTEROP.md).
+	// TransportSSE is the v2 event stream today's CLI uses.
 	TransportSSE Transport = "sse"
 )
 
-// Defaults, from seed 001's connection lifecycle unless noted.
+// Defaults, from the web app's connection lifecycle unless noted
+// (docs/protocols/claude-ai-remote.md#connection-lifecycle).
 const (
 	DefaultOpenTimeout  = 5 * time.Second
 	DefaultKeepAlive    = 50 * time.Second
@@ -78,7 +80,7 @@ type Config struct {
 	// this long while waiting for one means the connection is dead; the
 	// stream reconnects. 90 s by default, < 0 never.
 	StallTimeout time.Duration
-	// IdleTimeout is seed 001's idle disconnect: no message (keep-alives
+	// IdleTimeout is the web app's idle disconnect: no message (keep-alives
 	// excluded) for this long closes the connection and the stream goes
 	// dormant. 5 min by default, < 0 never.
 	IdleTimeout time.Duration
@@ -87,7 +89,7 @@ type Config struct {
 	// never (only Wake ends dormancy then, as it does without History).
 	DormantPoll time.Duration
 	// MaxRetries is how many consecutive failed attempts end Run with a
-	// *GiveUpError (default 5, as the seed); < 0 retries for ever. An
+	// *GiveUpError (default 5, as the web app); < 0 retries for ever. An
 	// attempt fails when it does not open or ends before any message
 	// arrived: keep-alives, pings, frames that do not decode and the answer
 	// to our initialize are not messages, unless they kept the connection

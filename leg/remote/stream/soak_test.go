@@ -116,8 +116,8 @@ func TestSoakDisconnectsAndStallsLoseNothing(t *testing.T) {
 				if i == 100 {
 					c.emit(t, canUseTool("req_soak"))
 				}
-				// One message streamed as growing copies, as the seed
-				// describes, and a result at the end of the turn.
+				// One message streamed as growing copies, as the service
+				// streams one, and a result at the end of the turn.
 				text := strings.Repeat("word ", i%17+1)
 				c.emit(t, fmt.Sprintf(`{"type":"assistant","uuid":"evt_%03d","message":{"id":"msg_turn","role":"assistant","content":[{"type":"text","text":%q}],"stop_reason":null}}`, i, text))
 				if i%10 == 5 {

@@ -36,7 +36,8 @@ const (
 
 var transports = []stream.Transport{stream.TransportWS, stream.TransportSSE}
 
-// headers are the credentials and anthropic-* headers seed 001 lists.
+// headers are the credentials and anthropic-* headers every request
+// carries (docs/protocols/claude-ai-remote.md#request-headers).
 func headers() http.Header {
 	return http.Header{
 		"Authorization":       {"Bearer " + token},

@@ -14,7 +14,7 @@ import (
 	"github.com/sessiongateway/gateway/leg/remote/wsclient"
 )
 
-// wsURL is the subscribe URL of seed 001:
+// wsURL is the subscribe URL (docs/protocols/claude-ai-remote.md#two-transports):
 // ws(s)://host/v1/sessions/ws/{id}/subscribe?organization_uuid=ORG[&replay=true].
 func (s *Stream) wsURL(replay bool) string {
 	u, _ := url.Parse(s.cfg.BaseURL) // validated by New

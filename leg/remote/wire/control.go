@@ -18,8 +18,8 @@ type ControlRequest struct {
 	ToolUseID             string
 	Description           string
 	Input                 json.RawMessage
-	PermissionSuggestions json.RawMessage // not in seed 001; kept raw when sent
-	BlockedPath           string          // not in seed 001; decoded when sent
+	PermissionSuggestions json.RawMessage // not in the web app's traffic; kept raw when sent
+	BlockedPath           string          // not in the web app's traffic; decoded when sent
 
 	Mode              string          // set_permission_mode
 	Model             string          // set_model

@@ -118,8 +118,8 @@ func decodeResponse(raw json.RawMessage) (*ControlResponse, error) {
 	return r, nil
 }
 
-// decodePending takes a pending permission request in either shape the seed
-// allows: a whole control_request message ({"type","request_id","request"})
+// decodePending takes a pending permission request in either shape it may
+// come in: a whole control_request message ({"type","request_id","request"})
 // or a bare request object with its own request_id.
 func decodePending(raw json.RawMessage) (*ControlRequest, error) {
 	var w struct {

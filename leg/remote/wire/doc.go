@@ -1,8 +1,9 @@
 // Package wire is the claude.ai remote-session event codec: the
-// newline-delimited JSON messages of the subscribe WebSocket (seed 001),
-// the WHATWG event-stream framing (SSE) and the v2 event envelope with its
-// sequence numbers (INTEROP.md), and the events a client posts back
-// (user messages, permission answers, control requests).
+// newline-delimited JSON messages of the subscribe WebSocket, the WHATWG
+// event-stream framing (SSE) and the v2 event envelope with its sequence
+// numbers, and the events a client posts back
+// (user messages, permission answers, control requests); see
+// docs/protocols/claude-ai-remote.md.
 //
 // The messages a busy session sends most are decoded in one pass by a
 // streaming tokenizer (fast.go); anything it is not sure of is decoded

@@ -3,14 +3,15 @@ package wire
 import "encoding/json"
 
 // The messages a client sends. Answers and requests travel as events
-// posted over REST (seed 001: never over the WebSocket); only keep_alive
+// posted over REST (never over the WebSocket:
+// docs/protocols/claude-ai-remote.md#posting-events); only keep_alive
 // and initialize go on the socket itself, each a line ending in "\n".
 
 // KeepAliveLine is the client's {"type":"keep_alive"} line.
 func KeepAliveLine() []byte { return []byte("{\"type\":\"keep_alive\"}\n") }
 
 // InitializeLine is the initialize control_request the web app sends
-// after every open, as seed 001 captured it.
+// after every open (docs/protocols/claude-ai-remote.md#connection-lifecycle).
 func InitializeLine(requestID string) []byte {
 	type request struct {
 		Subtype string `json:"subtype"`
@@ -24,7 +25,7 @@ func InitializeLine(requestID string) []byte {
 }
 
 // UserEvent is a user message event carrying text as its content and
-// files as its file_attachments (seed 001's user message event). An empty
+// files as its file_attachments (the web app's user message event). An empty
 // sessionID is left out: a session's first events are sent before it has
 // one.
 func UserEvent(uuid, sessionID, text string, files ...FileAttachment) (json.RawMessage, error) {
@@ -83,7 +84,7 @@ func PendingMessage(sessionID string, p ControlRequest) (Message, error) {
 }
 
 // ErrorEvent is the control_response event refusing the control request
-// requestID with msg (seed 001's error shape).
+// requestID with msg (the error shape of a control_response).
 func ErrorEvent(uuid, requestID, msg string) (json.RawMessage, error) {
 	return json.Marshal(map[string]any{
 		"type": "control_response",

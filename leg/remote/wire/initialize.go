@@ -6,7 +6,7 @@ import "encoding/json"
 const maxListed = 256
 
 // Model is one of initialize's models: an object with value, displayName
-// and description, or a bare name (seed 001 shows only an empty list).
+// and description, or a bare name (captured traffic shows only an empty list).
 type Model struct {
 	Value       string `json:"value"`
 	DisplayName string `json:"displayName"`

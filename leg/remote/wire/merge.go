@@ -1,8 +1,9 @@
 package wire
 
 // MergeAssistant folds a streamed copy of an assistant message into the copy
-// seen so far under the same message ID. Seed 001 says each copy "replaces the
-// previous content for that block type": a block replaces the earlier block of
+// seen so far under the same message ID. Each copy replaces the previous
+// content for its block type
+// (docs/protocols/claude-ai-remote.md#messages-on-the-live-channel): a block replaces the earlier block of
 // its type (tool_use blocks match by ID instead, so parallel tool calls both
 // stay), new blocks are appended in order, and stop reason and usage come from
 // next. Copies with different IDs are not merged: next is returned.

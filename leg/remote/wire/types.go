@@ -48,7 +48,8 @@ var blockWire = [...]string{
 
 func (k BlockKind) String() string { return blockWire[k] }
 
-// Subtype is a control_request's request.subtype (seed 001's table).
+// Subtype is a control_request's request.subtype
+// (docs/protocols/claude-ai-remote.md#control-requests).
 type Subtype uint8
 
 const (
@@ -73,8 +74,8 @@ var subtypeWire = [...]string{
 
 func (s Subtype) String() string { return subtypeWire[s] }
 
-// FromClient says a client sends this subtype to the session (seed 001's
-// Client→Server rows): seen on the stream, it is a client's request (ours
+// FromClient says a client sends this subtype to the session (the "client"
+// rows of docs/protocols/claude-ai-remote.md#control-requests): seen on the stream, it is a client's request (ours
 // echoed, or the web app's), not one the session waits on us to answer.
 func (s Subtype) FromClient() bool {
 	switch s {
@@ -103,7 +104,7 @@ type Message struct {
 	Type      string // the wire "type" as received, also for unknown kinds
 	UUID      string
 	SessionID string
-	CreatedAt string // kept as sent; the seed shows RFC 3339 but never promises it
+	CreatedAt string // kept as sent; traffic shows RFC 3339 but nothing promises it
 	// ParentToolUseID is set on subagent traffic; "" when null or absent.
 	ParentToolUseID string
 
@@ -157,12 +158,12 @@ type Result struct {
 	TotalCostUSD      float64
 	IsError           bool
 	StopReason        string
-	ModelUsage        json.RawMessage // keyed by model name; shape not in the seed
-	PermissionDenials json.RawMessage // shape not in the seed
+	ModelUsage        json.RawMessage // keyed by model name; shape not known
+	PermissionDenials json.RawMessage // shape not known
 	Usage             *Usage
 }
 
-// System is a system message. Seed 001 does not describe it; the v2 event
+// System is a system message. The web app's traffic does not show it; the v2 event
 // stream carries it with a subtype (init, hook_started, compact_boundary, ...).
 type System struct {
 	Subtype string
@@ -215,7 +216,7 @@ type Block struct {
 	ID         string          // tool_use
 	Name       string          // tool_use
 	Input      json.RawMessage // tool_use
-	CallerType string          // tool_use: caller.type, "direct" in the seed
+	CallerType string          // tool_use: caller.type, "direct" in captured traffic
 
 	ToolUseID string   // tool_result
 	Content   *Content // tool_result; nil when absent

@@ -18,8 +18,8 @@ type V2Event struct {
 	Message     Message
 }
 
-// Keep-alive event names on the v2 stream. The seeds name a ping but not its
-// spelling on the stream; both are treated as liveness only.
+// Keep-alive event names on the v2 stream. Its ping's spelling is not
+// known; both are treated as liveness only.
 var keepAliveEvents = map[string]bool{"ping": true, "keep_alive": true}
 
 // IsKeepAlive reports whether an SSE event carries liveness only: a comment,

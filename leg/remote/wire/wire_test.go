@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// Lines from seed 001, with its "..." placeholders filled in.
+// Lines of captured traffic, with their "..." placeholders filled in.
 const (
 	seedKeepAlive = `{"type": "keep_alive"}`
 	seedAssistant = `{"type": "assistant", "session_id": "session_01", "uuid": "evt_1",
