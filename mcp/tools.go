@@ -12,8 +12,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sessiongateway/gateway/api"
-	"github.com/sessiongateway/gateway/approver"
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/message/answerfmt"
 )
 
 // Waits the tools allow.
@@ -272,7 +272,7 @@ func (cn *conn) answerPermission(ctx context.Context, _ *sdk.CallToolRequest, in
 		if len(req.Questions) == 0 {
 			return nil, nil, fmt.Errorf("%s is a %s prompt, not a question: use behavior allow or deny", req.ID, req.ToolName)
 		}
-		answers, err := approver.ParseAnswers(req.Questions, in.Answers)
+		answers, err := answerfmt.ParseAnswers(req.Questions, in.Answers)
 		if err != nil {
 			return nil, nil, fmt.Errorf("answers: %v", err)
 		}
