@@ -17,7 +17,7 @@ import (
 // auth.Attestation (anthropic.ccr.client_event.v1) when the signer signs.
 //
 // Seed 000 names the attestation and bind message types but not where they
-// travel; this placement is ours, shared with testkit/fakecloud. The
+// travel; this placement is ours, shared with demo/fakecloud. The
 // signature covers the RFC 8785 (JCS) form of the event WITHOUT this field,
 // uuid included, so a verifier removes the field, canonicalises what is left
 // and checks the attestation against those bytes (auth.Verify). With the
