@@ -32,3 +32,24 @@ func TestACursorPastTheReadMarkLosesNothing(t *testing.T) {
 		t.Fatalf("close reported %v unread, want four", unread)
 	}
 }
+
+func TestAFullInboxDropsTheNewestWithAQueueFullReceipt(t *testing.T) {
+	leg := NewLeg(nil)
+	bob, err := leg.Join("bob", "memory", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range InboxSize {
+		rc, _ := leg.Send(context.Background(), message.Message{ID: "m" + string(rune('a'+i%26)), To: bob.Address, Body: "x"})
+		if rc.Status != message.StatusSent {
+			t.Fatalf("message %d: %v", i, rc.Status)
+		}
+	}
+	rc, _ := leg.Send(context.Background(), message.Message{ID: "over", To: bob.Address, Body: "x"})
+	if rc.Status != message.StatusDropped || rc.DropReason != message.DropQueueFull {
+		t.Fatalf("over the cap: %+v", rc)
+	}
+	if n := leg.Unread(bob); n != InboxSize {
+		t.Fatalf("unread = %d, want %d", n, InboxSize)
+	}
+}
