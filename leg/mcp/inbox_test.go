@@ -53,3 +53,26 @@ func TestAFullInboxDropsTheNewestWithAQueueFullReceipt(t *testing.T) {
 		t.Fatalf("unread = %d, want %d", n, InboxSize)
 	}
 }
+
+func TestALateLeaveOfAClientGoneLeavesTheNextClientOfItsNameAlone(t *testing.T) {
+	leg := NewLeg(nil)
+	first, err := leg.Join("bob", "memory", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leg.Leave(first)
+	second, err := leg.Join("bob", "memory", nil)
+	if err != nil || second.Name != "bob" {
+		t.Fatalf("rejoin: %+v, %v", second, err)
+	}
+	leg.Leave(first) // the first client's session ends a second time
+	if rc, _ := leg.Send(context.Background(), message.Message{ID: "m1", To: second.Address, Body: "x"}); rc.Status != message.StatusSent {
+		t.Fatalf("to the second bob: %+v", rc)
+	}
+	if n := leg.Unread(second); n != 1 {
+		t.Fatalf("the second bob has %d unread, want 1", n)
+	}
+	if n := leg.Unread(first); n != 0 {
+		t.Fatalf("the first bob, gone, has %d unread", n)
+	}
+}

@@ -130,9 +130,9 @@ func (l *Leg) Join(name, kind string, push func(message.Message)) (message.Sessi
 	return c.session, nil
 }
 
-// client is the client of the session me while it is in the roster: a
+// lookup is the client of the session me while it is in the roster: a
 // later client under the same name is another session (its SessionID).
-func (l *Leg) client(me message.Session) *client {
+func (l *Leg) lookup(me message.Session) *client {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if c := l.clients[me.Name]; c != nil && c.session.SessionID == me.SessionID {
@@ -303,7 +303,7 @@ var ErrLeft = errors.New("mcp: the client has left the roster")
 // until there is one or ctx ends. It returns the cursor to pass next time.
 // A message read for the first time is delivered (its receipt).
 func (l *Leg) Read(ctx context.Context, me message.Session, cursor uint64, limit int, each func(seq uint64, m message.Message)) (uint64, error) {
-	c := l.client(me)
+	c := l.lookup(me)
 	if c == nil {
 		return cursor, ErrLeft
 	}
@@ -323,7 +323,7 @@ func (l *Leg) Read(ctx context.Context, me message.Session, cursor uint64, limit
 // Unread counts the messages in the inbox of me not yet read; 0 once it
 // has left.
 func (l *Leg) Unread(me message.Session) int {
-	if c := l.client(me); c != nil {
+	if c := l.lookup(me); c != nil {
 		return c.inbox.unread()
 	}
 	return 0
