@@ -12,6 +12,7 @@ import (
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/message/answerfmt"
 	"github.com/sessiongateway/gateway/router"
 )
 
@@ -180,7 +181,7 @@ func (a *Approver) permission(ctx context.Context, p message.PermissionRequest) 
 // first line starts with a reply verb is checked in the background: from the
 // approver, it is a reply; from anyone else, it is left alone.
 func (a *Approver) inbound(ctx context.Context, m message.Message) {
-	if _, ok := replyVerbOf(m.Body); !ok {
+	if _, ok := answerfmt.ReplyVerbOf(m.Body); !ok {
 		return
 	}
 	a.background(func() { a.reply(ctx, m) }, func() {
@@ -202,7 +203,7 @@ func (a *Approver) reply(ctx context.Context, m message.Message) {
 		a.r.Dropped(ctx, m.Protocol, message.Drop{MsgID: m.ID, From: m.From, Reason: message.DropNotApprover})
 		return
 	}
-	rep, err := ParseReply(m.Body)
+	rep, err := answerfmt.ParseReply(m.Body)
 	if err != nil {
 		a.log.Info("approver reply not understood", "msg_id", m.ID, "err", err)
 		a.enqueue(ctx, func(context.Context) string { return a.helpText(m.Body, err) })
@@ -221,7 +222,7 @@ func (a *Approver) reply(ctx context.Context, m message.Message) {
 }
 
 // apply carries out rep and says what came of it, for the approver.
-func (a *Approver) apply(ctx context.Context, rep Reply, by string) string {
+func (a *Approver) apply(ctx context.Context, rep answerfmt.Reply, by string) string {
 	p, err := a.r.Permission(rep.ID)
 	if err != nil {
 		return a.unknownText(rep.ID)
@@ -231,17 +232,17 @@ func (a *Approver) apply(ctx context.Context, rep Reply, by string) string {
 	}
 	ans := message.PermissionAnswer{Behavior: message.BehaviorAllow, By: by}
 	switch rep.Verb {
-	case VerbAllow:
+	case answerfmt.VerbAllow:
 		if ans, err = rep.Allow.Answer(by); err != nil {
 			return fmt.Sprintf("Not applied: %v.\n%s", err, replyForms(p))
 		}
-	case VerbDeny:
+	case answerfmt.VerbDeny:
 		ans.Behavior, ans.Message = message.BehaviorDeny, rep.Reason
-	case VerbAnswer:
+	case answerfmt.VerbAnswer:
 		if len(p.Questions) == 0 {
 			return fmt.Sprintf("Not applied: %s is a %s request, not a question.\n%s", p.ID, message.OneLine(p.ToolName, 100), replyForms(p))
 		}
-		answers, err := ParseAnswers(p.Questions, rep.Specs)
+		answers, err := answerfmt.ParseAnswers(p.Questions, rep.Specs)
 		if err != nil {
 			return fmt.Sprintf("Not applied: %v\n%s", err, replyForms(p))
 		}

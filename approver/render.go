@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/sessiongateway/gateway/internal/jsonx"
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/message/answerfmt"
 )
 
 // The texts below are read by people and by models: each says what
@@ -108,9 +108,9 @@ func replyForms(p message.PermissionRequest) string {
 			opt = q.Options[0]
 		}
 		raw[i] = names[i] + "=" + opt
-		ex[i], byNumber[i] = quoteSpec(raw[i]), quoteSpec(fmt.Sprintf("%d=1", i+1))
+		ex[i], byNumber[i] = answerfmt.QuoteSpec(raw[i]), answerfmt.QuoteSpec(fmt.Sprintf("%d=1", i+1))
 	}
-	if _, err := ParseAnswers(p.Questions, raw); err != nil {
+	if _, err := answerfmt.ParseAnswers(p.Questions, raw); err != nil {
 		ex = byNumber // labels that do not read back (odd spacing, "=" in a header): numbers do
 	}
 	fmt.Fprintf(&b, "  answer %s %s\n  deny %s <reason>\n", p.ID, strings.Join(ex, " "), p.ID)
@@ -120,7 +120,7 @@ func replyForms(p message.PermissionRequest) string {
 		if q.MultiSelect && len(q.Options) >= 2 {
 			list := jsonList(q.Options[:2])
 			fmt.Fprintf(&b, " A question marked \"choose one or more\" takes several options: repeat it (%s %s) or give a list: %s=%s.",
-				quoteSpec(names[i]+"="+q.Options[0]), quoteSpec(names[i]+"="+q.Options[1]), shellWord(names[i]), list)
+				answerfmt.QuoteSpec(names[i]+"="+q.Options[0]), answerfmt.QuoteSpec(names[i]+"="+q.Options[1]), answerfmt.ShellWord(names[i]), list)
 			break
 		}
 	}
@@ -135,7 +135,7 @@ func questionNames(qs []message.Question) []string {
 	for i, q := range qs {
 		names[i] = fmt.Sprint(i + 1)
 		if h := q.Header; h != "" && !strings.Contains(h, "=") {
-			if j, err := pickQuestion(qs, strings.TrimSpace(h)); err == nil && j == i {
+			if j, err := answerfmt.PickQuestion(qs, strings.TrimSpace(h)); err == nil && j == i {
 				names[i] = h
 			}
 		}
@@ -147,22 +147,6 @@ func questionNames(qs []message.Question) []string {
 func jsonList(labels []string) string {
 	b, _ := jsonx.Marshal(labels)
 	return string(b)
-}
-
-// quoteSpec double-quotes s for a reply, escaping only what the reply's
-// tokenizer unescapes.
-func quoteSpec(s string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
-}
-
-// shellWord is s bare when it needs no quotes, else quoted.
-func shellWord(s string) string {
-	if s == "" || strings.ContainsFunc(s, func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("-_.?/:@%+,", r)
-	}) {
-		return quoteSpec(s)
-	}
-	return s
 }
 
 // settledText announces a prompt that no longer needs an answer.
@@ -207,7 +191,7 @@ func (a *Approver) unknownText(id string) string {
 
 // helpText answers a reply that starts with a verb but does not parse.
 func (a *Approver) helpText(body string, err error) string {
-	return fmt.Sprintf("The gateway could not read your reply %q: %v.\n%s%s", message.OneLine(replyLine(body), 200), err, genericForms, a.pendingText())
+	return fmt.Sprintf("The gateway could not read your reply %q: %v.\n%s%s", message.OneLine(answerfmt.ReplyLine(body), 200), err, genericForms, a.pendingText())
 }
 
 // allowOptions tells every option an allow reply takes.

@@ -19,8 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sessiongateway/gateway/demo/fakecloud"
 	"github.com/sessiongateway/gateway/leg/remote/stream"
-	"github.com/sessiongateway/gateway/testkit/fakecloud"
 )
 
 func init() {

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/sessiongateway/gateway/api"
-	"github.com/sessiongateway/gateway/approver"
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/message/answerfmt"
 	"github.com/sessiongateway/gateway/message/eventfmt"
 )
 
@@ -67,7 +67,7 @@ func answered(o *IO, verb string, p message.PermissionRequest) error {
 
 // Allow allows a permission prompt with the options' rules, suggestions,
 // mode or input.
-func Allow(ctx context.Context, o *IO, id string, opts approver.AllowOptions) error {
+func Allow(ctx context.Context, o *IO, id string, opts answerfmt.AllowOptions) error {
 	a, err := opts.Answer("cli")
 	if err != nil {
 		return Usagef("%v", err)
@@ -98,7 +98,7 @@ func Answer(ctx context.Context, o *IO, id string, pairs []string) error {
 	if len(p.Questions) == 0 {
 		return fmt.Errorf("%s is a %s prompt, not a question: use %s or %s", p.ID, p.ToolName, o.Cmd("allow "+p.ID), o.Cmd("deny "+p.ID))
 	}
-	answers, err := approver.ParseAnswers(p.Questions, pairs)
+	answers, err := answerfmt.ParseAnswers(p.Questions, pairs)
 	if err != nil {
 		return Usagef("%v", err)
 	}

@@ -9,5 +9,6 @@
 // The sessions are the legs' own peers (leg/claude and leg/qwen) with
 // other names; the parent re-executes the gateway binary for each and holds
 // a pipe to it, whose end (even on SIGKILL) makes the child deregister and
-// exit. It imports the local legs, never the router, the API or testkit.
+// exit. It imports the local legs, never the router, the API or testkit;
+// demo/fakecloud, the fake claude.ai of `gateway demo-cloud`, lives beside it.
 package demo

@@ -14,10 +14,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiongateway/gateway/demo/fakecloud"
 	"github.com/sessiongateway/gateway/interop/claudecli"
 	"github.com/sessiongateway/gateway/interop/qwencli"
 	"github.com/sessiongateway/gateway/testkit/fakeanthropic"
-	"github.com/sessiongateway/gateway/testkit/fakecloud"
 	"github.com/sessiongateway/gateway/testkit/fakeopenai"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 )

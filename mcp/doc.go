@@ -1,7 +1,9 @@
 // Package mcp serves the gateway as an MCP server: every MCP client (an
-// agent with no peer protocol of its own) becomes a session of the mcp leg,
-// named as it asks, listed with the other legs' sessions, and reachable by
-// name from them through the bridge.
+// agent with no peer protocol of its own) becomes a session of the mcp leg
+// (leg/mcp), named as it asks, listed with the other legs' sessions, and
+// reachable by name from them through the bridge. The server sees the
+// router, and the leg only through Leg, the interface it defines
+// (clients.go), which cmd/gateway fills with the leg it gives the router.
 //
 // Two transports reach the same server. The API serves Streamable HTTP at
 // /mcp with its bearer tokens and their scopes (read lists and reads, send
@@ -10,12 +12,12 @@
 // and copies stdin and stdout through it, so the client's session lives in
 // the gateway and leaves the roster when that process ends.
 //
-// What a client sends enters the router as a message at an alias of its
-// target (Leg.submit), so the bridge sends it as from the client and
-// relays its receipts back (Leg.Relay). What others send a client waits in
-// its inbox (InboxSize, newest dropped when full with a dropped receipt),
-// is pushed as a notification where the client accepts one, and is read
-// with wait_for_messages (the delivered receipt).
+// What a client sends enters the router through the leg (Leg.Submit), as
+// a message at an alias of its target, so the bridge sends it as from the
+// client and relays its receipts back to the leg. What others send a
+// client waits in its inbox in the leg, is pushed as a notification where
+// the client accepts one, and is read with wait_for_messages (Leg.Read,
+// the delivered receipt).
 //
 // Limits (server.go): MaxSessions in all, MaxSessionsPerToken per grant,
 // and an HTTP client that leaves without DELETE is taken for gone once it

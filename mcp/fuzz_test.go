@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sessiongateway/gateway/addressing"
+	mcpleg "github.com/sessiongateway/gateway/leg/mcp"
 )
 
 // FuzzCleanName: whatever a client calls itself, its session name parses
@@ -24,7 +25,7 @@ func FuzzCleanName(f *testing.F) {
 		if n := utf8.RuneCountInString(name); n == 0 || n > MaxNameLen {
 			t.Fatalf("cleanName(%q) = %q: %d characters", in, name, n)
 		}
-		for _, s := range []string{name, AddressPrefix + name} {
+		for _, s := range []string{name, mcpleg.AddressPrefix + name} {
 			a, err := addressing.Parse(s)
 			if err != nil || a.Kind != addressing.KindName {
 				t.Fatalf("cleanName(%q) = %q: %q does not parse as a name: %v", in, name, s, err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/internal/testutil"
+	mcpleg "github.com/sessiongateway/gateway/leg/mcp"
 )
 
 // httpWorld serves w's MCP handler behind the API's control-socket
@@ -126,6 +127,14 @@ func delAs(t *testing.T, url, token, session string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// A session past initialize always finds room in the leg's roster: the
+// server opens no more sessions than the leg takes clients.
+func TestTheSessionCapIsTheLegsClientCap(t *testing.T) {
+	if MaxSessions != mcpleg.MaxClients {
+		t.Fatalf("MaxSessions = %d, the mcp leg's MaxClients = %d: they must match", MaxSessions, mcpleg.MaxClients)
+	}
 }
 
 // TestSessionsPastTheCapAreRefusedAtInitializeAndCounted opens MaxSessions

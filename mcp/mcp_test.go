@@ -14,6 +14,7 @@ import (
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg"
+	mcpleg "github.com/sessiongateway/gateway/leg/mcp"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 )
@@ -22,13 +23,13 @@ import (
 // the MCP server over it.
 type world struct {
 	rt  *router.Router
-	leg *Leg
+	leg *mcpleg.Leg
 	srv *Server
 }
 
 func newWorld(t testing.TB, others ...leg.Leg) *world {
 	t.Helper()
-	leg := NewLeg(nil)
+	leg := mcpleg.NewLeg(nil)
 	rt := router.New(router.Config{RosterTTL: time.Millisecond}, append(others, leg)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -177,9 +178,8 @@ func TestUnreadMessagesOfAClientThatLeavesAreAnsweredDroppedDisconnected(t *test
 	var st Status
 	mustCall(t, alice, "send_message", map[string]any{"to": "bob", "text": "unread"}, &st)
 	testutil.Eventually(t, "in bob's inbox", func() bool {
-		w.leg.mu.Lock()
-		defer w.leg.mu.Unlock()
-		return w.leg.clients["bob"].inbox.unread() == 1
+		ss, _ := w.leg.Sessions(context.Background())
+		return len(ss) == 2 && ss[1].Name == "bob" && w.leg.Unread(ss[1]) == 1
 	})
 	_ = bob.Close()
 	testutil.Eventually(t, "dropped receipt", func() bool {
@@ -187,27 +187,6 @@ func TestUnreadMessagesOfAClientThatLeavesAreAnsweredDroppedDisconnected(t *test
 		mustCall(t, alice, "get_message_status", map[string]any{"id": st.ID}, &s)
 		return s.Status == "dropped" && s.Receipts[len(s.Receipts)-1].DropReason == message.DropDisconnected
 	})
-}
-
-func TestAFullInboxDropsTheNewestWithAQueueFullReceipt(t *testing.T) {
-	leg := NewLeg(nil)
-	c, err := leg.join("bob", "memory", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range InboxSize {
-		rc, _ := leg.Send(context.Background(), message.Message{ID: "m" + string(rune('a'+i%26)), To: c.session.Address, Body: "x"})
-		if rc.Status != message.StatusSent {
-			t.Fatalf("message %d: %v", i, rc.Status)
-		}
-	}
-	rc, _ := leg.Send(context.Background(), message.Message{ID: "over", To: c.session.Address, Body: "x"})
-	if rc.Status != message.StatusDropped || rc.DropReason != message.DropQueueFull {
-		t.Fatalf("over the cap: %+v", rc)
-	}
-	if n := c.inbox.unread(); n != InboxSize {
-		t.Fatalf("unread = %d, want %d", n, InboxSize)
-	}
 }
 
 func TestNamesAreMadeUnique(t *testing.T) {

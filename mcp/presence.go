@@ -75,7 +75,7 @@ func (cn *conn) gone(gen int, after time.Duration) {
 	}
 	ss, name := cn.ss, ""
 	if cn.c != nil {
-		name = cn.c.session.Name
+		name = cn.c.Name
 	}
 	cn.ended = true // a request that comes now is told, not cut off
 	cn.idle = nil

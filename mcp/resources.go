@@ -64,7 +64,7 @@ func (cn *conn) readInbox(ctx context.Context, req *sdk.ReadResourceRequest) (*s
 	if err != nil {
 		return nil, err
 	}
-	return jsonContents(req.Params.URI, map[string]any{"you": me.session.Name, "unread": me.inbox.unread()})
+	return jsonContents(req.Params.URI, map[string]any{"you": me.Name, "unread": cn.s.cfg.Leg.Unread(me)})
 }
 
 // transcriptSession is the session named in a transcript URI.

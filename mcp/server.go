@@ -46,9 +46,10 @@ const (
 	MaxNameLen = 64
 	// MaxSessions caps the MCP sessions open at once, over HTTP and stdio,
 	// initialized or not: one more initialize is answered
-	// ErrTooManySessions (one more stdio upgrade, 503). It matches MaxClients, so a session that gets
-	// this far always finds room in the roster.
-	MaxSessions = MaxClients
+	// ErrTooManySessions (one more stdio upgrade, 503). It matches the mcp
+	// leg's MaxClients (a test checks), so a session that gets this far
+	// always finds room in the roster.
+	MaxSessions = 256
 	// MaxSessionsPerToken is one grant's share of MaxSessions (a bearer
 	// token's, or the control socket's for every local `gateway mcp`):
 	// a quarter, so a token that leaks or loops takes at most that many
@@ -89,7 +90,7 @@ const sessionHeader = "Mcp-Session-Id"
 // Config wires a Server.
 type Config struct {
 	Router  *router.Router
-	Leg     *Leg
+	Leg     Leg
 	Logger  *slog.Logger
 	Version string
 	// Drop counts a session turned away or ended by the server, by
@@ -311,7 +312,7 @@ type conn struct {
 	slot  bool      // it holds a session slot (s.mu)
 
 	mu     sync.Mutex
-	c      *client
+	c      *message.Session // its session in the roster, once joined
 	ss     *sdk.ServerSession
 	done   chan struct{} // closed when the session ends
 	watch  *watch        // resources subscribed to
@@ -378,7 +379,7 @@ func (cn *conn) join(ss *sdk.ServerSession) {
 		go ss.Close()
 		return
 	}
-	c, err := s.cfg.Leg.join(cleanName(name), cn.kind, cn.notify)
+	c, err := s.cfg.Leg.Join(cleanName(name), cn.kind, cn.notify)
 	if err != nil {
 		s.mu.Unlock()
 		s.log.Warn("mcp client refused", "err", err)
@@ -386,7 +387,7 @@ func (cn *conn) join(ss *sdk.ServerSession) {
 		return
 	}
 	cn.mu.Lock()
-	cn.c, cn.ss, cn.done, cn.kick = c, ss, make(chan struct{}), make(chan struct{}, 1)
+	cn.c, cn.ss, cn.done, cn.kick = &c, ss, make(chan struct{}), make(chan struct{}, 1)
 	start := cn.watch != nil && !cn.watch.started
 	if start {
 		cn.watch.started = true
@@ -399,7 +400,7 @@ func (cn *conn) join(ss *sdk.ServerSession) {
 		defer s.wg.Done()
 		cn.pushLoop(ss)
 	}()
-	s.log.Info("mcp client joined", "name", c.session.Name, "transport", cn.kind)
+	s.log.Info("mcp client joined", "name", c.Name, "transport", cn.kind)
 	if start { // subscribed before initialized
 		s.wg.Add(1)
 		go func() {
@@ -411,11 +412,11 @@ func (cn *conn) join(ss *sdk.ServerSession) {
 		defer s.wg.Done()
 		_ = ss.Wait()
 		close(cn.done)
-		s.cfg.Leg.leave(c)
+		s.cfg.Leg.Leave(c)
 		s.mu.Lock()
 		delete(s.conns, cn)
 		s.mu.Unlock()
-		s.log.Info("mcp client left", "name", c.session.Name)
+		s.log.Info("mcp client left", "name", c.Name)
 	}()
 }
 
@@ -426,7 +427,7 @@ func (cn *conn) leave() {
 	c := cn.c
 	cn.mu.Unlock()
 	if c != nil {
-		cn.s.cfg.Leg.leave(c)
+		cn.s.cfg.Leg.Leave(*c)
 	}
 }
 
@@ -443,13 +444,13 @@ func (cn *conn) close() {
 }
 
 // me is the client's session; an error before initialize.
-func (cn *conn) me() (*client, error) {
+func (cn *conn) me() (message.Session, error) {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
 	if cn.c == nil {
-		return nil, errors.New("this MCP session has not finished initializing (send notifications/initialized first)")
+		return message.Session{}, errors.New("this MCP session has not finished initializing (send notifications/initialized first)")
 	}
-	return cn.c, nil
+	return *cn.c, nil
 }
 
 // need refuses a tool call whose token lacks sc.
@@ -522,7 +523,7 @@ func cleanName(name string) string {
 	out := strings.Trim(b.String(), " -")
 	for trimmed := true; trimmed; {
 		trimmed = false
-		for _, p := range []string{"uds:", "bridge:", "did:", "name:", AddressPrefix} {
+		for _, p := range []string{"uds:", "bridge:", "did:", "name:", "mcp:"} { // "mcp:" starts the mcp leg's addresses
 			if rest, ok := strings.CutPrefix(out, p); ok {
 				out, trimmed = strings.Trim(rest, " -"), true
 			}

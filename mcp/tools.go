@@ -12,8 +12,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sessiongateway/gateway/api"
-	"github.com/sessiongateway/gateway/approver"
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/message/answerfmt"
 )
 
 // Waits the tools allow.
@@ -140,17 +140,30 @@ func (cn *conn) sendMessage(ctx context.Context, _ *sdk.CallToolRequest, in send
 	if err != nil {
 		return nil, nil, fmt.Errorf("%v (the list_sessions tool lists them)", err)
 	}
-	s, err := cn.s.cfg.Leg.submit(ctx, me, target, in.Text)
+	id, err := cn.s.cfg.Leg.Submit(ctx, me, target, in.Text)
 	if err != nil {
 		return nil, nil, err
 	}
 	if in.Wait {
 		wctx, cancel := context.WithTimeout(ctx, waitFor(in.TimeoutSeconds))
 		defer cancel()
-		return result(s.wait(wctx))
+		return cn.status(wctx, id, true)
 	}
-	st, _ := s.status()
-	return result(st)
+	return cn.status(ctx, id, false)
+}
+
+// status is where the message id a client sent stands, as the leg tracks
+// it (with final, once final or ctx ends), else as the router remembers
+// it.
+func (cn *conn) status(ctx context.Context, id string, final bool) (*sdk.CallToolResult, any, error) {
+	to, t, err := cn.s.cfg.Leg.Sent(ctx, id, final)
+	if err != nil {
+		if o, rerr := cn.s.cfg.Router.Message(id); rerr == nil {
+			return result(Status{ID: id, To: o.Message.ToName, Status: o.Status.String(), Receipts: o.Receipts})
+		}
+		return nil, nil, err
+	}
+	return result(Status{ID: id, To: to, Status: t.Status.String(), Receipts: t.Receipts})
 }
 
 // waitFor bounds a client's timeout_seconds, compared as a float so that a
@@ -198,34 +211,22 @@ func (cn *conn) waitMessages(ctx context.Context, _ *sdk.CallToolRequest, in wai
 	}
 	wctx, cancel := context.WithTimeout(ctx, waitFor(in.TimeoutSeconds))
 	defer cancel()
-	got, next, fresh, err := me.inbox.take(wctx, in.Cursor, limit)
+	msgs := []Inbound{}
+	next, err := cn.s.cfg.Leg.Read(wctx, me, in.Cursor, limit, func(seq uint64, m message.Message) {
+		msgs = append(msgs, Inbound{Seq: seq, ID: m.ID, From: m.FromName, FromAddress: m.From,
+			Protocol: string(m.Protocol), Text: m.Body, Time: m.Time})
+	})
 	if err != nil {
 		return nil, nil, errors.New("this client has left the gateway's roster")
 	}
-	for _, m := range fresh {
-		cn.s.cfg.Leg.receipt(message.Receipt{MsgID: m.ID, Status: message.StatusDelivered, From: me.session.Address})
-	}
-	msgs := make([]Inbound, 0, len(got))
-	for _, q := range got {
-		msgs = append(msgs, Inbound{Seq: q.seq, ID: q.msg.ID, From: q.msg.FromName, FromAddress: q.msg.From,
-			Protocol: string(q.msg.Protocol), Text: q.msg.Body, Time: q.msg.Time})
-	}
-	return result(map[string]any{"messages": msgs, "next_cursor": next, "unread": me.inbox.unread(), "you": me.session.Name})
+	return result(map[string]any{"messages": msgs, "next_cursor": next, "unread": cn.s.cfg.Leg.Unread(me), "you": me.Name})
 }
 
 func (cn *conn) messageStatus(ctx context.Context, _ *sdk.CallToolRequest, in statusIn) (*sdk.CallToolResult, any, error) {
 	if err := cn.need(api.ScopeRead); err != nil {
 		return nil, nil, err
 	}
-	s, ok := cn.s.cfg.Leg.sent.Get(in.ID)
-	if !ok {
-		if o, err := cn.s.cfg.Router.Message(in.ID); err == nil {
-			return result(Status{ID: in.ID, To: o.Message.ToName, Status: o.Status.String(), Receipts: o.Receipts})
-		}
-		return nil, nil, fmt.Errorf("no message has id %q: give an id send_message returned (the gateway forgets the oldest past %d)", in.ID, KeepSent)
-	}
-	st, _ := s.status()
-	return result(st)
+	return cn.status(ctx, in.ID, false)
 }
 
 func (cn *conn) listPermissions(ctx context.Context, _ *sdk.CallToolRequest, in permsIn) (*sdk.CallToolResult, any, error) {
@@ -255,7 +256,7 @@ func (cn *conn) answerPermission(ctx context.Context, _ *sdk.CallToolRequest, in
 	if err != nil {
 		return nil, nil, fmt.Errorf("%v (call list_permission_requests for the pending ids)", err)
 	}
-	a := message.PermissionAnswer{By: me.session.Address, Message: in.Message, RuleDestination: in.RuleDestination}
+	a := message.PermissionAnswer{By: me.Address, Message: in.Message, RuleDestination: in.RuleDestination}
 	switch in.Behavior {
 	case "allow":
 		a.Behavior = message.BehaviorAllow
@@ -272,7 +273,7 @@ func (cn *conn) answerPermission(ctx context.Context, _ *sdk.CallToolRequest, in
 		if len(req.Questions) == 0 {
 			return nil, nil, fmt.Errorf("%s is a %s prompt, not a question: use behavior allow or deny", req.ID, req.ToolName)
 		}
-		answers, err := approver.ParseAnswers(req.Questions, in.Answers)
+		answers, err := answerfmt.ParseAnswers(req.Questions, in.Answers)
 		if err != nil {
 			return nil, nil, fmt.Errorf("answers: %v", err)
 		}

@@ -8,10 +8,10 @@ import (
 
 	"github.com/sessiongateway/gateway/cli"
 
-	"github.com/sessiongateway/gateway/testkit/fakecloud"
+	"github.com/sessiongateway/gateway/demo/fakecloud"
 )
 
-// demoCloudCmd runs testkit/fakecloud's demo on loopback, so people can
+// demoCloudCmd runs demo/fakecloud's demo on loopback, so people can
 // try the remote legs without an account, until ctx ends (SIGINT).
 func (a *app) demoCloudCmd() *cobra.Command {
 	var addr, org, stateDir string

@@ -20,13 +20,13 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/demo/fakecloud"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg/outbox"
 	"github.com/sessiongateway/gateway/leg/remote"
 	"github.com/sessiongateway/gateway/leg/remote/wire"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
-	"github.com/sessiongateway/gateway/testkit/fakecloud"
 )
 
 // postMode is what the proxy does with a post of events.

@@ -12,11 +12,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/demo/fakecloud"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg/remote/stream"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
-	"github.com/sessiongateway/gateway/testkit/fakecloud"
 )
 
 // live waits until the gateway has the session's live stream open.

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/demo/fakecloud"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/testkit/fakecloud"
 )
 
 // followOne starts a gateway with only the remote leg following session

@@ -14,11 +14,11 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sessiongateway/gateway/auth"
+	"github.com/sessiongateway/gateway/demo/fakecloud"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg/remote/sessionsapi"
 	"github.com/sessiongateway/gateway/leg/remote/stream"
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/testkit/fakecloud"
 )
 
 // storedUUIDs lists the uuid of every event the fake keeps for the session.

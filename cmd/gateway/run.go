@@ -18,6 +18,7 @@ import (
 	"github.com/sessiongateway/gateway/internal/lifecycle"
 	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/leg"
+	mcpleg "github.com/sessiongateway/gateway/leg/mcp"
 	"github.com/sessiongateway/gateway/leg/uds"
 	"github.com/sessiongateway/gateway/mcp"
 	"github.com/sessiongateway/gateway/observability"
@@ -107,7 +108,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	if remoteLeg != nil {
 		legs = append(legs, remoteLeg)
 	}
-	mcpLeg := mcp.NewLeg(nil)
+	mcpLeg := mcpleg.NewLeg(nil)
 	legs = append(legs, mcpLeg)
 	var closePool func() // once serving, before the router stops: what the workers accepted is still forwarded
 	if pool != nil {

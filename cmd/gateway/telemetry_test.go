@@ -19,12 +19,12 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/demo/fakecloud"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/observability"
 	"github.com/sessiongateway/gateway/router"
-	"github.com/sessiongateway/gateway/testkit/fakecloud"
 )
 
 // TestARoutedMessagesTraceReachesTheRemotePOST routes a message to a remote

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sessiongateway/gateway/approver"
 	"github.com/sessiongateway/gateway/cli"
 	"github.com/sessiongateway/gateway/mcp"
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/message/answerfmt"
 )
 
 // commands are gateway's commands, in the order help lists them.
@@ -108,7 +108,7 @@ func (a *app) permissionsCmd() *cobra.Command {
 }
 
 func (a *app) allowCmd() *cobra.Command {
-	var ao approver.AllowOptions
+	var ao answerfmt.AllowOptions
 	c := &cobra.Command{Use: "allow ID", Short: "allow a permission prompt", Args: nargs(1, 1),
 		Example: "  gateway allow p3a9c1e\n  gateway allow p3a9c1e --suggestion 1\n  gateway allow p3a9c1e --rule 'Bash(go test ./...)'"}
 	f := c.Flags()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/internal/testutil"
+	mcpleg "github.com/sessiongateway/gateway/leg/mcp"
 	"github.com/sessiongateway/gateway/mcp"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
@@ -384,7 +385,7 @@ func TestBodiesPastMaxBodiesAreRefused(t *testing.T) {
 
 // TestAClientThatNeverReadsStaysBounded: a client that opens its event
 // stream and never reads it, and never calls wait_for_messages, is sent
-// 600 messages of 2 KiB: the first mcp.InboxSize wait for it, each later
+// 600 messages of 2 KiB: the first mcpleg.InboxSize wait for it, each later
 // one gets a dropped (queue-full) receipt, a legitimate MCP client is
 // still served meanwhile, the gateway's goroutines stay flat, and closing
 // the deaf session takes it out of the roster at once.
@@ -427,15 +428,15 @@ func TestAClientThatNeverReadsStaysBounded(t *testing.T) {
 		testutil.Eventually(t, "a receipt for "+id, func() bool {
 			out, err := g.Message(ctx, id)
 			st = out.Status
-			return err == nil && (i < mcp.InboxSize || st.Final())
+			return err == nil && (i < mcpleg.InboxSize || st.Final())
 		})
 		count[st]++
-		if i >= mcp.InboxSize && st != message.StatusDropped {
+		if i >= mcpleg.InboxSize && st != message.StatusDropped {
 			t.Errorf("message %d past the inbox: %v", i, st)
 		}
 	}
-	if count[message.StatusDropped] != n-mcp.InboxSize {
-		t.Errorf("statuses %v: want %d dropped", count, n-mcp.InboxSize)
+	if count[message.StatusDropped] != n-mcpleg.InboxSize {
+		t.Errorf("statuses %v: want %d dropped", count, n-mcpleg.InboxSize)
 	}
 	if d := during.goroutines - base.goroutines; d > 10 {
 		t.Errorf("goroutines grew by %v while a deaf client was flooded", d)

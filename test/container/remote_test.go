@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/demo/fakecloud"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg/outbox"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
-	"github.com/sessiongateway/gateway/testkit/fakecloud"
 )
 
 const (

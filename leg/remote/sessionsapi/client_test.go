@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/auth"
+	"github.com/sessiongateway/gateway/demo/fakecloud"
 	"github.com/sessiongateway/gateway/leg/remote/sessionsapi"
-	"github.com/sessiongateway/gateway/testkit/fakecloud"
 )
 
 func TestSessions(t *testing.T) {

@@ -17,10 +17,10 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/sessiongateway/gateway/auth"
+	"github.com/sessiongateway/gateway/demo/fakecloud"
 	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/leg/remote/sessionsapi"
 	"github.com/sessiongateway/gateway/leg/remote/stream"
-	"github.com/sessiongateway/gateway/testkit/fakecloud"
 )
 
 // The live stream's gap recovery and dial headers are served by a Client;

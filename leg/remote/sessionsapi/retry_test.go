@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/demo/fakecloud"
 	"github.com/sessiongateway/gateway/leg/remote/sessionsapi"
-	"github.com/sessiongateway/gateway/testkit/fakecloud"
 )
 
 const userEvent = `{"type":"user","message":{"role":"user","content":"retry me"}}`

@@ -20,7 +20,7 @@ const (
 )
 
 // Session is a session as the REST endpoints show it. No published
-// description gives a session object: the field names follow the fake (testkit/fakecloud) and
+// description gives a session object: the field names follow the fake (demo/fakecloud) and
 // Raw keeps everything as sent.
 type Session struct {
 	ID             string          `json:"id"`

@@ -17,7 +17,7 @@ import (
 // auth.Attestation (anthropic.ccr.client_event.v1) when the signer signs.
 //
 // Claude Code names the attestation and bind message types but not where
-// they travel (docs/protocols/claude-ai-remote.md#canonical-signing); this placement is ours, shared with testkit/fakecloud. The
+// they travel (docs/protocols/claude-ai-remote.md#canonical-signing); this placement is ours, shared with demo/fakecloud. The
 // signature covers the RFC 8785 (JCS) form of the event WITHOUT this field,
 // uuid included, so a verifier removes the field, canonicalises what is left
 // and checks the attestation against those bytes (auth.Verify). With the

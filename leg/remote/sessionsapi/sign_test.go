@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/sessiongateway/gateway/auth"
+	"github.com/sessiongateway/gateway/demo/fakecloud"
 	"github.com/sessiongateway/gateway/leg/remote/sessionsapi"
-	"github.com/sessiongateway/gateway/testkit/fakecloud"
 )
 
 // fileSigner writes an Ed25519 seed to a 0600 file and loads it the way a

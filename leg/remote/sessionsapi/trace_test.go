@@ -11,8 +11,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/sessiongateway/gateway/demo/fakecloud"
 	"github.com/sessiongateway/gateway/leg/remote/sessionsapi"
-	"github.com/sessiongateway/gateway/testkit/fakecloud"
 )
 
 // traceparent splits a W3C traceparent header into trace id and parent id.

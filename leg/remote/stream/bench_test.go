@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/sessiongateway/gateway/demo/fakecloud"
 	"github.com/sessiongateway/gateway/leg/remote/stream"
-	"github.com/sessiongateway/gateway/testkit/fakecloud"
 )
 
 // BenchmarkStreamDecode measures events per second decoded from one live

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessiongateway/gateway/demo/fakecloud"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg/remote/stream"
 	"github.com/sessiongateway/gateway/leg/remote/wire"
-	"github.com/sessiongateway/gateway/testkit/fakecloud"
 )
 
 func TestEveryMessageTypeIsDeliveredOnceInOrder(t *testing.T) {

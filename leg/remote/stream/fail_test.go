@@ -13,9 +13,9 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/sessiongateway/gateway/demo/fakecloud"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg/remote/stream"
-	"github.com/sessiongateway/gateway/testkit/fakecloud"
 )
 
 // outcome is what a failure script must lead to on one transport.

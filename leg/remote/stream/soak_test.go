@@ -14,9 +14,9 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/sessiongateway/gateway/demo/fakecloud"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg/remote/stream"
-	"github.com/sessiongateway/gateway/testkit/fakecloud"
 )
 
 // TestSoakDisconnectsAndStallsLoseNothing streams a long turn through 20

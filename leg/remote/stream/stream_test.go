@@ -17,10 +17,10 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sessiongateway/gateway/demo/fakecloud"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg/remote/stream"
 	"github.com/sessiongateway/gateway/leg/remote/wire"
-	"github.com/sessiongateway/gateway/testkit/fakecloud"
 )
 
 // Every goroutine a Stream starts is stopped by the time Run returns.

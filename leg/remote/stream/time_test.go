@@ -13,10 +13,10 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/sessiongateway/gateway/demo/fakecloud"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg/remote/stream"
 	"github.com/sessiongateway/gateway/testkit/clock"
-	"github.com/sessiongateway/gateway/testkit/fakecloud"
 )
 
 // fakeTime puts cfg on a test clock, with every timer off but those a test

@@ -1,4 +1,4 @@
-package approver
+package answerfmt
 
 import (
 	"errors"
@@ -93,7 +93,7 @@ func (r Reply) String() string {
 		}
 	case VerbAnswer:
 		for _, sp := range r.Specs {
-			s += " " + quoteSpec(sp)
+			s += " " + QuoteSpec(sp)
 		}
 	}
 	return s
@@ -112,7 +112,7 @@ func (r Reply) String() string {
 // line without a verb is ErrNotAReply; one with a verb that does not parse
 // is a *ReplyError.
 func ParseReply(body string) (Reply, error) {
-	verb, rest, ok := splitVerb(replyLine(body))
+	verb, rest, ok := splitVerb(ReplyLine(body))
 	if !ok {
 		return Reply{}, ErrNotAReply
 	}
@@ -178,15 +178,15 @@ func ParseReply(body string) (Reply, error) {
 	return rep, nil
 }
 
-// replyVerbOf is the cheap first look: does body start with a verb?
-func replyVerbOf(body string) (ReplyVerb, bool) {
-	v, _, ok := splitVerb(replyLine(body))
+// ReplyVerbOf is the cheap first look: does body start with a verb?
+func ReplyVerbOf(body string) (ReplyVerb, bool) {
+	v, _, ok := splitVerb(ReplyLine(body))
 	return v, ok
 }
 
-// replyLine is the first line of body that says anything, unwrapped from
+// ReplyLine is the first line of body that says anything, unwrapped from
 // quotes or backticks and a leading "/".
-func replyLine(body string) string {
+func ReplyLine(body string) string {
 	for line := range strings.Lines(body) {
 		l := strings.TrimSpace(line)
 		if l == "" || strings.HasPrefix(l, "```") {

@@ -1,4 +1,4 @@
-package approver
+package answerfmt
 
 import (
 	"encoding/json"
@@ -82,8 +82,8 @@ func splitSpec(qs []message.Question, spec string) (int, string, error) {
 	return 0, "", firstErr
 }
 
-// pickQuestion is the question name names, or why there is none.
-func pickQuestion(qs []message.Question, name string) (int, error) {
+// PickQuestion is the question name names, or why there is none.
+func PickQuestion(qs []message.Question, name string) (int, error) {
 	found := matchQuestion(qs, name)
 	if len(found) != 1 {
 		return 0, questionError(qs, name, found)

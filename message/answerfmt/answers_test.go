@@ -1,4 +1,4 @@
-package approver
+package answerfmt
 
 import (
 	"fmt"

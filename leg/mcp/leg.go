@@ -47,7 +47,9 @@ var ErrTooManyClients = errors.New("mcp: too many clients connected to this gate
 // Leg is the router's view of the MCP clients: each one a session named as
 // it asked, with a bounded inbox. It is an alias host to the router, so
 // what a client sends travels the bridge (the target sees the client's
-// name as sender) and the receipts come back through Relay.
+// name as sender) and the receipts come back through Relay. The MCP
+// server holds it as its own small interface: a client joins and leaves
+// (Join, Leave), sends (Submit, Sent) and reads its inbox (Read, Unread).
 type Leg struct {
 	clk clock.Clock
 
@@ -100,16 +102,18 @@ func (l *Leg) Sessions(context.Context) ([]message.Session, error) {
 	return out, nil
 }
 
-// join adds a client under name, or under name-2, name-3... when that is
-// taken, so each name stands for one client.
-func (l *Leg) join(name, kind string, push func(message.Message)) (*client, error) {
+// Join adds a client under name, or under name-2, name-3... when that is
+// taken, so each name stands for one client, and returns its session;
+// push (nil for none) is told of each message put in its inbox. kind is
+// the client's transport, shown in the roster.
+func (l *Leg) Join(name, kind string, push func(message.Message)) (message.Session, error) {
 	if name == "" {
 		name = "mcp"
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.clients) >= MaxClients {
-		return nil, ErrTooManyClients
+		return message.Session{}, ErrTooManyClients
 	}
 	unique := name
 	for i := 2; l.clients[unique] != nil; i++ {
@@ -123,20 +127,35 @@ func (l *Leg) join(name, kind string, push func(message.Message)) (*client, erro
 	}}
 	l.clients[unique] = c
 	l.left.Delete(unique)
-	return c, nil
+	return c.session, nil
 }
 
-// leave takes c out of the roster at once; what waits unread in its inbox
-// is answered dropped (reason disconnected).
-func (l *Leg) leave(c *client) {
+// lookup is the client of the session me while it is in the roster: a
+// later client under the same name is another session (its SessionID).
+func (l *Leg) lookup(me message.Session) *client {
 	l.mu.Lock()
-	if l.clients[c.session.Name] == c {
-		delete(l.clients, c.session.Name)
-		l.left.Put(c.session.Name, l.clk.Now())
+	defer l.mu.Unlock()
+	if c := l.clients[me.Name]; c != nil && c.session.SessionID == me.SessionID {
+		return c
 	}
+	return nil
+}
+
+// Leave takes the client of me out of the roster at once (a second time
+// does nothing); what waits unread in its inbox is answered dropped
+// (reason disconnected).
+func (l *Leg) Leave(me message.Session) {
+	l.mu.Lock()
+	c := l.clients[me.Name]
+	if c == nil || c.session.SessionID != me.SessionID {
+		l.mu.Unlock()
+		return
+	}
+	delete(l.clients, me.Name)
+	l.left.Put(me.Name, l.clk.Now())
 	l.mu.Unlock()
 	for _, m := range c.inbox.close() {
-		l.receipt(message.Receipt{MsgID: m.ID, Status: message.StatusDropped, DropReason: message.DropDisconnected, Reason: leftReason(c.session.Name), From: c.session.Address})
+		l.receipt(message.Receipt{MsgID: m.ID, Status: message.StatusDropped, DropReason: message.DropDisconnected, Reason: leftReason(me.Name), From: me.Address})
 	}
 }
 
@@ -232,16 +251,17 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 // ErrNotRunning is a send while the gateway is not routing.
 var ErrNotRunning = errors.New("mcp: the gateway is not routing messages (shutting down?)")
 
-// submit hands m, from c to the session target, to the router as a message
-// that arrived at an alias of target: the bridge forwards it as from c.
-func (l *Leg) submit(ctx context.Context, c *client, target message.Session, body string) (*sent, error) {
+// Submit hands body, from the client of me to the session target, to the
+// router as a message that arrived at an alias of target: the bridge
+// forwards it as from me. It returns the message's id, for Sent.
+func (l *Leg) Submit(ctx context.Context, me, target message.Session, body string) (string, error) {
 	l.mu.Lock()
 	in := l.in
 	l.mu.Unlock()
 	if in == nil {
-		return nil, ErrNotRunning
+		return "", ErrNotRunning
 	}
-	m := message.Message{ID: uuid.NewString(), From: c.session.Address, FromName: c.session.Name, FromSession: c.session.SessionID,
+	m := message.Message{ID: uuid.NewString(), From: me.Address, FromName: me.Name, FromSession: me.SessionID,
 		To: target.Address, ToName: target.Name, AliasOf: target.Address, Body: body, Protocol: message.ProtocolMCP, Time: l.clk.Now(),
 		// An MCP client attests no review class of its own: it is taken
 		// for prompting, so a receiver's mode parity never lets it pass
@@ -251,11 +271,62 @@ func (l *Leg) submit(ctx context.Context, c *client, target message.Session, bod
 	l.sent.Put(m.ID, s)
 	select {
 	case in <- message.Event{Type: message.EventMessage, Time: m.Time, Leg: message.ProtocolMCP, Message: &m}:
-		return s, nil
+		return m.ID, nil
 	case <-ctx.Done():
 		l.sent.Delete(m.ID)
-		return nil, ctx.Err()
+		return "", ctx.Err()
 	}
+}
+
+// Sent is where the message id, which a client sent, stands: the name it
+// was sent to and its tracker. With final it first waits until the status
+// is final or ctx ends. An id the leg does not remember (it forgets the
+// oldest past KeepSent) is an error that says so.
+func (l *Leg) Sent(ctx context.Context, id string, final bool) (to string, t message.Tracker, err error) {
+	s, ok := l.sent.Get(id)
+	if !ok {
+		return "", message.Tracker{}, fmt.Errorf("no message has id %q: give an id send_message returned (the gateway forgets the oldest past %d)", id, KeepSent)
+	}
+	if final {
+		s.wait(ctx)
+	}
+	t, _ = s.status()
+	return s.msg.ToName, t, nil
+}
+
+// ErrLeft is a read of the inbox of a client no longer in the roster.
+var ErrLeft = errors.New("mcp: the client has left the roster")
+
+// Read takes messages from the inbox of me: it forgets every message up to
+// cursor (the leg's own read mark when cursor is 0 or past it) and hands
+// each up to limit of those after it to each, with its number, waiting
+// until there is one or ctx ends. It returns the cursor to pass next time.
+// A message read for the first time is delivered (its receipt).
+func (l *Leg) Read(ctx context.Context, me message.Session, cursor uint64, limit int, each func(seq uint64, m message.Message)) (uint64, error) {
+	c := l.lookup(me)
+	if c == nil {
+		return cursor, ErrLeft
+	}
+	got, next, fresh, err := c.inbox.take(ctx, cursor, limit)
+	if err != nil {
+		return next, ErrLeft
+	}
+	for _, m := range fresh {
+		l.receipt(message.Receipt{MsgID: m.ID, Status: message.StatusDelivered, From: me.Address})
+	}
+	for _, q := range got {
+		each(q.seq, q.msg)
+	}
+	return next, nil
+}
+
+// Unread counts the messages in the inbox of me not yet read; 0 once it
+// has left.
+func (l *Leg) Unread(me message.Session) int {
+	if c := l.lookup(me); c != nil {
+		return c.inbox.unread()
+	}
+	return 0
 }
 
 // receipt reports rc, about a message in a client's inbox, to the router.
@@ -284,30 +355,24 @@ func (s *sent) apply(rc message.Receipt) {
 	}
 }
 
-// status is the message's state now, and a channel closed when it moves.
-func (s *sent) status() (Status, <-chan struct{}) {
+// status is the message's tracker now, and a channel closed when it moves.
+func (s *sent) status() (message.Tracker, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Status{ID: s.msg.ID, To: s.msg.ToName, Status: s.track.Status.String(), Receipts: append([]message.Receipt{}, s.track.Receipts...)}, s.changed
+	return message.Tracker{Status: s.track.Status, Receipts: append([]message.Receipt{}, s.track.Receipts...)}, s.changed
 }
 
 // wait blocks until the message has a final status or ctx ends.
-func (s *sent) wait(ctx context.Context) Status {
+func (s *sent) wait(ctx context.Context) {
 	for {
-		st, changed := s.status()
-		if s.final() {
-			return st
+		t, changed := s.status()
+		if t.Status.Final() {
+			return
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return st
+			return
 		}
 	}
-}
-
-func (s *sent) final() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.track.Status.Final()
 }

@@ -1,4 +1,4 @@
-package approver
+package answerfmt
 
 import (
 	"encoding/json"
@@ -57,7 +57,7 @@ func (o AllowOptions) Answer(by string) (message.PermissionAnswer, error) {
 // args writes o as the reply options ParseReply reads back.
 func (o AllowOptions) args() []string {
 	var out []string
-	add := func(name, value string) { out = append(out, "--"+name, shellWord(value)) }
+	add := func(name, value string) { out = append(out, "--"+name, ShellWord(value)) }
 	for _, s := range o.Suggestions {
 		add("suggestion", s)
 	}
