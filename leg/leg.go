@@ -111,13 +111,11 @@ type Readier interface {
 }
 
 // Outboxer is a leg that keeps what it accepted on disk until a server
-// acknowledges it (outbox.Leg). Item is the outbox's own listing type: the
-// outbox package builds on the router, so the router cannot name it, and
-// passes the items through unread (see Outbox).
-type Outboxer[Item any] interface {
+// acknowledges it (outbox.Leg).
+type Outboxer interface {
 	// Outbox lists the messages waiting for an acknowledgement, oldest
 	// first; all adds the recently acknowledged and failed ones.
-	Outbox(all bool) ([]Item, error)
+	Outbox(all bool) ([]message.OutboxItem, error)
 	// Depth counts the messages waiting for an acknowledgement without
 	// reading them: status and metrics ask often, and a listing decodes
 	// every stored body.
