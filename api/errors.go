@@ -9,7 +9,6 @@ import (
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/addressing/didfile"
-	"github.com/sessiongateway/gateway/leg/outbox"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 )
@@ -93,7 +92,7 @@ func errorOf(err error) Error {
 	case errors.As(err, new(slowBody)):
 		return Error{Error: err.Error(), Code: CodeRequestTimeout}
 	case errors.Is(err, message.ErrNotAccepted):
-		if errors.Is(err, outbox.ErrFull) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		if errors.Is(err, message.ErrOutboxFull) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 			return Error{Error: err.Error(), Code: CodeStorageFull}
 		}
 		return Error{Error: err.Error(), Code: CodeNotStored}

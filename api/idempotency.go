@@ -14,8 +14,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiongateway/gateway/idempotency"
 	"github.com/sessiongateway/gateway/internal/clock"
-	"github.com/sessiongateway/gateway/leg/outbox"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 )
@@ -41,12 +41,12 @@ const (
 	maxKeyLen = 255
 )
 
-// KeyStore keeps idempotency keys on disk (the outbox's file), so a retry
+// KeyStore keeps idempotency keys on disk (an idempotency.Store), so a retry
 // after a restart finds the message its first attempt sent. Without one
 // they live as long as the process.
 type KeyStore interface {
-	Keys() ([]outbox.Key, error)
-	PutKey(k outbox.Key, drop []string) error
+	Keys() ([]idempotency.Key, error)
+	PutKey(k idempotency.Key, drop []string) error
 	DeleteKey(key string) error
 }
 
@@ -74,7 +74,7 @@ type keyTable struct {
 }
 
 type idemKey struct {
-	outbox.Key
+	idempotency.Key
 	grant string
 	busy  bool // its request is under way
 }
@@ -124,7 +124,7 @@ func (t *keyTable) load() error {
 		if err != nil {
 			return fmt.Errorf("reading idempotency keys: %w", err)
 		}
-		slices.SortFunc(stored, func(a, b outbox.Key) int { return a.Created.Compare(b.Created) })
+		slices.SortFunc(stored, func(a, b idempotency.Key) int { return a.Created.Compare(b.Created) })
 		for _, k := range stored {
 			t.add(&idemKey{Key: k, grant: grantOf(k.Key)})
 		}
@@ -150,11 +150,11 @@ func (t *keyTable) add(k *idemKey) {
 // request sends its message under k.MsgID; a known key answers what it
 // stored, and its request sends nothing, unless the key was never
 // answered (then it sends again under the stored id, as fresh).
-func (t *keyTable) claim(grant, key, dig string) (k outbox.Key, fresh bool, err error) {
+func (t *keyTable) claim(grant, key, dig string) (k idempotency.Key, fresh bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err := t.load(); err != nil {
-		return outbox.Key{}, false, err
+		return idempotency.Key{}, false, err
 	}
 	now := t.clk.Now()
 	t.expire(now)
@@ -162,9 +162,9 @@ func (t *keyTable) claim(grant, key, dig string) (k outbox.Key, fresh bool, err 
 	if k, ok := t.keys[key]; ok {
 		switch {
 		case k.Digest != dig:
-			return outbox.Key{}, false, errKeyMismatch
+			return idempotency.Key{}, false, errKeyMismatch
 		case k.busy:
-			return outbox.Key{}, false, errKeyBusy
+			return idempotency.Key{}, false, errKeyBusy
 		case k.Status == 0:
 			// Stored by a claim whose send was never answered: the gateway
 			// stopped mid-send, or a refused send's key could not be
@@ -176,10 +176,10 @@ func (t *keyTable) claim(grant, key, dig string) (k outbox.Key, fresh bool, err 
 		}
 		return k.Key, false, nil
 	}
-	nk := &idemKey{Key: outbox.Key{Key: key, Digest: dig, MsgID: uuid.NewString(), Created: now}, grant: grant, busy: true}
+	nk := &idemKey{Key: idempotency.Key{Key: key, Digest: dig, MsgID: uuid.NewString(), Created: now}, grant: grant, busy: true}
 	if t.store != nil {
 		if err := t.store.PutKey(nk.Key, nil); err != nil {
-			return outbox.Key{}, false, fmt.Errorf("%w: storing the idempotency key: %w", message.ErrNotAccepted, err)
+			return idempotency.Key{}, false, fmt.Errorf("%w: storing the idempotency key: %w", message.ErrNotAccepted, err)
 		}
 	}
 	t.add(nk)

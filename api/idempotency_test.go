@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/idempotency"
 	"github.com/sessiongateway/gateway/leg/outbox"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
@@ -159,7 +160,7 @@ func TestIdempotencyKeysSurviveARestartWithTheOutbox(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return NewServer(Config{Router: router.New(router.Config{}, claudeStub(), leg), Keys: st}).Handler(), leg
+		return NewServer(Config{Router: router.New(router.Config{}, claudeStub(), leg), Keys: idempotency.NewStore(st)}).Handler(), leg
 	}
 	const body = `{"to":"cloud","text":"exactly once"}`
 	st := openStore(t, dir)
@@ -190,23 +191,23 @@ func TestIdempotencyKeysSurviveARestartWithTheOutbox(t *testing.T) {
 // failingKeys is a KeyStore whose writes fail.
 type failingKeys struct{}
 
-func (failingKeys) Keys() ([]outbox.Key, error)       { return nil, nil }
-func (failingKeys) PutKey(outbox.Key, []string) error { return errors.New("input/output error") }
-func (failingKeys) DeleteKey(string) error            { return nil }
+func (failingKeys) Keys() ([]idempotency.Key, error)       { return nil, nil }
+func (failingKeys) PutKey(idempotency.Key, []string) error { return errors.New("input/output error") }
+func (failingKeys) DeleteKey(string) error                 { return nil }
 
 // memKeys is a KeyStore in memory: what a restart would read back.
 type memKeys struct {
 	mu   sync.Mutex
-	keys map[string]outbox.Key
+	keys map[string]idempotency.Key
 }
 
-func (m *memKeys) Keys() ([]outbox.Key, error) {
+func (m *memKeys) Keys() ([]idempotency.Key, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.Collect(maps.Values(m.keys)), nil
 }
 
-func (m *memKeys) PutKey(k outbox.Key, drop []string) error {
+func (m *memKeys) PutKey(k idempotency.Key, drop []string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, d := range drop {
@@ -237,7 +238,7 @@ func (s *stuckLeg) Send(ctx context.Context, m message.Message) (message.Receipt
 
 func TestARetryAfterTheGatewayDiedMidSendSendsAgainUnderTheSameID(t *testing.T) {
 	const body = `{"to":"review","text":"must arrive"}`
-	before := &memKeys{keys: map[string]outbox.Key{}}
+	before := &memKeys{keys: map[string]idempotency.Key{}}
 	stuck := &stuckLeg{stubLeg: claudeStub(), asked: make(chan struct{})}
 	h1 := NewServer(Config{Router: router.New(router.Config{}, stuck), Keys: before}).Handler()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -249,7 +250,7 @@ func TestARetryAfterTheGatewayDiedMidSendSendsAgainUnderTheSameID(t *testing.T) 
 	}()
 	<-stuck.asked
 	// The restart reads what was on disk while the send was under way.
-	after := &memKeys{keys: map[string]outbox.Key{}}
+	after := &memKeys{keys: map[string]idempotency.Key{}}
 	ks, _ := before.Keys()
 	for _, k := range ks {
 		after.keys[k.Key] = k
@@ -306,7 +307,7 @@ func TestARetryAfterARestartOfAGatewayWithoutAnOutboxLegSendsNothing(t *testing.
 	}
 	serve := func(st *outbox.Store) (http.Handler, *countingLeg) {
 		leg := &countingLeg{stubLeg: claudeStub()}
-		return NewServer(Config{Router: router.New(router.Config{}, leg), Keys: st}).Handler(), leg
+		return NewServer(Config{Router: router.New(router.Config{}, leg), Keys: idempotency.NewStore(st)}).Handler(), leg
 	}
 	const body = `{"to":"review","text":"exactly once"}`
 	st := openStore(t, dir)

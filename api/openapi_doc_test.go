@@ -198,7 +198,7 @@ func collectKeys(t reflect.Type, keys map[string]bool, seen map[reflect.Type]boo
 		if name == "" {
 			name = f.Name
 		}
-		keys[t.Name()+"."+name] = true
+		keys[schemaName(t)+"."+name] = true
 		collectKeys(f.Type, keys, seen)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"time"
+
+	"github.com/sessiongateway/gateway/message"
 )
 
 // schemaGen reflects Go types into JSON Schema (2020-12, as OpenAPI 3.1
@@ -28,6 +30,22 @@ var (
 	rawType  = reflect.TypeFor[json.RawMessage]()
 	textType = reflect.TypeFor[encoding.TextMarshaler]()
 )
+
+// schemaNames are the components named otherwise than their Go type: the
+// document kept the name it gave a type before the type was renamed, so a
+// client generated from it keeps its own.
+var schemaNames = map[reflect.Type]string{
+	reflect.TypeFor[message.OutboxItem](): "Item",
+}
+
+// schemaName is t's component name, unqualified; also the key of its
+// entries in typeDocs and fieldDocs.
+func schemaName(t reflect.Type) string {
+	if n, ok := schemaNames[t]; ok {
+		return n
+	}
+	return t.Name()
+}
 
 func (g *schemaGen) schema(t reflect.Type) map[string]any {
 	switch {
@@ -82,7 +100,7 @@ func (g *schemaGen) schema(t reflect.Type) map[string]any {
 // nameOf is the component name: the type's name, qualified by its package
 // when two packages use the same one.
 func (g *schemaGen) nameOf(t reflect.Type) string {
-	name := t.Name()
+	name := schemaName(t)
 	if prev, ok := g.names[name]; ok && prev != t {
 		pkg := t.PkgPath()
 		name = pkg[strings.LastIndex(pkg, "/")+1:] + "." + name
@@ -96,13 +114,13 @@ func (g *schemaGen) structSchema(t reflect.Type) map[string]any {
 	var required []string
 	g.fields(t, props, &required)
 	s := map[string]any{"type": "object", "properties": props}
-	if d := typeDocs[t.Name()]; d != "" {
+	if d := typeDocs[schemaName(t)]; d != "" {
 		s["description"] = d
 	}
 	if required != nil {
 		s["required"] = required
 	}
-	if alt, ok := eitherOf[t.Name()]; ok {
+	if alt, ok := eitherOf[schemaName(t)]; ok {
 		s["anyOf"] = []any{map[string]any{"required": []string{alt[0]}}, map[string]any{"required": []string{alt[1]}}}
 	}
 	return s
@@ -135,7 +153,7 @@ func (g *schemaGen) fields(t reflect.Type, props map[string]any, required *[]str
 		if name == "" {
 			name = f.Name
 		}
-		props[name] = g.property(t.Name()+"."+name, f.Type)
+		props[name] = g.property(schemaName(t)+"."+name, f.Type)
 		optional := false
 		for o := range strings.SplitSeq(opts, ",") {
 			optional = optional || o == "omitempty" || o == "omitzero"

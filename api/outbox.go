@@ -5,8 +5,7 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/sessiongateway/gateway/leg/outbox"
-	"github.com/sessiongateway/gateway/router"
+	"github.com/sessiongateway/gateway/message"
 )
 
 // outbox lists the messages waiting for a server's acknowledgement, oldest
@@ -18,26 +17,26 @@ func (s *Server) outbox(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	items, err := router.Outbox[outbox.Item](s.cfg.Router, all)
+	items, err := s.cfg.Router.Outbox(all)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
 	if items == nil {
-		items = []outbox.Item{}
+		items = []message.OutboxItem{}
 	}
-	slices.SortStableFunc(items, func(a, b outbox.Item) int { return a.AcceptedAt.Compare(b.AcceptedAt) })
+	slices.SortStableFunc(items, func(a, b message.OutboxItem) int { return a.AcceptedAt.Compare(b.AcceptedAt) })
 	writeJSON(w, http.StatusOK, items)
 }
 
 // Outbox lists the messages accepted for a remote session and not yet
 // acknowledged by its server; all adds the recently acknowledged and
 // failed ones.
-func (c *Client) Outbox(ctx context.Context, all bool) ([]outbox.Item, error) {
+func (c *Client) Outbox(ctx context.Context, all bool) ([]message.OutboxItem, error) {
 	path := "/v1/outbox"
 	if all {
 		path += "?all=true"
 	}
-	var items []outbox.Item
+	var items []message.OutboxItem
 	return items, c.do(ctx, "GET", path, nil, &items)
 }

@@ -45,7 +45,7 @@ func newOutboxServer(t *testing.T) *Client {
 	if _, err := st.Update("m2", func(e *outbox.Entry) { e.Attempts, e.LastError = 2, "HTTP 503" }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Update("m1", func(e *outbox.Entry) { e.State, e.Attempts, e.FinishedAt = outbox.StateAcked, 1, at }); err != nil {
+	if _, err := st.Update("m1", func(e *outbox.Entry) { e.State, e.Attempts, e.FinishedAt = message.OutboxAcked, 1, at }); err != nil {
 		t.Fatal(err)
 	}
 	srv := NewServer(Config{Router: router.New(router.Config{}, &stubLeg{}, leg)})
@@ -57,7 +57,7 @@ func newOutboxServer(t *testing.T) *Client {
 func TestOutboxListsWhatWaitsForTheServer(t *testing.T) {
 	c := newOutboxServer(t)
 	ctx := context.Background()
-	summary := func(items []outbox.Item) string {
+	summary := func(items []message.OutboxItem) string {
 		var s []string
 		for _, it := range items {
 			s = append(s, it.ID+":"+it.State.String()+":"+it.EventUUID+":"+it.Preview)

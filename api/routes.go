@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sessiongateway/gateway/leg/outbox"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 )
@@ -96,7 +95,7 @@ func init() {
 		{method: "GET", path: "/v1/resolve", summary: "The session ?address= resolves to, as sends and control requests resolve it.", scope: ScopeRead,
 			query: []param{{"address", "string", "the address to resolve (required)"}}, out: message.Session{}, handle: (*Server).resolve},
 		{method: "GET", path: "/v1/outbox", summary: "Messages accepted for a remote session and not yet acknowledged by its server, oldest first; ?all=true adds recently acknowledged and failed ones.", scope: ScopeRead,
-			query: []param{qAll}, out: []outbox.Item{}, handle: (*Server).outbox},
+			query: []param{qAll}, out: []message.OutboxItem{}, handle: (*Server).outbox},
 		{method: "GET", path: "/v1/federation", summary: "This host's view of the federation: hosts with their session counts and when each was last heard, the link to NATS, the lag of this host's consumers, drops by reason; {\"enabled\": false} without federation.", scope: ScopeRead,
 			out: FederationStatus{}, handle: (*Server).federation},
 		{method: "POST", path: "/v1/login", summary: "Sign a browser in: a bearer token or a one-time pairing code (from POST /v1/pairings) for a session cookie (HttpOnly, SameSite=Strict, Secure over TLS), 201 with the scopes and the CSRF token every state-changing request on the cookie must carry in X-CSRF-Token; 401 for a wrong token or a used, expired or unknown code. No token needed.",

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sessiongateway/gateway/leg/outbox"
+	"github.com/sessiongateway/gateway/idempotency"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 )
@@ -137,7 +137,7 @@ func (s *Server) sendKeyed(w http.ResponseWriter, r *http.Request, req router.Se
 // and sends nothing: the router's (or the outbox's) word when it still
 // knows the message, else what the key stored when the first request was
 // answered, marked forgotten.
-func (s *Server) replay(w http.ResponseWriter, r *http.Request, k outbox.Key, waits bool, wait time.Duration) {
+func (s *Server) replay(w http.ResponseWriter, r *http.Request, k idempotency.Key, waits bool, wait time.Duration) {
 	w.Header().Set(ReplayedHeader, "true")
 	out, err := s.cfg.Router.Replay(k.MsgID)
 	if err == nil {

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/sessiongateway/gateway/leg/outbox"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 )
@@ -82,7 +81,7 @@ func (s *Server) Status(ctx context.Context) Status {
 	}
 	sort.Slice(st.Legs, func(i, j int) bool { return st.Legs[i].Name < st.Legs[j].Name })
 	if _, ok := legs[string(message.ProtocolRemote)]; ok {
-		if n, ok := router.OutboxDepth[outbox.Item](rt); ok {
+		if n, ok := rt.OutboxDepth(); ok {
 			st.OutboxDepth = &n
 		}
 	}

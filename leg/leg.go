@@ -111,13 +111,11 @@ type Readier interface {
 }
 
 // Outboxer is a leg that keeps what it accepted on disk until a server
-// acknowledges it (outbox.Leg). Item is the outbox's own listing type: the
-// outbox package builds on the router, so the router cannot name it, and
-// passes the items through unread (see Outbox).
-type Outboxer[Item any] interface {
+// acknowledges it (outbox.Leg).
+type Outboxer interface {
 	// Outbox lists the messages waiting for an acknowledgement, oldest
 	// first; all adds the recently acknowledged and failed ones.
-	Outbox(all bool) ([]Item, error)
+	Outbox(all bool) ([]message.OutboxItem, error)
 	// Depth counts the messages waiting for an acknowledgement without
 	// reading them: status and metrics ask often, and a listing decodes
 	// every stored body.
@@ -147,4 +145,48 @@ type Lifecycler interface {
 // message with files to a leg without it, rather than drop them unsaid.
 type FileCarrier interface {
 	CarriesFiles()
+}
+
+// Abilities is what a leg declares about itself that the router would
+// otherwise have to know from its name. The zero value is an ordinary
+// local leg: its sessions are this host's, reached by name, and sent to
+// over their own socket or stream.
+type Abilities struct {
+	// OtherHosts: its sessions live on other gateways' hosts (the
+	// federation leg). They carry their own Host, which the router leaves
+	// as it is, and a name or ref resolves to one of them only when no
+	// local session matches: local first.
+	OtherHosts bool
+	// ClaimsLeftNames: a name no listed session has may be one it still
+	// answers for (an MCP client that just left, whose receipt says so),
+	// so the router asks its Claims about names, before other hosts.
+	ClaimsLeftNames bool
+	// CloudSessions: its sessions are claude.ai's own (the remote leg). A
+	// bridge:<id> naming a local session's bridgeSessionId goes to that
+	// local session over its socket; a session of this leg is never that
+	// local match.
+	CloudSessions bool
+	// BridgesOwnSends: what its sessions send to another leg's session
+	// takes the bridge's road even with the bridge off (the MCP leg: that
+	// is how a client's message goes out as from it).
+	BridgesOwnSends bool
+	// ReraisesCancelled: a prompt it cancelled may be raised again,
+	// pending, under the same request id (another host's prompt,
+	// withdrawn while that host was unreachable and listed again by it).
+	ReraisesCancelled bool
+}
+
+// Declarer is a leg that declares Abilities; a leg without it has the
+// zero value.
+type Declarer interface {
+	Abilities() Abilities
+}
+
+// AbilitiesOf is what l declares, or the zero value when it declares
+// nothing.
+func AbilitiesOf(l Leg) Abilities {
+	if d, ok := l.(Declarer); ok {
+		return d.Abilities()
+	}
+	return Abilities{}
 }

@@ -100,9 +100,9 @@ func (r *Router) Ready() map[message.Protocol]error {
 
 // OutboxDepth counts what the legs with a durable outbox hold for a
 // server's acknowledgement; ok is false when no leg has one.
-func OutboxDepth[Item any](r *Router) (n int, ok bool) {
+func (r *Router) OutboxDepth() (n int, ok bool) {
 	for _, l := range r.legs {
-		if o, is := l.(leg.Outboxer[Item]); is {
+		if o, is := l.(leg.Outboxer); is {
 			n, ok = n+o.Depth(), true
 		}
 	}
@@ -111,11 +111,11 @@ func OutboxDepth[Item any](r *Router) (n int, ok bool) {
 
 // Outbox lists, leg by leg, what the legs with a durable outbox hold for a
 // server's acknowledgement; all adds the recently acknowledged and failed
-// ones. Item is the outbox's listing type (see Outboxer).
-func Outbox[Item any](r *Router, all bool) ([]Item, error) {
-	var items []Item
+// ones.
+func (r *Router) Outbox(all bool) ([]message.OutboxItem, error) {
+	var items []message.OutboxItem
 	for _, l := range r.legs {
-		o, ok := l.(leg.Outboxer[Item])
+		o, ok := l.(leg.Outboxer)
 		if !ok {
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -28,7 +29,7 @@ var (
 
 func federatedRouter(t *testing.T) (*Router, *fakeLeg) {
 	t.Helper()
-	fed := &fakeLeg{name: message.ProtocolFederation, run: make(chan struct{}), sessions: []message.Session{hbWork, hbBuild, hcBuild, hbDup1, hbDup2, hcLone}}
+	fed := &fakeLeg{name: message.ProtocolFederation, declares: leg.Abilities{OtherHosts: true}, run: make(chan struct{}), sessions: []message.Session{hbWork, hbBuild, hcBuild, hbDup1, hbDup2, hcLone}}
 	return start(t, claudeLeg(claudeWork), qwenLeg(solo), fed), fed
 }
 
@@ -121,7 +122,7 @@ func TestASendToNAMEatHOSTGoesOverTheFederationLeg(t *testing.T) {
 }
 
 func TestSessionsCarryThisHostsNameWhenFederated(t *testing.T) {
-	fed := &fakeLeg{name: message.ProtocolFederation, run: make(chan struct{}), sessions: []message.Session{hbWork}}
+	fed := &fakeLeg{name: message.ProtocolFederation, declares: leg.Abilities{OtherHosts: true}, run: make(chan struct{}), sessions: []message.Session{hbWork}}
 	for _, host := range []string{"ha", ""} {
 		r := New(Config{Host: host}, claudeLeg(claudeWork), fed)
 		for _, s := range r.Sessions(context.Background()) {
@@ -137,7 +138,7 @@ func TestSessionsCarryThisHostsNameWhenFederated(t *testing.T) {
 }
 
 func TestNAMEatThisHostResolvesToTheLocalSession(t *testing.T) {
-	fed := &fakeLeg{name: message.ProtocolFederation, run: make(chan struct{}), sessions: []message.Session{hbWork}}
+	fed := &fakeLeg{name: message.ProtocolFederation, declares: leg.Abilities{OtherHosts: true}, run: make(chan struct{}), sessions: []message.Session{hbWork}}
 	r := New(Config{Host: "ha"}, claudeLeg(claudeWork), qwenLeg(solo), fed)
 	for _, to := range []string{"solo@ha", "solo@ha [" + ref(solo) + "]"} {
 		l, s, err := r.Resolve(context.Background(), to)
@@ -163,7 +164,7 @@ func FuzzResolveAcrossHosts(f *testing.F) {
 		if err != nil {
 			return
 		}
-		fed := &fakeLeg{name: message.ProtocolFederation, run: make(chan struct{}), sessions: []message.Session{
+		fed := &fakeLeg{name: message.ProtocolFederation, declares: leg.Abilities{OtherHosts: true}, run: make(chan struct{}), sessions: []message.Session{
 			other(n1, h1, "f-1"), other(n2, h2, "f-2"), other(n1, h2, "f-3"),
 		}}
 		r := New(Config{Host: "ha"}, claudeLeg(claudeWork), fed)
@@ -192,7 +193,7 @@ func (p probingLeg) Sessions(ctx context.Context) ([]message.Session, error) {
 }
 
 func TestAListingCutShortByItsCallerIsNotTheRosterOthersResolveAgainst(t *testing.T) {
-	fed := &fakeLeg{name: message.ProtocolFederation, run: make(chan struct{}), sessions: []message.Session{hbWork}}
+	fed := &fakeLeg{name: message.ProtocolFederation, declares: leg.Abilities{OtherHosts: true}, run: make(chan struct{}), sessions: []message.Session{hbWork}}
 	r := start(t, probingLeg{claudeLeg(claudeWork)}, fed)
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -9,14 +9,14 @@ import (
 	"github.com/sessiongateway/gateway/message"
 )
 
-// lifecycler is the first leg that creates sessions.
-func (r *Router) lifecycler() (leg.Lifecycler, error) {
+// lifecycler is the first leg that creates sessions, and its name.
+func (r *Router) lifecycler() (leg.Lifecycler, message.Protocol, error) {
 	for _, l := range r.legs {
 		if lc, ok := l.(leg.Lifecycler); ok {
-			return lc, nil
+			return lc, l.Name(), nil
 		}
 	}
-	return nil, message.ErrNoLifecycle
+	return nil, "", message.ErrNoLifecycle
 }
 
 // CreateSession creates a remote session and returns it as its leg lists it.
@@ -24,26 +24,26 @@ func (r *Router) CreateSession(ctx context.Context, n message.NewRemoteSession) 
 	if err := n.Check(); err != nil {
 		return message.Session{}, &InvalidSessionError{Detail: err.Error()}
 	}
-	lc, err := r.lifecycler()
+	lc, name, err := r.lifecycler()
 	if err != nil {
 		return message.Session{}, err
 	}
 	s, err := lc.Create(ctx, n)
 	if err != nil {
-		return message.Session{}, &LegError{Leg: message.ProtocolRemote, Op: "create", Err: err}
+		return message.Session{}, &LegError{Leg: name, Op: "create", Err: err}
 	}
 	return s, nil
 }
 
 // Environments lists the environments remote sessions can be created in.
 func (r *Router) Environments(ctx context.Context) ([]message.Environment, error) {
-	lc, err := r.lifecycler()
+	lc, name, err := r.lifecycler()
 	if err != nil {
 		return nil, err
 	}
 	envs, err := lc.Environments(ctx)
 	if err != nil {
-		return nil, &LegError{Leg: message.ProtocolRemote, Op: "environments", Err: err}
+		return nil, &LegError{Leg: name, Op: "environments", Err: err}
 	}
 	return envs, nil
 }

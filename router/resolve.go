@@ -34,7 +34,7 @@ func (r *Router) Sessions(ctx context.Context) []message.Session {
 		all = append(all, ss...)
 	}
 	for i := range all {
-		if all[i].Host == "" && all[i].Protocol != message.ProtocolFederation {
+		if all[i].Host == "" && !r.abilities[all[i].Protocol].OtherHosts {
 			all[i].Host = r.cfg.Host
 		}
 	}
@@ -166,7 +166,7 @@ func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions [
 	for _, s := range sessions {
 		switch {
 		case s.AliasOf != "": // an alias resolves to what it stands for, not to itself
-		case s.Protocol == message.ProtocolFederation:
+		case r.abilities[s.Protocol].OtherHosts:
 			others = append(others, s)
 		default:
 			local = append(local, s)
@@ -188,7 +188,7 @@ func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions [
 		// A name no session has now may be one a leg still answers for
 		// (an MCP client that just left: its receipt says so).
 		for _, l := range r.legs {
-			if cl, ok := l.(leg.Claimer); ok && l.Name() == message.ProtocolMCP && cl.Claims(a) {
+			if cl, ok := l.(leg.Claimer); ok && leg.AbilitiesOf(l).ClaimsLeftNames && cl.Claims(a) {
 				return l, message.Session{Address: a.String(), Name: a.Name, Protocol: l.Name()}, false, nil
 			}
 		}
@@ -230,7 +230,7 @@ func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions [
 func (r *Router) bridgeLocal(a addressing.Address, local []message.Session) (leg.Leg, message.Session, bool, error) {
 	var hit []message.Session
 	for _, s := range local {
-		if s.BridgeSessionID == a.ID && s.Protocol != message.ProtocolRemote {
+		if s.BridgeSessionID == a.ID && !r.abilities[s.Protocol].CloudSessions {
 			hit = append(hit, s)
 		}
 	}

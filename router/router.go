@@ -55,7 +55,10 @@ type Router struct {
 	cfg  Config
 	log  *slog.Logger
 	legs []leg.Leg
-	hub  *Hub
+	// abilities is what each leg declares, by name, read once: the
+	// router learns what a leg can do from it, never from the name.
+	abilities map[message.Protocol]leg.Abilities
+	hub       *Hub
 
 	mu    sync.Mutex
 	out   map[string]*outbound
@@ -124,7 +127,13 @@ func New(cfg Config, legs ...leg.Leg) *Router {
 	}
 	h := NewHub(cfg.KeepEvents, cfg.WatcherBuf)
 	h.now = cfg.Clock.Now
-	return &Router{cfg: cfg, log: cfg.Logger, legs: legs, hub: h, out: map[string]*outbound{}, settling: map[string]*outbound{}, lastList: map[message.Protocol][]message.Session{}, bgSlot: make(chan struct{}, MaxBackground)}
+	abilities := make(map[message.Protocol]leg.Abilities, len(legs))
+	for _, l := range legs {
+		if _, dup := abilities[l.Name()]; !dup { // the first of a name is the one Leg finds
+			abilities[l.Name()] = leg.AbilitiesOf(l)
+		}
+	}
+	return &Router{cfg: cfg, log: cfg.Logger, legs: legs, abilities: abilities, hub: h, out: map[string]*outbound{}, settling: map[string]*outbound{}, lastList: map[message.Protocol][]message.Session{}, bgSlot: make(chan struct{}, MaxBackground)}
 }
 
 // Hub is the event fan-out.
@@ -221,9 +230,10 @@ func (r *Router) handle(ctx context.Context, ev message.Event) {
 	case message.EventMessage:
 		r.cfg.Metrics.Message(ctx, string(ev.Leg), "in")
 		if ev.Message != nil && ev.Message.AliasOf != "" {
-			// An MCP client's own sends take the bridge's road whether or
-			// not the bridge is on: that is how they go out as from it.
-			if src, ok := r.Leg(ev.Leg); ok && (r.cfg.Bridge || ev.Leg == message.ProtocolMCP) {
+			// A leg may have its own sends take the bridge's road whether
+			// or not the bridge is on (an MCP client's: that is how they go
+			// out as from it).
+			if src, ok := r.Leg(ev.Leg); ok && (r.cfg.Bridge || r.abilities[ev.Leg].BridgesOwnSends) {
 				m := *ev.Message
 				r.background(func() { r.bridge(ctx, src, m) }, func() {
 					if h, ok := src.(leg.AliasHost); ok {

@@ -21,6 +21,7 @@ type fakeLeg struct {
 	sessions []message.Session
 	sendErr  error
 	settle   time.Duration
+	declares leg.Abilities // what Abilities says
 
 	mu   sync.Mutex
 	sent []message.Message
@@ -28,7 +29,8 @@ type fakeLeg struct {
 	run  chan struct{}
 }
 
-func (f *fakeLeg) Name() message.Protocol { return f.name }
+func (f *fakeLeg) Name() message.Protocol   { return f.name }
+func (f *fakeLeg) Abilities() leg.Abilities { return f.declares }
 func (f *fakeLeg) Sessions(context.Context) ([]message.Session, error) {
 	return f.sessions, nil
 }

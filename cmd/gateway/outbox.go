@@ -13,6 +13,7 @@ import (
 	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/leg/outbox"
 	"github.com/sessiongateway/gateway/leg/remote"
+	"github.com/sessiongateway/gateway/message"
 )
 
 // durableRemote wraps the remote leg with the outbox in
@@ -44,14 +45,14 @@ func (a *app) outboxCmd() *cobra.Command {
 			return err
 		}
 		if items == nil {
-			items = []outbox.Item{}
+			items = []message.OutboxItem{}
 		}
 		o.Print(items, func(w io.Writer) {
 			if len(items) == 0 {
 				fmt.Fprintln(w, "the outbox is empty: every message for a remote session has been acknowledged")
 				return
 			}
-			outbox.WriteTable(w, items, time.Now())
+			cli.WriteOutbox(w, items, time.Now())
 		})
 		return nil
 	})

@@ -177,13 +177,13 @@ func accepted(s message.Status) bool {
 	return s == message.StatusQueued || s == message.StatusSent || s == message.StatusDelivered
 }
 
-func outboxJSON(t *testing.T, stateDir string, args ...string) []outbox.Item {
+func outboxJSON(t *testing.T, stateDir string, args ...string) []message.OutboxItem {
 	t.Helper()
 	out, errOut, code := runCLI(t, stateDir, append([]string{"outbox", "--json"}, args...)...)
 	if code != 0 {
 		t.Fatalf("outbox --json: exit %d: %s", code, errOut)
 	}
-	var items []outbox.Item
+	var items []message.OutboxItem
 	if err := json.Unmarshal([]byte(out), &items); err != nil {
 		t.Fatalf("outbox --json printed %q: %v", out, err)
 	}
@@ -207,7 +207,7 @@ func TestOutboxCommand(t *testing.T) {
 
 	t.Run("a message the server has not acknowledged is listed pending", func(t *testing.T) {
 		items := outboxJSON(t, g.StateDir)
-		if len(items) != 1 || items[0].ID != id || items[0].State != outbox.StatePending ||
+		if len(items) != 1 || items[0].ID != id || items[0].State != message.OutboxPending ||
 			items[0].To != "bridge:"+c.sid || items[0].EventUUID != remote.EventUUID(id) || items[0].Preview != "held by the proxy" {
 			t.Fatalf("listed %+v", items)
 		}
@@ -221,7 +221,7 @@ func TestOutboxCommand(t *testing.T) {
 	t.Run("once the server answers it is no longer pending, and --all shows it acked", func(t *testing.T) {
 		testutil.EventuallyWithin(t, 10*time.Second, "the outbox is empty", func() bool { return len(outboxJSON(t, g.StateDir)) == 0 })
 		items := outboxJSON(t, g.StateDir, "--all")
-		if len(items) != 1 || items[0].State != outbox.StateAcked || items[0].Attempts != 1 || items[0].FinishedAt.IsZero() {
+		if len(items) != 1 || items[0].State != message.OutboxAcked || items[0].Attempts != 1 || items[0].FinishedAt.IsZero() {
 			t.Fatalf("listed %+v", items)
 		}
 	})
@@ -359,7 +359,7 @@ func TestAcceptedMessagesSurviveKill9(t *testing.T) {
 					t.Fatalf("--all lists %d, want %d", len(items), n)
 				}
 				for i, it := range items {
-					if it.ID != ids[i] || it.State != outbox.StateAcked || it.EventUUID != remote.EventUUID(ids[i]) {
+					if it.ID != ids[i] || it.State != message.OutboxAcked || it.EventUUID != remote.EventUUID(ids[i]) {
 						t.Errorf("item %d: %+v", i, it)
 					}
 				}

@@ -14,6 +14,7 @@ import (
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/approver"
 	"github.com/sessiongateway/gateway/console"
+	"github.com/sessiongateway/gateway/idempotency"
 	"github.com/sessiongateway/gateway/internal/debugserver"
 	"github.com/sessiongateway/gateway/internal/lifecycle"
 	"github.com/sessiongateway/gateway/internal/safefile"
@@ -85,7 +86,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 		}
 		defer closeOutbox()
 		remoteLeg = ob
-		keys = ob.Store()
+		keys = idempotency.NewStore(ob.Store())
 		outboxDepth = ob.Depth
 	}
 	others := 0

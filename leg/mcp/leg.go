@@ -65,6 +65,7 @@ var (
 	_ leg.Leg       = (*Leg)(nil)
 	_ leg.AliasHost = (*Leg)(nil)
 	_ leg.Claimer   = (*Leg)(nil)
+	_ leg.Declarer  = (*Leg)(nil)
 )
 
 // NewLeg returns a leg with no clients; c nil is the wall clock.

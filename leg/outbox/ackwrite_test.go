@@ -26,12 +26,12 @@ func TestAnAcknowledgementWhoseWriteFailedIsWrittenAgain(t *testing.T) {
 	if rc := h.receipt(); rc.Status != message.StatusSent {
 		t.Fatalf("receipt %+v, want sent", rc)
 	}
-	if e := entry(t, h.store, "m1"); e.State != outbox.StatePending {
+	if e := entry(t, h.store, "m1"); e.State != message.OutboxPending {
 		t.Fatalf("with writes failing the entry is %v", e.State)
 	}
 	failing.Store(false)
 	deadline := time.Now().Add(wait)
-	for entry(t, h.store, "m1").State != outbox.StateAcked {
+	for entry(t, h.store, "m1").State != message.OutboxAcked {
 		if time.Now().After(deadline) {
 			t.Fatal("the acknowledgement was never written once writes worked again: the entry stays pending")
 		}
@@ -61,7 +61,7 @@ func TestAnAcknowledgementStillUnwrittenAtShutdownIsWrittenThen(t *testing.T) {
 	h.receipt()
 	failing.Store(false)
 	h.stop() // long before the hour's retry
-	if e := entry(t, h.store, "m1"); e.State != outbox.StateAcked {
+	if e := entry(t, h.store, "m1"); e.State != message.OutboxAcked {
 		t.Fatalf("after shutdown the entry is %v, want acked", e.State)
 	}
 }

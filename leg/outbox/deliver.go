@@ -145,7 +145,7 @@ func (l *Leg) record(r result) (message.Event, bool) {
 	case r.lost != nil:
 		// Nothing was sent and nothing can be: fail it if it is there at all.
 		e, err = l.store.Update(r.id, func(e *Entry) {
-			e.State, e.Failure, e.FinishedAt, e.LastError = StateFailed, FailGone, now, r.lost.Error()
+			e.State, e.Failure, e.FinishedAt, e.LastError = message.OutboxFailed, message.OutboxGone, now, r.lost.Error()
 		})
 		pop = true
 		if errors.Is(err, ErrNotFound) {
@@ -185,15 +185,15 @@ func (l *Leg) record(r result) (message.Event, bool) {
 			}
 			switch {
 			case e.Refusals >= l.cfg.MaxRefusals:
-				e.State, e.Failure, e.FinishedAt, e.NextAttempt = StateFailed, FailRefused, now, time.Time{}
+				e.State, e.Failure, e.FinishedAt, e.NextAttempt = message.OutboxFailed, message.OutboxRefused, now, time.Time{}
 			case now.Sub(e.AcceptedAt) >= l.cfg.MaxAge:
-				e.State, e.Failure, e.FinishedAt, e.NextAttempt = StateFailed, FailExpired, now, time.Time{}
+				e.State, e.Failure, e.FinishedAt, e.NextAttempt = message.OutboxFailed, message.OutboxExpired, now, time.Time{}
 			default:
 				e.NextAttempt = now.Add(retryd)
 			}
 		})
-		pop = err == nil && e.State == StateFailed
-		if err == nil && e.State == StatePending {
+		pop = err == nil && e.State == message.OutboxFailed
+		if err == nil && e.State == message.OutboxPending {
 			l.log.Info("outbox: attempt failed; will retry", "msg_id", r.id, "to", r.target,
 				"attempt", e.Attempts, "retry_in", retryd, "permanent", permanent, "err", reason)
 		}
@@ -246,7 +246,7 @@ func (l *Leg) record(r result) (message.Event, bool) {
 func ack(rc message.Receipt, now time.Time) func(*Entry) {
 	return func(e *Entry) {
 		e.Attempts++
-		e.State, e.FinishedAt, e.Receipt, e.LastError, e.NextAttempt = StateAcked, now, &rc, "", time.Time{}
+		e.State, e.FinishedAt, e.Receipt, e.LastError, e.NextAttempt = message.OutboxAcked, now, &rc, "", time.Time{}
 	}
 }
 
@@ -294,12 +294,12 @@ func (l *Leg) recordAcks(now time.Time) time.Time {
 func failedReceipt(id string, e Entry, now time.Time) message.Receipt {
 	reason := e.LastError
 	switch e.Failure {
-	case FailRefused:
+	case message.OutboxRefused:
 		reason = fmt.Sprintf("refused by the server after %d attempts: %s", e.Attempts, e.LastError)
-	case FailExpired:
+	case message.OutboxExpired:
 		reason = fmt.Sprintf("not acknowledged by the server within %v (%d attempts): %s",
 			now.Sub(e.AcceptedAt).Round(time.Second), e.Attempts, e.LastError)
-	case FailGone:
+	case message.OutboxGone:
 		reason = "the outbox could not read the message back: " + e.LastError
 	}
 	return message.Receipt{MsgID: id, Status: message.StatusFailed, Reason: reason, Detail: e.Failure.String(), Time: now}

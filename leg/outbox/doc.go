@@ -4,7 +4,9 @@
 // leg.Leg, stores every Send before answering queued, and delivers the
 // stored messages in order per target from Run, retrying with backoff under
 // the same message id (hence the same event uuid) until the inner leg says
-// sent or refuses for good. It imports leg, message, addressing and internal
+// sent or refuses for good. The same file holds the control API's
+// idempotency keys, which package idempotency reads and writes through the
+// store's View and Write. It imports leg, message, addressing and internal
 // packages (internal/safefile for its file checks), never a leg that speaks
 // to a peer, nor the router.
 package outbox

@@ -3,11 +3,12 @@ package outbox
 import (
 	"errors"
 	"fmt"
+
+	"github.com/sessiongateway/gateway/message"
 )
 
 // Errors to match with errors.Is.
 var (
-	ErrFull     = errors.New("outbox full")
 	ErrNotFound = errors.New("no outbox entry with that id")
 	ErrExists   = errors.New("message already in the outbox")
 	ErrNoID     = errors.New("message has no usable id")
@@ -17,7 +18,7 @@ var (
 )
 
 // FullError refuses a message once MaxPending messages wait, or once it
-// would take the pending ones past MaxPendingBytes. It matches ErrFull.
+// would take the pending ones past MaxPendingBytes. It matches message.ErrOutboxFull.
 type FullError struct {
 	Pending, Max    int
 	Bytes, MaxBytes int64 // what the pending entries take, and the cap
@@ -32,41 +33,4 @@ func (e *FullError) Error() string {
 	return "outbox full: " + why + "; new ones are refused until some are acknowledged (`gateway outbox` lists them)"
 }
 
-func (e *FullError) Is(target error) bool { return target == ErrFull }
-
-// FailReason says why an entry ended failed.
-type FailReason uint8
-
-const (
-	FailRefused FailReason = iota + 1 // the inner leg refused it for good, MaxRefusals times
-	FailExpired                       // not acknowledged within MaxAge
-	FailGone                          // the stored entry could not be read back
-)
-
-var failWire = [...]string{FailRefused: "refused", FailExpired: "expired", FailGone: "unreadable"}
-
-func (r FailReason) String() string {
-	if int(r) < len(failWire) && failWire[r] != "" {
-		return failWire[r]
-	}
-	return fmt.Sprintf("fail-reason(%d)", uint8(r))
-}
-
-// MarshalText writes the wire spelling.
-func (r FailReason) MarshalText() ([]byte, error) {
-	if int(r) >= len(failWire) || failWire[r] == "" {
-		return nil, fmt.Errorf("outbox: cannot write %v", r)
-	}
-	return []byte(failWire[r]), nil
-}
-
-// UnmarshalText reads the wire spelling.
-func (r *FailReason) UnmarshalText(b []byte) error {
-	for i, w := range failWire {
-		if w != "" && w == string(b) {
-			*r = FailReason(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown outbox failure %q", b)
-}
+func (e *FullError) Is(target error) bool { return target == message.ErrOutboxFull }

@@ -14,6 +14,10 @@ import (
 // test checks) and hands each to the inner leg. It is no AliasHost: the
 // bridge sends to a leg without aliases with Send, the sender in From.
 
+// Abilities are the inner leg's: the wrapper changes when a message goes
+// out, not what the leg's sessions are.
+func (l *Leg) Abilities() leg.Abilities { return leg.AbilitiesOf(l.inner) }
+
 // Claims is the inner leg's answer; false when it claims nothing.
 func (l *Leg) Claims(a addressing.Address) bool {
 	c, ok := l.inner.(leg.Claimer)

@@ -108,6 +108,7 @@ func TestTheWrapperOffersExactlyTheRemoteLegsAbilities(t *testing.T) {
 		"Waker":          reflect.TypeFor[leg.Waker](),
 		"Lifecycler":     reflect.TypeFor[leg.Lifecycler](),
 		"FileCarrier":    reflect.TypeFor[leg.FileCarrier](),
+		"Declarer":       reflect.TypeFor[leg.Declarer](),
 	}
 	remote, wrapper := reflect.TypeFor[*remote.Leg](), reflect.TypeFor[*outbox.Leg]()
 	var _ leg.Leg = (*outbox.Leg)(nil)
@@ -115,5 +116,31 @@ func TestTheWrapperOffersExactlyTheRemoteLegsAbilities(t *testing.T) {
 		if r, w := remote.Implements(iface), wrapper.Implements(iface); r != w {
 			t.Errorf("%s: the remote leg has it: %v, the outbox wrapper: %v", name, r, w)
 		}
+	}
+}
+
+// declaringLeg is an innerLeg that declares abilities.
+type declaringLeg struct {
+	*innerLeg
+	declares leg.Abilities
+}
+
+func (d declaringLeg) Abilities() leg.Abilities { return d.declares }
+
+func TestTheWrapperDeclaresWhatItsInnerLegDeclares(t *testing.T) {
+	for _, want := range []leg.Abilities{{CloudSessions: true}, {OtherHosts: true, ReraisesCancelled: true}} {
+		inner := declaringLeg{newInner(sent), want}
+		h := newHarness(t, stateDir(t), inner.innerLeg, outbox.Options{}, outbox.Config{})
+		wrapped, err := outbox.New(inner, outbox.Config{Store: h.store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := leg.AbilitiesOf(wrapped); got != want {
+			t.Errorf("the wrapper declares %+v, its inner leg %+v", got, want)
+		}
+	}
+	h := newHarness(t, stateDir(t), newInner(sent), outbox.Options{}, outbox.Config{})
+	if got := leg.AbilitiesOf(h.leg); got != (leg.Abilities{}) {
+		t.Errorf("the wrapper of a leg that declares nothing declares %+v", got)
 	}
 }

@@ -230,7 +230,7 @@ func (l *Leg) stored(id string) (message.Receipt, error) {
 	case err != nil:
 		err = fmt.Errorf("%w: %w", message.ErrNotAccepted, err)
 		return message.Receipt{MsgID: id, Status: message.StatusFailed, Reason: err.Error(), Time: l.clock.Now()}, err
-	case e.State == StatePending:
+	case e.State == message.OutboxPending:
 		return message.Receipt{MsgID: id, Status: message.StatusQueued, Detail: QueuedDetail, Time: e.AcceptedAt}, nil
 	case e.Receipt != nil:
 		return *e.Receipt, nil

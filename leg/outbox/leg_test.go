@@ -331,9 +331,9 @@ func TestDeliveryUntilTheServerAcknowledges(t *testing.T) {
 				}
 			}
 			e := entry(t, h.store, "m1")
-			wantState := outbox.StateAcked
+			wantState := message.OutboxAcked
 			if tt.want == message.StatusFailed {
-				wantState = outbox.StateFailed
+				wantState = message.OutboxFailed
 			}
 			if e.State != wantState || e.Attempts != calls || e.FinishedAt.IsZero() {
 				t.Errorf("stored %v after %d attempts (finished %v), want %v after %d", e.State, e.Attempts, e.FinishedAt, wantState, calls)
@@ -375,7 +375,7 @@ func TestAFailedAttemptIsRecordedBeforeTheNext(t *testing.T) {
 		t.Fatalf("outbox = %+v, %v", items, err)
 	}
 	it := items[0]
-	if it.State != outbox.StatePending || it.Attempts != 1 || it.LastError != "HTTP 503 api_error" || it.NextAttemptAt.IsZero() {
+	if it.State != message.OutboxPending || it.Attempts != 1 || it.LastError != "HTTP 503 api_error" || it.NextAttemptAt.IsZero() {
 		t.Fatalf("listed %+v during the second attempt", it)
 	}
 	close(release)
@@ -422,7 +422,7 @@ func TestARestartResumesEveryPendingMessage(t *testing.T) {
 		if id == "a2" {
 			wantAttempts = 1
 		}
-		if e := entry(t, second.store, id); e.State != outbox.StateAcked || e.Attempts != wantAttempts {
+		if e := entry(t, second.store, id); e.State != message.OutboxAcked || e.Attempts != wantAttempts {
 			t.Errorf("%s stored %v after %d attempts", id, e.State, e.Attempts)
 		}
 	}
@@ -501,10 +501,10 @@ func TestASendTheStoreCannotTakeIsNotAccepted(t *testing.T) {
 		is     error
 		ready  string
 	}{
-		{"beyond the cap a send fails with ErrFull and the leg is not ready", func(h *harness) {
+		{"beyond the cap a send fails as full and the leg is not ready", func(h *harness) {
 			h.send(msg("m1", "bridge:s1", "fills it"))
-		}, outbox.ErrFull, "outbox full"},
-		{"beyond the byte cap a send fails with ErrFull and the leg is not ready", func(h *harness) {
+		}, message.ErrOutboxFull, "outbox full"},
+		{"beyond the byte cap a send fails as full and the leg is not ready", func(h *harness) {
 			// Empty messages until one is refused: m2 is larger still.
 			for i := 0; i < 100; i++ {
 				if _, err := h.leg.Send(context.Background(), msg(fmt.Sprintf("f%02d", i), "bridge:s1", "")); err != nil {
@@ -512,7 +512,7 @@ func TestASendTheStoreCannotTakeIsNotAccepted(t *testing.T) {
 				}
 			}
 			h.t.Fatal("100 messages fit in 4 KiB")
-		}, outbox.ErrFull, ""}, // a smaller message might still fit: the leg stays ready
+		}, message.ErrOutboxFull, ""}, // a smaller message might still fit: the leg stays ready
 		{"when the file cannot be written a send fails and the leg is not ready", func(h *harness) {
 			h.store.Close()
 		}, nil, "cannot write"},
@@ -638,7 +638,7 @@ func TestListingAndPreview(t *testing.T) {
 	h.receipt()
 	pending, _ := h.leg.Outbox(false)
 	all, _ := h.leg.Outbox(true)
-	if len(pending) != 0 || len(all) != 2 || all[0].State != outbox.StateAcked || h.leg.Depth() != 0 {
+	if len(pending) != 0 || len(all) != 2 || all[0].State != message.OutboxAcked || h.leg.Depth() != 0 {
 		t.Fatalf("after delivery: pending %+v, all %+v, depth %d", pending, all, h.leg.Depth())
 	}
 }
@@ -647,11 +647,11 @@ func TestAShutdownDuringAnAttempt(t *testing.T) {
 	tests := []struct {
 		name     string
 		script   func(m message.Message, call int) (message.Receipt, error)
-		state    outbox.State
+		state    message.OutboxState
 		attempts int
 	}{
-		{"an attempt that got through is recorded acked", sent, outbox.StateAcked, 1},
-		{"an attempt cut short stays pending and does not count", unavailable, outbox.StatePending, 0},
+		{"an attempt that got through is recorded acked", sent, message.OutboxAcked, 1},
+		{"an attempt cut short stays pending and does not count", unavailable, message.OutboxPending, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

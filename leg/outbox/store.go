@@ -40,18 +40,18 @@ var bucketEntries = []byte("entries")
 
 // Entry is one stored message and where its delivery stands.
 type Entry struct {
-	V           int              `json:"v"`
-	Seq         uint64           `json:"seq"` // acceptance order, across targets
-	Message     message.Message  `json:"message"`
-	Leg         message.Protocol `json:"leg"`
-	State       State            `json:"state"`
-	AcceptedAt  time.Time        `json:"accepted_at"`
-	Attempts    int              `json:"attempts"`
-	Refusals    int              `json:"refusals,omitempty"` // permanent refusals in a row
-	LastError   string           `json:"last_error,omitempty"`
-	NextAttempt time.Time        `json:"next_attempt_at,omitzero"`
-	FinishedAt  time.Time        `json:"finished_at,omitzero"`
-	Failure     FailReason       `json:"failure,omitempty"`
+	V           int                   `json:"v"`
+	Seq         uint64                `json:"seq"` // acceptance order, across targets
+	Message     message.Message       `json:"message"`
+	Leg         message.Protocol      `json:"leg"`
+	State       message.OutboxState   `json:"state"`
+	AcceptedAt  time.Time             `json:"accepted_at"`
+	Attempts    int                   `json:"attempts"`
+	Refusals    int                   `json:"refusals,omitempty"` // permanent refusals in a row
+	LastError   string                `json:"last_error,omitempty"`
+	NextAttempt time.Time             `json:"next_attempt_at,omitzero"`
+	FinishedAt  time.Time             `json:"finished_at,omitzero"`
+	Failure     message.OutboxFailure `json:"failure,omitempty"`
 	// Receipt is the receipt published when the entry was finished.
 	Receipt *message.Receipt `json:"receipt,omitempty"`
 	// Trace is the W3C trace context (traceparent, tracestate) of the
@@ -71,7 +71,7 @@ func decodeEntry(key, v []byte) (Entry, error) {
 		return Entry{}, fmt.Errorf("entry version %d, this gateway reads %d", e.V, entryVersion)
 	case e.Message.ID != string(key):
 		return Entry{}, fmt.Errorf("entry holds message %q", e.Message.ID)
-	case e.State < StatePending || e.State > StateFailed:
+	case e.State < message.OutboxPending || e.State > message.OutboxFailed:
 		return Entry{}, fmt.Errorf("entry state %v", e.State)
 	case e.Receipt != nil && !knownStatus(e.Receipt.Status):
 		// A receipt with no status (or one this gateway does not know)
@@ -220,7 +220,7 @@ func (s *Store) load() error {
 				s.opts.Logger.Warn("outbox entry unreadable; skipped", "id", string(k), "err", err)
 				return nil
 			}
-			if e.State == StatePending {
+			if e.State == message.OutboxPending {
 				s.pending++
 				s.bytes += int64(len(v))
 			} else {
@@ -267,7 +267,7 @@ func (s *Store) Close() error { return s.db.Close() }
 
 // noteWrite remembers whether the last write worked, for Err; s.mu held.
 func (s *Store) noteWrite(err error) {
-	if err == nil || errors.Is(err, ErrExists) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrNoID) || errors.Is(err, ErrFull) {
+	if err == nil || errors.Is(err, ErrExists) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrNoID) || errors.Is(err, message.ErrOutboxFull) {
 		s.writeErr = nil
 		return
 	}
@@ -319,7 +319,7 @@ func (s *Store) Add(e Entry) (Entry, error) {
 		if err != nil {
 			return err
 		}
-		e.V, e.Seq, e.State = entryVersion, seq, StatePending
+		e.V, e.Seq, e.State = entryVersion, seq, message.OutboxPending
 		if e.AcceptedAt.IsZero() {
 			e.AcceptedAt = s.opts.Now()
 		}
@@ -354,6 +354,20 @@ func (s *Store) update(f func(*bolt.Tx) error) error {
 		}
 	}
 	return s.db.Update(f)
+}
+
+// View runs fn in a read transaction of the file, for what else lives in
+// it (the API's idempotency keys).
+func (s *Store) View(fn func(*bolt.Tx) error) error { return s.db.View(fn) }
+
+// Write runs fn in one synced write transaction of the file, in turn with
+// the outbox's own; its failure counts in Err, as theirs do.
+func (s *Store) Write(fn func(*bolt.Tx) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.update(fn)
+	s.noteWrite(err)
+	return err
 }
 
 // Get reads the entry of message id.
@@ -405,7 +419,7 @@ func (s *Store) Update(id string, f func(*Entry)) (Entry, error) {
 		f(&e)
 		e.V, e.Seq, e.Message, e.AcceptedAt, e.Leg = old.V, old.Seq, old.Message, old.AcceptedAt, old.Leg
 		if !e.State.Final() {
-			e.State = StatePending
+			e.State = message.OutboxPending
 		}
 		nv, err := json.Marshal(e)
 		if err != nil {
@@ -450,7 +464,7 @@ func (s *Store) List(all bool) ([]Entry, error) {
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketEntries).ForEach(func(k, v []byte) error {
 			e, err := decodeEntry(k, v)
-			if err != nil || (!all && e.State != StatePending) {
+			if err != nil || (!all && e.State != message.OutboxPending) {
 				return nil // unreadable entries were logged by Open
 			}
 			out = append(out, e)

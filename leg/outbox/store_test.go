@@ -50,7 +50,7 @@ func add(t *testing.T, s *outbox.Store, m message.Message) outbox.Entry {
 	return e
 }
 
-func finish(t *testing.T, s *outbox.Store, id string, st outbox.State) {
+func finish(t *testing.T, s *outbox.Store, id string, st message.OutboxState) {
 	t.Helper()
 	if _, err := s.Update(id, func(e *outbox.Entry) { e.State, e.FinishedAt = st, time.Now() }); err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.State != outbox.StatePending || got.Message.Body != m.Body || got.Message.From != m.From ||
+			if got.State != message.OutboxPending || got.Message.Body != m.Body || got.Message.From != m.From ||
 				got.Message.HopChain[0] != m.HopChain[0] || got.Message.Attachments[0].Path != "/tmp/a" || !got.Message.Time.Equal(m.Time) {
 				t.Fatalf("read back %+v", got)
 			}
@@ -111,13 +111,13 @@ func TestStore(t *testing.T) {
 			add(t, s, msg("m2", "bridge:s1", "two"))
 			_, err := s.Add(outbox.Entry{Message: msg("m3", "bridge:s1", "three")})
 			var fe *outbox.FullError
-			if !errors.Is(err, outbox.ErrFull) || !errors.As(err, &fe) || fe.Pending != 2 || fe.Max != 2 {
+			if !errors.Is(err, message.ErrOutboxFull) || !errors.As(err, &fe) || fe.Pending != 2 || fe.Max != 2 {
 				t.Fatalf("third add: %v, want a FullError", err)
 			}
 			if !strings.Contains(err.Error(), "gateway outbox") || s.Err() == nil {
 				t.Fatalf("error %q / Err %v", err, s.Err())
 			}
-			finish(t, s, "m1", outbox.StateAcked)
+			finish(t, s, "m1", message.OutboxAcked)
 			if s.Err() != nil {
 				t.Fatalf("Err after room was made: %v", s.Err())
 			}
@@ -133,7 +133,7 @@ func TestStore(t *testing.T) {
 			for range 2 { // now, and from what the file holds after a restart
 				_, err := s.Add(outbox.Entry{Message: msg("big", "bridge:s1", kib+kib+kib)})
 				var fe *outbox.FullError
-				if !errors.Is(err, outbox.ErrFull) || !errors.As(err, &fe) || fe.Pending != 6 || fe.MaxBytes != 8<<10 || fe.Bytes < 6<<10 {
+				if !errors.Is(err, message.ErrOutboxFull) || !errors.As(err, &fe) || fe.Pending != 6 || fe.MaxBytes != 8<<10 || fe.Bytes < 6<<10 {
 					t.Fatalf("add: %v, want a FullError for the bytes", err)
 				}
 				if !strings.Contains(err.Error(), "KiB") || !strings.Contains(err.Error(), "gateway outbox") {
@@ -143,9 +143,9 @@ func TestStore(t *testing.T) {
 				s = openStore(t, dir, o)
 			}
 			add(t, s, msg("small", "bridge:s1", "fits"))
-			finish(t, s, "m0", outbox.StateAcked)
-			finish(t, s, "m1", outbox.StateFailed)
-			finish(t, s, "m2", outbox.StateAcked)
+			finish(t, s, "m0", message.OutboxAcked)
+			finish(t, s, "m1", message.OutboxFailed)
+			finish(t, s, "m2", message.OutboxAcked)
 			add(t, s, msg("big", "bridge:s1", kib+kib+kib)) // room was made
 		}},
 		{"finished entries beyond the kept number are pruned, oldest first", func(t *testing.T, dir string) {
@@ -153,9 +153,9 @@ func TestStore(t *testing.T) {
 			for _, id := range []string{"m1", "m2", "m3", "m4"} {
 				add(t, s, msg(id, "bridge:s1", id))
 			}
-			finish(t, s, "m1", outbox.StateAcked)
-			finish(t, s, "m2", outbox.StateFailed)
-			finish(t, s, "m3", outbox.StateAcked)
+			finish(t, s, "m1", message.OutboxAcked)
+			finish(t, s, "m2", message.OutboxFailed)
+			finish(t, s, "m3", message.OutboxAcked)
 			all, _ := s.List(true)
 			if ids(all) != "m2:failed m3:acked m4:pending" {
 				t.Fatalf("all = %s", ids(all))
@@ -175,20 +175,20 @@ func TestStore(t *testing.T) {
 				add(t, s, msg(id, "bridge:s1", kib))
 			}
 			for _, id := range []string{"m1", "m2", "m3"} {
-				finish(t, s, id, outbox.StateAcked)
+				finish(t, s, id, message.OutboxAcked)
 			}
 			if all, _ := s.List(true); ids(all) != "m2:acked m3:acked m4:pending m5:pending" {
 				t.Fatalf("all = %s, want two finished entries of over a KiB each within 3 KiB", ids(all))
 			}
 			s.Close()
 			s = openStore(t, dir, o)
-			finish(t, s, "m4", outbox.StateFailed)
+			finish(t, s, "m4", message.OutboxFailed)
 			if all, _ := s.List(true); ids(all) != "m3:acked m4:failed m5:pending" {
 				t.Fatalf("after a restart all = %s", ids(all))
 			}
 			s.Close()
 			s = openStore(t, dir, outbox.Options{KeepFinishedBytes: 1})
-			finish(t, s, "m5", outbox.StateAcked)
+			finish(t, s, "m5", message.OutboxAcked)
 			if all, _ := s.List(true); ids(all) != "m5:acked" {
 				t.Fatalf("with room for none, all = %s; the newest is kept", ids(all))
 			}
@@ -196,9 +196,9 @@ func TestStore(t *testing.T) {
 		{"a finished entry is not changed again", func(t *testing.T, dir string) {
 			s := openStore(t, dir, outbox.Options{})
 			add(t, s, msg("m1", "bridge:s1", "one"))
-			finish(t, s, "m1", outbox.StateAcked)
-			e, err := s.Update("m1", func(e *outbox.Entry) { e.State, e.Attempts = outbox.StatePending, 99 })
-			if err != nil || e.State != outbox.StateAcked || e.Attempts != 0 {
+			finish(t, s, "m1", message.OutboxAcked)
+			e, err := s.Update("m1", func(e *outbox.Entry) { e.State, e.Attempts = message.OutboxPending, 99 })
+			if err != nil || e.State != message.OutboxAcked || e.Attempts != 0 {
 				t.Fatalf("update of a finished entry: %+v %v", e, err)
 			}
 		}},
@@ -220,7 +220,7 @@ func TestStore(t *testing.T) {
 			}
 			first := add(t, s, msg("m1", "bridge:s1", "one"))
 			add(t, s, msg("m2", "bridge:s1", "two"))
-			finish(t, s, "m2", outbox.StateFailed)
+			finish(t, s, "m2", message.OutboxFailed)
 			s.Close()
 			s = openStore(t, dir, outbox.Options{})
 			if p, f := s.Len(); p != 1 || f != 1 {
@@ -366,28 +366,28 @@ func TestASecondOpenOfTheSameFileFailsClearly(t *testing.T) {
 }
 
 func TestStateAndFailureWireSpellings(t *testing.T) {
-	for _, s := range []outbox.State{outbox.StatePending, outbox.StateAcked, outbox.StateFailed} {
+	for _, s := range []message.OutboxState{message.OutboxPending, message.OutboxAcked, message.OutboxFailed} {
 		b, err := s.MarshalText()
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got outbox.State
+		var got message.OutboxState
 		if err := got.UnmarshalText(b); err != nil || got != s {
 			t.Errorf("%v does not round-trip: %v %v", s, got, err)
 		}
 	}
-	if _, err := outbox.ParseState("sent"); err == nil {
+	if _, err := message.ParseOutboxState("sent"); err == nil {
 		t.Error("state sent parsed")
 	}
-	if _, err := outbox.State(0).MarshalText(); err == nil {
+	if _, err := message.OutboxState(0).MarshalText(); err == nil {
 		t.Error("the zero state was written")
 	}
-	for _, r := range []outbox.FailReason{outbox.FailRefused, outbox.FailExpired, outbox.FailGone} {
+	for _, r := range []message.OutboxFailure{message.OutboxRefused, message.OutboxExpired, message.OutboxGone} {
 		b, err := r.MarshalText()
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got outbox.FailReason
+		var got message.OutboxFailure
 		if err := got.UnmarshalText(b); err != nil || got != r {
 			t.Errorf("%v does not round-trip: %v %v", r, got, err)
 		}

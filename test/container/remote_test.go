@@ -167,10 +167,10 @@ func slicesContainsPath(fs []struct {
 }
 
 // outboxItems is the container's `gateway outbox --json`.
-func outboxItems(t *testing.T, c *container) []outbox.Item {
+func outboxItems(t *testing.T, c *container) []message.OutboxItem {
 	t.Helper()
 	out, err := c.exec(t, "outbox", "--json")
-	var items []outbox.Item
+	var items []message.OutboxItem
 	if jerr := json.Unmarshal([]byte(out), &items); err != nil || jerr != nil {
 		t.Fatalf("gateway outbox --json: %q %v %v", out, err, jerr)
 	}

@@ -1,4 +1,4 @@
-package outbox
+package idempotency
 
 import (
 	"encoding/json"
@@ -10,7 +10,13 @@ import (
 	"github.com/sessiongateway/gateway/message"
 )
 
-var bucketKeys = []byte("idempotency-keys")
+// bucket is where the keys live in the file; the name is the one the
+// outbox's store gave it, so an upgraded gateway reads the keys it wrote.
+var bucket = []byte("idempotency-keys")
+
+// maxKeyLen bounds a stored key: bbolt takes 32 KiB, the API's keys are
+// a grant and at most 255 bytes.
+const maxKeyLen = 512
 
 // Key is one idempotency key of the control API (POST /v1/messages): the
 // message a request with it was sent as, and a digest of that request, so
@@ -29,11 +35,27 @@ type Key struct {
 	Status   message.Status   `json:"status,omitempty"`
 }
 
-// Keys reads every stored idempotency key.
+// File is the bbolt file the keys live in. Its owner (the outbox's
+// store) serializes Write with its own writes, syncs each one and counts
+// its failure as the file's.
+type File interface {
+	View(fn func(*bolt.Tx) error) error
+	Write(fn func(*bolt.Tx) error) error
+}
+
+// Store keeps keys in the bucket of a File.
+type Store struct {
+	file File
+}
+
+// NewStore keeps keys in f.
+func NewStore(f File) *Store { return &Store{file: f} }
+
+// Keys reads every stored key; an unreadable one is left out (forgotten).
 func (s *Store) Keys() ([]Key, error) {
 	var out []Key
-	err := s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketKeys)
+	err := s.file.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucket)
 		if b == nil {
 			return nil
 		}
@@ -52,17 +74,15 @@ func (s *Store) Keys() ([]Key, error) {
 // PutKey stores k and deletes the keys named in drop (expired or beyond
 // the caller's cap) in the same synced write.
 func (s *Store) PutKey(k Key, drop []string) error {
-	if k.Key == "" || len(k.Key) > maxIDLen {
+	if k.Key == "" || len(k.Key) > maxKeyLen {
 		return fmt.Errorf("idempotency key of %d bytes", len(k.Key))
 	}
 	v, err := json.Marshal(k)
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	err = s.update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(bucketKeys)
+	return s.file.Write(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucket)
 		if err != nil {
 			return err
 		}
@@ -73,20 +93,14 @@ func (s *Store) PutKey(k Key, drop []string) error {
 		}
 		return b.Put([]byte(k.Key), v)
 	})
-	s.noteWrite(err)
-	return err
 }
 
 // DeleteKey forgets a key (its request sent nothing).
 func (s *Store) DeleteKey(key string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	err := s.update(func(tx *bolt.Tx) error {
-		if b := tx.Bucket(bucketKeys); b != nil {
+	return s.file.Write(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucket); b != nil {
 			return b.Delete([]byte(key))
 		}
 		return nil
 	})
-	s.noteWrite(err)
-	return err
 }
