@@ -18,6 +18,17 @@ type Bucket struct {
 // Limiter returns a full bucket of b's shape.
 func (b Bucket) Limiter() *rate.Limiter { return rate.NewLimiter(rate.Limit(b.Rate), b.Burst) }
 
+// OrDefault fills a Rate or Burst of zero or less from d.
+func (b Bucket) OrDefault(d Bucket) Bucket {
+	if b.Rate <= 0 {
+		b.Rate = d.Rate
+	}
+	if b.Burst <= 0 {
+		b.Burst = d.Burst
+	}
+	return b
+}
+
 // Off says the Rate is zero or less: where that is not read as "the
 // default", a bucket that limits nothing (the control API's --api-rate 0).
 func (b Bucket) Off() bool { return b.Rate <= 0 }
