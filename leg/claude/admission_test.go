@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiongateway/gateway/message"
 	iclock "github.com/sessiongateway/gateway/internal/clock"
+	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/clock"
 )
 
