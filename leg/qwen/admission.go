@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/message"
 )
@@ -16,16 +18,14 @@ import (
 // 0.24.4's (PEER_ADMISSION_LIMITS, MAX_HELD_MESSAGES, MAX_SETTLED_IDS and
 // the input queue's MAX_ACCEPTED_BACKLOG).
 type Limits struct {
-	SenderBurst           int           // tokens a sender starts with and can save up
-	SenderRefillPerSecond float64       // tokens a sender earns back per second
-	GlobalBurst           int           // the bucket all senders share
-	GlobalRefillPerSecond float64       //
-	DedupWindow           time.Duration // how long a sender's body counts as a repeat
-	MaxTrackedSenders     int           // sender meters kept; see Gate
-	MaxSettled            int           // settled ids remembered with their verdict
-	MaxHeld               int           // held messages, per session
-	MaxHeldBytes          int           // held bodies' bytes, all sessions together (ours, not Qwen Code's)
-	MaxQueued             int           // accepted messages waiting to be consumed
+	Sender            clock.Bucket  // each sender's bucket: the tokens it starts with and can save up, and earns back a second
+	Global            clock.Bucket  // the bucket all senders share
+	DedupWindow       time.Duration // how long a sender's body counts as a repeat
+	MaxTrackedSenders int           // sender meters kept; see Gate
+	MaxSettled        int           // settled ids remembered with their verdict
+	MaxHeld           int           // held messages, per session
+	MaxHeldBytes      int           // held bodies' bytes, all sessions together (ours, not Qwen Code's)
+	MaxQueued         int           // accepted messages waiting to be consumed
 }
 
 // DefaultLimits returns Qwen Code's: a burst of 30 per sender refilled at
@@ -34,8 +34,8 @@ type Limits struct {
 // and, as on the Claude leg, at most 8 MiB of held bodies.
 func DefaultLimits() Limits {
 	return Limits{
-		SenderBurst: 30, SenderRefillPerSecond: 0.5,
-		GlobalBurst: 32, GlobalRefillPerSecond: 1,
+		Sender:      clock.Bucket{Rate: 0.5, Burst: 30},
+		Global:      clock.Bucket{Rate: 1, Burst: 32},
 		DedupWindow: 30 * time.Second, MaxTrackedSenders: 256,
 		MaxSettled: 512, MaxHeld: 50, MaxHeldBytes: 8 << 20, MaxQueued: 50,
 	}
@@ -49,19 +49,13 @@ func (l Limits) withDefaults() Limits {
 			*v = def
 		}
 	}
-	fill(&l.SenderBurst, d.SenderBurst)
-	fill(&l.GlobalBurst, d.GlobalBurst)
+	l.Sender = l.Sender.OrDefault(d.Sender)
+	l.Global = l.Global.OrDefault(d.Global)
 	fill(&l.MaxTrackedSenders, d.MaxTrackedSenders)
 	fill(&l.MaxSettled, d.MaxSettled)
 	fill(&l.MaxHeld, d.MaxHeld)
 	fill(&l.MaxHeldBytes, d.MaxHeldBytes)
 	fill(&l.MaxQueued, d.MaxQueued)
-	if l.SenderRefillPerSecond <= 0 {
-		l.SenderRefillPerSecond = d.SenderRefillPerSecond
-	}
-	if l.GlobalRefillPerSecond <= 0 {
-		l.GlobalRefillPerSecond = d.GlobalRefillPerSecond
-	}
 	if l.DedupWindow <= 0 {
 		l.DedupWindow = d.DedupWindow
 	}
@@ -71,7 +65,7 @@ func (l Limits) withDefaults() Limits {
 // burstWindow is how long a sender's bucket takes to refill from empty:
 // 60 s at the defaults. The send mirror counts a burst over it.
 func (l Limits) burstWindow() time.Duration {
-	return time.Duration(float64(l.SenderBurst) / l.SenderRefillPerSecond * float64(time.Second))
+	return time.Duration(float64(l.Sender.Burst) / l.Sender.Rate * float64(time.Second))
 }
 
 // Outcome is what the gate did with one message.
@@ -184,8 +178,7 @@ type Gate struct {
 	clk clock.Clock
 
 	mu        sync.Mutex
-	globalTok float64
-	globalAt  time.Time
+	global    *rate.Limiter            // the bucket all senders share
 	senders   *list.List               // of *meter, least recently seen first
 	meters    map[string]*list.Element // by sender key
 	settled   *list.List               // of *settledID, oldest first
@@ -201,8 +194,7 @@ type Gate struct {
 
 type meter struct {
 	key    string
-	tokens float64
-	at     time.Time
+	bucket *rate.Limiter
 	bodies []bodyRec // admitted bodies inside the window, oldest first
 }
 
@@ -225,7 +217,7 @@ func NewGate(cfg Config) *Gate {
 	lim := cfg.Limits.withDefaults()
 	return &Gate{
 		cfg: cfg, lim: lim, clk: cfg.Clock,
-		globalTok: float64(lim.GlobalBurst), globalAt: cfg.Clock.Now(),
+		global:  lim.Global.Limiter(),
 		senders: list.New(), meters: map[string]*list.Element{},
 		settled: list.New(), settledBy: map[string]*list.Element{},
 		queue: make(chan Inbound, lim.MaxQueued),
@@ -311,7 +303,7 @@ func (g *Gate) admitLocked(in Inbound, p *pending) Decision {
 	if g.cfg.SessionID != nil {
 		sid := g.cfg.SessionID()
 		if g.sidSeen && sid != g.sid {
-			g.resetAdmission(now) // a new conversation: fresh meters
+			g.resetAdmission() // a new conversation: fresh meters
 		}
 		g.sidSeen, g.sid = true, sid
 	}
@@ -414,9 +406,7 @@ func (g *Gate) heldKey(f UserFrame) string {
 
 // admission runs the buckets and the duplicate check (steps 2 to 4).
 func (g *Gate) admission(in Inbound, now time.Time) (message.DropReason, bool) {
-	g.globalTok = refill(g.globalTok, g.globalAt, now, float64(g.lim.GlobalBurst), g.lim.GlobalRefillPerSecond)
-	g.globalAt = now
-	if g.globalTok < 1 {
+	if g.global.TokensAt(now) < 1 {
 		return message.DropRateLimited, false
 	}
 	m := g.meter(in.SenderKey(), now)
@@ -426,22 +416,14 @@ func (g *Gate) admission(in Inbound, now time.Time) (message.DropReason, bool) {
 	if !exempt && len(m.bodies) > 0 && m.bodies[len(m.bodies)-1].hash == sum {
 		return message.DropDuplicate, false
 	}
-	m.tokens = refill(m.tokens, m.at, now, float64(g.lim.SenderBurst), g.lim.SenderRefillPerSecond)
-	m.at = now
-	if m.tokens < 1 {
+	if !m.bucket.AllowN(now, 1) {
 		return message.DropRateLimited, false
 	}
-	g.globalTok--
-	m.tokens--
+	g.global.AllowN(now, 1) // it held a token at the check above, under the same lock
 	if !exempt {
 		m.bodies = append(m.bodies, bodyRec{msgID: in.Frame.MsgID, hash: sum, at: now})
 	}
 	return 0, true
-}
-
-// refill is a token bucket's level at now, from level at then.
-func refill(level float64, then, now time.Time, capacity, perSecond float64) float64 {
-	return min(capacity, level+max(0, now.Sub(then).Seconds())*perSecond)
 }
 
 // meter returns the sender's meter, most recently seen. A new sender, when
@@ -456,8 +438,7 @@ func (g *Gate) meter(key string, now time.Time) *meter {
 	for g.senders.Len() >= g.lim.MaxTrackedSenders {
 		victim := g.senders.Front()
 		for e := g.senders.Front(); e != nil; e = e.Next() {
-			m := e.Value.(*meter)
-			if refill(m.tokens, m.at, now, float64(g.lim.SenderBurst), g.lim.SenderRefillPerSecond) >= float64(g.lim.SenderBurst) {
+			if clock.Full(e.Value.(*meter).bucket, now) {
 				victim = e
 				break
 			}
@@ -465,15 +446,15 @@ func (g *Gate) meter(key string, now time.Time) *meter {
 		g.senders.Remove(victim)
 		delete(g.meters, victim.Value.(*meter).key)
 	}
-	m := &meter{key: key, tokens: float64(g.lim.SenderBurst), at: now}
+	m := &meter{key: key, bucket: g.lim.Sender.Limiter()}
 	g.meters[key] = g.senders.PushBack(m)
 	return m
 }
 
-func (g *Gate) resetAdmission(now time.Time) {
+func (g *Gate) resetAdmission() {
 	g.senders.Init()
 	clear(g.meters)
-	g.globalTok, g.globalAt = float64(g.lim.GlobalBurst), now
+	g.global = g.lim.Global.Limiter()
 }
 
 // forgetBody takes this message's body back out of its sender's duplicate

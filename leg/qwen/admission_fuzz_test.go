@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	iclock "github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/clock"
 )
@@ -35,7 +36,7 @@ var fuzzSessions = []string{"5d0d1c8e-0000-4000-8000-00000000000a", "5d0d1c8e-00
 func newGateRun(t *testing.T) *gateRun {
 	r := &gateRun{t: t, clk: clock.NewFakeClock(time.Time{}),
 		reports: map[string][]Status{}, drops: map[string]int{}, fresh: map[string]bool{}}
-	r.lim = Limits{MaxQueued: 3, MaxHeld: 2, MaxSettled: 8, MaxTrackedSenders: 3, GlobalBurst: 6, SenderBurst: 4}
+	r.lim = Limits{MaxQueued: 3, MaxHeld: 2, MaxSettled: 8, MaxTrackedSenders: 3, Global: iclock.Bucket{Burst: 6}, Sender: iclock.Bucket{Burst: 4}}
 	r.g = NewGate(Config{
 		Clock:       r.clk,
 		Limits:      r.lim,

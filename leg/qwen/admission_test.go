@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	iclock "github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/clock"
 )
@@ -124,7 +125,7 @@ func want(t *testing.T, got Decision, outcome Outcome, extra ...any) {
 }
 
 func TestDefaultLimitsAreQwenCodes(t *testing.T) {
-	want := Limits{SenderBurst: 30, SenderRefillPerSecond: 0.5, GlobalBurst: 32, GlobalRefillPerSecond: 1,
+	want := Limits{Sender: iclock.Bucket{Rate: 0.5, Burst: 30}, Global: iclock.Bucket{Rate: 1, Burst: 32},
 		DedupWindow: 30 * time.Second, MaxTrackedSenders: 256, MaxSettled: 512, MaxHeld: 50, MaxHeldBytes: 8 << 20, MaxQueued: 50}
 	if got := DefaultLimits(); got != want {
 		t.Fatalf("got %+v", got)
@@ -337,7 +338,7 @@ func TestGateSettledAndHeldIDs(t *testing.T) {
 		}
 	})
 	t.Run("only 512 settled ids are remembered", func(t *testing.T) {
-		r := newRig(t, func(c *Config) { c.Limits.MaxQueued = 1000; c.Limits.GlobalBurst = 1000; c.Limits.SenderBurst = 1000 })
+		r := newRig(t, func(c *Config) { c.Limits.MaxQueued = 1000; c.Limits.Global.Burst = 1000; c.Limits.Sender.Burst = 1000 })
 		for i := range 513 {
 			r.admit(msg("a", fmt.Sprint("m", i), fmt.Sprint(i)))
 		}
@@ -356,7 +357,7 @@ func TestGateCapacity(t *testing.T) {
 		return in
 	}
 	t.Run("the 51st held message is dropped queue-full, not swapped in", func(t *testing.T) {
-		r := newRig(t, func(c *Config) { c.Limits.GlobalBurst = 100 })
+		r := newRig(t, func(c *Config) { c.Limits.Global.Burst = 100 })
 		for i := range 50 {
 			want(t, r.admit(bypass(fmt.Sprint("s", i), fmt.Sprint("h", i))), OutcomeHeld)
 		}
@@ -367,7 +368,7 @@ func TestGateCapacity(t *testing.T) {
 	})
 	t.Run("with several sessions each has its own 50", func(t *testing.T) {
 		r := newRig(t, func(c *Config) {
-			c.Limits.GlobalBurst = 100
+			c.Limits.Global.Burst = 100
 			c.SessionID = nil
 			c.OwnsSession = func(string) bool { return true }
 		})
@@ -379,7 +380,7 @@ func TestGateCapacity(t *testing.T) {
 		want(t, r.admit(other), OutcomeHeld)
 	})
 	t.Run("the 51st accepted message finds the queue full; consuming one makes room", func(t *testing.T) {
-		r := newRig(t, func(c *Config) { c.Limits.GlobalBurst = 100 })
+		r := newRig(t, func(c *Config) { c.Limits.Global.Burst = 100 })
 		for i := range 50 {
 			want(t, r.admit(msg(fmt.Sprint("s", i), fmt.Sprint("m", i), "x")), OutcomeDelivered)
 		}

@@ -130,7 +130,7 @@ func TestGateDecide(t *testing.T) {
 		}
 	})
 	t.Run("an approval that finds the queue full parks the message again where it was", func(t *testing.T) {
-		r := newRig(t, func(c *Config) { c.Limits.GlobalBurst = 100 })
+		r := newRig(t, func(c *Config) { c.Limits.Global.Burst = 100 })
 		r.admit(held("h1", "x"))
 		r.admit(held("h2", "y"))
 		for i := range 50 {

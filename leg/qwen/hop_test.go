@@ -209,7 +209,7 @@ func TestASendAsAnAliasIsPacedByTheReceiversLimits(t *testing.T) {
 		_, err := r.gw.SendAs(ctx, sender, r.to(fmt.Sprintf("d0000000-0000-4000-8000-%012d", i), body, chainOf(1)))
 		return err
 	}
-	burst := DefaultLimits().SenderBurst
+	burst := DefaultLimits().Sender.Burst
 	for i := range burst {
 		if err := sendAs(i, fmt.Sprint("bounce ", i)); err != nil {
 			t.Fatalf("send %d of the burst: %v", i, err)

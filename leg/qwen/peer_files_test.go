@@ -474,7 +474,7 @@ func TestASlowRouterDoesNotStallASendersConnection(t *testing.T) {
 	tok := readRecord(t, p.RecordPath()).IPCToken
 	lim := DefaultLimits()
 	var last string
-	for i := range lim.SenderBurst + 1 {
+	for i := range lim.Sender.Burst + 1 {
 		last = uuid.NewString()
 		f := UserFrame{MsgID: last, From: s.path, ReplyToken: "r", FromMode: message.ModePrompting, ToSessionID: p.SessionID(), Content: "flood " + strconv.Itoa(i)}
 		b, err := Payload(tok, f)
@@ -485,7 +485,7 @@ func TestASlowRouterDoesNotStallASendersConnection(t *testing.T) {
 		// a handler stuck telling the router about a drop would not.
 		writeAndWait(t, p.SocketPath(), b)
 	}
-	for range lim.SenderBurst + 1 {
+	for range lim.Sender.Burst + 1 {
 		lines, ok := s.next(t, 10*time.Second)
 		if !ok {
 			t.Fatal("not every message drew a receipt")

@@ -345,16 +345,16 @@ func TestSDKSendsToOurInboxAndHearsTheSpecsReceipts(t *testing.T) {
 		e := startSDKEndpoint(t, sdk, home, "sdk-sender", "")
 		lim := DefaultLimits()
 		var ids []string
-		for i := range lim.SenderBurst + 3 {
+		for i := range lim.Sender.Burst + 3 {
 			ids = append(ids, e.send("gateway", fmt.Sprintf("burst %d", i), false))
 		}
-		for _, id := range ids[:lim.SenderBurst] {
+		for _, id := range ids[:lim.Sender.Burst] {
 			e.receipt(id, "delivered")
 		}
 		// The first drop is answered at once; the next two wait one trail
 		// and go out as one receipt about the first of them, listing the
 		// other in droppedMsgIds, which the SDK settles too.
-		first := e.receipt(ids[lim.SenderBurst], "dropped")
+		first := e.receipt(ids[lim.Sender.Burst], "dropped")
 		if first.DropReason != "rate-limited" {
 			t.Fatalf("dropped for %q", first.DropReason)
 		}
@@ -362,7 +362,7 @@ func TestSDKSendsToOurInboxAndHearsTheSpecsReceipts(t *testing.T) {
 			in.wait(t, func(ev message.Event) bool { return ev.Type == message.EventDrop })
 		}
 		in.clk.Advance(DropReceiptTrail)
-		for _, id := range ids[lim.SenderBurst+1:] {
+		for _, id := range ids[lim.Sender.Burst+1:] {
 			if r := e.receipt(id, "dropped"); r.DropReason != "rate-limited" || r.Previous != "pending" {
 				t.Fatalf("%s: %+v", id, r)
 			}
@@ -382,7 +382,7 @@ func TestSDKSendsToOurInboxAndHearsTheSpecsReceipts(t *testing.T) {
 		// moves.
 		var ids []string
 		for round := range 2 {
-			for i := range lim.SenderBurst {
+			for i := range lim.Sender.Burst {
 				ids = append(ids, e.send("gateway", fmt.Sprintf("round %d, message %d", round, i), false))
 			}
 			in.clk.Advance(time.Minute)
