@@ -21,7 +21,7 @@ type Limits struct {
 	Sender            clock.Bucket  // each sender's bucket: the tokens it starts with and can save up, and earns back a second
 	Global            clock.Bucket  // the bucket all senders share
 	DedupWindow       time.Duration // how long a sender's body counts as a repeat
-	MaxTrackedSenders int           // sender meters kept; see Gate
+	MaxTrackedSenders int           // sender meters kept; see Guard
 	MaxSettled        int           // settled ids remembered with their verdict
 	MaxHeld           int           // held messages, per session
 	MaxHeldBytes      int           // held bodies' bytes, all sessions together (ours, not Qwen Code's)
@@ -68,7 +68,7 @@ func (l Limits) burstWindow() time.Duration {
 	return time.Duration(float64(l.Sender.Burst) / l.Sender.Rate * float64(time.Second))
 }
 
-// Outcome is what the gate did with one message.
+// Outcome is what the guard did with one message.
 type Outcome uint8
 
 const (
@@ -89,7 +89,7 @@ var outcomeNames = [...]string{
 
 func (o Outcome) String() string { return wireName(outcomeNames[:], int(o), "outcome") }
 
-// Decision is the gate's answer to one message.
+// Decision is the guard's answer to one message.
 type Decision struct {
 	Outcome Outcome
 	Drop    message.DropReason // with OutcomeDropped
@@ -110,7 +110,7 @@ type Inbound struct {
 // address drop receipts go to).
 const maxSenderKeyUnits = 256
 
-// SenderKey is how the gate tells senders apart, as Qwen Code does: a
+// SenderKey is how the guard tells senders apart, as Qwen Code does: a
 // controller by its grant, a child and a peer by the address they claim
 // (cut to 256 UTF-16 units), and everything without an address as one
 // "unknown" sender. The claim is all there is: a sender that rotates its
@@ -129,7 +129,7 @@ func (in Inbound) SenderKey() string {
 	return "peer:" + addr
 }
 
-// Report is a receipt the gate asks to send: Status about Inbound's frame,
+// Report is a receipt the guard asks to send: Status about Inbound's frame,
 // to its From, authenticated with its ReplyToken. Nothing is sent when
 // From is empty.
 type Report struct {
@@ -138,10 +138,10 @@ type Report struct {
 	Reason  string // a person's words for the sender (a denial's); empty for the status's own
 }
 
-// Config wires a Gate to its session. Every func is called without the
-// gate's lock held, except Policy, ReviewClass, HeldExpiry, SessionID and
-// OwnsSession, which must be quick and must not call the gate.
-type Config struct {
+// GuardConfig wires a Guard to its session. Every func is called without the
+// guard's lock held, except Policy, ReviewClass, HeldExpiry, SessionID and
+// OwnsSession, which must be quick and must not call the guard.
+type GuardConfig struct {
 	Clock  clock.Clock
 	Limits Limits // zero fields take DefaultLimits
 
@@ -169,11 +169,11 @@ type Config struct {
 	Dropped func(Inbound, message.DropReason)
 }
 
-// Gate is an inbox's admission, in Qwen Code's order (see Admit). It owns
+// Guard is an inbox's admission, in Qwen Code's order (see Admit). It owns
 // the held messages and the queue of accepted ones. It is safe for
 // concurrent use.
-type Gate struct {
-	cfg Config
+type Guard struct {
+	cfg GuardConfig
 	lim Limits
 	clk clock.Clock
 
@@ -209,13 +209,13 @@ type settledID struct {
 	verdict Status
 }
 
-// NewGate returns a gate for cfg.
-func NewGate(cfg Config) *Gate {
+// NewGuard returns a guard for cfg.
+func NewGuard(cfg GuardConfig) *Guard {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
 	lim := cfg.Limits.withDefaults()
-	return &Gate{
+	return &Guard{
 		cfg: cfg, lim: lim, clk: cfg.Clock,
 		global:  lim.Global.Limiter(),
 		senders: list.New(), meters: map[string]*list.Element{},
@@ -225,12 +225,12 @@ func NewGate(cfg Config) *Gate {
 }
 
 // Limits returns the limits in force, defaults filled in.
-func (g *Gate) Limits() Limits { return g.lim }
+func (g *Guard) Limits() Limits { return g.lim }
 
 // Deliveries is the queue of accepted messages, at most MaxQueued. Its
 // consumer hands each to the session; while it is full, accepted messages
 // are dropped queue-full. It is closed by Shutdown.
-func (g *Gate) Deliveries() <-chan Inbound { return g.queue }
+func (g *Guard) Deliveries() <-chan Inbound { return g.queue }
 
 // pending collects what to tell the outside world once the lock is gone.
 type pending struct {
@@ -247,7 +247,7 @@ func (p *pending) report(in Inbound, st Status) {
 	p.reports = append(p.reports, Report{Inbound: in, Status: st})
 }
 
-func (g *Gate) flush(p *pending) {
+func (g *Guard) flush(p *pending) {
 	for _, d := range p.drops {
 		if g.cfg.Dropped != nil {
 			g.cfg.Dropped(d.in, d.reason)
@@ -279,13 +279,13 @@ func (g *Gate) flush(p *pending) {
 //     the held bodies would pass MaxHeldBytes).
 //
 // Drops leave no settled id, so a sender that waits and retries finds the
-// gate as if it had waited in the first place. Every outcome after 4 that
+// guard as if it had waited in the first place. Every outcome after 4 that
 // the session never sees (5, 6, refused, expired, queue-full) takes the
 // body back out of the duplicate window, but not the tokens.
 //
-// Qwen Code checks 1 outside its gate (a misaddressed message costs no
+// Qwen Code checks 1 outside its guard (a misaddressed message costs no
 // token); it is here so that one call decides a frame.
-func (g *Gate) Admit(in Inbound) Decision {
+func (g *Guard) Admit(in Inbound) Decision {
 	var p pending
 	g.mu.Lock()
 	d := g.admitLocked(in, &p)
@@ -294,7 +294,7 @@ func (g *Gate) Admit(in Inbound) Decision {
 	return d
 }
 
-func (g *Gate) admitLocked(in Inbound, p *pending) Decision {
+func (g *Guard) admitLocked(in Inbound, p *pending) Decision {
 	now := g.clk.Now()
 	if g.misaddressed(in.Frame) {
 		p.report(in, StatusMisaddressed)
@@ -361,13 +361,13 @@ func (g *Gate) admitLocked(in Inbound, p *pending) Decision {
 	return Decision{Outcome: OutcomeHeld, Cause: cause, Receipt: StatusHeld}
 }
 
-func (g *Gate) drop(in Inbound, r message.DropReason, p *pending) Decision {
+func (g *Guard) drop(in Inbound, r message.DropReason, p *pending) Decision {
 	p.drops = append(p.drops, dropped{in, r})
 	return Decision{Outcome: OutcomeDropped, Drop: r}
 }
 
 // enqueue puts an accepted message on the queue, unless it is full.
-func (g *Gate) enqueue(in Inbound) bool {
+func (g *Guard) enqueue(in Inbound) bool {
 	select {
 	case g.queue <- in:
 		return true
@@ -378,7 +378,7 @@ func (g *Gate) enqueue(in Inbound) bool {
 
 // misaddressed: with several sessions a frame must be pinned to one we
 // hold; with one, a pin must name it (when we know our id).
-func (g *Gate) misaddressed(f UserFrame) bool {
+func (g *Guard) misaddressed(f UserFrame) bool {
 	pin, pinned := f.Pin()
 	if g.cfg.OwnsSession != nil {
 		return !pinned || !g.cfg.OwnsSession(pin)
@@ -392,12 +392,12 @@ func (g *Gate) misaddressed(f UserFrame) bool {
 
 // pinHere re-judges a parked frame's pin at release: the session may have
 // been swapped while it waited.
-func (g *Gate) pinHere(f UserFrame) bool { return !g.misaddressed(f) }
+func (g *Guard) pinHere(f UserFrame) bool { return !g.misaddressed(f) }
 
 // heldKey is the hold allowance a frame counts against: one for the
 // session, or one per pinned session (case-insensitive) for an inbox
 // serving several.
-func (g *Gate) heldKey(f UserFrame) string {
+func (g *Guard) heldKey(f UserFrame) string {
 	if g.cfg.OwnsSession == nil {
 		return ""
 	}
@@ -405,7 +405,7 @@ func (g *Gate) heldKey(f UserFrame) string {
 }
 
 // admission runs the buckets and the duplicate check (steps 2 to 4).
-func (g *Gate) admission(in Inbound, now time.Time) (message.DropReason, bool) {
+func (g *Guard) admission(in Inbound, now time.Time) (message.DropReason, bool) {
 	if g.global.TokensAt(now) < 1 {
 		return message.DropRateLimited, false
 	}
@@ -430,7 +430,7 @@ func (g *Gate) admission(in Inbound, now time.Time) (message.DropReason, bool) {
 // MaxTrackedSenders are kept, first evicts a meter whose bucket has refilled
 // completely (it limits nobody; only its duplicate memory goes), else the
 // least recently seen.
-func (g *Gate) meter(key string, now time.Time) *meter {
+func (g *Guard) meter(key string, now time.Time) *meter {
 	if e, ok := g.meters[key]; ok {
 		g.senders.MoveToBack(e)
 		return e.Value.(*meter)
@@ -451,7 +451,7 @@ func (g *Gate) meter(key string, now time.Time) *meter {
 	return m
 }
 
-func (g *Gate) resetAdmission() {
+func (g *Guard) resetAdmission() {
 	g.senders.Init()
 	clear(g.meters)
 	g.global = g.lim.Global.Limiter()
@@ -460,7 +460,7 @@ func (g *Gate) resetAdmission() {
 // forgetBody takes this message's body back out of its sender's duplicate
 // window (the tokens stay spent: they bound how often a sender can make us
 // attempt a delivery).
-func (g *Gate) forgetBody(in Inbound) {
+func (g *Guard) forgetBody(in Inbound) {
 	e, ok := g.meters[in.SenderKey()]
 	if !ok {
 		return
@@ -472,7 +472,7 @@ func (g *Gate) forgetBody(in Inbound) {
 
 // recordSettled remembers an id's verdict, forgetting the oldest beyond
 // MaxSettled.
-func (g *Gate) recordSettled(msgID string, v Status) {
+func (g *Guard) recordSettled(msgID string, v Status) {
 	key := CanonicalMsgID(msgID)
 	if e, ok := g.settledBy[key]; ok {
 		g.settled.Remove(e)
@@ -489,7 +489,7 @@ func (g *Gate) recordSettled(msgID string, v Status) {
 // message and every accepted one still on the queue is expired (the sender
 // must learn that no decision is coming), later arrivals are expired
 // instead of held or queued, and Deliveries is closed. It is idempotent.
-func (g *Gate) Shutdown() {
+func (g *Guard) Shutdown() {
 	var p pending
 	g.mu.Lock()
 	if !g.shutdown {

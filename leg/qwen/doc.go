@@ -2,7 +2,7 @@
 // record in $QWEN_HOME/sessions and the reader's liveness rules, inbox socket
 // paths, every NDJSON line on the wire (auth line, user frame, delivery_status
 // receipt) with a strict parser, the sender-side receipt state machine and the
-// send "mirror" of the receiver's limits, the inbox admission gate in Qwen
+// send "mirror" of the receiver's limits, the inbox admission guard in Qwen
 // Code's own order (auth, misaddressed, global and per-sender buckets,
 // duplicate window, settled ids, holds, queue), coalesced drop receipts,
 // controller and child tokens, and one extension of ours: a "hopChain" on
@@ -11,13 +11,13 @@
 // @qwen-code/qwen-code and, where that page and the shipped code disagree, the
 // code (Qwen Code 0.24.4, @qwen-code/sdk 0.1.14); each such place says so.
 // Everything here is a function of its inputs, an injected Clock and injected
-// process facts, so it is tested and fuzzed without sockets; the Peer that
+// process facts, so it is tested and fuzzed without sockets; the Leg that
 // serves a socket is built on top of it. It imports message and the shared
 // uds plumbing, never another transport, the router or testkit.
 //
 // Each concern the two local legs share has a file of the same name here and
 // in leg/claude: policy.go (crossSessionInbound, review classes,
-// hold causes), admission.go (the gate: misaddressed, buckets, duplicate
+// hold causes), admission.go (the guard: misaddressed, buckets, duplicate
 // window, settled ids, queue), hold.go (held messages, expiry, Decide,
 // Reevaluate), send.go, receive.go, roster.go (listing live sessions),
 // registry.go (the session record) and receipts.go (receipt dials and
