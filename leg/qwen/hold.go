@@ -140,25 +140,25 @@ type DecideResult uint8
 const (
 	DecideDone   DecideResult = iota + 1 // released (delivered) or denied
 	DecideGone                           // no such held message (expired, decided, never held), or its session is gone (misaddressed)
-	DecideFailed                         // approved, but the queue is full: parked again where it was, held receipt repeated
+	DecideFailed                         // released, but the queue is full: parked again where it was, held receipt repeated
 )
 
 var decideNames = [...]string{DecideDone: "done", DecideGone: "gone", DecideFailed: "failed"}
 
 func (r DecideResult) String() string { return wireName(decideNames[:], int(r), "decide") }
 
-// Decide releases (approve) or denies a held message, by its exact msgId;
-// a denial's reason, when given, is what its sender is told.
-func (g *Guard) Decide(msgID string, approve bool, reason string) DecideResult {
+// Decide releases (release true) or denies a held message, by its exact
+// msgId; a denial's reason, when given, is what its sender is told.
+func (g *Guard) Decide(msgID string, release bool, reason string) DecideResult {
 	var p pending
 	g.mu.Lock()
-	r := g.decideLocked(msgID, approve, reason, &p)
+	r := g.decideLocked(msgID, release, reason, &p)
 	g.mu.Unlock()
 	g.flush(&p)
 	return r
 }
 
-func (g *Guard) decideLocked(msgID string, approve bool, reason string, p *pending) DecideResult {
+func (g *Guard) decideLocked(msgID string, release bool, reason string, p *pending) DecideResult {
 	now := g.clk.Now()
 	g.expireOverdue(now, p)
 	i := slices.IndexFunc(g.held, func(h *held) bool { return h.in.Frame.MsgID == msgID })
@@ -168,7 +168,7 @@ func (g *Guard) decideLocked(msgID string, approve bool, reason string, p *pendi
 	h := g.held[i]
 	g.held = slices.Delete(g.held, i, i+1)
 	defer g.reschedule(now)
-	if !approve {
+	if !release {
 		g.forgetBody(h.in)
 		g.recordSettled(msgID, StatusDenied)
 		p.reports = append(p.reports, Report{Inbound: h.in, Status: StatusDenied, Reason: reason})
