@@ -185,7 +185,7 @@ func (b *bridgeHost) senderName(s message.Session) string {
 	return s.Name + "-" + aliasRef(s)
 }
 
-// EnableAliases makes the peer an alias host with pool, whose Events must
+// EnableAliases makes the leg an alias host with pool, whose Events must
 // be routed to OnAliasEvent.
 func (p *Leg) EnableAliases(pool *AliasPool) {
 	p.bridge = &bridgeHost{pool: pool, byNm: map[string]message.Session{}, senders: map[string]message.Session{},

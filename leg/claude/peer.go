@@ -116,7 +116,7 @@ func randHex(n int) (string, error) {
 }
 
 // Register binds the socket and writes the key file and registry entry. The
-// peer is visible to other sessions from then on; Run serves it and removes
+// leg is visible to other sessions from then on; Run serves it and removes
 // everything when its context ends.
 func Register(cfg Config) (*Leg, error) {
 	if cfg.Name == "" {
@@ -266,7 +266,7 @@ func (p *Leg) HopToken() string { return p.hopToken }
 // before it counts as delivered: the real CLI sends none for a clean delivery.
 func (p *Leg) Settle() time.Duration { return p.cfg.Settle }
 
-// Ready reports whether the peer is registered and serving.
+// Ready reports whether the leg is registered and serving.
 func (p *Leg) Ready() error {
 	if !p.emitter.Attached() {
 		return errors.New("not serving yet")
