@@ -29,7 +29,7 @@ func (s *Stream) RunFunc(ctx context.Context, out Deliver, onLink func(Link)) er
 	if onLink == nil {
 		onLink = func(Link) {}
 	}
-	failures, wait := 0, newReconnect(s.cfg.Backoff, s.clock)
+	failures, backoff := 0, newReconnect(s.cfg.Backoff, s.clock)
 	for {
 		// One connection: open it, recover what was missed, deliver until
 		// it ends. An idle stream waits in readLoop for the server, and the
@@ -43,7 +43,7 @@ func (s *Stream) RunFunc(ctx context.Context, out Deliver, onLink func(Link)) er
 			}
 			res = a.finish()
 		}
-		if done, err := s.after(ctx, res, &failures, wait, onLink); done {
+		if done, err := s.after(ctx, res, &failures, backoff, onLink); done {
 			return err
 		}
 	}
