@@ -15,19 +15,13 @@ import (
 // else its remote IP (probes, and whoever is guessing tokens). A Rate of
 // zero or less turns the limit off (NoRateLimit); the zero RateLimit in a
 // Config means DefaultRateLimit.
-type RateLimit struct {
-	Rate  float64
-	Burst int
-}
+type RateLimit = clock.Bucket
 
 // DefaultRateLimit is generous for scripts and UIs, tight for a guesser.
 var DefaultRateLimit = RateLimit{Rate: 20, Burst: 50}
 
 // NoRateLimit lets every client make as many requests as it likes.
 var NoRateLimit = RateLimit{Rate: -1}
-
-// Off says whether the limit is turned off.
-func (r RateLimit) Off() bool { return r.Rate <= 0 }
 
 // maxBuckets bounds the limiter's table. When it is full, buckets that
 // have refilled (idle clients) are forgotten; if none has, a new client is
@@ -64,7 +58,7 @@ func (l *limiter) allow(key string) (bool, time.Duration) {
 		if len(l.bks) >= maxBuckets {
 			return false, time.Second
 		}
-		b = rate.NewLimiter(rate.Limit(l.lim.Rate), l.lim.Burst)
+		b = l.lim.Limiter()
 		l.bks[key] = b
 	}
 	r := b.ReserveN(now, 1)
@@ -82,7 +76,7 @@ func (l *limiter) allow(key string) (bool, time.Duration) {
 // keeping.
 func (l *limiter) sweep(now time.Time) {
 	for k, b := range l.bks {
-		if b.TokensAt(now) >= float64(b.Burst()) {
+		if clock.Full(b, now) {
 			delete(l.bks, k)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/message"
@@ -23,10 +25,8 @@ const (
 	// still be answered from the CLI, the API or claude.ai.
 	maxQueued = 64
 	// sendAttempts is how often a notice is tried before it is given
-	// up (logged); firstBackoff is the wait after the first failure,
-	// doubled after each further one.
+	// up (logged); noticeBackoff spaces the tries.
 	sendAttempts = 4
-	firstBackoff = time.Second
 	// inputCap caps the tool input shown in a prompt notice, so one
 	// huge Write does not flood the approver's context.
 	inputCap = 2000
@@ -40,6 +40,10 @@ const (
 	// there). The one drain goroutine comes on top.
 	maxWorkers = 32
 )
+
+// noticeBackoff waits 1 s after the first failed try of a notice, doubled
+// after each further one, until sendAttempts tries have failed.
+var noticeBackoff = clock.Backoff{Initial: time.Second, MaxRetries: sendAttempts - 1}
 
 // Config sets up an Approver. Zero values take the defaults.
 type Config struct {
@@ -396,21 +400,19 @@ func (a *Approver) drain(ctx context.Context) {
 // deliver sends body to the approver, retrying a failed send a few times
 // with a growing wait, then giving it up.
 func (a *Approver) deliver(ctx context.Context, body string) {
-	wait := firstBackoff
-	for attempt := 1; ; attempt++ {
+	attempt := 0
+	err := clock.Retry(ctx, a.clock, noticeBackoff.New(a.clock), func() error {
+		attempt++
 		err := a.send(ctx, body)
-		if err == nil || ctx.Err() != nil {
-			return
+		if err != nil && ctx.Err() != nil {
+			return backoff.Permanent(ctx.Err())
 		}
-		if attempt == sendAttempts {
-			a.log.Warn("approver notice given up", "approver", a.addr, "attempts", attempt, "err", err)
-			return
-		}
+		return err
+	}, func(err error, wait time.Duration) {
 		a.log.Info("approver notice failed; retrying", "approver", a.addr, "attempt", attempt, "retry_in", wait, "err", err)
-		if !a.wait(ctx, wait) {
-			return
-		}
-		wait *= 2
+	})
+	if err != nil && ctx.Err() == nil {
+		a.log.Warn("approver notice given up", "approver", a.addr, "attempts", attempt, "err", err)
 	}
 }
 
@@ -430,17 +432,4 @@ func (a *Approver) send(ctx context.Context, body string) error {
 		return errors.New(reason)
 	}
 	return nil
-}
-
-// wait sleeps d on the approver's clock; false when ctx ended first.
-func (a *Approver) wait(ctx context.Context, d time.Duration) bool {
-	done := make(chan struct{})
-	t := a.clock.AfterFunc(d, func() { close(done) })
-	select {
-	case <-done:
-		return true
-	case <-ctx.Done():
-		t.Stop()
-		return false
-	}
 }

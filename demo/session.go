@@ -137,7 +137,7 @@ func register(cfg SessionConfig) (leg, string, error) {
 		}
 		cwd, _ := os.Getwd()
 		tmp := qwen.NodeTmpDir(cfg.Getenv)
-		p, err := qwen.Register(qwen.PeerConfig{Name: cfg.Name,
+		p, err := qwen.Register(qwen.Config{Name: cfg.Name,
 			Home: qwen.HomeDir(cfg.Getenv("QWEN_HOME"), home, cwd, tmp), RuntimeDir: cfg.Getenv("XDG_RUNTIME_DIR"),
 			TmpDir: tmp, Inbound: qwen.PolicyAccept})
 		if err != nil {

@@ -18,6 +18,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 )
@@ -53,8 +56,10 @@ type Config struct {
 	Links   *Links // nil for a random key
 	Log     *slog.Logger
 	Client  *http.Client
-	// Backoff is the wait before retry n (1-based); nil doubles from 1 s.
-	Backoff func(n int) time.Duration
+	// Backoff spaces a notification's tries; the zero Backoff waits 1 s
+	// after the first, doubled after each further one.
+	Backoff clock.Backoff
+	Clock   clock.Clock // nil for the wall clock
 }
 
 // Notification is one message to people, the webhook's JSON body.
@@ -168,9 +173,11 @@ func New(cfg Config) (*Notifier, error) {
 	// its one-time links and its signature to wherever the target points.
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	n.cfg.Client = &client
-	if n.cfg.Backoff == nil {
-		n.cfg.Backoff = func(i int) time.Duration { return time.Second << (i - 1) }
+	if n.cfg.Backoff == (clock.Backoff{}) {
+		n.cfg.Backoff = clock.Backoff{Initial: time.Second}
 	}
+	n.cfg.Backoff.MaxRetries = maxAttempts - 1
+	n.cfg.Clock = clock.Or(n.cfg.Clock)
 	n.cfg.BaseURL = strings.TrimSuffix(n.cfg.BaseURL, "/")
 	return n, nil
 }
@@ -361,47 +368,49 @@ func (n *Notifier) deliver(ctx context.Context, t target, q <-chan Notification)
 // retried. The log names the target, never a link (its token acts).
 func (n *Notifier) send(ctx context.Context, t target, nt Notification) {
 	body, hdr, endpoint := n.encode(t, nt)
-	var last string
-	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		if attempt > 1 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(n.cfg.Backoff(attempt - 1)):
-			}
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
-		if err != nil {
-			last = err.Error()
-			break
-		}
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		res, err := n.cfg.Client.Do(req)
-		if err != nil {
-			last = "unreachable"
-			if ctx.Err() != nil {
-				return
-			}
-			continue
-		}
-		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
-		res.Body.Close()
-		if res.StatusCode < 300 {
-			n.count("sent")
-			return
-		}
-		last = res.Status
-		if res.StatusCode < 400 {
-			last += " (redirects are not followed)"
-		}
-		if res.StatusCode < 500 && res.StatusCode != http.StatusTooManyRequests {
-			break
-		}
+	err := clock.Retry(ctx, n.cfg.Clock, n.cfg.Backoff.New(n.cfg.Clock), func() error {
+		return n.post(ctx, endpoint, body, hdr)
+	}, nil)
+	switch {
+	case err == nil:
+		n.count("sent")
+	case ctx.Err() == nil || !errors.Is(err, ctx.Err()):
+		n.cfg.Log.Warn("notification not delivered", "target", redact(t), "kind", nt.Kind, "id", nt.ID, "err", err.Error())
+		n.count("failed")
 	}
-	n.cfg.Log.Warn("notification not delivered", "target", redact(t), "kind", nt.Kind, "id", nt.ID, "err", last)
-	n.count("failed")
+}
+
+// post is one try. Its error is what the log says of a failure; one
+// wrapped by backoff.Permanent is not worth another try, and ctx's own
+// error means the gateway is stopping.
+func (n *Notifier) post(ctx context.Context, endpoint string, body []byte, hdr map[string]string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	if err != nil {
+		return backoff.Permanent(err)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := n.cfg.Client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return backoff.Permanent(ctx.Err())
+		}
+		return errors.New("unreachable")
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+	res.Body.Close()
+	if res.StatusCode < 300 {
+		return nil
+	}
+	last := res.Status
+	if res.StatusCode < 400 {
+		last += " (redirects are not followed)"
+	}
+	if res.StatusCode < 500 && res.StatusCode != http.StatusTooManyRequests {
+		return backoff.Permanent(errors.New(last))
+	}
+	return errors.New(last)
 }
 
 // redact is a target as logs show it: scheme and host, no path or query

@@ -133,8 +133,8 @@ func newWorld(t *testing.T, cfg Config) *world {
 	rt := router.New(router.Config{}, leg)
 	w := &world{rt: rt, leg: leg, logs: &bytes.Buffer{}, logMu: &sync.Mutex{}}
 	cfg.Decider, cfg.Log = rt, slog.New(slog.NewTextHandler(lockedWriter{w.logMu, w.logs}, nil))
-	if cfg.Backoff == nil {
-		cfg.Backoff = func(int) time.Duration { return time.Millisecond }
+	if cfg.Backoff == (clock.Backoff{}) {
+		cfg.Backoff = clock.Backoff{Initial: time.Millisecond, Max: time.Millisecond}
 	}
 	var base string
 	cfg.BaseURL = "" // set from the API server below

@@ -15,8 +15,7 @@ type apiOpts struct {
 	tlsCert, tlsKey string
 	corsOrigin      string
 	prefix          string
-	rate            float64
-	burst           int
+	limit           api.RateLimit // --api-rate and --api-burst
 }
 
 func apiFlags(fs *flag.FlagSet, _ *env) *apiOpts {
@@ -25,8 +24,8 @@ func apiFlags(fs *flag.FlagSet, _ *env) *apiOpts {
 	fs.StringVar(&o.tlsKey, "tls-key", "", "the PEM private key of --tls-cert (env GATEWAY_TLS_KEY)")
 	fs.StringVar(&o.corsOrigin, "cors-origin", "", "the one browser origin allowed to call --api, like https://ui.example; none by default (env GATEWAY_CORS_ORIGIN)")
 	fs.StringVar(&o.prefix, "api-prefix", "", "serve --api and the console under this path, like /gateway, for a reverse proxy that forwards one path (env GATEWAY_API_PREFIX)")
-	fs.Float64Var(&o.rate, "api-rate", api.DefaultRateLimit.Rate, "requests a second each --api client (token, or IP before one) may make on average; 0 for no limit (a negative rate too, as before) (env GATEWAY_API_RATE)")
-	fs.IntVar(&o.burst, "api-burst", api.DefaultRateLimit.Burst, "requests each --api client may make at once (env GATEWAY_API_BURST)")
+	fs.Float64Var(&o.limit.Rate, "api-rate", api.DefaultRateLimit.Rate, "requests a second each --api client (token, or IP before one) may make on average; 0 for no limit (a negative rate too, as before) (env GATEWAY_API_RATE)")
+	fs.IntVar(&o.limit.Burst, "api-burst", api.DefaultRateLimit.Burst, "requests each --api client may make at once (env GATEWAY_API_BURST)")
 	return o
 }
 
@@ -47,18 +46,18 @@ func (o *apiOpts) check(apiAddr string) error {
 	if err := api.CheckPrefix(o.prefix); err != nil {
 		return err
 	}
-	if o.rate > 0 && o.burst < 1 {
-		return fmt.Errorf("--api-burst %d: want at least 1", o.burst)
+	if !o.limit.Off() && o.limit.Burst < 1 {
+		return fmt.Errorf("--api-burst %d: want at least 1", o.limit.Burst)
 	}
 	return nil
 }
 
 // rateLimit is the api.Config value: --api-rate 0 turns limits off.
 func (o *apiOpts) rateLimit() api.RateLimit {
-	if o.rate <= 0 {
+	if o.limit.Off() {
 		return api.NoRateLimit
 	}
-	return api.RateLimit{Rate: o.rate, Burst: o.burst}
+	return o.limit
 }
 
 // newAPIServer checks the --api hardening flags, loads the TLS certificate
@@ -67,7 +66,7 @@ func (o *apiOpts) rateLimit() api.RateLimit {
 func newAPIServer(c serveConfig, cfg api.Config) (*api.Server, error) {
 	o := c.api
 	if o == nil {
-		o = &apiOpts{rate: api.DefaultRateLimit.Rate, burst: api.DefaultRateLimit.Burst}
+		o = &apiOpts{limit: api.DefaultRateLimit}
 	}
 	if err := o.check(c.apiAddr); err != nil {
 		return nil, err

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/demo/fakecloud"
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg/claude"
 	"github.com/sessiongateway/gateway/leg/remote/stream"
@@ -161,7 +162,7 @@ func TestTheConsoleInAHeadlessBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	ro.tune = func(c *stream.Config) {
-		c.Backoff = func(int) time.Duration { return 20 * time.Millisecond }
+		c.Backoff = clock.Backoff{Initial: 20 * time.Millisecond, Max: 20 * time.Millisecond}
 		c.MaxRetries = -1
 	}
 	proxy := newCutProxy(t)

@@ -25,8 +25,8 @@ import (
 // finds that through an optional interface, so a rename would silently
 // take gateway_notices_lost_total away.
 var (
-	_ router.NoticeCounter = (*claude.Peer)(nil)
-	_ router.NoticeCounter = (*qwen.Peer)(nil)
+	_ router.NoticeCounter = (*claude.Leg)(nil)
+	_ router.NoticeCounter = (*qwen.Leg)(nil)
 )
 
 // startLegs registers the gateway on every enabled local leg it can. A leg
@@ -89,7 +89,7 @@ func startLegs(log *slog.Logger, c serveConfig, metrics *observability.Metrics, 
 	return legs, pool, nil
 }
 
-func startClaude(log *slog.Logger, c serveConfig, childEnv []string, receiptSent func(message.Status)) (*claude.Peer, *claude.AliasPool, error) {
+func startClaude(log *slog.Logger, c serveConfig, childEnv []string, receiptSent func(message.Status)) (*claude.Leg, *claude.AliasPool, error) {
 	cfgDir := c.getenv("CLAUDE_CONFIG_DIR")
 	if cfgDir == "" {
 		d, err := claude.ConfigDir()
@@ -142,7 +142,7 @@ func startClaude(log *slog.Logger, c serveConfig, childEnv []string, receiptSent
 	return peer, pool, nil
 }
 
-func startQwen(log *slog.Logger, c serveConfig, receiptSent func(message.Status)) (*qwen.Peer, error) {
+func startQwen(log *slog.Logger, c serveConfig, receiptSent func(message.Status)) (*qwen.Leg, error) {
 	home, _ := os.UserHomeDir()
 	if h := c.getenv("HOME"); h != "" {
 		home = h
@@ -150,7 +150,7 @@ func startQwen(log *slog.Logger, c serveConfig, receiptSent func(message.Status)
 	cwd, _ := os.Getwd()
 	tmp := qwen.NodeTmpDir(c.getenv)
 	qhome := qwen.HomeDir(c.getenv("QWEN_HOME"), home, cwd, tmp)
-	return qwen.Register(qwen.PeerConfig{
+	return qwen.Register(qwen.Config{
 		Name: c.name, Home: qhome, RuntimeDir: c.getenv("XDG_RUNTIME_DIR"), TmpDir: tmp,
 		Mode: c.mode, Inbound: c.qwenInbound, HeldExpiry: c.heldExpiry, Logger: log,
 		Controllers: []qwen.ControllerVerifier{

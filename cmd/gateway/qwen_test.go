@@ -14,14 +14,14 @@ import (
 // qwenPeer is a fake Qwen Code session in the test process (testkit/fakeqwen)
 // sharing the gateway's Qwen home, so each lists the other.
 type qwenPeer struct {
-	*qwen.Peer
+	*qwen.Leg
 	events <-chan message.Event
 }
 
 func newQwenPeer(t *testing.T, g *gatewaytest.Gateway, name string, mode message.Mode) *qwenPeer {
 	t.Helper()
 	f := fakeqwen.Start(t, fakeqwen.Config{Name: name, Home: g.QwenHome, RuntimeDir: g.Runtime, Mode: mode})
-	return &qwenPeer{Peer: f.Peer, events: f.Events()}
+	return &qwenPeer{Leg: f.Leg, events: f.Events()}
 }
 
 func (q *qwenPeer) wait(t *testing.T, pred func(message.Event) bool) message.Event {

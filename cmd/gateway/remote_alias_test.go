@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/demo/fakecloud"
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg/claude"
 	"github.com/sessiongateway/gateway/leg/remote/stream"
@@ -40,7 +41,9 @@ func startAliasGateway(t *testing.T, reply string) *aliasGateway {
 	if err := ro.check(); err != nil {
 		t.Fatal(err)
 	}
-	ro.tune = func(c *stream.Config) { c.Backoff = func(int) time.Duration { return 20 * time.Millisecond } }
+	ro.tune = func(c *stream.Config) {
+		c.Backoff = clock.Backoff{Initial: 20 * time.Millisecond, Max: 20 * time.Millisecond}
+	}
 	g := startGateway(t, root, func(c *serveConfig) { c.remote = ro })
 	t.Cleanup(func() { g.Stop(t) })
 	testutil.Eventually(t, "both sessions are live", func() bool { return cloud.Subscribers(sid) > 0 && cloud.Subscribers(fixed) > 0 })

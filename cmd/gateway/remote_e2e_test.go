@@ -14,6 +14,7 @@ import (
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/auth"
 	"github.com/sessiongateway/gateway/demo/fakecloud"
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg/remote/stream"
 	"github.com/sessiongateway/gateway/message"
@@ -36,7 +37,7 @@ type remoteGateway struct {
 func startRemoteGateway(t *testing.T, transport string, before func(c *fakecloud.Server, sid string)) *remoteGateway {
 	t.Helper()
 	return startRemoteGatewayWith(t, transport, before, func(c *stream.Config) {
-		c.Backoff = func(int) time.Duration { return 20 * time.Millisecond }
+		c.Backoff = clock.Backoff{Initial: 20 * time.Millisecond, Max: 20 * time.Millisecond}
 		c.MaxRetries = -1
 	})
 }
@@ -361,7 +362,9 @@ func TestARefusedCredentialShowsInReadiness(t *testing.T) {
 			if err := ro.check(); err != nil {
 				t.Fatal(err)
 			}
-			ro.tune = func(c *stream.Config) { c.Backoff = func(int) time.Duration { return 10 * time.Millisecond } }
+			ro.tune = func(c *stream.Config) {
+				c.Backoff = clock.Backoff{Initial: 10 * time.Millisecond, Max: 10 * time.Millisecond}
+			}
 			ro.listInterval = 100 * time.Millisecond
 			g := startGateway(t, root, func(c *serveConfig) { c.noClaude, c.noQwen, c.bridge, c.remote = true, true, false, ro })
 			t.Cleanup(func() { g.Stop(t) })

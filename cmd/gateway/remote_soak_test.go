@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessiongateway/gateway/auth"
 	"github.com/sessiongateway/gateway/demo/fakecloud"
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg/remote/sessionsapi"
 	"github.com/sessiongateway/gateway/leg/remote/stream"
@@ -62,7 +63,7 @@ func TestRemoteSoak(t *testing.T) {
 			t.Logf("seed %d", seed)
 			rng := rand.New(rand.NewPCG(uint64(seed), 7))
 			g := startRemoteGatewayTuned(t, tr, func(c *stream.Config) {
-				c.Backoff = func(int) time.Duration { return 10 * time.Millisecond }
+				c.Backoff = clock.Backoff{Initial: 10 * time.Millisecond, Max: 10 * time.Millisecond}
 				c.MaxRetries = -1
 				c.StallTimeout = 300 * time.Millisecond
 			})

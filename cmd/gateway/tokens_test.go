@@ -175,13 +175,13 @@ func TestAPIFlagsAreChecked(t *testing.T) {
 		addr string
 		ok   bool
 	}{
-		{"the defaults pass", apiOpts{rate: 20, burst: 50}, "", true},
-		{"a certificate without a key is refused", apiOpts{tlsCert: "c.pem", rate: 1, burst: 1}, "127.0.0.1:0", false},
-		{"TLS without --api is refused", apiOpts{tlsCert: "c.pem", tlsKey: "k.pem", rate: 1, burst: 1}, "", false},
-		{"a CORS origin with a path is refused", apiOpts{corsOrigin: "https://ui.example/app", rate: 1, burst: 1}, "", false},
-		{"a CORS origin passes", apiOpts{corsOrigin: "https://ui.example:8443", rate: 1, burst: 1}, "", true},
-		{"a zero burst with a rate is refused", apiOpts{rate: 1}, "", false},
-		{"a negative rate turns limits off", apiOpts{rate: -1}, "", true},
+		{"the defaults pass", apiOpts{limit: api.RateLimit{Rate: 20, Burst: 50}}, "", true},
+		{"a certificate without a key is refused", apiOpts{tlsCert: "c.pem", limit: api.RateLimit{Rate: 1, Burst: 1}}, "127.0.0.1:0", false},
+		{"TLS without --api is refused", apiOpts{tlsCert: "c.pem", tlsKey: "k.pem", limit: api.RateLimit{Rate: 1, Burst: 1}}, "", false},
+		{"a CORS origin with a path is refused", apiOpts{corsOrigin: "https://ui.example/app", limit: api.RateLimit{Rate: 1, Burst: 1}}, "", false},
+		{"a CORS origin passes", apiOpts{corsOrigin: "https://ui.example:8443", limit: api.RateLimit{Rate: 1, Burst: 1}}, "", true},
+		{"a zero burst with a rate is refused", apiOpts{limit: api.RateLimit{Rate: 1}}, "", false},
+		{"a negative rate turns limits off", apiOpts{limit: api.RateLimit{Rate: -1}}, "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

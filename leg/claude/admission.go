@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/message"
 )
@@ -16,10 +18,8 @@ import (
 // Qwen leg's, so a sender that names itself afresh on every frame gets no
 // more through, and parks no more, on one leg than on the other.
 type Limits struct {
-	BucketCapacity    int           // tokens a sender starts with and can save up
-	RefillPerSecond   float64       // tokens a sender earns back per second
-	GlobalBurst       int           // the bucket all senders share
-	GlobalRefill      float64       // tokens the shared bucket earns back per second
+	Sender            clock.Bucket  // each sender's bucket: the tokens it starts with and can save up, and earns back a second
+	Global            clock.Bucket  // the bucket all senders share
 	DedupWindow       time.Duration // how long an identical body counts as a duplicate
 	MaxSelfHops       int           // hop-loop at this many of our own tokens in the chain
 	MaxChainLength    int           // hop-runaway above this many chain entries
@@ -36,10 +36,8 @@ type Limits struct {
 // at most 8 MiB of held bodies.
 func DefaultLimits() Limits {
 	return Limits{
-		BucketCapacity:    30,
-		RefillPerSecond:   0.5,
-		GlobalBurst:       32,
-		GlobalRefill:      1,
+		Sender:            clock.Bucket{Rate: 0.5, Burst: 30},
+		Global:            clock.Bucket{Rate: 1, Burst: 32},
 		DedupWindow:       30 * time.Second,
 		MaxSelfHops:       10,
 		MaxChainLength:    28,
@@ -53,12 +51,8 @@ func DefaultLimits() Limits {
 // withDefaults fills every zero or negative field from DefaultLimits.
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
-	if l.BucketCapacity <= 0 {
-		l.BucketCapacity = d.BucketCapacity
-	}
-	if l.RefillPerSecond <= 0 {
-		l.RefillPerSecond = d.RefillPerSecond
-	}
+	l.Sender = l.Sender.OrDefault(d.Sender)
+	l.Global = l.Global.OrDefault(d.Global)
 	if l.DedupWindow <= 0 {
 		l.DedupWindow = d.DedupWindow
 	}
@@ -73,12 +67,6 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxQueued <= 0 {
 		l.MaxQueued = d.MaxQueued
-	}
-	if l.GlobalBurst <= 0 {
-		l.GlobalBurst = d.GlobalBurst
-	}
-	if l.GlobalRefill <= 0 {
-		l.GlobalRefill = d.GlobalRefill
 	}
 	if l.MaxHeld <= 0 {
 		l.MaxHeld = d.MaxHeld
@@ -121,17 +109,15 @@ type Guard struct {
 	clk  clock.Clock
 	self func() []string
 
-	mu        sync.Mutex
-	lru       *list.List               // of *senderState, most recently seen at the front
-	senders   map[string]*list.Element // by sender key
-	globalTok float64                  // the shared bucket's level at globalAt
-	globalAt  time.Time
+	mu      sync.Mutex
+	lru     *list.List               // of *senderState, most recently seen at the front
+	senders map[string]*list.Element // by sender key
+	global  *rate.Limiter            // the shared bucket
 }
 
 type senderState struct {
 	key        string
-	tokens     float64
-	refilledAt time.Time
+	bucket     *rate.Limiter
 	hasBody    bool
 	lastBody   [sha256.Size]byte
 	lastBodyAt time.Time
@@ -146,13 +132,12 @@ func NewGuard(lim Limits, clk clock.Clock, selfTokens func() []string) *Guard {
 	}
 	lim = lim.withDefaults()
 	return &Guard{
-		lim:       lim,
-		clk:       clk,
-		self:      selfTokens,
-		lru:       list.New(),
-		senders:   make(map[string]*list.Element),
-		globalTok: float64(lim.GlobalBurst),
-		globalAt:  clk.Now(),
+		lim:     lim,
+		clk:     clk,
+		self:    selfTokens,
+		lru:     list.New(),
+		senders: make(map[string]*list.Element),
+		global:  lim.Global.Limiter(),
 	}
 }
 
@@ -199,26 +184,17 @@ func (g *Guard) Admit(sender, body string, chain []string, queued int) (reason m
 
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if elapsed := now.Sub(g.globalAt); elapsed > 0 {
-		g.globalTok = min(float64(g.lim.GlobalBurst), g.globalTok+elapsed.Seconds()*g.lim.GlobalRefill)
-	}
-	g.globalAt = now
-	if g.globalTok < 1 {
+	if g.global.TokensAt(now) < 1 {
 		return message.DropRateLimited, true
 	}
-	s := g.touch(sender, now)
+	s := g.touch(sender)
 	if s.hasBody && s.lastBody == sum && now.Sub(s.lastBodyAt) < g.lim.DedupWindow {
 		return message.DropDuplicate, true
 	}
-	if elapsed := now.Sub(s.refilledAt); elapsed > 0 {
-		s.tokens = min(float64(g.lim.BucketCapacity), s.tokens+elapsed.Seconds()*g.lim.RefillPerSecond)
-	}
-	s.refilledAt = now
-	if s.tokens < 1 {
+	if !s.bucket.AllowN(now, 1) {
 		return message.DropRateLimited, true
 	}
-	s.tokens--
-	g.globalTok--
+	g.global.AllowN(now, 1) // it held a token at the check above, under the same lock
 	s.hasBody, s.lastBody, s.lastBodyAt = true, sum, now
 	if queued >= g.lim.MaxQueued {
 		return message.DropQueueFull, true
@@ -228,7 +204,7 @@ func (g *Guard) Admit(sender, body string, chain []string, queued int) (reason m
 
 // touch returns sender's state, marked most recently seen, creating it with a
 // full bucket (and evicting the least recently seen sender if need be).
-func (g *Guard) touch(sender string, now time.Time) *senderState {
+func (g *Guard) touch(sender string) *senderState {
 	if e, ok := g.senders[sender]; ok {
 		g.lru.MoveToFront(e)
 		return e.Value.(*senderState)
@@ -238,7 +214,7 @@ func (g *Guard) touch(sender string, now time.Time) *senderState {
 		g.lru.Remove(old)
 		delete(g.senders, old.Value.(*senderState).key)
 	}
-	s := &senderState{key: sender, tokens: float64(g.lim.BucketCapacity), refilledAt: now}
+	s := &senderState{key: sender, bucket: g.lim.Sender.Limiter()}
 	g.senders[sender] = g.lru.PushFront(s)
 	return s
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	iclock "github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/clock"
 )
@@ -18,9 +19,9 @@ func newTestGuard(self ...string) (*Guard, *clock.FakeClock) {
 
 // Claude Code's own limits, and the Qwen leg's shared bucket and hold caps.
 func TestDefaultLimitsAreClaudeCodesAndTheQwenLegs(t *testing.T) {
-	want := Limits{BucketCapacity: 30, RefillPerSecond: 0.5, DedupWindow: 30 * time.Second,
+	want := Limits{Sender: iclock.Bucket{Rate: 0.5, Burst: 30}, DedupWindow: 30 * time.Second,
 		MaxSelfHops: 10, MaxChainLength: 28, MaxTrackedSenders: 256, MaxQueued: 50,
-		GlobalBurst: 32, GlobalRefill: 1, MaxHeld: 50, MaxHeldBytes: 8 << 20}
+		Global: iclock.Bucket{Rate: 1, Burst: 32}, MaxHeld: 50, MaxHeldBytes: 8 << 20}
 	if got := DefaultLimits(); got != want {
 		t.Fatalf("DefaultLimits() = %+v, want %+v", got, want)
 	}
@@ -272,7 +273,7 @@ func TestGuardGlobalBucket(t *testing.T) {
 func TestGuardEviction(t *testing.T) {
 	t.Run("the 257th sender evicts the least recently seen one, which starts afresh", func(t *testing.T) {
 		// A shared bucket big enough for 257 senders: this is about theirs.
-		g := NewGuard(Limits{GlobalBurst: 1 << 20}, clock.NewFakeClock(time.Time{}), nil)
+		g := NewGuard(Limits{Global: iclock.Bucket{Burst: 1 << 20}}, clock.NewFakeClock(time.Time{}), nil)
 		for i := range 30 {
 			g.Admit("from:0", strconv.Itoa(i), nil, 0) // sender 0 runs dry
 		}

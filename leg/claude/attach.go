@@ -29,7 +29,7 @@ var ErrAttachment = errors.New("attachment")
 
 // stage copies each source file into the spool as <sha8>-<uuid8>-<name>,
 // 0600, and returns the descriptors the frame carries.
-func (p *Peer) stage(src []message.Attachment) ([]message.Attachment, error) {
+func (p *Leg) stage(src []message.Attachment) ([]message.Attachment, error) {
 	if len(src) == 0 {
 		return nil, nil
 	}
@@ -51,7 +51,7 @@ func (p *Peer) stage(src []message.Attachment) ([]message.Attachment, error) {
 	return out, nil
 }
 
-func (p *Peer) stageOne(path string) (message.Attachment, error) {
+func (p *Leg) stageOne(path string) (message.Attachment, error) {
 	// No symlink followed, no FIFO waited on, at most the cap read.
 	data, err := safefile.ReadCapped(path, MaxFileSize)
 	if err != nil {
@@ -90,7 +90,7 @@ func safeFileName(n string) string {
 // descriptor that is refused stays in the list with its reason and no
 // path, and the message is delivered without the file. Nothing an
 // unauthenticated sender names is read at all.
-func (p *Peer) acceptAttachments(m message.Message) []message.Attachment {
+func (p *Leg) acceptAttachments(m message.Message) []message.Attachment {
 	in := m.Attachments
 	if len(in) > MaxFilesPerMessage {
 		p.log.Info("attachments past the cap ignored", "msg_id", m.ID, "count", len(in))
@@ -124,7 +124,7 @@ func (p *Peer) acceptAttachments(m message.Message) []message.Attachment {
 // keepAttachment checks one descriptor and returns the path the message
 // carries: in the uploads directory when there is one, else the spool
 // file itself, checked.
-func (p *Peer) keepAttachment(auth message.AuthClass, a message.Attachment) (string, message.AttachmentRefusal, error) {
+func (p *Leg) keepAttachment(auth message.AuthClass, a message.Attachment) (string, message.AttachmentRefusal, error) {
 	if auth == message.AuthUnauthenticated || auth == "" {
 		return "", message.AttachmentUnauthenticated, errors.New("the sender presented no token")
 	}
@@ -141,7 +141,7 @@ func (p *Peer) keepAttachment(auth message.AuthClass, a message.Attachment) (str
 }
 
 // checkDescriptor is what can be checked without reading the file.
-func (p *Peer) checkDescriptor(a message.Attachment) error {
+func (p *Leg) checkDescriptor(a message.Attachment) error {
 	if !filepath.IsAbs(a.Path) || filepath.Clean(a.Path) != a.Path {
 		return errors.New("path is not absolute and clean")
 	}
@@ -193,4 +193,4 @@ func gcSpool(dir string, now time.Time) (removed int) {
 
 // CarriesFiles: a message's attachments are staged in the spool and named
 // in the frame (stage).
-func (p *Peer) CarriesFiles() {}
+func (p *Leg) CarriesFiles() {}

@@ -70,7 +70,7 @@ func receiptFor(from, msgID string, rc message.Receipt, wasHeld bool) (Frame, bo
 }
 
 // relay sends the receipt for a bridged outcome to the sender of msgID.
-func (p *Peer) relay(ctx context.Context, msgID string, rc message.Receipt) {
+func (p *Leg) relay(ctx context.Context, msgID string, rc message.Receipt) {
 	var st replyState
 	var f Frame
 	send := false
@@ -185,9 +185,9 @@ func (b *bridgeHost) senderName(s message.Session) string {
 	return s.Name + "-" + aliasRef(s)
 }
 
-// EnableAliases makes the peer an alias host with pool, whose Events must
+// EnableAliases makes the leg an alias host with pool, whose Events must
 // be routed to OnAliasEvent.
-func (p *Peer) EnableAliases(pool *AliasPool) {
+func (p *Leg) EnableAliases(pool *AliasPool) {
 	p.bridge = &bridgeHost{pool: pool, byNm: map[string]message.Session{}, senders: map[string]message.Session{},
 		starting: map[string]int{}, refused: map[string]bool{}, retired: map[string]message.Session{}}
 }
@@ -196,7 +196,7 @@ func (p *Peer) EnableAliases(pool *AliasPool) {
 // being for the session the alias stands for (or stood for, as its worker
 // stops), or, when it stands for none, refused: handed on unmarked it would
 // be a message to the gateway itself.
-func (p *Peer) OnAliasEvent(name string, ev message.Event) {
+func (p *Leg) OnAliasEvent(name string, ev message.Event) {
 	if ev.Message != nil && p.bridge != nil {
 		origin, ok := p.bridge.origin(name)
 		if !ok {
@@ -237,7 +237,7 @@ func (b *bridgeHost) origin(name string) (message.Session, bool) {
 
 // refuseUnaliased tells the sender of m, through alias name's worker, that
 // the alias stands for no session: guessing one could hand m to another.
-func (p *Peer) refuseUnaliased(name string, m *message.Message) {
+func (p *Leg) refuseUnaliased(name string, m *message.Message) {
 	p.log.Warn("message to an alias that stands for no session refused", "alias", name, "msg_id", m.ID, "from", m.From)
 	_ = p.bridge.pool.relay(name, message.Receipt{MsgID: m.ID, Status: message.StatusFailed, Time: p.clock.Now(),
 		Reason: fmt.Sprintf("alias %q stands for no session now: list the sessions and send to its current name", name)})
@@ -247,7 +247,7 @@ func (p *Peer) refuseUnaliased(name string, m *message.Message) {
 // to the pool's cap, and retires those whose session is gone. A session
 // refused at the cap is logged and counted (a drop, reason alias-limit)
 // once, when it is first refused, not at every sync; it is not an error.
-func (p *Peer) SyncAliases(ctx context.Context, others []message.Session) error {
+func (p *Leg) SyncAliases(ctx context.Context, others []message.Session) error {
 	if p.bridge == nil {
 		return nil
 	}
@@ -305,7 +305,7 @@ func (p *Peer) SyncAliases(ctx context.Context, others []message.Session) error 
 
 // refuseAlias logs and counts an alias refused at the cap: the alias of a
 // listed session (msgID empty), or the one a bridged message needed.
-func (p *Peer) refuseAlias(name, from, msgID string) {
+func (p *Leg) refuseAlias(name, from, msgID string) {
 	p.log.Warn("alias refused: the alias worker cap is reached", "alias", name, "for", from,
 		"msg_id", msgID, "max_alias_workers", p.bridge.pool.cfg.MaxWorkers)
 	p.notice(message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: msgID, From: from, Reason: message.DropAliasLimit}})
@@ -314,7 +314,7 @@ func (p *Peer) refuseAlias(name, from, msgID string) {
 // SendAs sends m from the alias named after sender. When the cap leaves no
 // room for that alias, the error is a *LimitError, which the router turns
 // into a dropped receipt (reason alias-limit) for the sender.
-func (p *Peer) SendAs(ctx context.Context, sender message.Session, m message.Message) (message.Receipt, error) {
+func (p *Leg) SendAs(ctx context.Context, sender message.Session, m message.Message) (message.Receipt, error) {
 	if p.bridge == nil {
 		return p.Send(ctx, m)
 	}
@@ -351,7 +351,7 @@ func (p *Peer) SendAs(ctx context.Context, sender message.Session, m message.Mes
 
 // Relay tells the Claude sender of in (which came to alias in.ToName) what
 // became of it, through that alias's worker.
-func (p *Peer) Relay(ctx context.Context, in message.Message, rc message.Receipt) {
+func (p *Leg) Relay(ctx context.Context, in message.Message, rc message.Receipt) {
 	if p.bridge == nil {
 		p.relay(ctx, in.ID, rc)
 		return
@@ -380,7 +380,7 @@ func (ap *AliasPool) relay(name string, rc message.Receipt) error {
 
 // Aliases lists the published aliases that are up, each with the address
 // of the session it stands for.
-func (p *Peer) Aliases() []message.Session {
+func (p *Leg) Aliases() []message.Session {
 	if p.bridge == nil {
 		return nil
 	}

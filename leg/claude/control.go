@@ -16,7 +16,7 @@ type idleSub struct {
 	added time.Time
 }
 
-func (p *Peer) handleControl(ctx context.Context, in *inbound, f *Frame) {
+func (p *Leg) handleControl(ctx context.Context, in *inbound, f *Frame) {
 	switch f.Action {
 	case ActionPeerMessageStatus:
 		rc, ok := ReceiptOf(f)
@@ -86,7 +86,7 @@ func (p *Peer) handleControl(ctx context.Context, in *inbound, f *Frame) {
 
 // addIdleSub answers now (true) when no hold is pending; otherwise it keeps
 // s until the holds are decided. Each subscription gets one notice.
-func (p *Peer) addIdleSub(s idleSub) (answerNow bool) {
+func (p *Leg) addIdleSub(s idleSub) (answerNow bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.held) == 0 && !p.closed {
@@ -107,7 +107,7 @@ func (p *Peer) addIdleSub(s idleSub) (answerNow bool) {
 
 // idleAgain answers the subscriptions that waited for the holds, once the
 // last one is decided.
-func (p *Peer) idleAgain(ctx context.Context) {
+func (p *Leg) idleAgain(ctx context.Context) {
 	p.mu.Lock()
 	if len(p.held) > 0 || p.closed || len(p.idleSubs) == 0 {
 		p.mu.Unlock()
@@ -124,13 +124,13 @@ func (p *Peer) idleAgain(ctx context.Context) {
 	}
 }
 
-func (p *Peer) sendIdleNotice(ctx context.Context, s idleSub, state string) {
+func (p *Leg) sendIdleNotice(ctx context.Context, s idleSub, state string) {
 	p.receipt(ctx, s.reply, NewIdleNotice(p.addr, s.msgID, state, p.startedAt.UnixMilli(), "", p.cfg.Mode.String()))
 }
 
 // NotifyWhenIdle asks target to tell us when it is idle; the notice comes
 // back as an idle event whose subscription id is the returned id.
-func (p *Peer) NotifyWhenIdle(ctx context.Context, target message.Session) (string, error) {
+func (p *Leg) NotifyWhenIdle(ctx context.Context, target message.Session) (string, error) {
 	path, err := socketOf(target.Address)
 	if err != nil {
 		return "", err
@@ -149,7 +149,7 @@ func (p *Peer) NotifyWhenIdle(ctx context.Context, target message.Session) (stri
 // notice already). Each is a drop with reason unsolicited; a drop event
 // goes to the router at most once a second (with the count since), so a
 // flood of them cannot fill its queue either.
-func (p *Peer) unsolicited(f *Frame) {
+func (p *Leg) unsolicited(f *Frame) {
 	n := p.unsolicitedN.Add(1)
 	now := p.clock.Now().UnixNano()
 	last := p.unsolicitedAt.Load()

@@ -18,7 +18,7 @@ const MaxEntries = 1024
 
 // readEntries reads the <pid>.json entries of the registry directory, at
 // most MaxEntries, live pids first; bad ones are reported by name.
-func (p *Peer) readEntries() (entries []Entry, bad map[string]error, err error) {
+func (p *Leg) readEntries() (entries []Entry, bad map[string]error, err error) {
 	ents, _, err := p.registry.List()
 	if err != nil {
 		return nil, nil, err
@@ -63,7 +63,7 @@ func (p *Peer) readEntries() (entries []Entry, bad map[string]error, err error) 
 // noteOverCap logs and counts (a drop, reason record-limit) the first
 // listing that left entries unread, not every one after it until one reads
 // them all again.
-func (p *Peer) noteOverCap(over int) {
+func (p *Leg) noteOverCap(over int) {
 	if was := p.overCap.Swap(over > 0); over == 0 || was {
 		return
 	}

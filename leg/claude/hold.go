@@ -29,7 +29,7 @@ var ErrNotHeld = errors.New("no held message with that id")
 // messages are held already or their bodies and m's would pass
 // MaxHeldBytes: the caller drops m queue-full, as the Qwen leg does,
 // rather than evict a message a person may be reading.
-func (p *Peer) hold(ctx context.Context, reply replyTo, m message.Message, reason string) bool {
+func (p *Leg) hold(ctx context.Context, reply replyTo, m message.Message, reason string) bool {
 	now := p.clock.Now()
 	hm := &heldMsg{h: message.Held{Message: m, Reason: reason, Since: now, Expires: now.Add(p.cfg.HoldTTL)}, reply: reply}
 	lim := p.guard.Limits()
@@ -64,7 +64,7 @@ func heldBytes(held map[string]*heldMsg) int {
 
 // Held lists held messages, oldest first: at most MaxHeld, their bodies at
 // most MaxHeldBytes together.
-func (p *Peer) Held() []message.Held {
+func (p *Leg) Held() []message.Held {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make([]message.Held, 0, len(p.held))
@@ -75,7 +75,7 @@ func (p *Peer) Held() []message.Held {
 	return out
 }
 
-func (p *Peer) take(id string) (*heldMsg, bool) {
+func (p *Leg) take(id string) (*heldMsg, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	hm, ok := p.held[id]
@@ -89,7 +89,7 @@ func (p *Peer) take(id string) (*heldMsg, bool) {
 }
 
 // Decide releases (delivered) or denies (denied) a held message.
-func (p *Peer) Decide(ctx context.Context, id string, release bool, reason string) error {
+func (p *Leg) Decide(ctx context.Context, id string, release bool, reason string) error {
 	hm, ok := p.take(id)
 	if !ok {
 		return ErrNotHeld
@@ -115,7 +115,7 @@ func (p *Peer) Decide(ctx context.Context, id string, release bool, reason strin
 	return nil
 }
 
-func (p *Peer) expire(id string) {
+func (p *Leg) expire(id string) {
 	hm, ok := p.take(id)
 	if !ok {
 		return

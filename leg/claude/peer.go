@@ -24,7 +24,7 @@ import (
 	"github.com/sessiongateway/gateway/message"
 )
 
-// Config sets up a Peer. Zero values take the defaults noted.
+// Config sets up a Leg. Zero values take the defaults noted.
 type Config struct {
 	Name        string       // registered name; default "gateway"
 	ConfigDir   string       // $CLAUDE_CONFIG_DIR or ~/.claude
@@ -60,8 +60,9 @@ type Config struct {
 	ReceiptSent func(message.Status)
 }
 
-// Peer is the gateway registered as a first-class Claude Code peer.
-type Peer struct {
+// Leg is the Claude Code leg: the gateway registered as a first-class
+// Claude Code peer.
+type Leg struct {
 	cfg         Config
 	log         *slog.Logger
 	clock       clock.Clock
@@ -115,9 +116,9 @@ func randHex(n int) (string, error) {
 }
 
 // Register binds the socket and writes the key file and registry entry. The
-// peer is visible to other sessions from then on; Run serves it and removes
+// leg is visible to other sessions from then on; Run serves it and removes
 // everything when its context ends.
-func Register(cfg Config) (*Peer, error) {
+func Register(cfg Config) (*Leg, error) {
 	if cfg.Name == "" {
 		cfg.Name = "gateway"
 	}
@@ -164,7 +165,7 @@ func Register(cfg Config) (*Peer, error) {
 	if err := validName(cfg.Name); err != nil {
 		return nil, err
 	}
-	p := &Peer{
+	p := &Leg{
 		cfg: cfg, log: cfg.Logger.With("leg", "claude"), clock: cfg.Clock,
 		pid: os.Getpid(), uid: os.Geteuid(), sessionID: uuid.NewString(),
 		startedAt: cfg.Clock.Now(), sessionsDir: filepath.Join(cfg.ConfigDir, "sessions"),
@@ -238,35 +239,35 @@ func validName(n string) error {
 }
 
 // Name is the leg's protocol.
-func (p *Peer) Name() message.Protocol { return message.ProtocolClaude }
+func (p *Leg) Name() message.Protocol { return message.ProtocolClaude }
 
 // Address is our own uds: address.
-func (p *Peer) Address() string { return p.addr }
+func (p *Leg) Address() string { return p.addr }
 
 // SessionID is our registered session id.
-func (p *Peer) SessionID() string { return p.sessionID }
+func (p *Leg) SessionID() string { return p.sessionID }
 
 // SocketPath is where we listen.
-func (p *Peer) SocketPath() string { return p.socketPath }
+func (p *Leg) SocketPath() string { return p.socketPath }
 
 // RegistryPath is our registry entry.
-func (p *Peer) RegistryPath() string { return p.regPath }
+func (p *Leg) RegistryPath() string { return p.regPath }
 
 // KeyPath is our key file.
-func (p *Peer) KeyPath() string { return p.keyPath }
+func (p *Leg) KeyPath() string { return p.keyPath }
 
 // ChildToken is the token processes we start present to be treated as ours.
-func (p *Peer) ChildToken() string { return p.childToken }
+func (p *Leg) ChildToken() string { return p.childToken }
 
 // HopToken is our per-boot hop token.
-func (p *Peer) HopToken() string { return p.hopToken }
+func (p *Leg) HopToken() string { return p.hopToken }
 
 // Settle is how long a sent message waits for a held or dropped receipt
 // before it counts as delivered: the real CLI sends none for a clean delivery.
-func (p *Peer) Settle() time.Duration { return p.cfg.Settle }
+func (p *Leg) Settle() time.Duration { return p.cfg.Settle }
 
-// Ready reports whether the peer is registered and serving.
-func (p *Peer) Ready() error {
+// Ready reports whether the leg is registered and serving.
+func (p *Leg) Ready() error {
 	if !p.emitter.Attached() {
 		return errors.New("not serving yet")
 	}
@@ -283,7 +284,7 @@ func (p *Peer) Ready() error {
 
 // Run serves inbound connections and publishes what arrives to out until ctx
 // ends; then it tells idle subscribers we exited and removes the registration.
-func (p *Peer) Run(ctx context.Context, out chan<- message.Event) error {
+func (p *Leg) Run(ctx context.Context, out chan<- message.Event) error {
 	p.emitter.Attach(out)
 	var gc sync.WaitGroup
 	gcCtx, stopGC := context.WithCancel(ctx)
@@ -301,7 +302,7 @@ func (p *Peer) Run(ctx context.Context, out chan<- message.Event) error {
 	return err
 }
 
-func (p *Peer) shutdown() {
+func (p *Leg) shutdown() {
 	p.drops.close()
 	p.mu.Lock()
 	p.closed = true
@@ -336,18 +337,18 @@ func (p *Peer) shutdown() {
 }
 
 // emit hands an event to the router (see leg.Emitter).
-func (p *Peer) emit(ctx context.Context, ev message.Event) { p.emitter.Emit(ctx, ev) }
+func (p *Leg) emit(ctx context.Context, ev message.Event) { p.emitter.Emit(ctx, ev) }
 
 // notice hands a drop or hold notice to the router without waiting
 // (leg.Emitter.Notice): a router slow to read never stalls a sender's
 // connection; a lost notice is counted and logged.
-func (p *Peer) notice(ev message.Event) { p.emitter.Notice(p.log, ev) }
+func (p *Leg) notice(ev message.Event) { p.emitter.Notice(p.log, ev) }
 
 // NoticesLost is how many drop and hold notices the router did not take.
-func (p *Peer) NoticesLost() uint64 { return p.emitter.Lost() }
+func (p *Leg) NoticesLost() uint64 { return p.emitter.Lost() }
 
 // queued is how many inbound messages wait for the router to take them. It
 // feeds the guard's queue-full check. Held messages do not count: the real
 // CLI counts only its command queue (held ones are parked apart, in
 // inbound.held): docs/protocols/claude-peer-socket.md#admission.
-func (p *Peer) queued() int { return p.emitter.Pending() }
+func (p *Leg) queued() int { return p.emitter.Pending() }

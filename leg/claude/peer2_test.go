@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/addressing"
+	iclock "github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 )
@@ -176,7 +177,7 @@ func TestLaterReceiptsRecheckTheReplySocketsOwner(t *testing.T) {
 }
 
 func TestFirstDropReceiptCarriesAnEmptyIDList(t *testing.T) {
-	r := startRig(t, Config{Limits: Limits{BucketCapacity: 1}})
+	r := startRig(t, Config{Limits: Limits{Sender: iclock.Bucket{Burst: 1}}})
 	sender := listenSock(t, r.socks)
 	_, first := sender.userFrame(t, "prompting", "one")
 	id, second := sender.userFrame(t, "prompting", "two")
@@ -305,7 +306,7 @@ func TestReceiptsMustComeFromWhereTheMessageWent(t *testing.T) {
 }
 
 func TestHeldMessagesDoNotCountTowardTheQueueCap(t *testing.T) {
-	lim := Limits{BucketCapacity: 200, MaxQueued: 10}
+	lim := Limits{Sender: iclock.Bucket{Burst: 200}, MaxQueued: 10}
 	t.Run("messages past the cap are held, not dropped", func(t *testing.T) {
 		r := startRig(t, Config{Inbound: PolicyHold, Limits: lim})
 		sender := listenSock(t, r.socks)

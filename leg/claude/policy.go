@@ -49,7 +49,7 @@ const (
 
 // decide applies the inbound policy. Self-sent messages (our childToken)
 // skip the hold, like the real CLI's self-sent verdict.
-func (p *Peer) decide(in *inbound, m message.Message) verdict {
+func (p *Leg) decide(in *inbound, m message.Message) verdict {
 	switch p.cfg.Inbound {
 	case PolicyAccept:
 		return verdictDeliver
@@ -74,7 +74,7 @@ func (p *Peer) decide(in *inbound, m message.Message) verdict {
 	return verdictHold
 }
 
-func (p *Peer) holdReason(m message.Message) string {
+func (p *Leg) holdReason(m message.Message) string {
 	switch {
 	case p.cfg.Inbound == PolicyHold:
 		return "This session holds every inbound message for review"

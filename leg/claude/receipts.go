@@ -164,7 +164,7 @@ const receiptTimeout = 5 * time.Second
 // sender's own peerToken when the sender's key file is in our registry, and
 // has none otherwise. Unvettable senders get nothing, and neither does a
 // socket that another process holds by now.
-func (p *Peer) receipt(ctx context.Context, reply replyTo, f Frame) {
+func (p *Leg) receipt(ctx context.Context, reply replyTo, f Frame) {
 	if reply.path == "" {
 		return
 	}

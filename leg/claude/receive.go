@@ -32,7 +32,7 @@ type replyTo struct {
 }
 
 // serveConn reads an optional auth line, then frames until EOF.
-func (p *Peer) serveConn(ctx context.Context, c *uds.Conn) {
+func (p *Leg) serveConn(ctx context.Context, c *uds.Conn) {
 	in := inbound{auth: message.AuthUnauthenticated, cred: c.Cred}
 	first := true
 	for {
@@ -74,7 +74,7 @@ func (p *Peer) serveConn(ctx context.Context, c *uds.Conn) {
 
 // classify compares a presented token with ours in constant time. A wrong
 // token is unauthenticated, not an error: the real CLI on Linux delivers it.
-func (p *Peer) classify(tok string) message.AuthClass {
+func (p *Leg) classify(tok string) message.AuthClass {
 	switch {
 	case subtle.ConstantTimeCompare([]byte(tok), []byte(p.peerToken)) == 1:
 		return message.AuthPeer
@@ -84,7 +84,7 @@ func (p *Peer) classify(tok string) message.AuthClass {
 	return message.AuthUnauthenticated
 }
 
-func (p *Peer) handleFrame(ctx context.Context, in *inbound, f *Frame) {
+func (p *Leg) handleFrame(ctx context.Context, in *inbound, f *Frame) {
 	if f == nil {
 		return
 	}
@@ -103,7 +103,7 @@ func (p *Peer) handleFrame(ctx context.Context, in *inbound, f *Frame) {
 // would answer: a uds: address (percent-decoded) in an allowed place with an
 // allowed name, bound by the very process that connected. Otherwise the zero
 // replyTo, and receipts are not sent.
-func (p *Peer) verifyReply(from string, pid int) replyTo {
+func (p *Leg) verifyReply(from string, pid int) replyTo {
 	path, ok := addressing.SocketOf(from)
 	if !ok || pid <= 0 {
 		return replyTo{}
@@ -129,7 +129,7 @@ func (p *Peer) verifyReply(from string, pid int) replyTo {
 
 // stillOwned reports whether r's socket is still bound by the process that
 // had it when the message arrived: same pid, same start time.
-func (p *Peer) stillOwned(r replyTo) bool {
+func (p *Leg) stillOwned(r replyTo) bool {
 	if !procStartMatches(r.pid, r.procStart) {
 		return false
 	}
@@ -137,7 +137,7 @@ func (p *Peer) stillOwned(r replyTo) bool {
 	return err == nil && owned
 }
 
-func (p *Peer) handleUser(ctx context.Context, in *inbound, f *Frame) {
+func (p *Leg) handleUser(ctx context.Context, in *inbound, f *Frame) {
 	if f.SessionID != "" && f.SessionID != p.sessionID {
 		p.log.Debug("frame for another session ignored", "session_id", f.SessionID)
 		return
@@ -199,7 +199,7 @@ func (p *Peer) handleUser(ctx context.Context, in *inbound, f *Frame) {
 
 // dropInbound turns m away for reason: a dropped receipt to a vetted
 // sender, as Claude Code writes one, and a drop event.
-func (p *Peer) dropInbound(ctx context.Context, sender string, reply replyTo, m message.Message, reason message.DropReason) {
+func (p *Leg) dropInbound(ctx context.Context, sender string, reply replyTo, m message.Message, reason message.DropReason) {
 	p.log.Info("inbound message dropped", "from", sender, "reason", reason.String(), "msg_id", m.ID)
 	p.drops.report(ctx, sender, reply, m.ID, reason)
 	p.notice(message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: m.ID, From: m.From, Reason: reason}})
@@ -208,7 +208,7 @@ func (p *Peer) dropInbound(ctx context.Context, sender string, reply replyTo, m 
 // unhanded tells the sender of msgID that its message was accepted but
 // never handed on (the session stopped, or the router did not take it):
 // expired. Sent even when ctx has ended, which is the usual cause.
-func (p *Peer) unhanded(ctx context.Context, reply replyTo, msgID string) {
+func (p *Leg) unhanded(ctx context.Context, reply replyTo, msgID string) {
 	p.log.Info("inbound message not handed on: expired", "msg_id", msgID)
 	p.receipt(context.WithoutCancel(ctx), reply, NewStatusReceipt(p.addr, msgID, WireExpired, "", "The session stopped before taking the message"))
 }

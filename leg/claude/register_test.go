@@ -58,7 +58,7 @@ func (r regEnv) entryPath() string {
 }
 
 // serveT runs p until the test ends, then waits for it to deregister.
-func serveT(t *testing.T, p *Peer) (stop func()) {
+func serveT(t *testing.T, p *Leg) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -509,9 +509,9 @@ func privDir(t *testing.T) string {
 	return d
 }
 
-// claimPeer is just enough of a Peer for claimFile.
-func claimPeer(t *testing.T) *Peer {
-	return &Peer{log: slog.New(slog.DiscardHandler), procStart: ownProcStart(t), pidDomain: ownPidDomain(t)}
+// claimLeg is just enough of a Leg for claimFile.
+func claimLeg(t *testing.T) *Leg {
+	return &Leg{log: slog.New(slog.DiscardHandler), procStart: ownProcStart(t), pidDomain: ownPidDomain(t)}
 }
 
 func rec(procStart, pidDomain string) []byte {

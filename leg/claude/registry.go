@@ -166,7 +166,7 @@ func entryPID(name string) (int, bool) {
 }
 
 // entryOf reads the registry entry of pid, if there is a usable one.
-func (p *Peer) entryOf(pid int) (Entry, bool) {
+func (p *Leg) entryOf(pid int) (Entry, bool) {
 	e, err := p.entries.Get(filepath.Join(p.sessionsDir, strconv.Itoa(pid)+".json"))
 	return e, err == nil && e.PID == pid
 }
@@ -181,7 +181,7 @@ const (
 // regPath are set only once the claim succeeded, so removeFiles, on this
 // error path and at shutdown, removes our files and never the ones a claim
 // refused to touch (another live process's).
-func (p *Peer) writeFiles() error {
+func (p *Leg) writeFiles() error {
 	keyPath := filepath.Join(p.sessionsDir, KeyFileName(p.pid, p.socketPath))
 	kb, err := json.Marshal(KeyFile{PeerToken: p.peerToken, ProcStart: p.procStart, PidDomain: p.pidDomain})
 	if err != nil {
@@ -218,7 +218,7 @@ var ErrLiveOwner = errors.New("file belongs to another live process")
 // claimFile writes path, never over the file of another live process: it is
 // created exclusively, and an existing one is replaced only when its process
 // (same pid as ours, so possibly another pid namespace) is proven gone.
-func (p *Peer) claimFile(path string, data []byte) error {
+func (p *Leg) claimFile(path string, data []byte) error {
 	err := safefile.CreateExclusive(path, data)
 	if !errors.Is(err, fs.ErrExist) {
 		return err
@@ -248,7 +248,7 @@ func (p *Peer) claimFile(path string, data []byte) error {
 	return safefile.WriteAtomic(path, data)
 }
 
-func (p *Peer) removeFiles() {
+func (p *Leg) removeFiles() {
 	for _, f := range []string{p.regPath, p.keyPath} {
 		if f == "" {
 			continue

@@ -169,7 +169,7 @@ func TestParseNetUnixReadsPathsWithSpaces(t *testing.T) {
 }
 
 func TestClaimFile(t *testing.T) {
-	p := claimPeer(t)
+	p := claimLeg(t)
 	ours := []byte(`{"ours":true}`)
 	tests := []struct {
 		name     string
@@ -217,7 +217,7 @@ func TestClaimFile(t *testing.T) {
 }
 
 func TestClaimFileRefusesWhatItCannotCheck(t *testing.T) {
-	p := claimPeer(t)
+	p := claimLeg(t)
 	tests := []struct {
 		name  string
 		place func(t *testing.T, path string)

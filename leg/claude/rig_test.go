@@ -25,10 +25,10 @@ import (
 	"github.com/sessiongateway/gateway/message"
 )
 
-// rig is one registered Peer, served until the test ends, in directories of
+// rig is one registered Leg, served until the test ends, in directories of
 // its own: its events, its log lines, and where its peers' sockets go.
 type rig struct {
-	p      *Peer
+	p      *Leg
 	events chan message.Event
 	logs   *logLines
 	socks  string // the cc-socks directory next to the peer's own socket

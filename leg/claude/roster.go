@@ -32,7 +32,7 @@ const (
 // is unknown, and the connect probe decides. A live pid whose start time
 // cannot be read, or an entry without procStart, is unknown too; a procStart
 // that is present but differs, even an empty one, is a recycled pid.
-func (p *Peer) checkProc(e Entry) liveness {
+func (p *Leg) checkProc(e Entry) liveness {
 	if e.PidDomain != p.pidDomain || p.pidDomain == "" {
 		return livenessUnknown
 	}
@@ -54,7 +54,7 @@ func (p *Peer) checkProc(e Entry) liveness {
 // sweepable is the real CLI's second chance at a sweep: an entry the probe
 // found silent is removed when its pid is gone and it names our pid domain,
 // or none at all.
-func (p *Peer) sweepable(e Entry) bool {
+func (p *Leg) sweepable(e Entry) bool {
 	return e.PidDomain == p.pidDomain || (e.PidDomain == "" && !e.hasPidDomain)
 }
 
@@ -137,7 +137,7 @@ var probeSocket = uds.ProbeHeld
 // real CLI, the probe checks that the socket's listener is the entry's own
 // process (anyone of ours may write an entry naming any socket), and a
 // registry directory others may write is not read at all.
-func (p *Peer) Sessions(ctx context.Context) ([]message.Session, error) {
+func (p *Leg) Sessions(ctx context.Context) ([]message.Session, error) {
 	if err := p.registry.Check(); err != nil {
 		return nil, err
 	}
@@ -174,7 +174,7 @@ func (p *Peer) Sessions(ctx context.Context) ([]message.Session, error) {
 	return out, nil
 }
 
-func (p *Peer) rosterEntry(ctx context.Context, e Entry) (message.Session, bool) {
+func (p *Leg) rosterEntry(ctx context.Context, e Entry) (message.Session, bool) {
 	// Like the real CLI: no socket, our own entry, and spare or parked
 	// sessions (placeholders, not someone to talk to) are never listed.
 	if e.PID == p.pid || e.MessagingSocketPath == "" || e.MessagingSocketPath == p.socketPath || e.parked {
@@ -236,7 +236,7 @@ func (p *Peer) rosterEntry(ctx context.Context, e Entry) (message.Session, bool)
 // domain is domain (has: the entry names one): pid itself, in the
 // namespace the domain names. No domain, or ours, is our namespace; one we
 // cannot read is some other namespace.
-func (p *Peer) holderOf(pid int, domain string, has bool) uds.Holder {
+func (p *Leg) holderOf(pid int, domain string, has bool) uds.Holder {
 	h := uds.Holder{PID: pid}
 	if !has || domain == p.pidDomain {
 		return h
@@ -252,7 +252,7 @@ func (p *Peer) holderOf(pid int, domain string, has bool) uds.Holder {
 
 // sweep removes the registry entry and key file of a process proven dead,
 // re-checking just before, so a restarted pid's fresh files are kept.
-func (p *Peer) sweep(e Entry) {
+func (p *Leg) sweep(e Entry) {
 	path := filepath.Join(p.sessionsDir, strconv.Itoa(e.PID)+".json")
 	fi, err := os.Lstat(path)
 	if err != nil || uds.Alive(e.PID) {
@@ -271,7 +271,7 @@ func (p *Peer) sweep(e Entry) {
 
 // Claims reports that this leg can dial a uds: address without a registry
 // entry: any socket but Qwen Code's inboxes (qwen-socks directories).
-func (p *Peer) Claims(a addressing.Address) bool {
+func (p *Leg) Claims(a addressing.Address) bool {
 	return a.Kind == addressing.KindUDS && !strings.Contains(filepath.Dir(a.Path), "qwen-socks")
 }
 

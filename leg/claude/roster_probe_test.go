@@ -173,7 +173,7 @@ func writeEntry(t *testing.T, dir string, pid int, fields map[string]any) string
 }
 
 // registered is our own peer, registered and served, for roster tests.
-func registered(t *testing.T) (*Peer, regEnv) {
+func registered(t *testing.T) (*Leg, regEnv) {
 	t.Helper()
 	env := newRegEnv(t)
 	p, err := Register(env.config())
@@ -184,7 +184,7 @@ func registered(t *testing.T) (*Peer, regEnv) {
 	return p, env
 }
 
-func listedPids(t *testing.T, p *Peer) []int {
+func listedPids(t *testing.T, p *Leg) []int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -211,36 +211,36 @@ func TestRosterFiltersLikeTheRealCLI(t *testing.T) {
 	}
 	tests := []struct {
 		name       string
-		setup      func(t *testing.T, p *Peer, dir string) setup
+		setup      func(t *testing.T, p *Leg, dir string) setup
 		wantListed bool
 		wantSwept  bool
 	}{
-		{"a live session whose socket answers is listed", func(t *testing.T, p *Peer, dir string) setup {
+		{"a live session whose socket answers is listed", func(t *testing.T, p *Leg, dir string) setup {
 			sock := filepath.Join(dir, "a.sock")
 			pid, start := listenerProcess(t, sock, false)
 			return setup{pid, map[string]any{"procStart": start, "pidDomain": p.pidDomain, "messagingSocketPath": sock}}
 		}, true, false},
-		{"a live session whose socket file nobody listens on is neither listed nor swept", func(t *testing.T, p *Peer, dir string) setup {
+		{"a live session whose socket file nobody listens on is neither listed nor swept", func(t *testing.T, p *Leg, dir string) setup {
 			pid, start := sleeper(t)
 			sock := filepath.Join(dir, "a.sock")
 			silent(t, sock)
 			return setup{pid, map[string]any{"procStart": start, "pidDomain": p.pidDomain, "messagingSocketPath": sock}}
 		}, false, false},
-		{"a live session without a socket file is not listed", func(t *testing.T, p *Peer, dir string) setup {
+		{"a live session without a socket file is not listed", func(t *testing.T, p *Leg, dir string) setup {
 			pid, start := sleeper(t)
 			return setup{pid, map[string]any{"procStart": start, "pidDomain": p.pidDomain, "messagingSocketPath": filepath.Join(dir, "none.sock")}}
 		}, false, false},
-		{"a recycled pid (alive, another start time) is neither listed nor swept though its socket answers", func(t *testing.T, p *Peer, dir string) setup {
+		{"a recycled pid (alive, another start time) is neither listed nor swept though its socket answers", func(t *testing.T, p *Leg, dir string) setup {
 			sock := filepath.Join(dir, "a.sock")
 			pid, _ := listenerProcess(t, sock, false)
 			return setup{pid, map[string]any{"procStart": "1", "pidDomain": p.pidDomain, "messagingSocketPath": sock}}
 		}, false, false},
-		{"a recycled pid in the lstart spelling is neither listed nor swept", func(t *testing.T, p *Peer, dir string) setup {
+		{"a recycled pid in the lstart spelling is neither listed nor swept", func(t *testing.T, p *Leg, dir string) setup {
 			sock := filepath.Join(dir, "a.sock")
 			pid, _ := listenerProcess(t, sock, false)
 			return setup{pid, map[string]any{"procStart": "Mon Jan  1 00:00:00 2001", "pidDomain": p.pidDomain, "messagingSocketPath": sock}}
 		}, false, false},
-		{"the lstart spelling of the right start time is listed", func(t *testing.T, p *Peer, dir string) setup {
+		{"the lstart spelling of the right start time is listed", func(t *testing.T, p *Leg, dir string) setup {
 			sock := filepath.Join(dir, "a.sock")
 			pid, _ := listenerProcess(t, sock, false)
 			lstart, err := uds.Lstart(pid)
@@ -249,86 +249,86 @@ func TestRosterFiltersLikeTheRealCLI(t *testing.T) {
 			}
 			return setup{pid, map[string]any{"procStart": lstart, "pidDomain": p.pidDomain, "messagingSocketPath": sock}}
 		}, true, false},
-		{"an empty procStart in our pid domain counts as another start time", func(t *testing.T, p *Peer, dir string) setup {
+		{"an empty procStart in our pid domain counts as another start time", func(t *testing.T, p *Leg, dir string) setup {
 			sock := filepath.Join(dir, "a.sock")
 			pid, _ := listenerProcess(t, sock, false)
 			return setup{pid, map[string]any{"procStart": "", "pidDomain": p.pidDomain, "messagingSocketPath": sock}}
 		}, false, false},
-		{"an entry without procStart is listed when its socket answers", func(t *testing.T, p *Peer, dir string) setup {
+		{"an entry without procStart is listed when its socket answers", func(t *testing.T, p *Leg, dir string) setup {
 			sock := filepath.Join(dir, "a.sock")
 			pid, _ := listenerProcess(t, sock, false)
 			return setup{pid, map[string]any{"pidDomain": p.pidDomain, "messagingSocketPath": sock}}
 		}, true, false},
-		{"a dead pid in our pid domain is swept", func(t *testing.T, p *Peer, dir string) setup {
+		{"a dead pid in our pid domain is swept", func(t *testing.T, p *Leg, dir string) setup {
 			sock := filepath.Join(dir, "a.sock")
 			silent(t, sock)
 			return setup{deadPid(t), map[string]any{"procStart": "1", "pidDomain": p.pidDomain, "messagingSocketPath": sock}}
 		}, false, true},
-		{"a dead pid without pid domain whose socket is silent is swept", func(t *testing.T, p *Peer, dir string) setup {
+		{"a dead pid without pid domain whose socket is silent is swept", func(t *testing.T, p *Leg, dir string) setup {
 			sock := filepath.Join(dir, "a.sock")
 			silent(t, sock)
 			return setup{deadPid(t), map[string]any{"procStart": "1", "messagingSocketPath": sock}}
 		}, false, true},
-		{"an entry without pid domain is listed without a procStart check when its socket answers", func(t *testing.T, p *Peer, dir string) setup {
+		{"an entry without pid domain is listed without a procStart check when its socket answers", func(t *testing.T, p *Leg, dir string) setup {
 			sock := filepath.Join(dir, "a.sock")
 			pid, _ := listenerProcess(t, sock, false)
 			return setup{pid, map[string]any{"procStart": "1", "messagingSocketPath": sock}}
 		}, true, false},
-		{"another pid namespace's entry whose listener lives in ours is not listed", func(t *testing.T, p *Peer, dir string) setup {
+		{"another pid namespace's entry whose listener lives in ours is not listed", func(t *testing.T, p *Leg, dir string) setup {
 			sock := filepath.Join(dir, "a.sock")
 			pid, _ := listenerProcess(t, sock, false)
 			return setup{pid, map[string]any{"procStart": "1", "pidDomain": foreign, "messagingSocketPath": sock}}
 		}, false, false},
-		{"a live session whose socket another process listens on is not listed", func(t *testing.T, p *Peer, dir string) setup {
+		{"a live session whose socket another process listens on is not listed", func(t *testing.T, p *Leg, dir string) setup {
 			pid, start := sleeper(t)
 			sock := filepath.Join(dir, "a.sock")
 			listening(t, sock) // the test process, not pid
 			return setup{pid, map[string]any{"procStart": start, "pidDomain": p.pidDomain, "messagingSocketPath": sock}}
 		}, false, false},
-		{"a session without pid domain whose socket another process listens on is not listed", func(t *testing.T, p *Peer, dir string) setup {
+		{"a session without pid domain whose socket another process listens on is not listed", func(t *testing.T, p *Leg, dir string) setup {
 			pid, _ := sleeper(t)
 			sock := filepath.Join(dir, "a.sock")
 			listening(t, sock)
 			return setup{pid, map[string]any{"messagingSocketPath": sock}}
 		}, false, false},
-		{"another pid namespace's entry with a silent socket is never swept, whatever its pid means here", func(t *testing.T, p *Peer, dir string) setup {
+		{"another pid namespace's entry with a silent socket is never swept, whatever its pid means here", func(t *testing.T, p *Leg, dir string) setup {
 			sock := filepath.Join(dir, "a.sock")
 			silent(t, sock)
 			return setup{deadPid(t), map[string]any{"procStart": "1", "pidDomain": foreign, "messagingSocketPath": sock}}
 		}, false, false},
-		{"an empty pid domain is another pid namespace: never swept", func(t *testing.T, p *Peer, dir string) setup {
+		{"an empty pid domain is another pid namespace: never swept", func(t *testing.T, p *Leg, dir string) setup {
 			sock := filepath.Join(dir, "a.sock")
 			silent(t, sock)
 			return setup{deadPid(t), map[string]any{"procStart": "1", "pidDomain": "", "messagingSocketPath": sock}}
 		}, false, false},
-		{"an entry without a socket is not listed, nor swept by the roster", func(t *testing.T, p *Peer, dir string) setup {
+		{"an entry without a socket is not listed, nor swept by the roster", func(t *testing.T, p *Leg, dir string) setup {
 			return setup{deadPid(t), map[string]any{"procStart": "1", "pidDomain": p.pidDomain}}
 		}, false, false},
-		{"a spare session is not listed though its socket answers", func(t *testing.T, p *Peer, dir string) setup {
+		{"a spare session is not listed though its socket answers", func(t *testing.T, p *Leg, dir string) setup {
 			sock := filepath.Join(dir, "a.sock")
 			pid, start := listenerProcess(t, sock, false)
 			return setup{pid, map[string]any{"procStart": start, "pidDomain": p.pidDomain, "messagingSocketPath": sock, "spare": true}}
 		}, false, false},
-		{"a parked session is not listed though its socket answers", func(t *testing.T, p *Peer, dir string) setup {
+		{"a parked session is not listed though its socket answers", func(t *testing.T, p *Leg, dir string) setup {
 			sock := filepath.Join(dir, "a.sock")
 			pid, start := listenerProcess(t, sock, false)
 			return setup{pid, map[string]any{"procStart": start, "pidDomain": p.pidDomain, "messagingSocketPath": sock, "parkedJobId": ""}}
 		}, false, false},
-		{"a spare flag that is not true does not hide a session", func(t *testing.T, p *Peer, dir string) setup {
+		{"a spare flag that is not true does not hide a session", func(t *testing.T, p *Leg, dir string) setup {
 			sock := filepath.Join(dir, "a.sock")
 			pid, start := listenerProcess(t, sock, false)
 			return setup{pid, map[string]any{"procStart": start, "pidDomain": p.pidDomain, "messagingSocketPath": sock, "spare": false, "parkedJobId": nil}}
 		}, true, false},
-		{"a dead spare session is not swept by the roster", func(t *testing.T, p *Peer, dir string) setup {
+		{"a dead spare session is not swept by the roster", func(t *testing.T, p *Leg, dir string) setup {
 			sock := filepath.Join(dir, "a.sock")
 			silent(t, sock)
 			return setup{deadPid(t), map[string]any{"procStart": "1", "pidDomain": p.pidDomain, "messagingSocketPath": sock, "spare": true}}
 		}, false, false},
-		{"an entry naming our socket under another pid is not listed", func(t *testing.T, p *Peer, dir string) setup {
+		{"an entry naming our socket under another pid is not listed", func(t *testing.T, p *Leg, dir string) setup {
 			pid, start := sleeper(t)
 			return setup{pid, map[string]any{"procStart": start, "pidDomain": p.pidDomain, "messagingSocketPath": p.SocketPath()}}
 		}, false, false},
-		{"our own alias worker is not listed", func(t *testing.T, p *Peer, dir string) setup {
+		{"our own alias worker is not listed", func(t *testing.T, p *Leg, dir string) setup {
 			sock := filepath.Join(dir, "a.sock")
 			pid, start := listenerProcess(t, sock, false) // our child, as alias workers are
 			return setup{pid, map[string]any{"procStart": start, "pidDomain": p.pidDomain, "messagingSocketPath": sock, "kind": KindAlias}}

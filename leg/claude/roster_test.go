@@ -47,7 +47,7 @@ func TestProcStartMatchesBothSpellings(t *testing.T) {
 }
 
 func TestCheckProcClassifiesEntries(t *testing.T) {
-	p := &Peer{pidDomain: "linux:m:pid:[1]"}
+	p := &Leg{pidDomain: "linux:m:pid:[1]"}
 	child := exec.Command("sleep", "60")
 	if err := child.Start(); err != nil {
 		t.Fatal(err)

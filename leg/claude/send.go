@@ -37,7 +37,7 @@ func socketOf(address string) (string, error) {
 
 // Send writes m to its target: the auth line with the target's peerToken when
 // it has a key file, then the user frame with the envelope, in one write.
-func (p *Peer) Send(ctx context.Context, m message.Message) (message.Receipt, error) {
+func (p *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, error) {
 	path, err := socketOf(m.To)
 	if err != nil {
 		return message.Receipt{}, err
@@ -77,7 +77,7 @@ func (p *Peer) Send(ctx context.Context, m message.Message) (message.Receipt, er
 // roster gave it; 0 reads it from the key file, if there is one. The
 // socket's listener must be that process before anything, token or frame,
 // is written; without a pid, any listener of our uid will do.
-func (p *Peer) write(ctx context.Context, path string, pid int, f Frame) error {
+func (p *Leg) write(ctx context.Context, path string, pid int, f Frame) error {
 	// The frame line is encoded after room for the auth line, which goes
 	// in front of it once the target's token is known: the payload of the
 	// one write, built in one buffer.
@@ -137,7 +137,7 @@ type target struct {
 // the socket must have: the pid, in the pid namespace its registry entry
 // (or else its key file) names. No key file: no token, as the real CLI
 // accepts on Linux.
-func (p *Peer) targetOf(path string, pid int) (target, error) {
+func (p *Leg) targetOf(path string, pid int) (target, error) {
 	hash := socketHash(path)
 	if pid <= 0 {
 		pid = p.pidFor(path, hash)
@@ -183,7 +183,7 @@ func staleKey(pid int, procStart string) bool {
 // pidFor is the pid the registry gives the socket at path: the one key
 // file for it, else the first entry naming it whose process is alive; 0
 // when neither says.
-func (p *Peer) pidFor(path, hash string) int {
+func (p *Leg) pidFor(path, hash string) int {
 	matches, _ := filepath.Glob(filepath.Join(p.sessionsDir, "*."+hash+".key"))
 	if len(matches) == 1 {
 		var pid int

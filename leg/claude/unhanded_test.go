@@ -12,7 +12,7 @@ import (
 
 // stuckPeer registers a peer whose router never reads (an unbuffered
 // channel nobody receives from) and returns it with the stop of its Run.
-func stuckPeer(t *testing.T, cfg Config) (*Peer, func()) {
+func stuckPeer(t *testing.T, cfg Config) (*Leg, func()) {
 	t.Helper()
 	cfg.RuntimeDir, cfg.ConfigDir = testutil.ShortTempDir(t), t.TempDir()
 	p, err := Register(cfg)
@@ -65,7 +65,7 @@ func TestAReleasedMessageNotHandedOnIsNotReportedDelivered(t *testing.T) {
 	}
 }
 
-func sockDir(p *Peer) string { return fp.Dir(p.SocketPath()) }
+func sockDir(p *Leg) string { return fp.Dir(p.SocketPath()) }
 
 // A drop or hold notice never waits for the router: with a router that
 // does not read, a sender's connection still goes on to its next frame, and

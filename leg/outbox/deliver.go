@@ -205,7 +205,8 @@ func (l *Leg) record(r result) (message.Event, bool) {
 		l.log.Error("outbox: recording an attempt failed", "msg_id", r.id, "err", err)
 		if ok {
 			l.mu.Lock()
-			l.unrecorded[r.id] = &retryAck{r: r, due: now.Add(l.cfg.InitialInterval), wait: l.cfg.InitialInterval}
+			b := clock.Backoff{Initial: l.cfg.InitialInterval, Max: l.cfg.MaxInterval}.New(l.clock)
+			l.unrecorded[r.id] = &retryAck{r: r, due: now.Add(b.NextBackOff()), b: b}
 			l.mu.Unlock()
 		}
 		pop = pop || ok
@@ -272,8 +273,7 @@ func (l *Leg) recordAcks(now time.Time) time.Time {
 		if err == nil || errors.Is(err, ErrNotFound) {
 			delete(l.unrecorded, a.r.id)
 		} else {
-			a.wait = min(2*a.wait, l.cfg.MaxInterval)
-			a.due = l.clock.Now().Add(a.wait)
+			a.due = l.clock.Now().Add(a.b.NextBackOff())
 		}
 		l.mu.Unlock()
 		if err != nil && !errors.Is(err, ErrNotFound) {

@@ -99,9 +99,9 @@ type lane struct {
 
 // retryAck is an acknowledgement still to be written.
 type retryAck struct {
-	r    result
-	due  time.Time
-	wait time.Duration
+	r   result
+	due time.Time
+	b   backoff.BackOff // doubling from InitialInterval to MaxInterval
 }
 
 // New wraps inner. Every pending entry in the store is queued again, to

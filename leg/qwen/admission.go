@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/message"
 )
@@ -16,16 +18,14 @@ import (
 // 0.24.4's (PEER_ADMISSION_LIMITS, MAX_HELD_MESSAGES, MAX_SETTLED_IDS and
 // the input queue's MAX_ACCEPTED_BACKLOG).
 type Limits struct {
-	SenderBurst           int           // tokens a sender starts with and can save up
-	SenderRefillPerSecond float64       // tokens a sender earns back per second
-	GlobalBurst           int           // the bucket all senders share
-	GlobalRefillPerSecond float64       //
-	DedupWindow           time.Duration // how long a sender's body counts as a repeat
-	MaxTrackedSenders     int           // sender meters kept; see Gate
-	MaxSettled            int           // settled ids remembered with their verdict
-	MaxHeld               int           // held messages, per session
-	MaxHeldBytes          int           // held bodies' bytes, all sessions together (ours, not Qwen Code's)
-	MaxQueued             int           // accepted messages waiting to be consumed
+	Sender            clock.Bucket  // each sender's bucket: the tokens it starts with and can save up, and earns back a second
+	Global            clock.Bucket  // the bucket all senders share
+	DedupWindow       time.Duration // how long a sender's body counts as a repeat
+	MaxTrackedSenders int           // sender meters kept; see Guard
+	MaxSettled        int           // settled ids remembered with their verdict
+	MaxHeld           int           // held messages, per session
+	MaxHeldBytes      int           // held bodies' bytes, all sessions together (ours, not Qwen Code's)
+	MaxQueued         int           // accepted messages waiting to be consumed
 }
 
 // DefaultLimits returns Qwen Code's: a burst of 30 per sender refilled at
@@ -34,8 +34,8 @@ type Limits struct {
 // and, as on the Claude leg, at most 8 MiB of held bodies.
 func DefaultLimits() Limits {
 	return Limits{
-		SenderBurst: 30, SenderRefillPerSecond: 0.5,
-		GlobalBurst: 32, GlobalRefillPerSecond: 1,
+		Sender:      clock.Bucket{Rate: 0.5, Burst: 30},
+		Global:      clock.Bucket{Rate: 1, Burst: 32},
 		DedupWindow: 30 * time.Second, MaxTrackedSenders: 256,
 		MaxSettled: 512, MaxHeld: 50, MaxHeldBytes: 8 << 20, MaxQueued: 50,
 	}
@@ -49,19 +49,13 @@ func (l Limits) withDefaults() Limits {
 			*v = def
 		}
 	}
-	fill(&l.SenderBurst, d.SenderBurst)
-	fill(&l.GlobalBurst, d.GlobalBurst)
+	l.Sender = l.Sender.OrDefault(d.Sender)
+	l.Global = l.Global.OrDefault(d.Global)
 	fill(&l.MaxTrackedSenders, d.MaxTrackedSenders)
 	fill(&l.MaxSettled, d.MaxSettled)
 	fill(&l.MaxHeld, d.MaxHeld)
 	fill(&l.MaxHeldBytes, d.MaxHeldBytes)
 	fill(&l.MaxQueued, d.MaxQueued)
-	if l.SenderRefillPerSecond <= 0 {
-		l.SenderRefillPerSecond = d.SenderRefillPerSecond
-	}
-	if l.GlobalRefillPerSecond <= 0 {
-		l.GlobalRefillPerSecond = d.GlobalRefillPerSecond
-	}
 	if l.DedupWindow <= 0 {
 		l.DedupWindow = d.DedupWindow
 	}
@@ -71,10 +65,10 @@ func (l Limits) withDefaults() Limits {
 // burstWindow is how long a sender's bucket takes to refill from empty:
 // 60 s at the defaults. The send mirror counts a burst over it.
 func (l Limits) burstWindow() time.Duration {
-	return time.Duration(float64(l.SenderBurst) / l.SenderRefillPerSecond * float64(time.Second))
+	return time.Duration(float64(l.Sender.Burst) / l.Sender.Rate * float64(time.Second))
 }
 
-// Outcome is what the gate did with one message.
+// Outcome is what the guard did with one message.
 type Outcome uint8
 
 const (
@@ -95,7 +89,7 @@ var outcomeNames = [...]string{
 
 func (o Outcome) String() string { return wireName(outcomeNames[:], int(o), "outcome") }
 
-// Decision is the gate's answer to one message.
+// Decision is the guard's answer to one message.
 type Decision struct {
 	Outcome Outcome
 	Drop    message.DropReason // with OutcomeDropped
@@ -116,7 +110,7 @@ type Inbound struct {
 // address drop receipts go to).
 const maxSenderKeyUnits = 256
 
-// SenderKey is how the gate tells senders apart, as Qwen Code does: a
+// SenderKey is how the guard tells senders apart, as Qwen Code does: a
 // controller by its grant, a child and a peer by the address they claim
 // (cut to 256 UTF-16 units), and everything without an address as one
 // "unknown" sender. The claim is all there is: a sender that rotates its
@@ -135,7 +129,7 @@ func (in Inbound) SenderKey() string {
 	return "peer:" + addr
 }
 
-// Report is a receipt the gate asks to send: Status about Inbound's frame,
+// Report is a receipt the guard asks to send: Status about Inbound's frame,
 // to its From, authenticated with its ReplyToken. Nothing is sent when
 // From is empty.
 type Report struct {
@@ -144,10 +138,10 @@ type Report struct {
 	Reason  string // a person's words for the sender (a denial's); empty for the status's own
 }
 
-// Config wires a Gate to its session. Every func is called without the
-// gate's lock held, except Policy, ReviewClass, HeldExpiry, SessionID and
-// OwnsSession, which must be quick and must not call the gate.
-type Config struct {
+// GuardConfig wires a Guard to its session. Every func is called without the
+// guard's lock held, except Policy, ReviewClass, HeldExpiry, SessionID and
+// OwnsSession, which must be quick and must not call the guard.
+type GuardConfig struct {
 	Clock  clock.Clock
 	Limits Limits // zero fields take DefaultLimits
 
@@ -175,17 +169,16 @@ type Config struct {
 	Dropped func(Inbound, message.DropReason)
 }
 
-// Gate is an inbox's admission, in Qwen Code's order (see Admit). It owns
+// Guard is an inbox's admission, in Qwen Code's order (see Admit). It owns
 // the held messages and the queue of accepted ones. It is safe for
 // concurrent use.
-type Gate struct {
-	cfg Config
+type Guard struct {
+	cfg GuardConfig
 	lim Limits
 	clk clock.Clock
 
 	mu        sync.Mutex
-	globalTok float64
-	globalAt  time.Time
+	global    *rate.Limiter            // the bucket all senders share
 	senders   *list.List               // of *meter, least recently seen first
 	meters    map[string]*list.Element // by sender key
 	settled   *list.List               // of *settledID, oldest first
@@ -201,8 +194,7 @@ type Gate struct {
 
 type meter struct {
 	key    string
-	tokens float64
-	at     time.Time
+	bucket *rate.Limiter
 	bodies []bodyRec // admitted bodies inside the window, oldest first
 }
 
@@ -217,15 +209,15 @@ type settledID struct {
 	verdict Status
 }
 
-// NewGate returns a gate for cfg.
-func NewGate(cfg Config) *Gate {
+// NewGuard returns a guard for cfg.
+func NewGuard(cfg GuardConfig) *Guard {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
 	lim := cfg.Limits.withDefaults()
-	return &Gate{
+	return &Guard{
 		cfg: cfg, lim: lim, clk: cfg.Clock,
-		globalTok: float64(lim.GlobalBurst), globalAt: cfg.Clock.Now(),
+		global:  lim.Global.Limiter(),
 		senders: list.New(), meters: map[string]*list.Element{},
 		settled: list.New(), settledBy: map[string]*list.Element{},
 		queue: make(chan Inbound, lim.MaxQueued),
@@ -233,12 +225,12 @@ func NewGate(cfg Config) *Gate {
 }
 
 // Limits returns the limits in force, defaults filled in.
-func (g *Gate) Limits() Limits { return g.lim }
+func (g *Guard) Limits() Limits { return g.lim }
 
 // Deliveries is the queue of accepted messages, at most MaxQueued. Its
 // consumer hands each to the session; while it is full, accepted messages
 // are dropped queue-full. It is closed by Shutdown.
-func (g *Gate) Deliveries() <-chan Inbound { return g.queue }
+func (g *Guard) Deliveries() <-chan Inbound { return g.queue }
 
 // pending collects what to tell the outside world once the lock is gone.
 type pending struct {
@@ -255,7 +247,7 @@ func (p *pending) report(in Inbound, st Status) {
 	p.reports = append(p.reports, Report{Inbound: in, Status: st})
 }
 
-func (g *Gate) flush(p *pending) {
+func (g *Guard) flush(p *pending) {
 	for _, d := range p.drops {
 		if g.cfg.Dropped != nil {
 			g.cfg.Dropped(d.in, d.reason)
@@ -287,13 +279,13 @@ func (g *Gate) flush(p *pending) {
 //     the held bodies would pass MaxHeldBytes).
 //
 // Drops leave no settled id, so a sender that waits and retries finds the
-// gate as if it had waited in the first place. Every outcome after 4 that
+// guard as if it had waited in the first place. Every outcome after 4 that
 // the session never sees (5, 6, refused, expired, queue-full) takes the
 // body back out of the duplicate window, but not the tokens.
 //
-// Qwen Code checks 1 outside its gate (a misaddressed message costs no
+// Qwen Code checks 1 outside its guard (a misaddressed message costs no
 // token); it is here so that one call decides a frame.
-func (g *Gate) Admit(in Inbound) Decision {
+func (g *Guard) Admit(in Inbound) Decision {
 	var p pending
 	g.mu.Lock()
 	d := g.admitLocked(in, &p)
@@ -302,7 +294,7 @@ func (g *Gate) Admit(in Inbound) Decision {
 	return d
 }
 
-func (g *Gate) admitLocked(in Inbound, p *pending) Decision {
+func (g *Guard) admitLocked(in Inbound, p *pending) Decision {
 	now := g.clk.Now()
 	if g.misaddressed(in.Frame) {
 		p.report(in, StatusMisaddressed)
@@ -311,7 +303,7 @@ func (g *Gate) admitLocked(in Inbound, p *pending) Decision {
 	if g.cfg.SessionID != nil {
 		sid := g.cfg.SessionID()
 		if g.sidSeen && sid != g.sid {
-			g.resetAdmission(now) // a new conversation: fresh meters
+			g.resetAdmission() // a new conversation: fresh meters
 		}
 		g.sidSeen, g.sid = true, sid
 	}
@@ -369,13 +361,13 @@ func (g *Gate) admitLocked(in Inbound, p *pending) Decision {
 	return Decision{Outcome: OutcomeHeld, Cause: cause, Receipt: StatusHeld}
 }
 
-func (g *Gate) drop(in Inbound, r message.DropReason, p *pending) Decision {
+func (g *Guard) drop(in Inbound, r message.DropReason, p *pending) Decision {
 	p.drops = append(p.drops, dropped{in, r})
 	return Decision{Outcome: OutcomeDropped, Drop: r}
 }
 
 // enqueue puts an accepted message on the queue, unless it is full.
-func (g *Gate) enqueue(in Inbound) bool {
+func (g *Guard) enqueue(in Inbound) bool {
 	select {
 	case g.queue <- in:
 		return true
@@ -386,7 +378,7 @@ func (g *Gate) enqueue(in Inbound) bool {
 
 // misaddressed: with several sessions a frame must be pinned to one we
 // hold; with one, a pin must name it (when we know our id).
-func (g *Gate) misaddressed(f UserFrame) bool {
+func (g *Guard) misaddressed(f UserFrame) bool {
 	pin, pinned := f.Pin()
 	if g.cfg.OwnsSession != nil {
 		return !pinned || !g.cfg.OwnsSession(pin)
@@ -400,12 +392,12 @@ func (g *Gate) misaddressed(f UserFrame) bool {
 
 // pinHere re-judges a parked frame's pin at release: the session may have
 // been swapped while it waited.
-func (g *Gate) pinHere(f UserFrame) bool { return !g.misaddressed(f) }
+func (g *Guard) pinHere(f UserFrame) bool { return !g.misaddressed(f) }
 
 // heldKey is the hold allowance a frame counts against: one for the
 // session, or one per pinned session (case-insensitive) for an inbox
 // serving several.
-func (g *Gate) heldKey(f UserFrame) string {
+func (g *Guard) heldKey(f UserFrame) string {
 	if g.cfg.OwnsSession == nil {
 		return ""
 	}
@@ -413,10 +405,8 @@ func (g *Gate) heldKey(f UserFrame) string {
 }
 
 // admission runs the buckets and the duplicate check (steps 2 to 4).
-func (g *Gate) admission(in Inbound, now time.Time) (message.DropReason, bool) {
-	g.globalTok = refill(g.globalTok, g.globalAt, now, float64(g.lim.GlobalBurst), g.lim.GlobalRefillPerSecond)
-	g.globalAt = now
-	if g.globalTok < 1 {
+func (g *Guard) admission(in Inbound, now time.Time) (message.DropReason, bool) {
+	if g.global.TokensAt(now) < 1 {
 		return message.DropRateLimited, false
 	}
 	m := g.meter(in.SenderKey(), now)
@@ -426,29 +416,21 @@ func (g *Gate) admission(in Inbound, now time.Time) (message.DropReason, bool) {
 	if !exempt && len(m.bodies) > 0 && m.bodies[len(m.bodies)-1].hash == sum {
 		return message.DropDuplicate, false
 	}
-	m.tokens = refill(m.tokens, m.at, now, float64(g.lim.SenderBurst), g.lim.SenderRefillPerSecond)
-	m.at = now
-	if m.tokens < 1 {
+	if !m.bucket.AllowN(now, 1) {
 		return message.DropRateLimited, false
 	}
-	g.globalTok--
-	m.tokens--
+	g.global.AllowN(now, 1) // it held a token at the check above, under the same lock
 	if !exempt {
 		m.bodies = append(m.bodies, bodyRec{msgID: in.Frame.MsgID, hash: sum, at: now})
 	}
 	return 0, true
 }
 
-// refill is a token bucket's level at now, from level at then.
-func refill(level float64, then, now time.Time, capacity, perSecond float64) float64 {
-	return min(capacity, level+max(0, now.Sub(then).Seconds())*perSecond)
-}
-
 // meter returns the sender's meter, most recently seen. A new sender, when
 // MaxTrackedSenders are kept, first evicts a meter whose bucket has refilled
 // completely (it limits nobody; only its duplicate memory goes), else the
 // least recently seen.
-func (g *Gate) meter(key string, now time.Time) *meter {
+func (g *Guard) meter(key string, now time.Time) *meter {
 	if e, ok := g.meters[key]; ok {
 		g.senders.MoveToBack(e)
 		return e.Value.(*meter)
@@ -456,8 +438,7 @@ func (g *Gate) meter(key string, now time.Time) *meter {
 	for g.senders.Len() >= g.lim.MaxTrackedSenders {
 		victim := g.senders.Front()
 		for e := g.senders.Front(); e != nil; e = e.Next() {
-			m := e.Value.(*meter)
-			if refill(m.tokens, m.at, now, float64(g.lim.SenderBurst), g.lim.SenderRefillPerSecond) >= float64(g.lim.SenderBurst) {
+			if clock.Full(e.Value.(*meter).bucket, now) {
 				victim = e
 				break
 			}
@@ -465,21 +446,21 @@ func (g *Gate) meter(key string, now time.Time) *meter {
 		g.senders.Remove(victim)
 		delete(g.meters, victim.Value.(*meter).key)
 	}
-	m := &meter{key: key, tokens: float64(g.lim.SenderBurst), at: now}
+	m := &meter{key: key, bucket: g.lim.Sender.Limiter()}
 	g.meters[key] = g.senders.PushBack(m)
 	return m
 }
 
-func (g *Gate) resetAdmission(now time.Time) {
+func (g *Guard) resetAdmission() {
 	g.senders.Init()
 	clear(g.meters)
-	g.globalTok, g.globalAt = float64(g.lim.GlobalBurst), now
+	g.global = g.lim.Global.Limiter()
 }
 
 // forgetBody takes this message's body back out of its sender's duplicate
 // window (the tokens stay spent: they bound how often a sender can make us
 // attempt a delivery).
-func (g *Gate) forgetBody(in Inbound) {
+func (g *Guard) forgetBody(in Inbound) {
 	e, ok := g.meters[in.SenderKey()]
 	if !ok {
 		return
@@ -491,7 +472,7 @@ func (g *Gate) forgetBody(in Inbound) {
 
 // recordSettled remembers an id's verdict, forgetting the oldest beyond
 // MaxSettled.
-func (g *Gate) recordSettled(msgID string, v Status) {
+func (g *Guard) recordSettled(msgID string, v Status) {
 	key := CanonicalMsgID(msgID)
 	if e, ok := g.settledBy[key]; ok {
 		g.settled.Remove(e)
@@ -508,7 +489,7 @@ func (g *Gate) recordSettled(msgID string, v Status) {
 // message and every accepted one still on the queue is expired (the sender
 // must learn that no decision is coming), later arrivals are expired
 // instead of held or queued, and Deliveries is closed. It is idempotent.
-func (g *Gate) Shutdown() {
+func (g *Guard) Shutdown() {
 	var p pending
 	g.mu.Lock()
 	if !g.shutdown {

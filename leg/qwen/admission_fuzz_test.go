@@ -6,24 +6,25 @@ import (
 	"testing"
 	"time"
 
+	iclock "github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/clock"
 )
 
-// gateRun drives a Gate serving two sessions with small caps through the
+// guardRun drives a Guard serving two sessions with small caps through the
 // operations ops encodes, checking after each that nothing exceeds its cap
-// and that every frame got the outcome the gate promised. Each admitted
-// frame is tagged (FromName, which the gate never reads) so its receipts can
+// and that every frame got the outcome the guard promised. Each admitted
+// frame is tagged (FromName, which the guard never reads) so its receipts can
 // be counted.
-type gateRun struct {
+type guardRun struct {
 	t      *testing.T
 	clk    *clock.FakeClock
-	g      *Gate
+	g      *Guard
 	lim    Limits
 	policy Policy
 	tags   int
 
-	reports  map[string][]Status // by tag, every receipt the gate asked for
+	reports  map[string][]Status // by tag, every receipt the guard asked for
 	drops    map[string]int      // by tag
 	fresh    map[string]bool     // tags held by a fresh hold
 	admitted []UserFrame         // for re-sends of an id
@@ -32,11 +33,11 @@ type gateRun struct {
 
 var fuzzSessions = []string{"5d0d1c8e-0000-4000-8000-00000000000a", "5d0d1c8e-0000-4000-8000-00000000000b", "not-ours"}
 
-func newGateRun(t *testing.T) *gateRun {
-	r := &gateRun{t: t, clk: clock.NewFakeClock(time.Time{}),
+func newGuardRun(t *testing.T) *guardRun {
+	r := &guardRun{t: t, clk: clock.NewFakeClock(time.Time{}),
 		reports: map[string][]Status{}, drops: map[string]int{}, fresh: map[string]bool{}}
-	r.lim = Limits{MaxQueued: 3, MaxHeld: 2, MaxSettled: 8, MaxTrackedSenders: 3, GlobalBurst: 6, SenderBurst: 4}
-	r.g = NewGate(Config{
+	r.lim = Limits{MaxQueued: 3, MaxHeld: 2, MaxSettled: 8, MaxTrackedSenders: 3, Global: iclock.Bucket{Burst: 6}, Sender: iclock.Bucket{Burst: 4}}
+	r.g = NewGuard(GuardConfig{
 		Clock:       r.clk,
 		Limits:      r.lim,
 		Policy:      func(string) (Policy, error) { return r.policy, nil },
@@ -59,7 +60,7 @@ func newGateRun(t *testing.T) *gateRun {
 }
 
 // step runs one operation chosen by op, with arg as its parameter.
-func (r *gateRun) step(op, arg byte) {
+func (r *guardRun) step(op, arg byte) {
 	switch op % 8 {
 	case 0, 1, 2: // a new frame
 		r.admit(r.frame(arg))
@@ -87,7 +88,7 @@ func (r *gateRun) step(op, arg byte) {
 	r.checkCaps()
 }
 
-func (r *gateRun) frame(arg byte) UserFrame {
+func (r *guardRun) frame(arg byte) UserFrame {
 	mode := []message.Mode{message.ModeUnknown, message.ModeBypass, message.ModePrompting}[arg%3]
 	return UserFrame{
 		MsgID:       "m-" + strconv.Itoa(len(r.admitted)),
@@ -98,7 +99,7 @@ func (r *gateRun) frame(arg byte) UserFrame {
 	}
 }
 
-func (r *gateRun) admit(f UserFrame) {
+func (r *guardRun) admit(f UserFrame) {
 	r.tags++
 	tag := "t" + strconv.Itoa(r.tags)
 	f.FromName = tag
@@ -126,7 +127,7 @@ func (r *gateRun) admit(f UserFrame) {
 	}
 }
 
-func (r *gateRun) checkCaps() {
+func (r *guardRun) checkCaps() {
 	if n := len(r.g.Deliveries()); n > r.lim.MaxQueued {
 		r.t.Fatalf("queue holds %d, over %d", n, r.lim.MaxQueued)
 	}
@@ -141,10 +142,10 @@ func (r *gateRun) checkCaps() {
 	}
 }
 
-// finish shuts the gate down and checks that every fresh hold was settled,
+// finish shuts the guard down and checks that every fresh hold was settled,
 // and that no frame heard more than one final word, but for the expiry of
 // a delivery still queued at shutdown.
-func (r *gateRun) finish() {
+func (r *guardRun) finish() {
 	r.g.Shutdown()
 	for range r.g.Deliveries() {
 	}
@@ -179,7 +180,7 @@ func FuzzGate(f *testing.F) {
 		if len(ops) > 400 {
 			return
 		}
-		r := newGateRun(t)
+		r := newGuardRun(t)
 		for i := 0; i+1 < len(ops); i += 2 {
 			r.step(ops[i], ops[i+1])
 		}

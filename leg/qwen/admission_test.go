@@ -8,14 +8,15 @@ import (
 	"testing"
 	"time"
 
+	iclock "github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/clock"
 )
 
-// gateRig is a gate for tests: one session "s1" in the prompting class,
+// guardRig is a guard for tests: one session "s1" in the prompting class,
 // receipts and drops recorded as "msgId:status".
-type gateRig struct {
-	g   *Gate
+type guardRig struct {
+	g   *Guard
 	clk *clock.FakeClock
 
 	mu      sync.Mutex
@@ -28,10 +29,10 @@ type gateRig struct {
 	drops   []string
 }
 
-func newRig(t *testing.T, edit func(*Config)) *gateRig {
+func newRig(t *testing.T, edit func(*GuardConfig)) *guardRig {
 	t.Helper()
-	r := &gateRig{clk: clock.NewFakeClock(time.Time{}), class: message.ModePrompting, sid: "s1"}
-	cfg := Config{
+	r := &guardRig{clk: clock.NewFakeClock(time.Time{}), class: message.ModePrompting, sid: "s1"}
+	cfg := GuardConfig{
 		Clock: r.clk,
 		Policy: func(string) (Policy, error) {
 			r.mu.Lock()
@@ -55,14 +56,14 @@ func newRig(t *testing.T, edit func(*Config)) *gateRig {
 	if edit != nil {
 		edit(&cfg)
 	}
-	r.g = NewGate(cfg)
+	r.g = NewGuard(cfg)
 	t.Cleanup(r.g.Shutdown)
 	return r
 }
 
-func (r *gateRig) set(f func(r *gateRig)) { r.mu.Lock(); defer r.mu.Unlock(); f(r) }
+func (r *guardRig) set(f func(r *guardRig)) { r.mu.Lock(); defer r.mu.Unlock(); f(r) }
 
-func (r *gateRig) takeReports() []string {
+func (r *guardRig) takeReports() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.reports
@@ -70,7 +71,7 @@ func (r *gateRig) takeReports() []string {
 	return out
 }
 
-func (r *gateRig) takeDrops() []string {
+func (r *guardRig) takeDrops() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.drops
@@ -86,9 +87,9 @@ func msg(sender, id, body string) Inbound {
 	}
 }
 
-func (r *gateRig) admit(in Inbound) Decision { return r.g.Admit(in) }
+func (r *guardRig) admit(in Inbound) Decision { return r.g.Admit(in) }
 
-func (r *gateRig) drain() int {
+func (r *guardRig) drain() int {
 	n := 0
 	for {
 		select {
@@ -124,12 +125,12 @@ func want(t *testing.T, got Decision, outcome Outcome, extra ...any) {
 }
 
 func TestDefaultLimitsAreQwenCodes(t *testing.T) {
-	want := Limits{SenderBurst: 30, SenderRefillPerSecond: 0.5, GlobalBurst: 32, GlobalRefillPerSecond: 1,
+	want := Limits{Sender: iclock.Bucket{Rate: 0.5, Burst: 30}, Global: iclock.Bucket{Rate: 1, Burst: 32},
 		DedupWindow: 30 * time.Second, MaxTrackedSenders: 256, MaxSettled: 512, MaxHeld: 50, MaxHeldBytes: 8 << 20, MaxQueued: 50}
 	if got := DefaultLimits(); got != want {
 		t.Fatalf("got %+v", got)
 	}
-	if got := NewGate(Config{}).Limits(); got != want {
+	if got := NewGuard(GuardConfig{}).Limits(); got != want {
 		t.Fatalf("zero limits became %+v", got)
 	}
 	if d := want.burstWindow(); d != time.Minute {
@@ -165,7 +166,7 @@ func TestGateMisaddressed(t *testing.T) {
 		want(t, r.admit(Inbound{Frame: *l.User, Origin: Origin{Kind: AuthPeer}}), OutcomeMisaddressed)
 	})
 	t.Run("an inbox serving several sessions needs a pin to one of them", func(t *testing.T) {
-		r := newRig(t, func(c *Config) {
+		r := newRig(t, func(c *GuardConfig) {
 			c.SessionID = nil
 			c.OwnsSession = func(id string) bool { return id == "s1" || id == "s2" }
 		})
@@ -181,7 +182,7 @@ func TestGateMisaddressed(t *testing.T) {
 
 func TestGateBuckets(t *testing.T) {
 	t.Run("32 senders at once pass the global bucket and the 33rd is rate-limited", func(t *testing.T) {
-		r := newRig(t, func(c *Config) { c.Limits.MaxQueued = 100 })
+		r := newRig(t, func(c *GuardConfig) { c.Limits.MaxQueued = 100 })
 		for i := range 32 {
 			want(t, r.admit(msg(fmt.Sprint("s", i), fmt.Sprint("m", i), "hello")), OutcomeDelivered)
 		}
@@ -221,13 +222,13 @@ func TestGateBuckets(t *testing.T) {
 			r.admit(msg("a", fmt.Sprint("m", i), fmt.Sprint(i)))
 			r.drain()
 		}
-		r.set(func(r *gateRig) { r.sid = "s2" })
+		r.set(func(r *guardRig) { r.sid = "s2" })
 		in := msg("a", "n", "fresh")
 		in.Frame.ToSessionID = "s2"
 		want(t, r.admit(in), OutcomeDelivered)
 	})
 	t.Run("a new sender evicts a meter with a full bucket before an older busy one", func(t *testing.T) {
-		r := newRig(t, func(c *Config) { c.Limits.MaxTrackedSenders = 2 })
+		r := newRig(t, func(c *GuardConfig) { c.Limits.MaxTrackedSenders = 2 })
 		for i := range 30 {
 			r.admit(msg("busy", fmt.Sprint("b", i), fmt.Sprint(i)))
 			r.drain()
@@ -292,9 +293,9 @@ func TestGateDuplicates(t *testing.T) {
 	})
 	t.Run("a body the session never saw leaves the window: a refused one may be re-sent", func(t *testing.T) {
 		r := newRig(t, nil)
-		r.set(func(r *gateRig) { r.policy = PolicyRefuse })
+		r.set(func(r *guardRig) { r.policy = PolicyRefuse })
 		want(t, r.admit(msg("a", "m1", "same")), OutcomeRefused, StatusRefused)
-		r.set(func(r *gateRig) { r.policy = PolicyUnset })
+		r.set(func(r *guardRig) { r.policy = PolicyUnset })
 		want(t, r.admit(msg("a", "m2", "same")), OutcomeDelivered)
 	})
 }
@@ -302,8 +303,8 @@ func TestGateDuplicates(t *testing.T) {
 // Held bodies are capped in bytes as on the Claude leg: the next one that
 // would pass MaxHeldBytes is dropped queue-full, and nothing is evicted.
 func TestGateCapsHeldBytes(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.Limits.MaxHeldBytes = 100 })
-	r.set(func(r *gateRig) { r.policy = PolicyHold })
+	r := newRig(t, func(c *GuardConfig) { c.Limits.MaxHeldBytes = 100 })
+	r.set(func(r *guardRig) { r.policy = PolicyHold })
 	want(t, r.admit(msg("a", "m1", strings.Repeat("x", 60))), OutcomeHeld)
 	want(t, r.admit(msg("b", "m2", strings.Repeat("y", 40))), OutcomeHeld)
 	want(t, r.admit(msg("c", "m3", "z")), OutcomeDropped, message.DropQueueFull)
@@ -337,7 +338,11 @@ func TestGateSettledAndHeldIDs(t *testing.T) {
 		}
 	})
 	t.Run("only 512 settled ids are remembered", func(t *testing.T) {
-		r := newRig(t, func(c *Config) { c.Limits.MaxQueued = 1000; c.Limits.GlobalBurst = 1000; c.Limits.SenderBurst = 1000 })
+		r := newRig(t, func(c *GuardConfig) {
+			c.Limits.MaxQueued = 1000
+			c.Limits.Global.Burst = 1000
+			c.Limits.Sender.Burst = 1000
+		})
 		for i := range 513 {
 			r.admit(msg("a", fmt.Sprint("m", i), fmt.Sprint(i)))
 		}
@@ -356,7 +361,7 @@ func TestGateCapacity(t *testing.T) {
 		return in
 	}
 	t.Run("the 51st held message is dropped queue-full, not swapped in", func(t *testing.T) {
-		r := newRig(t, func(c *Config) { c.Limits.GlobalBurst = 100 })
+		r := newRig(t, func(c *GuardConfig) { c.Limits.Global.Burst = 100 })
 		for i := range 50 {
 			want(t, r.admit(bypass(fmt.Sprint("s", i), fmt.Sprint("h", i))), OutcomeHeld)
 		}
@@ -366,8 +371,8 @@ func TestGateCapacity(t *testing.T) {
 		}
 	})
 	t.Run("with several sessions each has its own 50", func(t *testing.T) {
-		r := newRig(t, func(c *Config) {
-			c.Limits.GlobalBurst = 100
+		r := newRig(t, func(c *GuardConfig) {
+			c.Limits.Global.Burst = 100
 			c.SessionID = nil
 			c.OwnsSession = func(string) bool { return true }
 		})
@@ -379,7 +384,7 @@ func TestGateCapacity(t *testing.T) {
 		want(t, r.admit(other), OutcomeHeld)
 	})
 	t.Run("the 51st accepted message finds the queue full; consuming one makes room", func(t *testing.T) {
-		r := newRig(t, func(c *Config) { c.Limits.GlobalBurst = 100 })
+		r := newRig(t, func(c *GuardConfig) { c.Limits.Global.Burst = 100 })
 		for i := range 50 {
 			want(t, r.admit(msg(fmt.Sprint("s", i), fmt.Sprint("m", i), "x")), OutcomeDelivered)
 		}
@@ -408,7 +413,7 @@ func TestGateShutdown(t *testing.T) {
 	}
 	t.Run("later arrivals are expired, refusals still refused", func(t *testing.T) {
 		want(t, r.admit(msg("c", "late", "z")), OutcomeExpired, StatusExpired)
-		r.set(func(r *gateRig) { r.policy = PolicyRefuse })
+		r.set(func(r *guardRig) { r.policy = PolicyRefuse })
 		want(t, r.admit(msg("d", "late2", "w")), OutcomeRefused)
 	})
 	if r.clk.Pending() != 0 {
@@ -417,7 +422,7 @@ func TestGateShutdown(t *testing.T) {
 }
 
 func TestGateIsSafeForConcurrentUse(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.Limits.MaxQueued = 1000 })
+	r := newRig(t, func(c *GuardConfig) { c.Limits.MaxQueued = 1000 })
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	outcomes := map[Outcome]int{}

@@ -94,7 +94,7 @@ func (a *aliases) reply(msgID string) (replyTo, bool) { return a.replies.Get(msg
 // removes the records of those gone. An alias is known to the inbox before
 // its record is written: a sender may read the record and send to its
 // session id at once, and that frame must not be judged misaddressed.
-func (p *Peer) SyncAliases(_ context.Context, others []message.Session) error {
+func (p *Leg) SyncAliases(_ context.Context, others []message.Session) error {
 	want := map[string]message.Session{}
 	for _, s := range others {
 		if s.Name != "" && s.Name != p.cfg.Name {
@@ -157,7 +157,7 @@ func (a *aliases) forget(key string, al *alias) {
 }
 
 // writeAlias writes al's record at al.path.
-func (p *Peer) writeAlias(al *alias) error {
+func (p *Leg) writeAlias(al *alias) error {
 	procStart, _ := ProcStartToken(p.pid)
 	ns, err := uds.PidNamespace(p.pid)
 	if err != nil {
@@ -181,7 +181,7 @@ func (p *Peer) writeAlias(al *alias) error {
 	return nil
 }
 
-func (p *Peer) removeAliases() {
+func (p *Leg) removeAliases() {
 	p.al.mu.Lock()
 	defer p.al.mu.Unlock()
 	for _, al := range p.al.byKey {
@@ -193,7 +193,7 @@ func (p *Peer) removeAliases() {
 // SendAs sends m to a Qwen session on behalf of sender, a session of
 // another leg: the frame names sender, and comes from our inbox, where the
 // receiver's answer by name reaches sender's alias.
-func (p *Peer) SendAs(ctx context.Context, sender message.Session, m message.Message) (message.Receipt, error) {
+func (p *Leg) SendAs(ctx context.Context, sender message.Session, m message.Message) (message.Receipt, error) {
 	if m.FromName == "" {
 		m.FromName = sender.Name
 	}
@@ -205,7 +205,7 @@ func (p *Peer) SendAs(ctx context.Context, sender message.Session, m message.Mes
 // that just joined): the receiver may answer it by name before the next
 // sync, and finds no such session without the record. The next sync keeps
 // it while sender is listed, and removes it otherwise.
-func (p *Peer) ensureAlias(s message.Session) {
+func (p *Leg) ensureAlias(s message.Session) {
 	if s.Name == "" || s.Name == p.cfg.Name {
 		return
 	}
@@ -236,7 +236,7 @@ func (p *Peer) ensureAlias(s message.Session) {
 
 // Relay tells the Qwen sender of in, which came to one of our aliases,
 // what the session behind the alias did with it.
-func (p *Peer) Relay(_ context.Context, in message.Message, rc message.Receipt) {
+func (p *Leg) Relay(_ context.Context, in message.Message, rc message.Receipt) {
 	r, ok := p.al.reply(in.ID)
 	if !ok || r.from == "" {
 		return
@@ -261,7 +261,7 @@ func (p *Peer) Relay(_ context.Context, in message.Message, rc message.Receipt) 
 // Aliases lists the published alias records, each with the address of the
 // session it stands for. They share the gateway's inbox and are told apart
 // by their session id.
-func (p *Peer) Aliases() []message.Session {
+func (p *Leg) Aliases() []message.Session {
 	p.al.mu.Lock()
 	defer p.al.mu.Unlock()
 	out := make([]message.Session, 0, len(p.al.byKey))

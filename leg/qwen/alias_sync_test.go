@@ -14,7 +14,7 @@ import (
 )
 
 // aliasRecords reads every alias record p has on disk.
-func aliasRecords(t *testing.T, p *Peer) []map[string]any {
+func aliasRecords(t *testing.T, p *Leg) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	p.al.mu.Lock()
@@ -32,7 +32,7 @@ func aliasRecords(t *testing.T, p *Peer) []map[string]any {
 }
 
 func TestQwenAliasRecordsFollowTheirSessions(t *testing.T) {
-	p := registerTestPeer(t, PeerConfig{Name: "gw"})
+	p := registerTestPeer(t, Config{Name: "gw"})
 	runPeer(t, p)
 	ctx := context.Background()
 	other := message.Session{Address: "uds:/tmp/cc-socks/9.sock", Protocol: message.ProtocolClaude, Name: "work-08", SessionID: uuid.NewString()}
@@ -59,9 +59,9 @@ func TestQwenAliasRecordsFollowTheirSessions(t *testing.T) {
 // its session id at once (the bridge's answer by name): the inbox must
 // take that frame for the alias, not judge it misaddressed.
 func TestAFrameToAnAliasRecordJustWrittenReachesTheAlias(t *testing.T) {
-	gw := registerTestPeer(t, PeerConfig{Name: "gw"})
+	gw := registerTestPeer(t, Config{Name: "gw"})
 	gwEvents, _ := runPeer(t, gw)
-	sender := registerTestPeer(t, PeerConfig{Name: "qwen-work", Home: gw.cfg.Home})
+	sender := registerTestPeer(t, Config{Name: "qwen-work", Home: gw.cfg.Home})
 	senderEvents, _ := runPeer(t, sender)
 	origin := message.Session{Address: "uds:/tmp/cc-socks/9.sock", Protocol: message.ProtocolClaude, Name: "work-08", SessionID: uuid.NewString()}
 
@@ -116,9 +116,9 @@ func TestAFrameToAnAliasRecordJustWrittenReachesTheAlias(t *testing.T) {
 // (an MCP client that just joined) had no alias record, so a receiver
 // answering it by name found no such session until the next sync.
 func TestASenderNoSyncHasListedYetGetsItsAliasRecordWithItsFirstMessage(t *testing.T) {
-	gw := registerTestPeer(t, PeerConfig{Name: "gw"})
+	gw := registerTestPeer(t, Config{Name: "gw"})
 	runPeer(t, gw)
-	target := registerTestPeer(t, PeerConfig{Name: "qwen-work", Home: gw.cfg.Home})
+	target := registerTestPeer(t, Config{Name: "qwen-work", Home: gw.cfg.Home})
 	runPeer(t, target)
 	sender := message.Session{Address: "mcp:agent", Protocol: message.ProtocolMCP, Name: "agent", SessionID: uuid.NewString()}
 	m := message.Message{ID: uuid.NewString(), To: addressing.UDS(target.SocketPath()), Body: "hi", Mode: message.ModePrompting}
@@ -150,7 +150,7 @@ func TestASenderNoSyncHasListedYetGetsItsAliasRecordWithItsFirstMessage(t *testi
 // retired it (its session left, or was renamed) was handed on as a message
 // to the gateway itself once the alias was forgotten.
 func TestAFrameAdmittedForAnAliasJustBeforeItIsRetiredStillGoesToItsSession(t *testing.T) {
-	p := registerTestPeer(t, PeerConfig{Name: "gw"})
+	p := registerTestPeer(t, Config{Name: "gw"})
 	ctx := context.Background()
 	origin := message.Session{Address: "uds:/tmp/cc-socks/9.sock", Protocol: message.ProtocolClaude, Name: "work-08", SessionID: uuid.NewString()}
 	if err := p.SyncAliases(ctx, []message.Session{origin}); err != nil {
@@ -169,7 +169,7 @@ func TestAFrameAdmittedForAnAliasJustBeforeItIsRetiredStillGoesToItsSession(t *t
 	if m := p.toMessage(in); m.AliasOf != origin.Address || m.ToName != origin.Name {
 		t.Fatalf("the frame admitted before the alias retired became %+v, want it for %s (%s)", m, origin.Name, origin.Address)
 	}
-	if p.gate.cfg.OwnsSession(al.sid) {
+	if p.guard.cfg.OwnsSession(al.sid) {
 		t.Fatal("the inbox still admits frames for the retired alias")
 	}
 }

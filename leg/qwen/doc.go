@@ -5,13 +5,13 @@
 // inbox socket paths, every NDJSON line on the wire (auth line, user frame,
 // delivery_status receipt) with a strict parser, the sender-side receipt
 // state machine and the send "mirror" of the receiver's limits, the inbox
-// admission gate in Qwen Code's own order (misaddressed, global and
+// admission guard in Qwen Code's own order (misaddressed, global and
 // per-sender buckets, duplicate window, settled ids, holds, queue),
 // coalesced drop receipts, controller and child tokens, and one extension
 // of ours: a "hopChain" on user frames, which Qwen Code ignores, so the
 // bridge's loop guard sees a message's relays across this leg. These are
 // functions of their inputs, an injected Clock and injected process facts,
-// so they are tested and fuzzed without sockets. On top of them the Peer
+// so they are tested and fuzzed without sockets. On top of them the Leg
 // (peer.go) binds the inbox socket, writes the record and serves it,
 // sends, lists the live sessions and publishes alias records. It follows the
 // protocol page shipped in @qwen-code/qwen-code and, where that page and the
@@ -22,7 +22,7 @@
 //
 // Each concern the two local legs share has a file of the same name here and
 // in leg/claude: policy.go (crossSessionInbound, review classes,
-// hold causes), admission.go (the gate: misaddressed, buckets, duplicate
+// hold causes), admission.go (the guard: misaddressed, buckets, duplicate
 // window, settled ids, queue), hold.go (held messages, expiry, Decide,
 // Reevaluate), send.go, receive.go, roster.go (listing live sessions),
 // registry.go (the session record) and receipts.go (receipt dials and

@@ -36,7 +36,7 @@ type held struct {
 }
 
 // expiry is the hold lifetime for a frame.
-func (g *Gate) expiry(f UserFrame) time.Duration {
+func (g *Guard) expiry(f UserFrame) time.Duration {
 	if g.cfg.HeldExpiry == nil {
 		return DefaultHeldExpiry
 	}
@@ -48,7 +48,7 @@ func (g *Gate) expiry(f UserFrame) time.Duration {
 
 // expireOverdue settles every hold that has run out: expired, judged
 // against the lifetime configured now.
-func (g *Gate) expireOverdue(now time.Time, p *pending) {
+func (g *Guard) expireOverdue(now time.Time, p *pending) {
 	keep := g.held[:0]
 	var gone []*held
 	for _, h := range g.held {
@@ -71,7 +71,7 @@ func (g *Gate) expireOverdue(now time.Time, p *pending) {
 }
 
 // reschedule arms one timer for the hold that runs out first.
-func (g *Gate) reschedule(now time.Time) {
+func (g *Guard) reschedule(now time.Time) {
 	if g.timer != nil {
 		g.timer.Stop()
 		g.timer = nil
@@ -93,7 +93,7 @@ func (g *Gate) reschedule(now time.Time) {
 	g.timer = g.clk.AfterFunc(max(next, time.Millisecond), func() { g.onTimer(gen) })
 }
 
-func (g *Gate) onTimer(gen uint64) {
+func (g *Guard) onTimer(gen uint64) {
 	var p pending
 	g.mu.Lock()
 	if gen == g.timerGen {
@@ -116,7 +116,7 @@ type HeldMessage struct {
 
 // Held lists the parked messages, oldest first, after settling any whose
 // hold has run out.
-func (g *Gate) Held() []HeldMessage {
+func (g *Guard) Held() []HeldMessage {
 	var p pending
 	g.mu.Lock()
 	now := g.clk.Now()
@@ -140,25 +140,25 @@ type DecideResult uint8
 const (
 	DecideDone   DecideResult = iota + 1 // released (delivered) or denied
 	DecideGone                           // no such held message (expired, decided, never held), or its session is gone (misaddressed)
-	DecideFailed                         // approved, but the queue is full: parked again where it was, held receipt repeated
+	DecideFailed                         // released, but the queue is full: parked again where it was, held receipt repeated
 )
 
 var decideNames = [...]string{DecideDone: "done", DecideGone: "gone", DecideFailed: "failed"}
 
 func (r DecideResult) String() string { return wireName(decideNames[:], int(r), "decide") }
 
-// Decide releases (approve) or denies a held message, by its exact msgId;
-// a denial's reason, when given, is what its sender is told.
-func (g *Gate) Decide(msgID string, approve bool, reason string) DecideResult {
+// Decide releases (release true) or denies a held message, by its exact
+// msgId; a denial's reason, when given, is what its sender is told.
+func (g *Guard) Decide(msgID string, release bool, reason string) DecideResult {
 	var p pending
 	g.mu.Lock()
-	r := g.decideLocked(msgID, approve, reason, &p)
+	r := g.decideLocked(msgID, release, reason, &p)
 	g.mu.Unlock()
 	g.flush(&p)
 	return r
 }
 
-func (g *Gate) decideLocked(msgID string, approve bool, reason string, p *pending) DecideResult {
+func (g *Guard) decideLocked(msgID string, release bool, reason string, p *pending) DecideResult {
 	now := g.clk.Now()
 	g.expireOverdue(now, p)
 	i := slices.IndexFunc(g.held, func(h *held) bool { return h.in.Frame.MsgID == msgID })
@@ -168,7 +168,7 @@ func (g *Gate) decideLocked(msgID string, approve bool, reason string, p *pendin
 	h := g.held[i]
 	g.held = slices.Delete(g.held, i, i+1)
 	defer g.reschedule(now)
-	if !approve {
+	if !release {
 		g.forgetBody(h.in)
 		g.recordSettled(msgID, StatusDenied)
 		p.reports = append(p.reports, Report{Inbound: h.in, Status: StatusDenied, Reason: reason})
@@ -188,7 +188,7 @@ func (g *Gate) decideLocked(msgID string, approve bool, reason string, p *pendin
 	return DecideDone
 }
 
-func (g *Gate) settleMisaddressed(in Inbound, p *pending) {
+func (g *Guard) settleMisaddressed(in Inbound, p *pending) {
 	g.forgetBody(in)
 	g.recordSettled(in.Frame.MsgID, StatusMisaddressed)
 	p.report(in, StatusMisaddressed)
@@ -200,7 +200,7 @@ func (g *Gate) settleMisaddressed(in Inbound, p *pending) {
 // refused is denied, the rest stays with its new cause. An inbox serving
 // several sessions first settles holds for sessions it no longer holds as
 // misaddressed. It returns how many were released.
-func (g *Gate) Reevaluate() int {
+func (g *Guard) Reevaluate() int {
 	var p pending
 	g.mu.Lock()
 	n := g.reevaluateLocked(&p)
@@ -209,7 +209,7 @@ func (g *Gate) Reevaluate() int {
 	return n
 }
 
-func (g *Gate) reevaluateLocked(p *pending) int {
+func (g *Guard) reevaluateLocked(p *pending) int {
 	now := g.clk.Now()
 	g.expireOverdue(now, p)
 	defer g.reschedule(now)
@@ -253,7 +253,7 @@ func (g *Gate) reevaluateLocked(p *pending) int {
 // ForgetController strips a revoked grant's authority from the messages
 // it has waiting: they are judged as an ordinary peer's from now on (their
 // hold cause is updated; nothing is released).
-func (g *Gate) ForgetController(id string) {
+func (g *Guard) ForgetController(id string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, h := range g.held {
@@ -267,8 +267,8 @@ func (g *Gate) ForgetController(id string) {
 }
 
 // Held lists messages our inbox holds.
-func (p *Peer) Held() []message.Held {
-	hs := p.gate.Held()
+func (p *Leg) Held() []message.Held {
+	hs := p.guard.Held()
 	out := make([]message.Held, 0, len(hs))
 	for _, h := range hs {
 		out = append(out, message.Held{Message: p.toMessage(h.Inbound), Reason: h.Cause.Sentence(), Since: h.Since, Expires: h.Expires})
@@ -284,8 +284,8 @@ var ErrNotHeld = errors.New("no held message with that id")
 var ErrQueueFull = errors.New("the delivery queue is full: the message stays held, try again")
 
 // Decide releases or denies a held message.
-func (p *Peer) Decide(_ context.Context, id string, release bool, reason string) error {
-	switch p.gate.Decide(id, release, reason) {
+func (p *Leg) Decide(_ context.Context, id string, release bool, reason string) error {
+	switch p.guard.Decide(id, release, reason) {
 	case DecideDone:
 		return nil
 	case DecideFailed:

@@ -28,10 +28,10 @@ func TestGateHoldExpiry(t *testing.T) {
 	})
 	t.Run("a shorter setting applies to holds already waiting", func(t *testing.T) {
 		r := newRig(t, nil)
-		r.set(func(r *gateRig) { r.expiry = 10 * time.Minute })
+		r.set(func(r *guardRig) { r.expiry = 10 * time.Minute })
 		r.admit(held("h1"))
 		r.clk.Advance(2 * time.Minute)
-		r.set(func(r *gateRig) { r.expiry = time.Minute })
+		r.set(func(r *guardRig) { r.expiry = time.Minute })
 		r.takeReports()
 		if hm := r.g.Held(); len(hm) != 0 {
 			t.Fatalf("still held: %+v", hm)
@@ -42,7 +42,7 @@ func TestGateHoldExpiry(t *testing.T) {
 	})
 	t.Run("never means no timer and no expiry", func(t *testing.T) {
 		r := newRig(t, nil)
-		r.set(func(r *gateRig) { r.expiry = HoldForever })
+		r.set(func(r *guardRig) { r.expiry = HoldForever })
 		r.admit(held("h1"))
 		if r.clk.Pending() != 0 {
 			t.Fatal("a timer was armed")
@@ -130,7 +130,7 @@ func TestGateDecide(t *testing.T) {
 		}
 	})
 	t.Run("an approval that finds the queue full parks the message again where it was", func(t *testing.T) {
-		r := newRig(t, func(c *Config) { c.Limits.GlobalBurst = 100 })
+		r := newRig(t, func(c *GuardConfig) { c.Limits.Global.Burst = 100 })
 		r.admit(held("h1", "x"))
 		r.admit(held("h2", "y"))
 		for i := range 50 {
@@ -150,7 +150,7 @@ func TestGateDecide(t *testing.T) {
 	t.Run("a hold for a session swapped away is misaddressed on release", func(t *testing.T) {
 		r := newRig(t, nil)
 		r.admit(held("h1", "x"))
-		r.set(func(r *gateRig) { r.sid = "s2" })
+		r.set(func(r *guardRig) { r.sid = "s2" })
 		r.takeReports()
 		if got := r.g.Decide("h1", true, ""); got != DecideGone {
 			t.Fatalf("got %v", got)
@@ -170,7 +170,7 @@ func TestGateReevaluate(t *testing.T) {
 		n.Frame.FromMode = message.ModeUnknown
 		r.admit(b)
 		r.admit(n)
-		r.set(func(r *gateRig) { r.class = message.ModeBypass })
+		r.set(func(r *guardRig) { r.class = message.ModeBypass })
 		r.takeReports()
 		if got := r.g.Reevaluate(); got != 1 {
 			t.Fatalf("released %d", got)
@@ -187,7 +187,7 @@ func TestGateReevaluate(t *testing.T) {
 		b := msg("a", "b1", "x")
 		b.Frame.FromMode = message.ModeBypass
 		r.admit(b)
-		r.set(func(r *gateRig) { r.policy = PolicyRefuse })
+		r.set(func(r *guardRig) { r.policy = PolicyRefuse })
 		r.takeReports()
 		r.g.Reevaluate()
 		if got := r.takeReports(); !reflect.DeepEqual(got, []string{"b1:denied"}) {
@@ -199,10 +199,10 @@ func TestGateReevaluate(t *testing.T) {
 		in := msg("a", "c1", "x")
 		in.Frame.FromMode = message.ModeBypass
 		in.Origin = Origin{Kind: AuthController, Controller: Controller{ID: "c_00000001"}}
-		r.set(func(r *gateRig) { r.policy = PolicyHold })
+		r.set(func(r *guardRig) { r.policy = PolicyHold })
 		want(t, r.admit(in), OutcomeHeld, CauseExplicitSetting)
 		r.g.ForgetController("c_00000001")
-		r.set(func(r *gateRig) { r.policy = PolicyUnset })
+		r.set(func(r *guardRig) { r.policy = PolicyUnset })
 		if got := r.g.Reevaluate(); got != 0 {
 			t.Fatal("released under the revoked grant")
 		}

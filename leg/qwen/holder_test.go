@@ -123,7 +123,7 @@ func plantRecord(t *testing.T, dir string, pid int, ipcPath string) Record {
 	return rec
 }
 
-func listedPIDs(t *testing.T, p *Peer) []int {
+func listedPIDs(t *testing.T, p *Leg) []int {
 	t.Helper()
 	ss, err := p.Sessions(context.Background())
 	if err != nil {
@@ -141,7 +141,7 @@ func listedPIDs(t *testing.T, p *Peer) []int {
 // and our replyToken never reaches it.
 func TestNothingIsSentToAnInboxItsRecordDoesNotHold(t *testing.T) {
 	identity(t)
-	p := registerTestPeer(t, PeerConfig{})
+	p := registerTestPeer(t, Config{})
 	runPeer(t, p)
 	dir := filepath.Dir(p.RecordPath())
 	socks := testutil.ShortTempDir(t)
@@ -181,7 +181,7 @@ func TestNothingIsSentToAnInboxItsRecordDoesNotHold(t *testing.T) {
 // can reflect a token of their choosing at another session's inbox.
 func TestReceiptsGoOnlyToAnInboxTheSenderListensOn(t *testing.T) {
 	identity(t)
-	p := registerTestPeer(t, PeerConfig{Inbound: PolicyAccept})
+	p := registerTestPeer(t, Config{Inbound: PolicyAccept})
 	events, stop := runPeer(t, p)
 	socks := testutil.ShortTempDir(t)
 	victim := listenInOtherProcess(t, filepath.Join(socks, "victim.sock"))
@@ -224,7 +224,7 @@ func TestASessionsDirectoryOthersMayWriteIsRefusedWhileRunning(t *testing.T) {
 	identity(t)
 	var logs bytes.Buffer
 	var mu sync.Mutex
-	p := registerTestPeer(t, PeerConfig{Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
+	p := registerTestPeer(t, Config{Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
 	runPeer(t, p)
 	dir := filepath.Dir(p.RecordPath())
 	real := listenInOtherProcess(t, filepath.Join(testutil.ShortTempDir(t), "real.sock"))
@@ -267,7 +267,7 @@ func TestRegisterRefusesASessionsDirectoryOthersMayWrite(t *testing.T) {
 	if err := os.Chmod(SessionsDir(home), 0o777); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Register(PeerConfig{Home: home, RuntimeDir: testutil.ShortTempDir(t), TmpDir: testutil.ShortTempDir(t)}); !errors.Is(err, uds.ErrUnsafeRegistry) {
+	if _, err := Register(Config{Home: home, RuntimeDir: testutil.ShortTempDir(t), TmpDir: testutil.ShortTempDir(t)}); !errors.Is(err, uds.ErrUnsafeRegistry) {
 		t.Fatalf("Register = %v, want ErrUnsafeRegistry", err)
 	}
 }
@@ -275,7 +275,7 @@ func TestRegisterRefusesASessionsDirectoryOthersMayWrite(t *testing.T) {
 // A frame without a from names no sender: the message has no from at all,
 // not the address "uds:".
 func TestAMessageWithoutAFromHasNoFrom(t *testing.T) {
-	p := registerTestPeer(t, PeerConfig{Inbound: PolicyAccept})
+	p := registerTestPeer(t, Config{Inbound: PolicyAccept})
 	events, _ := runPeer(t, p)
 	id := uuid.NewString()
 	b, err := Payload(readRecord(t, p.RecordPath()).IPCToken,

@@ -108,7 +108,7 @@ func TestHopChainIsWrittenOnlyWhenThereIsOne(t *testing.T) {
 // peerPair is the gateway's Qwen peer and a Qwen session beside it, sharing one
 // Qwen home, each served until the test ends.
 type peerPair struct {
-	gw, q *Peer
+	gw, q *Leg
 	clk   *clock.FakeClock   // both peers': the receiver's meter moves with the mirror
 	got   chan message.Event // what reaches q
 }
@@ -118,10 +118,10 @@ func newPeerPair(t *testing.T) *peerPair {
 	home, run := t.TempDir(), t.TempDir()
 	r := &peerPair{clk: clock.NewFakeClock(time.Time{}), got: make(chan message.Event, 256)}
 	var err error
-	if r.gw, err = Register(PeerConfig{Name: "gateway", Home: home, RuntimeDir: run, TmpDir: t.TempDir(), Clock: r.clk}); err != nil {
+	if r.gw, err = Register(Config{Name: "gateway", Home: home, RuntimeDir: run, TmpDir: t.TempDir(), Clock: r.clk}); err != nil {
 		t.Fatal(err)
 	}
-	if r.q, err = Register(PeerConfig{Name: "qwen-work", Home: home, RuntimeDir: run, TmpDir: t.TempDir(), Clock: r.clk}); err != nil {
+	if r.q, err = Register(Config{Name: "qwen-work", Home: home, RuntimeDir: run, TmpDir: t.TempDir(), Clock: r.clk}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -209,7 +209,7 @@ func TestASendAsAnAliasIsPacedByTheReceiversLimits(t *testing.T) {
 		_, err := r.gw.SendAs(ctx, sender, r.to(fmt.Sprintf("d0000000-0000-4000-8000-%012d", i), body, chainOf(1)))
 		return err
 	}
-	burst := DefaultLimits().SenderBurst
+	burst := DefaultLimits().Sender.Burst
 	for i := range burst {
 		if err := sendAs(i, fmt.Sprint("bounce ", i)); err != nil {
 			t.Fatalf("send %d of the burst: %v", i, err)

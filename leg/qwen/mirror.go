@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/message"
 )
@@ -72,8 +74,7 @@ type Mirror struct {
 
 type paced struct {
 	target      string
-	tokens      float64
-	at          time.Time
+	bucket      *rate.Limiter
 	burstStart  time.Time
 	sentInBurst int
 	bodies      []*pacedBody
@@ -129,22 +130,20 @@ func (m *Mirror) Reserve(target, body, msgID string) (Reservation, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := m.touch(target, now)
-	p.tokens = refill(p.tokens, p.at, now, float64(m.lim.SenderBurst), m.lim.SenderRefillPerSecond)
-	p.at = now
 	p.bodies = slices.DeleteFunc(p.bodies, func(b *pacedBody) bool { return elapsed(now, b.at) >= m.lim.DedupWindow })
 	sum := sha256.Sum256([]byte(body))
 	if n := len(p.bodies); n > 0 && p.bodies[n-1].hash == sum {
 		return Reservation{}, &WouldDropError{Target: target, Repeat: true, Window: m.lim.DedupWindow}
 	}
-	if p.tokens < 1 {
+	if p.bucket.TokensAt(now) < 1 {
 		return Reservation{}, &WouldDropError{Target: target, Window: m.lim.burstWindow(), SentInBurst: p.sentInBurst}
 	}
 	// A burst starts afresh from a full bucket, or once a refill's worth of
 	// time has passed since it began.
-	if p.tokens >= float64(m.lim.SenderBurst) || now.Sub(p.burstStart) > m.lim.burstWindow() {
+	if clock.Full(p.bucket, now) || now.Sub(p.burstStart) > m.lim.burstWindow() {
 		p.sentInBurst, p.burstStart = 0, now
 	}
-	p.tokens--
+	p.bucket.AllowN(now, 1)
 	b := &pacedBody{key: CanonicalMsgID(msgID), hash: sum, at: now, generation: p.generation, spent: true}
 	p.bodies = append(p.bodies, b)
 	p.sentInBurst++
@@ -159,8 +158,7 @@ func (m *Mirror) touch(target string, now time.Time) *paced {
 	for m.lru.Len() >= m.lim.MaxTrackedSenders {
 		victim := m.lru.Front()
 		for e := m.lru.Front(); e != nil; e = e.Next() {
-			p := e.Value.(*paced)
-			if refill(p.tokens, p.at, now, float64(m.lim.SenderBurst), m.lim.SenderRefillPerSecond) >= float64(m.lim.SenderBurst) {
+			if clock.Full(e.Value.(*paced).bucket, now) {
 				victim = e
 				break
 			}
@@ -168,7 +166,7 @@ func (m *Mirror) touch(target string, now time.Time) *paced {
 		m.lru.Remove(victim)
 		delete(m.targets, victim.Value.(*paced).target)
 	}
-	p := &paced{target: target, tokens: float64(m.lim.SenderBurst), at: now, burstStart: now}
+	p := &paced{target: target, bucket: m.lim.Sender.Limiter(), burstStart: now}
 	m.targets[target] = m.lru.PushBack(p)
 	return p
 }
@@ -184,7 +182,9 @@ func (m *Mirror) refund(p *paced, b *pacedBody, unburst bool) {
 		p.sentInBurst = max(0, p.sentInBurst-1)
 	}
 	if b.generation == p.generation {
-		p.tokens = min(float64(m.lim.SenderBurst), p.tokens+1)
+		// Taking -1 gives one back; the limiter never counts more than
+		// its burst.
+		p.bucket.AllowN(m.clk.Now(), -1)
 	}
 }
 
@@ -216,7 +216,8 @@ func (m *Mirror) Drain(target string) {
 	defer m.mu.Unlock()
 	if e, ok := m.targets[target]; ok {
 		p := e.Value.(*paced)
-		p.tokens, p.at = 0, m.clk.Now()
+		p.bucket = m.lim.Sender.Limiter()
+		p.bucket.AllowN(m.clk.Now(), m.lim.Sender.Burst)
 		p.generation++
 	}
 }

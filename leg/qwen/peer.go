@@ -23,8 +23,8 @@ import (
 	"github.com/sessiongateway/gateway/message"
 )
 
-// PeerConfig sets up a Peer. Zero values take the defaults noted.
-type PeerConfig struct {
+// Config sets up a Leg. Zero values take the defaults noted.
+type Config struct {
 	Name       string       // registered name; default "gateway"
 	Home       string       // Qwen's home ($QWEN_HOME or ~/.qwen); required
 	RuntimeDir string       // $XDG_RUNTIME_DIR
@@ -45,9 +45,10 @@ type PeerConfig struct {
 	ReceiptSent func(message.Status)
 }
 
-// Peer is the gateway registered as a Qwen Code session of kind external.
-type Peer struct {
-	cfg        PeerConfig
+// Leg is the Qwen Code leg: the gateway registered as a Qwen Code session
+// of kind external.
+type Leg struct {
+	cfg        Config
 	log        *slog.Logger
 	clk        clock.Clock
 	pid        int
@@ -59,7 +60,7 @@ type Peer struct {
 	token      Token
 	childToken Token
 	auth       Authenticator
-	gate       *Gate
+	guard      *Guard
 	ledger     *Ledger
 	mirror     *Mirror
 	drops      *DropReceipts
@@ -84,7 +85,7 @@ type Peer struct {
 
 // Register binds the inbox and writes the record. Run serves it and
 // removes the record when its context ends.
-func Register(cfg PeerConfig) (*Peer, error) {
+func Register(cfg Config) (*Leg, error) {
 	if cfg.Home == "" {
 		return nil, errors.New("qwen: no home directory")
 	}
@@ -114,7 +115,7 @@ func Register(cfg PeerConfig) (*Peer, error) {
 	// that is accepted (the auth line, a frame that parses) extends the
 	// 30 s deadline.
 	cfg.Socket.Units, cfg.Socket.Rearm = uds.UnitUTF16, uds.RearmOnMark
-	p := &Peer{
+	p := &Leg{
 		cfg: cfg, log: cfg.Logger.With("leg", "qwen"), clk: cfg.Clock, pid: os.Getpid(),
 		sessionID: uuid.NewString(), sessions: SessionsDir(cfg.Home), facts: HostFacts{},
 		recordFiles: uds.NewFileCache(MaxRecordBytes, ParseRecord),
@@ -126,7 +127,7 @@ func Register(cfg PeerConfig) (*Peer, error) {
 	p.ledger = NewLedger(cfg.Clock)
 	p.mirror = NewMirror(cfg.Clock, Limits{})
 	p.drops = NewDropReceipts(cfg.Clock, p.sendDropReceipt)
-	p.gate = NewGate(Config{
+	p.guard = NewGuard(GuardConfig{
 		Clock: cfg.Clock, Limits: cfg.Limits,
 		Policy: func(sid string) (Policy, error) {
 			if _, ok := p.al.bySession(sid); ok {
@@ -164,7 +165,7 @@ func Register(cfg PeerConfig) (*Peer, error) {
 
 // bind takes the first inbox path that binds, or its sibling when a live
 // listener of another namespace holds the pid-keyed name.
-func (p *Peer) bind() error {
+func (p *Leg) bind() error {
 	var errs []error
 	for _, path := range InboxCandidates(p.cfg.RuntimeDir, p.cfg.TmpDir, p.pid, NewSocketNonce()) {
 		if err := safefile.EnsureDir(filepath.Dir(path)); err != nil {
@@ -189,19 +190,19 @@ func (p *Peer) bind() error {
 }
 
 // Name is the leg's protocol.
-func (p *Peer) Name() message.Protocol { return message.ProtocolQwen }
+func (p *Leg) Name() message.Protocol { return message.ProtocolQwen }
 
 // SocketPath is our inbox; SessionID our session; RecordPath our record.
-func (p *Peer) SocketPath() string { return p.socketPath }
-func (p *Peer) SessionID() string  { return p.sessionID }
-func (p *Peer) RecordPath() string { return p.recPath }
+func (p *Leg) SocketPath() string { return p.socketPath }
+func (p *Leg) SessionID() string  { return p.sessionID }
+func (p *Leg) RecordPath() string { return p.recPath }
 
 // ChildEnv is the environment a process the gateway starts gets, so its
 // messages count as our own process's.
-func (p *Peer) ChildEnv() []string { return ChildEnv(p.socketPath, p.childToken) }
+func (p *Leg) ChildEnv() []string { return ChildEnv(p.socketPath, p.childToken) }
 
 // Ready reports whether the inbox is served and the record in place.
-func (p *Peer) Ready() error {
+func (p *Leg) Ready() error {
 	if !p.emitter.Attached() {
 		return errors.New("not serving yet")
 	}
@@ -214,12 +215,12 @@ func (p *Peer) Ready() error {
 // Run serves the inbox and hands what arrives to out until ctx ends; then
 // it settles what waits (expired), flushes drop receipts and removes the
 // record.
-func (p *Peer) Run(ctx context.Context, out chan<- message.Event) error {
+func (p *Leg) Run(ctx context.Context, out chan<- message.Event) error {
 	p.emitter.Attach(out)
 	deliveries := make(chan struct{})
 	go func() {
 		defer close(deliveries)
-		for in := range p.gate.Deliveries() {
+		for in := range p.guard.Deliveries() {
 			m := p.toMessage(in)
 			if !p.emitter.Emit(ctx, message.Event{Type: message.EventMessage, Message: &m}) {
 				// Stopped before the router took it: the sender, told
@@ -229,7 +230,7 @@ func (p *Peer) Run(ctx context.Context, out chan<- message.Event) error {
 		}
 	}()
 	err := p.ln.Serve(ctx, p.serveConn)
-	p.gate.Shutdown()
+	p.guard.Shutdown()
 	<-deliveries
 	flushed := make(chan struct{})
 	go func() { p.drops.Flush(); close(flushed) }()
@@ -257,19 +258,19 @@ func (p *Peer) Run(ctx context.Context, out chan<- message.Event) error {
 }
 
 // emit hands an event to the router (see leg.Emitter).
-func (p *Peer) emit(ctx context.Context, ev message.Event) { p.emitter.Emit(ctx, ev) }
+func (p *Leg) emit(ctx context.Context, ev message.Event) { p.emitter.Emit(ctx, ev) }
 
 // notice hands a drop or hold notice to the router without waiting
 // (leg.Emitter.Notice): a router slow to read never stalls a sender's
 // connection; a lost notice is counted and logged (the sender's receipt
 // does not depend on it).
-func (p *Peer) notice(ev message.Event) { p.emitter.Notice(p.log, ev) }
+func (p *Leg) notice(ev message.Event) { p.emitter.Notice(p.log, ev) }
 
 // NoticesLost is how many drop and hold notices the router did not take.
-func (p *Peer) NoticesLost() uint64 { return p.emitter.Lost() }
+func (p *Leg) NoticesLost() uint64 { return p.emitter.Lost() }
 
 // Claims reports whether an address is one of Qwen's inbox sockets: this
 // leg dials raw qwen-socks paths; others go to the Claude leg.
-func (p *Peer) Claims(a addressing.Address) bool {
+func (p *Leg) Claims(a addressing.Address) bool {
 	return a.Kind == addressing.KindUDS && strings.Contains(filepath.Dir(a.Path), "qwen-socks")
 }

@@ -26,7 +26,7 @@ import (
 	"github.com/sessiongateway/gateway/testkit/clock"
 )
 
-// The record and inbox files as a Peer writes, keeps and removes them.
+// The record and inbox files as a Leg writes, keeps and removes them.
 
 // identity is this process's pid namespace and start token. Off Linux,
 // where there are none, the test is skipped; on Linux their absence fails
@@ -47,7 +47,7 @@ func identity(tb testing.TB) (ns uint64, start string) {
 
 // runPeer runs p until the test ends (or stop is called) and returns its
 // events.
-func runPeer(t *testing.T, p *Peer) (events <-chan message.Event, stop func()) {
+func runPeer(t *testing.T, p *Leg) (events <-chan message.Event, stop func()) {
 	t.Helper()
 	ch := make(chan message.Event, 256)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -85,7 +85,7 @@ func TestOurRecordFile(t *testing.T) {
 	identity(t)
 
 	t.Run("is 0600, in a 0700 directory, named <pid>.json", func(t *testing.T) {
-		p := registerTestPeer(t, PeerConfig{})
+		p := registerTestPeer(t, Config{})
 		runPeer(t, p)
 		if m := mode(t, p.RecordPath()); !m.IsRegular() || m.Perm() != 0o600 {
 			t.Fatalf("record mode %v, want a 0600 regular file", m)
@@ -103,7 +103,7 @@ func TestOurRecordFile(t *testing.T) {
 	})
 
 	t.Run("holds exactly the spec's keys, with a null qwenVersion and kind external", func(t *testing.T) {
-		p := registerTestPeer(t, PeerConfig{})
+		p := registerTestPeer(t, Config{})
 		runPeer(t, p)
 		b, err := os.ReadFile(p.RecordPath())
 		if err != nil {
@@ -126,7 +126,7 @@ func TestOurRecordFile(t *testing.T) {
 	})
 
 	t.Run("and its aliases' records are removed when it stops, as are its inbox", func(t *testing.T) {
-		p := registerTestPeer(t, PeerConfig{})
+		p := registerTestPeer(t, Config{})
 		_, stop := runPeer(t, p)
 		other := message.Session{Address: "uds:/tmp/cc-socks/9.sock", Protocol: message.ProtocolClaude, Name: "work-08", SessionID: uuid.NewString()}
 		if err := p.SyncAliases(context.Background(), []message.Session{other}); err != nil {
@@ -153,10 +153,10 @@ func TestOurRecordFile(t *testing.T) {
 	})
 
 	t.Run("takes <pid>-<8 hex>.json when <pid>.json is a live process's", func(t *testing.T) {
-		first := registerTestPeer(t, PeerConfig{})
+		first := registerTestPeer(t, Config{})
 		runPeer(t, first)
 		before, _ := os.ReadFile(first.RecordPath())
-		second := registerTestPeer(t, PeerConfig{Home: filepath.Dir(filepath.Dir(first.RecordPath()))})
+		second := registerTestPeer(t, Config{Home: filepath.Dir(filepath.Dir(first.RecordPath()))})
 		if filepath.Dir(second.RecordPath()) != filepath.Dir(first.RecordPath()) {
 			t.Fatal("the two peers do not share a home")
 		}
@@ -184,7 +184,7 @@ func TestOurRecordFile(t *testing.T) {
 		if err := safefile.WriteAtomic(bare, b); err != nil {
 			t.Fatal(err)
 		}
-		p := registerTestPeer(t, PeerConfig{Home: home})
+		p := registerTestPeer(t, Config{Home: home})
 		if p.RecordPath() != bare || readRecord(t, bare).SessionID != p.SessionID() {
 			t.Fatalf("record at %s, want the stale %s replaced", p.RecordPath(), bare)
 		}
@@ -194,13 +194,13 @@ func TestOurRecordFile(t *testing.T) {
 func TestOurInboxTakesASiblingNameWhenItsOwnIsLive(t *testing.T) {
 	identity(t)
 	run := testutil.ShortTempDir(t)
-	first := registerTestPeer(t, PeerConfig{RuntimeDir: run})
+	first := registerTestPeer(t, Config{RuntimeDir: run})
 	runPeer(t, first)
 	want := filepath.Join(run, SocketDirName, strconv.Itoa(os.Getpid())+".sock")
 	if first.SocketPath() != want {
 		t.Fatalf("first inbox at %s, want %s", first.SocketPath(), want)
 	}
-	second := registerTestPeer(t, PeerConfig{RuntimeDir: run})
+	second := registerTestPeer(t, Config{RuntimeDir: run})
 	runPeer(t, second)
 	if filepath.Dir(second.SocketPath()) != filepath.Dir(want) ||
 		!regexp.MustCompile(`^`+strconv.Itoa(os.Getpid())+`-[0-9a-f]{8}\.sock$`).MatchString(filepath.Base(second.SocketPath())) {
@@ -214,7 +214,7 @@ func TestOurInboxTakesASiblingNameWhenItsOwnIsLive(t *testing.T) {
 func TestListingSweepsOnlyRecordsProvenDead(t *testing.T) {
 	ns, start := identity(t)
 	boot, _, _ := strings.Cut(start, ":")
-	p := registerTestPeer(t, PeerConfig{})
+	p := registerTestPeer(t, Config{})
 	dir := filepath.Dir(p.RecordPath())
 
 	// A pid that has certainly exited.
@@ -307,7 +307,7 @@ func writeAndWait(t *testing.T, path string, payload []byte) {
 func TestTheChildTokenMarksAProcessWeStarted(t *testing.T) {
 	// Our review class is bypass and the frames assert prompting: a peer
 	// is held for that, a child is delivered under the parity default.
-	p := registerTestPeer(t, PeerConfig{Mode: message.ModeBypass})
+	p := registerTestPeer(t, Config{Mode: message.ModeBypass})
 	events, _ := runPeer(t, p)
 	var sock, tok string
 	for _, kv := range p.ChildEnv() {
@@ -394,7 +394,7 @@ func within(t *testing.T, events <-chan message.Event) func(func(message.Event) 
 
 func TestOurInboxLineHandlingFollowsTheSpec(t *testing.T) {
 	t.Run("a line within 1 MiB of UTF-16 code units is read though it is over 1 MiB of bytes", func(t *testing.T) {
-		p := registerTestPeer(t, PeerConfig{})
+		p := registerTestPeer(t, Config{})
 		events, _ := runPeer(t, p)
 		body := strings.Repeat("é", 700_000) // 1.4 MB of UTF-8, 700 000 code units
 		id := uuid.NewString()
@@ -415,7 +415,7 @@ func TestOurInboxLineHandlingFollowsTheSpec(t *testing.T) {
 	})
 	t.Run("junk lines after the auth line do not keep the connection open", func(t *testing.T) {
 		const short = 150 * time.Millisecond
-		p := registerTestPeer(t, PeerConfig{Socket: uds.Limits{FirstLineTimeout: short, LineTimeout: short}})
+		p := registerTestPeer(t, Config{Socket: uds.Limits{FirstLineTimeout: short, LineTimeout: short}})
 		runPeer(t, p)
 		c, err := net.Dial("unix", p.SocketPath())
 		if err != nil {
@@ -455,7 +455,7 @@ func TestOurInboxLineHandlingFollowsTheSpec(t *testing.T) {
 
 func TestASlowRouterDoesNotStallASendersConnection(t *testing.T) {
 	// The router never reads: the first delivery waits for it forever.
-	p := registerTestPeer(t, PeerConfig{Clock: clock.NewFakeClock(time.Time{})})
+	p := registerTestPeer(t, Config{Clock: clock.NewFakeClock(time.Time{})})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx, make(chan message.Event)) }()
@@ -474,7 +474,7 @@ func TestASlowRouterDoesNotStallASendersConnection(t *testing.T) {
 	tok := readRecord(t, p.RecordPath()).IPCToken
 	lim := DefaultLimits()
 	var last string
-	for i := range lim.SenderBurst + 1 {
+	for i := range lim.Sender.Burst + 1 {
 		last = uuid.NewString()
 		f := UserFrame{MsgID: last, From: s.path, ReplyToken: "r", FromMode: message.ModePrompting, ToSessionID: p.SessionID(), Content: "flood " + strconv.Itoa(i)}
 		b, err := Payload(tok, f)
@@ -485,7 +485,7 @@ func TestASlowRouterDoesNotStallASendersConnection(t *testing.T) {
 		// a handler stuck telling the router about a drop would not.
 		writeAndWait(t, p.SocketPath(), b)
 	}
-	for range lim.SenderBurst + 1 {
+	for range lim.Sender.Burst + 1 {
 		lines, ok := s.next(t, 10*time.Second)
 		if !ok {
 			t.Fatal("not every message drew a receipt")

@@ -27,7 +27,7 @@ func (p Policy) String() string {
 }
 
 // ParsePolicy reads a setting value; "" is PolicyUnset. Any other value is
-// an error, which the gate reads as "hold, the setting is unreadable".
+// an error, which the guard reads as "hold, the setting is unreadable".
 func ParsePolicy(s string) (Policy, error) {
 	if s == "" {
 		return PolicyUnset, nil
@@ -88,7 +88,7 @@ func (c HoldCause) Sentence() string {
 }
 
 // policy decides accept, hold or refuse, and why a hold.
-func (g *Gate) policy(in Inbound) (Policy, HoldCause) {
+func (g *Guard) policy(in Inbound) (Policy, HoldCause) {
 	to := in.Frame.ToSessionID
 	var explicit Policy
 	if g.cfg.Policy != nil {

@@ -36,15 +36,15 @@ func TestGatePolicy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, nil)
-			r.set(func(r *gateRig) { r.policy, r.polErr, r.class = tt.policy, tt.polErr, tt.class })
+			r.set(func(r *guardRig) { r.policy, r.polErr, r.class = tt.policy, tt.polErr, tt.class })
 			want(t, r.admit(tt.in), tt.outcome, tt.cause)
 		})
 	}
 	t.Run("a refused id stays refused", func(t *testing.T) {
 		r := newRig(t, nil)
-		r.set(func(r *gateRig) { r.policy = PolicyRefuse })
+		r.set(func(r *guardRig) { r.policy = PolicyRefuse })
 		r.admit(msg("a", "m", "x"))
-		r.set(func(r *gateRig) { r.policy = PolicyAccept })
+		r.set(func(r *guardRig) { r.policy = PolicyAccept })
 		want(t, r.admit(msg("a", "m", "y")), OutcomeRepeated, StatusRefused)
 	})
 	t.Run("policy values parse from their settings", func(t *testing.T) {

@@ -267,9 +267,9 @@ func (d *DropReceipts) Close() {
 // is lost (receipts are best effort on the receiver's side).
 const maxReceiptDials = 64
 
-// report sends one receipt the gate asked for, best effort, to the
+// report sends one receipt the guard asked for, best effort, to the
 // sender's inbox if the sender listens there (see dial).
-func (p *Peer) report(r Report) {
+func (p *Leg) report(r Report) {
 	to := r.Inbound.Frame.From
 	if to == "" || !IsLocalIPCPath(to) {
 		return
@@ -298,13 +298,13 @@ func (r Report) Frame(from string) StatusFrame {
 	return f
 }
 
-func (p *Peer) dropped(in Inbound, reason message.DropReason) {
+func (p *Leg) dropped(in Inbound, reason message.DropReason) {
 	p.drops.Note(in, reason)
 	m := p.toMessage(in)
 	p.notice(message.Event{Type: message.EventDrop, Drop: &message.Drop{MsgID: m.ID, From: m.From, Reason: reason}})
 }
 
-func (p *Peer) sendDropReceipt(r DropReceipt) {
+func (p *Leg) sendDropReceipt(r DropReceipt) {
 	if r.To == "" || !IsLocalIPCPath(r.To) {
 		return
 	}
@@ -317,7 +317,7 @@ func (p *Peer) sendDropReceipt(r DropReceipt) {
 // chose for its auth line, go out only when the process that sent the
 // message (holder) is the one listening at to, so a sender cannot aim them
 // at another session's inbox.
-func (p *Peer) dial(to string, holder uds.Holder, token Token, f Frame) {
+func (p *Leg) dial(to string, holder uds.Holder, token Token, f Frame) {
 	payload, err := Payload(token, f)
 	if err != nil {
 		p.log.Info("qwen receipt not encoded", "err", err)

@@ -12,7 +12,7 @@ var originAuth = map[AuthKind]message.AuthClass{
 	AuthPeer: message.AuthPeer, AuthChild: message.AuthChild, AuthController: message.AuthController,
 }
 
-func (p *Peer) toMessage(in Inbound) message.Message {
+func (p *Leg) toMessage(in Inbound) message.Message {
 	f := in.Frame
 	m := message.Message{
 		ID: f.MsgID, From: udsOrNone(f.From), FromName: f.FromName, Body: f.Content, Mode: f.FromMode,
@@ -41,7 +41,7 @@ func udsOrNone(path string) string {
 
 // serveConn authenticates the first non-blank line and then reads frames.
 // A connection that closes with nothing is a liveness probe.
-func (p *Peer) serveConn(ctx context.Context, c *uds.Conn) {
+func (p *Leg) serveConn(ctx context.Context, c *uds.Conn) {
 	var origin Origin
 	authed := false
 	for {
@@ -73,7 +73,7 @@ func (p *Peer) serveConn(ctx context.Context, c *uds.Conn) {
 		switch {
 		case l.User != nil:
 			in := Inbound{Frame: *l.User, Origin: origin, SenderPID: c.Cred.PID}
-			if d := p.gate.Admit(in); d.Outcome == OutcomeHeld && d.Cause != 0 {
+			if d := p.guard.Admit(in); d.Outcome == OutcomeHeld && d.Cause != 0 {
 				m := p.toMessage(in)
 				p.notice(message.Event{Type: message.EventHeld, Held: &message.Held{
 					Message: m, Reason: d.Cause.Sentence(), Since: p.clk.Now(), Expires: p.clk.Now().Add(p.cfg.HeldExpiry)}})

@@ -259,7 +259,7 @@ func validProcStart(s string) bool {
 	return true
 }
 
-func (p *Peer) writeRecord() error {
+func (p *Leg) writeRecord() error {
 	procStart, ok := ProcStartToken(p.pid)
 	if !ok {
 		return errors.New("qwen record: cannot read our own procStart")

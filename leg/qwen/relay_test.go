@@ -54,7 +54,7 @@ func (s *sink) next(t *testing.T, wait time.Duration) (lines []Line, ok bool) {
 	return lines, true
 }
 
-func registerTestPeer(t *testing.T, cfg PeerConfig) *Peer {
+func registerTestPeer(t *testing.T, cfg Config) *Leg {
 	t.Helper()
 	run := testutil.ShortTempDir(t)
 	if cfg.Home == "" {
@@ -96,7 +96,7 @@ func TestRelayMapsWhatTheOtherLegSaidToAQwenReceipt(t *testing.T) {
 		{"failed, which Qwen lacks, is expired: unsent, send again later", message.Receipt{Status: message.StatusFailed, Reason: "no leg"}, StatusExpired, 0},
 		{"sent is no receipt at all", message.Receipt{Status: message.StatusSent}, 0, 0},
 	}
-	p := registerTestPeer(t, PeerConfig{})
+	p := registerTestPeer(t, Config{})
 	s := newSink(t)
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -49,7 +49,7 @@ const (
 // same incarnation. Only the records kept are judged, which takes reads of
 // /proc: a send judges its target's alone. With useIndex, files the index
 // says name another inbox are not read; hid says whether it hid any.
-func (p *Peer) readRecords(ctx context.Context, inbox string, useIndex bool) (out []listed, hid bool, err error) {
+func (p *Leg) readRecords(ctx context.Context, inbox string, useIndex bool) (out []listed, hid bool, err error) {
 	// The directory is read again only once it changed; each record file
 	// is looked at (and read again once changed) unless the index says it
 	// names another inbox.
@@ -115,7 +115,7 @@ func (p *Peer) readRecords(ctx context.Context, inbox string, useIndex bool) (ou
 // noteOverCap logs and counts (a drop, reason record-limit) the first pass
 // that left record files unread, not every pass after it until one reads
 // them all again.
-func (p *Peer) noteOverCap(over int) {
+func (p *Leg) noteOverCap(over int) {
 	if was := p.overCap.Swap(over > 0); over == 0 || was {
 		return
 	}
@@ -135,7 +135,7 @@ func (x *recordIndex) inboxOf(file string) (string, bool) {
 	return s, ok
 }
 
-func (p *Peer) sweep(path string, rec Record) {
+func (p *Leg) sweep(path string, rec Record) {
 	b, err := safefile.ReadCapped(path, MaxRecordBytes)
 	if err != nil {
 		return
@@ -152,7 +152,7 @@ func (p *Peer) sweep(path string, rec Record) {
 // Sessions lists every live, reachable Qwen Code session but ourselves:
 // beyond Qwen Code's rules, one whose inbox is listened on by its record's
 // own process (anyone of ours may write a record naming any socket).
-func (p *Peer) Sessions(ctx context.Context) ([]message.Session, error) {
+func (p *Leg) Sessions(ctx context.Context) ([]message.Session, error) {
 	recs, _, err := p.readRecords(ctx, "", false)
 	if err != nil {
 		return nil, err
@@ -207,7 +207,7 @@ var ErrNoRecord = errors.New("no live qwen session record for that address")
 // target re-reads the registry for the record at path (and session id when
 // known), as Qwen Code asks before each send: /clear swaps the id
 // (docs/protocols/qwen-cross-session.md#records).
-func (p *Peer) target(ctx context.Context, path, sessionID string) (Record, error) {
+func (p *Leg) target(ctx context.Context, path, sessionID string) (Record, error) {
 	var found []Record
 	for _, useIndex := range []bool{true, false} {
 		recs, hid, err := p.readRecords(ctx, path, useIndex)

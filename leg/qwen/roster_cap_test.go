@@ -24,7 +24,7 @@ func TestAListingReadsABoundedNumberOfRecordsPerProcessAndStillListsTheRealSessi
 	ns, _ := identity(t)
 	var logs bytes.Buffer
 	var mu sync.Mutex
-	p := registerTestPeer(t, PeerConfig{Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
+	p := registerTestPeer(t, Config{Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
 	events, _ := runPeer(t, p)
 	dir := filepath.Dir(p.RecordPath())
 	socks := testutil.ShortTempDir(t)
@@ -91,7 +91,7 @@ func TestAListingReadsABoundedNumberOfRecordsPerProcessAndStillListsTheRealSessi
 // A listing whose caller has given up stops reading.
 func TestAListingStopsWhenItsContextEnds(t *testing.T) {
 	identity(t)
-	p := registerTestPeer(t, PeerConfig{})
+	p := registerTestPeer(t, Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := p.Sessions(ctx); err == nil {

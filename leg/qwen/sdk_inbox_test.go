@@ -170,27 +170,27 @@ func (e *sdkEndpoint) receipt(msgID, status string) sdkLine {
 	})
 }
 
-// inbox is our Peer on a fake clock, with an event reader that can be
+// inbox is our Leg on a fake clock, with an event reader that can be
 // stalled (a session not consuming its queue).
 type inbox struct {
-	*Peer
+	*Leg
 	clk    *clock.FakeClock
 	events chan message.Event
 	stall  chan struct{}
 	once   sync.Once
 }
 
-func startInbox(t *testing.T, home string, cfg PeerConfig) *inbox {
+func startInbox(t *testing.T, home string, cfg Config) *inbox {
 	return runInbox(t, home, cfg, false)
 }
 
 // startStalledInbox is an inbox whose session takes the first message and
 // then stops reading (until release), so that its delivery queue fills.
-func startStalledInbox(t *testing.T, home string, cfg PeerConfig) *inbox {
+func startStalledInbox(t *testing.T, home string, cfg Config) *inbox {
 	return runInbox(t, home, cfg, true)
 }
 
-func runInbox(t *testing.T, home string, cfg PeerConfig, stall bool) *inbox {
+func runInbox(t *testing.T, home string, cfg Config, stall bool) *inbox {
 	t.Helper()
 	run := testutil.ShortTempDir(t)
 	clk := clock.NewFakeClock(time.Now())
@@ -202,7 +202,7 @@ func runInbox(t *testing.T, home string, cfg PeerConfig, stall bool) *inbox {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &inbox{Peer: p, clk: clk, events: make(chan message.Event, 4096), stall: make(chan struct{})}
+	in := &inbox{Leg: p, clk: clk, events: make(chan message.Event, 4096), stall: make(chan struct{})}
 	if !stall {
 		in.release()
 	}
@@ -274,7 +274,7 @@ func TestSDKSendsToOurInboxAndHearsTheSpecsReceipts(t *testing.T) {
 
 	t.Run("a message under mode parity is delivered", func(t *testing.T) {
 		home := qwenHome(t)
-		in := startInbox(t, home, PeerConfig{})
+		in := startInbox(t, home, Config{})
 		e := startSDKEndpoint(t, sdk, home, "sdk-sender", "")
 		id := e.send("gateway", "hello gateway", false)
 		e.receipt(id, "delivered")
@@ -286,7 +286,7 @@ func TestSDKSendsToOurInboxAndHearsTheSpecsReceipts(t *testing.T) {
 
 	t.Run("--inbound refuse answers refused", func(t *testing.T) {
 		home := qwenHome(t)
-		startInbox(t, home, PeerConfig{Inbound: PolicyRefuse})
+		startInbox(t, home, Config{Inbound: PolicyRefuse})
 		e := startSDKEndpoint(t, sdk, home, "sdk-sender", "")
 		id := e.send("gateway", "please refuse", false)
 		if r := e.receipt(id, "refused"); r.Previous != "pending" {
@@ -296,7 +296,7 @@ func TestSDKSendsToOurInboxAndHearsTheSpecsReceipts(t *testing.T) {
 
 	t.Run("a held message that is denied answers held, then denied", func(t *testing.T) {
 		home := qwenHome(t)
-		in := startInbox(t, home, PeerConfig{Inbound: PolicyHold})
+		in := startInbox(t, home, Config{Inbound: PolicyHold})
 		e := startSDKEndpoint(t, sdk, home, "sdk-sender", "")
 		id := e.send("gateway", "hold me", false)
 		e.receipt(id, "held")
@@ -310,7 +310,7 @@ func TestSDKSendsToOurInboxAndHearsTheSpecsReceipts(t *testing.T) {
 
 	t.Run("a held message whose hold runs out answers expired", func(t *testing.T) {
 		home := qwenHome(t)
-		in := startInbox(t, home, PeerConfig{Inbound: PolicyHold, HeldExpiry: time.Minute})
+		in := startInbox(t, home, Config{Inbound: PolicyHold, HeldExpiry: time.Minute})
 		e := startSDKEndpoint(t, sdk, home, "sdk-sender", "")
 		id := e.send("gateway", "let me expire", false)
 		e.receipt(id, "held")
@@ -322,7 +322,7 @@ func TestSDKSendsToOurInboxAndHearsTheSpecsReceipts(t *testing.T) {
 
 	t.Run("a message pinned to a session we do not hold answers misaddressed", func(t *testing.T) {
 		home := qwenHome(t)
-		in := startInbox(t, home, PeerConfig{})
+		in := startInbox(t, home, Config{})
 		// A stale record for our inbox, as a session id swap would leave:
 		// the SDK pins its send to that id.
 		rec := readRecord(t, in.RecordPath())
@@ -341,20 +341,20 @@ func TestSDKSendsToOurInboxAndHearsTheSpecsReceipts(t *testing.T) {
 
 	t.Run("a burst past the sender's bucket is dropped rate-limited, the later drops in one coalesced receipt", func(t *testing.T) {
 		home := qwenHome(t)
-		in := startInbox(t, home, PeerConfig{})
+		in := startInbox(t, home, Config{})
 		e := startSDKEndpoint(t, sdk, home, "sdk-sender", "")
 		lim := DefaultLimits()
 		var ids []string
-		for i := range lim.SenderBurst + 3 {
+		for i := range lim.Sender.Burst + 3 {
 			ids = append(ids, e.send("gateway", fmt.Sprintf("burst %d", i), false))
 		}
-		for _, id := range ids[:lim.SenderBurst] {
+		for _, id := range ids[:lim.Sender.Burst] {
 			e.receipt(id, "delivered")
 		}
 		// The first drop is answered at once; the next two wait one trail
 		// and go out as one receipt about the first of them, listing the
 		// other in droppedMsgIds, which the SDK settles too.
-		first := e.receipt(ids[lim.SenderBurst], "dropped")
+		first := e.receipt(ids[lim.Sender.Burst], "dropped")
 		if first.DropReason != "rate-limited" {
 			t.Fatalf("dropped for %q", first.DropReason)
 		}
@@ -362,7 +362,7 @@ func TestSDKSendsToOurInboxAndHearsTheSpecsReceipts(t *testing.T) {
 			in.wait(t, func(ev message.Event) bool { return ev.Type == message.EventDrop })
 		}
 		in.clk.Advance(DropReceiptTrail)
-		for _, id := range ids[lim.SenderBurst+1:] {
+		for _, id := range ids[lim.Sender.Burst+1:] {
 			if r := e.receipt(id, "dropped"); r.DropReason != "rate-limited" || r.Previous != "pending" {
 				t.Fatalf("%s: %+v", id, r)
 			}
@@ -371,7 +371,7 @@ func TestSDKSendsToOurInboxAndHearsTheSpecsReceipts(t *testing.T) {
 
 	t.Run("a message past a full delivery queue is dropped queue-full", func(t *testing.T) {
 		home := qwenHome(t)
-		in := startStalledInbox(t, home, PeerConfig{Inbound: PolicyAccept})
+		in := startStalledInbox(t, home, Config{Inbound: PolicyAccept})
 		e := startSDKEndpoint(t, sdk, home, "sdk-sender", "")
 		lim := DefaultLimits()
 		// The buckets let 30 through at once; a minute refills them (and
@@ -382,7 +382,7 @@ func TestSDKSendsToOurInboxAndHearsTheSpecsReceipts(t *testing.T) {
 		// moves.
 		var ids []string
 		for round := range 2 {
-			for i := range lim.SenderBurst {
+			for i := range lim.Sender.Burst {
 				ids = append(ids, e.send("gateway", fmt.Sprintf("round %d, message %d", round, i), false))
 			}
 			in.clk.Advance(time.Minute)
@@ -417,7 +417,7 @@ func TestSDKControllerTokenReachesOurInbox(t *testing.T) {
 	}
 	// Our own review class differs from what the SDK asserts: only the
 	// grant delivers at once.
-	in := startInbox(t, home, PeerConfig{Mode: message.ModeBypass, Controllers: []ControllerVerifier{grants}})
+	in := startInbox(t, home, Config{Mode: message.ModeBypass, Controllers: []ControllerVerifier{grants}})
 	e := startSDKEndpoint(t, sdk, home, "voice", string(tok))
 
 	t.Run("a controller send is delivered and classified controller", func(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 // Send writes m to the Qwen session at m.To: the auth line with its
 // ipcToken, then the user frame with toSessionId, our inbox and replyToken.
 // A send the receiver's published limits would only drop is refused here.
-func (p *Peer) Send(ctx context.Context, m message.Message) (message.Receipt, error) {
+func (p *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, error) {
 	path, ok := addressing.SocketOf(m.To)
 	if !ok || !IsLocalIPCPath(path) {
 		return message.Receipt{}, fmt.Errorf("not a qwen inbox address: %q", m.To)

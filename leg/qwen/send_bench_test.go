@@ -24,7 +24,7 @@ import (
 // this process that reads to EOF and closes, so what is timed is the leg.
 func BenchmarkSend(b *testing.B) {
 	home, run := b.TempDir(), b.TempDir()
-	p, err := Register(PeerConfig{Name: "gateway", Home: home, RuntimeDir: run, TmpDir: b.TempDir()})
+	p, err := Register(Config{Name: "gateway", Home: home, RuntimeDir: run, TmpDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestASendFindsARecordThatNowNamesItsInbox(t *testing.T) {
 func sendFindsRecord(t *testing.T, inPlace bool) {
 	identity(t)
 	home, run := t.TempDir(), t.TempDir()
-	p, err := Register(PeerConfig{Name: "gateway", Home: home, RuntimeDir: run, TmpDir: t.TempDir()})
+	p, err := Register(Config{Name: "gateway", Home: home, RuntimeDir: run, TmpDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

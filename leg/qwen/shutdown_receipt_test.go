@@ -33,7 +33,7 @@ func lastStatusOf(b []byte, msgID string) string {
 // with no word; the sender took it as delivered.
 func TestMessagesTheRouterNeverTookEndExpiredAtShutdown(t *testing.T) {
 	identity(t)
-	p := registerTestPeer(t, PeerConfig{Inbound: PolicyAccept})
+	p := registerTestPeer(t, Config{Inbound: PolicyAccept})
 	out := make(chan message.Event) // never read: the router is stuck
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -78,7 +78,7 @@ func TestMessagesTheRouterNeverTookEndExpiredAtShutdown(t *testing.T) {
 func TestAHoldNoticeTheRouterDoesNotTakeIsCounted(t *testing.T) {
 	identity(t)
 	// Our review class is bypass and the frame asserts prompting: held.
-	p := registerTestPeer(t, PeerConfig{Mode: message.ModeBypass})
+	p := registerTestPeer(t, Config{Mode: message.ModeBypass})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx, make(chan message.Event)) }() // never read

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/safefile"
 )
 
@@ -341,7 +342,10 @@ func (l *Listener) serveInTurn(ctx context.Context, table *slotTable, uc *net.Un
 // it does not accept: the kernel queues dials in the listen backlog and
 // refuses them once that is full.
 func (l *Listener) acceptLoop(ctx context.Context, slots chan struct{}, serve func(*net.UnixConn)) error {
-	var backoff time.Duration
+	// Out of descriptors or memory: wait for handlers to finish rather
+	// than spin, as net/http does, from 5 ms doubling to 1 s, and from
+	// 5 ms again once an accept works.
+	wait := acceptBackoff.New(clock.Real{})
 	for {
 		select {
 		case slots <- struct{}{}:
@@ -350,7 +354,7 @@ func (l *Listener) acceptLoop(ctx context.Context, slots chan struct{}, serve fu
 		}
 		uc, err := l.ln.AcceptUnix()
 		if err == nil {
-			backoff = 0
+			wait.Reset()
 			serve(uc)
 			continue
 		}
@@ -361,18 +365,13 @@ func (l *Listener) acceptLoop(ctx context.Context, slots chan struct{}, serve fu
 		if !retryableAccept(err) {
 			return fmt.Errorf("uds: accept on %s: %w", l.path, err)
 		}
-		// Out of descriptors or memory: wait for handlers to finish rather
-		// than spin, as net/http does.
-		backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if clock.Sleep(ctx, clock.Real{}, wait.NextBackOff()) != nil {
 			return nil
-		case <-t.C:
 		}
 	}
 }
+
+var acceptBackoff = clock.Backoff{Initial: 5 * time.Millisecond, Max: time.Second}
 
 func retryableAccept(err error) bool {
 	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.EINTR} {

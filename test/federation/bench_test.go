@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg/claude"
 	"github.com/sessiongateway/gateway/leg/uds"
@@ -25,7 +26,7 @@ type benchSink struct {
 
 func newBenchSink(tb testing.TB, configDir, runtime, name string) *benchSink {
 	s := &benchSink{waiting: map[string]chan time.Time{}}
-	unlimited := claude.Limits{BucketCapacity: 1 << 30, RefillPerSecond: 1 << 30, GlobalBurst: 1 << 30, GlobalRefill: 1 << 30,
+	unlimited := claude.Limits{Sender: clock.Bucket{Rate: 1 << 30, Burst: 1 << 30}, Global: clock.Bucket{Rate: 1 << 30, Burst: 1 << 30},
 		DedupWindow: time.Nanosecond, MaxQueued: 1 << 30, MaxHeld: 1 << 30, MaxHeldBytes: 1 << 30}
 	fakeclaude.Start(tb, fakeclaude.Config{Name: name, ConfigDir: configDir, RuntimeDir: runtime, Mode: message.ModePrompting,
 		// Sixteen senders write through one gateway process at once, and

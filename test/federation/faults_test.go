@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg/qwen"
 	"github.com/sessiongateway/gateway/message"
@@ -51,7 +52,7 @@ func startSink(t *testing.T, h *host, name string) *sink {
 	// then more than 512 others may have reached it (see docs/federation.md,
 	// the window left).
 	p := h.qwen(t, fakeqwen.Config{Name: name, Inbound: qwen.PolicyAccept, Limits: qwen.Limits{
-		SenderBurst: lots, SenderRefillPerSecond: float64(lots), GlobalBurst: lots, GlobalRefillPerSecond: float64(lots),
+		Sender: clock.Bucket{Rate: float64(lots), Burst: lots}, Global: clock.Bucket{Rate: float64(lots), Burst: lots},
 		MaxQueued: 4096, MaxSettled: 4096,
 	}})
 	s := &sink{copies: map[string]int{}, order: map[string][]int{}}

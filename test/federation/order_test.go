@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/leg/claude"
 	"github.com/sessiongateway/gateway/leg/uds"
 	"github.com/sessiongateway/gateway/message"
@@ -21,7 +22,7 @@ func startClaudeSink(t *testing.T, h *host, name string) *sink {
 	lots := 1 << 30
 	fakeclaude.Start(t, fakeclaude.Config{Name: name, ConfigDir: h.W.ConfigDir, RuntimeDir: h.W.Runtime, Mode: message.ModePrompting,
 		Listen: uds.Limits{MaxConnsPerPeer: 64},
-		Limits: claude.Limits{BucketCapacity: lots, RefillPerSecond: float64(lots), GlobalBurst: lots, GlobalRefill: float64(lots),
+		Limits: claude.Limits{Sender: clock.Bucket{Rate: float64(lots), Burst: lots}, Global: clock.Bucket{Rate: float64(lots), Burst: lots},
 			DedupWindow: time.Nanosecond, MaxQueued: lots, MaxHeld: lots, MaxHeldBytes: lots},
 		OnReceived: func(r fakeclaude.Received) { s.note(strings.TrimSpace(r.Content.Envelope.Body)) }})
 	return s

@@ -25,7 +25,7 @@ type Config struct {
 // Peer is a running fake session. Its events (messages that reached it,
 // receipts for what it sent, held messages) are in Events.
 type Peer struct {
-	*qwen.Peer
+	*qwen.Leg
 	events chan message.Event
 }
 
@@ -35,12 +35,12 @@ func Start(tb testing.TB, cfg Config) *Peer {
 	if cfg.TmpDir == "" {
 		cfg.TmpDir = tb.TempDir()
 	}
-	p, err := qwen.Register(qwen.PeerConfig{Name: cfg.Name, Home: cfg.Home, RuntimeDir: cfg.RuntimeDir,
+	p, err := qwen.Register(qwen.Config{Name: cfg.Name, Home: cfg.Home, RuntimeDir: cfg.RuntimeDir,
 		TmpDir: cfg.TmpDir, Mode: cfg.Mode, Inbound: cfg.Inbound, Limits: cfg.Limits})
 	if err != nil {
 		tb.Fatalf("fakeqwen: %v", err)
 	}
-	f := &Peer{Peer: p, events: make(chan message.Event, 256)}
+	f := &Peer{Leg: p, events: make(chan message.Event, 256)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx, f.events) }()

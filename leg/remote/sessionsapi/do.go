@@ -80,16 +80,10 @@ func retryable(p retryPolicy, err error) bool {
 	return false
 }
 
-func (c *Client) newBackOff() *backoff.ExponentialBackOff {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = 500 * time.Millisecond
-	b.Multiplier = 2
-	b.RandomizationFactor = 0.5
-	b.MaxInterval = 30 * time.Second
-	b.MaxElapsedTime = c.elapsed
-	b.Clock = c.clock
-	b.Reset()
-	return b
+// newBackOff spaces one operation's attempts: from 0.5 s doubling to at
+// most 30 s, each within half of that either way, within MaxElapsed.
+func (c *Client) newBackOff() backoff.BackOff {
+	return clock.Backoff{Initial: 500 * time.Millisecond, Max: 30 * time.Second, Jitter: 0.5, MaxElapsed: c.elapsed}.New(c.clock)
 }
 
 // do sends r, retrying as its policy allows, and returns the body of the
@@ -154,7 +148,7 @@ func (c *Client) do(ctx context.Context, r request) (_ []byte, err error) {
 // wait is the delay before the next attempt: what Retry-After asked for on
 // a 429 or 503, else the next exponential backoff with jitter. It says no
 // when the wait would overrun MaxElapsed.
-func (c *Client) wait(b *backoff.ExponentialBackOff, api *APIError, start time.Time) (time.Duration, bool) {
+func (c *Client) wait(b backoff.BackOff, api *APIError, start time.Time) (time.Duration, bool) {
 	if api != nil && api.RetryAfter > 0 && (api.Status == http.StatusTooManyRequests || api.Status == http.StatusServiceUnavailable) {
 		if c.clock.Now().Sub(start)+api.RetryAfter > c.elapsed {
 			return 0, false

@@ -2,25 +2,47 @@ package stream
 
 import (
 	"errors"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/sessiongateway/gateway/internal/clock"
 )
 
-// maxBackoffExp caps the exponent so a stream that retries for ever waits
-// at most about four minutes between attempts.
-const maxBackoffExp = 8
-
 // DefaultBackoff is the web app's reconnect delay
-// (docs/protocols/claude-ai-remote.md#connection-lifecycle): 2^attempt seconds plus up to
-// one second of random jitter, so that many sessions dropped together do not
-// reconnect together.
-func DefaultBackoff(attempt int) time.Duration {
-	attempt = min(max(attempt, 0), maxBackoffExp)
-	return time.Duration(1<<attempt)*time.Second + rand.N(time.Second)
+// (docs/protocols/claude-ai-remote.md#connection-lifecycle), spacing the
+// attempts: 2^n seconds after n consecutive
+// failures (1 s after a healthy connection dropped), at most 256 s (about
+// four minutes), each plus up to a second at random, so that many
+// sessions dropped together do not reconnect together.
+var DefaultBackoff = clock.Backoff{Initial: time.Second, Max: 256 * time.Second, Spread: time.Second}
+
+// reconnect is one Run's backoff between attempts. A healthy connection
+// that dropped waits the policy's first wait and each consecutive failure
+// the next; a stream that starts, or wakes from dormancy, had no healthy
+// connection to lose, so its first failure already waits the second.
+type reconnect struct{ b backoff.BackOff }
+
+func newReconnect(p clock.Backoff, c clock.Clock) *reconnect {
+	r := &reconnect{b: p.New(c)}
+	r.fresh()
+	return r
 }
+
+// fresh is the state of a stream starting or waking.
+func (r *reconnect) fresh() {
+	r.b.Reset()
+	r.b.NextBackOff()
+}
+
+// healthy starts the waits over: a connection worked.
+func (r *reconnect) healthy() { r.b.Reset() }
+
+// next is the wait before the next attempt.
+func (r *reconnect) next() time.Duration { return max(r.b.NextBackOff(), 0) }
 
 // maxRetryAfter bounds what a server can make us wait, by Retry-After or
 // the event stream's retry: field: beyond it the value is more likely

@@ -95,10 +95,11 @@ type Config struct {
 	// to our initialize are not messages, unless they kept the connection
 	// up for a minute.
 	MaxRetries int
-	// Backoff is the wait before the next attempt after n consecutive
-	// failures (n is 0 after a healthy connection dropped). DefaultBackoff
-	// when nil. A 429's Retry-After and the SSE retry: field are floors.
-	Backoff func(attempt int) time.Duration
+	// Backoff spaces the attempts (see DefaultBackoff, the zero value's);
+	// its MaxRetries and MaxElapsed play no part: MaxRetries above says
+	// when to give up. A 429's Retry-After and the SSE retry: field are
+	// floors.
+	Backoff clock.Backoff
 	// Initialize sends {"request_id":..,"type":"control_request","request":
 	// {"subtype":"initialize"}} after every WebSocket open, as the web app
 	// does. The answer's pending_permission_requests are delivered as
@@ -164,9 +165,10 @@ func validate(c *Config) error {
 	if c.DedupWindow == 0 {
 		c.DedupWindow = DefaultDedupWindow
 	}
-	if c.Backoff == nil {
+	if c.Backoff == (clock.Backoff{}) {
 		c.Backoff = DefaultBackoff
 	}
+	c.Backoff.MaxRetries, c.Backoff.MaxElapsed = 0, 0
 	if c.HTTPClient == nil {
 		c.HTTPClient = streamClient
 	}

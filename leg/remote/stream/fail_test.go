@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sessiongateway/gateway/demo/fakecloud"
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg/remote/stream"
 )
@@ -267,7 +268,7 @@ func TestAServerThatSendsOnlyKeepAlivesAndClosesIsGivenUpOn(t *testing.T) {
 					frames <- nil
 				}
 				cfg = stream.NewConfig(closingWSServer(t, frames).URL, org, "session_1")
-				cfg.Backoff = func(int) time.Duration { return time.Millisecond }
+				cfg.Backoff = clock.Backoff{Initial: time.Millisecond, Max: time.Millisecond}
 				cfg.Initialize = false
 			}
 			cfg.MaxRetries = 3

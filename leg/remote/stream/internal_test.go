@@ -109,23 +109,30 @@ func TestTheWatchdog(t *testing.T) {
 }
 
 func TestDefaultBackoffDoublesWithJitter(t *testing.T) {
+	s := time.Second
 	tests := []struct {
-		name    string
-		attempt int
-		base    time.Duration
+		name  string
+		steps func(r *reconnect) // before the wait measured
+		base  time.Duration
 	}{
-		{"after a healthy connection it waits about a second", 0, time.Second},
-		{"after one failure about two seconds", 1, 2 * time.Second},
-		{"after four failures about sixteen", 4, 16 * time.Second},
-		{"a negative attempt counts as none", -3, time.Second},
-		{"the exponent stops growing at 2^8 s", 40, 256 * time.Second},
+		{"a stream's first failure waits about two seconds", func(*reconnect) {}, 2 * s},
+		{"after a healthy connection it waits about a second", func(r *reconnect) { r.healthy() }, s},
+		{"a failure after that about two", func(r *reconnect) { r.healthy(); r.next() }, 2 * s},
+		{"the fourth failure in a row about sixteen", func(r *reconnect) { r.next(); r.next(); r.next() }, 16 * s},
+		{"a wake from dormancy starts again at two", func(r *reconnect) { r.next(); r.next(); r.fresh() }, 2 * s},
+		{"the wait stops growing at 2^8 s", func(r *reconnect) {
+			for range 40 {
+				r.next()
+			}
+		}, 256 * s},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for range 100 {
-				got := DefaultBackoff(tt.attempt)
-				if got < tt.base || got >= tt.base+time.Second {
-					t.Fatalf("DefaultBackoff(%d) = %v, want in [%v, %v)", tt.attempt, got, tt.base, tt.base+time.Second)
+				r := newReconnect(DefaultBackoff, nil)
+				tt.steps(r)
+				if got := r.next(); got < tt.base || got >= tt.base+s {
+					t.Fatalf("wait %v, want in [%v, %v)", got, tt.base, tt.base+s)
 				}
 			}
 		})

@@ -29,7 +29,7 @@ func (s *Stream) RunFunc(ctx context.Context, out Deliver, onLink func(Link)) er
 	if onLink == nil {
 		onLink = func(Link) {}
 	}
-	failures := 0
+	failures, backoff := 0, newReconnect(s.cfg.Backoff, s.clock)
 	for {
 		// One connection: open it, recover what was missed, deliver until
 		// it ends. An idle stream waits in readLoop for the server, and the
@@ -43,7 +43,7 @@ func (s *Stream) RunFunc(ctx context.Context, out Deliver, onLink func(Link)) er
 			}
 			res = a.finish()
 		}
-		if done, err := s.after(ctx, res, &failures, onLink); done {
+		if done, err := s.after(ctx, res, &failures, backoff, onLink); done {
 			return err
 		}
 	}
@@ -54,13 +54,14 @@ func (s *Stream) RunFunc(ctx context.Context, out Deliver, onLink func(Link)) er
 // so that its frame is not under an idle stream's wait (see RunFunc).
 //
 //go:noinline
-func (s *Stream) after(ctx context.Context, res outcome, failures *int, onLink func(Link)) (done bool, err error) {
+func (s *Stream) after(ctx context.Context, res outcome, failures *int, backoff *reconnect, onLink func(Link)) (done bool, err error) {
 	s.drainWake()
 	if ctx.Err() != nil {
 		return true, nil
 	}
 	if res.idle {
 		*failures = 0
+		backoff.fresh()
 		if !s.dormant(ctx, func() { onLink(Link{State: LinkDormant}) }) {
 			return true, nil
 		}
@@ -74,6 +75,7 @@ func (s *Stream) after(ctx context.Context, res outcome, failures *int, onLink f
 	}
 	if res.healthy {
 		*failures = 0
+		backoff.healthy()
 	} else {
 		*failures++
 	}
@@ -84,7 +86,7 @@ func (s *Stream) after(ctx context.Context, res outcome, failures *int, onLink f
 	}
 	// The server's retry: is capped as Retry-After is: a huge one would
 	// otherwise park the stream for years.
-	wait := max(s.cfg.Backoff(*failures), ce.RetryAfter, min(res.retryFloor, maxRetryAfter))
+	wait := max(backoff.next(), ce.RetryAfter, min(res.retryFloor, maxRetryAfter))
 	s.logger().Info("remote stream lost", "err", ce, "attempt", *failures, "retry_in", wait)
 	l := Link{State: LinkReconnecting, Attempt: *failures, Err: ce, Delay: wait}
 	if wait <= 0 {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg/remote/stream"
 	"github.com/sessiongateway/gateway/leg/remote/wire"
@@ -112,7 +113,7 @@ func (h *stubHistory) CodeEventsAfter(_ context.Context, _ string, after uint64)
 func sseConfig(url string) stream.Config {
 	cfg := stream.NewConfig(url, "", "session_1")
 	cfg.Transport = stream.TransportSSE
-	cfg.Backoff = func(int) time.Duration { return time.Millisecond }
+	cfg.Backoff = clock.Backoff{Initial: time.Millisecond, Max: time.Millisecond}
 	return cfg
 }
 

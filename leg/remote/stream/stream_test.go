@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sessiongateway/gateway/demo/fakecloud"
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg/remote/stream"
 	"github.com/sessiongateway/gateway/leg/remote/wire"
@@ -72,7 +73,7 @@ func (c *cloud) config(tr stream.Transport) stream.Config {
 	cfg.Header = func(context.Context) (http.Header, error) { return headers(), nil }
 	cfg.HTTPClient = c.hc
 	cfg.History = &restHistory{base: c.URL(), hc: c.hc}
-	cfg.Backoff = func(int) time.Duration { return time.Millisecond }
+	cfg.Backoff = clock.Backoff{Initial: time.Millisecond, Max: time.Millisecond}
 	cfg.Logger = slog.New(slog.NewTextHandler(testLog{c.t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return cfg
 }
