@@ -55,7 +55,7 @@ type Leg struct {
 
 	mu      sync.Mutex
 	clients map[string]*client // by name
-	in      chan<- message.Event
+	emitter *leg.Emitter       // attached while Run runs
 
 	sent *bounded.Map[string, *sent]     // what the clients sent, by message id
 	left *bounded.Map[string, time.Time] // names of clients gone, when they left
@@ -70,7 +70,8 @@ var (
 
 // NewLeg returns a leg with no clients; c nil is the wall clock.
 func NewLeg(c clock.Clock) *Leg {
-	return &Leg{clk: clock.Or(c), clients: map[string]*client{},
+	c = clock.Or(c)
+	return &Leg{clk: c, emitter: leg.NewEmitter(message.ProtocolMCP, c.Now), clients: map[string]*client{},
 		sent: bounded.NewMap[string, *sent](KeepSent), left: bounded.NewMap[string, time.Time](KeepLeft)}
 }
 
@@ -239,13 +240,9 @@ func (l *Leg) Relay(_ context.Context, in message.Message, rc message.Receipt) {
 // Run hands the clients' messages and their inboxes' receipts to in until
 // ctx ends.
 func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
-	l.mu.Lock()
-	l.in = in
-	l.mu.Unlock()
+	l.emitter.Attach(in)
 	<-ctx.Done()
-	l.mu.Lock()
-	l.in = nil
-	l.mu.Unlock()
+	l.emitter.Close()
 	return nil
 }
 
@@ -256,10 +253,7 @@ var ErrNotRunning = errors.New("mcp: the gateway is not routing messages (shutti
 // router as a message that arrived at an alias of target: the bridge
 // forwards it as from me. It returns the message's id, for Sent.
 func (l *Leg) Submit(ctx context.Context, me, target message.Session, body string) (string, error) {
-	l.mu.Lock()
-	in := l.in
-	l.mu.Unlock()
-	if in == nil {
+	if !l.emitter.Attached() {
 		return "", ErrNotRunning
 	}
 	m := message.Message{ID: uuid.NewString(), From: me.Address, FromName: me.Name, FromSession: me.SessionID,
@@ -270,13 +264,14 @@ func (l *Leg) Submit(ctx context.Context, me, target message.Session, body strin
 		Mode: message.ModePrompting}
 	s := &sent{msg: m, track: message.NewTracker(), changed: make(chan struct{})}
 	l.sent.Put(m.ID, s)
-	select {
-	case in <- message.Event{Type: message.EventMessage, Time: m.Time, Leg: message.ProtocolMCP, Message: &m}:
+	if l.emitter.Emit(ctx, message.Event{Type: message.EventMessage, Time: m.Time, Message: &m}) {
 		return m.ID, nil
-	case <-ctx.Done():
-		l.sent.Delete(m.ID)
-		return "", ctx.Err()
 	}
+	l.sent.Delete(m.ID)
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	return "", ErrNotRunning // the leg stopped meanwhile
 }
 
 // Sent is where the message id, which a client sent, stands: the name it
@@ -332,19 +327,12 @@ func (l *Leg) Unread(me message.Session) int {
 
 // receipt reports rc, about a message in a client's inbox, to the router.
 func (l *Leg) receipt(rc message.Receipt) {
-	l.mu.Lock()
-	in := l.in
-	l.mu.Unlock()
-	if in == nil {
-		return
-	}
 	if rc.Time.IsZero() {
 		rc.Time = l.clk.Now()
 	}
-	select {
-	case in <- message.Event{Type: message.EventReceipt, Time: rc.Time, Leg: message.ProtocolMCP, Receipt: &rc}:
-	default: // the router's queue is full: the receipt is lost, the message is not
-	}
+	// Never waits: when the router's queue is full (or the leg is not
+	// running) the receipt is lost, the message is not.
+	l.emitter.Offer(message.Event{Type: message.EventReceipt, Time: rc.Time, Receipt: &rc})
 }
 
 func (s *sent) apply(rc message.Receipt) {

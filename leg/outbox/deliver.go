@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/sessiongateway/gateway/internal/clock"
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -28,6 +29,9 @@ type result struct {
 // waited for; those that got through are recorded, unpublished (the
 // others were cut short by the shutdown and do not count).
 func (l *Leg) deliver(ctx context.Context, in chan<- message.Event) {
+	em := leg.NewEmitter(l.inner.Name(), l.clock.Now)
+	em.Attach(in)
+	defer em.Close()
 	// Each attempt sends exactly one result and at most MaxInFlight run,
 	// so an attempt never waits to hand in its result.
 	results := make(chan result, l.cfg.MaxInFlight)
@@ -92,12 +96,8 @@ func (l *Leg) deliver(ctx context.Context, in chan<- message.Event) {
 				// second: it does not count, as in the drain below.
 				return
 			}
-			if ev, ok := l.record(r); ok {
-				select {
-				case in <- ev:
-				case <-ctx.Done():
-					return
-				}
+			if ev, ok := l.record(r); ok && !em.Emit(ctx, ev) {
+				return
 			}
 		}
 	}

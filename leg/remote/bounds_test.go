@@ -58,7 +58,7 @@ func TestTheBacklogOfAHistoryThatNeverEndsReadsABoundedNumberOfPages(t *testing.
 		t.Fatal(err)
 	}
 	f := &follow{prompts: newPrompts(), assistant: map[string]wire.Assistant{}}
-	afterID, _, _, err := l.backlog(context.Background(), "session_01a", f, make(chan message.Event, 16))
+	afterID, _, _, err := l.backlog(context.Background(), "session_01a", f, emitterTo(make(chan message.Event, 16)))
 	if err != nil {
 		t.Fatal(err)
 	}

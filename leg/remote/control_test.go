@@ -110,7 +110,7 @@ func TestTheHistoryRefusesOnlyUnservedRequestsStillUnanswered(t *testing.T) {
 	}}
 	l := newTestLeg(t, api, sid)
 	in := make(chan message.Event, 16)
-	if _, _, _, err := l.backlog(context.Background(), sid, newFollow(), in); err != nil {
+	if _, _, _, err := l.backlog(context.Background(), sid, newFollow(), emitterTo(in)); err != nil {
 		t.Fatal(err)
 	}
 	close(in)
@@ -426,7 +426,7 @@ func fromHistory(t *testing.T, page, n int, event func(int) string) (*follow, []
 	l := newTestLeg(t, api, sid)
 	f := newFollow()
 	in := make(chan message.Event, 2*n)
-	if _, _, _, err := l.backlog(context.Background(), sid, f, in); err != nil {
+	if _, _, _, err := l.backlog(context.Background(), sid, f, emitterTo(in)); err != nil {
 		t.Fatal(err)
 	}
 	close(in)

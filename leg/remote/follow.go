@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/internal/bounded"
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/leg/remote/stream"
 	"github.com/sessiongateway/gateway/leg/remote/wire"
 	"github.com/sessiongateway/gateway/message"
@@ -74,6 +75,8 @@ func (f *follow) ended() bool {
 
 // Run follows the configured sessions until ctx ends.
 func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
+	em := leg.NewEmitter(message.ProtocolRemote, l.cfg.Now)
+	em.Attach(in)
 	var wg sync.WaitGroup
 	defer func() {
 		l.stopListing()
@@ -83,6 +86,7 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 		}
 		l.mu.Unlock()
 		wg.Wait()
+		em.Close()
 	}()
 	t := time.NewTicker(l.cfg.ListInterval)
 	defer t.Stop()
@@ -137,14 +141,14 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 				// It gave up: try again. After a refusal (401, 404) only
 				// once the list works again, so a rotated token file or a
 				// restored session brings it back.
-				l.runLocked(ctx, &wg, id, f, in)
+				l.runLocked(ctx, &wg, id, f, em)
 			case ok:
 			default:
 				if f, ok = l.parked.Take(id); ok {
 					l.links[id] = f
-					l.runLocked(ctx, &wg, id, f, in)
+					l.runLocked(ctx, &wg, id, f, em)
 				} else {
-					l.startLocked(ctx, &wg, id, in)
+					l.startLocked(ctx, &wg, id, em)
 				}
 			}
 		}
@@ -176,10 +180,10 @@ func (l *Leg) refusedLocked(n int) {
 // startLocked starts following id; l.mu must be held. One goroutine per
 // session: the stream translates and emits its updates on its own, so an
 // idle session costs one stack and no queue.
-func (l *Leg) startLocked(ctx context.Context, wg *sync.WaitGroup, id string, in chan<- message.Event) {
+func (l *Leg) startLocked(ctx context.Context, wg *sync.WaitGroup, id string, em *leg.Emitter) {
 	f := &follow{prompts: newPrompts(), assistant: map[string]wire.Assistant{}}
 	l.links[id] = f
-	l.runLocked(ctx, wg, id, f, in)
+	l.runLocked(ctx, wg, id, f, em)
 }
 
 // runLocked runs f's goroutine, again if f ran before; l.mu must be held.
@@ -188,14 +192,14 @@ func (l *Leg) startLocked(ctx context.Context, wg *sync.WaitGroup, id string, in
 // delivers what the session did meanwhile as live events, so an echo, a
 // turn and its answer in that gap still reach their sender. Only a follow
 // that never made its stream reads the history (and publishes none of it).
-func (l *Leg) runLocked(ctx context.Context, wg *sync.WaitGroup, id string, f *follow, in chan<- message.Event) {
+func (l *Leg) runLocked(ctx context.Context, wg *sync.WaitGroup, id string, f *follow, em *leg.Emitter) {
 	prev := f.done // the previous run's goroutine, if any, which may still be ending
 	fctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	f.cancel, f.done = cancel, done
 	deliver := func(ctx context.Context, u stream.Update) error {
 		for _, ev := range l.translate(id, f, u) {
-			emit(ctx, in, ev)
+			em.Emit(ctx, ev)
 		}
 		l.postRefusals(ctx, id, f)
 		return ctx.Err()
@@ -205,23 +209,23 @@ func (l *Leg) runLocked(ctx context.Context, wg *sync.WaitGroup, id string, f *f
 		if prev != nil {
 			<-prev
 		}
-		f.err = l.run(fctx, id, f, deliver, in)
-		l.ended(fctx, id, f, in)
+		f.err = l.run(fctx, id, f, deliver, em)
+		l.ended(fctx, id, f, em)
 	})
 }
 
 // ended reports a stream that gave up.
 //
 //go:noinline
-func (l *Leg) ended(ctx context.Context, id string, f *follow, in chan<- message.Event) {
+func (l *Leg) ended(ctx context.Context, id string, f *follow, em *leg.Emitter) {
 	if f.err != nil && ctx.Err() == nil {
 		l.log.Warn("remote session stream ended", "session", id, "err", f.err)
-		l.onLink(ctx, id, f, stream.Link{State: stream.LinkGaveUp, Err: f.err}, in)
+		l.onLink(ctx, id, f, stream.Link{State: stream.LinkGaveUp, Err: f.err}, em)
 	}
 }
 
 // run catches up with the session's history, then keeps it live.
-func (l *Leg) run(ctx context.Context, id string, f *follow, deliver stream.Deliver, in chan<- message.Event) error {
+func (l *Leg) run(ctx context.Context, id string, f *follow, deliver stream.Deliver, em *leg.Emitter) error {
 	select {
 	case l.opening <- struct{}{}:
 	case <-ctx.Done():
@@ -233,13 +237,13 @@ func (l *Leg) run(ctx context.Context, id string, f *follow, deliver stream.Deli
 	st := f.stream // set by an earlier run of f, whose goroutine has ended
 	if st == nil {
 		var err error
-		if st, err = l.newStream(ctx, id, f, in); st == nil || err != nil {
+		if st, err = l.newStream(ctx, id, f, em); st == nil || err != nil {
 			return err
 		}
 	}
 	return st.RunFunc(ctx, deliver, func(k stream.Link) {
 		opened() // connected, or failed: the next session may open
-		l.onLink(ctx, id, f, k, in)
+		l.onLink(ctx, id, f, k, em)
 	})
 }
 
@@ -249,7 +253,7 @@ func (l *Leg) run(ctx context.Context, id string, f *follow, deliver stream.Deli
 // stack is most of what the session costs.
 //
 //go:noinline
-func (l *Leg) newStream(ctx context.Context, id string, f *follow, in chan<- message.Event) (*stream.Stream, error) {
+func (l *Leg) newStream(ctx context.Context, id string, f *follow, em *leg.Emitter) (*stream.Stream, error) {
 	sc := stream.NewConfig(l.cfg.BaseURL, l.cfg.OrgUUID, id)
 	sc.Transport, sc.Header, sc.History = l.cfg.Transport, l.cfg.API.StreamHeader, l.cfg.API
 	sc.Logger = l.log // the stream adds the session to its records
@@ -262,7 +266,7 @@ func (l *Leg) newStream(ctx context.Context, id string, f *follow, in chan<- mes
 	// A session the leg created is young: the stream delivers its whole
 	// history as live events, so its first turn is watched too.
 	if !created {
-		afterID, afterSeq, seen, err := l.backlog(ctx, id, f, in)
+		afterID, afterSeq, seen, err := l.backlog(ctx, id, f, em)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return nil, nil
@@ -288,7 +292,7 @@ func (l *Leg) newStream(ctx context.Context, id string, f *follow, in chan<- mes
 // still open at its end are, so a prompt raised before the gateway started
 // can be answered. It returns the resume point for the live stream and, on
 // the WebSocket, the uuids read, so the stream need not read them again.
-func (l *Leg) backlog(ctx context.Context, id string, f *follow, in chan<- message.Event) (string, uint64, []string, error) {
+func (l *Leg) backlog(ctx context.Context, id string, f *follow, em *leg.Emitter) (string, uint64, []string, error) {
 	var (
 		afterID  string
 		afterSeq uint64
@@ -333,7 +337,7 @@ func (l *Leg) backlog(ctx context.Context, id string, f *follow, in chan<- messa
 			}
 			n++
 			for _, ev := range l.track(id, f, m, l.cfg.Now()) {
-				emit(ctx, in, ev)
+				em.Emit(ctx, ev)
 			}
 		}
 		if !more || len(page) == 0 {
@@ -358,13 +362,13 @@ func (l *Leg) backlog(ctx context.Context, id string, f *follow, in chan<- messa
 	}
 	l.log.Debug("caught up with the session's history", "session", id, "events", n, "open_prompts", f.prompts.Len())
 	for _, req := range f.prompts.Values() {
-		emit(ctx, in, message.Event{Type: message.EventPermission, Leg: message.ProtocolRemote, Time: l.cfg.Now(), Permission: &req})
+		em.Emit(ctx, message.Event{Type: message.EventPermission, Leg: message.ProtocolRemote, Time: l.cfg.Now(), Permission: &req})
 	}
 	// Requests the gateway does not serve, still unanswered, would hold
 	// the session up for ever: refuse them now.
 	for _, cr := range f.unserved {
 		if f.refuse(cr) {
-			emit(ctx, in, message.Event{Type: message.EventDrop, Leg: message.ProtocolRemote, Time: l.cfg.Now(),
+			em.Emit(ctx, message.Event{Type: message.EventDrop, Leg: message.ProtocolRemote, Time: l.cfg.Now(),
 				Drop: &message.Drop{MsgID: cr.RequestID, From: bridgeAddr(id), Reason: message.DropUnserved}})
 		}
 	}
@@ -503,14 +507,7 @@ func (l *Leg) track(id string, f *follow, m wire.Message, now time.Time) []messa
 	return nil
 }
 
-func emit(ctx context.Context, in chan<- message.Event, ev message.Event) {
-	select {
-	case in <- ev:
-	case <-ctx.Done():
-	}
-}
-
-func (l *Leg) onLink(ctx context.Context, id string, f *follow, k stream.Link, in chan<- message.Event) {
+func (l *Leg) onLink(ctx context.Context, id string, f *follow, k stream.Link, em *leg.Emitter) {
 	l.mu.Lock()
 	f.link = k
 	l.mu.Unlock()
@@ -518,5 +515,5 @@ func (l *Leg) onLink(ctx context.Context, id string, f *follow, k stream.Link, i
 	if k.Err != nil {
 		ml.Error = k.Err.Error()
 	}
-	emit(ctx, in, message.Event{Type: message.EventLink, Leg: message.ProtocolRemote, Time: l.cfg.Now(), Link: ml})
+	em.Emit(ctx, message.Event{Type: message.EventLink, Leg: message.ProtocolRemote, Time: l.cfg.Now(), Link: ml})
 }

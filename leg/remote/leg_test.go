@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/leg/remote/stream"
 	"github.com/sessiongateway/gateway/leg/remote/wire"
 	"github.com/sessiongateway/gateway/message"
@@ -398,7 +399,7 @@ func TestLegBacklogPublishesOnlyThePromptsStillOpen(t *testing.T) {
 	l := newTestLeg(t, api, "session_01a")
 	f := &follow{prompts: newPrompts(), assistant: map[string]wire.Assistant{}}
 	in := make(chan message.Event, 16)
-	afterID, _, seen, err := l.backlog(context.Background(), "session_01a", f, in)
+	afterID, _, seen, err := l.backlog(context.Background(), "session_01a", f, emitterTo(in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +438,7 @@ func TestAHistoryEventThatDoesNotDecodeIsSkippedNotAReasonToStartOver(t *testing
 			l := newTestLeg(t, api, sid)
 			l.cfg.Transport = tr
 			in := make(chan message.Event, 16)
-			afterID, afterSeq, seen, err := l.backlog(context.Background(), sid, newFollow(), in)
+			afterID, afterSeq, seen, err := l.backlog(context.Background(), sid, newFollow(), emitterTo(in))
 			if err != nil {
 				t.Fatalf("backlog: %v", err)
 			}
@@ -466,7 +467,7 @@ func TestAHistoryPageWithNothingToContinueAfterEndsTheBacklog(t *testing.T) {
 		json.RawMessage(`{"type":"user","message":{"role":"user","content":"c"}}`),
 	}}
 	l := newTestLeg(t, api, sid)
-	afterID, _, _, err := l.backlog(context.Background(), sid, newFollow(), make(chan message.Event, 16))
+	afterID, _, _, err := l.backlog(context.Background(), sid, newFollow(), emitterTo(make(chan message.Event, 16)))
 	if err != nil || afterID != "" {
 		t.Fatalf("backlog = %q, %v; want no resume point and no error", afterID, err)
 	}
@@ -631,4 +632,12 @@ func TestReadySaysWhichStreamsGaveUpOrWaitLong(t *testing.T) {
 			}
 		})
 	}
+}
+
+// emitterTo is an emitter of the remote leg attached to in, as Run makes
+// one, for tests that call the leg's inner steps.
+func emitterTo(in chan message.Event) *leg.Emitter {
+	em := leg.NewEmitter(message.ProtocolRemote, time.Now)
+	em.Attach(in)
+	return em
 }

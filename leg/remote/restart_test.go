@@ -207,7 +207,7 @@ func TestAnEchoReadFromTheHistoryIsDeliveredAndAnswersNoLaterTurn(t *testing.T) 
 	sendFromAlice(t, l)
 	f := &follow{prompts: newPrompts(), assistant: map[string]wire.Assistant{}}
 	in := make(chan message.Event, 16)
-	if _, _, _, err := l.backlog(context.Background(), "session_01a", f, in); err != nil {
+	if _, _, _, err := l.backlog(context.Background(), "session_01a", f, emitterTo(in)); err != nil {
 		t.Fatal(err)
 	}
 	close(in)
