@@ -48,7 +48,7 @@ type answerOutcome struct {
 }
 
 // Answer sends a to the host req is pending on and waits for what became
-// of it there: nil when it was applied, a *router.SettledError when an
+// of it there: nil when it was applied, a *message.SettledError when an
 // answer from elsewhere settled the prompt first.
 func (l *Leg) Answer(ctx context.Context, req message.PermissionRequest, a message.PermissionAnswer) error {
 	n, s := l.n, &l.n.pr
@@ -104,7 +104,7 @@ func (o answerOutcome) err(id, host string) error {
 	case outcomeAnswered:
 		return nil
 	case outcomeSettled:
-		return &router.SettledError{ID: id, State: o.State, Behavior: o.Behavior, By: onHost(o.By, host)}
+		return &message.SettledError{ID: id, State: o.State, Behavior: o.Behavior, By: onHost(o.By, host)}
 	case outcomeUnknown:
 		return fmt.Errorf("host %s has no such prompt pending", host)
 	case outcomeExpired:
@@ -201,8 +201,8 @@ func (n *Node) applyAnswer(ctx context.Context, r *router.Router, from string, p
 	defer cancel()
 	_, err = r.AnswerPermission(actx, pa.Prompt, a)
 	var (
-		se *router.SettledError
-		ie *router.InvalidAnswerError
+		se *message.SettledError
+		ie *message.InvalidAnswerError
 	)
 	switch {
 	case err == nil:
@@ -211,7 +211,7 @@ func (n *Node) applyAnswer(ctx context.Context, r *router.Router, from string, p
 		o.Result, o.State, o.Behavior, o.By = outcomeSettled, se.State, se.Behavior, se.By
 	case errors.As(err, &ie):
 		o.Result, o.Error = outcomeInvalid, err.Error()
-	case errors.Is(err, router.ErrNoPermission):
+	case errors.Is(err, message.ErrNoPermission):
 		o.Result = outcomeUnknown
 	default:
 		o.Result, o.Error = outcomeFailed, err.Error()

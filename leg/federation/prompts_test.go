@@ -93,7 +93,7 @@ func TestAPromptOfOneHostIsListedEverywhereAndAnsweredFromAnother(t *testing.T) 
 	}
 	// A second answer from b is told it lost, and never reaches the leg.
 	_, err = rb.AnswerPermission(ctx, id, message.PermissionAnswer{Behavior: message.BehaviorDeny, By: "cli"})
-	if !errors.Is(err, router.ErrPermissionSettled) {
+	if !errors.Is(err, message.ErrPermissionSettled) {
 		t.Fatalf("a late answer: %v, want settled", err)
 	}
 	if n := len(cloud.Answers()); n != 1 {
@@ -193,7 +193,7 @@ func TestTheFirstAnswerWinsAcrossHosts(t *testing.T) {
 	var won, lost int
 	for range 2 {
 		err := <-errs
-		var se *router.SettledError
+		var se *message.SettledError
 		switch {
 		case err == nil:
 			won++
@@ -479,12 +479,12 @@ func TestAFullAnswerFromAnotherHostCarriesItsSuggestionsModeAndInput(t *testing.
 	}
 	// Checked on b against b's copy, before anything travels.
 	_, err := rb.AnswerPermission(ctx, there.ID, message.PermissionAnswer{Behavior: message.BehaviorAllow, Suggestions: []int{3}})
-	var ie *router.InvalidAnswerError
-	if !errors.As(err, &ie) || ie.Problem != router.AnswerBadSuggestion {
+	var ie *message.InvalidAnswerError
+	if !errors.As(err, &ie) || ie.Problem != message.AnswerBadSuggestion {
 		t.Fatalf("suggestion 3 of 2: %v", err)
 	}
 	_, err = rb.AnswerPermission(ctx, promptleg.ShortID(promptleg.SessionID, "req-ask"), message.PermissionAnswer{Behavior: message.BehaviorAllow})
-	if !errors.As(err, &ie) || ie.Problem != router.AnswerQuestionNeedsAnswers {
+	if !errors.As(err, &ie) || ie.Problem != message.AnswerQuestionNeedsAnswers {
 		t.Fatalf("allow on a question: %v", err)
 	}
 	want := message.PermissionAnswer{Behavior: message.BehaviorAllow, Suggestions: []int{2, 1}, Mode: "acceptEdits",
