@@ -101,6 +101,10 @@ func (r *Router) SettledPermissions() []message.PermissionRequest {
 	return sortByAge(r.perms.settled)
 }
 
+// PermissionsChanged returns a channel closed at the next change of the
+// prompts (a prompt raised, answered or withdrawn); see Hub.PermissionsChanged.
+func (r *Router) PermissionsChanged() <-chan struct{} { return r.hub.PermissionsChanged() }
+
 // Permission returns a pending or recently settled prompt.
 func (r *Router) Permission(id string) (message.PermissionRequest, error) {
 	_, req, err := r.perms.get(id)

@@ -9,7 +9,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/router"
 )
 
 // Answers to prompts of other hosts: a kindAnswer envelope on the
@@ -183,7 +182,7 @@ func (n *Node) answerIn(ctx context.Context, msg jetstream.Msg, e envelope) {
 
 // applyAnswer answers one of this host's prompts as from answers through
 // r: the broker lets the first answer win.
-func (n *Node) applyAnswer(ctx context.Context, r *router.Router, from string, pa promptAnswer) answerOutcome {
+func (n *Node) applyAnswer(ctx context.Context, r Router, from string, pa promptAnswer) answerOutcome {
 	o := answerOutcome{ID: pa.ID}
 	left := time.Until(pa.Expires)
 	if left <= 0 {

@@ -41,7 +41,7 @@ func TestAnEmbeddedServerListensBeyondLoopbackOnlyWithAuthentication(t *testing.
 		}
 	}
 	// The documented permissions authenticate.
-	o, err := server.ProcessConfigFile(filepath.Join("..", "docs", "federation", "permissions.conf"))
+	o, err := server.ProcessConfigFile(filepath.Join("..", "..", "docs", "federation", "permissions.conf"))
 	if err != nil || !authenticates(o) {
 		t.Fatalf("docs/federation/permissions.conf: %v, %v", authenticates(o), err)
 	}

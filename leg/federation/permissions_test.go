@@ -27,7 +27,7 @@ import (
 // a fresh one; it returns each host's nkey seed file.
 func permittedCluster(t *testing.T) (*natscluster.Cluster, map[string]string) {
 	t.Helper()
-	conf, err := os.ReadFile(filepath.Join("..", "docs", "federation", "permissions.conf"))
+	conf, err := os.ReadFile(filepath.Join("..", "..", "docs", "federation", "permissions.conf"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func (c Config) spoolLimits() spoolLimits {
 }
 
 // SpoolFullError is a send to another host refused because the sends kept
-// for the link to come back reached a cap. It wraps router.ErrNotAccepted:
+// for the link to come back reached a cap. It wraps message.ErrNotAccepted:
 // nothing was kept, and the same send may work later.
 type SpoolFullError struct {
 	Host  string // the target host
