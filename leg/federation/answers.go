@@ -77,10 +77,10 @@ func (l *Leg) Answer(ctx context.Context, req message.PermissionRequest, a messa
 	}()
 	wait := answerWait
 	if dl, ok := ctx.Deadline(); ok {
-		wait = min(wait, time.Until(dl))
+		wait = min(wait, dl.Sub(n.now()))
 	}
 	pa := promptAnswer{ID: id, Prompt: orig.ID, SessionID: orig.SessionID, RequestID: orig.RequestID,
-		Expires: time.Now().Add(wait), Answer: a}
+		Expires: n.now().Add(wait), Answer: a}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	if err := n.publish(wctx, inSubject(host), "ans."+id, func() ([]byte, error) {
@@ -184,7 +184,7 @@ func (n *Node) answerIn(ctx context.Context, msg jetstream.Msg, e envelope) {
 // r: the broker lets the first answer win.
 func (n *Node) applyAnswer(ctx context.Context, r Router, from string, pa promptAnswer) answerOutcome {
 	o := answerOutcome{ID: pa.ID}
-	left := time.Until(pa.Expires)
+	left := pa.Expires.Sub(n.now())
 	if left <= 0 {
 		o.Result = outcomeExpired
 		return o

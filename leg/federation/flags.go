@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
@@ -149,12 +150,10 @@ func (n *Node) ServeRouter(ctx context.Context, r Router) error {
 	defer wg.Wait()
 	defer n.pr.bg.Wait()
 	wg.Go(func() { n.publishPrompts(ctx, r) })
-	deadline := time.Now().Add(legWait)
-	for !localReady(r) && time.Now().Before(deadline) {
-		select {
-		case <-ctx.Done():
+	deadline := n.now().Add(legWait)
+	for !localReady(r) && n.now().Before(deadline) {
+		if clock.Sleep(ctx, n.cfg.Clock, 100*time.Millisecond) != nil {
 			return nil
-		case <-time.After(100 * time.Millisecond):
 		}
 	}
 	return n.Serve(ctx, Local{

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sessiongateway/gateway/internal/bounded"
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/jsonx"
 	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
@@ -147,7 +148,7 @@ func onHost(by, host string) string {
 // on every change of r's prompts and every heartbeat, until ctx ends or
 // the node closes.
 func (n *Node) publishPrompts(ctx context.Context, r Router) {
-	t := time.NewTicker(n.cfg.heartbeat())
+	t := clock.NewTicker(n.cfg.Clock, n.cfg.heartbeat())
 	defer t.Stop()
 	var last string
 	put := func(force bool) {
@@ -249,11 +250,13 @@ func (l *Leg) watchPrompts(ctx context.Context, in chan<- message.Event) {
 		if err := l.watchPromptsOnce(ctx, in); err != nil && ctx.Err() == nil && n.ctx.Err() == nil {
 			n.log.Warn("federation prompts watch ended", "err", err)
 		}
+		again, t := clock.After(n.cfg.Clock, time.Second)
 		select {
 		case <-ctx.Done():
 		case <-n.ctx.Done():
-		case <-time.After(time.Second):
+		case <-again:
 		}
+		t.Stop()
 	}
 }
 
@@ -264,7 +267,7 @@ func (l *Leg) watchPromptsOnce(ctx context.Context, in chan<- message.Event) err
 		return err
 	}
 	defer func() { _ = w.Stop() }()
-	t := time.NewTicker(n.cfg.heartbeat())
+	t := clock.NewTicker(n.cfg.Clock, n.cfg.heartbeat())
 	defer t.Stop()
 	for {
 		var evs []message.Event
@@ -278,7 +281,7 @@ func (l *Leg) watchPromptsOnce(ctx context.Context, in chan<- message.Event) err
 				return errors.New("watch closed")
 			}
 			if e != nil {
-				evs = n.heardPrompts(e.Key(), e.Operation() == jetstream.KeyValuePut, e.Value(), time.Now())
+				evs = n.heardPrompts(e.Key(), e.Operation() == jetstream.KeyValuePut, e.Value(), n.now())
 			}
 		case now := <-t.C:
 			evs = n.pr.sweep(now, n.cfg.RosterTTL)

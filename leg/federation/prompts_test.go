@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/approver"
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
@@ -404,7 +405,7 @@ func TestHostileAnswersAndOutcomesAreDropped(t *testing.T) {
 		})
 	}
 	// An outcome from another host than the answer went to is dropped.
-	n := &Node{cfg: Config{Host: "self"}, log: discard()}
+	n := &Node{cfg: Config{Clock: clock.Real{}, Host: "self"}, log: discard()}
 	n.pr.init("self")
 	w := waiter{host: "a", ch: make(chan answerOutcome, 1)}
 	n.pr.waiting["ans"] = w
@@ -447,7 +448,7 @@ func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // testNode is a node with no connection: a key, pins in memory.
 func testNode(t testing.TB, host string) *Node {
 	t.Helper()
-	n := &Node{cfg: Config{Host: host, ReplayWindow: DefaultReplayWindow}, log: discard(), nonces: newNonces(), signer: testSigner(t)}
+	n := &Node{cfg: Config{Clock: clock.Real{}, Host: host, ReplayWindow: DefaultReplayWindow}, log: discard(), nonces: newNonces(), signer: testSigner(t)}
 	var err error
 	if n.keys, err = newKeyring(Config{}, n.log); err != nil {
 		t.Fatal(err)
