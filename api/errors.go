@@ -77,7 +77,7 @@ func errorOf(err error) Error {
 		am *addressing.AmbiguousError
 		mb *http.MaxBytesError
 		le *router.LegError
-		ia *router.InvalidAnswerError
+		ia *message.InvalidAnswerError
 		ic *router.InvalidControlError
 		is *router.InvalidSessionError
 		re *router.RefusedError
@@ -102,9 +102,9 @@ func errorOf(err error) Error {
 		return Error{Error: err.Error(), Code: CodeConflict}
 	case errors.As(err, &le): // before the rest: whatever the leg hit, the leg failed
 		return Error{Error: err.Error(), Code: CodeBadGateway}
-	case errors.Is(err, router.ErrNoPermission):
+	case errors.Is(err, message.ErrNoPermission):
 		return Error{Error: err.Error(), Code: CodeNotFound}
-	case errors.Is(err, router.ErrPermissionSettled):
+	case errors.Is(err, message.ErrPermissionSettled):
 		return Error{Error: err.Error(), Code: CodeConflict}
 	case errors.As(err, &ia), errors.As(err, &ic), errors.As(err, &is), errors.Is(err, message.ErrNotControllable), errors.Is(err, router.ErrNotLifecycled),
 		errors.Is(err, router.ErrNoIdleNotices):

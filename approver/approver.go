@@ -231,7 +231,7 @@ func (a *Approver) apply(ctx context.Context, rep answerfmt.Reply, by string) st
 	if err != nil {
 		return a.unknownText(rep.ID)
 	}
-	if err := router.CheckPending(p); err != nil {
+	if err := message.CheckPending(p); err != nil {
 		return "Not applied: " + err.Error() + "."
 	}
 	ans := message.PermissionAnswer{Behavior: message.BehaviorAllow, By: by}
@@ -256,15 +256,15 @@ func (a *Approver) apply(ctx context.Context, rep answerfmt.Reply, by string) st
 	defer cancel()
 	got, err := a.r.AnswerPermission(actx, rep.ID, ans)
 	var (
-		ie *router.InvalidAnswerError
+		ie *message.InvalidAnswerError
 		le *router.LegError
 	)
 	switch {
 	case err == nil:
 		return doneText(got, ans)
-	case errors.Is(err, router.ErrPermissionSettled):
+	case errors.Is(err, message.ErrPermissionSettled):
 		return "Not applied: " + err.Error() + "."
-	case errors.Is(err, router.ErrNoPermission):
+	case errors.Is(err, message.ErrNoPermission):
 		return a.unknownText(rep.ID)
 	case errors.As(err, &ie):
 		return fmt.Sprintf("Not applied: %v.\n%s", err, replyForms(p))

@@ -641,7 +641,7 @@ func TestConcurrentRepliesAndCLIAnswersSettleEachPromptOnce(t *testing.T) {
 		wg.Go(func() { g.local.say(t, message.Message{From: approverAddr, Body: "allow " + id}) })
 		wg.Go(func() {
 			_, err := g.r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli"})
-			if err != nil && !errors.Is(err, router.ErrPermissionSettled) {
+			if err != nil && !errors.Is(err, message.ErrPermissionSettled) {
 				t.Errorf("cli answer: %v", err)
 			}
 		})

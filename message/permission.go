@@ -157,7 +157,8 @@ var ErrPromptSettled = errors.New("the permission prompt was already settled at 
 // PromptSettledError is a leg's refusal to carry an answer to a prompt it
 // already saw settled by someone else (an answer from the web, a withdrawal):
 // the session holds the first answer it got, so ours would be told it won
-// when it lost. The router turns it into its own settled error.
+// when it lost. It does not know the router's id of the prompt: the router
+// turns it into a *SettledError, which names it.
 type PromptSettledError struct {
 	State    PermissionState // PermissionAnswered or PermissionCancelled
 	Behavior Behavior        // the answer's verdict, when answered

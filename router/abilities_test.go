@@ -9,6 +9,7 @@ import (
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/testkit/promptleg"
 )
 
 // The router learns what a leg can do from what it declares, never from
@@ -180,5 +181,38 @@ func TestALifecycleErrorNamesTheLegThatCreatesSessions(t *testing.T) {
 	_, err = r.CreateSession(context.Background(), message.NewRemoteSession{EnvironmentID: "env_1", Body: "hi"})
 	if !errors.As(err, &le) || le.Leg != message.ProtocolQwen || le.Op != "create" {
 		t.Fatalf("CreateSession: %v, want the qwen leg's refusal", err)
+	}
+}
+
+// declaring is a prompt leg that declares abilities.
+type declaring struct {
+	*promptleg.Leg
+	a leg.Abilities
+}
+
+func (d declaring) Abilities() leg.Abilities { return d.a }
+
+func TestAWithdrawnPromptComesBackOnlyFromALegThatSaysItMay(t *testing.T) {
+	tests := []struct {
+		name     string
+		declares leg.Abilities
+		back     bool
+	}{
+		{"a leg that declares it re-raises withdrawn prompts gets one back as pending", leg.Abilities{ReraisesCancelled: true}, true},
+		{"a leg that declares nothing does not: a repeat of a settled prompt is ignored", leg.Abilities{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pl := promptleg.New()
+			r := start(t, declaring{pl, tt.declares})
+			feed(t, r, pl, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`), promptleg.Withdraw(promptleg.SessionID, "r1"))
+			again := feed(t, r, pl, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))
+			switch {
+			case tt.back && (len(again) != 1 || again[0].Permission.State != message.PermissionPending):
+				t.Fatalf("raised again after its withdrawal: published %+v, want it pending", again)
+			case !tt.back && len(again) != 0:
+				t.Fatalf("raised again after its withdrawal: published %+v, want nothing", again)
+			}
+		})
 	}
 }

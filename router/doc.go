@@ -11,6 +11,7 @@
 // the others and forwards what arrives at an alias (bridge.go), guarded by
 // the gateway's hop token in every chain it forwards (hop.go); the
 // permission broker keeps remote sessions' can_use_tool prompts and lets the
-// first answer win (permissions.go). Whoever answers them (the API, the
-// approver package) does so through AnswerPermission.
+// first answer win (permissions*.go; the errors an answer may get back are
+// message's). Whoever answers them (the API, the approver package) does so
+// through AnswerPermission.
 package router

@@ -31,6 +31,9 @@ type Hub struct {
 	bufSize int
 	now     func() time.Time
 	closed  error // set by CloseAll: later subscriptions end at once
+	// permChanged is closed at the next permission event; nil until
+	// someone asks for it (PermissionsChanged).
+	permChanged chan struct{}
 }
 
 // NewHub keeps the last keep events and gives each subscriber a queue of buf.
@@ -126,7 +129,24 @@ func (h *Hub) Publish(ev message.Event) message.Event {
 			s.closeLocked(ErrSlowWatcher)
 		}
 	}
+	if ev.Type == message.EventPermission && h.permChanged != nil {
+		close(h.permChanged)
+		h.permChanged = nil
+	}
 	return ev
+}
+
+// PermissionsChanged returns a channel closed at the next permission event
+// published: a signal for a reader that wants the prompts' latest state,
+// not each event, so it has no queue to fall behind on. Take it before
+// reading the state, so a change in between is not missed.
+func (h *Hub) PermissionsChanged() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.permChanged == nil {
+		h.permChanged = make(chan struct{})
+	}
+	return h.permChanged
 }
 
 func (h *Hub) forgetOldest() {

@@ -125,8 +125,8 @@ func TestAWithdrawnPromptStaysReadableAsCancelled(t *testing.T) {
 		t.Fatalf("settled = %+v", s)
 	}
 	_, err = r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow})
-	var se *SettledError
-	if !errors.As(err, &se) || se.State != message.PermissionCancelled || !errors.Is(err, ErrPermissionSettled) {
+	var se *message.SettledError
+	if !errors.As(err, &se) || se.State != message.PermissionCancelled || !errors.Is(err, message.ErrPermissionSettled) {
 		t.Fatalf("answering a withdrawn prompt: %v, want a settled error saying cancelled", err)
 	}
 	if n := len(leg.Answers()); n != 0 {
@@ -171,7 +171,7 @@ func TestTheSettledHistoryIsBounded(t *testing.T) {
 	if s := r.SettledPermissions(); len(s) != keepSettledPermissions || s[len(s)-1].RequestID != fmt.Sprint(n-1) {
 		t.Fatalf("kept %d settled, want the last %d", len(s), keepSettledPermissions)
 	}
-	if _, err := r.Permission(promptleg.ShortID(promptleg.SessionID, "0")); !errors.Is(err, ErrNoPermission) {
+	if _, err := r.Permission(promptleg.ShortID(promptleg.SessionID, "0")); !errors.Is(err, message.ErrNoPermission) {
 		t.Fatalf("the oldest settled prompt: %v, want forgotten", err)
 	}
 }
@@ -191,48 +191,48 @@ func TestAnswersAreCheckedBeforeTheyReachTheLeg(t *testing.T) {
 		name    string
 		prompt  message.Event
 		answer  message.PermissionAnswer
-		problem AnswerProblem // 0: accepted
+		problem message.AnswerProblem // 0: accepted
 	}{
 		{"a plain allow is accepted", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{"command":"ls"}`), message.PermissionAnswer{Behavior: allow}, 0},
 		{"a deny with a message is accepted", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: message.BehaviorDeny, Message: "not now"}, 0},
 		{"an allow with an object input and a rule is accepted", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`),
 			message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`{"command":"ls -l"}`), Rules: []message.PermissionRule{{ToolName: "Bash", RuleContent: "ls:*"}}, RuleDestination: "session"}, 0},
-		{"a missing behavior is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{}, AnswerBadBehavior},
-		{"a made-up behavior is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: "maybe"}, AnswerBadBehavior},
-		{"a deny with input is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: message.BehaviorDeny, UpdatedInput: json.RawMessage(`{}`)}, AnswerDenyWithInput},
-		{"a deny with answers is refused", promptleg.AskPrompt("r"), message.PermissionAnswer{Behavior: message.BehaviorDeny, Answers: map[string][]string{"Which approach?": {"Option A"}}}, AnswerDenyWithInput},
-		{"an input that is a list is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`["ls"]`)}, AnswerInputNotObject},
-		{"an input that is null is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`null`)}, AnswerInputNotObject},
-		{"an input that is not JSON is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`{`)}, AnswerInputNotObject},
-		{"a rule without a tool is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Rules: []message.PermissionRule{{RuleContent: "ls"}}}, AnswerBadRule},
-		{"a rule whose tool still has its parentheses is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Rules: []message.PermissionRule{{ToolName: "Bash(ls)"}}}, AnswerBadRule},
-		{"an unknown rule destination is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Rules: []message.PermissionRule{{ToolName: "Bash"}}, RuleDestination: "everywhere"}, AnswerBadDestination},
-		{"answers to a prompt that asks no questions are refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Q": {"A"}}}, AnswerNotAQuestion},
+		{"a missing behavior is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{}, message.AnswerBadBehavior},
+		{"a made-up behavior is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: "maybe"}, message.AnswerBadBehavior},
+		{"a deny with input is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: message.BehaviorDeny, UpdatedInput: json.RawMessage(`{}`)}, message.AnswerDenyWithInput},
+		{"a deny with answers is refused", promptleg.AskPrompt("r"), message.PermissionAnswer{Behavior: message.BehaviorDeny, Answers: map[string][]string{"Which approach?": {"Option A"}}}, message.AnswerDenyWithInput},
+		{"an input that is a list is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`["ls"]`)}, message.AnswerInputNotObject},
+		{"an input that is null is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`null`)}, message.AnswerInputNotObject},
+		{"an input that is not JSON is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`{`)}, message.AnswerInputNotObject},
+		{"a rule without a tool is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Rules: []message.PermissionRule{{RuleContent: "ls"}}}, message.AnswerBadRule},
+		{"a rule whose tool still has its parentheses is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Rules: []message.PermissionRule{{ToolName: "Bash(ls)"}}}, message.AnswerBadRule},
+		{"an unknown rule destination is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Rules: []message.PermissionRule{{ToolName: "Bash"}}, RuleDestination: "everywhere"}, message.AnswerBadDestination},
+		{"answers to a prompt that asks no questions are refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Q": {"A"}}}, message.AnswerNotAQuestion},
 		{"answers to every question are accepted", promptleg.AskPrompt("r"),
 			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Metrics", "Logging"}}}, 0},
 		{"an answer to a question the prompt did not ask is refused", promptleg.AskPrompt("r"),
-			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Logging"}, "Why?": {"x"}}}, AnswerUnknownQuestion},
+			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Logging"}, "Why?": {"x"}}}, message.AnswerUnknownQuestion},
 		{"a question left unanswered is refused", promptleg.AskPrompt("r"),
-			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option B"}}}, AnswerMissingQuestion},
+			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option B"}}}, message.AnswerMissingQuestion},
 		{"two options for a single-select question are refused", promptleg.AskPrompt("r"),
-			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option A", "Option B"}, "Which features?": {"Logging"}}}, AnswerOneOption},
+			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option A", "Option B"}, "Which features?": {"Logging"}}}, message.AnswerOneOption},
 		{"no option for a multi-select question is refused", promptleg.AskPrompt("r"),
-			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option A"}, "Which features?": {}}}, AnswerNoOption},
+			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option A"}, "Which features?": {}}}, message.AnswerNoOption},
 		{"a label that is not an option is refused", promptleg.AskPrompt("r"),
-			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option C"}, "Which features?": {"Logging"}}}, AnswerUnknownOption},
+			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option C"}, "Which features?": {"Logging"}}}, message.AnswerUnknownOption},
 		{"a label given twice is refused", promptleg.AskPrompt("r"),
-			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option A"}, "Which features?": {"Logging", "Logging"}}}, AnswerRepeatedOption},
-		{"an allow of a question without answers is refused", promptleg.AskPrompt("r"), message.PermissionAnswer{Behavior: allow}, AnswerQuestionNeedsAnswers},
+			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option A"}, "Which features?": {"Logging", "Logging"}}}, message.AnswerRepeatedOption},
+		{"an allow of a question without answers is refused", promptleg.AskPrompt("r"), message.PermissionAnswer{Behavior: allow}, message.AnswerQuestionNeedsAnswers},
 		{"an allow of a question whose input carries its answers is accepted", promptleg.AskPrompt("r"),
 			message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`{"answers":{"Which approach?":"Option A"}}`)}, 0},
 		{"the session's suggestions by number are accepted", withSuggestions(2), message.PermissionAnswer{Behavior: allow, Suggestions: []int{2, 1}}, 0},
-		{"a suggestion the session did not offer is refused", withSuggestions(2), message.PermissionAnswer{Behavior: allow, Suggestions: []int{3}}, AnswerBadSuggestion},
-		{"suggestion 0 is refused: they count from 1", withSuggestions(2), message.PermissionAnswer{Behavior: allow, Suggestions: []int{0}}, AnswerBadSuggestion},
-		{"a suggestion given twice is refused", withSuggestions(2), message.PermissionAnswer{Behavior: allow, Suggestions: []int{1, 1}}, AnswerBadSuggestion},
+		{"a suggestion the session did not offer is refused", withSuggestions(2), message.PermissionAnswer{Behavior: allow, Suggestions: []int{3}}, message.AnswerBadSuggestion},
+		{"suggestion 0 is refused: they count from 1", withSuggestions(2), message.PermissionAnswer{Behavior: allow, Suggestions: []int{0}}, message.AnswerBadSuggestion},
+		{"a suggestion given twice is refused", withSuggestions(2), message.PermissionAnswer{Behavior: allow, Suggestions: []int{1, 1}}, message.AnswerBadSuggestion},
 		{"a plan approved with a mode switch is accepted", promptleg.Prompt(promptleg.SessionID, "r", "ExitPlanMode", `{"plan":"x"}`), message.PermissionAnswer{Behavior: allow, Mode: "acceptEdits"}, 0},
-		{"a switch to no permission mode is refused", promptleg.Prompt(promptleg.SessionID, "r", "ExitPlanMode", `{"plan":"x"}`), message.PermissionAnswer{Behavior: allow, Mode: "yolo"}, AnswerBadMode},
-		{"a deny with a mode switch is refused", promptleg.Prompt(promptleg.SessionID, "r", "ExitPlanMode", `{"plan":"x"}`), message.PermissionAnswer{Behavior: message.BehaviorDeny, Mode: "plan"}, AnswerDenyWithUpdates},
-		{"a deny with suggestions is refused", withSuggestions(1), message.PermissionAnswer{Behavior: message.BehaviorDeny, Suggestions: []int{1}}, AnswerDenyWithUpdates},
+		{"a switch to no permission mode is refused", promptleg.Prompt(promptleg.SessionID, "r", "ExitPlanMode", `{"plan":"x"}`), message.PermissionAnswer{Behavior: allow, Mode: "yolo"}, message.AnswerBadMode},
+		{"a deny with a mode switch is refused", promptleg.Prompt(promptleg.SessionID, "r", "ExitPlanMode", `{"plan":"x"}`), message.PermissionAnswer{Behavior: message.BehaviorDeny, Mode: "plan"}, message.AnswerDenyWithUpdates},
+		{"a deny with suggestions is refused", withSuggestions(1), message.PermissionAnswer{Behavior: message.BehaviorDeny, Suggestions: []int{1}}, message.AnswerDenyWithUpdates},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -250,7 +250,7 @@ func TestAnswersAreCheckedBeforeTheyReachTheLeg(t *testing.T) {
 				}
 				return
 			}
-			var ie *InvalidAnswerError
+			var ie *message.InvalidAnswerError
 			if !errors.As(err, &ie) || ie.Problem != tt.problem || ie.ID != id {
 				t.Fatalf("err = %v, want an invalid answer (%s)", err, tt.problem)
 			}
@@ -287,7 +287,7 @@ func TestAnsweringSettlesThePromptOnce(t *testing.T) {
 	}
 	t.Run("a second answer is refused with who answered", func(t *testing.T) {
 		_, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorDeny, By: "api"})
-		var se *SettledError
+		var se *message.SettledError
 		if !errors.As(err, &se) || se.State != message.PermissionAnswered || se.By != "cli" || se.Behavior != message.BehaviorAllow {
 			t.Fatalf("err = %v, want settled: answered (allow) by cli", err)
 		}
@@ -340,7 +340,7 @@ func TestConcurrentAnswersReachTheLegOnce(t *testing.T) {
 		switch err := <-errs; {
 		case err == nil:
 			ok++
-		case errors.Is(err, ErrPermissionSettled):
+		case errors.Is(err, message.ErrPermissionSettled):
 			settled++
 		default:
 			t.Errorf("unexpected error: %v", err)
@@ -375,13 +375,13 @@ func TestALegErrorLeavesThePromptPending(t *testing.T) {
 
 func TestALegSayingThePromptWasSettledElsewhereSettlesIt(t *testing.T) {
 	leg := promptleg.New()
-	leg.FailAnswers(&SettledError{State: message.PermissionAnswered, Behavior: message.BehaviorDeny, By: "cli on host b"})
+	leg.FailAnswers(&message.SettledError{State: message.PermissionAnswered, Behavior: message.BehaviorDeny, By: "cli on host b"})
 	r := start(t, leg)
 	id := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))[0].Permission.ID
 	_, _, sub := r.Hub().Subscribe(int64(r.Hub().LastID()))
 	defer sub.Close()
 	p, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli"})
-	var se *SettledError
+	var se *message.SettledError
 	if !errors.As(err, &se) || se.ID != id || se.By != "cli on host b" || err.Error() != "permission "+id+" was already answered (deny) by cli on host b" {
 		t.Fatalf("err = %v, want the leg's settled error under this id", err)
 	}
@@ -391,7 +391,7 @@ func TestALegSayingThePromptWasSettledElsewhereSettlesIt(t *testing.T) {
 	if ev := <-sub.C; ev.Type != message.EventPermission || ev.Permission.State != message.PermissionAnswered {
 		t.Fatalf("published %+v", ev)
 	}
-	if _, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow}); !errors.Is(err, ErrPermissionSettled) {
+	if _, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow}); !errors.Is(err, message.ErrPermissionSettled) {
 		t.Fatalf("a second answer: %v", err)
 	}
 }
@@ -402,7 +402,7 @@ func TestALegThatSawThePromptSettledAtItsSessionSettlesItWithThatAnswer(t *testi
 	r := start(t, leg)
 	id := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))[0].Permission.ID
 	p, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli"})
-	var se *SettledError
+	var se *message.SettledError
 	if !errors.As(err, &se) || se.ID != id || se.By != "remote" || se.Behavior != message.BehaviorDeny {
 		t.Fatalf("err = %v, want a settled error naming the remote answer", err)
 	}
@@ -424,7 +424,7 @@ func TestAPromptWithdrawnWhileItsAnswerIsOnItsWayStaysWithdrawn(t *testing.T) {
 	<-leg.Entered
 	feed(t, r, leg, promptleg.Withdraw(promptleg.SessionID, "r1"))
 	close(leg.Gate)
-	var se *SettledError
+	var se *message.SettledError
 	if err := <-errs; !errors.As(err, &se) || se.State != message.PermissionCancelled {
 		t.Fatalf("err = %v, want settled: withdrawn", err)
 	}
@@ -458,10 +458,10 @@ func TestAnAnswerWaitingItsTurnGivesUpWithItsContext(t *testing.T) {
 func TestAnswerErrorsForUnknownIDsAndLegsThatCannotAnswer(t *testing.T) {
 	t.Run("an unknown id is ErrNoPermission", func(t *testing.T) {
 		r := start(t, promptleg.New())
-		if _, err := r.AnswerPermission(context.Background(), "p000000", message.PermissionAnswer{Behavior: message.BehaviorAllow}); !errors.Is(err, ErrNoPermission) {
+		if _, err := r.AnswerPermission(context.Background(), "p000000", message.PermissionAnswer{Behavior: message.BehaviorAllow}); !errors.Is(err, message.ErrNoPermission) {
 			t.Fatalf("err = %v", err)
 		}
-		if _, err := r.Permission("p000000"); !errors.Is(err, ErrNoPermission) {
+		if _, err := r.Permission("p000000"); !errors.Is(err, message.ErrNoPermission) {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -628,7 +628,7 @@ func TestPendingPromptsAreCappedInBytesAndTheHistoryForgetsTheOldestPastItsBudge
 	if _, err := r.Permission(pending[len(pending)-1].ID); err != nil {
 		t.Errorf("the newest settled prompt was forgotten: %v", err)
 	}
-	if _, err := r.Permission(pending[0].ID); !errors.Is(err, ErrNoPermission) {
+	if _, err := r.Permission(pending[0].ID); !errors.Is(err, message.ErrNoPermission) {
 		t.Errorf("the oldest settled prompt is still readable: %v", err)
 	}
 }

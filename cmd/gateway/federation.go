@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessiongateway/gateway/cli"
 	"github.com/sessiongateway/gateway/leg/federation"
+	"github.com/sessiongateway/gateway/router"
 )
 
 // federationCmd is the federation verb group; the work is the federation
@@ -58,3 +59,6 @@ func fmtBool(b bool) string {
 	}
 	return "false"
 }
+
+// The router is what the federation node serves and answers through.
+var _ federation.Router = (*router.Router)(nil)

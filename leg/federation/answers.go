@@ -9,7 +9,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/router"
 )
 
 // Answers to prompts of other hosts: a kindAnswer envelope on the
@@ -48,7 +47,7 @@ type answerOutcome struct {
 }
 
 // Answer sends a to the host req is pending on and waits for what became
-// of it there: nil when it was applied, a *router.SettledError when an
+// of it there: nil when it was applied, a *message.SettledError when an
 // answer from elsewhere settled the prompt first.
 func (l *Leg) Answer(ctx context.Context, req message.PermissionRequest, a message.PermissionAnswer) error {
 	n, s := l.n, &l.n.pr
@@ -78,10 +77,10 @@ func (l *Leg) Answer(ctx context.Context, req message.PermissionRequest, a messa
 	}()
 	wait := answerWait
 	if dl, ok := ctx.Deadline(); ok {
-		wait = min(wait, time.Until(dl))
+		wait = min(wait, dl.Sub(n.now()))
 	}
 	pa := promptAnswer{ID: id, Prompt: orig.ID, SessionID: orig.SessionID, RequestID: orig.RequestID,
-		Expires: time.Now().Add(wait), Answer: a}
+		Expires: n.now().Add(wait), Answer: a}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	if err := n.publish(wctx, inSubject(host), "ans."+id, func() ([]byte, error) {
@@ -104,7 +103,7 @@ func (o answerOutcome) err(id, host string) error {
 	case outcomeAnswered:
 		return nil
 	case outcomeSettled:
-		return &router.SettledError{ID: id, State: o.State, Behavior: o.Behavior, By: onHost(o.By, host)}
+		return &message.SettledError{ID: id, State: o.State, Behavior: o.Behavior, By: onHost(o.By, host)}
 	case outcomeUnknown:
 		return fmt.Errorf("host %s has no such prompt pending", host)
 	case outcomeExpired:
@@ -183,9 +182,9 @@ func (n *Node) answerIn(ctx context.Context, msg jetstream.Msg, e envelope) {
 
 // applyAnswer answers one of this host's prompts as from answers through
 // r: the broker lets the first answer win.
-func (n *Node) applyAnswer(ctx context.Context, r *router.Router, from string, pa promptAnswer) answerOutcome {
+func (n *Node) applyAnswer(ctx context.Context, r Router, from string, pa promptAnswer) answerOutcome {
 	o := answerOutcome{ID: pa.ID}
-	left := time.Until(pa.Expires)
+	left := pa.Expires.Sub(n.now())
 	if left <= 0 {
 		o.Result = outcomeExpired
 		return o
@@ -201,8 +200,8 @@ func (n *Node) applyAnswer(ctx context.Context, r *router.Router, from string, p
 	defer cancel()
 	_, err = r.AnswerPermission(actx, pa.Prompt, a)
 	var (
-		se *router.SettledError
-		ie *router.InvalidAnswerError
+		se *message.SettledError
+		ie *message.InvalidAnswerError
 	)
 	switch {
 	case err == nil:
@@ -211,7 +210,7 @@ func (n *Node) applyAnswer(ctx context.Context, r *router.Router, from string, p
 		o.Result, o.State, o.Behavior, o.By = outcomeSettled, se.State, se.Behavior, se.By
 	case errors.As(err, &ie):
 		o.Result, o.Error = outcomeInvalid, err.Error()
-	case errors.Is(err, router.ErrNoPermission):
+	case errors.Is(err, message.ErrNoPermission):
 		o.Result = outcomeUnknown
 	default:
 		o.Result, o.Error = outcomeFailed, err.Error()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/testutil"
 )
 
@@ -76,7 +77,7 @@ func TestARestartedGatewayTakesItsOwnLeaseOverWhateverTheClusterAnswersFirst(t *
 				t.Fatal(err)
 			}
 			tt.leases.KeyValue = kv
-			n := &Node{cfg: Config{Host: host, Instance: "me", RosterTTL: time.Minute}, log: discard(), leases: tt.leases}
+			n := &Node{cfg: Config{Clock: clock.Real{}, Host: host, Instance: "me", RosterTTL: time.Minute}, log: discard(), leases: tt.leases}
 			err := n.claim(ctx)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("claim: %v, want %v", err, tt.wantErr)

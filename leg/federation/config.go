@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/sessiongateway/gateway/internal/clock"
 )
 
 // Embedded is the URLs value that starts an in-process NATS server.
@@ -97,6 +99,11 @@ type Config struct {
 	SpoolPerHost, SpoolTotal int
 	SpoolBytes               int64
 
+	// Clock is what every timestamp, timer, tick and retry wait of the
+	// node reads; nil: the wall clock. Contexts' deadlines and the NATS
+	// client's own timers keep the wall clock.
+	Clock clock.Clock
+
 	Log *slog.Logger
 }
 
@@ -138,6 +145,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
+	c.Clock = clock.Or(c.Clock)
 	if c.Instance == "" {
 		c.Instance = randomID()
 	}
@@ -145,6 +153,9 @@ func (c Config) withDefaults() (Config, error) {
 }
 
 func (c Config) heartbeat() time.Duration { return c.RosterTTL / 3 }
+
+// now is the time on the node's clock.
+func (n *Node) now() time.Time { return n.cfg.Clock.Now() }
 
 // ValidHost reports whether h is a host name the federation accepts: it is
 // a NATS subject token and a key in the buckets, so no dots or wildcards.

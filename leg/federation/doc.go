@@ -13,8 +13,9 @@
 // send through this leg; each is named NAME.HOST (valid in both CLIs'
 // registries) and addressed NAME@HOST, and its own protocol stays on its
 // host (Origin). The leg is an alias host: in production Local.Deliver is
-// router.Forward (ServeRouter), which takes a message as if it had arrived
-// at an alias of the local session, so it takes the bridge's road (hop
+// the router's Forward (ServeRouter, through Router: the node's view of
+// the router, which a leg does not import), which takes a message as if it
+// had arrived at an alias of the local session, so it takes the bridge's road (hop
 // guard, sender's alias, receipts relayed back through Relay), and says
 // when the local leg wrote it. The spool of sends kept while the link is
 // down lives in the state directory's federation.db, the settled ids in
@@ -32,7 +33,7 @@
 // host counts its traffic per peer host (metrics.go), and a message's
 // trace context travels in its NATS headers, so the receiving host's span
 // continues the sender's trace. The envelopes, subjects and buckets are
-// docs/protocols/federation-envelopes.md. It may import leg, router,
-// message, addressing, observability and internal/..., never another leg,
-// the api or cmd.
+// docs/protocols/federation-envelopes.md. It may import leg, message,
+// addressing, observability and internal/..., never the router, another
+// leg, the api or cmd.
 package federation

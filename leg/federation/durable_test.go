@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/natscluster"
@@ -21,7 +22,7 @@ func TestSettledIdsSurviveAReopenAndTheOldestArePruned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := newSettled(db, 128)
+	s, err := newSettled(db, 128, clock.Real{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestSettledIdsSurviveAReopenAndTheOldestArePruned(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	s, err = newSettled(db, 128)
+	s, err = newSettled(db, 128, clock.Real{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestSettledIdsSurviveAReopenAndTheOldestArePruned(t *testing.T) {
 	}
 
 	// Before pruning, the decisive record stood.
-	s2, _ := newSettled(nil, 8)
+	s2, _ := newSettled(nil, 8, clock.Real{})
 	_ = s2.put("k", delivered)
 	_ = s2.put("k", sent)
 	if rc, _ := s2.get("k"); rc.Status != message.StatusDelivered {

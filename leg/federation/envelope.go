@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -115,7 +114,7 @@ func (n *Node) decode(msg jetstream.Msg) (envelope, Reason) {
 	if r != 0 {
 		return envelope{}, r
 	}
-	stored, seq := time.Now(), uint64(0)
+	stored, seq := n.now(), uint64(0)
 	if md, err := msg.Metadata(); err == nil {
 		stored, seq = md.Timestamp, md.Sequence.Stream
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -36,7 +37,7 @@ func testSigner(t testing.TB) *signer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newSigner(k)
+	return newSigner(k, clock.Real{})
 }
 
 func TestParseSaysWhyItDrops(t *testing.T) {
@@ -108,7 +109,7 @@ func TestRedactURLs(t *testing.T) {
 }
 
 func TestAConnectErrorNeverShowsAPassword(t *testing.T) {
-	n := &Node{cfg: Config{Host: "a"}}
+	n := &Node{cfg: Config{Clock: clock.Real{}, Host: "a"}}
 	err := n.connect("nats://u:p1secret@127.0.0.1:1,nats://u2:pw2secret@[::1")
 	if err == nil {
 		t.Fatal("connected to an unparsable URL")

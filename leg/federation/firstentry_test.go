@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
 )
@@ -83,7 +84,7 @@ func TestAGatewayStartingWhileTheRosterElectsItsLeaderStillPutsItsFirstEntry(t *
 				putRoster(t, kv, testSigner(t), host)
 			}
 			l := &leaderless{KeyValue: kv, getsLost: tt.getsLost, putsLost: tt.putsLost}
-			n := &Node{cfg: Config{Host: host}, log: discard(), signer: testSigner(t), roster: l}
+			n := &Node{cfg: Config{Clock: clock.Real{}, Host: host}, log: discard(), signer: testSigner(t), roster: l}
 			if err := n.firstEntry(testutil.Context(t, 20*time.Second)); err != nil {
 				t.Fatalf("first entry: %v", err)
 			}
@@ -103,7 +104,7 @@ func TestSessionsWhosePutFailedArePutAgainWhenListedAgain(t *testing.T) {
 	kv := rosterOf(t, c, tag)
 	host := "fe-p-" + tag
 	l := &leaderless{KeyValue: kv, putsLost: 1}
-	n := &Node{cfg: Config{Host: host}, log: discard(), signer: testSigner(t), roster: l}
+	n := &Node{cfg: Config{Clock: clock.Real{}, Host: host}, log: discard(), signer: testSigner(t), roster: l}
 	ss := []message.Session{{SessionID: "s1", Name: "worker", Address: "uds:/tmp/s1.sock", Protocol: message.ProtocolClaude}}
 	ctx := testutil.Context(t, 20*time.Second)
 	if err := n.PublishSessions(ctx, ss); err == nil {

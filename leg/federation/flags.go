@@ -10,9 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/safefile"
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/router"
 )
 
 // Flags are serve's federation flags; each also reads its GATEWAY_*
@@ -117,14 +118,31 @@ func instanceID(stateDir string) string {
 	return id
 }
 
+// Router is this host's router as the node uses it: ServeRouter serves
+// its sessions and delivers through it (Forward, the bridge's road),
+// publishes its own legs' prompts whenever they change and applies other
+// hosts' answers to them. A leg sits below the router, so this is the
+// node's word for it; *router.Router is one.
+type Router interface {
+	Sessions(ctx context.Context) []message.Session
+	Forward(ctx context.Context, source leg.Leg, m message.Message) message.Receipt
+	Ready() map[message.Protocol]error
+	Permissions() []message.PermissionRequest
+	SettledPermissions() []message.PermissionRequest
+	Permission(id string) (message.PermissionRequest, error)
+	AnswerPermission(ctx context.Context, id string, a message.PermissionAnswer) (message.PermissionRequest, error)
+	// PermissionsChanged is closed at the next change of the prompts.
+	PermissionsChanged() <-chan struct{}
+}
+
 // ServeRouter runs Serve with the router's sessions as this host's, until
 // ctx ends. A message from another host takes the bridge's road
-// (router.Forward), so its first receipt says when the local leg wrote
+// (Router.Forward), so its first receipt says when the local leg wrote
 // it. Serve starts once the local legs are ready (or after legWait), so a
 // message offered again after a restart finds its session listed. It
 // publishes the router's permission prompts to the other hosts and
 // answers theirs for them through it.
-func (n *Node) ServeRouter(ctx context.Context, r *router.Router) error {
+func (n *Node) ServeRouter(ctx context.Context, r Router) error {
 	n.pr.mu.Lock()
 	n.pr.router = r
 	n.pr.mu.Unlock()
@@ -132,12 +150,10 @@ func (n *Node) ServeRouter(ctx context.Context, r *router.Router) error {
 	defer wg.Wait()
 	defer n.pr.bg.Wait()
 	wg.Go(func() { n.publishPrompts(ctx, r) })
-	deadline := time.Now().Add(legWait)
-	for !localReady(r) && time.Now().Before(deadline) {
-		select {
-		case <-ctx.Done():
+	deadline := n.now().Add(legWait)
+	for !localReady(r) && n.now().Before(deadline) {
+		if clock.Sleep(ctx, n.cfg.Clock, 100*time.Millisecond) != nil {
 			return nil
-		case <-time.After(100 * time.Millisecond):
 		}
 	}
 	return n.Serve(ctx, Local{
@@ -156,7 +172,7 @@ func (n *Node) ServeRouter(ctx context.Context, r *router.Router) error {
 // legWait bounds ServeRouter's wait for the local legs.
 const legWait = 10 * time.Second
 
-func localReady(r *router.Router) bool {
+func localReady(r Router) bool {
 	for p, err := range r.Ready() {
 		if p != message.ProtocolFederation && err != nil {
 			return false

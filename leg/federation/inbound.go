@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -125,10 +126,10 @@ func (n *Node) Serve(ctx context.Context, local Local) error {
 		n.mu.Unlock()
 	}
 	publish()
-	t := time.NewTicker(rosterPoll)
+	t := clock.NewTicker(n.cfg.Clock, rosterPoll)
 	defer t.Stop()
 	every := max(n.cfg.AckWait/3, 100*time.Millisecond)
-	progress := time.NewTicker(every)
+	progress := clock.NewTicker(n.cfg.Clock, every)
 	defer progress.Stop()
 	for {
 		select {
@@ -178,7 +179,7 @@ func (f *flight) hear() {
 func (in *inflight) progress(n *Node, every time.Duration) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	now := time.Now()
+	now := n.now()
 	for key, f := range in.flights {
 		if !f.took.IsZero() && now.Sub(f.took) > outcomeWait {
 			n.log.Warn("federation message taken, no outcome heard; acknowledged", "msg_id", f.m.ID, "from_host", f.origin)
@@ -217,7 +218,7 @@ func (n *Node) inbound(ctx context.Context, in *inflight, lanes *sync.WaitGroup,
 	if f, ok := in.flights[key]; ok {
 		other := streamSeq(f.msg) != streamSeq(msg)
 		if !other {
-			f.msg, f.told = msg, time.Now() // offered again while on its way: one copy is enough
+			f.msg, f.told = msg, n.now() // offered again while on its way: one copy is enough
 		}
 		in.mu.Unlock()
 		end()
@@ -245,7 +246,7 @@ func (n *Node) inbound(ctx context.Context, in *inflight, lanes *sync.WaitGroup,
 	m.From, m.FromName = fromAddress(m.FromName, e.From)
 	// Known before delivery: a receipt may be relayed before Deliver returns.
 	n.origin.Put(m.ID, e.From)
-	f := &flight{key: key, origin: e.From, m: m, msg: msg, told: time.Now(), heard: make(chan struct{}), ctx: ctx, end: end}
+	f := &flight{key: key, origin: e.From, m: m, msg: msg, told: n.now(), heard: make(chan struct{}), ctx: ctx, end: end}
 	in.mu.Lock()
 	in.flights[key] = f
 	in.bytes += len(msg.Data())
@@ -264,7 +265,7 @@ func (n *Node) inbound(ctx context.Context, in *inflight, lanes *sync.WaitGroup,
 	// Back-pressure: while the messages held pass inflightBytes, take no
 	// more (NATS keeps them).
 	for in.held() > inflightBytes && ctx.Err() == nil {
-		time.Sleep(10 * time.Millisecond)
+		_ = clock.Sleep(ctx, n.cfg.Clock, 10*time.Millisecond)
 	}
 }
 
@@ -396,7 +397,7 @@ func (n *Node) relay(ctx context.Context, from string, rc message.Receipt) bool 
 		}
 	}
 	if rc.Time.IsZero() {
-		rc.Time = time.Now()
+		rc.Time = n.now()
 	}
 	if !decisive(rc) {
 		return true // taken: deliverFlight records that
@@ -484,7 +485,7 @@ func (n *Node) sendReceipt(ctx context.Context, host string, rc message.Receipt)
 // called it sent. The receiver keeps two copies to one delivery (its
 // settled ids).
 func (n *Node) publish(ctx context.Context, subject, id string, sign func() ([]byte, error)) error {
-	wait := 50 * time.Millisecond
+	waits := doubling(n.cfg.Clock, 50*time.Millisecond, 2*time.Second)
 	var (
 		b       []byte
 		dedup   string
@@ -492,7 +493,8 @@ func (n *Node) publish(ctx context.Context, subject, id string, sign func() ([]b
 	)
 	for try := 1; ; try++ {
 		var err error
-		if now := time.Now(); b == nil || !now.Before(expires) {
+		now := n.now()
+		if b == nil || !now.Before(expires) {
 			if b, err = sign(); err != nil {
 				return err
 			}
@@ -501,11 +503,7 @@ func (n *Node) publish(ctx context.Context, subject, id string, sign func() ([]b
 		if n.nc.Status() != nats.CONNECTED {
 			err = errLinkDown
 		} else {
-			dl := time.Now().Add(2 * time.Second)
-			if expires.Before(dl) {
-				dl = expires
-			}
-			actx, cancel := context.WithDeadline(ctx, dl)
+			actx, cancel := context.WithTimeout(ctx, min(2*time.Second, expires.Sub(n.now())))
 			_, err = n.js.PublishMsg(actx, &nats.Msg{Subject: subject, Data: b, Header: traceHeader(ctx)}, jetstream.WithMsgID(dedup))
 			cancel()
 			if err == nil {
@@ -520,14 +518,16 @@ func (n *Node) publish(ctx context.Context, subject, id string, sign func() ([]b
 		if try == 2 || try%16 == 0 {
 			n.log.Warn("federation publish retrying", "subject", subject, "msg_id", id, "try", try, "err", err)
 		}
+		fired, t := clock.After(n.cfg.Clock, waits.NextBackOff())
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return fmt.Errorf("federation: publish to %s: %w", subject, err)
 		case <-n.ctx.Done():
+			t.Stop()
 			return fmt.Errorf("federation: closed: %w", err)
-		case <-time.After(wait):
+		case <-fired:
 		}
-		wait = min(2*wait, 2*time.Second)
 	}
 }
 
@@ -557,7 +557,7 @@ func permanent(err error) bool {
 // consumer or stream leader being elected) is noticed and made again in
 // seconds, not tens of them.
 func (n *Node) consume(ctx context.Context, prefix, subject string, pending int, handle func(jetstream.Msg)) (jetstream.ConsumeContext, error) {
-	cons, err := retry(ctx, func(ctx context.Context) (jetstream.Consumer, error) {
+	cons, err := retry(ctx, n.cfg.Clock, func(ctx context.Context) (jetstream.Consumer, error) {
 		return n.stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 			Durable:       prefix + n.cfg.Host,
 			FilterSubject: subject,
@@ -570,7 +570,7 @@ func (n *Node) consume(ctx context.Context, prefix, subject string, pending int,
 	if err != nil {
 		return nil, err
 	}
-	_, err = retry(ctx, func(ctx context.Context) (bool, error) {
+	_, err = retry(ctx, n.cfg.Clock, func(ctx context.Context) (bool, error) {
 		info, err := cons.Info(ctx)
 		if err == nil && info.Cluster != nil && info.Cluster.Leader == "" {
 			err = errNoLeader

@@ -146,7 +146,7 @@ func (n *Node) loadKeys() error {
 		_, k, _ = ed25519.GenerateKey(nil)
 		n.log.Info("federation host key for this process only", "public_key", FormatPublicKey(k.Public().(ed25519.PublicKey)))
 	}
-	n.signer = newSigner(k)
+	n.signer = newSigner(k, n.cfg.Clock)
 	var err error
 	n.keys, err = newKeyring(n.cfg, n.log)
 	return err

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/inorder"
 	"github.com/sessiongateway/gateway/message"
 )
@@ -80,7 +81,7 @@ func (n *Node) runLane(ctx context.Context, in *inflight, sender string, l *lane
 // and records what it says. ctx is f's, told when the leg has queued it.
 func (n *Node) deliverFlight(ctx context.Context, in *inflight, f *flight, deliver func(context.Context, message.Message) (message.Receipt, error)) {
 	defer f.end()
-	wait := 250 * time.Millisecond
+	waits := doubling(n.cfg.Clock, 250*time.Millisecond, 5*time.Second)
 	var rc message.Receipt
 	for {
 		dctx, cancel := context.WithTimeout(ctx, n.cfg.AckWait)
@@ -94,16 +95,13 @@ func (n *Node) deliverFlight(ctx context.Context, in *inflight, f *flight, deliv
 			return
 		}
 		n.log.Warn("federation delivery failed; trying again", "msg_id", f.m.ID, "err", err)
-		select {
-		case <-ctx.Done():
+		if clock.Sleep(ctx, n.cfg.Clock, waits.NextBackOff()) != nil {
 			return
-		case <-time.After(wait):
 		}
-		wait = min(2*wait, 5*time.Second)
 	}
 	rc.MsgID = f.m.ID
 	if rc.Time.IsZero() {
-		rc.Time = time.Now()
+		rc.Time = n.now()
 	}
 	if decisive(rc) {
 		// Recorded before the lane writes the sender's next (a crash then
@@ -127,7 +125,7 @@ func (n *Node) deliverFlight(ctx context.Context, in *inflight, f *flight, deliv
 		n.log.Warn("federation settled id not recorded", "msg_id", f.m.ID, "err", err)
 	}
 	in.mu.Lock()
-	f.took = time.Now()
+	f.took = n.now()
 	in.mu.Unlock()
 	if !answersEach(f.m.Protocol) {
 		return
@@ -135,10 +133,12 @@ func (n *Node) deliverFlight(ctx context.Context, in *inflight, f *flight, deliv
 	// A receiver that answers every message is waited for a moment, so
 	// it has admitted this one before the next is written (each write is
 	// a connection of its own, which it may serve in any order).
+	fired, t := clock.After(n.cfg.Clock, orderWait)
+	defer t.Stop()
 	select {
 	case <-f.heard:
 	case <-ctx.Done():
-	case <-time.After(orderWait):
+	case <-fired:
 	}
 }
 

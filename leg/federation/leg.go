@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -74,7 +73,7 @@ func (l *Leg) Ready() error { return l.n.Ready() }
 func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, error) {
 	n := l.n
 	fail := func(err error) (message.Receipt, error) {
-		return message.Receipt{MsgID: m.ID, Status: message.StatusFailed, Reason: err.Error(), Time: time.Now()}, err
+		return message.Receipt{MsgID: m.ID, Status: message.StatusFailed, Reason: err.Error(), Time: n.now()}, err
 	}
 	if !validID(m.ID) {
 		return fail(fmt.Errorf("federation: message id %q is empty or too long", m.ID))
@@ -106,7 +105,7 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 		switch {
 		case err == nil:
 			n.sent(ctx, target.Host)
-			return message.Receipt{MsgID: m.ID, Status: message.StatusSent, From: m.To, Time: time.Now()}, nil
+			return message.Receipt{MsgID: m.ID, Status: message.StatusSent, From: m.To, Time: n.now()}, nil
 		case permanent(err), n.ctx.Err() != nil:
 			return fail(err)
 		}
@@ -117,7 +116,7 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 	if err := n.spool.add(target.Host, m.ID, b); err != nil {
 		return fail(err)
 	}
-	return message.Receipt{MsgID: m.ID, Status: message.StatusQueued, From: m.To, Time: time.Now(),
+	return message.Receipt{MsgID: m.ID, Status: message.StatusQueued, From: m.To, Time: n.now(),
 		Reason: "kept until the federation link is back"}, nil
 }
 
@@ -142,7 +141,7 @@ func (l *Leg) report(ctx context.Context, rc message.Receipt) {
 
 func (l *Leg) hand(ctx context.Context, in chan<- message.Event, rc message.Receipt) {
 	select {
-	case in <- message.Event{Type: message.EventReceipt, Time: time.Now(), Leg: message.ProtocolFederation, Receipt: &rc}:
+	case in <- message.Event{Type: message.EventReceipt, Time: l.n.now(), Leg: message.ProtocolFederation, Receipt: &rc}:
 	case <-ctx.Done():
 	}
 }
@@ -211,7 +210,7 @@ func (l *Leg) receipt(ctx context.Context, msg jetstream.Msg, in chan<- message.
 			continue
 		}
 		select {
-		case in <- message.Event{Type: message.EventReceipt, Time: time.Now(), Leg: message.ProtocolFederation, Receipt: &rc}:
+		case in <- message.Event{Type: message.EventReceipt, Time: l.n.now(), Leg: message.ProtocolFederation, Receipt: &rc}:
 			l.n.receiptCounted(ctx, e.From, "in", rc.Status, nil)
 		case <-ctx.Done():
 			_ = msg.Nak() // offered again: the receipts handed over already are applied once more, which moves nothing

@@ -21,6 +21,7 @@ import (
 	"github.com/sessiongateway/gateway/message"
 
 	"github.com/sessiongateway/gateway/internal/bounded"
+	"github.com/sessiongateway/gateway/internal/clock"
 )
 
 // Names in NATS every gateway of a federation agrees on.
@@ -169,13 +170,13 @@ func (n *Node) connect(urls string) error {
 			n.upSince.Store(0)
 			if err != nil { // nil: our own Close
 				n.log.Warn("federation link down", "err", err)
-				n.link.down(err)
+				n.link.down(err, n.now())
 			}
 		}),
 		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { n.link.retrying(err) }),
 		nats.ReconnectHandler(func(c *nats.Conn) {
-			n.link.up()
-			n.upSince.Store(time.Now().UnixNano())
+			n.link.up(n.now())
+			n.upSince.Store(n.now().UnixNano())
 			n.spool.wake()
 			select {
 			case n.relink <- struct{}{}:
@@ -217,8 +218,8 @@ func (n *Node) connect(urls string) error {
 		return fmt.Errorf("federation: jetstream: %w", err)
 	}
 	n.nc, n.js = nc, js
-	n.link.up()
-	n.upSince.Store(time.Now().UnixNano())
+	n.link.up(n.now())
+	n.upSince.Store(n.now().UnixNano())
 	return nil
 }
 
@@ -321,11 +322,11 @@ func (n *Node) setup(ctx context.Context) error {
 
 // open returns what get finds, or creates it when it is not there.
 func open[T any](ctx context.Context, n *Node, get func(context.Context) (T, error), create func(context.Context, int) (T, error)) (T, error) {
-	v, err := retry(ctx, get)
+	v, err := retry(ctx, n.cfg.Clock, get)
 	if err == nil || !(errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound)) {
 		return v, err
 	}
-	v, err = withReplicas(ctx, n.nc, n.cfg.Replicas, create)
+	v, err = withReplicas(ctx, n.cfg.Clock, n.nc, n.cfg.Replicas, create)
 	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 		return get(ctx) // another gateway created it first
 	}
@@ -336,14 +337,14 @@ func open[T any](ctx context.Context, n *Node, get func(context.Context) (T, err
 // none is, with 3 on a cluster that told us of 3 or more nodes and 1
 // otherwise. A cluster still electing its leaders answers 503 for a
 // moment: that is retried until ctx ends.
-func withReplicas[T any](ctx context.Context, nc *nats.Conn, want int, create func(context.Context, int) (T, error)) (T, error) {
+func withReplicas[T any](ctx context.Context, clk clock.Clock, nc *nats.Conn, want int, create func(context.Context, int) (T, error)) (T, error) {
 	if want <= 0 {
 		want = 1
 		if len(nc.Servers()) >= 3 {
 			want = 3
 		}
 	}
-	return retry(ctx, func(ctx context.Context) (T, error) { return create(ctx, want) })
+	return retry(ctx, clk, func(ctx context.Context) (T, error) { return create(ctx, want) })
 }
 
 // attemptTimeout bounds one request of a retry: under the caller's
@@ -352,9 +353,9 @@ func withReplicas[T any](ctx context.Context, nc *nats.Conn, want int, create fu
 var attemptTimeout = 5 * time.Second
 
 // retry runs f, each time within attemptTimeout, until it succeeds, fails
-// for good, or ctx ends.
-func retry[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
-	wait := 100 * time.Millisecond
+// for good, or ctx ends, waiting between tries on clk.
+func retry[T any](ctx context.Context, clk clock.Clock, f func(context.Context) (T, error)) (T, error) {
+	waits := doubling(clk, 100*time.Millisecond, 2*time.Second)
 	for {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 		v, err := f(actx)
@@ -362,12 +363,9 @@ func retry[T any](ctx context.Context, f func(context.Context) (T, error)) (T, e
 		if err == nil || !transient(err) {
 			return v, err
 		}
-		select {
-		case <-ctx.Done():
+		if clock.Sleep(ctx, clk, waits.NextBackOff()) != nil {
 			return v, err
-		case <-time.After(wait):
 		}
-		wait = min(2*wait, 2*time.Second)
 	}
 }
 
@@ -391,7 +389,7 @@ func transient(err error) bool {
 // yet, and a lease of our own read for a takeover may change (or lapse)
 // before the update that takes it over.
 func (n *Node) claim(ctx context.Context) error {
-	rev, err := retry(ctx, func(ctx context.Context) (uint64, error) {
+	rev, err := retry(ctx, n.cfg.Clock, func(ctx context.Context) (uint64, error) {
 		rev, err := n.leases.Create(ctx, n.cfg.Host, []byte(n.cfg.Instance))
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return n.takeOver(ctx)
@@ -437,7 +435,7 @@ var errLeaseMoved = errors.New("federation: the lease changed while it was taken
 // the TTL until Close.
 func (n *Node) heartbeat() {
 	defer n.done.Done()
-	t := time.NewTicker(n.cfg.heartbeat())
+	t := clock.NewTicker(n.cfg.Clock, n.cfg.heartbeat())
 	defer t.Stop()
 	for {
 		select {
@@ -509,7 +507,7 @@ func (n *Node) Close() error {
 		n.nc.Close()
 	}
 	for !n.nc.IsClosed() && ctx.Err() == nil {
-		time.Sleep(10 * time.Millisecond)
+		_ = clock.Sleep(ctx, n.cfg.Clock, 10*time.Millisecond)
 	}
 	n.shutdownServer()
 	n.closeStore()
@@ -522,9 +520,11 @@ func (n *Node) Close() error {
 func (n *Node) waitServe() {
 	done := make(chan struct{})
 	go func() { n.serving.Wait(); close(done) }()
+	late, t := clock.After(n.cfg.Clock, serveWait)
+	defer t.Stop()
 	select {
 	case <-done:
-	case <-time.After(serveWait):
+	case <-late:
 		n.log.Warn("federation closing while Serve still writes to the local leg")
 	}
 }

@@ -12,10 +12,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sessiongateway/gateway/internal/bounded"
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/jsonx"
 	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/router"
 )
 
 // Permission prompts across hosts. Each host puts the prompts pending on
@@ -108,7 +108,7 @@ type promptState struct {
 	bg       sync.WaitGroup                      // they are waited for by ServeRouter
 
 	mu       sync.Mutex
-	router   *router.Router // this host's, once ServeRouter runs
+	router   Router // this host's, once ServeRouter runs
 	others   map[string]*hostPrompts
 	waiting  map[string]waiter // answer id -> the Answer waiting for its outcome
 	applying map[string]bool   // origin/answer id being applied
@@ -145,10 +145,10 @@ func onHost(by, host string) string {
 // ---- This host's prompts, published.
 
 // publishPrompts keeps this host's entry in the prompts bucket current:
-// on every prompt event of r and every heartbeat, until ctx ends or the
-// node closes.
-func (n *Node) publishPrompts(ctx context.Context, r *router.Router) {
-	t := time.NewTicker(n.cfg.heartbeat())
+// on every change of r's prompts and every heartbeat, until ctx ends or
+// the node closes.
+func (n *Node) publishPrompts(ctx context.Context, r Router) {
+	t := clock.NewTicker(n.cfg.Clock, n.cfg.heartbeat())
 	defer t.Stop()
 	var last string
 	put := func(force bool) {
@@ -168,36 +168,21 @@ func (n *Node) publishPrompts(ctx context.Context, r *router.Router) {
 		}
 		last = string(key)
 	}
-	hub := r.Hub()
+	// The signal is taken before each read of the prompts, so a change
+	// made while they are read and put is put next.
+	changed := r.PermissionsChanged()
 	put(true)
-	for {
-		_, _, sub := hub.Subscribe(int64(hub.LastID()))
-		err := n.followPrompts(ctx, sub, t.C, put)
-		sub.Close()
-		if !errors.Is(err, router.ErrSlowWatcher) {
-			return
-		}
-		put(true)
-	}
-}
-
-// followPrompts calls put on each prompt event and (forced) each tick,
-// until ctx or the node ends (nil) or sub does (why).
-func (n *Node) followPrompts(ctx context.Context, sub *router.Sub, tick <-chan time.Time, put func(force bool)) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-n.ctx.Done():
-			return nil
-		case ev, ok := <-sub.C:
-			if !ok {
-				return sub.Err()
-			}
-			if ev.Type == message.EventPermission {
-				put(false)
-			}
-		case <-tick:
+			return
+		case <-changed:
+			changed = r.PermissionsChanged()
+			put(false)
+		case <-t.C:
+			changed = r.PermissionsChanged()
 			put(true)
 		}
 	}
@@ -206,7 +191,7 @@ func (n *Node) followPrompts(ctx context.Context, sub *router.Sub, tick <-chan t
 // ownPrompts lists the prompts r has of this host's own legs, pending
 // first (oldest first), then the last few settled, each as other hosts
 // are shown it.
-func (n *Node) ownPrompts(r *router.Router) []message.PermissionRequest {
+func (n *Node) ownPrompts(r Router) []message.PermissionRequest {
 	out := []message.PermissionRequest{}
 	for _, p := range r.Permissions() {
 		if len(out) == maxHostPrompts-maxSettledShown {
@@ -265,11 +250,13 @@ func (l *Leg) watchPrompts(ctx context.Context, in chan<- message.Event) {
 		if err := l.watchPromptsOnce(ctx, in); err != nil && ctx.Err() == nil && n.ctx.Err() == nil {
 			n.log.Warn("federation prompts watch ended", "err", err)
 		}
+		again, t := clock.After(n.cfg.Clock, time.Second)
 		select {
 		case <-ctx.Done():
 		case <-n.ctx.Done():
-		case <-time.After(time.Second):
+		case <-again:
 		}
+		t.Stop()
 	}
 }
 
@@ -280,7 +267,7 @@ func (l *Leg) watchPromptsOnce(ctx context.Context, in chan<- message.Event) err
 		return err
 	}
 	defer func() { _ = w.Stop() }()
-	t := time.NewTicker(n.cfg.heartbeat())
+	t := clock.NewTicker(n.cfg.Clock, n.cfg.heartbeat())
 	defer t.Stop()
 	for {
 		var evs []message.Event
@@ -294,7 +281,7 @@ func (l *Leg) watchPromptsOnce(ctx context.Context, in chan<- message.Event) err
 				return errors.New("watch closed")
 			}
 			if e != nil {
-				evs = n.heardPrompts(e.Key(), e.Operation() == jetstream.KeyValuePut, e.Value(), time.Now())
+				evs = n.heardPrompts(e.Key(), e.Operation() == jetstream.KeyValuePut, e.Value(), n.now())
 			}
 		case now := <-t.C:
 			evs = n.pr.sweep(now, n.cfg.RosterTTL)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/approver"
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
@@ -93,7 +94,7 @@ func TestAPromptOfOneHostIsListedEverywhereAndAnsweredFromAnother(t *testing.T) 
 	}
 	// A second answer from b is told it lost, and never reaches the leg.
 	_, err = rb.AnswerPermission(ctx, id, message.PermissionAnswer{Behavior: message.BehaviorDeny, By: "cli"})
-	if !errors.Is(err, router.ErrPermissionSettled) {
+	if !errors.Is(err, message.ErrPermissionSettled) {
 		t.Fatalf("a late answer: %v, want settled", err)
 	}
 	if n := len(cloud.Answers()); n != 1 {
@@ -193,7 +194,7 @@ func TestTheFirstAnswerWinsAcrossHosts(t *testing.T) {
 	var won, lost int
 	for range 2 {
 		err := <-errs
-		var se *router.SettledError
+		var se *message.SettledError
 		switch {
 		case err == nil:
 			won++
@@ -404,7 +405,7 @@ func TestHostileAnswersAndOutcomesAreDropped(t *testing.T) {
 		})
 	}
 	// An outcome from another host than the answer went to is dropped.
-	n := &Node{cfg: Config{Host: "self"}, log: discard()}
+	n := &Node{cfg: Config{Clock: clock.Real{}, Host: "self"}, log: discard()}
 	n.pr.init("self")
 	w := waiter{host: "a", ch: make(chan answerOutcome, 1)}
 	n.pr.waiting["ans"] = w
@@ -447,7 +448,7 @@ func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // testNode is a node with no connection: a key, pins in memory.
 func testNode(t testing.TB, host string) *Node {
 	t.Helper()
-	n := &Node{cfg: Config{Host: host, ReplayWindow: DefaultReplayWindow}, log: discard(), nonces: newNonces(), signer: testSigner(t)}
+	n := &Node{cfg: Config{Clock: clock.Real{}, Host: host, ReplayWindow: DefaultReplayWindow}, log: discard(), nonces: newNonces(), signer: testSigner(t)}
 	var err error
 	if n.keys, err = newKeyring(Config{}, n.log); err != nil {
 		t.Fatal(err)
@@ -479,12 +480,12 @@ func TestAFullAnswerFromAnotherHostCarriesItsSuggestionsModeAndInput(t *testing.
 	}
 	// Checked on b against b's copy, before anything travels.
 	_, err := rb.AnswerPermission(ctx, there.ID, message.PermissionAnswer{Behavior: message.BehaviorAllow, Suggestions: []int{3}})
-	var ie *router.InvalidAnswerError
-	if !errors.As(err, &ie) || ie.Problem != router.AnswerBadSuggestion {
+	var ie *message.InvalidAnswerError
+	if !errors.As(err, &ie) || ie.Problem != message.AnswerBadSuggestion {
 		t.Fatalf("suggestion 3 of 2: %v", err)
 	}
 	_, err = rb.AnswerPermission(ctx, promptleg.ShortID(promptleg.SessionID, "req-ask"), message.PermissionAnswer{Behavior: message.BehaviorAllow})
-	if !errors.As(err, &ie) || ie.Problem != router.AnswerQuestionNeedsAnswers {
+	if !errors.As(err, &ie) || ie.Problem != message.AnswerQuestionNeedsAnswers {
 		t.Fatalf("allow on a question: %v", err)
 	}
 	want := message.PermissionAnswer{Behavior: message.BehaviorAllow, Suggestions: []int{2, 1}, Mode: "acceptEdits",

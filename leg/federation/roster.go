@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/jsonx"
 	"github.com/sessiongateway/gateway/message"
 )
@@ -80,7 +81,7 @@ func (n *Node) PublishSessions(ctx context.Context, local []message.Session) err
 // no one for a moment, and a gateway starting beside a cluster that just
 // started must not give up on that.
 func (n *Node) firstEntry(ctx context.Context) error {
-	found, err := retry(ctx, func(ctx context.Context) (bool, error) {
+	found, err := retry(ctx, n.cfg.Clock, func(ctx context.Context) (bool, error) {
 		_, err := n.roster.Get(ctx, n.cfg.Host)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return false, nil
@@ -90,7 +91,7 @@ func (n *Node) firstEntry(ctx context.Context) error {
 	if err != nil || found {
 		return err
 	}
-	_, err = retry(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, n.PublishSessions(ctx, nil) })
+	_, err = retry(ctx, n.cfg.Clock, func(ctx context.Context) (struct{}, error) { return struct{}{}, n.PublishSessions(ctx, nil) })
 	return err
 }
 
@@ -121,7 +122,7 @@ func (n *Node) put(ctx context.Context, b []byte) error {
 		return err
 	}
 	n.mu.Lock()
-	n.putAt = time.Now()
+	n.putAt = n.now()
 	n.mu.Unlock()
 	return nil
 }
@@ -134,10 +135,7 @@ func (n *Node) watchRoster() {
 		if err := n.watchOnce(); err != nil && n.ctx.Err() == nil {
 			n.log.Warn("federation roster watch ended", "err", err)
 		}
-		select {
-		case <-n.ctx.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
+		_ = clock.Sleep(n.ctx, n.cfg.Clock, 100*time.Millisecond)
 	}
 }
 
@@ -197,7 +195,7 @@ func (n *Node) heard(e jetstream.KeyValueEntry) {
 		return
 	}
 	n.mu.Lock()
-	n.others[host] = hostEntry{sessions: r.Sessions, seen: time.Now()}
+	n.others[host] = hostEntry{sessions: r.Sessions, seen: n.now()}
 	n.mu.Unlock()
 }
 
@@ -210,7 +208,7 @@ func (n *Node) Sessions() []message.Session {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var out []message.Session
-	now := time.Now()
+	now := n.now()
 	for host, h := range n.others {
 		show, fresh := n.listed(h, now)
 		if !show {
@@ -279,7 +277,7 @@ func federated(host string, s message.Session) (message.Session, bool) {
 func (n *Node) Origin(address, sessionID string) (message.Session, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	now := time.Now()
+	now := n.now()
 	var found message.Session
 	ok := false
 	for host, h := range n.others {

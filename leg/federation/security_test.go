@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/jsonx"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/message"
@@ -267,7 +268,7 @@ func TestReplayedEnvelopesAreDroppedAndCountedAndDeliveredOnce(t *testing.T) {
 	// that was signed before the window.
 	time.Sleep(window + 500*time.Millisecond)
 	replay(inSubject(hb), sent, "replay-4-"+tag)
-	old := newSigner(a.signer.key)
+	old := newSigner(a.signer.key, clock.Real{})
 	old.now = func() time.Time { return time.Now().Add(-2 * window) }
 	stale, err := old.envelope(envelope{Kind: kindMessage, From: ha, To: hb, Message: &message.Message{ID: "stale-" + tag, To: "uds:/run/s-sink.sock", Body: "pay 20"}})
 	if err != nil {

@@ -3,11 +3,11 @@ package federation
 import (
 	"encoding/json"
 	"sync"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/sessiongateway/gateway/internal/bounded"
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -32,6 +32,7 @@ type settled struct {
 	db    *bolt.DB // nil: memory only
 	cap   int
 	cache *bounded.Map[string, message.Receipt]
+	clk   clock.Clock // stamps a receipt that has no time
 
 	mu    sync.Mutex // serialises the count and pruning
 	count int        // records in the file
@@ -41,8 +42,8 @@ type settled struct {
 	committing bool          // a writer is committing
 }
 
-func newSettled(db *bolt.DB, limit int) (*settled, error) {
-	s := &settled{db: db, cap: limit, cache: bounded.NewMap[string, message.Receipt](limit)}
+func newSettled(db *bolt.DB, limit int, clk clock.Clock) (*settled, error) {
+	s := &settled{db: db, cap: limit, clk: clk, cache: bounded.NewMap[string, message.Receipt](limit)}
 	if db == nil {
 		return s, nil
 	}
@@ -116,7 +117,7 @@ func (s *settled) putAll(items []keyedReceipt) error {
 			continue
 		}
 		if rc.Time.IsZero() {
-			rc.Time = time.Now()
+			rc.Time = s.clk.Now()
 		}
 		if s.db == nil {
 			s.cache.Put(it.key, rc)

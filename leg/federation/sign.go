@@ -10,6 +10,7 @@ import (
 	"github.com/gowebpki/jcs"
 
 	"github.com/sessiongateway/gateway/internal/bounded"
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/jsonx"
 )
 
@@ -45,8 +46,8 @@ type signer struct {
 	now func() time.Time
 }
 
-func newSigner(k ed25519.PrivateKey) *signer {
-	return &signer{key: k, pub: FormatPublicKey(k.Public().(ed25519.PublicKey)), now: time.Now}
+func newSigner(k ed25519.PrivateKey, clk clock.Clock) *signer {
+	return &signer{key: k, pub: FormatPublicKey(k.Public().(ed25519.PublicKey)), now: clk.Now}
 }
 
 // sign fills s (a field of v) and returns v's JSON, signed.
@@ -122,14 +123,14 @@ func (n *Node) learnHost(host string) bool {
 	if n.roster == nil || !ValidHost(host) {
 		return false
 	}
-	if at, ok := n.missing.Get(host); ok && time.Since(at) < missingFor {
+	if at, ok := n.missing.Get(host); ok && n.now().Sub(at) < missingFor {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, 2*time.Second)
 	defer cancel()
 	e, err := n.roster.Get(ctx, host)
 	if err != nil {
-		n.missing.Put(host, time.Now())
+		n.missing.Put(host, n.now())
 		return false
 	}
 	n.heard(e)

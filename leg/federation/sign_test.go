@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -63,7 +64,7 @@ func TestASignatureCoversEveryFieldItsReaderActsOn(t *testing.T) {
 // reading never panics.
 func FuzzSignedEnvelope(f *testing.F) {
 	// One key in every fuzzing process, so each signs and checks alike.
-	sg := newSigner(ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)))
+	sg := newSigner(ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)), clock.Real{})
 	orig := envelope{Kind: kindReceipt, From: "a", To: "b", Receipt: &message.Receipt{MsgID: "m1", Status: message.StatusDelivered, Time: time.Unix(1700000000, 0).UTC()}}
 	b, err := sg.envelope(orig)
 	if err != nil {
@@ -96,7 +97,7 @@ func FuzzSignedEnvelope(f *testing.F) {
 
 func TestAKeptSendIsSignedAgainWhenPublished(t *testing.T) {
 	n := testNode(t, "a")
-	old := newSigner(n.signer.key)
+	old := newSigner(n.signer.key, clock.Real{})
 	old.now = func() time.Time { return time.Now().Add(-time.Hour) }
 	kept, err := old.envelope(envelope{Kind: kindMessage, From: "a", To: "b", Message: &message.Message{ID: "1", To: "uds:/x.sock", Body: "hi"}})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -86,6 +87,7 @@ type spool struct {
 	db   *bolt.DB // nil: memory only
 	lim  spoolLimits
 	kick chan struct{}
+	clk  clock.Clock
 
 	mu      sync.Mutex
 	queue   []spooled // by seq
@@ -95,8 +97,8 @@ type spool struct {
 	seq     uint64
 }
 
-func newSpool(db *bolt.DB, lim spoolLimits) (*spool, error) {
-	s := &spool{db: db, lim: lim, kick: make(chan struct{}, 1), perHost: map[string]int{}}
+func newSpool(db *bolt.DB, lim spoolLimits, clk clock.Clock) (*spool, error) {
+	s := &spool{db: db, lim: lim, clk: clk, kick: make(chan struct{}, 1), perHost: map[string]int{}}
 	if db == nil {
 		return s, nil
 	}
@@ -173,7 +175,7 @@ func (s *spool) add(host, id string, data []byte) error {
 	seq := s.seq
 	s.mu.Unlock()
 	if s.db != nil {
-		v, err := json.Marshal(spoolEntry{V: storeVersion, Host: host, ID: id, Data: data, At: time.Now()})
+		v, err := json.Marshal(spoolEntry{V: storeVersion, Host: host, ID: id, Data: data, At: s.clk.Now()})
 		if err == nil {
 			err = s.db.Batch(func(tx *bolt.Tx) error {
 				b := tx.Bucket(bucketSpool)
@@ -286,7 +288,7 @@ func (n *Node) flush() {
 			if rerr := n.spool.remove(sp); rerr != nil {
 				n.log.Warn("federation spool entry not removed", "msg_id", sp.id, "err", rerr)
 			}
-			rc := message.Receipt{MsgID: sp.id, Status: message.StatusSent, Time: time.Now()}
+			rc := message.Receipt{MsgID: sp.id, Status: message.StatusSent, Time: n.now()}
 			if err != nil {
 				rc.Status, rc.Reason = message.StatusFailed, err.Error()
 			} else {
@@ -299,11 +301,14 @@ func (n *Node) flush() {
 		if !ok {
 			wait = time.Hour
 		}
+		again, t := clock.After(n.cfg.Clock, wait)
 		select {
 		case <-n.ctx.Done():
+			t.Stop()
 			return
 		case <-n.spool.kick:
-		case <-time.After(wait):
+		case <-again:
 		}
+		t.Stop()
 	}
 }

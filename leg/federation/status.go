@@ -32,9 +32,9 @@ type link struct {
 	since       time.Time // of the last change between up and down
 }
 
-func (l *link) down(err error) {
+func (l *link) down(err error, now time.Time) {
 	l.mu.Lock()
-	l.lost, l.retry, l.since = err.Error(), "", time.Now()
+	l.lost, l.retry, l.since = err.Error(), "", now
 	l.mu.Unlock()
 }
 
@@ -44,9 +44,9 @@ func (l *link) retrying(err error) {
 	l.mu.Unlock()
 }
 
-func (l *link) up() {
+func (l *link) up(now time.Time) {
 	l.mu.Lock()
-	l.lost, l.retry, l.since = "", "", time.Now()
+	l.lost, l.retry, l.since = "", "", now
 	l.mu.Unlock()
 }
 
@@ -155,7 +155,7 @@ func (n *Node) Status(ctx context.Context) Status {
 	}
 	link := n.Link()
 	st := Status{Enabled: true, Host: n.cfg.Host, Link: &link, Drops: map[string]uint64{}}
-	now := time.Now()
+	now := n.now()
 	n.mu.Lock()
 	st.Hosts = append(st.Hosts, HostStatus{Host: n.cfg.Host, Self: true, Sessions: len(n.published), LastHeard: n.putAt,
 		Reachable: !n.putAt.IsZero() && now.Sub(n.putAt) <= n.cfg.RosterTTL})

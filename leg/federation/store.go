@@ -93,8 +93,8 @@ func (n *Node) openStore() error {
 		}
 	}
 	var err error
-	if n.settled, err = newSettled(n.settledDB, n.cfg.SettledCap); err == nil {
-		n.spool, err = newSpool(n.db, n.cfg.spoolLimits())
+	if n.settled, err = newSettled(n.settledDB, n.cfg.SettledCap, n.cfg.Clock); err == nil {
+		n.spool, err = newSpool(n.db, n.cfg.spoolLimits(), n.cfg.Clock)
 	}
 	if err != nil {
 		n.closeStore()

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/safefile"
 )
 
@@ -89,6 +90,7 @@ type keyring struct {
 	log  *slog.Logger
 	file string // the trust file, or ""
 	pins string // the pinned-on-first-use file, or ""
+	clk  clock.Clock
 
 	mu      sync.Mutex
 	keys    map[string]ed25519.PublicKey
@@ -98,13 +100,13 @@ type keyring struct {
 }
 
 func newKeyring(cfg Config, log *slog.Logger) (*keyring, error) {
-	k := &keyring{log: log, file: cfg.TrustFile, refused: map[string]bool{}}
+	k := &keyring{log: log, file: cfg.TrustFile, clk: clock.Or(cfg.Clock), refused: map[string]bool{}}
 	if k.file != "" {
 		keys, fi, err := readTrust(k.file)
 		if err != nil {
 			return nil, err
 		}
-		k.keys, k.stat, k.checked = keys, fi, time.Now()
+		k.keys, k.stat, k.checked = keys, fi, k.clk.Now()
 		return k, nil
 	}
 	k.keys = map[string]ed25519.PublicKey{}
@@ -192,10 +194,10 @@ func (k *keyring) pin(host string, key ed25519.PublicKey) {
 // trustReload; a file that no longer parses leaves the last good keys in
 // force. Called with mu held.
 func (k *keyring) reload() {
-	if k.file == "" || time.Since(k.checked) < trustReload {
+	if k.file == "" || k.clk.Now().Sub(k.checked) < trustReload {
 		return
 	}
-	k.checked = time.Now()
+	k.checked = k.clk.Now()
 	fi, err := os.Stat(k.file)
 	if err != nil || os.SameFile(fi, k.stat) && fi.Size() == k.stat.Size() && fi.ModTime().Equal(k.stat.ModTime()) {
 		return // gone (being replaced, say) or unchanged: the keys stay
