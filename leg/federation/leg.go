@@ -19,8 +19,8 @@ import (
 type Leg struct {
 	n     *Node
 	mu    sync.Mutex
-	in    chan<- message.Event // Run's, while it runs
-	early []message.Receipt    // reported while Run did not run, at most maxEarly
+	em    *leg.Emitter      // Run's, while it runs
+	early []message.Receipt // reported while Run did not run, at most maxEarly
 }
 
 // maxEarly bounds the reports kept for Run; past it they are dropped and
@@ -125,8 +125,8 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 // before Run started) is kept for Run.
 func (l *Leg) report(ctx context.Context, rc message.Receipt) {
 	l.mu.Lock()
-	in := l.in
-	if in == nil {
+	em := l.em
+	if em == nil {
 		if len(l.early) < maxEarly {
 			l.early = append(l.early, rc)
 		} else {
@@ -134,15 +134,8 @@ func (l *Leg) report(ctx context.Context, rc message.Receipt) {
 		}
 	}
 	l.mu.Unlock()
-	if in != nil {
-		l.hand(ctx, in, rc)
-	}
-}
-
-func (l *Leg) hand(ctx context.Context, in chan<- message.Event, rc message.Receipt) {
-	select {
-	case in <- message.Event{Type: message.EventReceipt, Time: l.n.now(), Leg: message.ProtocolFederation, Receipt: &rc}:
-	case <-ctx.Done():
+	if em != nil {
+		em.Emit(ctx, message.Event{Type: message.EventReceipt, Receipt: &rc})
 	}
 }
 
@@ -152,20 +145,23 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 	n := l.n
 	// Handed out first: this host's own reports need no consumer (one
 	// waiting for a cluster that is only now back).
+	em := leg.NewEmitter(message.ProtocolFederation, n.now)
+	em.Attach(in)
 	l.mu.Lock()
-	l.in = in
+	l.em = em
 	early := l.early
 	l.early = nil
 	l.mu.Unlock()
 	for _, rc := range early {
-		l.hand(ctx, in, rc)
+		em.Emit(ctx, message.Event{Type: message.EventReceipt, Receipt: &rc})
 	}
 	defer func() {
 		l.mu.Lock()
-		l.in = nil
+		l.em = nil
 		l.mu.Unlock()
+		em.Close()
 	}()
-	cc, err := n.consume(ctx, "rc-", receiptSubject(n.cfg.Host), 4096, func(msg jetstream.Msg) { l.receipt(ctx, msg, in) })
+	cc, err := n.consume(ctx, "rc-", receiptSubject(n.cfg.Host), 4096, func(msg jetstream.Msg) { l.receipt(ctx, msg, em) })
 	if err != nil {
 		if ctx.Err() != nil || n.ctx.Err() != nil {
 			return nil // stopped or closed while starting
@@ -177,7 +173,7 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 	defer prompts.Wait()
 	pctx, stop := context.WithCancel(ctx)
 	defer stop()
-	prompts.Go(func() { l.watchPrompts(pctx, in) })
+	prompts.Go(func() { l.watchPrompts(pctx, em) })
 	select {
 	case <-ctx.Done():
 	case <-n.ctx.Done():
@@ -185,7 +181,7 @@ func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
 	return nil
 }
 
-func (l *Leg) receipt(ctx context.Context, msg jetstream.Msg, in chan<- message.Event) {
+func (l *Leg) receipt(ctx context.Context, msg jetstream.Msg, em *leg.Emitter) {
 	e, reason := l.n.decode(msg)
 	if reason == 0 && e.Kind == kindOutcome {
 		l.n.outcomeIn(e)
@@ -209,13 +205,11 @@ func (l *Leg) receipt(ctx context.Context, msg jetstream.Msg, in chan<- message.
 			l.n.drops.add(ReasonMisrouted) // a receipt from a host the message never went to
 			continue
 		}
-		select {
-		case in <- message.Event{Type: message.EventReceipt, Time: l.n.now(), Leg: message.ProtocolFederation, Receipt: &rc}:
-			l.n.receiptCounted(ctx, e.From, "in", rc.Status, nil)
-		case <-ctx.Done():
+		if !em.Emit(ctx, message.Event{Type: message.EventReceipt, Receipt: &rc}) {
 			_ = msg.Nak() // offered again: the receipts handed over already are applied once more, which moves nothing
 			return
 		}
+		l.n.receiptCounted(ctx, e.From, "in", rc.Status, nil)
 	}
 	_ = msg.Ack()
 }

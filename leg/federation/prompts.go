@@ -243,11 +243,11 @@ func (n *Node) putPrompts(ctx context.Context, list []message.PermissionRequest)
 // ---- Other hosts' prompts, raised in this host's router.
 
 // watchPrompts follows the prompts bucket until ctx ends or the node
-// closes, handing the prompt events it yields to in.
-func (l *Leg) watchPrompts(ctx context.Context, in chan<- message.Event) {
+// closes, handing the prompt events it yields to em.
+func (l *Leg) watchPrompts(ctx context.Context, em *leg.Emitter) {
 	n := l.n
 	for ctx.Err() == nil && n.ctx.Err() == nil {
-		if err := l.watchPromptsOnce(ctx, in); err != nil && ctx.Err() == nil && n.ctx.Err() == nil {
+		if err := l.watchPromptsOnce(ctx, em); err != nil && ctx.Err() == nil && n.ctx.Err() == nil {
 			n.log.Warn("federation prompts watch ended", "err", err)
 		}
 		again, t := clock.After(n.cfg.Clock, time.Second)
@@ -260,7 +260,7 @@ func (l *Leg) watchPrompts(ctx context.Context, in chan<- message.Event) {
 	}
 }
 
-func (l *Leg) watchPromptsOnce(ctx context.Context, in chan<- message.Event) error {
+func (l *Leg) watchPromptsOnce(ctx context.Context, em *leg.Emitter) error {
 	n := l.n
 	w, err := n.pr.kv.WatchAll(ctx)
 	if err != nil {
@@ -287,9 +287,7 @@ func (l *Leg) watchPromptsOnce(ctx context.Context, in chan<- message.Event) err
 			evs = n.pr.sweep(now, n.cfg.RosterTTL)
 		}
 		for _, ev := range evs {
-			select {
-			case in <- ev:
-			case <-ctx.Done():
+			if !em.Emit(ctx, ev) {
 				return nil
 			}
 		}
