@@ -90,7 +90,7 @@ func init() {
 			in: TitleBody{}, out: message.Session{}, handle: (*Server).retitleRemote},
 		{method: "POST", path: "/v1/remote/archive", summary: "Archive the remote session at address; 200 with the session as listed, 404 unknown, 502 the cloud refused.", scope: ScopeApprove,
 			in: ArchiveBody{}, out: message.Session{}, handle: (*Server).archiveRemote},
-		{method: "GET", path: "/v1/remote/environments", summary: "The environments remote sessions can be created in (seed 001's environment list); 404 no remote leg.", scope: ScopeRead,
+		{method: "GET", path: "/v1/remote/environments", summary: "The environments remote sessions can be created in (claude.ai's environment list); 404 no remote leg.", scope: ScopeRead,
 			out: []message.Environment{}, handle: (*Server).environments},
 		{method: "GET", path: "/v1/resolve", summary: "The session ?address= resolves to, as sends and control requests resolve it.", scope: ScopeRead,
 			query: []param{{"address", "string", "the address to resolve (required)"}}, out: message.Session{}, handle: (*Server).resolve},

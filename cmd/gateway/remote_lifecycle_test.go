@@ -39,7 +39,7 @@ func TestRemoteSessionLifecycleRoundTrips(t *testing.T) {
 			cloud := fakecloud.Start(t, fakecloud.Options{Token: e2eToken, OrgUUID: e2eOrg, Echo: true})
 			g := followOne(t, cloud, cloud.CreateSession("already there"), tr)
 
-			t.Run("environments lists the cloud's, as seed 001 shapes them", func(t *testing.T) {
+			t.Run("environments lists the cloud's, in the shape claude.ai gives them", func(t *testing.T) {
 				out, errOut, code := runCLI(t, g.StateDir, "remote", "environments", "--json")
 				var envs []message.Environment
 				if code != 0 || json.Unmarshal([]byte(out), &envs) != nil {

@@ -57,7 +57,7 @@ func remoteFlags(fs *flag.FlagSet, e *env) *remoteOpts {
 	str(&o.tokenURL, "remote-token-url", "OAuth token URL for refreshing reused Claude Code credentials")
 	str(&o.transport, "remote-transport", "live transport: ws (subscribe WebSocket) or sse (v2 event stream)")
 	str(&o.signer, "remote-signer", "event signer: none, ed25519-file:PATH or exec:COMMAND")
-	fs.DurationVar(&o.idle, "remote-idle", 0, "close a followed session's live connection after this long without a message and poll it once a minute until it speaks (seed 001's web client: 5m); 0 keeps it open (env GATEWAY_REMOTE_IDLE)")
+	fs.DurationVar(&o.idle, "remote-idle", 0, "close a followed session's live connection after this long without a message and poll it once a minute until it speaks (claude.ai's web client: 5m); 0 keeps it open (env GATEWAY_REMOTE_IDLE)")
 	str(&o.reply, "remote-reply", "what of a remote session's answer goes back to a local sender: result (its turn's final text) or assistant (each finished assistant message)")
 	o.aliases = map[string]string{}
 	addAlias := func(v string) error {

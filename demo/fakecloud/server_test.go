@@ -232,7 +232,7 @@ func TestSessionEndpoints(t *testing.T) {
 func TestEnvironmentEndpoints(t *testing.T) {
 	s := start(t)
 	base := s.URL() + "/v1/environment_providers/private/organizations/" + org + "/environments"
-	t.Run("the list carries the default bridge environment in the seed's shape", func(t *testing.T) {
+	t.Run("the list carries the default bridge environment in claude.ai's shape", func(t *testing.T) {
 		var got struct {
 			Environments []Environment `json:"environments"`
 			HasMore      bool          `json:"has_more"`

@@ -134,7 +134,7 @@ func TestPrompt(t *testing.T) {
 		tool  string
 		input string // a substring of the input
 	}{
-		{"an AskUserQuestion prompt carries the seed's questions", AskPrompt(), "AskUserQuestion", `"multiSelect":true`},
+		{"an AskUserQuestion prompt carries the protocol's questions", AskPrompt(), "AskUserQuestion", `"multiSelect":true`},
 		{"a Bash prompt carries the command", BashPrompt("go test ./..."), "Bash", `"command":"go test ./..."`},
 		{"an ExitPlanMode prompt carries the plan", PlanPrompt("1. do it"), "ExitPlanMode", `"plan":"1. do it"`},
 		{"a prompt for another tool gets an empty input", PromptSpec{Tool: "Read"}, "Read", `{}`},

@@ -24,7 +24,7 @@ func TestEnvelopeString(t *testing.T) {
 		want string
 	}{
 		{
-			"the seed's minimal sender envelope has from, from-name and from-mode only",
+			"the protocol's minimal sender envelope has from, from-name and from-mode only",
 			Envelope{From: "uds:/tmp/cc-socks/1.sock", FromName: "bob", FromMode: "bypass", Body: "hi"},
 			"<cross-session-message from=\"uds:/tmp/cc-socks/1.sock\" from-name=\"bob\" from-mode=\"bypass\">\nhi\n</cross-session-message>",
 		},
@@ -77,7 +77,7 @@ func TestParseEnvelope(t *testing.T) {
 		want    *Envelope // nil: must fail
 		wantErr error
 	}{
-		{"the seed's reproduction envelope parses",
+		{"the protocol's reproduction envelope parses",
 			wrap(` from="uds:/tmp/cc-socks/9.sock" from-name="worker" from-mode="bypass"`, "hello"),
 			&Envelope{From: "uds:/tmp/cc-socks/9.sock", FromName: "worker", FromMode: "bypass", Body: "hello"}, nil},
 		{"an escaped closing tag comes back unescaped",

@@ -37,7 +37,7 @@ func TestParseLine(t *testing.T) {
 			`{"type":"auth"}`, Line{Auth: &Auth{Type: TypeAuth}}, nil},
 		{"an auth line with a numeric token is refused",
 			`{"type":"auth","token":5}`, Line{}, ErrBadField},
-		{"the seed's user frame parses with its attachment",
+		{"the protocol's user frame parses with its attachment",
 			`{"msgV":1,"msg_id":"` + idA + `","type":"user","message":{"role":"user","content":` + string(content) +
 				`},"priority":"next","from":"` + sockA + `","file_attachments":[{"path":"/s/a","file_name":"a","file_size":3,"sha256":"` +
 				strings.Repeat("0", 64) + `","media_type":"text/plain"}]}`,

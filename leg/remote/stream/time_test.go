@@ -269,7 +269,7 @@ func TestTheClientSendsInitializeThenKeepAlives(t *testing.T) {
 	startStream(t, cfg)
 	init := s.line(t)
 	if !strings.HasPrefix(init, `{"request_id":"init-`) || !strings.HasSuffix(init, `","type":"control_request","request":{"subtype":"initialize"}}`) {
-		t.Fatalf("first line %s, want seed 001's initialize", init)
+		t.Fatalf("first line %s, want the initialize control request", init)
 	}
 	for range 2 {
 		// The keep-alive timer is armed once the connection is open.

@@ -363,7 +363,7 @@ func TestMergeAssistant(t *testing.T) {
 		want   []string
 		stop   string
 	}{
-		{"the seed's thinking, text, tool_use stream ends with all three blocks in order",
+		{"the protocol's thinking, text, tool_use stream ends with all three blocks in order",
 			[]Assistant{dec(`[{"type":"thinking","thinking":"hm"}]`, "null"), dec(`[{"type":"text","text":"I will"}]`, "null"),
 				dec(`[{"type":"tool_use","id":"toolu_1","name":"Read","input":{}}]`, `"tool_use"`)},
 			[]string{"thinking:hm", "text:I will", "tool_use:toolu_1"}, "tool_use"},
