@@ -25,6 +25,10 @@ const (
 	// Holds makes it a leg.Holder of what Hold added, deciding with
 	// OnDecide.
 	Holds
+	// CountsNotices makes it count the notices it lost (NoticesLost, as
+	// the router's metrics ask a leg with leg.Emitter), answering
+	// LostNotices.
+	CountsNotices
 )
 
 // With returns f with abilities switched on, as the router is to see it;
@@ -125,6 +129,118 @@ func (f *Fake) With(abilities Ability) leg.Leg {
 			hosts
 			holds
 		}{f, settles{f}, carries{}, hosts{f}, holds{f}}
+	case CountsNotices:
+		return struct {
+			*Fake
+			counts
+		}{f, counts{f}}
+	case Settles | CountsNotices:
+		return struct {
+			*Fake
+			settles
+			counts
+		}{f, settles{f}, counts{f}}
+	case CarriesFiles | CountsNotices:
+		return struct {
+			*Fake
+			carries
+			counts
+		}{f, carries{}, counts{f}}
+	case Settles | CarriesFiles | CountsNotices:
+		return struct {
+			*Fake
+			settles
+			carries
+			counts
+		}{f, settles{f}, carries{}, counts{f}}
+	case HostsAliases | CountsNotices:
+		return struct {
+			*Fake
+			hosts
+			counts
+		}{f, hosts{f}, counts{f}}
+	case Settles | HostsAliases | CountsNotices:
+		return struct {
+			*Fake
+			settles
+			hosts
+			counts
+		}{f, settles{f}, hosts{f}, counts{f}}
+	case CarriesFiles | HostsAliases | CountsNotices:
+		return struct {
+			*Fake
+			carries
+			hosts
+			counts
+		}{f, carries{}, hosts{f}, counts{f}}
+	case Settles | CarriesFiles | HostsAliases | CountsNotices:
+		return struct {
+			*Fake
+			settles
+			carries
+			hosts
+			counts
+		}{f, settles{f}, carries{}, hosts{f}, counts{f}}
+	case Holds | CountsNotices:
+		return struct {
+			*Fake
+			holds
+			counts
+		}{f, holds{f}, counts{f}}
+	case Settles | Holds | CountsNotices:
+		return struct {
+			*Fake
+			settles
+			holds
+			counts
+		}{f, settles{f}, holds{f}, counts{f}}
+	case CarriesFiles | Holds | CountsNotices:
+		return struct {
+			*Fake
+			carries
+			holds
+			counts
+		}{f, carries{}, holds{f}, counts{f}}
+	case Settles | CarriesFiles | Holds | CountsNotices:
+		return struct {
+			*Fake
+			settles
+			carries
+			holds
+			counts
+		}{f, settles{f}, carries{}, holds{f}, counts{f}}
+	case HostsAliases | Holds | CountsNotices:
+		return struct {
+			*Fake
+			hosts
+			holds
+			counts
+		}{f, hosts{f}, holds{f}, counts{f}}
+	case Settles | HostsAliases | Holds | CountsNotices:
+		return struct {
+			*Fake
+			settles
+			hosts
+			holds
+			counts
+		}{f, settles{f}, hosts{f}, holds{f}, counts{f}}
+	case CarriesFiles | HostsAliases | Holds | CountsNotices:
+		return struct {
+			*Fake
+			carries
+			hosts
+			holds
+			counts
+		}{f, carries{}, hosts{f}, holds{f}, counts{f}}
+	case Settles | CarriesFiles | HostsAliases | Holds | CountsNotices:
+		return struct {
+			*Fake
+			settles
+			carries
+			hosts
+			holds
+			counts
+		}{f, settles{f}, carries{}, hosts{f}, holds{f}, counts{f}}
 	}
 	panic(fmt.Sprintf("legtest: no fake with abilities %b", abilities))
 }
@@ -157,3 +273,7 @@ func (h holds) Held() []message.Held { return h.f.heldList() }
 func (h holds) Decide(ctx context.Context, id string, release bool, reason string) error {
 	return h.f.decide(ctx, id, release, reason)
 }
+
+type counts struct{ f *Fake }
+
+func (c counts) NoticesLost() uint64 { return c.f.LostNotices }

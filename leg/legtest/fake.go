@@ -52,8 +52,13 @@ type Fake struct {
 	Resume []message.Message
 	// ReadyErr is what Ready returns.
 	ReadyErr error
+	// Declares is what Abilities says (leg.Declarer): the zero value, as
+	// for a leg that declares nothing, unless a test sets it.
+	Declares leg.Abilities
 	// SettleAfter is what Settle returns (the Settles ability).
 	SettleAfter time.Duration
+	// LostNotices is what NoticesLost returns (the CountsNotices ability).
+	LostNotices uint64
 
 	started, stopped chan struct{}
 
@@ -219,6 +224,9 @@ func (f *Fake) Recall(id string) (message.Message, message.Receipt, bool) {
 // Resumed is Resume (Resumer).
 func (f *Fake) Resumed() []message.Message { return slices.Clone(f.Resume) }
 
+// Abilities is Declares (leg.Declarer).
+func (f *Fake) Abilities() leg.Abilities { return f.Declares }
+
 // Ready is ReadyErr (Readier).
 func (f *Fake) Ready() error { return f.ReadyErr }
 
@@ -326,4 +334,5 @@ var _ interface {
 	leg.Resumer
 	leg.Readier
 	leg.AliasLister
+	leg.Declarer
 } = (*Fake)(nil)
