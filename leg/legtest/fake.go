@@ -46,7 +46,8 @@ type Fake struct {
 	// OnSendAs, when set, answers SendAs (after counting it); else a sent
 	// receipt.
 	OnSendAs func(ctx context.Context, sender message.Session, m message.Message) (message.Receipt, error)
-	// OnDecide answers Decide of a held message; nil takes it out of Held.
+	// OnDecide answers Decide of a held message; a nil error (or no hook)
+	// takes it out of Held.
 	OnDecide func(ctx context.Context, id string, release bool, reason string) error
 	// Resume is what Resumed returns.
 	Resume []message.Message
@@ -71,7 +72,7 @@ type Fake struct {
 	sentAs   []message.Message
 	relayed  []message.Receipt
 	synced   [][]message.Session
-	decided  []string
+	decided  []Decision
 	lists    int
 }
 
@@ -272,8 +273,15 @@ func (f *Fake) Hold(h ...message.Held) {
 	f.held = append(f.held, h...)
 }
 
-// Decided is every id Decide was given (Holds).
-func (f *Fake) Decided() []string {
+// Decision is one Decide call.
+type Decision struct {
+	ID      string
+	Release bool
+	Reason  string
+}
+
+// Decided is every Decide call, in order (Holds).
+func (f *Fake) Decided() []Decision {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.decided)
@@ -284,14 +292,16 @@ var ErrNotHeld = errors.New("legtest: no such held message")
 
 func (f *Fake) decide(ctx context.Context, id string, release bool, reason string) error {
 	f.mu.Lock()
-	f.decided = append(f.decided, id)
+	f.decided = append(f.decided, Decision{ID: id, Release: release, Reason: reason})
 	i := slices.IndexFunc(f.held, func(h message.Held) bool { return h.Message.ID == id })
 	f.mu.Unlock()
 	if i < 0 {
 		return fmt.Errorf("%w: %s", ErrNotHeld, id)
 	}
 	if f.OnDecide != nil {
-		return f.OnDecide(ctx, id, release, reason)
+		if err := f.OnDecide(ctx, id, release, reason); err != nil {
+			return err
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
