@@ -58,6 +58,7 @@ func Run(t *testing.T, factory Factory) {
 }
 
 func nameIsStable(t *testing.T, s Subject) {
+	running(t, s.Leg)
 	n := s.Leg.Name()
 	if n == "" {
 		t.Fatal("Name is empty")
@@ -80,7 +81,7 @@ func reachable(t *testing.T, l leg.Leg) message.Session {
 		ss, err := l.Sessions(ctx)
 		last = err
 		for _, s := range ss {
-			if s.Reachable || s.Protocol == l.Name() {
+			if s.Reachable {
 				found = s
 				return true
 			}
@@ -94,6 +95,7 @@ func reachable(t *testing.T, l leg.Leg) message.Session {
 }
 
 func sessionsAreTheLegs(t *testing.T, s Subject) {
+	running(t, s.Leg)
 	reachable(t, s.Leg)
 	ss, err := s.Leg.Sessions(testutil.Context(t, testutil.Patience))
 	if err != nil {
