@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/internal/testutil"
@@ -26,6 +25,10 @@ type Subject struct {
 	// Unknown is an address in the leg's own spelling that no session
 	// answers at; empty: a socket path that does not exist.
 	Unknown string
+	// Foreign names the packages (import path prefixes) of servers the
+	// factory runs in the test's process, whose goroutines the leg's
+	// connections start and which are not the leg's to stop.
+	Foreign []string
 }
 
 // Factory sets up a fresh leg for one check; its cleanups stop what it
@@ -220,7 +223,7 @@ func runStampsEvents(t *testing.T, s Subject) {
 func runStops(t *testing.T, s Subject) {
 	reachable(t, s.Leg)
 	// What the factory started (servers, fakes) is not Run's to stop.
-	before := goleak.IgnoreCurrent()
+	before := goroutines()
 	in := make(chan message.Event, 64)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -238,8 +241,8 @@ func runStops(t *testing.T, s Subject) {
 	case <-time.After(stopWithin):
 		t.Fatalf("Run did not return within %v of its context ending", stopWithin)
 	}
-	if err := goleak.Find(before); err != nil {
-		t.Fatalf("goroutines still running after Run returned: %v", err)
+	if left := leftBehind(before, s.Foreign, stopWithin); len(left) > 0 {
+		t.Fatalf("%d goroutines still running %v after Run returned:\n%s", len(left), stopWithin, strings.Join(left, "\n\n"))
 	}
 }
 
