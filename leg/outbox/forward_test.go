@@ -8,14 +8,17 @@ import (
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/leg"
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/leg/outbox"
 	"github.com/sessiongateway/gateway/leg/remote"
 	"github.com/sessiongateway/gateway/message"
 )
 
-// ableLeg is an innerLeg with every ability the remote leg has.
+// ableLeg is the shared fake with every ability the remote leg has, each
+// recording that it was asked: the fake declares Prompter, Controllable
+// and Waker for no test but this one.
 type ableLeg struct {
-	*innerLeg
+	*legtest.Fake
 	asked []string
 	ready error
 }
@@ -54,8 +57,9 @@ func TestAbilitiesAreForwarded(t *testing.T) {
 		}
 	}
 	t.Run("each ability reaches an inner leg that has it", func(t *testing.T) {
-		inner := &ableLeg{innerLeg: newInner(sent)}
-		h := newHarness(t, stateDir(t), inner.innerLeg, outbox.Options{}, outbox.Config{})
+		base := newInner(sent)
+		inner := &ableLeg{Fake: base.fake}
+		h := newHarness(t, stateDir(t), base, outbox.Options{}, outbox.Config{})
 		leg, err := outbox.New(inner, outbox.Config{Store: h.store})
 		if err != nil {
 			t.Fatal(err)
