@@ -52,7 +52,7 @@ func Run(t *testing.T, factory Factory) {
 		{"Send to an unknown address is a failed receipt or an error (or kept, queued), never a panic", sendToUnknown},
 		{"Run delivers events stamped with the leg", runStampsEvents},
 		{"Run returns soon after its context ends, every goroutine it started stopped", runStops},
-		{"Run's events come only through its channel, and none after it returned", nothingAfterRun},
+		{"Run's channel gets nothing once Run has returned", nothingAfterRun},
 		{"each ability the leg declares behaves as leg/leg.go says", abilities},
 	}
 	for _, c := range checks {
