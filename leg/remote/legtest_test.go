@@ -5,11 +5,11 @@ import (
 	"testing"
 
 	"github.com/sessiongateway/gateway/auth"
+	"github.com/sessiongateway/gateway/demo/fakecloud"
 	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/leg/remote"
 	"github.com/sessiongateway/gateway/leg/remote/sessionsapi"
 	"github.com/sessiongateway/gateway/leg/remote/stream"
-	"github.com/sessiongateway/gateway/testkit/fakecloud"
 )
 
 // The remote leg keeps the Leg contract over each live transport, following
