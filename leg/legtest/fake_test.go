@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 )
@@ -31,3 +32,26 @@ func fake(t *testing.T) legtest.Subject {
 }
 
 func TestFakeKeepsTheLegContract(t *testing.T) { legtest.Run(t, fake) }
+
+// With gives the router exactly the abilities asked for, whichever set.
+func TestWithSwitchesOnExactlyTheAbilitiesAsked(t *testing.T) {
+	type noticeCounter interface{ NoticesLost() uint64 }
+	f := legtest.New(message.ProtocolClaude, work)
+	for set := range legtest.Ability(32) {
+		l := f.With(set)
+		_, settles := l.(leg.Settler)
+		_, carries := l.(leg.FileCarrier)
+		_, hosts := l.(leg.AliasHost)
+		_, holds := l.(leg.Holder)
+		_, counts := l.(noticeCounter)
+		got := [...]bool{settles, carries, hosts, holds, counts}
+		for i, want := range [...]legtest.Ability{legtest.Settles, legtest.CarriesFiles, legtest.HostsAliases, legtest.Holds, legtest.CountsNotices} {
+			if got[i] != (set&want != 0) {
+				t.Errorf("With(%05b): ability %05b is %v", set, want, got[i])
+			}
+		}
+		if _, ok := l.(leg.Claimer); !ok {
+			t.Errorf("With(%05b) lost the fake's own abilities", set)
+		}
+	}
+}
