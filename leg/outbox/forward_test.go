@@ -123,19 +123,12 @@ func TestTheWrapperOffersExactlyTheRemoteLegsAbilities(t *testing.T) {
 	}
 }
 
-// declaringLeg is an innerLeg that declares abilities.
-type declaringLeg struct {
-	*innerLeg
-	declares leg.Abilities
-}
-
-func (d declaringLeg) Abilities() leg.Abilities { return d.declares }
-
 func TestTheWrapperDeclaresWhatItsInnerLegDeclares(t *testing.T) {
 	for _, want := range []leg.Abilities{{CloudSessions: true}, {OtherHosts: true, ReraisesCancelled: true}} {
-		inner := declaringLeg{newInner(sent), want}
-		h := newHarness(t, stateDir(t), inner.innerLeg, outbox.Options{}, outbox.Config{})
-		wrapped, err := outbox.New(inner, outbox.Config{Store: h.store})
+		inner := newInner(sent)
+		inner.fake.Declares = want
+		h := newHarness(t, stateDir(t), inner, outbox.Options{}, outbox.Config{})
+		wrapped, err := outbox.New(inner.fake, outbox.Config{Store: h.store})
 		if err != nil {
 			t.Fatal(err)
 		}

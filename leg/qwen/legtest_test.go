@@ -20,7 +20,7 @@ func TestQwenLegKeepsTheLegContract(t *testing.T) {
 	legtest.Run(t, func(t *testing.T) legtest.Subject {
 		home, runtime := t.TempDir(), testutil.ShortTempDir(t)
 		session := fakeqwen.Start(t, fakeqwen.Config{Name: "work-legtest", Home: home, RuntimeDir: runtime})
-		p, err := qwen.Register(qwen.PeerConfig{Home: home, RuntimeDir: runtime, TmpDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+		p, err := qwen.Register(qwen.Config{Home: home, RuntimeDir: runtime, TmpDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
