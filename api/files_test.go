@@ -1,34 +1,15 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/sessiongateway/gateway/message"
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/router"
 )
-
-// filesLeg is the stub leg remembering the attachments it was given.
-type filesLeg struct {
-	*stubLeg
-	mu   sync.Mutex
-	sent [][]message.Attachment
-}
-
-// CarriesFiles: it stands for a leg that takes attachments (Claude Code).
-func (*filesLeg) CarriesFiles() {}
-
-func (l *filesLeg) Send(ctx context.Context, m message.Message) (message.Receipt, error) {
-	l.mu.Lock()
-	l.sent = append(l.sent, m.Attachments)
-	l.mu.Unlock()
-	return l.stubLeg.Send(ctx, m)
-}
 
 func TestFilesNeedTheScopeAndTheFilesDirectory(t *testing.T) {
 	root := t.TempDir()
@@ -53,8 +34,8 @@ func TestFilesNeedTheScopeAndTheFilesDirectory(t *testing.T) {
 	if err := os.Symlink(filesDir, alias); err != nil {
 		t.Fatal(err)
 	}
-	leg := &filesLeg{stubLeg: claudeStub()}
-	srv := NewServer(Config{Router: router.New(router.Config{}, leg), Token: "tok", FilesDir: alias,
+	leg := claudeStub() // it carries files, as Claude Code's leg does
+	srv := NewServer(Config{Router: router.New(router.Config{}, leg.With(legtest.CarriesFiles)), Token: "tok", FilesDir: alias,
 		Tokens: memTokens{
 			"sender": {ID: "t_send", Label: "bot", Scopes: Scopes(1<<ScopeRead | 1<<ScopeSend)},
 			"filer":  {ID: "t_files", Label: "filer", Scopes: Scopes(1<<ScopeSend | 1<<ScopeFiles)},
@@ -96,19 +77,18 @@ func TestFilesNeedTheScopeAndTheFilesDirectory(t *testing.T) {
 			}
 		})
 	}
-	leg.mu.Lock()
-	defer leg.mu.Unlock()
-	if len(leg.sent) != 2 {
-		t.Fatalf("the leg was given %d sends, want the 2 allowed", len(leg.sent))
+	sent := leg.Sent()
+	if len(sent) != 2 {
+		t.Fatalf("the leg was given %d sends, want the 2 allowed", len(sent))
 	}
 	want := []string{filepath.Join(filesDir, "notes.txt"), filepath.Join(filesDir, "sub", "deep.txt")}
-	for i, a := range leg.sent[0] {
+	for i, a := range sent[0].Attachments {
 		if a.Path != want[i] {
 			t.Errorf("attachment %d handed on as %s, want the real path %s", i, a.Path, want[i])
 		}
 	}
-	for _, sent := range leg.sent {
-		for _, a := range sent {
+	for _, m := range sent {
+		for _, a := range m.Attachments {
 			if strings.HasSuffix(a.Path, "api-token") {
 				t.Fatal("the api token was handed to the leg")
 			}

@@ -17,30 +17,11 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/idempotency"
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/leg/outbox"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 )
-
-// countingLeg is the Claude stub counting what it is asked to send.
-type countingLeg struct {
-	*stubLeg
-	mu   sync.Mutex
-	sent []string // message ids
-}
-
-func (c *countingLeg) Send(ctx context.Context, m message.Message) (message.Receipt, error) {
-	c.mu.Lock()
-	c.sent = append(c.sent, m.ID)
-	c.mu.Unlock()
-	return c.stubLeg.Send(ctx, m)
-}
-
-func (c *countingLeg) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.sent)
-}
 
 func sentID(t *testing.T, body []byte) string {
 	t.Helper()
@@ -59,7 +40,7 @@ func errCode(body []byte) string {
 
 func TestIdempotencyKeys(t *testing.T) {
 	clk := &stepClock{now: time.Unix(1e9, 0)}
-	leg := &countingLeg{stubLeg: claudeStub()}
+	leg := claudeStub()
 	srv := NewServer(Config{Router: router.New(router.Config{}, leg), Clock: clk})
 	h := srv.Handler()
 	const body = `{"to":"review","text":"once only"}`
@@ -75,7 +56,7 @@ func TestIdempotencyKeys(t *testing.T) {
 		if again.Code != http.StatusCreated || sentID(t, again.Body.Bytes()) != id || again.Header().Get(ReplayedHeader) != "true" {
 			t.Fatalf("retry: %d %s, want 201 with message %s", again.Code, again.Body.String(), id)
 		}
-		if n := leg.count(); n != 1 {
+		if n := len(leg.Sent()); n != 1 {
 			t.Fatalf("the leg was asked to send %d times, want once", n)
 		}
 	})
@@ -86,10 +67,10 @@ func TestIdempotencyKeys(t *testing.T) {
 		}
 	})
 	t.Run("without a key every request sends", func(t *testing.T) {
-		before := leg.count()
+		before := len(leg.Sent())
 		postMessage(h, body)
 		postMessage(h, body)
-		if n := leg.count() - before; n != 2 {
+		if n := len(leg.Sent()) - before; n != 2 {
 			t.Fatalf("%d sends, want 2", n)
 		}
 	})
@@ -156,7 +137,7 @@ func TestIdempotencyKeysSurviveARestartWithTheOutbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	serve := func(st *outbox.Store) (http.Handler, *outbox.Leg) {
-		leg, err := outbox.New(&cloudStub{}, outbox.Config{Store: st})
+		leg, err := outbox.New(cloudStub(), outbox.Config{Store: st})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,22 +205,16 @@ func (m *memKeys) DeleteKey(key string) error {
 	return nil
 }
 
-// stuckLeg takes no message: the gateway dies while it is asked.
-type stuckLeg struct {
-	*stubLeg
-	asked chan struct{}
-}
-
-func (s *stuckLeg) Send(ctx context.Context, m message.Message) (message.Receipt, error) {
-	close(s.asked)
-	<-ctx.Done()
-	return message.Receipt{}, ctx.Err()
-}
-
 func TestARetryAfterTheGatewayDiedMidSendSendsAgainUnderTheSameID(t *testing.T) {
 	const body = `{"to":"review","text":"must arrive"}`
 	before := &memKeys{keys: map[string]idempotency.Key{}}
-	stuck := &stuckLeg{stubLeg: claudeStub(), asked: make(chan struct{})}
+	// The leg takes no message: the gateway dies while it is asked.
+	stuck, asked := claudeStub(), make(chan struct{})
+	stuck.OnSend = func(ctx context.Context, _ message.Message) (message.Receipt, error) {
+		close(asked)
+		<-ctx.Done()
+		return message.Receipt{}, ctx.Err()
+	}
 	h1 := NewServer(Config{Router: router.New(router.Config{}, stuck), Keys: before}).Handler()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -248,7 +223,7 @@ func TestARetryAfterTheGatewayDiedMidSendSendsAgainUnderTheSameID(t *testing.T) 
 		req.Header.Set(IdempotencyHeader, "k")
 		h1.ServeHTTP(httptest.NewRecorder(), req)
 	}()
-	<-stuck.asked
+	<-asked
 	// The restart reads what was on disk while the send was under way.
 	after := &memKeys{keys: map[string]idempotency.Key{}}
 	ks, _ := before.Keys()
@@ -258,28 +233,28 @@ func TestARetryAfterTheGatewayDiedMidSendSendsAgainUnderTheSameID(t *testing.T) 
 	if len(ks) != 1 {
 		t.Fatalf("%d keys on disk mid-send, want the claimed one", len(ks))
 	}
-	leg := &countingLeg{stubLeg: claudeStub()}
+	leg := claudeStub()
 	h2 := NewServer(Config{Router: router.New(router.Config{}, leg), Keys: after}).Handler()
 	rec := postMessage(h2, body, IdempotencyHeader, "k")
-	if rec.Code != http.StatusCreated || leg.count() != 1 || sentID(t, rec.Body.Bytes()) != ks[0].MsgID {
-		t.Fatalf("retry after the restart: %d %s, %d sends; want 201 sending %s once", rec.Code, rec.Body.String(), leg.count(), ks[0].MsgID)
+	if rec.Code != http.StatusCreated || len(leg.Sent()) != 1 || sentID(t, rec.Body.Bytes()) != ks[0].MsgID {
+		t.Fatalf("retry after the restart: %d %s, %d sends; want 201 sending %s once", rec.Code, rec.Body.String(), len(leg.Sent()), ks[0].MsgID)
 	}
-	if again := postMessage(h2, body, IdempotencyHeader, "k"); again.Header().Get(ReplayedHeader) != "true" || leg.count() != 1 {
-		t.Fatalf("a second retry: replayed %q, %d sends; want a replay and still one", again.Header().Get(ReplayedHeader), leg.count())
+	if again := postMessage(h2, body, IdempotencyHeader, "k"); again.Header().Get(ReplayedHeader) != "true" || len(leg.Sent()) != 1 {
+		t.Fatalf("a second retry: replayed %q, %d sends; want a replay and still one", again.Header().Get(ReplayedHeader), len(leg.Sent()))
 	}
 }
 
 func TestAKeyThatCannotBeStoredSendsNothing(t *testing.T) {
-	leg := &countingLeg{stubLeg: claudeStub()}
+	leg := claudeStub()
 	h := NewServer(Config{Router: router.New(router.Config{}, leg), Keys: failingKeys{}}).Handler()
 	rec := postMessage(h, `{"to":"review","text":"x"}`, IdempotencyHeader, "k")
-	if rec.Code != http.StatusServiceUnavailable || errCode(rec.Body.Bytes()) != CodeNotStored || leg.count() != 0 {
-		t.Fatalf("%d %s, %d sends; want 503 %s and none", rec.Code, rec.Body.String(), leg.count(), CodeNotStored)
+	if rec.Code != http.StatusServiceUnavailable || errCode(rec.Body.Bytes()) != CodeNotStored || len(leg.Sent()) != 0 {
+		t.Fatalf("%d %s, %d sends; want 503 %s and none", rec.Code, rec.Body.String(), len(leg.Sent()), CodeNotStored)
 	}
 }
 
 func TestARetryOfAMessageTheRouterForgotSendsNothing(t *testing.T) {
-	leg := &countingLeg{stubLeg: claudeStub()}
+	leg := claudeStub()
 	h := NewServer(Config{Router: router.New(router.Config{KeepOutbound: 2}, leg)}).Handler()
 	const b = `{"to":"review","text":"once only"}`
 	first := postMessage(h, b, IdempotencyHeader, "k1")
@@ -287,7 +262,7 @@ func TestARetryOfAMessageTheRouterForgotSendsNothing(t *testing.T) {
 		postMessage(h, `{"to":"review","text":"other"}`) // the router forgets k1's message
 	}
 	again := postMessage(h, b, IdempotencyHeader, "k1")
-	if n := leg.count(); n != 4 {
+	if n := len(leg.Sent()); n != 4 {
 		t.Fatalf("sent %d times, want 4", n)
 	}
 	var was, is router.Outbound
@@ -305,8 +280,8 @@ func TestARetryAfterARestartOfAGatewayWithoutAnOutboxLegSendsNothing(t *testing.
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	serve := func(st *outbox.Store) (http.Handler, *countingLeg) {
-		leg := &countingLeg{stubLeg: claudeStub()}
+	serve := func(st *outbox.Store) (http.Handler, *legtest.Fake) {
+		leg := claudeStub()
 		return NewServer(Config{Router: router.New(router.Config{}, leg), Keys: idempotency.NewStore(st)}).Handler(), leg
 	}
 	const body = `{"to":"review","text":"exactly once"}`
@@ -323,14 +298,14 @@ func TestARetryAfterARestartOfAGatewayWithoutAnOutboxLegSendsNothing(t *testing.
 	var out router.Outbound
 	_ = json.Unmarshal(again.Body.Bytes(), &out)
 	if again.Code != http.StatusCreated || out.Message.ID != id || out.Message.To != "uds:/tmp/cc-socks/12.sock" || out.Status != message.StatusSent ||
-		again.Header().Get(ForgottenHeader) != "true" || leg.count() != 0 {
+		again.Header().Get(ForgottenHeader) != "true" || len(leg.Sent()) != 0 {
 		t.Fatalf("after the restart: %d %s, %d sends; want 201 with message %s as it stood, forgotten, and no send",
-			again.Code, again.Body.String(), leg.count(), id)
+			again.Code, again.Body.String(), len(leg.Sent()), id)
 	}
 }
 
 func TestFailingKeyedSendsPushOutNoOtherClientsKeys(t *testing.T) {
-	leg := &countingLeg{stubLeg: claudeStub()}
+	leg := claudeStub()
 	tokens := memTokens{"other": {ID: "t_other", Scopes: Scopes(1<<ScopeRead | 1<<ScopeSend)}}
 	maps.Copy(tokens, testTokens)
 	srv := NewServer(Config{Router: router.New(router.Config{}, leg), Tokens: tokens, Clock: &stepClock{now: time.Unix(1e9, 0)}})
@@ -353,13 +328,13 @@ func TestFailingKeyedSendsPushOutNoOtherClientsKeys(t *testing.T) {
 	for i := range 5 {
 		post("other", "review", fmt.Sprint("ok-", i))
 	}
-	before := leg.count()
+	before := len(leg.Sent())
 	for _, k := range []string{"mine-1", "mine-2"} {
 		if rec := post("sender", "review", k); rec.Code != http.StatusCreated || rec.Header().Get(ReplayedHeader) != "true" {
 			t.Errorf("%s again: %d %v, want a replay", k, rec.Code, rec.Header())
 		}
 	}
-	if n := leg.count() - before; n != 0 {
+	if n := len(leg.Sent()) - before; n != 0 {
 		t.Fatalf("the retries sent %d messages, want none", n)
 	}
 }

@@ -9,14 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/leg/outbox"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 )
-
-type remoteStub struct{ stubLeg }
-
-func (remoteStub) Name() message.Protocol { return message.ProtocolRemote }
 
 // newOutboxServer serves a router whose remote leg has an outbox holding
 // three messages: m1 acked, m2 and m3 pending.
@@ -31,7 +28,7 @@ func newOutboxServer(t *testing.T) *Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	leg, err := outbox.New(&remoteStub{}, outbox.Config{Store: st, EventUUID: func(id string) string { return "ev-" + id }})
+	leg, err := outbox.New(legtest.New(message.ProtocolRemote), outbox.Config{Store: st, EventUUID: func(id string) string { return "ev-" + id }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +45,7 @@ func newOutboxServer(t *testing.T) *Client {
 	if _, err := st.Update("m1", func(e *outbox.Entry) { e.State, e.Attempts, e.FinishedAt = message.OutboxAcked, 1, at }); err != nil {
 		t.Fatal(err)
 	}
-	srv := NewServer(Config{Router: router.New(router.Config{}, &stubLeg{}, leg)})
+	srv := NewServer(Config{Router: router.New(router.Config{}, legtest.New(message.ProtocolClaude), leg)})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	return NewTCPClient(hs.URL, "")

@@ -1,35 +1,25 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 )
 
-type stubLeg struct{ sessions []message.Session }
-
-func (s *stubLeg) Name() message.Protocol { return message.ProtocolClaude }
-func (s *stubLeg) Sessions(context.Context) ([]message.Session, error) {
-	return s.sessions, nil
-}
-func (s *stubLeg) Send(_ context.Context, m message.Message) (message.Receipt, error) {
-	return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
-}
-func (s *stubLeg) Run(ctx context.Context, _ chan<- message.Event) error { <-ctx.Done(); return nil }
-
-// claudeStub is a Claude leg with two sessions named work and one review.
-func claudeStub() *stubLeg {
-	return &stubLeg{sessions: []message.Session{
-		{Address: "uds:/tmp/cc-socks/10.sock", Protocol: message.ProtocolClaude, Name: "work", SessionID: "a"},
-		{Address: "uds:/tmp/cc-socks/11.sock", Protocol: message.ProtocolClaude, Name: "work", SessionID: "b"},
-		{Address: "uds:/tmp/cc-socks/12.sock", Protocol: message.ProtocolClaude, Name: "review", SessionID: "c"},
-	}}
+// claudeStub is a Claude leg with two sessions named work and one review,
+// recording what it is sent.
+func claudeStub() *legtest.Fake {
+	return legtest.New(message.ProtocolClaude,
+		message.Session{Address: "uds:/tmp/cc-socks/10.sock", Protocol: message.ProtocolClaude, Name: "work", SessionID: "a"},
+		message.Session{Address: "uds:/tmp/cc-socks/11.sock", Protocol: message.ProtocolClaude, Name: "work", SessionID: "b"},
+		message.Session{Address: "uds:/tmp/cc-socks/12.sock", Protocol: message.ProtocolClaude, Name: "review", SessionID: "c"},
+	)
 }
 
 func newTestServer() *Server {

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,16 +11,16 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/leg/outbox"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 )
 
 // cloudStub is a remote leg listing one session, named cloud.
-type cloudStub struct{ remoteStub }
-
-func (cloudStub) Sessions(context.Context) ([]message.Session, error) {
-	return []message.Session{{Address: "bridge:session_01", Protocol: message.ProtocolRemote, Name: "cloud", SessionID: "session_01", Reachable: true}}, nil
+func cloudStub() *legtest.Fake {
+	return legtest.New(message.ProtocolRemote,
+		message.Session{Address: "bridge:session_01", Protocol: message.ProtocolRemote, Name: "cloud", SessionID: "session_01", Reachable: true})
 }
 
 // newStoreServer serves a router whose remote leg sends through an outbox
@@ -37,7 +36,7 @@ func newStoreServer(t *testing.T, o outbox.Options) (http.Handler, *outbox.Store
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	leg, err := outbox.New(&cloudStub{}, outbox.Config{Store: st})
+	leg, err := outbox.New(cloudStub(), outbox.Config{Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/internal/clock"
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/testkit/promptleg"
@@ -26,82 +27,64 @@ const (
 
 var msgSeq atomic.Int64
 
-// localLeg is a Claude-like leg with the approver ("review") and a
+// stranger and review (the approver) are the sessions of the local leg.
+var (
+	stranger = message.Session{Address: strangerAddr, Protocol: message.ProtocolClaude, Name: "work", SessionID: "s-work", PID: 10, Reachable: true}
+	review   = message.Session{Address: approverAddr, Protocol: message.ProtocolClaude, Name: "review", SessionID: approverSession, PID: 12, Reachable: true}
+)
+
+// localLeg is a Claude-like leg (fake) with the approver ("review") and a
 // stranger ("work") on it. It hands every message the gateway sends to
 // sent, and can fail the first sends.
 type localLeg struct {
+	fake *legtest.Fake
 	sent chan message.Message
-	run  chan struct{}
 
 	mu       sync.Mutex
-	sessions []message.Session
 	failures int // sends still to fail
-	attempts int
-	in       chan<- message.Event
-	aliases  []message.Session // the aliases of remote sessions it publishes
-}
-
-func (l *localLeg) Aliases() []message.Session {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]message.Session(nil), l.aliases...)
 }
 
 func newLocalLeg() *localLeg {
-	return &localLeg{sent: make(chan message.Message, 256), run: make(chan struct{}), sessions: []message.Session{
-		{Address: strangerAddr, Protocol: message.ProtocolClaude, Name: "work", SessionID: "s-work", PID: 10, Reachable: true},
-		{Address: approverAddr, Protocol: message.ProtocolClaude, Name: "review", SessionID: approverSession, PID: 12, Reachable: true},
-	}}
+	l := &localLeg{fake: legtest.New(message.ProtocolClaude, stranger, review), sent: make(chan message.Message, 256)}
+	l.fake.OnSend = func(_ context.Context, m message.Message) (message.Receipt, error) {
+		l.mu.Lock()
+		fail := l.failures > 0
+		if fail {
+			l.failures--
+		}
+		l.mu.Unlock()
+		if fail {
+			return message.Receipt{}, errors.New("connection refused")
+		}
+		l.sent <- m
+		return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
+	}
+	return l
 }
 
-func (l *localLeg) Name() message.Protocol { return message.ProtocolClaude }
-func (l *localLeg) Sessions(context.Context) ([]message.Session, error) {
+// failFirst makes the next n sends fail.
+func (l *localLeg) failFirst(n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]message.Session(nil), l.sessions...), nil
-}
-func (l *localLeg) Send(_ context.Context, m message.Message) (message.Receipt, error) {
-	l.mu.Lock()
-	l.attempts++
-	fail := l.failures > 0
-	if fail {
-		l.failures--
-	}
-	l.mu.Unlock()
-	if fail {
-		return message.Receipt{}, errors.New("connection refused")
-	}
-	l.sent <- m
-	return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
-}
-func (l *localLeg) Run(ctx context.Context, in chan<- message.Event) error {
-	l.mu.Lock()
-	l.in = in
-	l.mu.Unlock()
-	close(l.run)
-	<-ctx.Done()
-	return ctx.Err()
+	l.failures = n
 }
 
 // say delivers a message from a local session to the gateway itself,
 // written by the approver's process unless m names another (-1: none).
 func (l *localLeg) say(t *testing.T, m message.Message) {
 	t.Helper()
-	<-l.run
-	l.mu.Lock()
-	in := l.in
+	ss, _ := l.fake.Sessions(context.Background())
 	switch m.SenderPID {
 	case 0:
-		m.SenderPID = l.sessions[1].PID
+		m.SenderPID = ss[1].PID
 	case -1:
 		m.SenderPID = 0
 	}
-	l.mu.Unlock()
 	if m.ID == "" {
 		m.ID = fmt.Sprintf("msg-%d", msgSeq.Add(1))
 	}
 	m.Protocol = message.ProtocolClaude
-	in <- message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &m}
+	l.fake.Emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &m})
 }
 
 // next is the next message the gateway sent. The timeout only stops a
@@ -184,8 +167,8 @@ func startApprover(t *testing.T) *approverRig { return startApproverAt(t, "revie
 func startApproverAt(t *testing.T, addr string, aliases ...message.Session) *approverRig {
 	t.Helper()
 	g := &approverRig{remote: newPromptLeg(), local: newLocalLeg(), log: logTap{msgs: make(chan string, 4096)}}
-	g.local.aliases = aliases
-	g.r = router.New(router.Config{Logger: slog.New(g.log), Clock: instantClock{g}}, g.remote, g.local)
+	g.local.fake.SetAliases(aliases...)
+	g.r = router.New(router.Config{Logger: slog.New(g.log), Clock: instantClock{g}}, g.remote, g.local.fake)
 	a := New(g.r, Config{Address: addr, Logger: slog.New(g.log), Clock: instantClock{g}})
 	g.a = a
 	ctx, cancel := context.WithCancel(context.Background())
@@ -571,9 +554,7 @@ func TestTheApproverIsRecognisedAfterItRestarts(t *testing.T) {
 			g := startApprover(t)
 			id := g.raise(t, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))[0]
 			holdsAll(t, g.ask(t, "allow pffffff"), "no permission request pffffff") // resolves the first approver
-			g.local.mu.Lock()
-			g.local.sessions[1] = message.Session{Address: "uds:/tmp/cc-socks/13.sock", Protocol: message.ProtocolClaude, Name: "review", SessionID: "s-review-2", PID: 13}
-			g.local.mu.Unlock()
+			g.local.fake.SetSessions(stranger, message.Session{Address: "uds:/tmp/cc-socks/13.sock", Protocol: message.ProtocolClaude, Name: "review", SessionID: "s-review-2", PID: 13})
 			m := tt.from
 			m.Body = "allow " + id
 			g.local.say(t, m)
@@ -603,19 +584,15 @@ func TestAFailingNoticeIsRetriedAndThenGivenUp(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := startApprover(t)
-			g.local.mu.Lock()
-			g.local.failures = tt.failures
-			g.local.mu.Unlock()
+			g.local.failFirst(tt.failures)
 			g.remote.feed(t, g.r, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))
 			if tt.delivered {
 				holdsAll(t, g.local.next(t).Body, promptleg.ShortID(promptleg.SessionID, "r1"))
 			} else {
 				g.log.waitFor(t, "approver notice given up")
 			}
-			g.local.mu.Lock()
-			attempts := g.local.attempts
-			g.local.failures = 0
-			g.local.mu.Unlock()
+			attempts := len(g.local.fake.Sent())
+			g.local.failFirst(0)
 			g.mu.Lock()
 			delays := append([]time.Duration(nil), g.delays...)
 			g.mu.Unlock()

@@ -4,7 +4,7 @@
 // tests run only with GATEWAY_INTEROP=1 (scripts/test.sh and CI set it); then
 // a missing CLI fails them rather than skipping, and with CI=true but without
 // it they fail too (testutil.Interop). Gateways run through
-// testkit/gatewaytest; the legs' conformance suites (testkit/legtest) run
+// testkit/gatewaytest; the local legs' peer suites (testkit/peersuite) run
 // here against the real CLIs. Subpackages claudecli and qwencli run the real
 // CLIs.
 package interop

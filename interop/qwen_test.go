@@ -18,7 +18,7 @@ import (
 	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/testkit/fakeopenai"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
-	"github.com/sessiongateway/gateway/testkit/legtest"
+	"github.com/sessiongateway/gateway/testkit/peersuite"
 )
 
 // needQwen fails when the real Qwen Code CLI is missing or of another
@@ -191,7 +191,7 @@ func TestRealQwenTUIReceiptsForGatewaySends(t *testing.T) {
 	})
 	t.Run("a stale session id is answered misaddressed", func(t *testing.T) {
 		ghost := "ghost"
-		legtest.WriteQwenGhost(t, w, ghost, s.PID(), s.IPCPath(), qwen.Token(string(s.IPCToken())))
+		peersuite.WriteQwenGhost(t, w, ghost, s.PID(), s.IPCPath(), qwen.Token(string(s.IPCToken())))
 		o, _ := g.SendJSON(t, ghost, "to nobody", "--unpaced", "--wait", "--timeout", "20s")
 		if o.Status != message.StatusMisaddressed {
 			t.Fatalf("outbound %+v, want misaddressed", o)

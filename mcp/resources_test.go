@@ -10,22 +10,14 @@ import (
 
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 )
 
-// remoteLeg lists one claude.ai session, build-bot.
-type remoteLeg struct{}
-
 var buildBot = message.Session{Address: "bridge:session_1", Name: "build-bot", Protocol: message.ProtocolRemote, SessionID: "session_1", Kind: "remote", Reachable: true}
 
-func (remoteLeg) Name() message.Protocol { return message.ProtocolRemote }
-func (remoteLeg) Sessions(context.Context) ([]message.Session, error) {
-	return []message.Session{buildBot}, nil
-}
-func (remoteLeg) Send(_ context.Context, m message.Message) (message.Receipt, error) {
-	return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
-}
-func (remoteLeg) Run(ctx context.Context, _ chan<- message.Event) error { <-ctx.Done(); return nil }
+// remoteLeg lists one claude.ai session, build-bot.
+func remoteLeg() *legtest.Fake { return legtest.New(message.ProtocolRemote, buildBot) }
 
 func say(w *world, text string) {
 	w.rt.Hub().Publish(message.Event{Type: message.EventRemote, Remote: &message.RemoteEvent{
@@ -33,7 +25,7 @@ func say(w *world, text string) {
 }
 
 func TestRemoteSessionOutputReadsOnlyWhatIsNewFromItsCursor(t *testing.T) {
-	w := newWorld(t, remoteLeg{})
+	w := newWorld(t, remoteLeg())
 	cs := w.connect(t, "reader", api.Scopes(1<<api.ScopeRead))
 	say(w, "first words")
 	var out struct {
@@ -56,7 +48,7 @@ func TestRemoteSessionOutputReadsOnlyWhatIsNewFromItsCursor(t *testing.T) {
 }
 
 func TestSubscribersHearOfTranscriptAndRosterChanges(t *testing.T) {
-	w := newWorld(t, remoteLeg{})
+	w := newWorld(t, remoteLeg())
 	updated := make(chan string, 16)
 	cs := w.connectWith(t, "watcher", api.AllScopes, updates(updated))
 	ctx := testutil.Context(t, 30*time.Second)

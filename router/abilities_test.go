@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/leg"
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/promptleg"
 )
@@ -36,7 +37,8 @@ func TestALegOnOtherHostsIsKnownByWhatItDeclares(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f, b := far, bare
 			f.Protocol, b.Protocol = tt.leg, tt.leg
-			other := &fakeLeg{name: tt.leg, declares: tt.declares, run: make(chan struct{}), sessions: []message.Session{f, b}}
+			other := fake(tt.leg, f, b)
+			other.Declares = tt.declares
 			r := New(Config{Host: "ha"}, claudeLeg(claudeWork), other)
 			l, s, err := r.Resolve(context.Background(), "work")
 			var amb *addressing.AmbiguousError
@@ -58,16 +60,6 @@ func TestALegOnOtherHostsIsKnownByWhatItDeclares(t *testing.T) {
 	}
 }
 
-// nameClaimer answers for one name no session of its roster has.
-type nameClaimer struct {
-	*fakeLeg
-	claimed string
-}
-
-func (n nameClaimer) Claims(a addressing.Address) bool {
-	return a.Kind == addressing.KindName && a.Name == n.claimed
-}
-
 func TestALegAnswersForANameThatLeftOnlyWhenItSaysSo(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -81,7 +73,10 @@ func TestALegAnswersForANameThatLeftOnlyWhenItSaysSo(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cl := nameClaimer{&fakeLeg{name: tt.leg, declares: tt.declares, run: make(chan struct{})}, "gone"}
+			// It answers for one name no session of its roster has.
+			cl := fake(tt.leg)
+			cl.Declares = tt.declares
+			cl.OnClaims = func(a addressing.Address) bool { return a.Kind == addressing.KindName && a.Name == "gone" }
 			r := New(Config{}, claudeLeg(claudeWork), cl)
 			l, s, err := r.Resolve(context.Background(), "gone")
 			var nf *addressing.NotFoundError
@@ -110,7 +105,9 @@ func TestABridgeAddressSkipsTheSessionsOfALegOfCloudSessions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cloud := message.Session{Address: "bridge:session_01", Protocol: tt.leg, Name: "cloud", SessionID: "session_01", BridgeSessionID: "session_01"}
-			r := New(Config{}, claudeLeg(local), &fakeLeg{name: tt.leg, declares: tt.declares, run: make(chan struct{}), sessions: []message.Session{cloud}})
+			other := fake(tt.leg, cloud)
+			other.Declares = tt.declares
+			r := New(Config{}, claudeLeg(local), other)
 			l, s, err := r.Resolve(context.Background(), "bridge:session_01")
 			var amb *addressing.AmbiguousError
 			switch {
@@ -136,25 +133,23 @@ func TestALegsOwnSendsTakeTheBridgeWhenItSaysSo(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			src := &hostLeg{fakeLeg: &fakeLeg{name: tt.leg, declares: tt.declares, run: make(chan struct{})}}
-			dst := &hostLeg{fakeLeg: claudeLeg(claudeWork)}
-			r := New(Config{BridgeInterval: time.Hour}, src, dst)
+			src, dst := fake(tt.leg), claudeLeg(claudeWork)
+			src.Declares = tt.declares
+			r := New(Config{BridgeInterval: time.Hour}, host(src), host(dst))
 			m := message.Message{ID: "m1", From: "client-1", FromName: "client", Body: "hi", Mode: message.ModePrompting,
 				Protocol: tt.leg, AliasOf: claudeWork.Address, ToName: "work"}
 			r.handle(context.Background(), message.Event{Type: message.EventMessage, Leg: tt.leg, Message: &m})
 			r.bg.Wait()
-			dst.mu.Lock()
-			sent := len(dst.sent)
-			dst.mu.Unlock()
-			if got := sent + len(dst.sends()); (got == 1) != tt.bridged || got > 1 {
+			if got := len(dst.Sent()) + len(dst.SentAs()); (got == 1) != tt.bridged || got > 1 {
 				t.Errorf("the target leg was sent %d messages, want bridged %v", got, tt.bridged)
 			}
 		})
 	}
 }
 
-// failingLifecycler creates no session and lists no environment.
-type failingLifecycler struct{ *fakeLeg }
+// failingLifecycler creates no session and lists no environment: the
+// shared fake has no Lifecycler of its own.
+type failingLifecycler struct{ *legtest.Fake }
 
 var errRefused = errors.New("refused")
 

@@ -4,30 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 )
 
-func runBridge(t *testing.T, cfg Config, cl, qw *hostLeg) {
+func runBridge(t *testing.T, cfg Config, cl, qw *legtest.Fake) {
 	t.Helper()
 	cfg.Bridge, cfg.BridgeInterval = true, time.Hour
-	r := New(cfg, cl, qw)
+	r := New(cfg, host(cl), host(qw))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	<-cl.run
+	<-cl.Started()
 }
 
-func waitAny(cl, qw *hostLeg) {
+func waitAny(cl, qw *legtest.Fake) {
 	deadline := time.Now().Add(3 * time.Second)
-	for len(qw.sends()) == 0 && len(cl.relays()) == 0 && time.Now().Before(deadline) {
+	for len(qw.SentAs()) == 0 && len(cl.Relayed()) == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
@@ -36,13 +34,13 @@ func waitAny(cl, qw *hostLeg) {
 func TestAForwardNamesTheSenderAmongSessionsSharingAnInbox(t *testing.T) {
 	a := message.Session{Address: sharedInbox, Protocol: message.ProtocolQwen, Name: "first", SessionID: "q1"}
 	b := message.Session{Address: sharedInbox, Protocol: message.ProtocolQwen, Name: "second", SessionID: "q2"}
-	qw := &hostLeg{fakeLeg: qwenLeg(a, b)}
-	cl := &hostLeg{fakeLeg: claudeLeg(claudeWork)}
+	qw := qwenLeg(a, b)
+	cl := claudeLeg(claudeWork)
 	runBridge(t, Config{}, qw, cl)
-	qw.fakeLeg.emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolQwen, Message: &message.Message{
+	qw.Emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolQwen, Message: &message.Message{
 		ID: "m", From: sharedInbox, FromName: "second", Body: "hi", Mode: message.ModePrompting, Protocol: message.ProtocolQwen, AliasOf: claudeWork.Address, ToName: "work"}})
 	waitAny(qw, cl)
-	if s := cl.sends(); len(s) != 1 || s[0].FromName != "second" {
+	if s := cl.SentAs(); len(s) != 1 || s[0].FromName != "second" {
 		t.Fatalf("forwarded %+v, want from second", s)
 	}
 }
@@ -52,28 +50,28 @@ func TestTwoSessionsWithOneNameAtOneInboxAreNotGuessedBetween(t *testing.T) {
 	a := message.Session{Address: sharedInbox, Protocol: message.ProtocolQwen, Name: "dup", SessionID: "q1"}
 	b := message.Session{Address: sharedInbox, Protocol: message.ProtocolQwen, Name: "dup", SessionID: "q2"}
 	sender := message.Session{Address: "uds:/tmp/cc-socks/30.sock", Protocol: message.ProtocolClaude, Name: "lead", SessionID: "c-lead"}
-	cl := &hostLeg{fakeLeg: claudeLeg(sender)}
-	qw := &hostLeg{fakeLeg: qwenLeg(a, b)}
+	cl := claudeLeg(sender)
+	qw := qwenLeg(a, b)
 	runBridge(t, Config{}, cl, qw)
-	cl.fakeLeg.emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
+	cl.Emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
 		ID: "m", From: sender.Address, FromName: "lead", Body: "hi", Mode: message.ModePrompting, Protocol: message.ProtocolClaude, AliasOf: sharedInbox, ToName: "dup"}})
 	waitAny(cl, qw)
-	if len(qw.sends()) != 0 {
-		t.Fatalf("forwarded to %+v; want no guess between two sessions named dup", qw.sends())
+	if len(qw.SentAs()) != 0 {
+		t.Fatalf("forwarded to %+v; want no guess between two sessions named dup", qw.SentAs())
 	}
 }
 
 // A message to an alias whose target BridgeOnly excludes is refused.
 func TestBridgeOnlyAlsoLimitsForwards(t *testing.T) {
 	sender := message.Session{Address: "uds:/tmp/cc-socks/30.sock", Protocol: message.ProtocolClaude, Name: "lead", SessionID: "c-lead"}
-	cl := &hostLeg{fakeLeg: claudeLeg(sender)}
-	qw := &hostLeg{fakeLeg: qwenLeg(alpha, beta)}
+	cl := claudeLeg(sender)
+	qw := qwenLeg(alpha, beta)
 	runBridge(t, Config{BridgeOnly: []string{"alpha"}}, cl, qw)
-	cl.fakeLeg.emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
+	cl.Emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
 		ID: "m", From: sender.Address, FromName: "lead", Body: "hi", Mode: message.ModePrompting, Protocol: message.ProtocolClaude, AliasOf: beta.Address, ToName: "beta"}})
 	waitAny(cl, qw)
-	if len(qw.sends()) != 0 || len(cl.relays()) != 1 || cl.relays()[0].Status != message.StatusFailed {
-		t.Fatalf("sends %+v relays %+v", qw.sends(), cl.relays())
+	if len(qw.SentAs()) != 0 || len(cl.Relayed()) != 1 || cl.Relayed()[0].Status != message.StatusFailed {
+		t.Fatalf("sends %+v relays %+v", qw.SentAs(), cl.Relayed())
 	}
 }
 
@@ -85,7 +83,7 @@ func TestWaitKeepsWaitingThroughHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leg.emit(t, message.Event{Type: message.EventReceipt, Receipt: &message.Receipt{MsgID: out.Message.ID, Status: message.StatusHeld}})
+	leg.Emit(t, message.Event{Type: message.EventReceipt, Receipt: &message.Receipt{MsgID: out.Message.ID, Status: message.StatusHeld}})
 	time.Sleep(50 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -116,7 +114,7 @@ func TestARawAddressOutsideTheCachedRosterRefreshes(t *testing.T) {
 	if _, _, err := r.Resolve(ctx, "review"); err != nil {
 		t.Fatal(err)
 	}
-	leg.sessions = append(leg.sessions, message.Session{Address: "uds:/tmp/cc-socks/13.sock", Protocol: message.ProtocolClaude, Name: "newcomer", SessionID: "s-d", PID: 13})
+	leg.AddSession(message.Session{Address: "uds:/tmp/cc-socks/13.sock", Protocol: message.ProtocolClaude, Name: "newcomer", SessionID: "s-d", PID: 13})
 	_, s, err := r.Resolve(ctx, "uds:/tmp/cc-socks/13.sock")
 	if err != nil || s.Name != "newcomer" || s.PID != 13 {
 		t.Fatalf("got %+v %v; want the newly listed session", s, err)
@@ -128,44 +126,28 @@ func TestARawAddressOutsideTheCachedRosterRefreshes(t *testing.T) {
 // is carried in full, none dropped as busy.
 func TestABurstOfSixtyFourForwardsIsCarriedWhileTheReceiverIsSlow(t *testing.T) {
 	sender := message.Session{Address: "uds:/tmp/cc-socks/30.sock", Protocol: message.ProtocolClaude, Name: "lead", SessionID: "c-lead"}
-	cl := &hostLeg{fakeLeg: claudeLeg(sender)}
-	qw := &blockingHost{hostLeg: &hostLeg{fakeLeg: qwenLeg(alpha)}, gate: make(chan struct{})}
-	r := New(Config{Bridge: true, BridgeInterval: time.Hour}, cl, qw)
+	cl := claudeLeg(sender)
+	qw, gate := blocking(qwenLeg(alpha))
+	r := New(Config{Bridge: true, BridgeInterval: time.Hour}, host(cl), host(qw))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	const burst = 64
 	for i := range burst {
-		cl.fakeLeg.emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
+		cl.Emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
 			ID: fmt.Sprint("m", i), From: sender.Address, FromName: "lead", Body: fmt.Sprint("hi", i), Mode: message.ModePrompting,
 			Protocol: message.ProtocolClaude, AliasOf: alpha.Address, ToName: "alpha"}})
 	}
 	time.Sleep(50 * time.Millisecond) // every forward is in flight, or turned away
-	close(qw.gate)
+	close(gate)
 	deadline := time.Now().Add(5 * time.Second)
-	for len(qw.sends()) < burst && time.Now().Before(deadline) {
+	for len(qw.SentAs()) < burst && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if n, rel := len(qw.sends()), cl.relays(); n != burst || len(rel) != 0 {
+	if n, rel := len(qw.SentAs()), cl.Relayed(); n != burst || len(rel) != 0 {
 		t.Fatalf("forwarded %d of %d, %d turned away; want all forwarded", n, burst, len(rel))
 	}
-}
-
-// countingHost lists its own sessions, which a test may change, and counts
-// how often it is asked.
-type countingHost struct {
-	*hostLeg
-	listed atomic.Int32
-	mu     sync.Mutex
-	ss     []message.Session
-}
-
-func (c *countingHost) Sessions(context.Context) ([]message.Session, error) {
-	c.listed.Add(1)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.ss), nil
 }
 
 // The sender of a forward is found in the router's recent listing: the
@@ -175,14 +157,14 @@ func (c *countingHost) Sessions(context.Context) ([]message.Session, error) {
 func TestAForwardFindsItsSenderInTheRecentListing(t *testing.T) {
 	lead := message.Session{Address: "uds:/tmp/cc-socks/30.sock", Protocol: message.ProtocolClaude, Name: "lead", SessionID: "c-lead"}
 	late := message.Session{Address: "uds:/tmp/cc-socks/31.sock", Protocol: message.ProtocolClaude, Name: "late", SessionID: "c-late"}
-	cl := &countingHost{hostLeg: &hostLeg{fakeLeg: claudeLeg()}, ss: []message.Session{lead}}
-	qw := &hostLeg{fakeLeg: qwenLeg(alpha)}
-	r := New(Config{Bridge: true, BridgeInterval: time.Hour, RosterTTL: time.Hour}, cl, qw)
+	cl := claudeLeg(lead)
+	qw := qwenLeg(alpha)
+	r := New(Config{Bridge: true, BridgeInterval: time.Hour, RosterTTL: time.Hour}, host(cl), host(qw))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	<-cl.run
+	<-cl.Started()
 	// The bridge's first sync lists every leg: the recent listing, once
 	// the router holds it (the leg is asked before that).
 	if !testutil.Within(testutil.Patience, func() bool { _, ok := r.cachedRoster(); return ok }) {
@@ -190,12 +172,12 @@ func TestAForwardFindsItsSenderInTheRecentListing(t *testing.T) {
 	}
 	forward := func(from message.Session, id string) message.Message {
 		t.Helper()
-		cl.fakeLeg.emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
+		cl.Emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
 			ID: id, From: from.Address, FromName: from.Name, Body: id, Mode: message.ModePrompting,
 			Protocol: message.ProtocolClaude, AliasOf: alpha.Address, ToName: "alpha"}})
 		var got message.Message
 		if !testutil.Within(testutil.Patience, func() bool {
-			for _, m := range qw.sends() {
+			for _, m := range qw.SentAs() {
 				if m.Body == id {
 					got = m
 					return true
@@ -207,14 +189,12 @@ func TestAForwardFindsItsSenderInTheRecentListing(t *testing.T) {
 		}
 		return got
 	}
-	cl.listed.Store(0)
-	if m := forward(lead, "m1"); m.FromName != "lead" || cl.listed.Load() != 0 {
-		t.Fatalf("forwarded from %q with the leg listed %d times; want lead, from the recent listing", m.FromName, cl.listed.Load())
+	listed := cl.Lists()
+	if m := forward(lead, "m1"); m.FromName != "lead" || cl.Lists() != listed {
+		t.Fatalf("forwarded from %q with the leg listed %d times; want lead, from the recent listing", m.FromName, cl.Lists()-listed)
 	}
-	cl.mu.Lock()
-	cl.ss = append(cl.ss, late)
-	cl.mu.Unlock()
-	if m := forward(late, "m2"); m.FromName != "late" || cl.listed.Load() != 1 {
-		t.Fatalf("forwarded from %q with the leg listed %d times; want late, from the leg's listing", m.FromName, cl.listed.Load())
+	cl.AddSession(late)
+	if m := forward(late, "m2"); m.FromName != "late" || cl.Lists() != listed+1 {
+		t.Fatalf("forwarded from %q with the leg listed %d times; want late, from the leg's listing", m.FromName, cl.Lists()-listed)
 	}
 }

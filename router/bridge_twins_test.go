@@ -36,14 +36,14 @@ func TestAnAliasMessageReachesTheSessionItsIDPinsAmongTwins(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cl := &hostLeg{fakeLeg: claudeLeg(sender)}
-			qw := &hostLeg{fakeLeg: qwenLeg(tt.qwen...)}
+			cl := claudeLeg(sender)
+			qw := qwenLeg(tt.qwen...)
 			runBridge(t, Config{}, cl, qw)
-			cl.fakeLeg.emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
+			cl.Emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
 				ID: "m", From: sender.Address, FromName: "lead", Body: "hi", Mode: message.ModePrompting, Protocol: message.ProtocolClaude,
 				AliasOf: sharedInbox, ToName: tt.toName, ToSessionID: tt.toSession}})
 			waitAny(cl, qw)
-			sent, relayed := qw.sends(), cl.relays()
+			sent, relayed := qw.SentAs(), cl.Relayed()
 			if tt.want.SessionID == "" {
 				if len(sent) != 0 {
 					t.Fatalf("forwarded to %+v; want no guess", sent)

@@ -9,24 +9,18 @@ import (
 	"github.com/sessiongateway/gateway/message"
 )
 
-// stoppingLeg hands on one message as it stops (an alias worker's last
-// accepted one, say), and returns once released.
-type stoppingLeg struct {
-	*fakeLeg
-	release chan struct{}
-}
-
-func (l stoppingLeg) Run(ctx context.Context, in chan<- message.Event) error {
-	<-ctx.Done()
-	in <- message.Event{Type: message.EventMessage, Leg: l.name, Message: &message.Message{ID: "m-late", Body: "accepted as we stopped"}}
-	<-l.release
-	return ctx.Err()
-}
-
 // The loss: the router stopped reading its legs' queue when its context
 // ended, so what a leg accepted while stopping went nowhere, unseen.
 func TestWhatALegHandsOnWhileItStopsIsStillHandled(t *testing.T) {
-	leg := stoppingLeg{fakeLeg: newFake(), release: make(chan struct{})}
+	// The leg hands on one message as it stops (an alias worker's last
+	// accepted one, say), and returns once released.
+	leg, release := newFake(), make(chan struct{})
+	leg.OnRun = func(ctx context.Context, in chan<- message.Event) error {
+		<-ctx.Done()
+		in <- message.Event{Type: message.EventMessage, Leg: leg.Name(), Message: &message.Message{ID: "m-late", Body: "accepted as we stopped"}}
+		<-release
+		return ctx.Err()
+	}
 	r := New(Config{}, leg)
 	_, _, sub := r.Hub().Subscribe(-1)
 	defer sub.Close()
@@ -40,12 +34,12 @@ func TestWhatALegHandsOnWhileItStopsIsStillHandled(t *testing.T) {
 		case ev := <-sub.C:
 			seen = ev.Type == message.EventMessage && ev.Message.ID == "m-late"
 		case <-deadline:
-			close(leg.release)
+			close(release)
 			<-done
 			t.Fatal("the message a leg handed on while stopping was never handled")
 		}
 	}
-	close(leg.release)
+	close(release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/leg"
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -27,9 +28,17 @@ var (
 	solo    = message.Session{Address: "uds:/tmp/qwen-socks-0123456789abcdef/30.sock", Protocol: message.ProtocolQwen, Name: "solo", SessionID: "q-solo", PID: 30}
 )
 
-func federatedRouter(t *testing.T) (*Router, *fakeLeg) {
+// fedLeg is a federation leg listing ss: it declares that its sessions
+// live on other hosts.
+func fedLeg(ss ...message.Session) *legtest.Fake {
+	f := fake(message.ProtocolFederation, ss...)
+	f.Declares = leg.Abilities{OtherHosts: true}
+	return f
+}
+
+func federatedRouter(t *testing.T) (*Router, *legtest.Fake) {
 	t.Helper()
-	fed := &fakeLeg{name: message.ProtocolFederation, declares: leg.Abilities{OtherHosts: true}, run: make(chan struct{}), sessions: []message.Session{hbWork, hbBuild, hcBuild, hbDup1, hbDup2, hcLone}}
+	fed := fedLeg(hbWork, hbBuild, hcBuild, hbDup1, hbDup2, hcLone)
 	return start(t, claudeLeg(claudeWork), qwenLeg(solo), fed), fed
 }
 
@@ -114,15 +123,13 @@ func TestASendToNAMEatHOSTGoesOverTheFederationLeg(t *testing.T) {
 	if _, err := r.Send(context.Background(), SendRequest{To: "build@hc", Body: "hi"}); err != nil {
 		t.Fatal(err)
 	}
-	fed.mu.Lock()
-	defer fed.mu.Unlock()
-	if len(fed.sent) != 1 || fed.sent[0].To != "build@hc" || fed.sent[0].ToSessionID != hcBuild.SessionID {
-		t.Fatalf("the federation leg sent %+v", fed.sent)
+	if sent := fed.Sent(); len(sent) != 1 || sent[0].To != "build@hc" || sent[0].ToSessionID != hcBuild.SessionID {
+		t.Fatalf("the federation leg sent %+v", sent)
 	}
 }
 
 func TestSessionsCarryThisHostsNameWhenFederated(t *testing.T) {
-	fed := &fakeLeg{name: message.ProtocolFederation, declares: leg.Abilities{OtherHosts: true}, run: make(chan struct{}), sessions: []message.Session{hbWork}}
+	fed := fedLeg(hbWork)
 	for _, host := range []string{"ha", ""} {
 		r := New(Config{Host: host}, claudeLeg(claudeWork), fed)
 		for _, s := range r.Sessions(context.Background()) {
@@ -138,7 +145,7 @@ func TestSessionsCarryThisHostsNameWhenFederated(t *testing.T) {
 }
 
 func TestNAMEatThisHostResolvesToTheLocalSession(t *testing.T) {
-	fed := &fakeLeg{name: message.ProtocolFederation, declares: leg.Abilities{OtherHosts: true}, run: make(chan struct{}), sessions: []message.Session{hbWork}}
+	fed := fedLeg(hbWork)
 	r := New(Config{Host: "ha"}, claudeLeg(claudeWork), qwenLeg(solo), fed)
 	for _, to := range []string{"solo@ha", "solo@ha [" + ref(solo) + "]"} {
 		l, s, err := r.Resolve(context.Background(), to)
@@ -164,9 +171,7 @@ func FuzzResolveAcrossHosts(f *testing.F) {
 		if err != nil {
 			return
 		}
-		fed := &fakeLeg{name: message.ProtocolFederation, declares: leg.Abilities{OtherHosts: true}, run: make(chan struct{}), sessions: []message.Session{
-			other(n1, h1, "f-1"), other(n2, h2, "f-2"), other(n1, h2, "f-3"),
-		}}
+		fed := fedLeg(other(n1, h1, "f-1"), other(n2, h2, "f-2"), other(n1, h2, "f-3"))
 		r := New(Config{Host: "ha"}, claudeLeg(claudeWork), fed)
 		_, _, err = r.Resolve(context.Background(), a.String())
 		var amb *addressing.AmbiguousError
@@ -180,21 +185,22 @@ func FuzzResolveAcrossHosts(f *testing.F) {
 	})
 }
 
-// probingLeg lists as the local legs do: each session is probed with the
+// probing lists as the local legs do: each session is probed with the
 // caller's context, so a caller gone mid-listing gets none of them, and no
 // error.
-type probingLeg struct{ *fakeLeg }
-
-func (p probingLeg) Sessions(ctx context.Context) ([]message.Session, error) {
-	if ctx.Err() != nil {
-		return nil, nil
+func probing(f *legtest.Fake, ss ...message.Session) *legtest.Fake {
+	f.OnSessions = func(ctx context.Context) ([]message.Session, error) {
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		return ss, nil
 	}
-	return p.fakeLeg.Sessions(ctx)
+	return f
 }
 
 func TestAListingCutShortByItsCallerIsNotTheRosterOthersResolveAgainst(t *testing.T) {
-	fed := &fakeLeg{name: message.ProtocolFederation, declares: leg.Abilities{OtherHosts: true}, run: make(chan struct{}), sessions: []message.Session{hbWork}}
-	r := start(t, probingLeg{claudeLeg(claudeWork)}, fed)
+	fed := fedLeg(hbWork)
+	r := start(t, probing(claudeLeg(), claudeWork), fed)
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
 	r.Sessions(gone)

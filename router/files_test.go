@@ -9,13 +9,9 @@ import (
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/leg"
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 )
-
-// carrier is a fake leg that carries files.
-type carrier struct{ *fakeLeg }
-
-func (carrier) CarriesFiles() {}
 
 var notes = []message.Attachment{{Path: "/srv/files/notes.txt", FileName: "notes.txt", FileSize: 5, SHA256: strings.Repeat("a", 64)}}
 
@@ -29,10 +25,10 @@ func TestASendWithFilesFailsOnALegThatCannotCarryThem(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fake := newFake()
-			var l leg.Leg = fake
+			f := newFake()
+			var l leg.Leg = f
 			if tt.carries {
-				l = carrier{fake}
+				l = f.With(legtest.CarriesFiles)
 			}
 			r := start(t, l)
 			out, err := r.Send(context.Background(), SendRequest{To: "review", Body: "see the notes", Files: notes})
@@ -40,13 +36,13 @@ func TestASendWithFilesFailsOnALegThatCannotCarryThem(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tt.carries {
-				if out.Status != message.StatusSent || len(fake.sent) != 1 || len(fake.sent[0].Attachments) != 1 {
-					t.Fatalf("status %v, sent %+v", out.Status, fake.sent)
+				if out.Status != message.StatusSent || len(f.Sent()) != 1 || len(f.Sent()[0].Attachments) != 1 {
+					t.Fatalf("status %v, sent %+v", out.Status, f.Sent())
 				}
 				return
 			}
-			if out.Status != message.StatusFailed || len(fake.sent) != 0 || !strings.Contains(out.Receipts[len(out.Receipts)-1].Reason, "cannot carry files") {
-				t.Fatalf("status %v, receipts %+v, sent %+v", out.Status, out.Receipts, fake.sent)
+			if out.Status != message.StatusFailed || len(f.Sent()) != 0 || !strings.Contains(out.Receipts[len(out.Receipts)-1].Reason, "cannot carry files") {
+				t.Fatalf("status %v, receipts %+v, sent %+v", out.Status, out.Receipts, f.Sent())
 			}
 		})
 	}
@@ -65,15 +61,15 @@ func TestABridgedMessageWhoseFilesCannotGoOnIsRefusedToItsSender(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cl := &hostLeg{fakeLeg: claudeLeg(sender)}
-			qw := &hostLeg{fakeLeg: qwenLeg(alpha)}
+			cl := claudeLeg(sender)
+			qw := qwenLeg(alpha)
 			runBridge(t, Config{}, cl, qw)
-			cl.fakeLeg.emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
+			cl.Emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
 				ID: "m", From: sender.Address, FromName: "lead", Body: "see the file", Mode: message.ModePrompting, Protocol: message.ProtocolClaude,
 				AliasOf: alpha.Address, ToName: "alpha", Attachments: tt.files}})
 			waitAny(cl, qw)
-			if rs := cl.relays(); len(qw.sends()) != 0 || len(rs) != 1 || rs[0].Status != message.StatusFailed || !strings.Contains(rs[0].Reason, tt.why) {
-				t.Fatalf("sends %+v relays %+v", qw.sends(), rs)
+			if rs := cl.Relayed(); len(qw.SentAs()) != 0 || len(rs) != 1 || rs[0].Status != message.StatusFailed || !strings.Contains(rs[0].Reason, tt.why) {
+				t.Fatalf("sends %+v relays %+v", qw.SentAs(), rs)
 			}
 		})
 	}
@@ -82,37 +78,24 @@ func TestABridgedMessageWhoseFilesCannotGoOnIsRefusedToItsSender(t *testing.T) {
 func TestABridgedMessageCarriesItsFilesToALegThatTakesThem(t *testing.T) {
 	sender := message.Session{Address: "uds:/tmp/cc-socks/30.sock", Protocol: message.ProtocolClaude, Name: "lead", SessionID: "c-lead"}
 	remote := message.Session{Address: "bridge:session_01files", Protocol: message.ProtocolRemote, Name: "cloud", SessionID: "session_01files"}
-	cl := &hostLeg{fakeLeg: claudeLeg(sender)}
-	rl := &fakeLeg{name: message.ProtocolRemote, run: make(chan struct{}), sessions: []message.Session{remote}}
-	r := New(Config{Bridge: true, BridgeInterval: time.Hour}, cl, carrier{rl})
+	cl := claudeLeg(sender)
+	rl := fake(message.ProtocolRemote, remote)
+	r := New(Config{Bridge: true, BridgeInterval: time.Hour}, host(cl), rl.With(legtest.CarriesFiles))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	cl.fakeLeg.emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
+	cl.Emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
 		ID: "m", From: sender.Address, FromName: "lead", Body: "see the file", Mode: message.ModePrompting, Protocol: message.ProtocolClaude,
 		AliasOf: remote.Address, ToName: "cloud", Attachments: notes}})
 	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
-		rl.mu.Lock()
-		n := len(rl.sent)
-		rl.mu.Unlock()
-		if n > 0 {
-			break
-		}
+	for len(rl.Sent()) == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	rl.mu.Lock()
-	defer rl.mu.Unlock()
-	if len(rl.sent) != 1 || len(rl.sent[0].Attachments) != 1 || rl.sent[0].Attachments[0] != notes[0] {
-		t.Fatalf("sent %+v", rl.sent)
+	if sent := rl.Sent(); len(sent) != 1 || len(sent[0].Attachments) != 1 || sent[0].Attachments[0] != notes[0] {
+		t.Fatalf("sent %+v", sent)
 	}
 }
-
-// remoteFake claims every bridge: address, as the remote leg does.
-type remoteFake struct{ *fakeLeg }
-
-func (remoteFake) Claims(a addressing.Address) bool { return a.Kind == addressing.KindBridge }
 
 func TestABridgeIDOfALocalSessionResolvesToItsSocket(t *testing.T) {
 	local := message.Session{Address: "uds:/tmp/cc-socks/40.sock", Protocol: message.ProtocolClaude, Name: "signed-in", SessionID: "c-40", PID: 40, BridgeSessionID: "cse_01local"}
@@ -120,7 +103,10 @@ func TestABridgeIDOfALocalSessionResolvesToItsSocket(t *testing.T) {
 	twin.Address, twin.PID, twin.SessionID = "uds:/tmp/cc-socks/41.sock", 41, "c-41"
 	cloud := message.Session{Address: "bridge:cse_01local", Protocol: message.ProtocolRemote, Name: "signed-in-cloud", SessionID: "cse_01local"}
 	newRemote := func() leg.Leg {
-		return remoteFake{&fakeLeg{name: message.ProtocolRemote, run: make(chan struct{}), sessions: []message.Session{cloud}}}
+		// It claims every bridge: address, as the remote leg does.
+		f := legtest.New(message.ProtocolRemote, cloud)
+		f.OnClaims = func(a addressing.Address) bool { return a.Kind == addressing.KindBridge }
+		return f
 	}
 	tests := []struct {
 		name    string
@@ -136,7 +122,7 @@ func TestABridgeIDOfALocalSessionResolvesToItsSocket(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			legs := []leg.Leg{&fakeLeg{name: message.ProtocolClaude, run: make(chan struct{}), sessions: tt.locals}}
+			legs := []leg.Leg{claudeLeg(tt.locals...)}
 			if tt.remote {
 				legs = append(legs, newRemote())
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -73,80 +74,37 @@ func TestHopTokenIsAStableEnvelopeToken(t *testing.T) {
 	}
 }
 
-// echoLeg hosts aliases, and behind each of them a session that sends
+// newEchoLeg hosts aliases, and behind each of them session s that sends
 // whatever it receives straight back: a message forwarded to it comes back
 // in at its alias of the other leg's session, with the hop chain it was
 // delivered with plus extra (the tokens of the relays on its side, as
-// Claude Code adds its own). Two of them make a forwarding loop.
-type echoLeg struct {
-	name    message.Protocol
-	session message.Session
-	extra   int
-
-	run chan struct{}
-	mu  sync.Mutex
-	in  chan<- message.Event
-	got []message.Message // forwarded to our session
-	rel []message.Receipt // relayed to our senders
-}
-
-func newEchoLeg(name message.Protocol, s message.Session, extra int) *echoLeg {
-	return &echoLeg{name: name, session: s, extra: extra, run: make(chan struct{})}
-}
-
-func (l *echoLeg) Name() message.Protocol { return l.name }
-func (l *echoLeg) Sessions(context.Context) ([]message.Session, error) {
-	return []message.Session{l.session}, nil
-}
-func (l *echoLeg) Send(context.Context, message.Message) (message.Receipt, error) {
-	return message.Receipt{}, fmt.Errorf("echoLeg: only the bridge sends here")
-}
-func (l *echoLeg) Run(ctx context.Context, in chan<- message.Event) error {
-	l.mu.Lock()
-	l.in = in
-	l.mu.Unlock()
-	close(l.run)
-	<-ctx.Done()
-	return nil
-}
-func (l *echoLeg) SyncAliases(context.Context, []message.Session) error { return nil }
-
-func (l *echoLeg) SendAs(ctx context.Context, sender message.Session, m message.Message) (message.Receipt, error) {
-	l.mu.Lock()
-	l.got = append(l.got, m)
-	n, in := len(l.got), l.in
-	l.mu.Unlock()
-	chain := slices.Clone(m.HopChain)
-	for i := range l.extra {
-		chain = append(chain, foreign(100*n+i))
+// Claude Code adds its own). Two of them make a forwarding loop. What was
+// forwarded to s is its SentAs, what was relayed to our senders its
+// Relayed.
+func newEchoLeg(name message.Protocol, s message.Session, extra int) *legtest.Fake {
+	f := legtest.New(name, s)
+	f.OnSend = func(context.Context, message.Message) (message.Receipt, error) {
+		return message.Receipt{}, fmt.Errorf("echoLeg: only the bridge sends here")
 	}
-	back := message.Message{
-		ID: uuid.NewString(), From: l.session.Address, FromName: l.session.Name, Body: m.Body,
-		Mode: message.ModePrompting, HopChain: chain, Protocol: l.name, AliasOf: sender.Address,
+	var mu sync.Mutex
+	n := 0
+	f.OnSendAs = func(ctx context.Context, sender message.Session, m message.Message) (message.Receipt, error) {
+		mu.Lock()
+		n++
+		pass := n
+		mu.Unlock()
+		chain := slices.Clone(m.HopChain)
+		for i := range extra {
+			chain = append(chain, foreign(100*pass+i))
+		}
+		back := message.Message{
+			ID: uuid.NewString(), From: s.Address, FromName: s.Name, Body: m.Body,
+			Mode: message.ModePrompting, HopChain: chain, Protocol: name, AliasOf: sender.Address,
+		}
+		_ = f.EmitFrom(ctx, message.Event{Type: message.EventMessage, Message: &back}) // nowhere to go once stopped
+		return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
 	}
-	select {
-	case in <- message.Event{Type: message.EventMessage, Leg: l.name, Message: &back}:
-	case <-ctx.Done():
-	}
-	return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
-}
-
-func (l *echoLeg) Relay(_ context.Context, in message.Message, rc message.Receipt) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.rel = append(l.rel, rc)
-}
-
-func (l *echoLeg) forwarded() []message.Message {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.got)
-}
-
-func (l *echoLeg) relayed() []message.Receipt {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.rel)
+	return f
 }
 
 func TestAForwardingLoopBetweenTwoAliasesIsStopped(t *testing.T) {
@@ -168,9 +126,11 @@ func TestAForwardingLoopBetweenTwoAliasesIsStopped(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			alice := newEchoLeg(message.ProtocolClaude, message.Session{Address: "uds:/tmp/cc-socks/1.sock", Protocol: message.ProtocolClaude, Name: "alice", SessionID: "s-alice"}, tt.extra)
-			bob := newEchoLeg(message.ProtocolQwen, message.Session{Address: "uds:/tmp/qwen-socks/2.sock", Protocol: message.ProtocolQwen, Name: "bob", SessionID: "s-bob"}, tt.extra)
-			r := New(Config{Bridge: true, BridgeInterval: time.Hour}, alice, bob)
+			aliceS := message.Session{Address: "uds:/tmp/cc-socks/1.sock", Protocol: message.ProtocolClaude, Name: "alice", SessionID: "s-alice"}
+			bobS := message.Session{Address: "uds:/tmp/qwen-socks/2.sock", Protocol: message.ProtocolQwen, Name: "bob", SessionID: "s-bob"}
+			alice, bob := newEchoLeg(message.ProtocolClaude, aliceS, tt.extra), newEchoLeg(message.ProtocolQwen, bobS, tt.extra)
+			addr := map[*legtest.Fake]string{alice: aliceS.Address, bob: bobS.Address}
+			r := New(Config{Bridge: true, BridgeInterval: time.Hour}, host(alice), host(bob))
 			_, _, sub := r.Hub().Subscribe(-1)
 			defer sub.Close()
 			ctx, cancel := context.WithCancel(context.Background())
@@ -180,15 +140,12 @@ func TestAForwardingLoopBetweenTwoAliasesIsStopped(t *testing.T) {
 			// alice writes to bob's alias on her leg; bob answers alice's
 			// alias on his, and so on. Both legs must be running first, or
 			// an echo would have nowhere to go.
-			<-alice.run
-			<-bob.run
-			alice.mu.Lock()
-			in := alice.in
-			alice.mu.Unlock()
-			in <- message.Event{Type: message.EventMessage, Leg: alice.name, Message: &message.Message{
-				ID: "m-0", From: alice.session.Address, FromName: "alice", Body: "ping", Mode: message.ModePrompting,
-				Protocol: alice.name, AliasOf: bob.session.Address,
-			}}
+			<-alice.Started()
+			<-bob.Started()
+			alice.Emit(t, message.Event{Type: message.EventMessage, Message: &message.Message{
+				ID: "m-0", From: aliceS.Address, FromName: "alice", Body: "ping", Mode: message.ModePrompting,
+				Protocol: alice.Name(), AliasOf: bobS.Address,
+			}})
 
 			var drop message.Event
 			timeout := time.After(10 * time.Second)
@@ -199,7 +156,7 @@ func TestAForwardingLoopBetweenTwoAliasesIsStopped(t *testing.T) {
 						drop = ev
 					}
 				case <-timeout:
-					t.Fatalf("no drop after %d + %d forwards", len(alice.forwarded()), len(bob.forwarded()))
+					t.Fatalf("no drop after %d + %d forwards", len(alice.SentAs()), len(bob.SentAs()))
 				}
 			}
 			cancel()
@@ -207,7 +164,7 @@ func TestAForwardingLoopBetweenTwoAliasesIsStopped(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			fa, fb := alice.forwarded(), bob.forwarded()
+			fa, fb := alice.SentAs(), bob.SentAs()
 			if got := len(fa) + len(fb); got != tt.forwards {
 				t.Fatalf("the bridge forwarded %d messages, want %d", got, tt.forwards)
 			}
@@ -224,10 +181,10 @@ func TestAForwardingLoopBetweenTwoAliasesIsStopped(t *testing.T) {
 			if want := last[len(last)-1].Body; want != "ping" {
 				t.Fatalf("the bounced body changed to %q", want)
 			}
-			if drop.Leg != source.name || drop.Drop.From != source.session.Address {
-				t.Fatalf("the drop names leg %s from %s, want %s from %s", drop.Leg, drop.Drop.From, source.name, source.session.Address)
+			if drop.Leg != source.Name() || drop.Drop.From != addr[source] {
+				t.Fatalf("the drop names leg %s from %s, want %s from %s", drop.Leg, drop.Drop.From, source.Name(), addr[source])
 			}
-			rel := source.relayed()
+			rel := source.Relayed()
 			if len(rel) != 1 || rel[0].Status != message.StatusDropped || rel[0].DropReason != tt.want || rel[0].MsgID != drop.Drop.MsgID {
 				t.Fatalf("relayed to the sender: %+v, want one dropped receipt with %s for %s", rel, tt.want, drop.Drop.MsgID)
 			}
@@ -254,7 +211,7 @@ func TestTheFirstForwardCarriesOurToken(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := message.Message{ID: "m", HopChain: tt.chain}
-			if err := r.hopCheck(context.Background(), alice, &in); err != nil {
+			if err := r.hopCheck(context.Background(), host(alice), &in); err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(in.HopChain, tt.want) {

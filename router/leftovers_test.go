@@ -119,29 +119,6 @@ func (c *holdingClock) Now() time.Time {
 	return time.Now()
 }
 
-// leavingLeg, as it stops, hands on a prompt that holds the pump, then
-// left messages, and returns.
-type leavingLeg struct {
-	*fakeLeg
-	clock         *holdingClock
-	left          int
-	returned      chan struct{}
-	held, release chan struct{} // the clock's, once the leg stops
-}
-
-func (l *leavingLeg) Run(ctx context.Context, in chan<- message.Event) error {
-	defer close(l.returned)
-	<-ctx.Done()
-	l.held, l.release = l.clock.hold()
-	now := time.Now()
-	in <- message.Event{Type: message.EventPermission, Leg: l.name, Time: now, Permission: &message.PermissionRequest{
-		SessionID: "s-a", RequestID: "r-1", ToolName: "Bash", State: message.PermissionPending}}
-	for i := range l.left {
-		in <- message.Event{Type: message.EventMessage, Leg: l.name, Time: now, Message: &message.Message{ID: fmt.Sprint("left-", i)}}
-	}
-	return ctx.Err()
-}
-
 func TestMessagesALegLeavesAsItStopsAreEachHandledOrCountedAsAShutdownDropExactlyOnce(t *testing.T) {
 	const left = 200
 	m, err := observability.NewMetrics()
@@ -149,17 +126,32 @@ func TestMessagesALegLeavesAsItStopsAreEachHandledOrCountedAsAShutdownDropExactl
 		t.Fatal(err)
 	}
 	clk := &holdingClock{}
-	leg := &leavingLeg{fakeLeg: newFake(), clock: clk, left: left, returned: make(chan struct{})}
+	// The leg, as it stops, hands on a prompt that holds the pump, then
+	// left messages, and returns.
+	leg, returned := newFake(), make(chan struct{})
+	var held, release chan struct{} // the clock's, once the leg stops
+	leg.OnRun = func(ctx context.Context, in chan<- message.Event) error {
+		defer close(returned)
+		<-ctx.Done()
+		held, release = clk.hold()
+		now := time.Now()
+		in <- message.Event{Type: message.EventPermission, Leg: leg.Name(), Time: now, Permission: &message.PermissionRequest{
+			SessionID: "s-a", RequestID: "r-1", ToolName: "Bash", State: message.PermissionPending}}
+		for i := range left {
+			in <- message.Event{Type: message.EventMessage, Leg: leg.Name(), Time: now, Message: &message.Message{ID: fmt.Sprint("left-", i)}}
+		}
+		return ctx.Err()
+	}
 	r := New(Config{Metrics: m, Clock: clk, EventQueue: 2 * left, KeepEvents: 4 * left}, leg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 	cancel()
-	<-leg.returned
-	<-leg.held
+	<-returned
+	<-held
 	// The pump holds the prompt while the leg's Run has returned: what the
 	// leg left is queued as the router learns its legs stopped.
-	close(leg.release)
+	close(release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

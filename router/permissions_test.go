@@ -471,8 +471,8 @@ func TestAnswerErrorsForUnknownIDsAndLegsThatCannotAnswer(t *testing.T) {
 		_, _, sub := r.Hub().Subscribe(-1)
 		defer sub.Close()
 		ev := promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`)
-		ev.Leg, ev.Permission.Leg = fake.name, ""
-		fake.emit(t, ev)
+		ev.Leg, ev.Permission.Leg = fake.Name(), ""
+		fake.Emit(t, ev)
 		id := (<-sub.C).Permission.ID
 		_, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow})
 		if !errors.Is(err, message.ErrNotPrompter) {

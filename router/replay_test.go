@@ -7,21 +7,14 @@ import (
 	"github.com/sessiongateway/gateway/message"
 )
 
-// recallingLeg keeps what it took, as a durable outbox does.
-type recallingLeg struct {
-	*fakeLeg
-	kept map[string]message.Receipt
-}
-
-func (l *recallingLeg) Recall(id string) (message.Message, message.Receipt, bool) {
-	rc, ok := l.kept[id]
-	return message.Message{ID: id, To: "uds:/tmp/cc-socks/12.sock", Protocol: l.name}, rc, ok
-}
-
 func TestReplayAnswersWhatTheRouterOrAKeepingLegKnowsAndSendsNothing(t *testing.T) {
-	leg := &recallingLeg{fakeLeg: newFake(), kept: map[string]message.Receipt{
-		"m-kept": {MsgID: "m-kept", Status: message.StatusDelivered},
-	}}
+	// The leg keeps what it took, as a durable outbox does.
+	kept := map[string]message.Receipt{"m-kept": {MsgID: "m-kept", Status: message.StatusDelivered}}
+	leg := newFake()
+	leg.OnRecall = func(id string) (message.Message, message.Receipt, bool) {
+		rc, ok := kept[id]
+		return message.Message{ID: id, To: "uds:/tmp/cc-socks/12.sock", Protocol: leg.Name()}, rc, ok
+	}
 	r := New(Config{}, leg) // a restarted router: it tracks nothing
 	out, err := r.Replay("m-kept")
 	if err != nil || out.Message.ID != "m-kept" || out.Status != message.StatusDelivered {
@@ -33,9 +26,7 @@ func TestReplayAnswersWhatTheRouterOrAKeepingLegKnowsAndSendsNothing(t *testing.
 	if _, err := r.Replay("m-gone"); !errors.Is(err, ErrUnknownMessage) {
 		t.Fatalf("Replay of a message nobody keeps: %v, want ErrUnknownMessage", err)
 	}
-	leg.mu.Lock()
-	defer leg.mu.Unlock()
-	if len(leg.sent) != 0 {
-		t.Fatalf("the leg was asked to send %d times, want none", len(leg.sent))
+	if len(leg.Sent()) != 0 {
+		t.Fatalf("the leg was asked to send %d times, want none", len(leg.Sent()))
 	}
 }

@@ -7,59 +7,57 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/leg"
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/clock"
 )
 
-type blockingHost struct {
-	*hostLeg
-	gate chan struct{}
-}
-
-func (b *blockingHost) SendAs(ctx context.Context, s message.Session, m message.Message) (message.Receipt, error) {
-	<-b.gate
-	return b.hostLeg.SendAs(ctx, s, m)
+// blocking makes f's SendAs wait until gate is closed.
+func blocking(f *legtest.Fake) (_ *legtest.Fake, gate chan struct{}) {
+	gate = make(chan struct{})
+	f.OnSendAs = func(_ context.Context, _ message.Session, m message.Message) (message.Receipt, error) {
+		<-gate
+		return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
+	}
+	return f, gate
 }
 
 // A busy bridge answers with a queue-full drop.
 func TestABusyBridgeAnswersQueueFull(t *testing.T) {
 	sender := message.Session{Address: "uds:/tmp/cc-socks/30.sock", Protocol: message.ProtocolClaude, Name: "lead", SessionID: "c-lead"}
-	cl := &hostLeg{fakeLeg: claudeLeg(sender)}
-	qw := &blockingHost{hostLeg: &hostLeg{fakeLeg: qwenLeg(alpha)}, gate: make(chan struct{})}
-	r := New(Config{Bridge: true, BridgeInterval: time.Hour}, cl, qw)
+	cl := claudeLeg(sender)
+	qw, gate := blocking(qwenLeg(alpha))
+	r := New(Config{Bridge: true, BridgeInterval: time.Hour}, host(cl), host(qw))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	defer func() { close(qw.gate); cancel(); <-done }()
+	defer func() { close(gate); cancel(); <-done }()
 	for i := range MaxBackground + 1 {
-		cl.fakeLeg.emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
+		cl.Emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
 			ID: fmt.Sprint("m", i), From: sender.Address, FromName: "lead", Body: fmt.Sprint("hi", i), Mode: message.ModePrompting,
 			Protocol: message.ProtocolClaude, AliasOf: alpha.Address, ToName: "alpha"}})
 	}
 	deadline := time.Now().Add(3 * time.Second)
-	for len(cl.relays()) == 0 && time.Now().Before(deadline) {
+	for len(cl.Relayed()) == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	rel := cl.relays()
+	rel := cl.Relayed()
 	if len(rel) != 1 || rel[0].Status != message.StatusDropped || rel[0].DropReason != message.DropQueueFull {
 		t.Fatalf("relays %+v; want one dropped queue-full", rel)
 	}
 }
 
-// settlingHost is an alias host whose receivers say nothing of a clean
-// delivery (as Claude Code's): the router infers it after a window.
-type settlingHost struct{ *hostLeg }
-
-func (settlingHost) Settle() time.Duration { return time.Second }
-
 // forgetting is a router that remembers two outbound messages, on a fake
 // clock, with a federation leg (src) whose forwards go to a Claude session
-// whose receivers say nothing of a clean delivery (cl).
-func forgetting() (*clock.FakeClock, *hostLeg, settlingHost, *Router) {
+// whose receivers say nothing of a clean delivery (cl, as Claude Code's:
+// the router infers it after a window).
+func forgetting() (*clock.FakeClock, *legtest.Fake, *legtest.Fake, *Router) {
 	clk := clock.NewFakeClock(time.Unix(1000, 0))
-	src := &hostLeg{fakeLeg: &fakeLeg{name: message.ProtocolFederation, run: make(chan struct{})}}
-	cl := settlingHost{&hostLeg{fakeLeg: claudeLeg(claudeWork)}}
-	return clk, src, cl, New(Config{Bridge: true, BridgeInterval: time.Hour, KeepOutbound: 2, Clock: clk}, src, cl)
+	src := fake(message.ProtocolFederation)
+	cl := claudeLeg(claudeWork)
+	cl.SettleAfter = time.Second
+	return clk, src, cl, New(Config{Bridge: true, BridgeInterval: time.Hour, KeepOutbound: 2, Clock: clk},
+		host(src), cl.With(legtest.HostsAliases|legtest.Settles))
 }
 
 // forwardN forwards m0..m(n-1) (bodies hi0..) from src to the Claude
@@ -79,24 +77,24 @@ func forwardN(r *Router, src leg.Leg, n int) []message.Receipt {
 func TestAForwardForgottenWithinItsSettleWindowStillRelaysItsOutcome(t *testing.T) {
 	clk, src, _, r := forgetting()
 	const n = 5
-	for i, rc := range forwardN(r, src, n) {
+	for i, rc := range forwardN(r, host(src), n) {
 		if rc.Status != message.StatusSent {
 			t.Fatalf("forward %d: %+v", i, rc)
 		}
 	}
 	clk.Advance(2 * time.Second)
 	deadline := time.Now().Add(5 * time.Second)
-	for len(src.relays()) < n && time.Now().Before(deadline) {
+	for len(src.Relayed()) < n && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	delivered := 0
-	for _, rc := range src.relays() {
+	for _, rc := range src.Relayed() {
 		if rc.Status == message.StatusDelivered {
 			delivered++
 		}
 	}
 	if delivered != n {
-		t.Fatalf("%d of %d forwards relayed delivered; want all (relays %+v)", delivered, n, src.relays())
+		t.Fatalf("%d of %d forwards relayed delivered; want all (relays %+v)", delivered, n, src.Relayed())
 	}
 }
 
@@ -110,32 +108,32 @@ func TestAHoldForAForgottenForwardIsRelayedInsteadOfAnInferredDelivery(t *testin
 	go func() { done <- r.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	const n = 5
-	for i, rc := range forwardN(r, src, n) {
+	for i, rc := range forwardN(r, host(src), n) {
 		if rc.Status != message.StatusSent {
 			t.Fatalf("forward %d: %+v", i, rc)
 		}
 	}
 	var ids [n]string // the ids the bridge sent them under
-	for _, m := range cl.sends() {
+	for _, m := range cl.SentAs() {
 		for i := range n {
 			if m.Body == fmt.Sprint("hi", i) {
 				ids[i] = m.ID
 			}
 		}
 	}
-	cl.emit(t, message.Event{Type: message.EventReceipt, Leg: message.ProtocolClaude,
+	cl.Emit(t, message.Event{Type: message.EventReceipt, Leg: message.ProtocolClaude,
 		Receipt: &message.Receipt{MsgID: ids[0], Status: message.StatusHeld}})
 	deadline := time.Now().Add(5 * time.Second)
-	for len(src.relays()) < 1 && time.Now().Before(deadline) {
+	for len(src.Relayed()) < 1 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	clk.Advance(2 * time.Second)
-	for len(src.relays()) < n && time.Now().Before(deadline) {
+	for len(src.Relayed()) < n && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	time.Sleep(50 * time.Millisecond) // a second outcome for m0 would show now
 	got := map[string][]message.Status{}
-	for _, rc := range src.relays() {
+	for _, rc := range src.Relayed() {
 		got[rc.MsgID] = append(got[rc.MsgID], rc.Status)
 	}
 	for i := range n {
@@ -157,12 +155,12 @@ func TestForgottenForwardsRelayNothingAfterRunReturns(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	forwardN(r, src, 5)
+	forwardN(r, host(src), 5)
 	cancel()
 	<-done
 	clk.Advance(2 * time.Second)
 	time.Sleep(100 * time.Millisecond)
-	if rel := src.relays(); len(rel) != 0 {
+	if rel := src.Relayed(); len(rel) != 0 {
 		t.Fatalf("%d relays after Run returned: %+v", len(rel), rel)
 	}
 }

@@ -5,64 +5,32 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/leg"
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/clock"
 )
 
-// fakeLeg is a leg with a fixed roster that records sends.
-type fakeLeg struct {
-	name     message.Protocol
-	sessions []message.Session
-	sendErr  error
-	settle   time.Duration
-	declares leg.Abilities // what Abilities says
+// claimsSockets claims what the local legs claim: any socket path.
+func claimsSockets(a addressing.Address) bool { return a.Kind == addressing.KindUDS }
 
-	mu   sync.Mutex
-	sent []message.Message
-	in   chan<- message.Event
-	run  chan struct{}
+// fake is the shared fake leg named name listing ss, claiming socket paths.
+func fake(name message.Protocol, ss ...message.Session) *legtest.Fake {
+	f := legtest.New(name, ss...)
+	f.OnClaims = claimsSockets
+	return f
 }
 
-func (f *fakeLeg) Name() message.Protocol   { return f.name }
-func (f *fakeLeg) Abilities() leg.Abilities { return f.declares }
-func (f *fakeLeg) Sessions(context.Context) ([]message.Session, error) {
-	return f.sessions, nil
-}
-func (f *fakeLeg) Send(_ context.Context, m message.Message) (message.Receipt, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.sent = append(f.sent, m)
-	if f.sendErr != nil {
-		return message.Receipt{}, f.sendErr
-	}
-	return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
-}
-func (f *fakeLeg) Run(ctx context.Context, in chan<- message.Event) error {
-	f.mu.Lock()
-	f.in = in
-	f.mu.Unlock()
-	close(f.run)
-	<-ctx.Done()
-	return ctx.Err()
-}
-func (f *fakeLeg) Claims(a addressing.Address) bool { return a.Kind == addressing.KindUDS }
-
-type settlingLeg struct{ *fakeLeg }
-
-func (s settlingLeg) Settle() time.Duration { return s.settle }
-
-func newFake() *fakeLeg {
-	return &fakeLeg{name: message.ProtocolClaude, run: make(chan struct{}), sessions: []message.Session{
-		{Address: "uds:/tmp/cc-socks/10.sock", Protocol: message.ProtocolClaude, Name: "work", SessionID: "s-a", PID: 10},
-		{Address: "uds:/tmp/cc-socks/11.sock", Protocol: message.ProtocolClaude, Name: "work", SessionID: "s-b", PID: 11},
-		{Address: "uds:/tmp/cc-socks/12.sock", Protocol: message.ProtocolClaude, Name: "review", SessionID: "s-c", PID: 12},
-	}}
+func newFake() *legtest.Fake {
+	return fake(message.ProtocolClaude,
+		message.Session{Address: "uds:/tmp/cc-socks/10.sock", Protocol: message.ProtocolClaude, Name: "work", SessionID: "s-a", PID: 10},
+		message.Session{Address: "uds:/tmp/cc-socks/11.sock", Protocol: message.ProtocolClaude, Name: "work", SessionID: "s-b", PID: 11},
+		message.Session{Address: "uds:/tmp/cc-socks/12.sock", Protocol: message.ProtocolClaude, Name: "review", SessionID: "s-c", PID: 12},
+	)
 }
 
 func start(t *testing.T, legs ...leg.Leg) *Router {
@@ -83,15 +51,6 @@ func startWith(t *testing.T, cfg Config, legs ...leg.Leg) *Router {
 		}
 	})
 	return r
-}
-
-func (f *fakeLeg) emit(t *testing.T, ev message.Event) {
-	t.Helper()
-	<-f.run
-	f.mu.Lock()
-	in := f.in
-	f.mu.Unlock()
-	in <- ev
 }
 
 func TestSendResolvesAndTracks(t *testing.T) {
@@ -128,11 +87,11 @@ func TestSendResolvesAndTracks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if out.Status != message.StatusSent || len(leg.sent) != 1 || leg.sent[0].ToPID != tt.wantPID {
-				t.Fatalf("status %v, sent %+v", out.Status, leg.sent)
+			if out.Status != message.StatusSent || len(leg.Sent()) != 1 || leg.Sent()[0].ToPID != tt.wantPID {
+				t.Fatalf("status %v, sent %+v", out.Status, leg.Sent())
 			}
-			if leg.sent[0].Mode != message.ModePrompting {
-				t.Errorf("default mode = %v, want prompting", leg.sent[0].Mode)
+			if leg.Sent()[0].Mode != message.ModePrompting {
+				t.Errorf("default mode = %v, want prompting", leg.Sent()[0].Mode)
 			}
 		})
 	}
@@ -155,7 +114,7 @@ func TestReceiptsMoveAMessageThroughItsStates(t *testing.T) {
 	}
 	id := out.Message.ID
 	for _, st := range []message.Status{message.StatusHeld, message.StatusHeld, message.StatusDelivered, message.StatusDenied} {
-		leg.emit(t, message.Event{Type: message.EventReceipt, Receipt: &message.Receipt{MsgID: id, Status: st}})
+		leg.Emit(t, message.Event{Type: message.EventReceipt, Receipt: &message.Receipt{MsgID: id, Status: st}})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -183,7 +142,7 @@ func (w wouldDrop) DropReason() message.DropReason { return w.reason }
 
 func TestARefusalThatStandsForADropIsReportedAsThatDrop(t *testing.T) {
 	leg := newFake()
-	leg.sendErr = fmt.Errorf("qwen: %w", wouldDrop{message.DropRateLimited})
+	leg.SendErr = fmt.Errorf("qwen: %w", wouldDrop{message.DropRateLimited})
 	r := start(t, leg)
 	out, err := r.Send(context.Background(), SendRequest{To: "review", Body: "hi"})
 	if err != nil {
@@ -196,7 +155,7 @@ func TestARefusalThatStandsForADropIsReportedAsThatDrop(t *testing.T) {
 
 func TestAFailedWriteIsAFinalFailure(t *testing.T) {
 	leg := newFake()
-	leg.sendErr = errors.New("connection refused")
+	leg.SendErr = errors.New("connection refused")
 	r := start(t, leg)
 	out, err := r.Send(context.Background(), SendRequest{To: "review", Body: "hi"})
 	if err != nil {
@@ -209,8 +168,8 @@ func TestAFailedWriteIsAFinalFailure(t *testing.T) {
 
 func TestASettlingLegInfersDeliveryWithoutAReceipt(t *testing.T) {
 	leg := newFake()
-	leg.settle = 10 * time.Millisecond
-	r := start(t, settlingLeg{leg})
+	leg.SettleAfter = 10 * time.Millisecond
+	r := start(t, leg.With(legtest.Settles))
 	out, err := r.Send(context.Background(), SendRequest{To: "review", Body: "hi"})
 	if err != nil {
 		t.Fatal(err)
@@ -231,8 +190,8 @@ func TestASettlingLegInfersDeliveryWithoutAReceipt(t *testing.T) {
 // showed a Claude send as "sent [not final]" and never its outcome.
 func TestAnInferredDeliveryIsPublishedAsAReceiptEvent(t *testing.T) {
 	leg := newFake()
-	leg.settle = 10 * time.Millisecond
-	r := start(t, settlingLeg{leg})
+	leg.SettleAfter = 10 * time.Millisecond
+	r := start(t, leg.With(legtest.Settles))
 	_, _, sub := r.Hub().Subscribe(-1)
 	defer sub.Close()
 	out, err := r.Send(context.Background(), SendRequest{To: "review", Body: "hi"})
@@ -258,11 +217,11 @@ func TestAnInferredDeliveryIsPublishedAsAReceiptEvent(t *testing.T) {
 // receipt as where the message stands.
 func TestASendsFirstReceiptIsPublishedBeforeItsInferredDelivery(t *testing.T) {
 	leg := newFake()
-	leg.settle = 0 // fires as soon as the window starts
+	leg.SettleAfter = 0 // fires as soon as the window starts
 	const sends = 200
 	// Room for every event of every send: a subscriber that falls behind
 	// is cut off, and a slow run (-race, a loaded machine) falls behind.
-	r := startWith(t, Config{WatcherBuf: 4 * sends}, settlingLeg{leg})
+	r := startWith(t, Config{WatcherBuf: 4 * sends}, leg.With(legtest.Settles))
 	_, _, sub := r.Hub().Subscribe(-1)
 	defer sub.Close()
 	sent := make(chan string, sends)
@@ -314,13 +273,13 @@ func TestASendsFirstReceiptIsPublishedBeforeItsInferredDelivery(t *testing.T) {
 
 func TestAHeldReceiptStopsTheSettleInference(t *testing.T) {
 	leg := newFake()
-	leg.settle = 50 * time.Millisecond
-	r := start(t, settlingLeg{leg})
+	leg.SettleAfter = 50 * time.Millisecond
+	r := start(t, leg.With(legtest.Settles))
 	out, err := r.Send(context.Background(), SendRequest{To: "review", Body: "hi"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	leg.emit(t, message.Event{Type: message.EventReceipt, Receipt: &message.Receipt{MsgID: out.Message.ID, Status: message.StatusHeld}})
+	leg.Emit(t, message.Event{Type: message.EventReceipt, Receipt: &message.Receipt{MsgID: out.Message.ID, Status: message.StatusHeld}})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	got, _ := r.Wait(ctx, out.Message.ID)
@@ -348,22 +307,8 @@ func TestTheOutboxForgetsTheOldestBeyondItsCap(t *testing.T) {
 	}
 }
 
-// countingLeg counts roster listings.
-type countingLeg struct {
-	*fakeLeg
-	mu    sync.Mutex
-	lists int
-}
-
-func (c *countingLeg) Sessions(ctx context.Context) ([]message.Session, error) {
-	c.mu.Lock()
-	c.lists++
-	c.mu.Unlock()
-	return c.fakeLeg.Sessions(ctx)
-}
-
 func TestResolveReusesARecentRosterAndRefreshesOnAMiss(t *testing.T) {
-	leg := &countingLeg{fakeLeg: newFake()}
+	leg := newFake()
 	clk := clock.NewFakeClock(time.Unix(1000, 0))
 	r := New(Config{Clock: clk}, leg)
 	ctx := context.Background()
@@ -372,22 +317,22 @@ func TestResolveReusesARecentRosterAndRefreshesOnAMiss(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if leg.lists != 1 {
-		t.Fatalf("listed %d times for three resolutions within the TTL, want 1", leg.lists)
+	if leg.Lists() != 1 {
+		t.Fatalf("listed %d times for three resolutions within the TTL, want 1", leg.Lists())
 	}
-	leg.sessions = append(leg.sessions, message.Session{Address: "uds:/tmp/cc-socks/13.sock", Protocol: message.ProtocolClaude, Name: "newcomer", SessionID: "s-d"})
+	leg.AddSession(message.Session{Address: "uds:/tmp/cc-socks/13.sock", Protocol: message.ProtocolClaude, Name: "newcomer", SessionID: "s-d"})
 	if _, s, err := r.Resolve(ctx, "newcomer"); err != nil || s.PID != 0 || s.Name != "newcomer" {
 		t.Fatalf("a session that started after the listing was not found: %+v %v", s, err)
 	}
-	if leg.lists != 2 {
-		t.Fatalf("listed %d times, want a refresh on the miss", leg.lists)
+	if leg.Lists() != 2 {
+		t.Fatalf("listed %d times, want a refresh on the miss", leg.Lists())
 	}
 	clk.Advance(3 * time.Second)
 	if _, _, err := r.Resolve(ctx, "review"); err != nil {
 		t.Fatal(err)
 	}
-	if leg.lists != 3 {
-		t.Fatalf("listed %d times, want a refresh after the TTL", leg.lists)
+	if leg.Lists() != 3 {
+		t.Fatalf("listed %d times, want a refresh after the TTL", leg.Lists())
 	}
 }
 

@@ -16,9 +16,7 @@ func TestASendUnderAKnownIDSendsNothing(t *testing.T) {
 	if err != nil || again.Message.ID != "m-fixed" || again.Status != first.Status {
 		t.Fatalf("Send again = %+v, %v", again, err)
 	}
-	leg.mu.Lock()
-	defer leg.mu.Unlock()
-	if len(leg.sent) != 1 {
-		t.Fatalf("the leg was asked %d times, want once", len(leg.sent))
+	if len(leg.Sent()) != 1 {
+		t.Fatalf("the leg was asked %d times, want once", len(leg.Sent()))
 	}
 }

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/leg"
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -24,44 +25,16 @@ var (
 	qwenWork   = message.Session{Address: "uds:/tmp/qwen-socks-0123456789abcdef/21.sock", Protocol: message.ProtocolQwen, Name: "work", SessionID: "q-work", PID: 21}
 )
 
-// hostLeg is a fake leg that also hosts aliases, recording what the bridge
-// sends through it and relays to it.
-type hostLeg struct {
-	*fakeLeg
-	hmu     sync.Mutex
-	sentAs  []message.Message
-	relayed []message.Receipt
+// host is f as an alias host, as the bridge's legs are: f records what
+// the bridge sends through it (SentAs) and relays to it (Relayed).
+func host(f *legtest.Fake) leg.Leg { return f.With(legtest.HostsAliases) }
+
+func qwenLeg(ss ...message.Session) *legtest.Fake {
+	return fake(message.ProtocolQwen, ss...)
 }
 
-func (h *hostLeg) SyncAliases(context.Context, []message.Session) error { return nil }
-func (h *hostLeg) SendAs(_ context.Context, _ message.Session, m message.Message) (message.Receipt, error) {
-	h.hmu.Lock()
-	defer h.hmu.Unlock()
-	h.sentAs = append(h.sentAs, m)
-	return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
-}
-func (h *hostLeg) Relay(_ context.Context, _ message.Message, rc message.Receipt) {
-	h.hmu.Lock()
-	defer h.hmu.Unlock()
-	h.relayed = append(h.relayed, rc)
-}
-func (h *hostLeg) sends() []message.Message {
-	h.hmu.Lock()
-	defer h.hmu.Unlock()
-	return slices.Clone(h.sentAs)
-}
-func (h *hostLeg) relays() []message.Receipt {
-	h.hmu.Lock()
-	defer h.hmu.Unlock()
-	return slices.Clone(h.relayed)
-}
-
-func qwenLeg(ss ...message.Session) *fakeLeg {
-	return &fakeLeg{name: message.ProtocolQwen, run: make(chan struct{}), sessions: ss}
-}
-
-func claudeLeg(ss ...message.Session) *fakeLeg {
-	return &fakeLeg{name: message.ProtocolClaude, run: make(chan struct{}), sessions: ss}
+func claudeLeg(ss ...message.Session) *legtest.Fake {
+	return fake(message.ProtocolClaude, ss...)
 }
 
 func TestSessionsSharingAnInboxResolveToTheOneNamed(t *testing.T) {
@@ -85,10 +58,10 @@ func TestSessionsSharingAnInboxResolveToTheOneNamed(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(q.sent) != 1 {
-					t.Fatalf("sent %d messages", len(q.sent))
+				if len(q.Sent()) != 1 {
+					t.Fatalf("sent %d messages", len(q.Sent()))
 				}
-				m := q.sent[0]
+				m := q.Sent()[0]
 				if m.ToSessionID != tt.want.SessionID || m.ToName != tt.want.Name || m.To != sharedInbox {
 					t.Fatalf("the leg was asked to send to %s (%s) at %s, want %s (%s)", m.ToName, m.ToSessionID, m.To, tt.want.Name, tt.want.SessionID)
 				}
@@ -163,26 +136,26 @@ func TestTheBridgeForwardsToTheSessionItsAliasStandsFor(t *testing.T) {
 	sender := message.Session{Address: "uds:/tmp/cc-socks/30.sock", Protocol: message.ProtocolClaude, Name: "lead", SessionID: "c-lead"}
 	for _, to := range []message.Session{alpha, beta} {
 		t.Run("a message to the alias of "+to.Name+" reaches "+to.Name, func(t *testing.T) {
-			cl := &hostLeg{fakeLeg: claudeLeg(sender)}
-			qw := &hostLeg{fakeLeg: qwenLeg(alpha, beta)}
-			r := New(Config{Bridge: true, BridgeInterval: time.Hour}, cl, qw)
+			cl := claudeLeg(sender)
+			qw := qwenLeg(alpha, beta)
+			r := New(Config{Bridge: true, BridgeInterval: time.Hour}, host(cl), host(qw))
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- r.Run(ctx) }()
 			defer func() { cancel(); <-done }()
-			<-cl.run
-			cl.fakeLeg.emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
+			<-cl.Started()
+			cl.Emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
 				ID: "m-1", From: sender.Address, FromName: "lead", Body: "hi", Mode: message.ModePrompting,
 				Protocol: message.ProtocolClaude, AliasOf: to.Address, ToName: to.Name,
 			}})
 			deadline := time.Now().Add(10 * time.Second)
-			for len(qw.sends()) == 0 && len(cl.relays()) == 0 && time.Now().Before(deadline) {
+			for len(qw.SentAs()) == 0 && len(cl.Relayed()) == 0 && time.Now().Before(deadline) {
 				time.Sleep(5 * time.Millisecond)
 			}
-			if rel := cl.relays(); len(rel) > 0 {
+			if rel := cl.Relayed(); len(rel) > 0 {
 				t.Fatalf("the sender was told %+v", rel)
 			}
-			got := qw.sends()
+			got := qw.SentAs()
 			if len(got) != 1 {
 				t.Fatalf("forwarded %d messages", len(got))
 			}

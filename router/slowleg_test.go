@@ -9,32 +9,26 @@ import (
 	"github.com/sessiongateway/gateway/message"
 )
 
-// slowLeg lists its sessions until hang is set; then its listing waits
-// for its context to end, as a leg whose service has gone dark does.
-type slowLeg struct {
-	*fakeLeg
-	hang atomic.Bool
-}
-
-func (s *slowLeg) Sessions(ctx context.Context) ([]message.Session, error) {
-	if s.hang.Load() {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	return s.fakeLeg.Sessions(ctx)
-}
-
 func TestASlowLegDoesNotHoldUpTheOthers(t *testing.T) {
 	local := newFake()
-	remote := &slowLeg{fakeLeg: &fakeLeg{name: message.ProtocolRemote, run: make(chan struct{}), sessions: []message.Session{
-		{Address: "bridge:session_01", Protocol: message.ProtocolRemote, Name: "cloud", SessionID: "session_01"},
-	}}}
+	cloud := message.Session{Address: "bridge:session_01", Protocol: message.ProtocolRemote, Name: "cloud", SessionID: "session_01"}
+	// The remote leg lists its session until hang is set; then its listing
+	// waits for its context to end, as a leg whose service has gone dark does.
+	var hang atomic.Bool
+	remote := fake(message.ProtocolRemote)
+	remote.OnSessions = func(ctx context.Context) ([]message.Session, error) {
+		if hang.Load() {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return []message.Session{cloud}, nil
+	}
 	const listTimeout = 50 * time.Millisecond
 	r := New(Config{ListTimeout: listTimeout, RosterTTL: time.Nanosecond}, local, remote)
 	if got := len(r.Sessions(context.Background())); got != 4 {
 		t.Fatalf("listed %d sessions, want 4", got)
 	}
-	remote.hang.Store(true)
+	hang.Store(true)
 	// The slow leg waits for its context: without a per-leg bound this
 	// call would wait as long as the caller's (a minute here).
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

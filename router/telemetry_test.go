@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,28 +16,25 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/observability"
 )
 
-// spyLeg records the span context each Send was given.
-type spyLeg struct {
-	*fakeLeg
-	spans []trace.SpanContext
-}
-
-func (s *spyLeg) Send(ctx context.Context, m message.Message) (message.Receipt, error) {
-	s.mu.Lock()
-	s.spans = append(s.spans, trace.SpanContextFromContext(ctx))
-	s.mu.Unlock()
-	return s.fakeLeg.Send(ctx, m)
-}
-
 type telemetryRig struct {
 	r       *Router
-	leg     *spyLeg
+	leg     *legtest.Fake
 	spans   *tracetest.InMemoryExporter
 	metrics *observability.Metrics
+
+	mu       sync.Mutex
+	legSpans []trace.SpanContext // the span context each Send was given
+}
+
+func (g *telemetryRig) sendSpan(i int) trace.SpanContext {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.legSpans[i]
 }
 
 func startTelemetry(t *testing.T, sendErr error) *telemetryRig {
@@ -48,10 +46,19 @@ func startTelemetry(t *testing.T, sendErr error) *telemetryRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leg := &spyLeg{fakeLeg: newFake()}
-	leg.sendErr = sendErr
-	r := New(Config{Metrics: m, Tracer: tp.Tracer("test")}, leg)
+	g := &telemetryRig{leg: newFake(), spans: exp, metrics: m}
+	g.leg.OnSend = func(ctx context.Context, m message.Message) (message.Receipt, error) {
+		g.mu.Lock()
+		g.legSpans = append(g.legSpans, trace.SpanContextFromContext(ctx))
+		g.mu.Unlock()
+		if sendErr != nil {
+			return message.Receipt{}, sendErr
+		}
+		return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
+	}
+	r := New(Config{Metrics: m, Tracer: tp.Tracer("test")}, g.leg)
 	m.Observe(r.Gauges())
+	g.r = r
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
@@ -61,7 +68,7 @@ func startTelemetry(t *testing.T, sendErr error) *telemetryRig {
 			t.Errorf("Run: %v", err)
 		}
 	})
-	return &telemetryRig{r: r, leg: leg, spans: exp, metrics: m}
+	return g
 }
 
 // scrape parses /metrics with the Prometheus text parser.
@@ -130,7 +137,7 @@ func TestEachRoutedMessageHasOneSpanWhoseContextReachesTheLeg(t *testing.T) {
 					t.Fatalf("%d spans ended before any final status", n)
 				}
 				for _, id := range ids {
-					g.leg.emit(t, message.Event{Type: message.EventReceipt, Leg: message.ProtocolClaude,
+					g.leg.Emit(t, message.Event{Type: message.EventReceipt, Leg: message.ProtocolClaude,
 						Receipt: &message.Receipt{MsgID: id, Status: tt.receipt}})
 				}
 				for _, id := range ids {
@@ -155,8 +162,8 @@ func TestEachRoutedMessageHasOneSpanWhoseContextReachesTheLeg(t *testing.T) {
 				if got := s.Status.Code.String() == "Error"; got != tt.wantError {
 					t.Errorf("span %d status %v, want error %v", i, s.Status, tt.wantError)
 				}
-				if g.leg.spans[i].TraceID() != s.SpanContext.TraceID() || g.leg.spans[i].SpanID() != s.SpanContext.SpanID() {
-					t.Errorf("leg.Send %d ran in span %v, not the message's %v", i, g.leg.spans[i], s.SpanContext)
+				if sc := g.sendSpan(i); sc.TraceID() != s.SpanContext.TraceID() || sc.SpanID() != s.SpanContext.SpanID() {
+					t.Errorf("leg.Send %d ran in span %v, not the message's %v", i, sc, s.SpanContext)
 				}
 			}
 		})
@@ -207,13 +214,13 @@ func TestMetricsMoveAsMessagesFlow(t *testing.T) {
 		}
 		ids = append(ids, out.Message.ID)
 	}
-	g.leg.emit(t, message.Event{Type: message.EventReceipt, Leg: message.ProtocolClaude,
+	g.leg.Emit(t, message.Event{Type: message.EventReceipt, Leg: message.ProtocolClaude,
 		Receipt: &message.Receipt{MsgID: ids[0], Status: message.StatusHeld}})
-	g.leg.emit(t, message.Event{Type: message.EventDrop, Leg: message.ProtocolClaude,
+	g.leg.Emit(t, message.Event{Type: message.EventDrop, Leg: message.ProtocolClaude,
 		Drop: &message.Drop{Reason: message.DropDuplicate}})
-	g.leg.emit(t, message.Event{Type: message.EventLink, Leg: message.ProtocolClaude,
+	g.leg.Emit(t, message.Event{Type: message.EventLink, Leg: message.ProtocolClaude,
 		Link: &message.Link{SessionID: "s", State: message.LinkReconnecting}})
-	g.leg.emit(t, message.Event{Type: message.EventLink, Leg: message.ProtocolClaude,
+	g.leg.Emit(t, message.Event{Type: message.EventLink, Leg: message.ProtocolClaude,
 		Link: &message.Link{SessionID: "s", State: message.LinkConnected}})
 	// The leg's events pass through the router's queue: wait until the
 	// last one was counted (a final scrape decides the test, not a timer).
@@ -300,14 +307,6 @@ func TestCloseAllEndsEveryWatchWithTheReason(t *testing.T) {
 	}
 }
 
-// noticeLeg is a leg that has lost n notices.
-type noticeLeg struct {
-	*fakeLeg
-	n uint64
-}
-
-func (l noticeLeg) NoticesLost() uint64 { return l.n }
-
 // The notices a leg could not hand on are a counter per leg: such a drop
 // is in no other count.
 func TestLostNoticesAreCountedPerLeg(t *testing.T) {
@@ -315,7 +314,9 @@ func TestLostNoticesAreCountedPerLeg(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := New(Config{Metrics: m}, noticeLeg{fakeLeg: newFake(), n: 7})
+	leg := newFake() // it has lost 7 notices
+	leg.LostNotices = 7
+	r := New(Config{Metrics: m}, leg.With(legtest.CountsNotices))
 	m.Observe(r.Gauges())
 	got := sample(scrape(t, m), "gateway_notices_lost_total", map[string]string{"leg": "claude"})
 	if got == nil || got.GetCounter().GetValue() != 7 {

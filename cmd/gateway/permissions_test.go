@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/testkit/promptleg"
@@ -24,45 +24,18 @@ import (
 // remoteSID is the prompt leg's one session.
 const remoteSID = promptleg.SessionID
 
-// holdingLeg is a Claude-like leg with one session and held messages.
-type holdingLeg struct {
-	mu      sync.Mutex
-	held    []message.Held
-	decided []string
-}
-
-func (h *holdingLeg) Name() message.Protocol { return message.ProtocolClaude }
-func (h *holdingLeg) Sessions(context.Context) ([]message.Session, error) {
-	return []message.Session{{Address: "uds:/tmp/cc-socks/12.sock", Protocol: message.ProtocolClaude, Name: "review", SessionID: "s-review", Reachable: true}}, nil
-}
-func (h *holdingLeg) Send(_ context.Context, m message.Message) (message.Receipt, error) {
-	return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
-}
-func (h *holdingLeg) Run(ctx context.Context, _ chan<- message.Event) error { <-ctx.Done(); return nil }
-func (h *holdingLeg) Held() []message.Held {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]message.Held(nil), h.held...)
-}
-func (h *holdingLeg) Decide(_ context.Context, id string, release bool, reason string) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for i, m := range h.held {
-		if m.Message.ID == id {
-			h.held = append(h.held[:i], h.held[i+1:]...)
-			h.decided = append(h.decided, fmt.Sprintf("%s release=%v reason=%s", id, release, reason))
-			return nil
-		}
-	}
-	return errors.New("not held")
+// decisionText spells d as the table below expects it.
+func decisionText(d legtest.Decision) string {
+	return fmt.Sprintf("%s release=%v reason=%s", d.ID, d.Release, d.Reason)
 }
 
 // promptGateway is an API server and router in-process, on a control socket
-// in a fresh state directory, over a prompt leg and a holdingLeg.
+// in a fresh state directory, over a prompt leg and a Claude-like leg with
+// one session and held messages.
 type promptGateway struct {
 	stateDir string
 	leg      *promptleg.Leg
-	claude   *holdingLeg
+	claude   *legtest.Fake
 	rt       *router.Router
 }
 
@@ -70,11 +43,12 @@ func startPromptGateway(t *testing.T) *promptGateway {
 	t.Helper()
 	leg := promptleg.New()
 	leg.Status = "running"
-	g := &promptGateway{stateDir: filepath.Join(testutil.ShortTempDir(t), "state"), leg: leg, claude: &holdingLeg{}}
+	g := &promptGateway{stateDir: filepath.Join(testutil.ShortTempDir(t), "state"), leg: leg, claude: legtest.New(message.ProtocolClaude,
+		message.Session{Address: "uds:/tmp/cc-socks/12.sock", Protocol: message.ProtocolClaude, Name: "review", SessionID: "s-review", Reachable: true})}
 	if err := os.Mkdir(g.stateDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	g.rt = router.New(router.Config{}, g.claude, g.leg)
+	g.rt = router.New(router.Config{}, g.claude.With(legtest.Holds), g.leg)
 	ln, err := net.Listen("unix", filepath.Join(g.stateDir, "gateway.sock"))
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +235,7 @@ func TestPermissionCommands(t *testing.T) {
 
 func TestDenyFallsBackToHeldMessages(t *testing.T) {
 	g := startPromptGateway(t)
-	g.claude.held = []message.Held{{Message: message.Message{ID: "8f1c", FromName: "work-08"}, Reason: "bypass sender"}}
+	g.claude.Hold(message.Held{Message: message.Message{ID: "8f1c", FromName: "work-08"}, Reason: "bypass sender"})
 	tests := []struct {
 		name     string
 		args     []string
@@ -279,10 +253,9 @@ func TestDenyFallsBackToHeldMessages(t *testing.T) {
 			if code != tt.code || !strings.Contains(errOut, tt.errorHas) {
 				t.Fatalf("exit %d, want %d: %s", code, tt.code, errOut)
 			}
-			g.claude.mu.Lock()
-			defer g.claude.mu.Unlock()
-			if tt.decided != "" && (len(g.claude.decided) == 0 || g.claude.decided[len(g.claude.decided)-1] != tt.decided) {
-				t.Fatalf("decided %v, want %q", g.claude.decided, tt.decided)
+			decided := g.claude.Decided()
+			if tt.decided != "" && (len(decided) == 0 || decisionText(decided[len(decided)-1]) != tt.decided) {
+				t.Fatalf("decided %v, want %q", decided, tt.decided)
 			}
 		})
 	}

@@ -27,5 +27,5 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(dialEnv); path != "" {
 		os.Exit(runDialer(path))
 	}
-	goleak.VerifyTestMain(gatewaytest.Cleaned(m)) // the conformance suite starts gateway binaries
+	goleak.VerifyTestMain(gatewaytest.Cleaned(m)) // the peer suite starts gateway binaries
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg"
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 	"github.com/sessiongateway/gateway/testkit/promptleg"
@@ -238,42 +239,30 @@ func TestAnAnswerThatArrivesAfterItExpiredIsNotApplied(t *testing.T) {
 	}
 }
 
-// approverLeg is a local leg with one session, the approver: it hands
-// every message the gateway sends it to sent, and say brings its replies.
+// approverLeg is a local leg (fake) with one session, the approver: it
+// hands every message the gateway sends it to sent, and say brings its
+// replies.
 type approverLeg struct {
-	sent    chan message.Message
-	started chan struct{}
-	mu      sync.Mutex
-	in      chan<- message.Event
+	fake *legtest.Fake
+	sent chan message.Message
 }
 
 const reviewAddr = "uds:/run/review.sock"
 
-func (l *approverLeg) Name() message.Protocol { return message.ProtocolClaude }
-func (l *approverLeg) Sessions(context.Context) ([]message.Session, error) {
-	return []message.Session{{Address: reviewAddr, Protocol: message.ProtocolClaude, Name: "review", SessionID: "s-review", PID: 7, Reachable: true}}, nil
-}
-func (l *approverLeg) Send(_ context.Context, m message.Message) (message.Receipt, error) {
-	l.sent <- m
-	return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
-}
-func (l *approverLeg) Run(ctx context.Context, in chan<- message.Event) error {
-	l.mu.Lock()
-	l.in = in
-	l.mu.Unlock()
-	close(l.started)
-	<-ctx.Done()
-	return nil
+func newApproverLeg() *approverLeg {
+	l := &approverLeg{sent: make(chan message.Message, 64), fake: legtest.New(message.ProtocolClaude,
+		message.Session{Address: reviewAddr, Protocol: message.ProtocolClaude, Name: "review", SessionID: "s-review", PID: 7, Reachable: true})}
+	l.fake.OnSend = func(_ context.Context, m message.Message) (message.Receipt, error) {
+		l.sent <- m
+		return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
+	}
+	return l
 }
 
-func (l *approverLeg) say(body string) {
-	<-l.started
-	l.mu.Lock()
-	in := l.in
-	l.mu.Unlock()
-	in <- message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
+func (l *approverLeg) say(t *testing.T, body string) {
+	l.fake.Emit(t, message.Event{Type: message.EventMessage, Leg: message.ProtocolClaude, Message: &message.Message{
 		ID: "reply-" + randomID(), From: reviewAddr, FromSession: "s-review", Protocol: message.ProtocolClaude, Body: body,
-		SenderPID: 7}} // written by the approver's process, as the Claude leg's peer credentials say
+		SenderPID: 7}}) // written by the approver's process, as the Claude leg's peer credentials say
 }
 
 // next is the next notice whose body holds want.
@@ -296,8 +285,8 @@ func TestAnApproverOnAnotherHostAnswersAPrompt(t *testing.T) {
 	a, b := join(t, c.url(0), "ap-a"), join(t, c.url(1), "ap-b")
 	cloud := promptleg.New()
 	promptHost(t, a, "", cloud)
-	review := &approverLeg{sent: make(chan message.Message, 64), started: make(chan struct{})}
-	promptHost(t, b, "review", review)
+	review := newApproverLeg()
+	promptHost(t, b, "review", review.fake)
 	ctx := testutil.Context(t, 30*time.Second)
 
 	cloud.Raise(promptleg.Prompt(promptleg.SessionID, "req-ap", "Bash", `{"command":"go vet"}`))
@@ -306,7 +295,7 @@ func TestAnApproverOnAnotherHostAnswersAPrompt(t *testing.T) {
 	if !strings.Contains(notice, "on host ap-a") || !strings.Contains(notice, "allow "+id) {
 		t.Fatalf("the approver was shown:\n%s", notice)
 	}
-	review.say("allow " + id)
+	review.say(t, "allow "+id)
 	done := review.next(t, ctx, id)
 	if !strings.HasPrefix(done, "Allowed "+id) {
 		t.Fatalf("the approver was told:\n%s", done)
@@ -316,7 +305,7 @@ func TestAnApproverOnAnotherHostAnswersAPrompt(t *testing.T) {
 		t.Fatalf("a's remote leg got %+v", answers)
 	}
 	// Replying again is told it lost.
-	review.say("deny " + id + " too late")
+	review.say(t, "deny "+id+" too late")
 	if late := review.next(t, ctx, id); !strings.HasPrefix(late, "Not applied") || !strings.Contains(late, "already answered") {
 		t.Fatalf("a late reply was told:\n%s", late)
 	}

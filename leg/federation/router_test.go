@@ -8,50 +8,32 @@ import (
 
 	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg"
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
 )
 
-// sinkLeg is a local leg with fixed sessions: it records what it is sent
-// and reports each one delivered, as a receiver's receipt.
-type sinkLeg struct {
-	sessions []message.Session
-	mu       sync.Mutex
-	got      []message.Message
-	receipts chan message.Receipt
-}
-
-func newSinkLeg(ss ...message.Session) *sinkLeg {
-	return &sinkLeg{sessions: ss, receipts: make(chan message.Receipt, 64)}
-}
-
-func (l *sinkLeg) Name() message.Protocol { return message.ProtocolQwen }
-
-func (l *sinkLeg) Sessions(context.Context) ([]message.Session, error) { return l.sessions, nil }
-
-func (l *sinkLeg) Send(_ context.Context, m message.Message) (message.Receipt, error) {
-	l.mu.Lock()
-	l.got = append(l.got, m)
-	l.mu.Unlock()
-	l.receipts <- message.Receipt{MsgID: m.ID, Status: message.StatusDelivered}
-	return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
-}
-
-func (l *sinkLeg) Run(ctx context.Context, in chan<- message.Event) error {
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case rc := <-l.receipts:
-			in <- message.Event{Type: message.EventReceipt, Leg: l.Name(), Receipt: &rc}
+// newSinkLeg is a local leg with fixed sessions: it records what it is
+// sent (Sent) and reports each one delivered, as a receiver's receipt, from
+// its Run.
+func newSinkLeg(ss ...message.Session) *legtest.Fake {
+	f := legtest.New(message.ProtocolQwen, ss...)
+	receipts := make(chan message.Receipt, 64)
+	f.OnSend = func(_ context.Context, m message.Message) (message.Receipt, error) {
+		receipts <- message.Receipt{MsgID: m.ID, Status: message.StatusDelivered}
+		return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
+	}
+	f.OnRun = func(ctx context.Context, in chan<- message.Event) error {
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case rc := <-receipts:
+				in <- message.Event{Type: message.EventReceipt, Leg: f.Name(), Receipt: &rc}
+			}
 		}
 	}
-}
-
-func (l *sinkLeg) received() []message.Message {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]message.Message(nil), l.got...)
+	return f
 }
 
 // gateway is one host as serve wires it: a router over a local leg and the
@@ -93,7 +75,7 @@ func TestARouterSendsToAnotherHostsSessionByName(t *testing.T) {
 	if err != nil || done.Status != message.StatusDelivered {
 		t.Fatalf("wait: %+v, %v", done, err)
 	}
-	got := sink.received()
+	got := sink.Sent()
 	if len(got) != 1 || got[0].Body != "over the wire" || got[0].To != "uds:/run/s-sink.sock" || got[0].From != "alice@rt-a" {
 		t.Fatalf("sink got %+v", got)
 	}

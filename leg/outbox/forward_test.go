@@ -8,14 +8,17 @@ import (
 
 	"github.com/sessiongateway/gateway/addressing"
 	"github.com/sessiongateway/gateway/leg"
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/leg/outbox"
 	"github.com/sessiongateway/gateway/leg/remote"
 	"github.com/sessiongateway/gateway/message"
 )
 
-// ableLeg is an innerLeg with every ability the remote leg has.
+// ableLeg is the shared fake with every ability the remote leg has, each
+// recording that it was asked: the fake declares Prompter, Controllable
+// and Waker for no test but this one.
 type ableLeg struct {
-	*innerLeg
+	*legtest.Fake
 	asked []string
 	ready error
 }
@@ -54,8 +57,9 @@ func TestAbilitiesAreForwarded(t *testing.T) {
 		}
 	}
 	t.Run("each ability reaches an inner leg that has it", func(t *testing.T) {
-		inner := &ableLeg{innerLeg: newInner(sent)}
-		h := newHarness(t, stateDir(t), inner.innerLeg, outbox.Options{}, outbox.Config{})
+		base := newInner(sent)
+		inner := &ableLeg{Fake: base.fake}
+		h := newHarness(t, stateDir(t), base, outbox.Options{}, outbox.Config{})
 		leg, err := outbox.New(inner, outbox.Config{Store: h.store})
 		if err != nil {
 			t.Fatal(err)
@@ -119,19 +123,12 @@ func TestTheWrapperOffersExactlyTheRemoteLegsAbilities(t *testing.T) {
 	}
 }
 
-// declaringLeg is an innerLeg that declares abilities.
-type declaringLeg struct {
-	*innerLeg
-	declares leg.Abilities
-}
-
-func (d declaringLeg) Abilities() leg.Abilities { return d.declares }
-
 func TestTheWrapperDeclaresWhatItsInnerLegDeclares(t *testing.T) {
 	for _, want := range []leg.Abilities{{CloudSessions: true}, {OtherHosts: true, ReraisesCancelled: true}} {
-		inner := declaringLeg{newInner(sent), want}
-		h := newHarness(t, stateDir(t), inner.innerLeg, outbox.Options{}, outbox.Config{})
-		wrapped, err := outbox.New(inner, outbox.Config{Store: h.store})
+		inner := newInner(sent)
+		inner.fake.Declares = want
+		h := newHarness(t, stateDir(t), inner, outbox.Options{}, outbox.Config{})
+		wrapped, err := outbox.New(inner.fake, outbox.Config{Store: h.store})
 		if err != nil {
 			t.Fatal(err)
 		}

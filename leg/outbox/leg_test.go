@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/leg/outbox"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
@@ -26,9 +27,11 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // soon; it catches hangs and is never a claim about speed.
 const wait = 10 * time.Second
 
-// innerLeg is the leg the outbox wraps: it answers each Send by script and
-// records what it was asked, and whether a target was asked twice at once.
+// innerLeg is the leg the outbox wraps (fake): it answers each Send by
+// script and records what it was asked, and whether a target was asked
+// twice at once.
 type innerLeg struct {
+	fake   *legtest.Fake
 	script func(m message.Message, call int) (message.Receipt, error) // call counts from 1 per message id
 	hold   map[string]chan struct{}                                   // a Send to this target waits until it is closed
 	echo   bool                                                       // Run reports delivered after each sent, as the remote leg does
@@ -37,7 +40,6 @@ type innerLeg struct {
 	echoes sync.WaitGroup
 
 	mu      sync.Mutex
-	calls   []message.Message
 	perID   map[string]int
 	busy    map[string]bool
 	overlap []string
@@ -47,20 +49,16 @@ type innerLeg struct {
 }
 
 func newInner(script func(m message.Message, call int) (message.Receipt, error)) *innerLeg {
-	return &innerLeg{script: script, called: make(chan message.Message, 1000),
-		perID: map[string]int{}, busy: map[string]bool{}, hold: map[string]chan struct{}{}}
+	f := &innerLeg{script: script, called: make(chan message.Message, 1000),
+		perID: map[string]int{}, busy: map[string]bool{}, hold: map[string]chan struct{}{},
+		fake: legtest.New(message.ProtocolRemote,
+			message.Session{Address: "bridge:s1", Protocol: message.ProtocolRemote, Name: "one", SessionID: "s1", Reachable: true},
+			message.Session{Address: "bridge:s2", Protocol: message.ProtocolRemote, Name: "two", SessionID: "s2", Reachable: true})}
+	f.fake.OnSend, f.fake.OnRun = f.send, f.run
+	return f
 }
 
-func (f *innerLeg) Name() message.Protocol { return message.ProtocolRemote }
-
-func (f *innerLeg) Sessions(context.Context) ([]message.Session, error) {
-	return []message.Session{
-		{Address: "bridge:s1", Protocol: message.ProtocolRemote, Name: "one", SessionID: "s1", Reachable: true},
-		{Address: "bridge:s2", Protocol: message.ProtocolRemote, Name: "two", SessionID: "s2", Reachable: true},
-	}, nil
-}
-
-func (f *innerLeg) Send(ctx context.Context, m message.Message) (message.Receipt, error) {
+func (f *innerLeg) send(ctx context.Context, m message.Message) (message.Receipt, error) {
 	f.mu.Lock()
 	if f.busy[m.To] {
 		f.overlap = append(f.overlap, m.To)
@@ -68,7 +66,6 @@ func (f *innerLeg) Send(ctx context.Context, m message.Message) (message.Receipt
 	f.busy[m.To] = true
 	f.perID[m.ID]++
 	call := f.perID[m.ID]
-	f.calls = append(f.calls, m)
 	hold := f.hold[m.To]
 	f.mu.Unlock()
 	f.called <- m
@@ -95,7 +92,7 @@ func (f *innerLeg) Send(ctx context.Context, m message.Message) (message.Receipt
 	return rc, err
 }
 
-func (f *innerLeg) Run(ctx context.Context, in chan<- message.Event) error {
+func (f *innerLeg) run(ctx context.Context, in chan<- message.Event) error {
 	f.mu.Lock()
 	f.in, f.runCtx = in, ctx
 	f.mu.Unlock()
@@ -108,20 +105,14 @@ func (f *innerLeg) Run(ctx context.Context, in chan<- message.Event) error {
 }
 
 func (f *innerLeg) ids() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	var out []string
-	for _, m := range f.calls {
+	for _, m := range f.fake.Sent() {
 		out = append(out, m.ID)
 	}
 	return out
 }
 
-func (f *innerLeg) messages() []message.Message {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.calls)
-}
+func (f *innerLeg) messages() []message.Message { return f.fake.Sent() }
 
 func (f *innerLeg) overlaps() []string {
 	f.mu.Lock()
@@ -175,7 +166,7 @@ func newHarness(t *testing.T, dir string, inner *innerLeg, o outbox.Options, cfg
 		cfg.Permanent = func(err error) bool { return errors.Is(err, errRefused) }
 	}
 	h.cfg = cfg
-	if h.leg, err = outbox.New(inner, cfg); err != nil {
+	if h.leg, err = outbox.New(inner.fake, cfg); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.stop(); s.Close() })

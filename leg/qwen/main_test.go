@@ -16,5 +16,5 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(listenEnv); path != "" {
 		os.Exit(testutil.RunCountingListener(path))
 	}
-	goleak.VerifyTestMain(gatewaytest.Cleaned(m)) // the conformance suite starts gateway binaries
+	goleak.VerifyTestMain(gatewaytest.Cleaned(m)) // the peer suite starts gateway binaries
 }

@@ -9,18 +9,18 @@ import (
 	"github.com/sessiongateway/gateway/leg/claude"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
-	"github.com/sessiongateway/gateway/testkit/legtest"
+	"github.com/sessiongateway/gateway/testkit/peersuite"
 )
 
-// TestClaudeLegConformance runs the Claude leg's conformance suite against
+// TestClaudePeerSuite runs the Claude leg's peer suite against
 // the fake; interop runs the same suite against the real CLI.
-func TestClaudeLegConformance(t *testing.T) {
-	legtest.RunClaude(t, fakeBackend{})
+func TestClaudePeerSuite(t *testing.T) {
+	peersuite.RunClaude(t, fakeBackend{})
 }
 
 type fakeBackend struct{}
 
-func (fakeBackend) Start(t *testing.T, w *gatewaytest.World, name string) legtest.ClaudePeer {
+func (fakeBackend) Start(t *testing.T, w *gatewaytest.World, name string) peersuite.ClaudePeer {
 	return fakePeer{fakeclaude.Start(t, fakeclaude.Config{Name: name, ConfigDir: w.ConfigDir, RuntimeDir: w.Runtime})}
 }
 

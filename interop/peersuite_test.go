@@ -13,26 +13,26 @@ import (
 	"github.com/sessiongateway/gateway/testkit/fakeanthropic"
 	"github.com/sessiongateway/gateway/testkit/fakeopenai"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
-	"github.com/sessiongateway/gateway/testkit/legtest"
+	"github.com/sessiongateway/gateway/testkit/peersuite"
 )
 
-// The conformance suites (testkit/legtest) against the real CLIs;
+// The peer suites (testkit/peersuite) against the real CLIs;
 // testkit/fakeclaude and testkit/fakeqwen run the same suites against the
 // fakes.
 
-func TestClaudeLegConformance(t *testing.T) {
+func TestClaudePeerSuite(t *testing.T) {
 	needInterop(t)
-	legtest.RunClaude(t, realClaude{})
+	peersuite.RunClaude(t, realClaude{})
 }
 
-func TestQwenLegConformance(t *testing.T) {
+func TestQwenPeerSuite(t *testing.T) {
 	needQwen(t)
-	legtest.RunQwen(t, realQwen{})
+	peersuite.RunQwen(t, realQwen{})
 }
 
 type realClaude struct{}
 
-func (realClaude) Start(t *testing.T, w *gatewaytest.World, name string) legtest.ClaudePeer {
+func (realClaude) Start(t *testing.T, w *gatewaytest.World, name string) peersuite.ClaudePeer {
 	model := fakeanthropic.Start(t, nil)
 	return realClaudePeer{startClaude(t, w, model, name), model, map[string]bool{}}
 }
@@ -93,7 +93,7 @@ func envelopeAround(text, body string) (claude.Envelope, error) {
 
 type realQwen struct{}
 
-func (realQwen) Start(t *testing.T, w *gatewaytest.World) legtest.QwenPeer {
+func (realQwen) Start(t *testing.T, w *gatewaytest.World) peersuite.QwenPeer {
 	model := fakeopenai.Start(t, nil)
 	return realQwenPeer{startQwenTUI(t, w, model, qwencli.ModeDefault), model}
 }

@@ -1,4 +1,4 @@
-package legtest
+package peersuite
 
 import (
 	"encoding/json"
@@ -85,7 +85,7 @@ var claudeChecks = []struct {
 		checkResolves(t, g, addr, p.Name(), "["+s.Ref+"]", s.Ref, p.Name()+" ["+s.NativeRef+"]")
 	}},
 	{"a prompting send is delivered as a turn with the gateway's name", func(t *testing.T, g *gatewaytest.Gateway, p ClaudePeer) {
-		body := "conformance-ping-" + uuid.NewString()[:8]
+		body := "peersuite-ping-" + uuid.NewString()[:8]
 		o, code := g.SendJSON(t, p.Name(), body, "--mode", "prompting", "--wait", "--timeout", "20s")
 		if code != 0 || o.Status != message.StatusDelivered {
 			t.Fatalf("exit %d, outbound %+v", code, o)
@@ -111,7 +111,7 @@ var claudeChecks = []struct {
 		}
 	}},
 	{"a bypass send is held by the session until its person denies it", func(t *testing.T, g *gatewaytest.Gateway, p ClaudePeer) {
-		body := "conformance-bypass-" + uuid.NewString()[:8]
+		body := "peersuite-bypass-" + uuid.NewString()[:8]
 		// Held is not final, so --wait would sit out its whole timeout.
 		o, code := g.SendJSON(t, p.Name(), body, "--mode", "bypass")
 		if code != 0 {
@@ -131,7 +131,7 @@ var claudeChecks = []struct {
 		g.WaitStatus(t, id, func(o router.Outbound) bool { return o.Status == message.StatusDenied })
 	}},
 	{"while a hold is pending, an idle notice waits for the decision", func(t *testing.T, g *gatewaytest.Gateway, p ClaudePeer) {
-		body := "conformance-hold-idle-" + uuid.NewString()[:8]
+		body := "peersuite-hold-idle-" + uuid.NewString()[:8]
 		o, code := g.SendJSON(t, p.Name(), body, "--mode", "bypass")
 		if code != 0 {
 			t.Fatalf("exit %d, outbound %+v", code, o)
@@ -145,7 +145,7 @@ var claudeChecks = []struct {
 		g.WaitStatus(t, o.Message.ID, func(o router.Outbound) bool { return o.Status == message.StatusDenied })
 		// After a denial the real CLI answers at its next turn's end (or ~30 s
 		// later on its own): run a turn rather than wait.
-		turn := "conformance-after-hold-" + uuid.NewString()[:8]
+		turn := "peersuite-after-hold-" + uuid.NewString()[:8]
 		if o, code := g.SendJSON(t, p.Name(), turn, "--mode", "prompting", "--wait", "--timeout", "20s"); code != 0 || o.Status != message.StatusDelivered {
 			t.Fatalf("exit %d, outbound %+v", code, o)
 		}
@@ -155,7 +155,7 @@ var claudeChecks = []struct {
 		}
 	}},
 	{"a repeated body within 30 s is dropped duplicate", func(t *testing.T, g *gatewaytest.Gateway, p ClaudePeer) {
-		body := "conformance-dup-" + uuid.NewString()[:8]
+		body := "peersuite-dup-" + uuid.NewString()[:8]
 		first, _ := g.SendJSON(t, p.Name(), body, "--wait", "--timeout", "20s")
 		if first.Status != message.StatusDelivered {
 			t.Fatalf("first send %+v", first)

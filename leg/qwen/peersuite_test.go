@@ -10,18 +10,18 @@ import (
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeqwen"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
-	"github.com/sessiongateway/gateway/testkit/legtest"
+	"github.com/sessiongateway/gateway/testkit/peersuite"
 )
 
-// TestQwenLegConformance runs the Qwen leg's conformance suite against the
+// TestQwenPeerSuite runs the Qwen leg's peer suite against the
 // fake; interop runs the same suite against the real CLI.
-func TestQwenLegConformance(t *testing.T) {
-	legtest.RunQwen(t, fakeBackend{})
+func TestQwenPeerSuite(t *testing.T) {
+	peersuite.RunQwen(t, fakeBackend{})
 }
 
 type fakeBackend struct{}
 
-func (fakeBackend) Start(t *testing.T, w *gatewaytest.World) legtest.QwenPeer {
+func (fakeBackend) Start(t *testing.T, w *gatewaytest.World) peersuite.QwenPeer {
 	const name = "work-it"
 	p := fakeqwen.Start(t, fakeqwen.Config{Name: name, Home: w.QwenHome, RuntimeDir: w.Runtime})
 	// The token is in the record only, as a real session's is.

@@ -1,4 +1,4 @@
-package legtest
+package peersuite
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package legtest
+package peersuite
 
 import (
 	"testing"
@@ -65,7 +65,7 @@ var qwenChecks = []struct {
 		checkResolves(t, g, inboxAddr(p), p.Name(), "["+s.Ref+"]", s.Ref, p.Name()+" ["+s.Ref+"]")
 	}},
 	{"a prompting send is delivered with the session's delivered receipt", func(t *testing.T, _ *gatewaytest.World, g *gatewaytest.Gateway, p QwenPeer) {
-		body := "conformance-ping-" + uuid.NewString()[:8]
+		body := "peersuite-ping-" + uuid.NewString()[:8]
 		o, code := g.SendJSON(t, p.Name(), body, "--mode", "prompting", "--wait", "--timeout", "30s")
 		if r := gatewaytest.LastReceipt(t, o); code != 0 || o.Status != message.StatusDelivered || r.Status != message.StatusDelivered || r.From != inboxAddr(p) {
 			t.Fatalf("exit %d, status %v, receipts %+v; want the session's delivered receipt from %s", code, o.Status, o.Receipts, inboxAddr(p))
@@ -75,7 +75,7 @@ var qwenChecks = []struct {
 		}
 	}},
 	{"a bypass send is held", func(t *testing.T, _ *gatewaytest.World, g *gatewaytest.Gateway, p QwenPeer) {
-		body := "conformance-bypass-" + uuid.NewString()[:8]
+		body := "peersuite-bypass-" + uuid.NewString()[:8]
 		o, code := g.SendJSON(t, p.Name(), body, "--mode", "bypass")
 		if code != 0 {
 			t.Fatalf("exit %d, outbound %+v", code, o)
@@ -95,7 +95,7 @@ var qwenChecks = []struct {
 		}
 	}},
 	{"a repeated body within 30 s sent --unpaced is dropped duplicate", func(t *testing.T, _ *gatewaytest.World, g *gatewaytest.Gateway, p QwenPeer) {
-		body := "conformance-dup-" + uuid.NewString()[:8]
+		body := "peersuite-dup-" + uuid.NewString()[:8]
 		first, _ := g.SendJSON(t, p.Name(), body, "--wait", "--timeout", "30s")
 		if first.Status != message.StatusDelivered {
 			t.Fatalf("first send %+v", first)
