@@ -77,7 +77,7 @@ func FuzzTCPHeaders(f *testing.F) {
 	f.Add("Bearer gwt_00", "https://ui.example", "[::1]:7777", "OPTIONS")
 	srv := newTestServer()
 	srv.cfg.CORSOrigin = "https://ui.example"
-	srv.cfg.RateLimit = RateLimit{Rate: -1}
+	srv.cfg.RateLimit = clock.Bucket{Rate: -1}
 	srv.limit = newLimiter(srv.cfg.RateLimit, clock.Real{})
 	h := srv.TCPHandler("127.0.0.1:7777")
 	f.Fuzz(func(t *testing.T, auth, origin, host, method string) {

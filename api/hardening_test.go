@@ -172,7 +172,7 @@ func TestRateLimits(t *testing.T) {
 	clk := &stepClock{now: time.Unix(1e9, 0)}
 	srv := newTestServer()
 	srv.cfg.Tokens = testTokens
-	srv.limit = newLimiter(RateLimit{Rate: 1, Burst: 3}, clk)
+	srv.limit = newLimiter(clock.Bucket{Rate: 1, Burst: 3}, clk)
 	h := srv.TCPHandler(testHost)
 	t.Run("a client over its burst gets 429 with Retry-After", func(t *testing.T) {
 		for i := range 3 {
@@ -210,7 +210,7 @@ func TestRateLimits(t *testing.T) {
 
 func TestTheLimiterTableIsBounded(t *testing.T) {
 	clk := &stepClock{now: time.Unix(1e9, 0)}
-	l := newLimiter(RateLimit{Rate: 1, Burst: 2}, clk)
+	l := newLimiter(clock.Bucket{Rate: 1, Burst: 2}, clk)
 	for i := range maxBuckets {
 		l.allow(strconv.Itoa(i))
 	}
@@ -455,7 +455,7 @@ func TestOversizedHeadersAreRefused(t *testing.T) {
 
 func TestARateOfZeroLetsEveryRequestThrough(t *testing.T) {
 	clk := &stepClock{now: time.Unix(1e9, 0)}
-	for _, lim := range []RateLimit{NoRateLimit, {Rate: 0, Burst: 5}} {
+	for _, lim := range []clock.Bucket{NoRateLimit, {Rate: 0, Burst: 5}} {
 		l := newLimiter(lim, clk)
 		for i := range 1000 {
 			if ok, _ := l.allow("client"); !ok {

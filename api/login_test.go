@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sessiongateway/gateway/internal/clock"
 )
 
 // browser is a signed-in browser: its cookie and CSRF token.
@@ -198,7 +200,7 @@ func TestARemovedTokenEndsWhatItPaired(t *testing.T) {
 		"leaving": {ID: "t_leave", Label: "leaving", Scopes: AllScopes},
 		"shrinks": {ID: "t_shr", Label: "shrinks", Scopes: Scopes(1<<ScopeRead | 1<<ScopeSend)},
 	}
-	srv := NewServer(Config{Router: newTestServer().cfg.Router, Token: "tok", Tokens: toks, RateLimit: RateLimit{Rate: -1}})
+	srv := NewServer(Config{Router: newTestServer().cfg.Router, Token: "tok", Tokens: toks, RateLimit: clock.Bucket{Rate: -1}})
 	h := srv.TCPHandler(testHost)
 	pairAs := func(token string) string {
 		t.Helper()
@@ -248,7 +250,7 @@ func TestARemovedTokenEndsWhatItPaired(t *testing.T) {
 }
 
 func TestSignInsAndPairingsAreBounded(t *testing.T) {
-	srv := NewServer(Config{Router: newTestServer().cfg.Router, Token: "tok", Tokens: testTokens, RateLimit: RateLimit{Rate: -1}})
+	srv := NewServer(Config{Router: newTestServer().cfg.Router, Token: "tok", Tokens: testTokens, RateLimit: clock.Bucket{Rate: -1}})
 	h := srv.TCPHandler(testHost)
 	other := signIn(t, h, `{"token":"approver"}`)
 	first := signIn(t, h, `{"token":"tok"}`)

@@ -4,11 +4,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/sessiongateway/gateway/internal/clock"
 )
 
 func TestAnAPIPrefixServesEverythingUnderItAndNothingElse(t *testing.T) {
 	console := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("console at " + r.URL.Path)) })
-	srv := NewServer(Config{Router: newTestServer().cfg.Router, Token: "tok", Prefix: "/gw", Console: console, RateLimit: RateLimit{Rate: -1}})
+	srv := NewServer(Config{Router: newTestServer().cfg.Router, Token: "tok", Prefix: "/gw", Console: console, RateLimit: clock.Bucket{Rate: -1}})
 	h := srv.TCPHandler(testHost)
 	tests := []struct {
 		name, path, token string

@@ -11,12 +11,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sessiongateway/gateway/internal/clock"
 )
 
 func TestProbesAreNotRateLimited(t *testing.T) {
 	srv := newTestServer()
 	srv.cfg.Tokens = testTokens
-	srv.limit = newLimiter(RateLimit{Rate: 1, Burst: 3}, &stepClock{now: time.Unix(1e9, 0)})
+	srv.limit = newLimiter(clock.Bucket{Rate: 1, Burst: 3}, &stepClock{now: time.Unix(1e9, 0)})
 	h := srv.TCPHandler(testHost)
 	for range 80 {
 		tcpDo(h, "GET", "/v1/sessions", "guess", "")

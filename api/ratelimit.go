@@ -10,18 +10,17 @@ import (
 	"github.com/sessiongateway/gateway/internal/clock"
 )
 
-// RateLimit is each client's token bucket on TCP: Rate requests a second
-// on average, Burst at once. A client is its grant once authenticated,
-// else its remote IP (probes, and whoever is guessing tokens). A Rate of
-// zero or less turns the limit off (NoRateLimit); the zero RateLimit in a
-// Config means DefaultRateLimit.
-type RateLimit = clock.Bucket
+// Config.RateLimit is each client's token bucket on TCP: Rate requests a
+// second on average, Burst at once. A client is its grant once
+// authenticated, else its remote IP (probes, and whoever is guessing
+// tokens). A Rate of zero or less turns the limit off (NoRateLimit); the
+// zero Bucket in a Config means DefaultRateLimit.
 
 // DefaultRateLimit is generous for scripts and UIs, tight for a guesser.
-var DefaultRateLimit = RateLimit{Rate: 20, Burst: 50}
+var DefaultRateLimit = clock.Bucket{Rate: 20, Burst: 50}
 
 // NoRateLimit lets every client make as many requests as it likes.
-var NoRateLimit = RateLimit{Rate: -1}
+var NoRateLimit = clock.Bucket{Rate: -1}
 
 // maxBuckets bounds the limiter's table. When it is full, buckets that
 // have refilled (idle clients) are forgotten; if none has, a new client is
@@ -31,13 +30,13 @@ const maxBuckets = 4096
 // limiter keeps one rate.Limiter per client. The limiters are asked with
 // the injected clock's time, so tests step time instead of sleeping.
 type limiter struct {
-	lim RateLimit
+	lim clock.Bucket
 	clk clock.Clock
 	mu  sync.Mutex
 	bks map[string]*rate.Limiter
 }
 
-func newLimiter(lim RateLimit, clk clock.Clock) *limiter {
+func newLimiter(lim clock.Bucket, clk clock.Clock) *limiter {
 	return &limiter{lim: lim, clk: clk, bks: map[string]*rate.Limiter{}}
 }
 

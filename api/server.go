@@ -48,7 +48,7 @@ type Config struct {
 	CORSOrigin string
 	// RateLimit is each TCP client's budget; zero for DefaultRateLimit,
 	// a negative Rate for none.
-	RateLimit RateLimit
+	RateLimit clock.Bucket
 	// TLS, when set, is reloaded by ReloadTLS.
 	TLS   *CertReloader
 	Clock clock.Clock // nil for the wall clock
@@ -104,7 +104,7 @@ func NewServer(cfg Config) *Server {
 	if cfg.MaxWait == 0 {
 		cfg.MaxWait = 10 * time.Minute
 	}
-	if cfg.RateLimit == (RateLimit{}) {
+	if cfg.RateLimit == (clock.Bucket{}) {
 		cfg.RateLimit = DefaultRateLimit
 	}
 	if cfg.Clock == nil {

@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/internal/clock"
 )
 
 // apiOpts are serve's flags hardening the TCP control API (--api); the
@@ -15,7 +16,7 @@ type apiOpts struct {
 	tlsCert, tlsKey string
 	corsOrigin      string
 	prefix          string
-	limit           api.RateLimit // --api-rate and --api-burst
+	limit           clock.Bucket // --api-rate and --api-burst
 }
 
 func apiFlags(fs *flag.FlagSet, _ *env) *apiOpts {
@@ -53,7 +54,7 @@ func (o *apiOpts) check(apiAddr string) error {
 }
 
 // rateLimit is the api.Config value: --api-rate 0 turns limits off.
-func (o *apiOpts) rateLimit() api.RateLimit {
+func (o *apiOpts) rateLimit() clock.Bucket {
 	if o.limit.Off() {
 		return api.NoRateLimit
 	}

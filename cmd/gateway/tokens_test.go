@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/api"
+	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/testutil"
 )
 
@@ -175,13 +176,13 @@ func TestAPIFlagsAreChecked(t *testing.T) {
 		addr string
 		ok   bool
 	}{
-		{"the defaults pass", apiOpts{limit: api.RateLimit{Rate: 20, Burst: 50}}, "", true},
-		{"a certificate without a key is refused", apiOpts{tlsCert: "c.pem", limit: api.RateLimit{Rate: 1, Burst: 1}}, "127.0.0.1:0", false},
-		{"TLS without --api is refused", apiOpts{tlsCert: "c.pem", tlsKey: "k.pem", limit: api.RateLimit{Rate: 1, Burst: 1}}, "", false},
-		{"a CORS origin with a path is refused", apiOpts{corsOrigin: "https://ui.example/app", limit: api.RateLimit{Rate: 1, Burst: 1}}, "", false},
-		{"a CORS origin passes", apiOpts{corsOrigin: "https://ui.example:8443", limit: api.RateLimit{Rate: 1, Burst: 1}}, "", true},
-		{"a zero burst with a rate is refused", apiOpts{limit: api.RateLimit{Rate: 1}}, "", false},
-		{"a negative rate turns limits off", apiOpts{limit: api.RateLimit{Rate: -1}}, "", true},
+		{"the defaults pass", apiOpts{limit: clock.Bucket{Rate: 20, Burst: 50}}, "", true},
+		{"a certificate without a key is refused", apiOpts{tlsCert: "c.pem", limit: clock.Bucket{Rate: 1, Burst: 1}}, "127.0.0.1:0", false},
+		{"TLS without --api is refused", apiOpts{tlsCert: "c.pem", tlsKey: "k.pem", limit: clock.Bucket{Rate: 1, Burst: 1}}, "", false},
+		{"a CORS origin with a path is refused", apiOpts{corsOrigin: "https://ui.example/app", limit: clock.Bucket{Rate: 1, Burst: 1}}, "", false},
+		{"a CORS origin passes", apiOpts{corsOrigin: "https://ui.example:8443", limit: clock.Bucket{Rate: 1, Burst: 1}}, "", true},
+		{"a zero burst with a rate is refused", apiOpts{limit: clock.Bucket{Rate: 1}}, "", false},
+		{"a negative rate turns limits off", apiOpts{limit: clock.Bucket{Rate: -1}}, "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
