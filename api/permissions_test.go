@@ -11,13 +11,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
-	"github.com/sessiongateway/gateway/testkit/promptleg"
 )
 
 // remoteSession is the prompt leg's one session.
-const remoteSession = promptleg.SessionID
+const remoteSession = legtest.SessionID
 
 func permID(request string) string {
 	sum := sha256.Sum256([]byte(remoteSession + "\x00" + request))
@@ -27,10 +27,10 @@ func permID(request string) string {
 // newPermissionServer serves a running router over a Claude stub leg and a
 // remote leg that has raised two prompts: "bash" (Bash) and "ask"
 // (AskUserQuestion).
-func newPermissionServer(tb testing.TB) (*Server, *promptleg.Leg) {
+func newPermissionServer(tb testing.TB) (*Server, *legtest.PromptLeg) {
 	tb.Helper()
 	claudeLeg := claudeStub() // the same Claude sessions as the other tests
-	leg := promptleg.New()
+	leg := legtest.NewPromptLeg()
 	rt := router.New(router.Config{}, claudeLeg, leg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -64,10 +64,10 @@ func TestPermissionEndpoints(t *testing.T) {
 	type step struct {
 		method, path, body string
 		status             int
-		check              func(t *testing.T, body []byte, leg *promptleg.Leg)
+		check              func(t *testing.T, body []byte, leg *legtest.PromptLeg)
 	}
-	listed := func(want ...string) func(t *testing.T, body []byte, _ *promptleg.Leg) {
-		return func(t *testing.T, body []byte, _ *promptleg.Leg) {
+	listed := func(want ...string) func(t *testing.T, body []byte, _ *legtest.PromptLeg) {
+		return func(t *testing.T, body []byte, _ *legtest.PromptLeg) {
 			var ps []message.PermissionRequest
 			if err := json.Unmarshal(body, &ps); err != nil {
 				t.Fatal(err)
@@ -81,8 +81,8 @@ func TestPermissionEndpoints(t *testing.T) {
 			}
 		}
 	}
-	code := func(want string) func(t *testing.T, body []byte, _ *promptleg.Leg) {
-		return func(t *testing.T, body []byte, _ *promptleg.Leg) {
+	code := func(want string) func(t *testing.T, body []byte, _ *legtest.PromptLeg) {
+		return func(t *testing.T, body []byte, _ *legtest.PromptLeg) {
 			var e Error
 			if err := json.Unmarshal(body, &e); err != nil || e.Code != want || e.Error == "" {
 				t.Fatalf("body %s, want a JSON error with code %s", body, want)
@@ -95,7 +95,7 @@ func TestPermissionEndpoints(t *testing.T) {
 		steps []step
 	}{
 		{"the pending list shows each prompt with its id, session, tool and input", []step{
-			{"GET", "/v1/permissions", "", 200, func(t *testing.T, body []byte, _ *promptleg.Leg) {
+			{"GET", "/v1/permissions", "", 200, func(t *testing.T, body []byte, _ *legtest.PromptLeg) {
 				var ps []map[string]any
 				if err := json.Unmarshal(body, &ps); err != nil || len(ps) != 2 {
 					t.Fatalf("body %s", body)
@@ -107,7 +107,7 @@ func TestPermissionEndpoints(t *testing.T) {
 			}},
 		}},
 		{"one prompt is read by its id", []step{
-			{"GET", bash, "", 200, func(t *testing.T, body []byte, _ *promptleg.Leg) {
+			{"GET", bash, "", 200, func(t *testing.T, body []byte, _ *legtest.PromptLeg) {
 				var p message.PermissionRequest
 				if err := json.Unmarshal(body, &p); err != nil || p.RequestID != "bash" || p.State != message.PermissionPending {
 					t.Fatalf("body %s", body)
@@ -119,7 +119,7 @@ func TestPermissionEndpoints(t *testing.T) {
 			{"POST", "/v1/permissions/p000000", `{"behavior":"allow"}`, 404, code(CodeNotFound)},
 		}},
 		{"an answer settles the prompt once, by api unless told", []step{
-			{"POST", bash, `{"behavior":"allow","rules":[{"tool_name":"Bash","rule_content":"go test ./..."}]}`, 200, func(t *testing.T, body []byte, leg *promptleg.Leg) {
+			{"POST", bash, `{"behavior":"allow","rules":[{"tool_name":"Bash","rule_content":"go test ./..."}]}`, 200, func(t *testing.T, body []byte, leg *legtest.PromptLeg) {
 				var p message.PermissionRequest
 				if err := json.Unmarshal(body, &p); err != nil || p.State != message.PermissionAnswered || p.Answer == nil || p.Answer.By != "api" {
 					t.Fatalf("body %s", body)
@@ -133,7 +133,7 @@ func TestPermissionEndpoints(t *testing.T) {
 			{"GET", "/v1/permissions?all=true", "", 200, listed("bash:answered", "ask:pending")},
 		}},
 		{"questions are answered by text with labels", []step{
-			{"POST", ask, `{"behavior":"allow","answers":{"Which approach?":["Option B"],"Which features?":["Logging","Metrics"]}}`, 200, func(t *testing.T, _ []byte, leg *promptleg.Leg) {
+			{"POST", ask, `{"behavior":"allow","answers":{"Which approach?":["Option B"],"Which features?":["Logging","Metrics"]}}`, 200, func(t *testing.T, _ []byte, leg *legtest.PromptLeg) {
 				if a := leg.Answers(); len(a) != 1 || len(a[0].Answers["Which features?"]) != 2 {
 					t.Fatalf("leg got %+v", a)
 				}
@@ -143,7 +143,7 @@ func TestPermissionEndpoints(t *testing.T) {
 			{"POST", bash, `{"behavior":"perhaps"}`, 400, code(CodeBadRequest)},
 			{"POST", bash, `{"behavior":"allow","updated_input":[1]}`, 400, code(CodeBadRequest)},
 			{"POST", bash, `{"behavior":"allow","answers":{"Q":["A"]}}`, 400, code(CodeBadRequest)},
-			{"POST", ask, `{"behavior":"allow","answers":{"Which approach?":["Option C"],"Which features?":["Logging"]}}`, 400, func(t *testing.T, body []byte, _ *promptleg.Leg) {
+			{"POST", ask, `{"behavior":"allow","answers":{"Which approach?":["Option C"],"Which features?":["Logging"]}}`, 400, func(t *testing.T, body []byte, _ *legtest.PromptLeg) {
 				if !strings.Contains(string(body), `Option A`) {
 					t.Fatalf("body %s: want the valid options listed", body)
 				}
@@ -154,7 +154,7 @@ func TestPermissionEndpoints(t *testing.T) {
 			{"GET", "/v1/permissions", "", 200, listed("bash:pending", "ask:pending")},
 		}},
 		{"a control request reaches the remote leg", []step{
-			{"POST", "/v1/control", `{"address":"bridge:` + remoteSession + `","kind":"set_permission_mode","mode":"plan"}`, 200, func(t *testing.T, _ []byte, leg *promptleg.Leg) {
+			{"POST", "/v1/control", `{"address":"bridge:` + remoteSession + `","kind":"set_permission_mode","mode":"plan"}`, 200, func(t *testing.T, _ []byte, leg *legtest.PromptLeg) {
 				if c := leg.Controls(); len(c) != 1 || c[0].Mode != "plan" {
 					t.Fatalf("leg got %+v", c)
 				}
@@ -168,7 +168,7 @@ func TestPermissionEndpoints(t *testing.T) {
 			{"POST", "/v1/control", `{"address":"nobody-here","kind":"interrupt"}`, 404, code(CodeNotFound)},
 		}},
 		{"an address resolves to its session", []step{
-			{"GET", "/v1/resolve?address=fix-the-bug", "", 200, func(t *testing.T, body []byte, _ *promptleg.Leg) {
+			{"GET", "/v1/resolve?address=fix-the-bug", "", 200, func(t *testing.T, body []byte, _ *legtest.PromptLeg) {
 				var s message.Session
 				if err := json.Unmarshal(body, &s); err != nil || s.SessionID != remoteSession || s.Protocol != message.ProtocolRemote {
 					t.Fatalf("body %s", body)

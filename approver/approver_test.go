@@ -16,7 +16,6 @@ import (
 	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
-	"github.com/sessiongateway/gateway/testkit/promptleg"
 )
 
 const (
@@ -222,7 +221,7 @@ func holdsAll(t *testing.T, text string, frags ...string) {
 }
 
 func TestTheApproverGetsEachPromptWithItsIDAndTheReplyForms(t *testing.T) {
-	id := promptleg.ShortID(promptleg.SessionID, "r1")
+	id := legtest.ShortID(legtest.SessionID, "r1")
 	tests := []struct {
 		name  string
 		event message.Event
@@ -230,20 +229,20 @@ func TestTheApproverGetsEachPromptWithItsIDAndTheReplyForms(t *testing.T) {
 	}{
 		{"a tool prompt shows the session, the tool, its input and allow and deny",
 			func() message.Event {
-				ev := promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{"command":"go test ./...","description":"run the tests"}`)
+				ev := legtest.Prompt(legtest.SessionID, "r1", "Bash", `{"command":"go test ./...","description":"run the tests"}`)
 				ev.Permission.Description = "Run the\ntests"
 				return ev
 			}(),
 			[]string{"Permission request " + id, `remote session "fix-the-bug" (bridge:session_01abc)`, "the tool Bash wants to run",
 				"Description: Run the tests\n", "\"command\": \"go test ./...\"", "  allow " + id + "\n", "  deny " + id + " <reason>\n", "first answer wins"}},
 		{"a question shows its numbered options and an answer that parses",
-			promptleg.AskPrompt("r1"),
+			legtest.AskPrompt("r1"),
 			[]string{"Question " + id, "1. Which approach? [Approach] (choose one)", "1) Option A", "2) Option B",
 				"2. Which features? [Features] (choose one or more)", "  answer " + id + ` "Approach=Option A" "Features=Logging"` + "\n",
 				`answer ` + id + ` "1=1" "2=1" works too`, `("Features=Logging" "Features=Metrics")`, `Features=["Logging","Metrics"]`, "  deny " + id + " <reason>"}},
 		{"a tool prompt lists the session's suggestions by number and the allow options",
 			func() message.Event {
-				ev := promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{"command":"npm test"}`)
+				ev := legtest.Prompt(legtest.SessionID, "r1", "Bash", `{"command":"npm test"}`)
 				ev.Permission.Suggestions = []message.PermissionUpdate{{Type: message.UpdateAddRules, Behavior: "allow", Destination: "localSettings",
 					Rules: []message.PermissionRule{{ToolName: "Bash", RuleContent: "npm test"}}}}
 				return ev
@@ -251,10 +250,10 @@ func TestTheApproverGetsEachPromptWithItsIDAndTheReplyForms(t *testing.T) {
 			[]string{"The session suggests (add one to an allow with --suggestion N):\n  1) addRules allow Bash(npm test) in localSettings\n",
 				"allow " + id + " --suggestion 1", "--mode MODE", "--input JSON"}},
 		{"a plan asks for approval and offers a mode switch in the same answer",
-			promptleg.Prompt(promptleg.SessionID, "r1", "ExitPlanMode", `{"plan":"1. fix it"}`),
+			legtest.Prompt(legtest.SessionID, "r1", "ExitPlanMode", `{"plan":"1. fix it"}`),
 			[]string{"Plan approval " + id, "leave plan mode and carry out its plan", "allow " + id + " --mode acceptEdits", "  deny " + id + " <reason>\n"}},
 		{"a huge input is cut and says where to read it whole",
-			promptleg.Prompt(promptleg.SessionID, "r1", "Write", `{"content":"`+strings.Repeat("x", 5000)+`"}`),
+			legtest.Prompt(legtest.SessionID, "r1", "Write", `{"content":"`+strings.Repeat("x", 5000)+`"}`),
 			[]string{"… (cut: 2000 of ", "bytes shown; `gateway permissions --json` shows it whole)"}},
 	}
 	for _, tt := range tests {
@@ -279,15 +278,15 @@ func TestAPromptThatNeedsNoAnswerAnyMoreIsAnnounced(t *testing.T) {
 		event message.Event
 		want  string
 	}{
-		{"a withdrawn prompt", promptleg.Withdraw(promptleg.SessionID, "r1"), "was withdrawn by the session: nothing to answer."},
+		{"a withdrawn prompt", legtest.Withdraw(legtest.SessionID, "r1"), "was withdrawn by the session: nothing to answer."},
 		{"a prompt answered on claude.ai", message.Event{Type: message.EventPermission, Permission: &message.PermissionRequest{
-			SessionID: promptleg.SessionID, RequestID: "r1", State: message.PermissionAnswered, Answer: &message.PermissionAnswer{Behavior: message.BehaviorDeny}}},
+			SessionID: legtest.SessionID, RequestID: "r1", State: message.PermissionAnswered, Answer: &message.PermissionAnswer{Behavior: message.BehaviorDeny}}},
 			"was answered (deny) by another client of the session (claude.ai): nothing left to answer."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := startApprover(t)
-			id := g.raise(t, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{"command":"ls"}`))[0]
+			id := g.raise(t, legtest.Prompt(legtest.SessionID, "r1", "Bash", `{"command":"ls"}`))[0]
 			g.remote.feed(t, g.r, tt.event)
 			holdsAll(t, g.local.next(t).Body, "Permission request "+id+" (Bash: ls) "+tt.want)
 		})
@@ -295,8 +294,8 @@ func TestAPromptThatNeedsNoAnswerAnyMoreIsAnnounced(t *testing.T) {
 }
 
 func TestTheApproversReplyAnswersThePrompt(t *testing.T) {
-	bash := func() message.Event { return promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{"command":"ls"}`) }
-	id := promptleg.ShortID(promptleg.SessionID, "r1")
+	bash := func() message.Event { return legtest.Prompt(legtest.SessionID, "r1", "Bash", `{"command":"ls"}`) }
+	id := legtest.ShortID(legtest.SessionID, "r1")
 	both := map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Logging", "Metrics"}}
 	tests := []struct {
 		name    string
@@ -317,13 +316,13 @@ func TestTheApproversReplyAnswersThePrompt(t *testing.T) {
 			message.PermissionAnswer{Behavior: message.BehaviorDeny, Message: "too risky"}, "Denied " + id},
 		{"deny without a reason denies", bash(), "deny " + id,
 			message.PermissionAnswer{Behavior: message.BehaviorDeny}, "Denied " + id + " (Bash: ls)."},
-		{"answer by header and label, repeating a multi-select question", promptleg.AskPrompt("r1"),
+		{"answer by header and label, repeating a multi-select question", legtest.AskPrompt("r1"),
 			"answer " + id + ` "Approach=Option B" "Features=Logging" "Features=Metrics"`,
 			message.PermissionAnswer{Behavior: message.BehaviorAllow, Answers: both}, "Answered " + id + ": Which approach? = Option B; Which features? = Logging, Metrics."},
-		{"answer by numbers with a JSON list", promptleg.AskPrompt("r1"),
+		{"answer by numbers with a JSON list", legtest.AskPrompt("r1"),
 			"answer " + id + ` 1=2 Features=["Logging","Metrics"]`,
 			message.PermissionAnswer{Behavior: message.BehaviorAllow, Answers: both}, "Answered " + id},
-		{"answer by question text in single quotes", promptleg.AskPrompt("r1"),
+		{"answer by question text in single quotes", legtest.AskPrompt("r1"),
 			"answer " + id + ` 'Which approach?=option b' '2=[ "Logging", "Metrics" ]'`,
 			message.PermissionAnswer{Behavior: message.BehaviorAllow, Answers: both}, "Answered " + id},
 	}
@@ -345,7 +344,7 @@ func TestTheApproversReplyAnswersThePrompt(t *testing.T) {
 
 func TestTheExampleAnswerInANoticeAnswersThePrompt(t *testing.T) {
 	g := startApprover(t)
-	g.remote.feed(t, g.r, promptleg.AskPrompt("r1"))
+	g.remote.feed(t, g.r, legtest.AskPrompt("r1"))
 	var example string
 	for line := range strings.Lines(g.local.next(t).Body) {
 		if strings.HasPrefix(line, "  answer ") {
@@ -360,7 +359,7 @@ func TestTheExampleAnswerInANoticeAnswersThePrompt(t *testing.T) {
 }
 
 func TestARepliesThatCannotBeAppliedSayWhatIsExpected(t *testing.T) {
-	id := promptleg.ShortID(promptleg.SessionID, "r1")
+	id := legtest.ShortID(legtest.SessionID, "r1")
 	forms := []string{"allow <id>", "deny <id> <reason>", `answer <id> "Question=Option"`, "Pending:\n  " + id}
 	tests := []struct {
 		name   string
@@ -368,17 +367,17 @@ func TestARepliesThatCannotBeAppliedSayWhatIsExpected(t *testing.T) {
 		reply  string
 		want   []string
 	}{
-		{"a verb without an id", promptleg.AskPrompt("r1"), "allow", append([]string{`could not read your reply "allow": allow needs the request's id`}, forms...)},
-		{"an allow with words after the id", promptleg.AskPrompt("r1"), "allow " + id + " please", append([]string{`allow takes the id and options (--suggestion N, --mode MODE, --rule RULE, --input JSON), but "please" follows it`}, forms...)},
-		{"an id that is no id", promptleg.AskPrompt("r1"), "deny p#1", append([]string{`"p#1" is not a request id`}, forms...)},
-		{"an answer without specs", promptleg.AskPrompt("r1"), "answer " + id, append([]string{`answer needs "Question=Option" after the id`}, forms...)},
-		{"an unclosed quote", promptleg.AskPrompt("r1"), "answer " + id + ` "Approach=Option B`, append([]string{`a "quote" is not closed`}, forms...)},
-		{"an unknown id", promptleg.AskPrompt("r1"), "allow pffffff", append([]string{"there is no permission request pffffff"}, forms...)},
-		{"an option the question does not offer", promptleg.AskPrompt("r1"), "answer " + id + ` "Approach=Option C" Features=1`,
+		{"a verb without an id", legtest.AskPrompt("r1"), "allow", append([]string{`could not read your reply "allow": allow needs the request's id`}, forms...)},
+		{"an allow with words after the id", legtest.AskPrompt("r1"), "allow " + id + " please", append([]string{`allow takes the id and options (--suggestion N, --mode MODE, --rule RULE, --input JSON), but "please" follows it`}, forms...)},
+		{"an id that is no id", legtest.AskPrompt("r1"), "deny p#1", append([]string{`"p#1" is not a request id`}, forms...)},
+		{"an answer without specs", legtest.AskPrompt("r1"), "answer " + id, append([]string{`answer needs "Question=Option" after the id`}, forms...)},
+		{"an unclosed quote", legtest.AskPrompt("r1"), "answer " + id + ` "Approach=Option B`, append([]string{`a "quote" is not closed`}, forms...)},
+		{"an unknown id", legtest.AskPrompt("r1"), "allow pffffff", append([]string{"there is no permission request pffffff"}, forms...)},
+		{"an option the question does not offer", legtest.AskPrompt("r1"), "answer " + id + ` "Approach=Option C" Features=1`,
 			[]string{`Not applied: question "Which approach?" has no option "Option C"; options: 1 "Option A", 2 "Option B"`, "  answer " + id + ` "Approach=Option A"`}},
-		{"a question left unanswered", promptleg.AskPrompt("r1"), "answer " + id + " Approach=1",
+		{"a question left unanswered", legtest.AskPrompt("r1"), "answer " + id + " Approach=1",
 			[]string{"Not applied: answer every question; still unanswered:", `2 "Which features?" (Features, several): 1 "Logging", 2 "Metrics"`}},
-		{"an answer to a prompt that asks nothing", promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`), "answer " + id + " 1=1",
+		{"an answer to a prompt that asks nothing", legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`), "answer " + id + " 1=1",
 			[]string{"Not applied: " + id + " is a Bash request, not a question.", "  allow " + id, "  deny " + id + " <reason>"}},
 	}
 	for _, tt := range tests {
@@ -411,7 +410,7 @@ func TestMessagesThatAreNoRepliesAreLeftAlone(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := startApprover(t)
-			id := g.raise(t, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))[0]
+			id := g.raise(t, legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`))[0]
 			_, _, sub := g.r.Hub().Subscribe(-1)
 			defer sub.Close()
 			m := tt.from
@@ -456,7 +455,7 @@ func TestAReplyWrittenByAnotherProcessThanTheApproversIsRefusedAndCounted(t *tes
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := startApprover(t)
-			id := g.raise(t, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))[0]
+			id := g.raise(t, legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`))[0]
 			_, _, sub := g.r.Hub().Subscribe(-1)
 			defer sub.Close()
 			m := tt.from
@@ -490,7 +489,7 @@ func TestAReplyWrittenByAnotherProcessThanTheApproversIsRefusedAndCounted(t *tes
 }
 
 func TestAReplyWrittenByTheAliasWorkerStandingForTheApproverCounts(t *testing.T) {
-	remote := "bridge:" + promptleg.SessionID
+	remote := "bridge:" + legtest.SessionID
 	worker := message.Session{Address: "uds:/tmp/cc-socks/77.sock", Protocol: message.ProtocolClaude, Name: "fix-the-bug",
 		SessionID: "s-alias", PID: 77, Kind: "alias", Reachable: true, AliasOf: remote}
 	tests := []struct {
@@ -504,7 +503,7 @@ func TestAReplyWrittenByTheAliasWorkerStandingForTheApproverCounts(t *testing.T)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := startApproverAt(t, remote, worker)
-			pub := g.remote.feed(t, g.r, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))
+			pub := g.remote.feed(t, g.r, legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`))
 			id := pub[0].Permission.ID
 			_, _, sub := g.r.Hub().Subscribe(-1)
 			defer sub.Close()
@@ -528,7 +527,7 @@ func TestAReplyWrittenByTheAliasWorkerStandingForTheApproverCounts(t *testing.T)
 
 func TestAReplyAfterTheCLIAnsweredIsToldWhoWasFirst(t *testing.T) {
 	g := startApprover(t)
-	id := g.raise(t, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))[0]
+	id := g.raise(t, legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`))[0]
 	if _, err := g.r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli"}); err != nil {
 		t.Fatal(err)
 	}
@@ -552,7 +551,7 @@ func TestTheApproverIsRecognisedAfterItRestarts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := startApprover(t)
-			id := g.raise(t, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))[0]
+			id := g.raise(t, legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`))[0]
 			holdsAll(t, g.ask(t, "allow pffffff"), "no permission request pffffff") // resolves the first approver
 			g.local.fake.SetSessions(stranger, message.Session{Address: "uds:/tmp/cc-socks/13.sock", Protocol: message.ProtocolClaude, Name: "review", SessionID: "s-review-2", PID: 13})
 			m := tt.from
@@ -585,9 +584,9 @@ func TestAFailingNoticeIsRetriedAndThenGivenUp(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := startApprover(t)
 			g.local.failFirst(tt.failures)
-			g.remote.feed(t, g.r, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))
+			g.remote.feed(t, g.r, legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`))
 			if tt.delivered {
-				holdsAll(t, g.local.next(t).Body, promptleg.ShortID(promptleg.SessionID, "r1"))
+				holdsAll(t, g.local.next(t).Body, legtest.ShortID(legtest.SessionID, "r1"))
 			} else {
 				g.log.waitFor(t, "approver notice given up")
 			}
@@ -600,7 +599,7 @@ func TestAFailingNoticeIsRetriedAndThenGivenUp(t *testing.T) {
 				t.Fatalf("%d attempts after waits %v, want %d after %v", attempts, delays, tt.wantAttempts, tt.wantDelays)
 			}
 			// The router went on meanwhile, and the next notice goes out.
-			g.raise(t, promptleg.Prompt(promptleg.SessionID, "r2", "Bash", `{}`))
+			g.raise(t, legtest.Prompt(legtest.SessionID, "r2", "Bash", `{}`))
 		})
 	}
 }
@@ -610,7 +609,7 @@ func TestConcurrentRepliesAndCLIAnswersSettleEachPromptOnce(t *testing.T) {
 	const n = 20
 	var evs []message.Event
 	for i := range n {
-		evs = append(evs, promptleg.Prompt(promptleg.SessionID, fmt.Sprint(i), "Bash", `{}`))
+		evs = append(evs, legtest.Prompt(legtest.SessionID, fmt.Sprint(i), "Bash", `{}`))
 	}
 	ids := g.raise(t, evs...)
 	var wg sync.WaitGroup
@@ -657,7 +656,7 @@ func TestConcurrentRepliesAndCLIAnswersSettleEachPromptOnce(t *testing.T) {
 func TestAnAnswerTheLegCannotCarryLeavesThePromptPendingAndSaysSo(t *testing.T) {
 	g := startApprover(t)
 	g.remote.FailAnswers(errors.New("429 too many requests"))
-	id := g.raise(t, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))[0]
+	id := g.raise(t, legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`))[0]
 	holdsAll(t, g.ask(t, "allow "+id),
 		"Not applied: the answer could not be delivered to the session (429 too many requests). "+id+" is still pending; reply again to retry.")
 	if p, _ := g.r.Permission(id); p.State != message.PermissionPending {

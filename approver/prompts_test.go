@@ -5,9 +5,9 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
-	"github.com/sessiongateway/gateway/testkit/promptleg"
 )
 
 // Every goroutine the approver starts is stopped by the end of Run.
@@ -15,9 +15,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // promptLeg is the shared remote fixture, with the two things these tests
 // ask of it by name.
-type promptLeg struct{ *promptleg.Leg }
+type promptLeg struct{ *legtest.PromptLeg }
 
-func newPromptLeg() promptLeg { return promptLeg{promptleg.New()} }
+func newPromptLeg() promptLeg { return promptLeg{legtest.NewPromptLeg()} }
 
 func (l promptLeg) answered() []message.PermissionAnswer { return l.Answers() }
 

@@ -12,11 +12,11 @@ import (
 
 	"github.com/sessiongateway/gateway/demo/fakecloud"
 	"github.com/sessiongateway/gateway/interop/claudecli"
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeanthropic"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 	"github.com/sessiongateway/gateway/testkit/natscluster"
-	"github.com/sessiongateway/gateway/testkit/promptleg"
 )
 
 // Two hosts on a real three-node NATS cluster: host a follows a fake
@@ -30,7 +30,7 @@ func TestARealSessionOnAnotherHostApprovesARemotePrompt(t *testing.T) {
 	wa, wb := gatewaytest.NewWorld(t), gatewaytest.NewWorld(t)
 	cloud, sid, follow := startCloud(t, wa)
 	requestID := "req-fed-" + uuid.NewString()[:8]
-	id := promptleg.ShortID(sid, requestID) // the broker's short id, the same on every host
+	id := legtest.ShortID(sid, requestID) // the broker's short id, the same on every host
 
 	cmodel := fakeanthropic.Start(t, fakeanthropic.Rules(fakeanthropic.Text("ok"),
 		fakeanthropic.CallTools(id, []fakeanthropic.Call{{Tool: "SendMessage", Input: fmt.Sprintf(`{"to":"gw-b","message":"allow %s"}`, id)}}, "approved")))

@@ -8,21 +8,21 @@ import (
 
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/testkit/promptleg"
 )
 
 func TestAnAnswerCarriesSuggestionsRulesAndModeAsTheCLIsDoes(t *testing.T) {
-	pl := promptleg.New()
+	pl := legtest.NewPromptLeg()
 	w := newWorld(t, pl)
 	approver := w.connect(t, "approver", api.AllScopes)
 	<-pl.Started()
-	ev := promptleg.Prompt(promptleg.SessionID, "req-1", "Bash", `{"command":"go test ./..."}`)
+	ev := legtest.Prompt(legtest.SessionID, "req-1", "Bash", `{"command":"go test ./..."}`)
 	offered := message.PermissionUpdate{Type: message.UpdateAddRules, Behavior: "allow", Destination: "localSettings",
 		Rules: []message.PermissionRule{{ToolName: "Bash", RuleContent: "go test:*"}}}
 	ev.Permission.Suggestions = []message.PermissionUpdate{offered}
 	pl.Raise(ev)
-	id := promptleg.ShortID(promptleg.SessionID, "req-1")
+	id := legtest.ShortID(legtest.SessionID, "req-1")
 	testutil.Eventually(t, "the prompt is pending", func() bool { _, err := w.rt.Permission(id); return err == nil })
 
 	refused := []struct {

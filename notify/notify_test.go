@@ -21,9 +21,9 @@ import (
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/internal/testutil"
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
-	"github.com/sessiongateway/gateway/testkit/promptleg"
 )
 
 // receiver is a local webhook receiver or ntfy stand-in: it keeps each body,
@@ -109,7 +109,7 @@ func decodeNtfy(b []byte) (ntfyMessage, error) {
 // action links) and a notifier to targets.
 type world struct {
 	rt    *router.Router
-	leg   *promptleg.Leg
+	leg   *legtest.PromptLeg
 	n     *Notifier
 	api   *httptest.Server
 	logs  *bytes.Buffer
@@ -129,7 +129,7 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 
 func newWorld(t *testing.T, cfg Config) *world {
 	t.Helper()
-	leg := promptleg.New()
+	leg := legtest.NewPromptLeg()
 	rt := router.New(router.Config{}, leg)
 	w := &world{rt: rt, leg: leg, logs: &bytes.Buffer{}, logMu: &sync.Mutex{}}
 	cfg.Decider, cfg.Log = rt, slog.New(slog.NewTextHandler(lockedWriter{w.logMu, w.logs}, nil))
@@ -178,9 +178,9 @@ func TestAWebhookGetsOneSignedNotificationPerPrompt(t *testing.T) {
 	secret := []byte("s3cret")
 	hook := newReceiver(t, 2, nil) // two 503s first: delivered on the third try
 	w := newWorld(t, Config{Targets: []string{hook.server.URL + "/hook"}, Secret: secret})
-	w.leg.Raise(promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{"command":"make"}`))
-	w.leg.Raise(promptleg.Prompt(promptleg.SessionID, "r2", "Edit", `{"file_path":"a.go"}`))
-	w.leg.Raise(promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{"command":"make"}`)) // published again
+	w.leg.Raise(legtest.Prompt(legtest.SessionID, "r1", "Bash", `{"command":"make"}`))
+	w.leg.Raise(legtest.Prompt(legtest.SessionID, "r2", "Edit", `{"file_path":"a.go"}`))
+	w.leg.Raise(legtest.Prompt(legtest.SessionID, "r1", "Bash", `{"command":"make"}`)) // published again
 	testutil.Eventually(t, "two notifications arrive", func() bool { b, _ := hook.got(); return len(b) >= 2 })
 	time.Sleep(50 * time.Millisecond) // a duplicate would arrive by now
 	bodies, sigs := hook.got()
@@ -200,7 +200,7 @@ func TestAWebhookGetsOneSignedNotificationPerPrompt(t *testing.T) {
 		}
 		seen[nt.ID] = true
 	}
-	if !seen[promptleg.ShortID(promptleg.SessionID, "r1")] || !seen[promptleg.ShortID(promptleg.SessionID, "r2")] {
+	if !seen[legtest.ShortID(legtest.SessionID, "r1")] || !seen[legtest.ShortID(legtest.SessionID, "r2")] {
 		t.Errorf("notified %v", seen)
 	}
 	if c := w.n.Counts(); c["sent"] != 2 || c["failed"] != 0 {
@@ -212,7 +212,7 @@ func TestNtfyButtonsAnswerThePromptOnce(t *testing.T) {
 	stand := newReceiver(t, 0, func(b []byte) error { _, err := decodeNtfy(b); return err })
 	target := "ntfy:" + stand.server.URL + "/gateway-alerts"
 	w := newWorld(t, Config{Targets: []string{target}})
-	w.leg.Raise(promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{"command":"make"}`))
+	w.leg.Raise(legtest.Prompt(legtest.SessionID, "r1", "Bash", `{"command":"make"}`))
 	testutil.Eventually(t, "the stand-in gets the notification", func() bool { b, _ := stand.got(); return len(b) == 1 })
 	bodies, _ := stand.got()
 	m, _ := decodeNtfy(bodies[0])
@@ -220,7 +220,7 @@ func TestNtfyButtonsAnswerThePromptOnce(t *testing.T) {
 		t.Fatalf("published %+v", m)
 	}
 	allow, deny := m.Actions[0].URL, m.Actions[1].URL
-	id := promptleg.ShortID(promptleg.SessionID, "r1")
+	id := legtest.ShortID(legtest.SessionID, "r1")
 
 	t.Run("an altered link does nothing", func(t *testing.T) {
 		tok := allow[strings.LastIndex(allow, "/")+1:]
@@ -265,7 +265,7 @@ func TestNtfyButtonsAnswerThePromptOnce(t *testing.T) {
 func TestAQuestionsOptionsAreButtons(t *testing.T) {
 	stand := newReceiver(t, 0, func(b []byte) error { _, err := decodeNtfy(b); return err })
 	w := newWorld(t, Config{Targets: []string{"ntfy:" + stand.server.URL + "/t"}})
-	ev := promptleg.Prompt(promptleg.SessionID, "q1", "AskUserQuestion", `{"questions":[{"question":"Ship it?","multiSelect":false,"options":[{"label":"Yes"},{"label":"No"}]}]}`)
+	ev := legtest.Prompt(legtest.SessionID, "q1", "AskUserQuestion", `{"questions":[{"question":"Ship it?","multiSelect":false,"options":[{"label":"Yes"},{"label":"No"}]}]}`)
 	ev.Permission.Questions = []message.Question{{Question: "Ship it?", Options: []string{"Yes", "No"}}}
 	w.leg.Raise(ev)
 	testutil.Eventually(t, "the stand-in gets the question", func() bool { b, _ := stand.got(); return len(b) == 1 })
@@ -286,7 +286,7 @@ func TestAQuestionsOptionsAreButtons(t *testing.T) {
 func TestFailedDeliveriesAreCountedAndLoggedWithoutTheLink(t *testing.T) {
 	down := newReceiver(t, 1000, nil)
 	w := newWorld(t, Config{Targets: []string{down.server.URL + "/hook?key=private"}})
-	w.leg.Raise(promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))
+	w.leg.Raise(legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`))
 	testutil.Eventually(t, "the delivery fails", func() bool { return w.n.Counts()["failed"] == 1 })
 	down.mu.Lock()
 	hits := down.hits
@@ -313,7 +313,7 @@ func TestARedirectIsAFailedDeliveryNeverFollowed(t *testing.T) {
 			}))
 			t.Cleanup(hook.Close)
 			w := newWorld(t, Config{Targets: []string{hook.URL + "/hook"}, Secret: []byte("s3cret")})
-			w.leg.Raise(promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))
+			w.leg.Raise(legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`))
 			testutil.Eventually(t, "the delivery fails", func() bool { return w.n.Counts()["failed"] == 1 })
 			mu.Lock()
 			defer mu.Unlock()
@@ -334,14 +334,14 @@ func TestAFullQueueDropsAndCountsWithoutBlocking(t *testing.T) {
 	}
 	// Nothing delivers: the queues fill, and then each notification is dropped at once, for each target.
 	for i := range queueSize + 10 {
-		ev := promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`)
+		ev := legtest.Prompt(legtest.SessionID, "r", "Bash", `{}`)
 		ev.Permission.ID = fmt.Sprintf("p%d", i)
 		n.onEvent(ev)
 	}
 	if c := n.Counts(); c["dropped"] != 20 || n.drops[0].Load() != 10 || n.drops[1].Load() != 10 {
 		t.Fatalf("counts %v, per target %d and %d; want 20, 10 each", c, n.drops[0].Load(), n.drops[1].Load())
 	}
-	again := promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`)
+	again := legtest.Prompt(legtest.SessionID, "r", "Bash", `{}`)
 	again.Permission.ID = "p0"
 	n.onEvent(again)
 	if c := n.Counts(); c["dropped"] != 20 {
@@ -361,7 +361,7 @@ func TestATargetThatHangsDelaysNoOther(t *testing.T) {
 	t.Cleanup(func() { close(release) }) // runs first: the hanging handlers return
 	ok := newReceiver(t, 0, nil)
 	w := newWorld(t, Config{Targets: []string{hang.URL + "/hook", ok.server.URL + "/hook"}})
-	w.leg.Raise(promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))
+	w.leg.Raise(legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`))
 	deadline := time.Now().Add(5 * time.Second) // the hanging target's one try takes 10 s
 	for {
 		if b, _ := ok.got(); len(b) == 1 {

@@ -10,7 +10,6 @@ import (
 	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/testkit/promptleg"
 )
 
 // The router learns what a leg can do from what it declares, never from
@@ -181,7 +180,7 @@ func TestALifecycleErrorNamesTheLegThatCreatesSessions(t *testing.T) {
 
 // declaring is a prompt leg that declares abilities.
 type declaring struct {
-	*promptleg.Leg
+	*legtest.PromptLeg
 	a leg.Abilities
 }
 
@@ -198,10 +197,10 @@ func TestAWithdrawnPromptComesBackOnlyFromALegThatSaysItMay(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pl := promptleg.New()
+			pl := legtest.NewPromptLeg()
 			r := start(t, declaring{pl, tt.declares})
-			feed(t, r, pl, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`), promptleg.Withdraw(promptleg.SessionID, "r1"))
-			again := feed(t, r, pl, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))
+			feed(t, r, pl, legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`), legtest.Withdraw(legtest.SessionID, "r1"))
+			again := feed(t, r, pl, legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`))
 			switch {
 			case tt.back && (len(again) != 1 || again[0].Permission.State != message.PermissionPending):
 				t.Fatalf("raised again after its withdrawal: published %+v, want it pending", again)

@@ -13,14 +13,14 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
-	"github.com/sessiongateway/gateway/testkit/promptleg"
 )
 
 // feed sends evs from the leg and returns the permission events the router
 // published for them. A session event after them marks the end: the router
 // handles one leg event at a time, in order.
-func feed(t *testing.T, r *Router, l *promptleg.Leg, evs ...message.Event) []message.Event {
+func feed(t *testing.T, r *Router, l *legtest.PromptLeg, evs ...message.Event) []message.Event {
 	t.Helper()
 	<-l.Started()
 	_, _, sub := r.Hub().Subscribe(-1)
@@ -63,37 +63,37 @@ func TestTheBrokerKeepsOnePromptPerSessionAndRequest(t *testing.T) {
 		wantPending   []string
 	}{
 		{"a new prompt is pending and published",
-			[]message.Event{promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{"command":"ls"}`)},
+			[]message.Event{legtest.Prompt(legtest.SessionID, "r1", "Bash", `{"command":"ls"}`)},
 			[]string{"r1:pending"}, []string{"r1"}},
 		{"a prompt raised again after a reconnect is neither repeated nor republished",
-			[]message.Event{promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`), promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`)},
+			[]message.Event{legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`), legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`)},
 			[]string{"r1:pending"}, []string{"r1"}},
 		{"a withdrawn prompt leaves the pending list",
-			[]message.Event{promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`), promptleg.Prompt(promptleg.SessionID, "r2", "Edit", `{}`), promptleg.Withdraw(promptleg.SessionID, "r1")},
+			[]message.Event{legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`), legtest.Prompt(legtest.SessionID, "r2", "Edit", `{}`), legtest.Withdraw(legtest.SessionID, "r1")},
 			[]string{"r1:pending", "r2:pending", "r1:cancelled"}, []string{"r2"}},
 		{"a withdrawal of an unknown prompt is ignored",
-			[]message.Event{promptleg.Withdraw(promptleg.SessionID, "nope")},
+			[]message.Event{legtest.Withdraw(legtest.SessionID, "nope")},
 			nil, nil},
 		{"a withdrawal repeated after a replay is published once",
-			[]message.Event{promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`), promptleg.Withdraw(promptleg.SessionID, "r1"), promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`), promptleg.Withdraw(promptleg.SessionID, "r1")},
+			[]message.Event{legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`), legtest.Withdraw(legtest.SessionID, "r1"), legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`), legtest.Withdraw(legtest.SessionID, "r1")},
 			[]string{"r1:pending", "r1:cancelled"}, nil},
 		{"the same request id in two sessions is two prompts",
-			[]message.Event{promptleg.Prompt("session_a", "r1", "Bash", `{}`), promptleg.Prompt("session_b", "r1", "Bash", `{}`)},
+			[]message.Event{legtest.Prompt("session_a", "r1", "Bash", `{}`), legtest.Prompt("session_b", "r1", "Bash", `{}`)},
 			[]string{"r1:pending", "r1:pending"}, []string{"r1", "r1"}},
 		{"a prompt without a request id is dropped",
-			[]message.Event{promptleg.Prompt(promptleg.SessionID, "", "Bash", `{}`)},
+			[]message.Event{legtest.Prompt(legtest.SessionID, "", "Bash", `{}`)},
 			nil, nil},
 		{"an answer of an unknown prompt seen by a leg is ignored",
-			[]message.Event{{Type: message.EventPermission, Permission: &message.PermissionRequest{SessionID: promptleg.SessionID, RequestID: "r1", State: message.PermissionAnswered}}},
+			[]message.Event{{Type: message.EventPermission, Permission: &message.PermissionRequest{SessionID: legtest.SessionID, RequestID: "r1", State: message.PermissionAnswered}}},
 			nil, nil},
 		{"a prompt a leg saw answered elsewhere leaves the pending list as answered",
-			[]message.Event{promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`), promptleg.Prompt(promptleg.SessionID, "r2", "Bash", `{}`),
-				{Type: message.EventPermission, Permission: &message.PermissionRequest{SessionID: promptleg.SessionID, RequestID: "r1", State: message.PermissionAnswered}}},
+			[]message.Event{legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`), legtest.Prompt(legtest.SessionID, "r2", "Bash", `{}`),
+				{Type: message.EventPermission, Permission: &message.PermissionRequest{SessionID: legtest.SessionID, RequestID: "r1", State: message.PermissionAnswered}}},
 			[]string{"r1:pending", "r2:pending", "r1:answered"}, []string{"r2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leg := promptleg.New()
+			leg := legtest.NewPromptLeg()
 			r := start(t, leg)
 			got := feed(t, r, leg, tt.events...)
 			if fmt.Sprint(states(got)) != fmt.Sprint(tt.wantPublished) {
@@ -101,7 +101,7 @@ func TestTheBrokerKeepsOnePromptPerSessionAndRequest(t *testing.T) {
 			}
 			for _, ev := range got {
 				p := ev.Permission
-				if p.ID != promptleg.ShortID(p.SessionID, p.RequestID) || p.Leg != message.ProtocolRemote || p.Created.IsZero() {
+				if p.ID != legtest.ShortID(p.SessionID, p.RequestID) || p.Leg != message.ProtocolRemote || p.Created.IsZero() {
 					t.Errorf("published %+v: want the short id, the leg and a creation time", p)
 				}
 			}
@@ -113,10 +113,10 @@ func TestTheBrokerKeepsOnePromptPerSessionAndRequest(t *testing.T) {
 }
 
 func TestAWithdrawnPromptStaysReadableAsCancelled(t *testing.T) {
-	leg := promptleg.New()
+	leg := legtest.NewPromptLeg()
 	r := start(t, leg)
-	feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`), promptleg.Withdraw(promptleg.SessionID, "r1"))
-	id := promptleg.ShortID(promptleg.SessionID, "r1")
+	feed(t, r, leg, legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`), legtest.Withdraw(legtest.SessionID, "r1"))
+	id := legtest.ShortID(legtest.SessionID, "r1")
 	p, err := r.Permission(id)
 	if err != nil || p.State != message.PermissionCancelled || p.ToolName != "Bash" {
 		t.Fatalf("Permission = %+v, %v; want the prompt, cancelled", p, err)
@@ -135,12 +135,12 @@ func TestAWithdrawnPromptStaysReadableAsCancelled(t *testing.T) {
 }
 
 func TestPendingPromptsListOldestFirst(t *testing.T) {
-	leg := promptleg.New()
+	leg := legtest.NewPromptLeg()
 	r := start(t, leg)
 	t0 := time.Date(2026, 3, 11, 10, 0, 0, 0, time.UTC)
-	late, early := promptleg.Prompt(promptleg.SessionID, "late", "Bash", `{}`), promptleg.Prompt(promptleg.SessionID, "early", "Bash", `{}`)
+	late, early := legtest.Prompt(legtest.SessionID, "late", "Bash", `{}`), legtest.Prompt(legtest.SessionID, "early", "Bash", `{}`)
 	late.Permission.Created, early.Permission.Created = t0.Add(time.Minute), t0
-	feed(t, r, leg, late, early, promptleg.Prompt(promptleg.SessionID, "unstamped", "Bash", `{}`))
+	feed(t, r, leg, late, early, legtest.Prompt(legtest.SessionID, "unstamped", "Bash", `{}`))
 	if ids := requestIDs(r.Permissions()); fmt.Sprint(ids) != "[early late unstamped]" {
 		t.Fatalf("pending %v, want oldest first", ids)
 	}
@@ -148,7 +148,7 @@ func TestPendingPromptsListOldestFirst(t *testing.T) {
 
 func TestShortIDsGrowOnACollision(t *testing.T) {
 	var b permBroker
-	k := permKey{promptleg.SessionID, "r1"}
+	k := permKey{legtest.SessionID, "r1"}
 	sum := sha256.Sum256([]byte(k.session + "\x00" + k.request))
 	h := hex.EncodeToString(sum[:])
 	b.byID = map[string]*permEntry{}
@@ -162,23 +162,23 @@ func TestShortIDsGrowOnACollision(t *testing.T) {
 }
 
 func TestTheSettledHistoryIsBounded(t *testing.T) {
-	leg := promptleg.New()
+	leg := legtest.NewPromptLeg()
 	r := start(t, leg)
 	n := keepSettledPermissions + 10
 	for i := range n {
-		feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, fmt.Sprint(i), "Bash", `{}`), promptleg.Withdraw(promptleg.SessionID, fmt.Sprint(i)))
+		feed(t, r, leg, legtest.Prompt(legtest.SessionID, fmt.Sprint(i), "Bash", `{}`), legtest.Withdraw(legtest.SessionID, fmt.Sprint(i)))
 	}
 	if s := r.SettledPermissions(); len(s) != keepSettledPermissions || s[len(s)-1].RequestID != fmt.Sprint(n-1) {
 		t.Fatalf("kept %d settled, want the last %d", len(s), keepSettledPermissions)
 	}
-	if _, err := r.Permission(promptleg.ShortID(promptleg.SessionID, "0")); !errors.Is(err, message.ErrNoPermission) {
+	if _, err := r.Permission(legtest.ShortID(legtest.SessionID, "0")); !errors.Is(err, message.ErrNoPermission) {
 		t.Fatalf("the oldest settled prompt: %v, want forgotten", err)
 	}
 }
 
 // withSuggestions is a Bash prompt offering n suggestions.
 func withSuggestions(n int) message.Event {
-	ev := promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{"command":"ls"}`)
+	ev := legtest.Prompt(legtest.SessionID, "r", "Bash", `{"command":"ls"}`)
 	for i := range n {
 		ev.Permission.Suggestions = append(ev.Permission.Suggestions, message.PermissionUpdate{Type: message.UpdateAddDirectories, Directories: []string{fmt.Sprint("/d", i)}})
 	}
@@ -193,50 +193,50 @@ func TestAnswersAreCheckedBeforeTheyReachTheLeg(t *testing.T) {
 		answer  message.PermissionAnswer
 		problem message.AnswerProblem // 0: accepted
 	}{
-		{"a plain allow is accepted", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{"command":"ls"}`), message.PermissionAnswer{Behavior: allow}, 0},
-		{"a deny with a message is accepted", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: message.BehaviorDeny, Message: "not now"}, 0},
-		{"an allow with an object input and a rule is accepted", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`),
+		{"a plain allow is accepted", legtest.Prompt(legtest.SessionID, "r", "Bash", `{"command":"ls"}`), message.PermissionAnswer{Behavior: allow}, 0},
+		{"a deny with a message is accepted", legtest.Prompt(legtest.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: message.BehaviorDeny, Message: "not now"}, 0},
+		{"an allow with an object input and a rule is accepted", legtest.Prompt(legtest.SessionID, "r", "Bash", `{}`),
 			message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`{"command":"ls -l"}`), Rules: []message.PermissionRule{{ToolName: "Bash", RuleContent: "ls:*"}}, RuleDestination: "session"}, 0},
-		{"a missing behavior is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{}, message.AnswerBadBehavior},
-		{"a made-up behavior is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: "maybe"}, message.AnswerBadBehavior},
-		{"a deny with input is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: message.BehaviorDeny, UpdatedInput: json.RawMessage(`{}`)}, message.AnswerDenyWithInput},
-		{"a deny with answers is refused", promptleg.AskPrompt("r"), message.PermissionAnswer{Behavior: message.BehaviorDeny, Answers: map[string][]string{"Which approach?": {"Option A"}}}, message.AnswerDenyWithInput},
-		{"an input that is a list is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`["ls"]`)}, message.AnswerInputNotObject},
-		{"an input that is null is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`null`)}, message.AnswerInputNotObject},
-		{"an input that is not JSON is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`{`)}, message.AnswerInputNotObject},
-		{"a rule without a tool is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Rules: []message.PermissionRule{{RuleContent: "ls"}}}, message.AnswerBadRule},
-		{"a rule whose tool still has its parentheses is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Rules: []message.PermissionRule{{ToolName: "Bash(ls)"}}}, message.AnswerBadRule},
-		{"an unknown rule destination is refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Rules: []message.PermissionRule{{ToolName: "Bash"}}, RuleDestination: "everywhere"}, message.AnswerBadDestination},
-		{"answers to a prompt that asks no questions are refused", promptleg.Prompt(promptleg.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Q": {"A"}}}, message.AnswerNotAQuestion},
-		{"answers to every question are accepted", promptleg.AskPrompt("r"),
+		{"a missing behavior is refused", legtest.Prompt(legtest.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{}, message.AnswerBadBehavior},
+		{"a made-up behavior is refused", legtest.Prompt(legtest.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: "maybe"}, message.AnswerBadBehavior},
+		{"a deny with input is refused", legtest.Prompt(legtest.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: message.BehaviorDeny, UpdatedInput: json.RawMessage(`{}`)}, message.AnswerDenyWithInput},
+		{"a deny with answers is refused", legtest.AskPrompt("r"), message.PermissionAnswer{Behavior: message.BehaviorDeny, Answers: map[string][]string{"Which approach?": {"Option A"}}}, message.AnswerDenyWithInput},
+		{"an input that is a list is refused", legtest.Prompt(legtest.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`["ls"]`)}, message.AnswerInputNotObject},
+		{"an input that is null is refused", legtest.Prompt(legtest.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`null`)}, message.AnswerInputNotObject},
+		{"an input that is not JSON is refused", legtest.Prompt(legtest.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`{`)}, message.AnswerInputNotObject},
+		{"a rule without a tool is refused", legtest.Prompt(legtest.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Rules: []message.PermissionRule{{RuleContent: "ls"}}}, message.AnswerBadRule},
+		{"a rule whose tool still has its parentheses is refused", legtest.Prompt(legtest.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Rules: []message.PermissionRule{{ToolName: "Bash(ls)"}}}, message.AnswerBadRule},
+		{"an unknown rule destination is refused", legtest.Prompt(legtest.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Rules: []message.PermissionRule{{ToolName: "Bash"}}, RuleDestination: "everywhere"}, message.AnswerBadDestination},
+		{"answers to a prompt that asks no questions are refused", legtest.Prompt(legtest.SessionID, "r", "Bash", `{}`), message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Q": {"A"}}}, message.AnswerNotAQuestion},
+		{"answers to every question are accepted", legtest.AskPrompt("r"),
 			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Metrics", "Logging"}}}, 0},
-		{"an answer to a question the prompt did not ask is refused", promptleg.AskPrompt("r"),
+		{"an answer to a question the prompt did not ask is refused", legtest.AskPrompt("r"),
 			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option B"}, "Which features?": {"Logging"}, "Why?": {"x"}}}, message.AnswerUnknownQuestion},
-		{"a question left unanswered is refused", promptleg.AskPrompt("r"),
+		{"a question left unanswered is refused", legtest.AskPrompt("r"),
 			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option B"}}}, message.AnswerMissingQuestion},
-		{"two options for a single-select question are refused", promptleg.AskPrompt("r"),
+		{"two options for a single-select question are refused", legtest.AskPrompt("r"),
 			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option A", "Option B"}, "Which features?": {"Logging"}}}, message.AnswerOneOption},
-		{"no option for a multi-select question is refused", promptleg.AskPrompt("r"),
+		{"no option for a multi-select question is refused", legtest.AskPrompt("r"),
 			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option A"}, "Which features?": {}}}, message.AnswerNoOption},
-		{"a label that is not an option is refused", promptleg.AskPrompt("r"),
+		{"a label that is not an option is refused", legtest.AskPrompt("r"),
 			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option C"}, "Which features?": {"Logging"}}}, message.AnswerUnknownOption},
-		{"a label given twice is refused", promptleg.AskPrompt("r"),
+		{"a label given twice is refused", legtest.AskPrompt("r"),
 			message.PermissionAnswer{Behavior: allow, Answers: map[string][]string{"Which approach?": {"Option A"}, "Which features?": {"Logging", "Logging"}}}, message.AnswerRepeatedOption},
-		{"an allow of a question without answers is refused", promptleg.AskPrompt("r"), message.PermissionAnswer{Behavior: allow}, message.AnswerQuestionNeedsAnswers},
-		{"an allow of a question whose input carries its answers is accepted", promptleg.AskPrompt("r"),
+		{"an allow of a question without answers is refused", legtest.AskPrompt("r"), message.PermissionAnswer{Behavior: allow}, message.AnswerQuestionNeedsAnswers},
+		{"an allow of a question whose input carries its answers is accepted", legtest.AskPrompt("r"),
 			message.PermissionAnswer{Behavior: allow, UpdatedInput: json.RawMessage(`{"answers":{"Which approach?":"Option A"}}`)}, 0},
 		{"the session's suggestions by number are accepted", withSuggestions(2), message.PermissionAnswer{Behavior: allow, Suggestions: []int{2, 1}}, 0},
 		{"a suggestion the session did not offer is refused", withSuggestions(2), message.PermissionAnswer{Behavior: allow, Suggestions: []int{3}}, message.AnswerBadSuggestion},
 		{"suggestion 0 is refused: they count from 1", withSuggestions(2), message.PermissionAnswer{Behavior: allow, Suggestions: []int{0}}, message.AnswerBadSuggestion},
 		{"a suggestion given twice is refused", withSuggestions(2), message.PermissionAnswer{Behavior: allow, Suggestions: []int{1, 1}}, message.AnswerBadSuggestion},
-		{"a plan approved with a mode switch is accepted", promptleg.Prompt(promptleg.SessionID, "r", "ExitPlanMode", `{"plan":"x"}`), message.PermissionAnswer{Behavior: allow, Mode: "acceptEdits"}, 0},
-		{"a switch to no permission mode is refused", promptleg.Prompt(promptleg.SessionID, "r", "ExitPlanMode", `{"plan":"x"}`), message.PermissionAnswer{Behavior: allow, Mode: "yolo"}, message.AnswerBadMode},
-		{"a deny with a mode switch is refused", promptleg.Prompt(promptleg.SessionID, "r", "ExitPlanMode", `{"plan":"x"}`), message.PermissionAnswer{Behavior: message.BehaviorDeny, Mode: "plan"}, message.AnswerDenyWithUpdates},
+		{"a plan approved with a mode switch is accepted", legtest.Prompt(legtest.SessionID, "r", "ExitPlanMode", `{"plan":"x"}`), message.PermissionAnswer{Behavior: allow, Mode: "acceptEdits"}, 0},
+		{"a switch to no permission mode is refused", legtest.Prompt(legtest.SessionID, "r", "ExitPlanMode", `{"plan":"x"}`), message.PermissionAnswer{Behavior: allow, Mode: "yolo"}, message.AnswerBadMode},
+		{"a deny with a mode switch is refused", legtest.Prompt(legtest.SessionID, "r", "ExitPlanMode", `{"plan":"x"}`), message.PermissionAnswer{Behavior: message.BehaviorDeny, Mode: "plan"}, message.AnswerDenyWithUpdates},
 		{"a deny with suggestions is refused", withSuggestions(1), message.PermissionAnswer{Behavior: message.BehaviorDeny, Suggestions: []int{1}}, message.AnswerDenyWithUpdates},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leg := promptleg.New()
+			leg := legtest.NewPromptLeg()
 			r := start(t, leg)
 			pub := feed(t, r, leg, tt.prompt)
 			id := pub[0].Permission.ID
@@ -265,9 +265,9 @@ func TestAnswersAreCheckedBeforeTheyReachTheLeg(t *testing.T) {
 }
 
 func TestAnsweringSettlesThePromptOnce(t *testing.T) {
-	leg := promptleg.New()
+	leg := legtest.NewPromptLeg()
 	r := start(t, leg)
-	id := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{"command":"go test ./..."}`))[0].Permission.ID
+	id := feed(t, r, leg, legtest.Prompt(legtest.SessionID, "r1", "Bash", `{"command":"go test ./..."}`))[0].Permission.ID
 	_, _, sub := r.Hub().Subscribe(-1)
 	defer sub.Close()
 
@@ -296,7 +296,7 @@ func TestAnsweringSettlesThePromptOnce(t *testing.T) {
 		}
 	})
 	t.Run("the prompt raised again after a reconnect stays answered", func(t *testing.T) {
-		if pub := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`)); len(pub) != 0 {
+		if pub := feed(t, r, leg, legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`)); len(pub) != 0 {
 			t.Fatalf("republished %v", states(pub))
 		}
 		if p, _ := r.Permission(id); p.State != message.PermissionAnswered {
@@ -304,7 +304,7 @@ func TestAnsweringSettlesThePromptOnce(t *testing.T) {
 		}
 	})
 	t.Run("a withdrawal after the answer does not undo it", func(t *testing.T) {
-		if pub := feed(t, r, leg, promptleg.Withdraw(promptleg.SessionID, "r1")); len(pub) != 0 {
+		if pub := feed(t, r, leg, legtest.Withdraw(legtest.SessionID, "r1")); len(pub) != 0 {
 			t.Fatalf("published %v", states(pub))
 		}
 		if p, _ := r.Permission(id); p.State != message.PermissionAnswered {
@@ -314,10 +314,10 @@ func TestAnsweringSettlesThePromptOnce(t *testing.T) {
 }
 
 func TestConcurrentAnswersReachTheLegOnce(t *testing.T) {
-	leg := promptleg.New()
+	leg := legtest.NewPromptLeg()
 	leg.Gate, leg.Entered = make(chan struct{}), make(chan struct{}, 1)
 	r := start(t, leg)
-	id := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))[0].Permission.ID
+	id := feed(t, r, leg, legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`))[0].Permission.ID
 
 	const n = 16
 	errs := make(chan error, n)
@@ -355,10 +355,10 @@ func TestConcurrentAnswersReachTheLegOnce(t *testing.T) {
 }
 
 func TestALegErrorLeavesThePromptPending(t *testing.T) {
-	leg := promptleg.New()
+	leg := legtest.NewPromptLeg()
 	leg.FailAnswers(errors.New("429 too many requests"))
 	r := start(t, leg)
-	id := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))[0].Permission.ID
+	id := feed(t, r, leg, legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`))[0].Permission.ID
 	_, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow})
 	var le *LegError
 	if !errors.As(err, &le) || le.Leg != message.ProtocolRemote || le.Op != "answer" {
@@ -374,10 +374,10 @@ func TestALegErrorLeavesThePromptPending(t *testing.T) {
 }
 
 func TestALegSayingThePromptWasSettledElsewhereSettlesIt(t *testing.T) {
-	leg := promptleg.New()
+	leg := legtest.NewPromptLeg()
 	leg.FailAnswers(&message.SettledError{State: message.PermissionAnswered, Behavior: message.BehaviorDeny, By: "cli on host b"})
 	r := start(t, leg)
-	id := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))[0].Permission.ID
+	id := feed(t, r, leg, legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`))[0].Permission.ID
 	_, _, sub := r.Hub().Subscribe(int64(r.Hub().LastID()))
 	defer sub.Close()
 	p, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli"})
@@ -397,10 +397,10 @@ func TestALegSayingThePromptWasSettledElsewhereSettlesIt(t *testing.T) {
 }
 
 func TestALegThatSawThePromptSettledAtItsSessionSettlesItWithThatAnswer(t *testing.T) {
-	leg := promptleg.New()
+	leg := legtest.NewPromptLeg()
 	leg.FailAnswers(&message.PromptSettledError{State: message.PermissionAnswered, Behavior: message.BehaviorDeny, By: "remote"})
 	r := start(t, leg)
-	id := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))[0].Permission.ID
+	id := feed(t, r, leg, legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`))[0].Permission.ID
 	p, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli"})
 	var se *message.SettledError
 	if !errors.As(err, &se) || se.ID != id || se.By != "remote" || se.Behavior != message.BehaviorDeny {
@@ -412,17 +412,17 @@ func TestALegThatSawThePromptSettledAtItsSessionSettlesItWithThatAnswer(t *testi
 }
 
 func TestAPromptWithdrawnWhileItsAnswerIsOnItsWayStaysWithdrawn(t *testing.T) {
-	leg := promptleg.New()
+	leg := legtest.NewPromptLeg()
 	leg.Gate, leg.Entered = make(chan struct{}), make(chan struct{}, 1)
 	r := start(t, leg)
-	id := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))[0].Permission.ID
+	id := feed(t, r, leg, legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`))[0].Permission.ID
 	errs := make(chan error, 1)
 	go func() {
 		_, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow})
 		errs <- err
 	}()
 	<-leg.Entered
-	feed(t, r, leg, promptleg.Withdraw(promptleg.SessionID, "r1"))
+	feed(t, r, leg, legtest.Withdraw(legtest.SessionID, "r1"))
 	close(leg.Gate)
 	var se *message.SettledError
 	if err := <-errs; !errors.As(err, &se) || se.State != message.PermissionCancelled {
@@ -434,10 +434,10 @@ func TestAPromptWithdrawnWhileItsAnswerIsOnItsWayStaysWithdrawn(t *testing.T) {
 }
 
 func TestAnAnswerWaitingItsTurnGivesUpWithItsContext(t *testing.T) {
-	leg := promptleg.New()
+	leg := legtest.NewPromptLeg()
 	leg.Gate, leg.Entered = make(chan struct{}), make(chan struct{}, 1)
 	r := start(t, leg)
-	id := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`))[0].Permission.ID
+	id := feed(t, r, leg, legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`))[0].Permission.ID
 	first := make(chan error, 1)
 	go func() {
 		_, err := r.AnswerPermission(context.Background(), id, message.PermissionAnswer{Behavior: message.BehaviorAllow})
@@ -457,7 +457,7 @@ func TestAnAnswerWaitingItsTurnGivesUpWithItsContext(t *testing.T) {
 
 func TestAnswerErrorsForUnknownIDsAndLegsThatCannotAnswer(t *testing.T) {
 	t.Run("an unknown id is ErrNoPermission", func(t *testing.T) {
-		r := start(t, promptleg.New())
+		r := start(t, legtest.NewPromptLeg())
 		if _, err := r.AnswerPermission(context.Background(), "p000000", message.PermissionAnswer{Behavior: message.BehaviorAllow}); !errors.Is(err, message.ErrNoPermission) {
 			t.Fatalf("err = %v", err)
 		}
@@ -470,7 +470,7 @@ func TestAnswerErrorsForUnknownIDsAndLegsThatCannotAnswer(t *testing.T) {
 		r := start(t, fake)
 		_, _, sub := r.Hub().Subscribe(-1)
 		defer sub.Close()
-		ev := promptleg.Prompt(promptleg.SessionID, "r1", "Bash", `{}`)
+		ev := legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`)
 		ev.Leg, ev.Permission.Leg = fake.Name(), ""
 		fake.Emit(t, ev)
 		id := (<-sub.C).Permission.ID
@@ -489,7 +489,7 @@ func TestControlGoesToTheSessionsLeg(t *testing.T) {
 		legErr  error
 		check   func(t *testing.T, err error)
 	}{
-		{"an interrupt by bridge address reaches the remote leg", "bridge:" + promptleg.SessionID, message.Control{Kind: message.ControlInterrupt}, nil, nil},
+		{"an interrupt by bridge address reaches the remote leg", "bridge:" + legtest.SessionID, message.Control{Kind: message.ControlInterrupt}, nil, nil},
 		{"a mode change by name reaches the remote leg", "fix-the-bug", message.Control{Kind: message.ControlSetPermissionMode, Mode: "plan"}, nil, nil},
 		{"a model change to the default is allowed", "fix-the-bug", message.Control{Kind: message.ControlSetModel}, nil, nil},
 		{"a model the session offers may be named by its display name", "fix-the-bug", message.Control{Kind: message.ControlSetModel, Model: "Sonnet"}, nil, nil},
@@ -543,7 +543,7 @@ func TestControlGoesToTheSessionsLeg(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leg := promptleg.New()
+			leg := legtest.NewPromptLeg()
 			leg.FailControls(tt.legErr)
 			leg.Models = []message.ModelInfo{{Value: "claude-opus-4-6"}, {Value: "claude-sonnet-4-5", DisplayName: "Sonnet"}}
 			r := start(t, leg, newFake())
@@ -559,7 +559,7 @@ func TestControlGoesToTheSessionsLeg(t *testing.T) {
 				t.Fatal(err)
 			}
 			controls, targets := leg.Controls(), leg.Targets()
-			if len(controls) != 1 || controls[0] != tt.control || targets[0].SessionID != promptleg.SessionID {
+			if len(controls) != 1 || controls[0] != tt.control || targets[0].SessionID != legtest.SessionID {
 				t.Fatalf("leg got %+v for %+v", controls, targets)
 			}
 		})
@@ -567,35 +567,35 @@ func TestControlGoesToTheSessionsLeg(t *testing.T) {
 }
 
 func TestAFullPendingListRefusesNewPrompts(t *testing.T) {
-	leg := promptleg.New()
+	leg := legtest.NewPromptLeg()
 	r := start(t, leg)
 	for i := 0; i < maxPendingPermissions; i += 100 {
 		var evs []message.Event
 		for j := i; j < min(i+100, maxPendingPermissions); j++ {
-			evs = append(evs, promptleg.Prompt(promptleg.SessionID, fmt.Sprint(j), "Bash", `{}`))
+			evs = append(evs, legtest.Prompt(legtest.SessionID, fmt.Sprint(j), "Bash", `{}`))
 		}
 		feed(t, r, leg, evs...)
 	}
-	if pub := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "one-too-many", "Bash", `{}`)); len(pub) != 0 {
+	if pub := feed(t, r, leg, legtest.Prompt(legtest.SessionID, "one-too-many", "Bash", `{}`)); len(pub) != 0 {
 		t.Fatalf("published %v beyond the cap", states(pub))
 	}
 	if n := len(r.Permissions()); n != maxPendingPermissions {
 		t.Fatalf("%d pending, want the cap %d", n, maxPendingPermissions)
 	}
 	// Once one is settled there is room again.
-	feed(t, r, leg, promptleg.Withdraw(promptleg.SessionID, "0"))
-	if pub := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "one-too-many", "Bash", `{}`)); len(pub) != 1 {
+	feed(t, r, leg, legtest.Withdraw(legtest.SessionID, "0"))
+	if pub := feed(t, r, leg, legtest.Prompt(legtest.SessionID, "one-too-many", "Bash", `{}`)); len(pub) != 1 {
 		t.Fatalf("published %v, want the prompt kept now", states(pub))
 	}
 }
 
 func TestPendingPromptsAreCappedInBytesAndTheHistoryForgetsTheOldestPastItsBudget(t *testing.T) {
-	leg := promptleg.New()
+	leg := legtest.NewPromptLeg()
 	r := start(t, leg)
 	input := `{"command":"` + strings.Repeat("x", 1<<20) + `"}` // 1 MiB: far under the count
 	var evs []message.Event
 	for i := range maxPendingPromptBytes >> 20 {
-		evs = append(evs, promptleg.Prompt(promptleg.SessionID, fmt.Sprint(i), "Bash", input))
+		evs = append(evs, legtest.Prompt(legtest.SessionID, fmt.Sprint(i), "Bash", input))
 	}
 	kept := len(feed(t, r, leg, evs...))
 	pending := r.Permissions()
@@ -603,17 +603,17 @@ func TestPendingPromptsAreCappedInBytesAndTheHistoryForgetsTheOldestPastItsBudge
 	if kept != len(pending) || kept*one > maxPendingPromptBytes || (kept+1)*one <= maxPendingPromptBytes {
 		t.Fatalf("%d prompts of %d bytes pending, want as many as %d bytes hold", len(pending), one, maxPendingPromptBytes)
 	}
-	if pub := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "one-too-many", "Bash", input)); len(pub) != 0 {
+	if pub := feed(t, r, leg, legtest.Prompt(legtest.SessionID, "one-too-many", "Bash", input)); len(pub) != 0 {
 		t.Fatalf("published %v past the budget", states(pub))
 	}
 	// Settled, they make room; the history keeps only its budget's worth,
 	// the newest.
 	evs = evs[:0]
 	for i := range kept {
-		evs = append(evs, promptleg.Withdraw(promptleg.SessionID, fmt.Sprint(i)))
+		evs = append(evs, legtest.Withdraw(legtest.SessionID, fmt.Sprint(i)))
 	}
 	feed(t, r, leg, evs...)
-	if pub := feed(t, r, leg, promptleg.Prompt(promptleg.SessionID, "one-too-many", "Bash", input)); len(pub) != 1 {
+	if pub := feed(t, r, leg, legtest.Prompt(legtest.SessionID, "one-too-many", "Bash", input)); len(pub) != 1 {
 		t.Fatalf("published %v, want the prompt kept now", states(pub))
 	}
 	var readable int

@@ -18,11 +18,10 @@ import (
 	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
-	"github.com/sessiongateway/gateway/testkit/promptleg"
 )
 
 // remoteSID is the prompt leg's one session.
-const remoteSID = promptleg.SessionID
+const remoteSID = legtest.SessionID
 
 // decisionText spells d as the table below expects it.
 func decisionText(d legtest.Decision) string {
@@ -34,14 +33,14 @@ func decisionText(d legtest.Decision) string {
 // one session and held messages.
 type promptGateway struct {
 	stateDir string
-	leg      *promptleg.Leg
+	leg      *legtest.PromptLeg
 	claude   *legtest.Fake
 	rt       *router.Router
 }
 
 func startPromptGateway(t *testing.T) *promptGateway {
 	t.Helper()
-	leg := promptleg.New()
+	leg := legtest.NewPromptLeg()
 	leg.Status = "running"
 	g := &promptGateway{stateDir: filepath.Join(testutil.ShortTempDir(t), "state"), leg: leg, claude: legtest.New(message.ProtocolClaude,
 		message.Session{Address: "uds:/tmp/cc-socks/12.sock", Protocol: message.ProtocolClaude, Name: "review", SessionID: "s-review", Reachable: true})}

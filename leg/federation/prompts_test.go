@@ -20,7 +20,6 @@ import (
 	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
-	"github.com/sessiongateway/gateway/testkit/promptleg"
 )
 
 // promptHost is one host as serve wires it, its router named after the
@@ -65,20 +64,20 @@ func waitListed(t *testing.T, rt *router.Router, request string, state message.P
 func TestAPromptOfOneHostIsListedEverywhereAndAnsweredFromAnother(t *testing.T) {
 	c := sharedCluster(t)
 	a, b := join(t, c.url(0), "pr-a"), join(t, c.url(1), "pr-b")
-	cloud := promptleg.New()
+	cloud := legtest.NewPromptLeg()
 	ra := promptHost(t, a, "", cloud)
 	rb := promptHost(t, b, "", newSinkLeg())
 	ctx := testutil.Context(t, 30*time.Second)
 
-	cloud.Raise(promptleg.Prompt(promptleg.SessionID, "req-1", "Bash", `{"command":"go test ./..."}`))
-	id := promptleg.ShortID(promptleg.SessionID, "req-1")
+	cloud.Raise(legtest.Prompt(legtest.SessionID, "req-1", "Bash", `{"command":"go test ./..."}`))
+	id := legtest.ShortID(legtest.SessionID, "req-1")
 	own := waitListed(t, ra, "req-1", message.PermissionPending)
 	if own.Host != "pr-a" || own.ID != id || own.Leg != message.ProtocolRemote {
 		t.Fatalf("a lists its own prompt as %+v, want host pr-a", own)
 	}
 	there := waitListed(t, rb, "req-1", message.PermissionPending)
 	if there.Host != "pr-a" || there.ID != id || there.Leg != message.ProtocolFederation || there.ToolName != "Bash" ||
-		there.SessionID != promptleg.SessionID || string(there.Input) != `{"command":"go test ./..."}` {
+		there.SessionID != legtest.SessionID || string(there.Input) != `{"command":"go test ./..."}` {
 		t.Fatalf("b lists a's prompt as %+v", there)
 	}
 
@@ -103,9 +102,9 @@ func TestAPromptOfOneHostIsListedEverywhereAndAnsweredFromAnother(t *testing.T) 
 	}
 
 	// A question is answered by its options, checked on both hosts.
-	cloud.Raise(promptleg.AskPrompt("req-ask"))
+	cloud.Raise(legtest.AskPrompt("req-ask"))
 	waitListed(t, rb, "req-ask", message.PermissionPending)
-	ask := promptleg.ShortID(promptleg.SessionID, "req-ask")
+	ask := legtest.ShortID(legtest.SessionID, "req-ask")
 	if _, err := rb.AnswerPermission(ctx, ask, message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli",
 		Answers: map[string][]string{"Which approach?": {"Option C"}, "Which features?": {"Logging"}}}); err == nil {
 		t.Fatal("an answer naming no option of the question was taken")
@@ -120,10 +119,10 @@ func TestAPromptOfOneHostIsListedEverywhereAndAnsweredFromAnother(t *testing.T) 
 
 	// A leg that cannot carry the answer leaves the prompt pending on
 	// both hosts, and b is told why.
-	cloud.Raise(promptleg.Prompt(promptleg.SessionID, "req-fail", "Bash", `{"command":"make"}`))
+	cloud.Raise(legtest.Prompt(legtest.SessionID, "req-fail", "Bash", `{"command":"make"}`))
 	waitListed(t, rb, "req-fail", message.PermissionPending)
 	cloud.FailAnswers(errors.New("the cloud is down"))
-	_, err = rb.AnswerPermission(ctx, promptleg.ShortID(promptleg.SessionID, "req-fail"), message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli"})
+	_, err = rb.AnswerPermission(ctx, legtest.ShortID(legtest.SessionID, "req-fail"), message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli"})
 	var le *router.LegError
 	if !errors.As(err, &le) || !strings.Contains(err.Error(), "the cloud is down") {
 		t.Fatalf("an answer a's leg could not carry: %v", err)
@@ -137,26 +136,26 @@ func TestAPromptOfOneHostIsListedEverywhereAndAnsweredFromAnother(t *testing.T) 
 	}
 
 	// Withdrawn on a: withdrawn on b.
-	cloud.Raise(promptleg.Prompt(promptleg.SessionID, "req-2", "Bash", `{"command":"make"}`))
+	cloud.Raise(legtest.Prompt(legtest.SessionID, "req-2", "Bash", `{"command":"make"}`))
 	waitListed(t, rb, "req-2", message.PermissionPending)
-	cloud.Raise(promptleg.Withdraw(promptleg.SessionID, "req-2"))
+	cloud.Raise(legtest.Withdraw(legtest.SessionID, "req-2"))
 	waitListed(t, rb, "req-2", message.PermissionCancelled)
 
 	// A host that vanishes takes its prompts with it, within the TTL.
-	cloud.Raise(promptleg.Prompt(promptleg.SessionID, "req-3", "Bash", `{"command":"ls"}`))
+	cloud.Raise(legtest.Prompt(legtest.SessionID, "req-3", "Bash", `{"command":"ls"}`))
 	waitListed(t, rb, "req-3", message.PermissionPending)
 	crash(a)
 	waitListed(t, rb, "req-3", message.PermissionCancelled)
 
 	// Back on its own name, it lists the prompt pending again: so does b.
 	again := join(t, c.url(2), "pr-a", func(cfg *Config) { cfg.Instance, cfg.Key = a.cfg.Instance, a.signer.key })
-	cloud2 := promptleg.New()
+	cloud2 := legtest.NewPromptLeg()
 	promptHost(t, again, "", cloud2)
-	cloud2.Raise(promptleg.Prompt(promptleg.SessionID, "req-3", "Bash", `{"command":"ls"}`))
-	if p := waitListed(t, rb, "req-3", message.PermissionPending); p.ID != promptleg.ShortID(promptleg.SessionID, "req-3") {
+	cloud2.Raise(legtest.Prompt(legtest.SessionID, "req-3", "Bash", `{"command":"ls"}`))
+	if p := waitListed(t, rb, "req-3", message.PermissionPending); p.ID != legtest.ShortID(legtest.SessionID, "req-3") {
 		t.Fatalf("b lists it again as %+v", p)
 	}
-	if _, err := rb.AnswerPermission(ctx, promptleg.ShortID(promptleg.SessionID, "req-3"), message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli"}); err != nil {
+	if _, err := rb.AnswerPermission(ctx, legtest.ShortID(legtest.SessionID, "req-3"), message.PermissionAnswer{Behavior: message.BehaviorAllow, By: "cli"}); err != nil {
 		t.Fatalf("answering it again: %v", err)
 	}
 	if n := len(cloud2.Answers()); n != 1 {
@@ -167,15 +166,15 @@ func TestAPromptOfOneHostIsListedEverywhereAndAnsweredFromAnother(t *testing.T) 
 func TestTheFirstAnswerWinsAcrossHosts(t *testing.T) {
 	c := sharedCluster(t)
 	a, b, cc := join(t, c.url(0), "win-a"), join(t, c.url(1), "win-b"), join(t, c.url(2), "win-c")
-	cloud := promptleg.New()
+	cloud := legtest.NewPromptLeg()
 	cloud.Gate, cloud.Entered = make(chan struct{}), make(chan struct{}, 4)
 	promptHost(t, a, "", cloud)
 	rb := promptHost(t, b, "", newSinkLeg())
 	rc := promptHost(t, cc, "", newSinkLeg())
 	ctx := testutil.Context(t, 30*time.Second)
 
-	cloud.Raise(promptleg.Prompt(promptleg.SessionID, "req-w", "Bash", `{"command":"rm -rf build"}`))
-	id := promptleg.ShortID(promptleg.SessionID, "req-w")
+	cloud.Raise(legtest.Prompt(legtest.SessionID, "req-w", "Bash", `{"command":"rm -rf build"}`))
+	id := legtest.ShortID(legtest.SessionID, "req-w")
 	waitListed(t, rb, "req-w", message.PermissionPending)
 	waitListed(t, rc, "req-w", message.PermissionPending)
 
@@ -223,9 +222,9 @@ func TestTheFirstAnswerWinsAcrossHosts(t *testing.T) {
 func TestAnAnswerThatArrivesAfterItExpiredIsNotApplied(t *testing.T) {
 	c := sharedCluster(t)
 	a := join(t, c.url(0), "exp-a")
-	cloud := promptleg.New()
+	cloud := legtest.NewPromptLeg()
 	ra := promptHost(t, a, "", cloud)
-	cloud.Raise(promptleg.Prompt(promptleg.SessionID, "req-x", "Bash", `{"command":"ls"}`))
+	cloud.Raise(legtest.Prompt(legtest.SessionID, "req-x", "Bash", `{"command":"ls"}`))
 	p := waitListed(t, ra, "req-x", message.PermissionPending)
 	o := a.applyAnswer(testutil.Context(t, 10*time.Second), ra, "exp-b", promptAnswer{ID: "late", Prompt: p.ID, SessionID: p.SessionID,
 		RequestID: p.RequestID, Expires: time.Now().Add(-time.Second), Answer: message.PermissionAnswer{Behavior: message.BehaviorAllow}})
@@ -283,14 +282,14 @@ func (l *approverLeg) next(t *testing.T, ctx context.Context, want string) strin
 func TestAnApproverOnAnotherHostAnswersAPrompt(t *testing.T) {
 	c := sharedCluster(t)
 	a, b := join(t, c.url(0), "ap-a"), join(t, c.url(1), "ap-b")
-	cloud := promptleg.New()
+	cloud := legtest.NewPromptLeg()
 	promptHost(t, a, "", cloud)
 	review := newApproverLeg()
 	promptHost(t, b, "review", review.fake)
 	ctx := testutil.Context(t, 30*time.Second)
 
-	cloud.Raise(promptleg.Prompt(promptleg.SessionID, "req-ap", "Bash", `{"command":"go vet"}`))
-	id := promptleg.ShortID(promptleg.SessionID, "req-ap")
+	cloud.Raise(legtest.Prompt(legtest.SessionID, "req-ap", "Bash", `{"command":"go vet"}`))
+	id := legtest.ShortID(legtest.SessionID, "req-ap")
 	notice := review.next(t, ctx, "Permission request "+id)
 	if !strings.Contains(notice, "on host ap-a") || !strings.Contains(notice, "allow "+id) {
 		t.Fatalf("the approver was shown:\n%s", notice)
@@ -449,17 +448,17 @@ func testNode(t testing.TB, host string) *Node {
 func TestAFullAnswerFromAnotherHostCarriesItsSuggestionsModeAndInput(t *testing.T) {
 	c := sharedCluster(t)
 	a, b := join(t, c.url(0), "fa-a"), join(t, c.url(1), "fa-b")
-	cloud := promptleg.New()
+	cloud := legtest.NewPromptLeg()
 	promptHost(t, a, "", cloud)
 	rb := promptHost(t, b, "", newSinkLeg())
 	ctx := testutil.Context(t, 30*time.Second)
 
-	ev := promptleg.Prompt(promptleg.SessionID, "req-full", "Bash", `{"command":"npm test"}`)
+	ev := legtest.Prompt(legtest.SessionID, "req-full", "Bash", `{"command":"npm test"}`)
 	ev.Permission.Suggestions = []message.PermissionUpdate{
 		{Type: message.UpdateAddRules, Behavior: "allow", Destination: "localSettings", Rules: []message.PermissionRule{{ToolName: "Bash", RuleContent: "npm test"}}},
 		{Type: message.UpdateAddDirectories, Destination: "session", Directories: []string{"/tmp/build"}},
 	}
-	cloud.Raise(ev, promptleg.AskPrompt("req-ask"))
+	cloud.Raise(ev, legtest.AskPrompt("req-ask"))
 	there := waitListed(t, rb, "req-full", message.PermissionPending)
 	if there.Kind != message.PromptToolUse || len(there.Suggestions) != 2 || there.Suggestions[1].Directories[0] != "/tmp/build" {
 		t.Fatalf("b lists a's prompt as %+v", there)
@@ -473,7 +472,7 @@ func TestAFullAnswerFromAnotherHostCarriesItsSuggestionsModeAndInput(t *testing.
 	if !errors.As(err, &ie) || ie.Problem != message.AnswerBadSuggestion {
 		t.Fatalf("suggestion 3 of 2: %v", err)
 	}
-	_, err = rb.AnswerPermission(ctx, promptleg.ShortID(promptleg.SessionID, "req-ask"), message.PermissionAnswer{Behavior: message.BehaviorAllow})
+	_, err = rb.AnswerPermission(ctx, legtest.ShortID(legtest.SessionID, "req-ask"), message.PermissionAnswer{Behavior: message.BehaviorAllow})
 	if !errors.As(err, &ie) || ie.Problem != message.AnswerQuestionNeedsAnswers {
 		t.Fatalf("allow on a question: %v", err)
 	}

@@ -55,3 +55,15 @@ func TestWithSwitchesOnExactlyTheAbilitiesAsked(t *testing.T) {
 		}
 	}
 }
+
+// prompter is a PromptLeg whose session raises a prompt when asked.
+func prompter(t *testing.T) legtest.Subject {
+	l := legtest.NewPromptLeg()
+	return legtest.Subject{
+		Leg:     l,
+		Inbound: func(t *testing.T) { l.Raise(legtest.Prompt(legtest.SessionID, "r1", "Bash", `{}`)) },
+		Unknown: "bridge:session_01nobody",
+	}
+}
+
+func TestPromptLegKeepsTheLegContract(t *testing.T) { legtest.Run(t, prompter) }

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessiongateway/gateway/leg/legtest"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/router"
-	"github.com/sessiongateway/gateway/testkit/promptleg"
 )
 
 func TestParseReply(t *testing.T) {
@@ -106,7 +106,7 @@ func FuzzAnswerReply(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	req := *promptleg.AskPrompt("r1").Permission
+	req := *legtest.AskPrompt("r1").Permission
 	f.Fuzz(func(t *testing.T, s string) {
 		rep, err := ParseReply("answer p1 " + s)
 		if err != nil {

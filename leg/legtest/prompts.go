@@ -1,4 +1,4 @@
-package promptleg
+package legtest
 
 import (
 	"crypto/sha256"

@@ -1,20 +1,25 @@
-package promptleg
+package legtest
 
 import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
+	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
 )
 
-// SessionID is the remote session the leg lists, at "bridge:"+SessionID,
-// named fix-the-bug.
+// SessionID is the remote session a PromptLeg lists, at
+// "bridge:"+SessionID, named fix-the-bug.
 const SessionID = "session_01abc"
 
-// Leg is a remote leg whose one session raises the prompts Raise hands it.
-// Set Status, Gate and Entered before the router runs it.
-type Leg struct {
+// PromptLeg is a remote leg whose one session raises the prompts Raise
+// hands it, and records the answers and control requests it is given (a
+// Prompter, Controllable and Describer). Set Status, Gate and Entered
+// before the router runs it.
+type PromptLeg struct {
 	Status  string        // the listed session's status
 	Gate    chan struct{} // when set, Answer waits for it to close
 	Entered chan struct{} // when set, Answer says on it that it was called
@@ -22,9 +27,9 @@ type Leg struct {
 	Models []message.ModelInfo
 
 	started chan struct{}
+	emitter *leg.Emitter
 
 	mu         sync.Mutex
-	in         chan<- message.Event
 	answers    []message.PermissionAnswer
 	controls   []message.Control
 	targets    []message.Session
@@ -32,31 +37,36 @@ type Leg struct {
 	controlErr error
 }
 
-// New returns a Leg that has not run yet.
-func New() *Leg { return &Leg{started: make(chan struct{})} }
+// NewPromptLeg returns a PromptLeg that has not run yet.
+func NewPromptLeg() *PromptLeg {
+	return &PromptLeg{started: make(chan struct{}), emitter: leg.NewEmitter(message.ProtocolRemote, time.Now)}
+}
 
-func (l *Leg) Name() message.Protocol { return message.ProtocolRemote }
+func (l *PromptLeg) Name() message.Protocol { return message.ProtocolRemote }
 
-func (l *Leg) Sessions(context.Context) ([]message.Session, error) {
+func (l *PromptLeg) Sessions(context.Context) ([]message.Session, error) {
 	return []message.Session{{Address: "bridge:" + SessionID, Protocol: message.ProtocolRemote, Name: "fix-the-bug",
 		SessionID: SessionID, Status: l.Status, Reachable: true}}, nil
 }
 
-func (l *Leg) Send(_ context.Context, m message.Message) (message.Receipt, error) {
+// Send takes a message to its one session; any other address fails.
+func (l *PromptLeg) Send(_ context.Context, m message.Message) (message.Receipt, error) {
+	if m.To != "bridge:"+SessionID {
+		return message.Receipt{MsgID: m.ID, Status: message.StatusFailed, Reason: "no such session: " + m.To}, nil
+	}
 	return message.Receipt{MsgID: m.ID, Status: message.StatusSent}, nil
 }
 
-func (l *Leg) Run(ctx context.Context, in chan<- message.Event) error {
-	l.mu.Lock()
-	l.in = in
-	l.mu.Unlock()
+func (l *PromptLeg) Run(ctx context.Context, in chan<- message.Event) error {
+	l.emitter.Attach(in)
 	close(l.started)
 	<-ctx.Done()
+	l.emitter.Close()
 	return nil
 }
 
 // Answer records a; with an error set it records nothing and returns it.
-func (l *Leg) Answer(ctx context.Context, _ message.PermissionRequest, a message.PermissionAnswer) error {
+func (l *PromptLeg) Answer(ctx context.Context, _ message.PermissionRequest, a message.PermissionAnswer) error {
 	if l.Entered != nil {
 		l.Entered <- struct{}{}
 	}
@@ -76,9 +86,13 @@ func (l *Leg) Answer(ctx context.Context, _ message.PermissionRequest, a message
 	return nil
 }
 
-// Control records c for target; with an error set it records nothing and
+// Control records c for target, its one session (any other is an
+// *addressing.NotFoundError); with an error set it records nothing and
 // returns it.
-func (l *Leg) Control(_ context.Context, target message.Session, c message.Control) (message.ControlResult, error) {
+func (l *PromptLeg) Control(_ context.Context, target message.Session, c message.Control) (message.ControlResult, error) {
+	if target.SessionID != SessionID {
+		return message.ControlResult{}, unknown(target)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.controlErr != nil {
@@ -91,44 +105,46 @@ func (l *Leg) Control(_ context.Context, target message.Session, c message.Contr
 
 // Info describes the leg's one session, followed, offering Models; any
 // other is an error.
-func (l *Leg) Info(_ context.Context, target message.Session) (message.SessionInfo, error) {
+func (l *PromptLeg) Info(_ context.Context, target message.Session) (message.SessionInfo, error) {
 	if target.SessionID != SessionID {
-		return message.SessionInfo{}, fmt.Errorf("no session %s", target.SessionID)
+		return message.SessionInfo{}, unknown(target)
 	}
 	return message.SessionInfo{SessionID: SessionID, Address: "bridge:" + SessionID, Followed: true,
 		Initialized: l.Models != nil, Models: l.Models, Commands: []message.CommandInfo{}}, nil
 }
 
+// unknown is the error for a session the leg does not list.
+func unknown(target message.Session) error {
+	return &addressing.NotFoundError{Kind: addressing.KindBridge, Query: target.Address}
+}
+
 // Started is closed once the router runs the leg.
-func (l *Leg) Started() <-chan struct{} { return l.started }
+func (l *PromptLeg) Started() <-chan struct{} { return l.started }
 
 // Raise waits until the leg runs and hands the router evs, in order.
-func (l *Leg) Raise(evs ...message.Event) {
+func (l *PromptLeg) Raise(evs ...message.Event) {
 	<-l.started
-	l.mu.Lock()
-	in := l.in
-	l.mu.Unlock()
 	for _, ev := range evs {
-		in <- ev
+		l.emitter.Emit(context.Background(), ev)
 	}
 }
 
 // FailAnswers makes Answer return err from now on (nil: succeed again).
-func (l *Leg) FailAnswers(err error) {
+func (l *PromptLeg) FailAnswers(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.answerErr = err
 }
 
 // FailControls makes Control return err from now on (nil: succeed again).
-func (l *Leg) FailControls(err error) {
+func (l *PromptLeg) FailControls(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.controlErr = err
 }
 
 // Answers is every answer recorded so far.
-func (l *Leg) Answers() []message.PermissionAnswer {
+func (l *PromptLeg) Answers() []message.PermissionAnswer {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]message.PermissionAnswer(nil), l.answers...)
@@ -136,14 +152,14 @@ func (l *Leg) Answers() []message.PermissionAnswer {
 
 // Controls is every control request recorded so far, and Targets the
 // session each was for.
-func (l *Leg) Controls() []message.Control {
+func (l *PromptLeg) Controls() []message.Control {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]message.Control(nil), l.controls...)
 }
 
 // Targets is the session of each recorded control request, in order.
-func (l *Leg) Targets() []message.Session {
+func (l *PromptLeg) Targets() []message.Session {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]message.Session(nil), l.targets...)
