@@ -13,7 +13,9 @@ type Leg interface {
 	Name() message.Protocol
 	// Sessions lists who is reachable now.
 	Sessions(ctx context.Context) ([]message.Session, error)
-	// Send writes m to m.To and returns the first receipt (sent or failed).
+	// Send writes m to m.To and returns the first receipt: sent or failed,
+	// or queued from a leg that keeps what it accepts (the outbox; the
+	// federation while its link is down), which Recall then finds.
 	Send(ctx context.Context, m message.Message) (message.Receipt, error)
 	// Run delivers inbound messages, receipts and notices to in until ctx ends.
 	Run(ctx context.Context, in chan<- message.Event) error
@@ -84,7 +86,8 @@ type Controllable interface {
 
 // Describer is a leg that can say what a session told about itself (the
 // remote leg: initialize's answer, its mode and model). A session the leg
-// does not know is an *addressing.NotFoundError.
+// does not know is an *addressing.NotFoundError; a wrapper (the outbox)
+// whose inner leg cannot describe says message.ErrNotControllable.
 type Describer interface {
 	Info(ctx context.Context, target message.Session) (message.SessionInfo, error)
 }
