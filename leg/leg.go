@@ -14,8 +14,8 @@ type Leg interface {
 	// Sessions lists who is reachable now.
 	Sessions(ctx context.Context) ([]message.Session, error)
 	// Send writes m to m.To and returns the first receipt: sent or failed,
-	// or queued from a leg that keeps what it accepts (the outbox; the
-	// federation while its link is down), which Recall then finds.
+	// or queued from a leg that keeps what it accepts (the outbox, whose
+	// Recall then finds it; the federation while its link is down).
 	Send(ctx context.Context, m message.Message) (message.Receipt, error)
 	// Run delivers inbound messages, receipts and notices to in until ctx ends.
 	Run(ctx context.Context, in chan<- message.Event) error
