@@ -485,7 +485,7 @@ func (n *Node) sendReceipt(ctx context.Context, host string, rc message.Receipt)
 // called it sent. The receiver keeps two copies to one delivery (its
 // settled ids).
 func (n *Node) publish(ctx context.Context, subject, id string, sign func() ([]byte, error)) error {
-	waits := doubling(n.cfg.Clock, 50*time.Millisecond, 2*time.Second)
+	waits := clock.Backoff{Initial: 50 * time.Millisecond, Max: 2 * time.Second}.New(n.cfg.Clock)
 	var (
 		b       []byte
 		dedup   string

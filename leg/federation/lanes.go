@@ -81,7 +81,7 @@ func (n *Node) runLane(ctx context.Context, in *inflight, sender string, l *lane
 // and records what it says. ctx is f's, told when the leg has queued it.
 func (n *Node) deliverFlight(ctx context.Context, in *inflight, f *flight, deliver func(context.Context, message.Message) (message.Receipt, error)) {
 	defer f.end()
-	waits := doubling(n.cfg.Clock, 250*time.Millisecond, 5*time.Second)
+	waits := clock.Backoff{Initial: 250 * time.Millisecond, Max: 5 * time.Second}.New(n.cfg.Clock)
 	var rc message.Receipt
 	for {
 		dctx, cancel := context.WithTimeout(ctx, n.cfg.AckWait)

@@ -355,7 +355,7 @@ var attemptTimeout = 5 * time.Second
 // retry runs f, each time within attemptTimeout, until it succeeds, fails
 // for good, or ctx ends, waiting between tries on clk.
 func retry[T any](ctx context.Context, clk clock.Clock, f func(context.Context) (T, error)) (T, error) {
-	waits := doubling(clk, 100*time.Millisecond, 2*time.Second)
+	waits := clock.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second}.New(clk) // no jitter: no herd retries one request of ours
 	for {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 		v, err := f(actx)
