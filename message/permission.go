@@ -24,16 +24,33 @@ const (
 	BehaviorDeny  Behavior = "deny"
 )
 
-// PermissionRequest is a remote session's can_use_tool prompt: a tool call
-// (AskUserQuestion and ExitPlanMode included) that waits for someone to
-// allow or deny it.
+// PromptSource is where a prompt came from: a remote session's stream, a
+// local Claude Code session's PermissionRequest hook, or an MCP channel's
+// permission relay.
+type PromptSource string
+
+const (
+	SourceRemote  PromptSource = "remote"  // a claude.ai remote session's can_use_tool
+	SourceHook    PromptSource = "hook"    // a local session's PermissionRequest hook
+	SourceChannel PromptSource = "channel" // notifications/claude/channel/permission_request
+)
+
+// PermissionRequest is a session's tool call (AskUserQuestion and
+// ExitPlanMode included) that waits for someone to allow or deny it: a
+// remote session's can_use_tool prompt, or a local session's, reported by
+// its hook or its channel.
 type PermissionRequest struct {
 	// ID is the gateway's short id for the prompt, stable across reconnects:
 	// the one `gateway allow ID` takes.
 	ID        string   `json:"id"`
-	SessionID string   `json:"session_id"` // the remote session
-	Address   string   `json:"address"`    // bridge:<session id>
+	SessionID string   `json:"session_id"` // the session's own id
+	Address   string   `json:"address"`    // as `gateway sessions` shows it (bridge:<session id> for a remote one)
 	Leg       Protocol `json:"leg"`
+	// Source says how the prompt reached the gateway; empty is remote.
+	Source PromptSource `json:"source"`
+	// Name is the session's name as `gateway sessions` shows it, when it
+	// has one.
+	Name string `json:"name,omitempty"`
 	// Host is the federation host the prompt is pending on, when
 	// federation is on (this host's own prompts carry its name). A prompt
 	// of another host is listed with Leg federation; its answer travels
@@ -58,6 +75,9 @@ type PermissionRequest struct {
 	Created     time.Time          `json:"created_at"`
 	State       PermissionState    `json:"state"`
 	Answer      *PermissionAnswer  `json:"answer,omitempty"`
+	// AnsweredBy is who settled the prompt (Answer.By, or "terminal" for
+	// one answered at the session itself), set once it is settled.
+	AnsweredBy string `json:"answered_by,omitempty"`
 }
 
 // Question is one AskUserQuestion question.
@@ -108,7 +128,9 @@ type PermissionAnswer struct {
 	// setMode update for the session), as approving a plan does in
 	// claude.ai: one of PermissionModes (allow only).
 	Mode string `json:"mode,omitempty"`
-	// By says who answered: "cli", "api", or a session address.
+	// By says who answered: the API's caller ("token:ID", "console:ID",
+	// "socket:cli"), "notification", an approver or MCP session's address,
+	// "terminal", "remote".
 	By string `json:"by,omitempty"`
 }
 

@@ -44,6 +44,9 @@ func (r *Router) notePermission(ev message.Event) (message.Event, bool) {
 	if req.Host == "" {
 		req.Host = r.cfg.Host
 	}
+	if req.Source == "" {
+		req.Source = message.SourceRemote
+	}
 	if req.Created.IsZero() {
 		req.Created = r.cfg.Clock.Now()
 	}

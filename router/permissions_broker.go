@@ -130,6 +130,9 @@ func (b *permBroker) cancel(k permKey, st message.PermissionState, a *message.Pe
 // settleLocked moves a pending entry into the bounded history.
 func (b *permBroker) settleLocked(e *permEntry, st message.PermissionState, a *message.PermissionAnswer) {
 	e.req.State, e.req.Answer = st, a
+	if a != nil {
+		e.req.AnsweredBy = a.By
+	}
 	if i := slices.Index(b.pending, e); i >= 0 {
 		b.pending = slices.Delete(b.pending, i, i+1)
 		b.pendingBytes -= e.size
