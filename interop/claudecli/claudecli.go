@@ -84,6 +84,12 @@ type Options struct {
 	// /tmp/cc-socks/<pid>.sock (unless the path would pass 103 bytes).
 	XDGRuntimeDir string
 
+	// Settings, when set, is written as the user settings file,
+	// settings.json in the config dir (ConfigDir, else Home/.claude), mode
+	// 0600, before the CLI starts: e.g. {"hooks":{...}} (see
+	// interop/FINDINGS-hooks.md).
+	Settings []byte
+
 	Env  []string // more environment, KEY=VALUE, applied last
 	Args []string // more CLI arguments, e.g. --permission-mode
 
@@ -179,6 +185,11 @@ func start(t testing.TB, o Options) (*Session, error) {
 	}
 	if err := preseed(configFile, o.Cwd); err != nil {
 		return nil, fmt.Errorf("pre-seeding %s: %w", configFile, err)
+	}
+	if o.Settings != nil {
+		if err := writeSettings(configDir, o.Settings); err != nil {
+			return nil, err
+		}
 	}
 
 	s := &Session{
@@ -292,6 +303,19 @@ func preseed(path, cwd string) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// writeSettings writes b as dir/settings.json, refusing anything that is not
+// one JSON object, since the CLI would skip a broken file without a word.
+func writeSettings(dir string, b []byte) error {
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("Options.Settings is not a JSON object: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "settings.json"), b, 0o600)
 }
 
 func containsString(list []any, s string) bool {

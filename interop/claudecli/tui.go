@@ -123,3 +123,12 @@ func (s *Session) Screen() (string, error) {
 	}
 	return s.tmux.Capture()
 }
+
+// Keys sends tmux key names (e.g. "Enter", "Escape", "2") to the TUI, to
+// answer a dialog.
+func (s *Session) Keys(keys ...string) error {
+	if s.opts.Mode != ModeTUI {
+		return fmt.Errorf("claudecli: Keys needs mode %q", ModeTUI)
+	}
+	return s.tmux.Run(append([]string{"send-keys", "-t", tmuxSession}, keys...)...)
+}
