@@ -182,14 +182,16 @@ func TestInPrintModeAPermissionRequestHookDecidesAndNothingElseAllows(t *testing
 	cases := []struct {
 		name, body, want string
 		wantErr          bool
+		meta             string // in a stream-json event: how the CLI reports who decided
 	}{
-		{"an allow runs the tool", hookAllow, hookMarker, false},
-		{"a deny gives the model the hook's message", hookDeny, "denied-by-gw-91", true},
-		{"empty output is no decision, denied", `true`, noDecision, true},
-		{"exit 1 is no decision, denied", `echo oops >&2; exit 1`, noDecision, true},
-		{"exit 2 is no decision, denied", `echo oops >&2; exit 2`, noDecision, true},
-		{"invalid JSON is no decision, denied", `echo 'not json {'`, noDecision, true},
-		{"an allow without hookEventName is no decision", `printf '%s' '{"hookSpecificOutput":{"decision":{"behavior":"allow"}}}'`, noDecision, true},
+		{"an allow runs the tool", hookAllow, hookMarker, false, `"permission_decision":{"decision":"accept","source":"hook","reason_type":"hook"}`},
+		{"a deny gives the model the hook's message", hookDeny, "denied-by-gw-91", true, `"subtype":"permission_denied","tool_name":"Bash","tool_use_id":"toolu_fake0001_0","decision_reason_type":"hook","decision_reason":"denied-by-gw-91","message":"denied-by-gw-91"`},
+		{"a slow allow is waited for", `sleep 4; ` + hookAllow, hookMarker, false, ""},
+		{"empty output is no decision, denied", `true`, noDecision, true, `"decision_reason_type":"other","decision_reason":"This command requires approval"`},
+		{"exit 1 is no decision, denied", `echo oops >&2; exit 1`, noDecision, true, `"decision_reason_type":"other","decision_reason":"This command requires approval"`},
+		{"exit 2 is no decision, denied", `echo oops >&2; exit 2`, noDecision, true, `"decision_reason_type":"other","decision_reason":"This command requires approval"`},
+		{"invalid JSON is no decision, denied", `echo 'not json {'`, noDecision, true, `"decision_reason_type":"other","decision_reason":"This command requires approval"`},
+		{"an allow without hookEventName is no decision", `printf '%s' '{"hookSpecificOutput":{"decision":{"behavior":"allow"}}}'`, noDecision, true, `"decision_reason_type":"other","decision_reason":"This command requires approval"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -233,11 +235,25 @@ func TestInPrintModeAPermissionRequestHookDecidesAndNothingElseAllows(t *testing
 					t.Errorf("Stop stdin = %s", in)
 				}
 			}
+			if c.meta != "" {
+				if !hasEvent(s, c.meta) {
+					t.Errorf("no stream-json event carries %s", c.meta)
+				}
+			}
 			if t.Failed() {
 				rig.logRuns(t)
 			}
 		})
 	}
+}
+
+func hasEvent(s *claudecli.Session, sub string) bool {
+	for _, e := range s.Events() {
+		if strings.Contains(string(e.Raw), sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // waitClaudeScreen waits until the TUI shows (or, with show false, stops
@@ -286,14 +302,30 @@ func TestInTheTUIThePermissionDialogRacesAPermissionRequestHook(t *testing.T) {
 			t.Errorf("Notification stdin = %s", in)
 		}
 	})
-	t.Run("the person's answer wins, and the hook is left running, unsignalled, its late deny ignored", func(t *testing.T) {
+	t.Run("a hook's deny closes the dialog and the model gets its message", func(t *testing.T) {
 		needInterop(t)
-		rig := newHookRig(t, `sleep 6 & wait $!; `+hookDeny)
+		rig := newHookRig(t, `sleep 4 & wait $!; `+hookDeny)
 		s, model := startHooked(t, claudecli.ModeTUI, rig, 0)
 		if err := s.SendUserTurn("please-run"); err != nil {
 			t.Fatal(err)
 		}
 		waitClaudeScreen(t, s, dialog, true, 15*time.Second)
+		text, isErr := waitToolResult(t, model, 15*time.Second)
+		if text != "denied-by-gw-91" || !isErr {
+			t.Errorf("tool_result = %q (is_error %v)", text, isErr)
+		}
+		waitClaudeScreen(t, s, dialog, false, 5*time.Second)
+	})
+	t.Run("the person's answer wins, and the hook is left running, unsignalled, its late deny ignored", func(t *testing.T) {
+		needInterop(t)
+		rig := newHookRig(t, `sleep 10 & wait $!; `+hookDeny)
+		s, model := startHooked(t, claudecli.ModeTUI, rig, 0)
+		if err := s.SendUserTurn("please-run"); err != nil {
+			t.Fatal(err)
+		}
+		waitClaudeScreen(t, s, dialog, true, 15*time.Second)
+		// A key pressed as the dialog first draws is lost.
+		time.Sleep(1500 * time.Millisecond)
 		if err := s.Keys("Enter"); err != nil { // "1. Yes" is selected
 			t.Fatal(err)
 		}
@@ -316,7 +348,7 @@ func TestInTheTUIThePermissionDialogRacesAPermissionRequestHook(t *testing.T) {
 			t.Errorf("the late deny showed:\n%s", screen)
 		}
 	})
-	t.Run("empty output leaves the dialog to the person", func(t *testing.T) {
+	t.Run("empty output leaves the dialog to the person, and Esc rejects", func(t *testing.T) {
 		needInterop(t)
 		rig := newHookRig(t, `true`)
 		s, model := startHooked(t, claudecli.ModeTUI, rig, 0)
@@ -334,11 +366,13 @@ func TestInTheTUIThePermissionDialogRacesAPermissionRequestHook(t *testing.T) {
 		if _, _, ok := toolResult(model); ok {
 			t.Fatal("the tool was decided with the dialog open")
 		}
+		// Esc rejects and interrupts the turn: the model is sent nothing.
 		if err := s.Keys("Escape"); err != nil {
 			t.Fatal(err)
 		}
-		if text, isErr := waitToolResult(t, model, 10*time.Second); !isErr || strings.Contains(text, hookMarker) {
-			t.Errorf("after Esc, tool_result = %q (is_error %v)", text, isErr)
+		waitClaudeScreen(t, s, "Interrupted", true, 10*time.Second)
+		if _, _, ok := toolResult(model); ok {
+			t.Error("the model was sent a tool_result after Esc")
 		}
 	})
 	t.Run("at its timeout (seconds) the hook gets SIGTERM and the dialog stays", func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/interop/internal/proc"
 )
 
@@ -312,10 +313,10 @@ func writeSettings(dir string, b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return fmt.Errorf("Options.Settings is not a JSON object: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := safefile.EnsureDir(dir); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "settings.json"), b, 0o600)
+	return safefile.WriteAtomic(filepath.Join(dir, "settings.json"), b)
 }
 
 func containsString(list []any, s string) bool {

@@ -375,6 +375,38 @@ func TestPreseed(t *testing.T) {
 	}
 }
 
+func TestSettingsAreWrittenPrivateAndOnlyAsAJSONObject(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		wantErr bool
+	}{
+		{"a hooks object is written as given", `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"true"}]}]}}`, false},
+		{"broken JSON is refused", `{"hooks":`, true},
+		{"a JSON array is refused", `[]`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), ".claude")
+			err := writeSettings(dir, []byte(tt.in))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("writeSettings: %v, want error %v", err, tt.wantErr)
+			}
+			if tt.wantErr {
+				return
+			}
+			path := filepath.Join(dir, "settings.json")
+			b, err := os.ReadFile(path)
+			if err != nil || string(b) != tt.in {
+				t.Fatalf("settings.json = %q, %v", b, err)
+			}
+			if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+				t.Errorf("settings.json mode %v, want 0600", fi.Mode().Perm())
+			}
+		})
+	}
+}
+
 func TestParseEvent(t *testing.T) {
 	tests := []struct {
 		name          string
