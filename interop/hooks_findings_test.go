@@ -131,12 +131,12 @@ var hookBash = func() string {
 // whether it is an error.
 func toolResult(model *fakeanthropic.Server) (text string, isErr, ok bool) {
 	for _, req := range model.Requests() {
-		for _, b := range req.ToolResults() {
+		if rs := req.ToolResults(); len(rs) > 0 {
 			var sb strings.Builder
-			for _, c := range b.Content {
+			for _, c := range rs[0].Content {
 				sb.WriteString(c.Text)
 			}
-			return sb.String(), b.IsError, true
+			return sb.String(), rs[0].IsError, true
 		}
 	}
 	return "", false, false
