@@ -343,3 +343,15 @@ func (c *Client) Pair(ctx context.Context, b PairBody) (Pairing, error) {
 	var out Pairing
 	return out, c.do(ctx, "POST", "/v1/pairings", b, &out)
 }
+
+// Away reads the away switch.
+func (c *Client) Away(ctx context.Context) (AwayStatus, error) {
+	var st AwayStatus
+	return st, c.do(ctx, "GET", "/v1/away", nil, &st)
+}
+
+// SetAway switches away on or off.
+func (c *Client) SetAway(ctx context.Context, on bool) (AwayStatus, error) {
+	var st AwayStatus
+	return st, c.do(ctx, "PUT", "/v1/away", AwayBody{Away: &on}, &st)
+}

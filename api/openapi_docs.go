@@ -10,6 +10,8 @@ import "net/http"
 
 var typeDocs = map[string]string{
 	"ArchiveBody":       "POST /v1/remote/archive's request.",
+	"AwayBody":          "PUT /v1/away's request.",
+	"AwayStatus":        "The away switch and when it was last set.",
 	"Attachment":        "A file sent with a message, staged where the receiver can copy it.",
 	"CommandInfo":       "A slash command a remote session offers.",
 	"ControlBody":       "A control request for a session.",
@@ -241,6 +243,12 @@ var fieldDocs = map[string]string{
 	"PermissionRequest.created_at":  "When the prompt appeared.",
 	"PermissionRequest.state":       "Where the prompt stands.",
 	"PermissionRequest.answer":      "The answer, once answered.",
+	"PermissionRequest.answered_by": "Who settled the prompt, once settled: token:ID or console:ID (the API caller's grant), socket:cli (the control socket), notification, an approver's or MCP session's address, remote (answered on claude.ai).",
+	"PermissionRequest.source":      "How the prompt reached the gateway: remote (a claude.ai session's stream), hook (a local Claude Code session's PermissionRequest hook, gateway hooks install), channel (an MCP channel's permission relay).",
+	"PermissionRequest.name":        "The session's name as gateway sessions shows it, when it has one.",
+	"AwayStatus.away":               "Whether the user is away: local prompts then wait for an answer from elsewhere.",
+	"AwayStatus.since":              "When the switch was last set.",
+	"AwayBody.away":                 "true to switch away on, false to switch it off.",
 
 	"PermissionRule.tool_name":    "The tool the rule is about.",
 	"PermissionRule.rule_content": "What of the tool's use it matches, such as a command; absent matches every use.",

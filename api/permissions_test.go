@@ -118,10 +118,10 @@ func TestPermissionEndpoints(t *testing.T) {
 			{"GET", "/v1/permissions/p000000", "", 404, code(CodeNotFound)},
 			{"POST", "/v1/permissions/p000000", `{"behavior":"allow"}`, 404, code(CodeNotFound)},
 		}},
-		{"an answer settles the prompt once, by api unless told", []step{
+		{"an answer settles the prompt once, recorded as the control socket's", []step{
 			{"POST", bash, `{"behavior":"allow","rules":[{"tool_name":"Bash","rule_content":"go test ./..."}]}`, 200, func(t *testing.T, body []byte, leg *legtest.PromptLeg) {
 				var p message.PermissionRequest
-				if err := json.Unmarshal(body, &p); err != nil || p.State != message.PermissionAnswered || p.Answer == nil || p.Answer.By != "api" {
+				if err := json.Unmarshal(body, &p); err != nil || p.State != message.PermissionAnswered || p.Answer == nil || p.Answer.By != "socket:api" || p.AnsweredBy != "socket:api" {
 					t.Fatalf("body %s", body)
 				}
 				if a := leg.Answers(); len(a) != 1 || a[0].Rules[0].RuleContent != "go test ./..." {
@@ -231,12 +231,13 @@ func TestTheClientSpeaksThePermissionEndpoints(t *testing.T) {
 	if err != nil || p.RequestID != "bash" {
 		t.Fatalf("Permission = %+v, %v", p, err)
 	}
+	// Over TCP the answer is the token's, whatever the body says it is.
 	p, err = c.AnswerPermission(ctx, p.ID, message.PermissionAnswer{Behavior: message.BehaviorDeny, Message: "not now", By: "cli"})
-	if err != nil || p.State != message.PermissionAnswered || p.Answer.By != "cli" {
+	if err != nil || p.State != message.PermissionAnswered || p.AnsweredBy != "token:default" {
 		t.Fatalf("AnswerPermission = %+v, %v", p, err)
 	}
 	var ae *APIError
-	if _, err := c.AnswerPermission(ctx, p.ID, message.PermissionAnswer{Behavior: message.BehaviorAllow}); !errors.As(err, &ae) || ae.Status != http.StatusConflict || !strings.Contains(ae.Error(), "cli") {
+	if _, err := c.AnswerPermission(ctx, p.ID, message.PermissionAnswer{Behavior: message.BehaviorAllow}); !errors.As(err, &ae) || ae.Status != http.StatusConflict || !strings.Contains(ae.Error(), "token:default") {
 		t.Fatalf("second answer: %v, want a 409 naming who answered", err)
 	}
 	if all, err := c.Permissions(ctx, true); err != nil || len(all) != 2 {

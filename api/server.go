@@ -477,9 +477,7 @@ func (s *Server) answerPermission(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	if a.By == "" {
-		a.By = "api"
-	}
+	a.By = answeredBy(r, a.By)
 	p, err := s.cfg.Router.AnswerPermission(r.Context(), r.PathValue("id"), a)
 	if err != nil {
 		s.fail(w, err)

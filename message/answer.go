@@ -1,6 +1,7 @@
 package message
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -117,4 +118,66 @@ func (e *InvalidAnswerError) Error() string {
 		s += " (valid: " + strings.Join(q, ", ") + ")"
 	}
 	return s
+}
+
+// Updates are the permission updates an answer carries, in this order:
+// its rules (one addRules update with the answer's behavior, to
+// RuleDestination or "localSettings"), the suggestions it picks, as the
+// session offered them, and its mode switch (setMode for the session).
+// Each leg spells them as its wire does.
+func (a PermissionAnswer) Updates(req PermissionRequest) []PermissionUpdate {
+	var out []PermissionUpdate
+	if len(a.Rules) > 0 {
+		dest := a.RuleDestination
+		if dest == "" {
+			dest = "localSettings"
+		}
+		out = append(out, PermissionUpdate{Type: UpdateAddRules, Rules: a.Rules, Behavior: string(a.Behavior), Destination: dest})
+	}
+	for _, n := range a.Suggestions {
+		if n >= 1 && n <= len(req.Suggestions) { // the router checked them
+			out = append(out, req.Suggestions[n-1])
+		}
+	}
+	if a.Mode != "" {
+		out = append(out, PermissionUpdate{Type: UpdateSetMode, Mode: a.Mode, Destination: "session"})
+	}
+	return out
+}
+
+// Input is the tool input an allow carries: the given replacement, else
+// the original, with AskUserQuestion answers merged in (a string for a
+// single-select question, a list for a multi-select one).
+func (a PermissionAnswer) Input(req PermissionRequest) (json.RawMessage, error) {
+	base := a.UpdatedInput
+	if len(base) == 0 {
+		base = req.Input
+	}
+	if len(a.Answers) == 0 {
+		return base, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(base, &obj); err != nil || obj == nil {
+		return nil, errors.New("the tool input is not a JSON object")
+	}
+	multi := map[string]bool{}
+	for _, q := range req.Questions {
+		multi[q.Question] = q.MultiSelect
+	}
+	answers := map[string]any{}
+	for q, labels := range a.Answers {
+		if multi[q] {
+			answers[q] = labels
+		} else if len(labels) == 1 {
+			answers[q] = labels[0]
+		} else {
+			return nil, fmt.Errorf("question %q takes one answer, got %d", q, len(labels))
+		}
+	}
+	b, err := json.Marshal(answers)
+	if err != nil {
+		return nil, err
+	}
+	obj["answers"] = b
+	return json.Marshal(obj)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sessiongateway/gateway/internal/away"
 	"log/slog"
 	"sync"
 	"time"
@@ -20,6 +21,10 @@ import (
 
 // Config tunes a Router. Zero values take the defaults.
 type Config struct {
+	// Away is the away switch (gateway away on): local sessions' prompts
+	// wait for an answer from elsewhere while it is on. Nil keeps one in
+	// memory.
+	Away         *away.State
 	Logger       *slog.Logger
 	Metrics      *observability.Metrics
 	Tracer       trace.Tracer // one span per routed message; nil traces nothing
@@ -113,6 +118,9 @@ func New(cfg Config, legs ...leg.Leg) *Router {
 		cfg.EventQueue = 256
 	}
 	cfg.Clock = clock.Or(cfg.Clock)
+	if cfg.Away == nil {
+		cfg.Away = &away.State{}
+	}
 	if cfg.BridgeInterval == 0 {
 		cfg.BridgeInterval = 2 * time.Second
 	}

@@ -35,7 +35,7 @@ func (a *app) controllersCmd() *cobra.Command {
 		CreatedAt *time.Time `json:"created_at,omitempty"`
 		Token     string     `json:"token,omitempty"`
 	}
-	add := a.verb(&cobra.Command{Use: "add --label LABEL", Short: "add a grant and print its token (shown only now)", Args: nargs(0, 0),
+	add := a.verb(&cobra.Command{Use: "add --label LABEL", Short: "add a grant and print its token (shown only now)", Args: cli.Nargs(0, 0),
 		Example: "  gateway controllers add --label voice"}, false, func(o *cli.IO, _ []string) error {
 		if label == "" {
 			return cli.Usagef("controllers add needs --label")
@@ -53,7 +53,7 @@ func (a *app) controllersCmd() *cobra.Command {
 		return nil
 	})
 	add.Flags().StringVar(&label, "label", "", "label of the new grant")
-	list := a.verb(&cobra.Command{Use: "list", Short: "list grants", Args: nargs(0, 0), Example: "  gateway controllers list --json"}, false,
+	list := a.verb(&cobra.Command{Use: "list", Short: "list grants", Args: cli.Nargs(0, 0), Example: "  gateway controllers list --json"}, false,
 		func(o *cli.IO, _ []string) error {
 			st, err := store(o)
 			if err != nil {
@@ -81,7 +81,7 @@ func (a *app) controllersCmd() *cobra.Command {
 			})
 			return nil
 		})
-	remove := a.verb(&cobra.Command{Use: "remove ID", Short: "remove a grant (ID: as list shows it, or a unique start of it)", Args: nargs(1, 1),
+	remove := a.verb(&cobra.Command{Use: "remove ID", Short: "remove a grant (ID: as list shows it, or a unique start of it)", Args: cli.Nargs(1, 1),
 		Example: "  gateway controllers remove c_1a2b"}, false, func(o *cli.IO, args []string) error {
 		st, err := store(o)
 		if err != nil {

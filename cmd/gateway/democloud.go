@@ -16,7 +16,7 @@ import (
 func (a *app) demoCloudCmd() *cobra.Command {
 	var addr, org, stateDir string
 	var n int
-	c := &cobra.Command{Use: "demo-cloud", Short: "run a fake claude.ai on loopback to try the remote features", Args: nargs(0, 0),
+	c := &cobra.Command{Use: "demo-cloud", Short: "run a fake claude.ai on loopback to try the remote features", Args: cli.Nargs(0, 0),
 		Example: "  gateway demo-cloud --sessions 3\n  gateway demo-cloud --json"}
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "loopback address to listen on")
 	c.Flags().StringVar(&org, "org", "", "organisation uuid (default: a random one)")

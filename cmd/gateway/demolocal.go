@@ -16,7 +16,7 @@ import (
 func (a *app) demoLocalCmd() *cobra.Command {
 	var session string
 	c := &cobra.Command{Use: "demo-local", Short: "run two demo sessions, Claude Code and Qwen Code protocol, that answer what they are sent",
-		Args: nargs(0, 0), Example: "  gateway demo-local\n  gateway demo-local --json"}
+		Args: cli.Nargs(0, 0), Example: "  gateway demo-local\n  gateway demo-local --json"}
 	c.Flags().StringVar(&session, "session", "", "run one demo session (started by demo-local)")
 	_ = c.Flags().MarkHidden("session")
 	return a.verb(c, true, func(o *cli.IO, _ []string) error {

@@ -18,7 +18,7 @@ import (
 func (a *app) federationCmd() *cobra.Command {
 	c := &cobra.Command{Use: "federation COMMAND", Short: "gateways on other hosts: status, host key",
 		Example: "  gateway federation status\n  gateway federation keygen --show"}
-	status := a.verb(&cobra.Command{Use: "status", Short: "this host's view of the federation", Args: nargs(0, 0),
+	status := a.verb(&cobra.Command{Use: "status", Short: "this host's view of the federation", Args: cli.Nargs(0, 0),
 		Example: "  gateway federation status --json"}, true, func(o *cli.IO, _ []string) error {
 		raw, err := o.Client().Federation(a.ctx)
 		if err != nil {
@@ -32,7 +32,7 @@ func (a *app) federationCmd() *cobra.Command {
 	})
 	var key string
 	var force, show bool
-	keygen := a.verb(&cobra.Command{Use: "keygen", Short: "write this host's key and print its public key", Args: nargs(0, 0),
+	keygen := a.verb(&cobra.Command{Use: "keygen", Short: "write this host's key and print its public key", Args: cli.Nargs(0, 0),
 		Example: "  gateway federation keygen\n  gateway federation keygen --show --json"}, true, func(o *cli.IO, _ []string) error {
 		args := []string{"--state-dir", o.StateDir, "--force=" + fmtBool(force), "--show=" + fmtBool(show)}
 		if key != "" {

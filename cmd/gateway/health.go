@@ -19,7 +19,7 @@ func (a *app) healthCmd() *cobra.Command {
 	var base string
 	var ready bool
 	var timeout time.Duration
-	c := &cobra.Command{Use: "health", Short: "exit 0 when the running gateway answers /healthz (--ready: /readyz)", Args: nargs(0, 0),
+	c := &cobra.Command{Use: "health", Short: "exit 0 when the running gateway answers /healthz (--ready: /readyz)", Args: cli.Nargs(0, 0),
 		Example: "  gateway health\n  gateway health --ready --url http://127.0.0.1:8080"}
 	c.Flags().StringVar(&base, "url", "", "probe the TCP API at this base URL (http://host:port) instead of the control socket")
 	c.Flags().BoolVar(&ready, "ready", false, "probe /readyz (every enabled leg ready) instead of /healthz (process alive)")

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/away"
+
 	"github.com/sessiongateway/gateway/internal/clock"
 	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/leg/claude"
@@ -104,6 +106,7 @@ func startClaude(log *slog.Logger, c serveConfig, childEnv []string, receiptSent
 		Settle: c.settle, Logger: log, UploadsDir: filepath.Join(c.stateDir, "uploads"),
 		UploadsQuota: c.files.uploadsQuotaBytes(), UploadsMaxAge: c.files.uploadsMaxAge(),
 		ReceiptSent: receiptSent,
+		Hooks:       claude.HookOptions{Socket: filepath.Join(c.stateDir, "hooks.sock"), Wait: c.localPromptWait, Away: awaySwitch(c.away)},
 	})
 	if err != nil {
 		return nil, nil, err
@@ -172,3 +175,12 @@ func deregister(legs ...leg.Leg) {
 }
 
 func controllersPath(stateDir string) string { return filepath.Join(stateDir, "controllers.json") }
+
+// awaySwitch is the away switch as the Claude leg reads it; nil (a test's
+// config) is never away.
+func awaySwitch(s *away.State) claude.Away {
+	if s == nil {
+		return nil
+	}
+	return s
+}

@@ -62,10 +62,10 @@ func run(ctx context.Context, e *env, args []string) int {
 	}
 	var ce *cli.Error
 	if !errors.As(err, &ce) { // the library's own: an unknown command or flag, wrong arguments
-		ce = &cli.Error{Exit: exitUsage, Code: cli.CodeUsage, Err: flagHint(cmd, err)}
+		ce = &cli.Error{Exit: exitUsage, Code: cli.CodeUsage, Err: cli.FlagHint(cmd, err)}
 	}
 	o := a.io()
-	o.JSON = o.JSON || wantsJSON(args)
+	o.JSON = o.JSON || cli.WantsJSON(args)
 	code := cli.Report(o, ce)
 	switch {
 	case ce.Exit != exitUsage || ce.Quiet || o.JSON || cmd == nil:
@@ -95,7 +95,7 @@ func (a *app) root() *cobra.Command {
 		SilenceErrors: true, SilenceUsage: true,
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) > 0 { // cobra sends here an unknown command: say so, with suggestions
-				return fmt.Errorf("unknown command %q%s", args[0], didYouMean(subSuggestions(c, args[0])))
+				return fmt.Errorf("unknown command %q%s", args[0], cli.DidYouMean(cli.SubSuggestions(c, args[0])))
 			}
 			c.SetOut(a.e.stdout)
 			_ = c.Help()
@@ -112,7 +112,7 @@ func (a *app) root() *cobra.Command {
 			// does not know; a misspelt one is a usage error like a command.
 			target, rest, err := root.Find(args)
 			if err != nil || len(rest) > 0 {
-				return cli.Usagef("no help topic %q for %s%s", strings.Join(rest, " "), target.CommandPath(), didYouMean(subSuggestions(target, rest[0])))
+				return cli.Usagef("no help topic %q for %s%s", strings.Join(rest, " "), target.CommandPath(), cli.DidYouMean(cli.SubSuggestions(target, rest[0])))
 			}
 			target.SetOut(a.e.stdout)
 			return target.Help()
@@ -143,7 +143,7 @@ var helpGroups = [][2]string{{"run", "Run and check the gateway:"}, {"msg", "Ses
 var groupOf = map[string]string{"serve": "run", "config": "run", "status": "run", "health": "run", "version": "run",
 	"demo-cloud": "run", "demo-local": "run", "sessions": "msg", "send": "msg", "watch": "msg", "idle": "msg",
 	"held": "msg", "release": "msg", "outbox": "msg", "permissions": "prompt", "allow": "prompt", "deny": "prompt",
-	"answer": "prompt", "remote": "remote", "federation": "remote", "mcp": "remote", "tokens": "access",
+	"answer": "prompt", "away": "prompt", "hook": "prompt", "remote": "remote", "federation": "remote", "mcp": "remote", "tokens": "access",
 	"controllers": "access", "pair": "access"}
 
 // verb makes c run body with the run's IO; json adds --json.
@@ -173,12 +173,12 @@ func group(c *cobra.Command, subs ...*cobra.Command) *cobra.Command {
 			for _, s := range c.Commands() {
 				names = append(names, s.Name())
 			}
-			return cli.Usagef("%s needs a command: %s", cmdName(c), strings.Join(names, ", "))
+			return cli.Usagef("%s needs a command: %s", cli.CmdName(c), strings.Join(names, ", "))
 		}
 		if args[0] == "help" { // gateway remote help, as before
 			return c.Help()
 		}
-		return cli.Usagef("unknown command %q for %s%s", args[0], c.CommandPath(), didYouMean(subSuggestions(c, args[0])))
+		return cli.Usagef("unknown command %q for %s%s", args[0], c.CommandPath(), cli.DidYouMean(cli.SubSuggestions(c, args[0])))
 	}
 	return c
 }
@@ -188,7 +188,7 @@ func group(c *cobra.Command, subs ...*cobra.Command) *cobra.Command {
 // that reads a single dash as short flags.
 func longFlags(root *cobra.Command, args []string) []string {
 	known := map[string]bool{}
-	eachCommand(root, func(c *cobra.Command) {
+	cli.EachCommand(root, func(c *cobra.Command) {
 		for _, fs := range []*pflag.FlagSet{c.LocalFlags(), c.PersistentFlags()} {
 			fs.VisitAll(func(f *pflag.Flag) { known[f.Name] = true })
 		}

@@ -36,7 +36,7 @@ func durableRemote(log *slog.Logger, stateDir string, inner leg.Leg) (*outbox.Le
 
 func (a *app) outboxCmd() *cobra.Command {
 	var all bool
-	c := &cobra.Command{Use: "outbox", Short: "list messages waiting for a remote server's acknowledgement", Args: nargs(0, 0),
+	c := &cobra.Command{Use: "outbox", Short: "list messages waiting for a remote server's acknowledgement", Args: cli.Nargs(0, 0),
 		Example: "  gateway outbox\n  gateway outbox --all --json"}
 	c.Flags().BoolVar(&all, "all", false, "include recently acknowledged and failed messages")
 	return a.verb(c, true, func(o *cli.IO, _ []string) error {

@@ -11,7 +11,7 @@ import (
 // pairCmd prints a one-time link, and its QR code, that signs a browser in.
 func (a *app) pairCmd() *cobra.Command {
 	var scope, ttl, base string
-	c := &cobra.Command{Use: "pair", Short: "print a one-time link and QR code that signs a browser in to the console", Args: nargs(0, 0),
+	c := &cobra.Command{Use: "pair", Short: "print a one-time link and QR code that signs a browser in to the console", Args: cli.Nargs(0, 0),
 		Example: "  gateway pair\n  gateway pair --scope approve --ttl 10m"}
 	c.Flags().StringVar(&scope, "scope", "", "scopes beside read the browser gets: approve (answer prompts, decide held messages), send, files")
 	c.Flags().StringVar(&ttl, "ttl", "10m", "how long the link works (at most 24h); it works once")

@@ -21,7 +21,7 @@ func (a *app) remoteCmd() *cobra.Command {
 		Example: "  gateway remote sessions\n  gateway remote watch session_01abc\n  gateway remote mode session_01abc plan"}
 	c.PersistentFlags().BoolVar(&a.json, "json", false, `print JSON; a failure is {"error": ..., "code": ...} on stdout`)
 	sub := func(use, short, example string, lo, hi int, body func(o *cli.IO, args []string) error) *cobra.Command {
-		return a.verb(&cobra.Command{Use: use, Short: short, Example: "  gateway remote " + example, Args: nargs(lo, hi)}, false, body)
+		return a.verb(&cobra.Command{Use: use, Short: short, Example: "  gateway remote " + example, Args: cli.Nargs(lo, hi)}, false, body)
 	}
 	ctl := func(kind message.ControlKind, set func(*message.Control, string)) func(o *cli.IO, args []string) error {
 		return func(o *cli.IO, args []string) error {

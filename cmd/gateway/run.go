@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/away"
+
 	"github.com/sessiongateway/gateway/api"
 	"github.com/sessiongateway/gateway/approver"
 	"github.com/sessiongateway/gateway/console"
@@ -97,6 +99,11 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	if err != nil {
 		return err
 	}
+	// The away switch is the user's word, kept across restarts; one we
+	// cannot read stops the start rather than be guessed.
+	if c.away, err = away.Open(filepath.Join(c.stateDir, "away.json")); err != nil {
+		return errors.Join(err, fed.Close())
+	}
 	legs, pool, err := startLegs(log, c, metrics, others)
 	if err != nil {
 		return errors.Join(err, fed.Close())
@@ -116,7 +123,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 		defer pool.Close()
 		closePool = pool.Close
 	}
-	rt := router.New(router.Config{Logger: log, Metrics: metrics, Tracer: tel.Tracer(), Bridge: c.bridge, BridgeOnly: c.bridgeOnly, DID: c.did, Host: fed.Host(),
+	rt := router.New(router.Config{Logger: log, Metrics: metrics, Tracer: tel.Tracer(), Bridge: c.bridge, BridgeOnly: c.bridgeOnly, DID: c.did, Host: fed.Host(), Away: c.away,
 		// What the gateway itself sends (approver notices) attests its own
 		// review class, so a receiver of that class admits it.
 		DefaultMode: c.mode}, legs...)

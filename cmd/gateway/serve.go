@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sessiongateway/gateway/internal/away"
+
 	"github.com/spf13/cobra"
 
 	"github.com/sessiongateway/gateway/addressing"
@@ -138,6 +140,7 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 	var bridgeOnly multi
 	fs.Var(&bridgeOnly, "bridge-only", "limit the bridge to sessions whose name matches this glob (repeatable)")
 	maxAliases := fs.Int("max-alias-workers", claude.DefaultMaxWorkers, "most alias worker processes the bridge runs for the Claude leg at once (one per session of another leg, about 17 MB each); aliases beyond it are refused")
+	localWait := fs.Duration("local-prompt-wait", claude.DefaultLocalPromptWait, "how long a local session's prompt (from its PermissionRequest hook, gateway hooks install) waits for an answer from elsewhere before its terminal asks; while `gateway away on`, it waits until an answer or the hook's own timeout")
 	heldExpiry := fs.String("held-expiry", "5m", "how long the Qwen inbox holds a message: 1m, 5m, 10m or never")
 	remote := remoteFlags(fs, e)
 	didFile := didFileFlag(fs, e)
@@ -252,7 +255,7 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 		return &servePlan{logLevel: lvl, logFormat: logFormat, settings: st, warnings: remote.unused(st, *legs), cfg: serveConfig{
 			stateDir: *sd, name: *name, apiAddr: *apiAddr, hosts: hosts, mode: m, inbound: pol,
 			qwenInbound: qpol, heldExpiry: qwen.ParseHeldExpiry(*heldExpiry), noClaude: !enabled["claude"], noQwen: !enabled["qwen"], bridge: *bridge, bridgeOnly: bridgeOnly,
-			maxAliases:  *maxAliases,
+			maxAliases: *maxAliases, localPromptWait: *localWait,
 			requireAuth: *requireAuth, settle: *settle, getenv: e.getenv, remote: remote, did: did, approver: *approver,
 			life: life, api: apiHard, files: files, fed: fed, notify: notes, debugAddr: *debugAddr,
 		}}, nil
@@ -273,18 +276,22 @@ type serveConfig struct {
 	noQwen      bool
 	bridge      bool
 	bridgeOnly  []string
-	maxAliases  int      // --max-alias-workers
-	workerEnv   []string // extra environment for alias workers (tests)
-	requireAuth bool
-	settle      time.Duration
-	getenv      func(string) string
-	remote      *remoteOpts            // nil or without credentials: no remote leg
-	did         addressing.DIDResolver // --did-file; nil refuses did: addresses
-	approver    string                 // --approver: the session that answers remote prompts; "" for none
-	life        *lifecycleOpts         // --grace and SIGHUP; nil takes the defaults
-	api         *apiOpts               // TLS, CORS and rate limits of --api; nil takes the defaults
-	files       *filesOpts             // --files-dir and the uploads limits; nil takes the defaults
-	fed         *federation.Flags      // --federation and its options; nil or unset: no federation
-	summary     io.Writer              // a terminal for the start-up summary; nil for none
-	notify      *notify.Flags          // --notify and its options; nil or unset: no notifications
+	maxAliases  int // --max-alias-workers
+	// localPromptWait is --local-prompt-wait: how long a hook's prompt
+	// waits before its terminal asks (not while away).
+	localPromptWait time.Duration
+	away            *away.State // the away switch (<state-dir>/away.json); run opens it
+	workerEnv       []string    // extra environment for alias workers (tests)
+	requireAuth     bool
+	settle          time.Duration
+	getenv          func(string) string
+	remote          *remoteOpts            // nil or without credentials: no remote leg
+	did             addressing.DIDResolver // --did-file; nil refuses did: addresses
+	approver        string                 // --approver: the session that answers remote prompts; "" for none
+	life            *lifecycleOpts         // --grace and SIGHUP; nil takes the defaults
+	api             *apiOpts               // TLS, CORS and rate limits of --api; nil takes the defaults
+	files           *filesOpts             // --files-dir and the uploads limits; nil takes the defaults
+	fed             *federation.Flags      // --federation and its options; nil or unset: no federation
+	summary         io.Writer              // a terminal for the start-up summary; nil for none
+	notify          *notify.Flags          // --notify and its options; nil or unset: no notifications
 }

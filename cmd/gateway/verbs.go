@@ -21,19 +21,19 @@ func (a *app) commands() []*cobra.Command {
 		a.serveCmd(), a.configCmd(), a.statusCmd(), a.sessionsCmd(), a.sendCmd(), a.watchCmd(),
 		a.heldCmd(), a.releaseCmd(), a.permissionsCmd(), a.allowCmd(), a.denyCmd(), a.answerCmd(),
 		a.outboxCmd(), a.remoteCmd(), a.demoLocalCmd(), a.demoCloudCmd(), a.idleCmd(), a.controllersCmd(), a.pairCmd(),
-		a.tokensCmd(), a.federationCmd(), a.mcpCmd(), a.healthCmd(), a.versionCmd(), a.aliasWorkerCmd(),
+		a.tokensCmd(), a.federationCmd(), a.mcpCmd(), a.healthCmd(), a.versionCmd(), a.awayCmd(), a.hookCmd(), a.aliasWorkerCmd(),
 	}
 }
 
 func (a *app) sessionsCmd() *cobra.Command {
-	return a.verb(&cobra.Command{Use: "sessions", Short: "list every reachable session", Args: nargs(0, 0),
+	return a.verb(&cobra.Command{Use: "sessions", Short: "list every reachable session", Args: cli.Nargs(0, 0),
 		Example: "  gateway sessions\n  gateway sessions --json"}, true,
 		func(o *cli.IO, _ []string) error { return cli.Sessions(a.ctx, o) })
 }
 
 func (a *app) sendCmd() *cobra.Command {
 	var so cli.SendOptions
-	c := &cobra.Command{Use: "send ADDRESS TEXT", Short: "send a message to a session", Args: nargs(2, 2),
+	c := &cobra.Command{Use: "send ADDRESS TEXT", Short: "send a message to a session", Args: cli.Nargs(2, 2),
 		Long: "Send TEXT to the session at ADDRESS (a name, name [ref], a socket path, bridge:<id> or did:...).\n" +
 			"Prints the message id; with --wait, its final receipt, and the exit code says whether it\n" +
 			"was delivered (3: another final receipt, 4: none before --timeout).",
@@ -53,7 +53,7 @@ func (a *app) sendCmd() *cobra.Command {
 
 func (a *app) watchCmd() *cobra.Command {
 	var since int64
-	c := &cobra.Command{Use: "watch", Short: "print events as they happen", Args: nargs(0, 0),
+	c := &cobra.Command{Use: "watch", Short: "print events as they happen", Args: cli.Nargs(0, 0),
 		Example: "  gateway watch\n  gateway watch --since 0 --json"}
 	c.Flags().Int64Var(&since, "since", -1, "replay kept events after this id (0 for all kept)")
 	return a.verb(c, true, func(o *cli.IO, _ []string) error { return cli.Watch(a.ctx, o, since) })
@@ -62,7 +62,7 @@ func (a *app) watchCmd() *cobra.Command {
 func (a *app) idleCmd() *cobra.Command {
 	var wait bool
 	var timeout time.Duration
-	c := &cobra.Command{Use: "idle ADDRESS", Short: "ask a peer to say when it is idle", Args: nargs(1, 1),
+	c := &cobra.Command{Use: "idle ADDRESS", Short: "ask a peer to say when it is idle", Args: cli.Nargs(1, 1),
 		Example: "  gateway idle work-08 --wait --timeout 5m"}
 	c.Flags().BoolVar(&wait, "wait", false, "wait for the notice and print it")
 	c.Flags().DurationVar(&timeout, "timeout", 60*time.Second, "how long --wait waits")
@@ -70,20 +70,20 @@ func (a *app) idleCmd() *cobra.Command {
 }
 
 func (a *app) heldCmd() *cobra.Command {
-	return a.verb(&cobra.Command{Use: "held", Short: "list inbound messages held for a decision", Args: nargs(0, 0),
+	return a.verb(&cobra.Command{Use: "held", Short: "list inbound messages held for a decision", Args: cli.Nargs(0, 0),
 		Example: "  gateway held\n  gateway held --json"}, true,
 		func(o *cli.IO, _ []string) error { return cli.Held(a.ctx, o) })
 }
 
 func (a *app) releaseCmd() *cobra.Command {
-	return a.verb(&cobra.Command{Use: "release ID", Short: "deliver a held message (ID: as held shows it, or any unique start of it)", Args: nargs(1, 1),
+	return a.verb(&cobra.Command{Use: "release ID", Short: "deliver a held message (ID: as held shows it, or any unique start of it)", Args: cli.Nargs(1, 1),
 		Example: "  gateway release 3f2a9c1e"}, true,
 		func(o *cli.IO, args []string) error { return cli.Release(a.ctx, o, args[0]) })
 }
 
 func (a *app) denyCmd() *cobra.Command {
 	var msg, reason string
-	c := &cobra.Command{Use: "deny ID", Short: "deny a permission prompt or a held message", Args: nargs(1, 1),
+	c := &cobra.Command{Use: "deny ID", Short: "deny a permission prompt or a held message", Args: cli.Nargs(1, 1),
 		Long:    "Deny the permission prompt, or else the held message, with this id (or a unique start of it).",
 		Example: "  gateway deny p3a9c1e --message \"not on main\"\n  gateway deny 3f2a9c1e --reason spam"}
 	c.Flags().StringVar(&msg, "message", "", "why, told to the session's model (a prompt) or to the sender (a held message)")
@@ -101,7 +101,7 @@ func (a *app) denyCmd() *cobra.Command {
 
 func (a *app) permissionsCmd() *cobra.Command {
 	var all bool
-	c := &cobra.Command{Use: "permissions", Short: "list remote sessions' pending permission prompts", Args: nargs(0, 0),
+	c := &cobra.Command{Use: "permissions", Short: "list remote sessions' pending permission prompts", Args: cli.Nargs(0, 0),
 		Example: "  gateway permissions\n  gateway permissions --all --json"}
 	c.Flags().BoolVar(&all, "all", false, "include recently answered and withdrawn prompts")
 	return a.verb(c, true, func(o *cli.IO, _ []string) error { return cli.Permissions(a.ctx, o, all) })
@@ -109,7 +109,7 @@ func (a *app) permissionsCmd() *cobra.Command {
 
 func (a *app) allowCmd() *cobra.Command {
 	var ao answerfmt.AllowOptions
-	c := &cobra.Command{Use: "allow ID", Short: "allow a permission prompt", Args: nargs(1, 1),
+	c := &cobra.Command{Use: "allow ID", Short: "allow a permission prompt", Args: cli.Nargs(1, 1),
 		Example: "  gateway allow p3a9c1e\n  gateway allow p3a9c1e --suggestion 1\n  gateway allow p3a9c1e --rule 'Bash(go test ./...)'"}
 	f := c.Flags()
 	f.StringVar(&ao.Input, "input", "", "replace the tool's input with this JSON object")
@@ -121,7 +121,7 @@ func (a *app) allowCmd() *cobra.Command {
 }
 
 func (a *app) answerCmd() *cobra.Command {
-	return a.verb(&cobra.Command{Use: "answer ID QUESTION=OPTION...", Short: "answer an AskUserQuestion prompt", Args: nargs(2, -1),
+	return a.verb(&cobra.Command{Use: "answer ID QUESTION=OPTION...", Short: "answer an AskUserQuestion prompt", Args: cli.Nargs(2, -1),
 		Long: "Answer a question prompt. QUESTION is its text, header or number; OPTION its label or number;\n" +
 			"several options of a multi-select question by repeating it or as a JSON list.",
 		Example: "  gateway answer p3a9c1e \"1=Yes\"\n  gateway answer p3a9c1e \"Which features?=Metrics\" \"Which features?=Logs\""}, true,
@@ -129,7 +129,7 @@ func (a *app) answerCmd() *cobra.Command {
 }
 
 func (a *app) versionCmd() *cobra.Command {
-	return a.verb(&cobra.Command{Use: "version", Short: "print the version (the same as --version)", Args: nargs(0, 0),
+	return a.verb(&cobra.Command{Use: "version", Short: "print the version (the same as --version)", Args: cli.Nargs(0, 0),
 		Example: "  gateway version\n  gateway --version"}, true,
 		func(o *cli.IO, _ []string) error {
 			o.Print(map[string]string{"version": version}, func(w io.Writer) { fmt.Fprintf(w, "gateway %s\n", version) })
@@ -139,14 +139,14 @@ func (a *app) versionCmd() *cobra.Command {
 
 func (a *app) mcpCmd() *cobra.Command {
 	var name string
-	c := &cobra.Command{Use: "mcp", Short: "serve MCP on stdin/stdout as a session of the running gateway", Args: nargs(0, 0),
+	c := &cobra.Command{Use: "mcp", Short: "serve MCP on stdin/stdout as a session of the running gateway", Args: cli.Nargs(0, 0),
 		Example: "  gateway mcp --name reviewer"}
 	c.Flags().StringVar(&name, "name", "", "the session name others reach this client by (default: the client's own name)")
 	return a.verb(c, false, func(o *cli.IO, _ []string) error { return mcp.Stdio(a.ctx, o.Client(), name, os.Stdin, o.Stdout) })
 }
 
 func (a *app) statusCmd() *cobra.Command {
-	return a.verb(&cobra.Command{Use: "status", Short: "the running gateway on one screen: legs, sessions, links, what waits, outbox, peers", Args: nargs(0, 0),
+	return a.verb(&cobra.Command{Use: "status", Short: "the running gateway on one screen: legs, sessions, links, what waits, outbox, peers", Args: cli.Nargs(0, 0),
 		Example: "  gateway status\n  gateway status --json"}, true,
 		func(o *cli.IO, _ []string) error { return cli.Status(a.ctx, o) })
 }

@@ -20,7 +20,7 @@ import (
 func (a *app) aliasWorkerCmd() *cobra.Command {
 	var name, mode, logLevel string
 	var requireAuth bool
-	c := &cobra.Command{Use: "alias-worker --name NAME", Short: "started by gateway serve", Hidden: true, Args: nargs(0, 0)}
+	c := &cobra.Command{Use: "alias-worker --name NAME", Short: "started by gateway serve", Hidden: true, Args: cli.Nargs(0, 0)}
 	c.Flags().StringVar(&name, "name", "", "alias name to register")
 	c.Flags().StringVar(&mode, "mode", "prompting", "review class: bypass or prompting")
 	c.Flags().StringVar(&logLevel, "log-level", "info", "log level")

@@ -55,6 +55,9 @@ type Config struct {
 	UploadsMaxAge time.Duration
 	// Kind is written into the registry entry; default KindGateway.
 	Kind string
+	// Hooks is the hook endpoint, where Claude Code's hooks report
+	// permission prompts (hooks.go); no Socket, no endpoint.
+	Hooks HookOptions
 	// ReceiptSent, when set, hears the status of each receipt written to a
 	// sender (for the receipts counter); it must not block.
 	ReceiptSent func(message.Status)
@@ -94,6 +97,7 @@ type Leg struct {
 	unsolicitedAt atomic.Int64
 	bridge        *bridgeHost
 	ln            *uds.Listener
+	hooks         *hooks // nil without a hook endpoint
 
 	emitter *leg.Emitter
 	uploads *uploads // nil without an uploads directory
@@ -212,8 +216,17 @@ func Register(cfg Config) (*Leg, error) {
 	if p.ln, err = uds.Listen(p.socketPath, sock); err != nil {
 		return nil, fmt.Errorf("binding %s: %w", p.socketPath, err)
 	}
+	if cfg.Hooks.Socket != "" {
+		if p.hooks, err = listenHooks(cfg.Hooks, cfg.Clock); err != nil {
+			p.ln.Close()
+			return nil, err
+		}
+	}
 	if err := p.writeFiles(); err != nil {
 		p.ln.Close()
+		if p.hooks != nil {
+			p.hooks.ln.Close()
+		}
 		p.removeFiles()
 		return nil, err
 	}
@@ -291,9 +304,14 @@ func (p *Leg) Run(ctx context.Context, out chan<- message.Event) error {
 	if p.uploads != nil {
 		gc.Go(func() { p.uploads.run(gcCtx, p.log) })
 	}
+	var hookErr error
+	if p.hooks != nil {
+		gc.Go(func() { hookErr = p.hooks.ln.Serve(gcCtx, p.serveHook) })
+	}
 	err := p.ln.Serve(ctx, p.serveConn)
 	stopGC()
 	gc.Wait()
+	err = errors.Join(err, hookErr)
 	p.shutdown()
 	p.emitter.Close()
 	if errors.Is(err, context.Canceled) {

@@ -135,27 +135,12 @@ func answerEvent(req message.PermissionRequest, a message.PermissionAnswer) (jso
 	return wire.AnswerEvent(answerUUID(req.SessionID, req.RequestID), req.RequestID, d)
 }
 
-// permissionUpdates are the answer's updatedPermissions, in this order:
-// its rules (one addRules update with the answer's behavior), the
-// suggestions it picks, as the session offered them, and its mode switch
-// (setMode for the session).
+// permissionUpdates are the answer's updatedPermissions in the wire's
+// spelling (message.PermissionAnswer.Updates says which and in what order).
 func permissionUpdates(req message.PermissionRequest, a message.PermissionAnswer) []wire.PermissionUpdate {
 	var out []wire.PermissionUpdate
-	if len(a.Rules) > 0 {
-		dest := a.RuleDestination
-		if dest == "" {
-			dest = "localSettings"
-		}
-		out = append(out, wireUpdate(message.PermissionUpdate{Type: message.UpdateAddRules, Rules: a.Rules,
-			Behavior: string(a.Behavior), Destination: dest}))
-	}
-	for _, n := range a.Suggestions {
-		if n >= 1 && n <= len(req.Suggestions) { // the router checked them
-			out = append(out, wireUpdate(req.Suggestions[n-1]))
-		}
-	}
-	if a.Mode != "" {
-		out = append(out, wire.PermissionUpdate{Type: message.UpdateSetMode, Mode: a.Mode, Destination: "session"})
+	for _, u := range a.Updates(req) {
+		out = append(out, wireUpdate(u))
 	}
 	return out
 }
@@ -168,39 +153,12 @@ func wireUpdate(u message.PermissionUpdate) wire.PermissionUpdate {
 	return w
 }
 
-// updatedInput is the tool input an allow carries: the given replacement,
-// else the original, with AskUserQuestion answers merged in (a string for
-// a single-select question, a list for a multi-select one).
+// updatedInput is the tool input an allow carries
+// (message.PermissionAnswer.Input).
 func updatedInput(req message.PermissionRequest, a message.PermissionAnswer) (json.RawMessage, error) {
-	base := a.UpdatedInput
-	if len(base) == 0 {
-		base = req.Input
-	}
-	if len(a.Answers) == 0 {
-		return base, nil
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(base, &obj); err != nil || obj == nil {
-		return nil, fmt.Errorf("remote leg: tool input is not a JSON object")
-	}
-	multi := map[string]bool{}
-	for _, q := range req.Questions {
-		multi[q.Question] = q.MultiSelect
-	}
-	answers := map[string]any{}
-	for q, labels := range a.Answers {
-		if multi[q] {
-			answers[q] = labels
-		} else if len(labels) == 1 {
-			answers[q] = labels[0]
-		} else {
-			return nil, fmt.Errorf("remote leg: question %q takes one answer, got %d", q, len(labels))
-		}
-	}
-	b, err := json.Marshal(answers)
+	in, err := a.Input(req)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("remote leg: %w", err)
 	}
-	obj["answers"] = b
-	return json.Marshal(obj)
+	return in, nil
 }

@@ -94,9 +94,22 @@ func Prompts(w io.Writer, ps []message.PermissionRequest, withState bool) {
 	}
 	row("ID", "HOST", "SESSION", "TOOL", "KIND", "STATE", "SUMMARY")
 	for _, p := range ps {
-		row(p.ID, OrDash(p.Host), p.SessionID, p.ToolName, string(kindOf(p)), string(p.State), p.Summary(SummaryWidth))
+		row(p.ID, OrDash(p.Host), promptSession(p), p.ToolName, string(kindOf(p)), string(p.State), p.Summary(SummaryWidth))
 	}
 	tw.Flush()
+}
+
+// promptSession names a prompt's session as `gateway sessions` does (its
+// name, else its id), with how a local one's prompt came: "work-08 (hook)".
+func promptSession(p message.PermissionRequest) string {
+	s := p.SessionID
+	if p.Name != "" {
+		s = p.Name
+	}
+	if p.Source != "" && p.Source != message.SourceRemote {
+		s += " (" + string(p.Source) + ")"
+	}
+	return s
 }
 
 // Answered confirms a settled prompt: verb (allowed, denied) and what the

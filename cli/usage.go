@@ -1,4 +1,4 @@
-package main
+package cli
 
 // Usage errors: wrong arguments, misspelt commands and flags, said in one
 // set of words whichever parser found them.
@@ -11,15 +11,13 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
-	"github.com/sessiongateway/gateway/cli"
 )
 
-// nargs checks a command's positional arguments, naming them when wrong.
-func nargs(lo, hi int) cobra.PositionalArgs {
+// Nargs checks a command's positional arguments, naming them when wrong.
+func Nargs(lo, hi int) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if len(args) < lo || (hi >= 0 && len(args) > hi) {
-			return cli.Usagef("%s takes %s; %s", cmdName(c), argWords(c), given(len(args)))
+			return Usagef("%s takes %s; %s", CmdName(c), argWords(c), given(len(args)))
 		}
 		return nil
 	}
@@ -41,19 +39,19 @@ func argWords(c *cobra.Command) string {
 	return words
 }
 
-// subSuggestions are c's subcommands a misspelt one may have meant: the
-// same cli.Suggest as for flags, so both are near in the same way.
-func subSuggestions(c *cobra.Command, typed string) []string {
+// SubSuggestions are c's subcommands a misspelt one may have meant: the
+// same Suggest as for flags, so both are near in the same way.
+func SubSuggestions(c *cobra.Command, typed string) []string {
 	var names []string
 	for _, s := range c.Commands() {
 		if s.IsAvailableCommand() {
 			names = append(names, s.Name())
 		}
 	}
-	return cli.Suggest(typed, names)
+	return Suggest(typed, names)
 }
 
-func didYouMean(s []string) string {
+func DidYouMean(s []string) string {
 	if len(s) == 0 {
 		return ""
 	}
@@ -65,10 +63,10 @@ var unknownFlag = regexp.MustCompile(`^(?:unknown flag: --|unknown shorthand fla
 // stdFlagError is the standard library's words for serve's flags.
 var stdFlagError = regexp.MustCompile(`^(flag provided but not defined|flag needs an argument): -{1,2}(.+)$`)
 
-// flagHint says serve's flag errors in the other commands' words and adds
+// FlagHint says serve's flag errors in the other commands' words and adds
 // the flags that a misspelt one may have meant or, for --json, the
 // commands that take it.
-func flagHint(c *cobra.Command, err error) error {
+func FlagHint(c *cobra.Command, err error) error {
 	if m := stdFlagError.FindStringSubmatch(err.Error()); m != nil {
 		what := "unknown flag"
 		if m[1] == "flag needs an argument" {
@@ -83,11 +81,11 @@ func flagHint(c *cobra.Command, err error) error {
 	var names []string
 	c.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, "--"+f.Name) })
 	c.InheritedFlags().VisitAll(func(f *pflag.Flag) { names = append(names, "--"+f.Name) })
-	err = fmt.Errorf("%w%s", err, didYouMean(cli.Suggest("--"+m[1], names)))
+	err = fmt.Errorf("%w%s", err, DidYouMean(Suggest("--"+m[1], names)))
 	if m[1] == "json" { // a common slip: say where it belongs
 		var takers []string
 		// A group whose commands all take it is named once, "gateway remote ...".
-		eachCommand(c.Root(), func(s *cobra.Command) {
+		EachCommand(c.Root(), func(s *cobra.Command) {
 			if s.Hidden || s.LocalFlags().Lookup("json") == nil {
 				return
 			}
@@ -102,17 +100,17 @@ func flagHint(c *cobra.Command, err error) error {
 	return err
 }
 
-// eachCommand calls f on c and every command under it, parents first.
-func eachCommand(c *cobra.Command, f func(*cobra.Command)) {
+// EachCommand calls f on c and every command under it, parents first.
+func EachCommand(c *cobra.Command, f func(*cobra.Command)) {
 	f(c)
 	for _, s := range c.Commands() {
-		eachCommand(s, f)
+		EachCommand(s, f)
 	}
 }
 
-// wantsJSON says whether a command line that did not parse asked for JSON,
+// WantsJSON says whether a command line that did not parse asked for JSON,
 // so even its usage error comes in the one error shape.
-func wantsJSON(args []string) bool {
+func WantsJSON(args []string) bool {
 	for _, a := range args {
 		switch a {
 		case "--json", "-json", "--json=true", "-json=true":
@@ -124,6 +122,6 @@ func wantsJSON(args []string) bool {
 	return false
 }
 
-// cmdName is c's path without the binary's name, which every message
+// CmdName is c's path without the binary's name, which every message
 // already starts with ("gateway: ...").
-func cmdName(c *cobra.Command) string { return strings.TrimPrefix(c.CommandPath(), "gateway ") }
+func CmdName(c *cobra.Command) string { return strings.TrimPrefix(c.CommandPath(), "gateway ") }
