@@ -568,4 +568,3 @@ func writeHookReply(c *uds.Conn, r HookReply) error {
 	_, err = c.UnixConn.Write(append(b, '\n'))
 	return err
 }
-
