@@ -451,7 +451,8 @@ func FuzzLongFlags(f *testing.F) {
 func TestEveryCommandTakesJSON(t *testing.T) {
 	// serve runs, mcp speaks MCP on stdout, completion prints a script:
 	// none has a document to give. config has its own --json.
-	without := map[string]bool{"gateway serve": true, "gateway mcp": true, "gateway completion": true}
+	// hook's stdout is Claude Code's hook output.
+	without := map[string]bool{"gateway serve": true, "gateway mcp": true, "gateway completion": true, "gateway hook": true}
 	for _, c := range everyCommand() {
 		if without[c.CommandPath()] || c.HasSubCommands() {
 			continue

@@ -171,13 +171,13 @@ func TestPermissionCommands(t *testing.T) {
 		a := g.leg.Answers()
 		want := []message.PermissionRule{{ToolName: "Bash", RuleContent: "go test ./..."}, {ToolName: "Read"}}
 		if len(a) != 1 || a[0].Behavior != message.BehaviorAllow || string(a[0].UpdatedInput) != `{"command":"go test -race ./..."}` ||
-			fmt.Sprint(a[0].Rules) != fmt.Sprint(want) || a[0].RuleDestination != "session" || a[0].By != "cli" {
+			fmt.Sprint(a[0].Rules) != fmt.Sprint(want) || a[0].RuleDestination != "session" || a[0].By != "socket:cli" {
 			t.Fatalf("the leg got %+v", a)
 		}
 	})
 	t.Run("a second answer fails and says who answered", func(t *testing.T) {
 		_, errOut, code := g.cli(t, "deny", bash, "--message", "late")
-		if code != exitError || !strings.Contains(errOut, "already answered (allow) by cli") {
+		if code != exitError || !strings.Contains(errOut, "already answered (allow) by socket:cli") {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
 		out, _, code := g.cli(t, "allow", bash, "--json")
