@@ -108,10 +108,10 @@ func TestAPromptOnOneHostIsAnsweredFromAnotherAndALateAnswerLoses(t *testing.T) 
 	}
 
 	_, code, err = cc.G.Run(t, "deny", p.ID, "--message", "too late")
-	if code == 0 || err == nil || !strings.Contains(err.Error(), "already answered (allow) by cli on host b") {
+	if code == 0 || err == nil || !strings.Contains(err.Error(), "already answered (allow) by socket:cli on host b") {
 		t.Fatalf("c's late deny: exit %d, %v", code, err)
 	}
-	if settled := a.waitPrompt(t, rid, message.PermissionAnswered); settled.Answer.By != "cli on host b" {
+	if settled := a.waitPrompt(t, rid, message.PermissionAnswered); settled.Answer.By != "socket:cli on host b" {
 		t.Fatalf("a settled it as %+v", settled.Answer)
 	}
 	if n := len(cloud.Answers(sid)); n != 1 {
