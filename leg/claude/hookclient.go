@@ -53,7 +53,8 @@ func RunHook(ctx context.Context, socket, event string, stdin io.Reader, stdout 
 	if _, err := conn.Write(append(line, '\n')); err != nil {
 		return fmt.Errorf("the gateway did not take the hook: %w", err)
 	}
-	br := bufio.NewReaderSize(conn, 4<<10)
+	br := bufio.NewScanner(conn)
+	br.Buffer(make([]byte, 4<<10), maxHookReply)
 	ack, err := readReply(br)
 	if err != nil {
 		return fmt.Errorf("the gateway did not answer in time: %w", err)
@@ -87,23 +88,15 @@ func RunHook(ctx context.Context, socket, event string, stdin io.Reader, stdout 
 // an edited tool input.
 const maxHookReply = DefaultMaxHookInput + 64<<10
 
-func readReply(br *bufio.Reader) (HookReply, error) {
-	var b []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		b = append(b, chunk...)
-		if len(b) > maxHookReply {
-			return HookReply{}, errors.New("a line from the gateway is too long")
-		}
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
+func readReply(sc *bufio.Scanner) (HookReply, error) {
+	if !sc.Scan() {
+		if err := sc.Err(); err != nil {
 			return HookReply{}, err
 		}
+		return HookReply{}, io.EOF
 	}
 	var r HookReply
-	if err := json.Unmarshal(b, &r); err != nil {
+	if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 		return HookReply{}, fmt.Errorf("a line from the gateway is not a reply: %w", err)
 	}
 	return r, nil
