@@ -19,6 +19,16 @@ import (
 // terminal.
 const HookAckWithin = 1500 * time.Millisecond
 
+// HookEndpointListening says whether a gateway takes hooks at socket.
+func HookEndpointListening(ctx context.Context, socket string) bool {
+	d := net.Dialer{Timeout: HookAckWithin}
+	conn, err := d.DialContext(ctx, "unix", socket)
+	if err == nil {
+		conn.Close()
+	}
+	return err == nil
+}
+
 // RunHook is `gateway hook EVENT`: it reads the hook's input from stdin,
 // hands it to the hook endpoint at socket and, for a PermissionRequest,
 // writes the decision the gateway answers to stdout. It never decides
