@@ -18,7 +18,7 @@ func TestHooksInstallStatusAndUninstallEditTheUsersSettings(t *testing.T) {
 	settings := filepath.Join(cfg, "settings.json")
 
 	code, out, errb := runGateway(t, vars, "hooks", "install", "--program", "/usr/local/bin/gateway")
-	if code != exitOK || !strings.Contains(out, "installed the gateway's PermissionRequest, Notification, Stop hooks in "+settings) {
+	if code != exitOK || !strings.Contains(out, "installed the gateway's PermissionRequest, Notification, Stop, PostToolUse, PostToolUseFailure hooks in "+settings) {
 		t.Fatalf("install: %d %q %q", code, out, errb)
 	}
 	b, err := os.ReadFile(settings)

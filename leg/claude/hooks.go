@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -77,10 +78,18 @@ const (
 	HookPermissionRequest = "PermissionRequest"
 	HookNotification      = "Notification"
 	HookStop              = "Stop"
+	// A tool that ran, or failed, while its prompt still waited here was
+	// allowed at the terminal: these settle the gateway's copy.
+	HookPostToolUse        = "PostToolUse"
+	HookPostToolUseFailure = "PostToolUseFailure"
 )
 
 // HookEvents are the events `gateway hook` and `gateway hooks install` handle.
-var HookEvents = []string{HookPermissionRequest, HookNotification, HookStop}
+var HookEvents = []string{HookPermissionRequest, HookNotification, HookStop, HookPostToolUse, HookPostToolUseFailure}
+
+// AnsweredAtTerminal is the answered_by of a hook prompt the person at the
+// session's terminal answered before anyone here did.
+const AnsweredAtTerminal = "terminal"
 
 // HookRequest is the one line `gateway hook` writes: the event and the
 // hook's input as Claude Code gave it on stdin.
@@ -117,43 +126,13 @@ type hookInput struct {
 	Type           string          `json:"notification_type"`
 }
 
-// wireUpdate is a permission update as Claude Code spells it.
-type wireUpdate struct {
-	Type        string     `json:"type"`
-	Rules       []wireRule `json:"rules,omitempty"`
-	Behavior    string     `json:"behavior,omitempty"`
-	Destination string     `json:"destination,omitempty"`
-	Mode        string     `json:"mode,omitempty"`
-	Directories []string   `json:"directories,omitempty"`
-}
-
-type wireRule struct {
-	ToolName    string `json:"toolName"`
-	RuleContent string `json:"ruleContent,omitempty"`
-}
-
-func (u wireUpdate) model() message.PermissionUpdate {
-	m := message.PermissionUpdate{Type: u.Type, Behavior: u.Behavior, Destination: u.Destination, Mode: u.Mode, Directories: u.Directories}
-	for _, r := range u.Rules {
-		m.Rules = append(m.Rules, message.PermissionRule{ToolName: r.ToolName, RuleContent: r.RuleContent})
-	}
-	return m
-}
-
-func wireOf(u message.PermissionUpdate) wireUpdate {
-	w := wireUpdate{Type: u.Type, Behavior: u.Behavior, Destination: u.Destination, Mode: u.Mode, Directories: u.Directories}
-	for _, r := range u.Rules {
-		w.Rules = append(w.Rules, wireRule{ToolName: r.ToolName, RuleContent: r.RuleContent})
-	}
-	return w
-}
-
 // HookStats counts what the hook endpoint did.
 type HookStats struct {
 	Prompts  uint64 // prompts raised
 	Answered uint64 // answered through the gateway
 	Returned uint64 // given back to the terminal: no answer in time, away switched off, shutdown
 	Gone     uint64 // the hook ended first (answered at the terminal, or its timeout)
+	Terminal uint64 // settled as answered at the terminal: the tool ran, or the turn ended, while it waited
 	Refused  uint64 // over a cap, or input that does not parse
 }
 
@@ -167,7 +146,7 @@ type hooks struct {
 	open      map[string]*hookPrompt // by request id
 	bySession map[string]int
 
-	prompts, answered, returned, gone, refused atomic.Uint64
+	prompts, answered, returned, gone, terminal, refused atomic.Uint64
 }
 
 // hookPrompt is one waiting PermissionRequest hook.
@@ -177,7 +156,21 @@ type hookPrompt struct {
 	// hook got it.
 	answer chan hookAnswer
 	done   chan struct{} // closed when the hook connection is settled
+	// elsewhere is closed (once, under hooks.mu) when the session shows
+	// the prompt was settled at its terminal; why says how.
+	elsewhere chan struct{}
+	why       terminalEnd
 }
+
+// terminalEnd is how a session showed a prompt was settled at its
+// terminal.
+type terminalEnd int
+
+const (
+	notAtTerminal terminalEnd = iota
+	toolRan                   // PostToolUse or PostToolUseFailure of the same tool and input: allowed there
+	turnEnded                 // Stop: the turn is over, so the prompt was answered (or dropped) there
+)
 
 type hookAnswer struct {
 	out   json.RawMessage
@@ -212,7 +205,7 @@ func listenHooks(opt HookOptions, c clock.Clock) (*hooks, error) {
 		FirstLineTimeout: hookFirstLineTimeout,
 		LineTimeout:      hookFirstLineTimeout,
 		MaxConns:         opt.MaxOpen + 16, // room for Notification and Stop beside open prompts
-		MaxConnsPerPeer:  2,                // a hook process sends one request
+		MaxConnsPerPeer:  4,                // a hook process sends one request; a few, so one process may stand for several
 		MaxConnAge:       opt.MaxWait + time.Minute,
 	})
 	if err != nil {
@@ -227,7 +220,8 @@ func (p *Leg) HookStats() HookStats {
 	if h == nil {
 		return HookStats{}
 	}
-	return HookStats{Prompts: h.prompts.Load(), Answered: h.answered.Load(), Returned: h.returned.Load(), Gone: h.gone.Load(), Refused: h.refused.Load()}
+	return HookStats{Prompts: h.prompts.Load(), Answered: h.answered.Load(), Returned: h.returned.Load(), Gone: h.gone.Load(),
+		Terminal: h.terminal.Load(), Refused: h.refused.Load()}
 }
 
 // HookSocket is the hook endpoint's socket path; empty without one.
@@ -276,8 +270,12 @@ func (p *Leg) serveHook(ctx context.Context, c *uds.Conn) {
 		writeHookReply(c, HookReply{OK: true})
 		p.notice(message.Event{Type: message.EventIdle, Idle: &message.IdleNotice{Peer: s.Address, State: "waiting",
 			Detail: bounded.Clip(in.Message, maxHookNotificationText)}})
+	case HookPostToolUse, HookPostToolUseFailure:
+		writeHookReply(c, HookReply{OK: true})
+		h.settleAtTerminal(in, toolRan)
 	case HookStop:
 		writeHookReply(c, HookReply{OK: true})
+		h.settleAtTerminal(in, turnEnded)
 		p.notice(message.Event{Type: message.EventIdle, Idle: &message.IdleNotice{Peer: s.Address, State: "idle",
 			FinishedAt: p.clock.Now().UTC(), Detail: "the turn ended (Stop hook)"}})
 	}
@@ -286,15 +284,15 @@ func (p *Leg) serveHook(ctx context.Context, c *uds.Conn) {
 // checkHookInput refuses what cannot be a hook of ours before anything is
 // kept.
 func checkHookInput(event string, in hookInput) error {
-	switch event {
-	case HookPermissionRequest, HookNotification, HookStop:
-	default:
+	if !slices.Contains(HookEvents, event) {
 		return fmt.Errorf("unknown hook event %q", event)
 	}
 	if in.SessionID == "" || len(in.SessionID) > maxHookSessionID {
 		return errors.New(`the hook's input has no usable "session_id"`)
 	}
-	if event != HookPermissionRequest {
+	switch event {
+	case HookPermissionRequest, HookPostToolUse, HookPostToolUseFailure:
+	default:
 		return nil
 	}
 	if in.ToolName == "" || len(in.ToolName) > maxHookToolName {
@@ -349,7 +347,7 @@ func (p *Leg) permissionHook(ctx context.Context, c *uds.Conn, s message.Session
 			req.Suggestions = append(req.Suggestions, m)
 		}
 	}
-	hp := &hookPrompt{req: req, answer: make(chan hookAnswer), done: make(chan struct{})}
+	hp := &hookPrompt{req: req, answer: make(chan hookAnswer), done: make(chan struct{}), elsewhere: make(chan struct{})}
 	if err := h.add(hp); err != nil {
 		h.refused.Add(1)
 		p.log.Info("hook prompt refused", "session_id", in.SessionID, "tool", in.ToolName, "err", err)
@@ -386,6 +384,16 @@ func (p *Leg) permissionHook(ctx context.Context, c *uds.Conn, s message.Session
 	}
 	withdrawn := req
 	withdrawn.State = message.PermissionCancelled
+	if reason == reasonAtTerminal {
+		h.mu.Lock()
+		why := hp.why
+		h.mu.Unlock()
+		if why == toolRan {
+			// The tool ran: it was allowed there, by the person at it.
+			withdrawn.State = message.PermissionAnswered
+			withdrawn.Answer = &message.PermissionAnswer{Behavior: message.BehaviorAllow, By: AnsweredAtTerminal}
+		}
+	}
 	p.log.Info("hook prompt given back", "request_id", req.RequestID, "reason", reason)
 	// Also at shutdown, briefly: the router may already have stopped reading.
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
@@ -436,6 +444,11 @@ func (p *Leg) awaitHook(ctx context.Context, c *uds.Conn, hp *hookPrompt, closed
 			stopWait.Stop()
 			h.gone.Add(1)
 			return "the hook ended (answered at the terminal, or its timeout)"
+		case <-hp.elsewhere:
+			stopWait.Stop()
+			h.terminal.Add(1)
+			_ = writeHookReply(c, HookReply{Final: true, Reason: reasonAtTerminal})
+			return reasonAtTerminal
 		case <-waitC:
 		case <-awayCh:
 			stopWait.Stop()
@@ -510,44 +523,6 @@ func (p *Leg) answerHook(ctx context.Context, req message.PermissionRequest, a m
 		return &message.PromptSettledError{State: message.PermissionCancelled}
 	}
 	return nil
-}
-
-// hookOutput is the PermissionRequest hook's stdout carrying a.
-func hookOutput(req message.PermissionRequest, a message.PermissionAnswer) (json.RawMessage, error) {
-	type decision struct {
-		Behavior           string          `json:"behavior"`
-		UpdatedInput       json.RawMessage `json:"updatedInput,omitempty"`
-		UpdatedPermissions []wireUpdate    `json:"updatedPermissions,omitempty"`
-		Message            string          `json:"message,omitempty"`
-	}
-	d := decision{Behavior: string(a.Behavior)}
-	switch a.Behavior {
-	case message.BehaviorAllow:
-		if len(a.UpdatedInput) > 0 || len(a.Answers) > 0 {
-			in, err := a.Input(req)
-			if err != nil {
-				return nil, fmt.Errorf("claude leg: %w", err)
-			}
-			d.UpdatedInput = in
-		}
-		for _, u := range a.Updates(req) {
-			d.UpdatedPermissions = append(d.UpdatedPermissions, wireOf(u))
-		}
-	case message.BehaviorDeny:
-		d.Message = a.Message
-		if d.Message == "" {
-			d.Message = "denied through the gateway"
-		}
-	default:
-		return nil, fmt.Errorf("claude leg: behavior %q is neither allow nor deny", a.Behavior)
-	}
-	type specific struct {
-		HookEventName string   `json:"hookEventName"`
-		Decision      decision `json:"decision"`
-	}
-	return jsonx.Marshal(struct {
-		HookSpecificOutput specific `json:"hookSpecificOutput"`
-	}{specific{HookPermissionRequest, d}})
 }
 
 // Answer answers a prompt the hook endpoint raised (the only prompts of

@@ -385,14 +385,17 @@ func (s *settingsFile) report(path string, cmd HookCommand) HooksReport {
 	return r
 }
 
-// hookGroup is the matcher group install writes for ev: every tool for a
-// PermissionRequest, every notification and stop otherwise.
+// hookGroup is the matcher group install writes for ev: every tool for
+// the tool events, every notification and stop otherwise.
 func hookGroup(ev, command string) rawGroup {
 	timeout := float64(eventHookTimeout)
 	g := rawGroup{}
-	if ev == HookPermissionRequest {
+	all := "*"
+	switch ev {
+	case HookPermissionRequest:
 		timeout = permissionHookTimeout
-		all := "*"
+		g.Matcher = &all
+	case HookPostToolUse, HookPostToolUseFailure:
 		g.Matcher = &all
 	}
 	g.Hooks = []hookDef{{Type: "command", Command: command, Timeout: &timeout}}
