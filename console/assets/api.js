@@ -46,3 +46,5 @@ export const answer = (id, a) => call("POST", `v1/permissions/${encodeURICompone
 export const decide = (id, action, reason) =>
   call("POST", `v1/held/${encodeURIComponent(id)}`, reason ? { action, reason } : { action });
 export const control = (address, kind, mode) => call("POST", "v1/control", { address, kind, mode });
+export const away = () => call("GET", "v1/away");
+export const setAway = (on) => call("PUT", "v1/away", { away: on });

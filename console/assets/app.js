@@ -12,6 +12,7 @@ const MAX_EVENTS = 200;
 const MAX_OUTPUT = 20;
 
 let scopes = new Set();
+let awayOn = false;
 let lastEventID = null;
 let source = null;
 const output = new Map(); // address -> {message_id, text}
@@ -47,6 +48,7 @@ async function start() {
     }
   }));
   $("logout").addEventListener("click", act(async () => { await api.logout(); signedOut(); }));
+  $("away-toggle").addEventListener("click", act(async () => showAway(await api.setAway(!awayOn))));
   const pair = new URLSearchParams(location.hash.slice(1)).get("pair");
   if (pair) {
     // Drop the code from the address bar and history before using it.
@@ -116,7 +118,8 @@ function onEvent(e) {
   try { ev = JSON.parse(e.data); } catch { return; }
   logEvent(ev);
   switch (ev.type) {
-    case "permission_request": refreshPrompts().catch(showError); break;
+    // No event says the away switch moved; a prompt is when it matters.
+    case "permission_request": refreshPrompts().catch(showError); refreshAway().catch(showError); break;
     case "held": case "drop": refreshHeld().catch(showError); break;
     case "session": refreshSessions().catch(showError); break;
     case "message": refreshHeld().catch(showError); break;
@@ -157,7 +160,28 @@ function remoteOutput(rem) {
 }
 
 async function refreshAll() {
-  await Promise.all([refreshPrompts(), refreshHeld(), refreshSessions()]);
+  await Promise.all([refreshPrompts(), refreshHeld(), refreshSessions(), refreshAway()]);
+}
+
+async function refreshAway() {
+  showAway(await api.away());
+}
+
+// showAway shows the away switch: while on, a local session's prompt waits
+// for an answer from here (or elsewhere) instead of going back to its
+// terminal. Only an approve sign-in may flip it.
+function showAway(st) {
+  awayOn = Boolean(st && st.away);
+  const b = $("away-toggle");
+  b.textContent = awayOn ? "Away: on" : "Away: off";
+  b.setAttribute("aria-pressed", String(awayOn));
+  b.classList.toggle("on", awayOn);
+  b.hidden = !scopes.has("approve");
+  const since = st && st.since ? ` (since ${new Date(st.since).toLocaleString()})` : "";
+  $("away-state").textContent = (awayOn
+    ? "Away: local sessions' prompts wait here for an answer"
+    : "Here: a local session's prompt goes back to its terminal if nobody answers soon") + since +
+    (scopes.has("approve") ? "" : "; this sign-in cannot switch it");
 }
 
 async function refreshPrompts() {

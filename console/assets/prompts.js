@@ -31,10 +31,25 @@ function suggestionLabel(s) {
   return "Always allow (" + (s.type || "suggestion") + ")";
 }
 
+// sourceOf says where a prompt came from: a claude.ai remote session (an
+// empty source is one), or a local session's hook or channel.
+export function sourceOf(p) {
+  return p.source === "hook" || p.source === "channel" ? p.source : "remote";
+}
+
+function sourceBadge(p) {
+  const src = sourceOf(p);
+  const label = src === "remote" ? "remote" : `local · ${src}`;
+  const title = src === "hook" ? "a local Claude Code session's PermissionRequest hook waits for this answer"
+    : src === "channel" ? "a local session's channel waits for this answer" : "a claude.ai remote session";
+  return el("span", { class: `badge source source-${src}`, title }, label);
+}
+
 export function renderPrompt(p, canAnswer, act) {
   const kind = kindOf(p);
-  const card = el("div", { class: `card prompt prompt-${kind}`, "data-id": p.id },
-    el("h3", {}, `${p.tool_name} · ${p.address}`));
+  const card = el("div", { class: `card prompt prompt-${kind}`, "data-id": p.id, "data-source": sourceOf(p) },
+    el("h3", {}, `${p.tool_name} · ${p.name || p.address || p.session_id} `, sourceBadge(p)));
+  if (p.name && p.address) card.append(el("p", { class: "muted" }, p.address + (p.host ? ` on ${p.host}` : "")));
   if (p.description) card.append(el("p", {}, p.description));
   const done = async (a) => { await api.answer(p.id, a); card.remove(); };
   if (kind === "question") {

@@ -159,6 +159,8 @@ async function readOnly(browser) {
   await b.locator("text=Read only: this sign-in cannot answer.").waitFor();
   if ((await b.locator("button").count()) !== 0) throw new Error("a read-only sign-in offers answer buttons");
   if ((await page.locator(".session input").count()) !== 0) throw new Error("a read-only sign-in offers send boxes");
+  await page.locator("#away-state", { hasText: "cannot switch it" }).waitFor();
+  if (await page.locator("#away-toggle").isVisible()) throw new Error("a read-only sign-in offers the away toggle");
   await page.screenshot({ path: path.join(shots, "360x740-read-only.png"), fullPage: true });
   if (problems.length) throw new Error(`read only:\n  ${problems.join("\n  ")}`);
   await ctx.close();
