@@ -32,8 +32,10 @@ func (a *app) hooksCmd() *cobra.Command {
 			if cmd.Program == "" {
 				cmd.Program = thisProgram()
 			}
-			if o.StateDir != o.DefaultStateDir {
-				cmd.StateDir = o.StateDir
+			// Always named: Claude Code may start from an environment
+			// (an IDE, a desktop) without this shell's GATEWAY_STATE_DIR.
+			if cmd.StateDir, err = filepath.Abs(o.StateDir); err != nil {
+				return err
 			}
 			rep, err := edit(path, cmd)
 			if err != nil {

@@ -25,7 +25,7 @@ func TestHooksInstallStatusAndUninstallEditTheUsersSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(b), `"/usr/local/bin/gateway hook PermissionRequest"`) {
+	if !strings.Contains(string(b), `"/usr/local/bin/gateway hook PermissionRequest --state-dir `+state+`"`) {
 		t.Fatalf("settings after install:\n%s", b)
 	}
 
@@ -54,7 +54,7 @@ func TestHooksInstallStatusAndUninstallEditTheUsersSettings(t *testing.T) {
 	}
 }
 
-func TestHooksInstallWritesTheStateDirOnlyWhenItIsNotTheDefault(t *testing.T) {
+func TestHooksInstallAlwaysNamesTheStateDir(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "my state")
 	code, _, errb := runGateway(t, nil, "hooks", "install", "--project", dir, "--program", "/bin/gateway", "--state-dir", state)

@@ -39,10 +39,10 @@ const (
 const BackupSuffix = ".gateway-backup"
 
 // HookCommand is what an installed hook runs: Program (the gateway binary)
-// `hook EVENT`, with --state-dir when the gateway does not use its default.
+// `hook EVENT --state-dir StateDir`.
 type HookCommand struct {
 	Program  string
-	StateDir string // "" for the default
+	StateDir string // "": the hook's own default
 }
 
 // For is the command line of the hook for event, quoted for /bin/sh, which
