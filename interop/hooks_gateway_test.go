@@ -135,7 +135,7 @@ func TestTheGatewaysHooksBringARealSessionsPromptToTheGateway(t *testing.T) {
 			t.Errorf("a TUI session's prompt is named %q, want its registry name", p.Name)
 		}
 		waitClaudeScreen(t, s, dialog, true, 15*time.Second)
-		time.Sleep(1500 * time.Millisecond) // a key pressed as the dialog first draws is lost
+		time.Sleep(1500 * time.Millisecond)     // a key pressed as the dialog first draws is lost
 		if err := s.Keys("Enter"); err != nil { // "1. Yes"
 			t.Fatal(err)
 		}
