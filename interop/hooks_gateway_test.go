@@ -12,6 +12,7 @@ import (
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeanthropic"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
+	"github.com/sessiongateway/gateway/testkit/natscluster"
 )
 
 // The gateway's hooks, installed by `gateway hooks install` into the
@@ -173,4 +174,54 @@ func TestTheGatewaysHooksBringARealSessionsPromptToTheGateway(t *testing.T) {
 			t.Fatalf("the hooks are not installed: %s, %v", b, err)
 		}
 	})
+}
+
+// Two hosts on a real three-node NATS cluster: a real session's prompt on
+// host a, brought by the hooks, is listed on host b with its host and
+// answered there; the tool runs on a, and the prompt is settled once, on
+// both hosts, as b's answer.
+func TestARealSessionsHookPromptIsAnsweredFromAnotherHost(t *testing.T) {
+	needInterop(t)
+	c := natscluster.Start(t, natscluster.Options{Nodes: 3})
+	wa, wb := gatewaytest.NewWorld(t), gatewaytest.NewWorld(t)
+	ga := hookedGateway(t, wa, "gw-a", "--federation", c.URLs(), "--host", "a")
+	gb := gatewaytest.Start(t, wb, "gw-b", "--federation", c.URL(1)+","+c.URL(2), "--host", "b")
+	s, model := startWorldSession(t, wa, claudecli.ModeStreamJSON, "work-a")
+	p := waitHookPrompt(t, ga, s)
+
+	var onB message.PermissionRequest
+	deadline := time.Now().Add(30 * time.Second)
+	for onB.ID == "" && time.Now().Before(deadline) {
+		for _, q := range prompts(t, gb, false) {
+			if q.ID == p.ID {
+				onB = q
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if onB.Host != "a" || onB.Source != message.SourceHook || onB.SessionID != s.SessionID() {
+		t.Fatalf("b lists the prompt as %+v, want a's hook prompt with its host", onB)
+	}
+	if _, _, err := gb.Run(t, "allow", p.ID); err != nil {
+		t.Fatal(err)
+	}
+	if text, isErr := waitToolResult(t, model, 30*time.Second); text != hookMarker || isErr {
+		t.Fatalf("tool_result = %q (is_error %v), want the tool's output", text, isErr)
+	}
+	got := settled(t, ga, p.ID)
+	if got.State != message.PermissionAnswered || got.AnsweredBy != "socket:cli on host b" {
+		t.Fatalf("a settled it as %s by %q, want b's answer", got.State, got.AnsweredBy)
+	}
+	n := 0
+	for _, q := range prompts(t, ga, true) {
+		if q.RequestID == p.RequestID {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("a lists the prompt %d times", n)
+	}
+	if _, code, err := gb.Run(t, "allow", p.ID); err == nil || code == 0 {
+		t.Fatal("a second answer from b was taken")
+	}
 }
