@@ -52,7 +52,7 @@ func (n *Notifier) ActionHandler() http.Handler {
 	})
 }
 
-var past = map[string]string{"allow": "allowed", "deny": "denied", "release": "released"}
+var past = map[string]string{"allow": "allowed", "always": "allowed, and always from now on", "deny": "denied", "release": "released"}
 
 func (n *Notifier) act(ctx context.Context, a Action) (string, error) {
 	switch {
@@ -66,6 +66,8 @@ func (n *Notifier) act(ctx context.Context, a Action) (string, error) {
 		switch a.Verb {
 		case "allow":
 			ans.Behavior = message.BehaviorAllow
+		case "always":
+			ans.Behavior, ans.Suggestions = message.BehaviorAllow, []int{1}
 		case "deny":
 			ans.Behavior, ans.Message = message.BehaviorDeny, "denied from a notification"
 		case "answer":

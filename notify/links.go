@@ -29,7 +29,7 @@ const (
 type Action struct {
 	Kind    string `json:"k"`           // "prompt" or "held"
 	ID      string `json:"id"`          // the prompt's or held message's id
-	Verb    string `json:"v"`           // allow, deny, answer (prompt); release, deny (held)
+	Verb    string `json:"v"`           // allow, always (allow with the first suggestion), deny, answer (prompt); release, deny (held)
 	Option  string `json:"o,omitempty"` // answer: the option label of Question
 	Quest   string `json:"q,omitempty"` // answer: the question's text
 	Expires int64  `json:"e"`

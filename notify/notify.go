@@ -64,9 +64,14 @@ type Config struct {
 
 // Notification is one message to people, the webhook's JSON body.
 type Notification struct {
-	Kind     string         `json:"kind"`
-	ID       string         `json:"id"`
-	Address  string         `json:"address,omitempty"`
+	Kind    string `json:"kind"`
+	ID      string `json:"id"`
+	Address string `json:"address,omitempty"`
+	// Name and Source (prompts): the session's name, and where the prompt
+	// came from (remote, hook, channel), so a local session's prompt reads
+	// as one.
+	Name     string         `json:"name,omitempty"`
+	Source   string         `json:"source,omitempty"`
 	Title    string         `json:"title"`
 	Message  string         `json:"message"`
 	Priority int            `json:"priority"` // ntfy's 1 (min) to 5 (max)
@@ -294,8 +299,11 @@ func (n *Notifier) notificationOf(ev message.Event) (Notification, bool) {
 	switch {
 	case ev.Type == message.EventPermission && ev.Permission != nil && ev.Permission.State == message.PermissionPending:
 		p := ev.Permission
-		nt.Kind, nt.ID, nt.Address = KindPrompt, p.ID, p.Address
+		nt.Kind, nt.ID, nt.Address, nt.Name, nt.Source = KindPrompt, p.ID, p.Address, p.Name, string(p.Source)
 		nt.Title = "Waiting for you: " + p.ToolName
+		if p.Name != "" {
+			nt.Title += " in " + p.Name
+		}
 		nt.Message = firstOf(p.Description, string(p.Input))
 		if base == "" {
 			break
@@ -310,10 +318,13 @@ func (n *Notifier) notificationOf(ev message.Event) (Notification, bool) {
 				nt.Actions = append(nt.Actions, ActionButton{Label: o, URL: n.link(base, Action{Kind: KindPrompt, ID: p.ID, Verb: "answer", Quest: q.Question, Option: o})})
 			}
 		} else if len(p.Questions) == 0 {
-			nt.Actions = []ActionButton{
-				{Label: "Allow", URL: n.link(base, Action{Kind: KindPrompt, ID: p.ID, Verb: "allow"})},
-				{Label: "Deny", URL: n.link(base, Action{Kind: KindPrompt, ID: p.ID, Verb: "deny"})},
+			nt.Actions = []ActionButton{{Label: "Allow", URL: n.link(base, Action{Kind: KindPrompt, ID: p.ID, Verb: "allow"})}}
+			if len(p.Suggestions) > 0 {
+				// The session's first suggestion, as its own dialog offers
+				// "Yes, and don't ask again".
+				nt.Actions = append(nt.Actions, ActionButton{Label: "Always allow", URL: n.link(base, Action{Kind: KindPrompt, ID: p.ID, Verb: "always"})})
 			}
+			nt.Actions = append(nt.Actions, ActionButton{Label: "Deny", URL: n.link(base, Action{Kind: KindPrompt, ID: p.ID, Verb: "deny"})})
 		}
 	case ev.Type == message.EventHeld && ev.Held != nil:
 		m := ev.Held.Message

@@ -462,3 +462,36 @@ func TestRunEndsWhenTheHubCloses(t *testing.T) {
 		t.Fatal("Run did not end when the hub closed")
 	}
 }
+
+func TestALocalSessionsPromptNamesItsSessionAndOffersAlwaysAllow(t *testing.T) {
+	stand := newReceiver(t, 0, func(b []byte) error { _, err := decodeNtfy(b); return err })
+	hook := newReceiver(t, 0, nil)
+	w := newWorld(t, Config{Targets: []string{"ntfy:" + stand.server.URL + "/gateway-alerts", hook.server.URL}})
+	ev := legtest.Prompt(legtest.SessionID, "r1", "Bash", `{"command":"make deploy"}`)
+	ev.Permission.Source, ev.Permission.Name = message.SourceHook, "work-08"
+	ev.Permission.Suggestions = []message.PermissionUpdate{{Type: "addRules", Behavior: "allow", Destination: "localSettings",
+		Rules: []message.PermissionRule{{ToolName: "Bash", RuleContent: "make deploy"}}}}
+	w.leg.Raise(ev)
+	testutil.Eventually(t, "both targets get the notification", func() bool {
+		a, _ := stand.got()
+		b, _ := hook.got()
+		return len(a) == 1 && len(b) == 1
+	})
+	bodies, _ := stand.got()
+	m, _ := decodeNtfy(bodies[0])
+	if m.Title != "Waiting for you: Bash in work-08" || len(m.Actions) != 3 || m.Actions[1].Label != "Always allow" {
+		t.Fatalf("published %+v", m)
+	}
+	hooked, _ := hook.got()
+	var nt Notification
+	if err := json.Unmarshal(hooked[0], &nt); err != nil || nt.Source != "hook" || nt.Name != "work-08" {
+		t.Fatalf("webhook body %s (%v): want the prompt's source and session name", hooked[0], err)
+	}
+	if code, text := follow(t, m.Actions[1].URL); code != 200 || !strings.Contains(text, "always") {
+		t.Fatalf("always allow: %d %s", code, text)
+	}
+	as := w.leg.Answers()
+	if len(as) != 1 || as[0].Behavior != message.BehaviorAllow || len(as[0].Suggestions) != 1 || as[0].Suggestions[0] != 1 {
+		t.Fatalf("the leg got %+v, want an allow with the first suggestion", as)
+	}
+}
