@@ -227,6 +227,29 @@ func TestAHookPromptOfALocalSessionIsAnsweredFromAnotherHostOnce(t *testing.T) {
 			t.Fatalf("b's late allow: exit %d, %v", code, err)
 		}
 	})
+
+	t.Run("a prompt too large for the wire is listed cut down, beside the others", func(t *testing.T) {
+		big := "cat > seed.sql <<'EOF'\n" + strings.Repeat("INSERT INTO t VALUES (1);\n", 45000) + "EOF" // over 1 MiB
+		bigRun := c.permissionHook(t, sid, big)
+		bigOnC := c.hookPrompt(t, sid, big)
+		smallRun := c.permissionHook(t, sid, "make check")
+		small := a.hookPrompt(t, sid, "make check")
+		cut := a.waitPrompt(t, bigOnC.RequestID, message.PermissionPending)
+		var note string
+		if json.Unmarshal(cut.Input, &note) != nil || !strings.Contains(note, "shown whole on host c") || len(cut.Suggestions) != 0 {
+			t.Fatalf("a lists the large prompt as %s with %d suggestions", cut.Input, len(cut.Suggestions))
+		}
+		for _, p := range []message.PermissionRequest{cut, small} {
+			if _, code, err := a.G.Run(t, "deny", p.ID, "--message", "not now"); err != nil || code != 0 {
+				t.Fatalf("a's deny of %s: exit %d, %v", p.ID, code, err)
+			}
+		}
+		for _, run := range []*hookRun{bigRun, smallRun} {
+			if d := run.decision(t); d["behavior"] != "deny" || d["message"] != "not now" {
+				t.Fatalf("c's hook decided %v", d)
+			}
+		}
+	})
 }
 
 // The stream's leader node dies while c's hook prompt is pending: a's
