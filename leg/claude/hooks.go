@@ -70,6 +70,7 @@ const (
 	maxHookAncestors        = 8 // hops from the hook's process up to the session's
 	maxHookSessionID        = 128
 	maxHookToolName         = 256
+	maxHookToolUseID        = 256
 	maxHookNotificationText = 2 << 10
 )
 
@@ -245,25 +246,14 @@ func (p *Leg) serveHook(ctx context.Context, c *uds.Conn) {
 		h.refused.Add(1)
 		return
 	}
-	var rq HookRequest
-	if err := json.Unmarshal(line, &rq); err != nil || rq.V != 1 {
-		h.refused.Add(1)
-		writeHookReply(c, HookReply{Error: "not a gateway hook request (v 1)"})
-		return
-	}
-	var in hookInput
-	if err := json.Unmarshal(rq.Input, &in); err != nil {
-		h.refused.Add(1)
-		writeHookReply(c, HookReply{Error: "the hook's input is not a JSON object of Claude Code's"})
-		return
-	}
-	if err := checkHookInput(rq.Event, in); err != nil {
+	event, in, err := parseHookRequest(line)
+	if err != nil {
 		h.refused.Add(1)
 		writeHookReply(c, HookReply{Error: err.Error()})
 		return
 	}
 	s := p.hookSession(c.Cred.PID, in)
-	switch rq.Event {
+	switch event {
 	case HookPermissionRequest:
 		p.permissionHook(ctx, c, s, in)
 	case HookNotification:
@@ -279,6 +269,23 @@ func (p *Leg) serveHook(ctx context.Context, c *uds.Conn) {
 		p.notice(message.Event{Type: message.EventIdle, Idle: &message.IdleNotice{Peer: s.Address, State: "idle",
 			FinishedAt: p.clock.Now().UTC(), Detail: "the turn ended (Stop hook)"}})
 	}
+}
+
+// parseHookRequest reads the request line `gateway hook` writes: its
+// event and the hook's input, checked. The error is the reply's.
+func parseHookRequest(line []byte) (string, hookInput, error) {
+	var rq HookRequest
+	if err := json.Unmarshal(line, &rq); err != nil || rq.V != 1 {
+		return "", hookInput{}, errors.New("not a gateway hook request (v 1)")
+	}
+	var in hookInput
+	if err := json.Unmarshal(rq.Input, &in); err != nil {
+		return "", hookInput{}, errors.New("the hook's input is not a JSON object of Claude Code's")
+	}
+	if err := checkHookInput(rq.Event, in); err != nil {
+		return "", hookInput{}, err
+	}
+	return rq.Event, in, nil
 }
 
 // checkHookInput refuses what cannot be a hook of ours before anything is
@@ -297,6 +304,9 @@ func checkHookInput(event string, in hookInput) error {
 	}
 	if in.ToolName == "" || len(in.ToolName) > maxHookToolName {
 		return errors.New(`the hook's input has no usable "tool_name"`)
+	}
+	if len(in.ToolUseID) > maxHookToolUseID {
+		return errors.New(`the hook's "tool_use_id" is too long`)
 	}
 	if len(in.ToolInput) > 0 && in.ToolInput[0] != '{' {
 		return errors.New(`the hook's "tool_input" is not an object`)
@@ -343,6 +353,9 @@ func (p *Leg) permissionHook(ctx context.Context, c *uds.Conn, s message.Session
 		req.Input = json.RawMessage("{}")
 	}
 	for _, u := range in.Suggestions {
+		if len(req.Suggestions) == message.MaxSuggestions {
+			break
+		}
 		if m := u.model(); m.Valid() {
 			req.Suggestions = append(req.Suggestions, m)
 		}

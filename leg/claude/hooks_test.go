@@ -29,7 +29,7 @@ type hookRig struct {
 
 const hookSession = "5c0e1d2f-0000-4000-8000-00000000abcd"
 
-func startHookRig(t *testing.T, opt HookOptions) *hookRig {
+func startHookRig(t testing.TB, opt HookOptions) *hookRig {
 	t.Helper()
 	cfgDir := t.TempDir()
 	sessions := filepath.Join(cfgDir, "sessions")
@@ -214,6 +214,7 @@ func TestAHookTheEndpointCannotReadIsRefused(t *testing.T) {
 		{"no session id", HookPermissionRequest, `{"tool_name":"Bash","tool_input":{}}`},
 		{"no tool", HookPermissionRequest, `{"session_id":"s"}`},
 		{"a tool input that is no object", HookPermissionRequest, `{"session_id":"s","tool_name":"Bash","tool_input":"rm -rf /"}`},
+		{"a tool use id over 256 bytes", HookPermissionRequest, `{"session_id":"s","tool_name":"Bash","tool_use_id":"` + strings.Repeat("u", 257) + `"}`},
 		{"an input that is no object", HookPermissionRequest, `[1,2,3]`},
 		{"an event of no hook of ours", "PreToolUse", `{"session_id":"s","tool_name":"Bash"}`},
 		{"no JSON at all", HookPermissionRequest, `allow`},
@@ -247,5 +248,18 @@ func TestNotificationAndStopHooksSayTheSessionWaitsOrIsIdle(t *testing.T) {
 				t.Fatalf("idle %+v", ev.Idle)
 			}
 		})
+	}
+}
+
+func TestAHookPromptKeepsAtMostMaxSuggestions(t *testing.T) {
+	h := startHookRig(t, HookOptions{Wait: time.Minute})
+	rules := make([]string, message.MaxSuggestions+4)
+	for i := range rules {
+		rules[i] = `{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"make ` + strconv.Itoa(i) + `"}],"behavior":"allow","destination":"session"}`
+	}
+	in := `{"session_id":"` + hookSession + `","tool_name":"Bash","tool_input":{"command":"make"},"permission_suggestions":[` + strings.Join(rules, ",") + `]}`
+	h.hook(t.Context(), HookPermissionRequest, in)
+	if p := h.prompt(t, message.PermissionPending); len(p.Suggestions) != message.MaxSuggestions || p.Suggestions[0].Rules[0].RuleContent != "make 0" {
+		t.Fatalf("kept %d suggestions: %+v", len(p.Suggestions), p.Suggestions)
 	}
 }

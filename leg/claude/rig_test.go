@@ -37,7 +37,7 @@ type rig struct {
 
 // startRig registers a peer with cfg (dirs filled in) and serves it; events
 // stay in a large buffer the test reads with next.
-func startRig(t *testing.T, cfg Config) *rig {
+func startRig(t testing.TB, cfg Config) *rig {
 	t.Helper()
 	if cfg.RuntimeDir == "" {
 		cfg.RuntimeDir = testutil.ShortTempDir(t)

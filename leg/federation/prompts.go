@@ -39,6 +39,10 @@ const (
 	// maxPromptInput caps a published prompt's tool input; a larger one
 	// is replaced by a note (it is shown whole on its own host).
 	maxPromptInput = 8 << 10
+	// maxPromptSuggestions caps a published prompt's suggestions, encoded:
+	// an "always allow" rule may hold a whole command. The first ones that
+	// fit are published, so an answer's numbers mean the same everywhere.
+	maxPromptSuggestions = 8 << 10
 	// maxPromptHosts caps how many other hosts' lists are kept.
 	maxPromptHosts = 1024
 	// answerWait is how long an answer waits for its outcome, at most.
@@ -211,12 +215,24 @@ func (n *Node) ownPrompts(r Router) []message.PermissionRequest {
 }
 
 // forWire is p as other hosts see it: Host set, a large input replaced by
-// a note, an answer reduced to who and what.
+// a note, the suggestions that fit, an answer reduced to who and what. A
+// prompt too large for the list would push the host's others out of it.
 func (n *Node) forWire(p message.PermissionRequest) message.PermissionRequest {
 	p.Host = n.cfg.Host
 	if len(p.Input) > maxPromptInput {
 		note, _ := json.Marshal(fmt.Sprintf("(an input of %d bytes, shown whole on host %s)", len(p.Input), n.cfg.Host))
 		p.Input = note
+	}
+	if len(p.ToolUseID) > maxID {
+		p.ToolUseID = "" // a hook's own claim; Claude Code's are short
+	}
+	size := 0
+	for i, u := range p.Suggestions {
+		b, _ := json.Marshal(u)
+		if size += len(b); size > maxPromptSuggestions {
+			p.Suggestions = p.Suggestions[:i:i]
+			break
+		}
 	}
 	if p.Answer != nil {
 		p.Answer = &message.PermissionAnswer{Behavior: p.Answer.Behavior, By: p.Answer.By}
