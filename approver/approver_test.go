@@ -235,6 +235,13 @@ func TestTheApproverGetsEachPromptWithItsIDAndTheReplyForms(t *testing.T) {
 			}(),
 			[]string{"Permission request " + id, `remote session "fix-the-bug" (bridge:session_01abc)`, "the tool Bash wants to run",
 				"Description: Run the tests\n", "\"command\": \"go test ./...\"", "  allow " + id + "\n", "  deny " + id + " <reason>\n", "first answer wins"}},
+		{"a local session's prompt from its hook says so, with the session's name and its terminal",
+			func() message.Event {
+				ev := legtest.Prompt(legtest.SessionID, "r1", "Bash", `{"command":"make deploy"}`)
+				ev.Permission.Source, ev.Permission.Name, ev.Permission.Address = message.SourceHook, "work-08", "uds:/tmp/cc-socks/4242.sock"
+				return ev
+			}(),
+			[]string{"Permission request " + id, `local session "work-08" (uds:/tmp/cc-socks/4242.sock)`, "at the session's own terminal"}},
 		{"a question shows its numbered options and an answer that parses",
 			legtest.AskPrompt("r1"),
 			[]string{"Question " + id, "1. Which approach? [Approach] (choose one)", "1) Option A", "2) Option B",

@@ -56,7 +56,11 @@ func (a *Approver) promptText(ctx context.Context, p message.PermissionRequest) 
 	}
 	b.WriteString("\n")
 	b.WriteString(replyForms(p))
-	b.WriteString("The first answer wins: the request may also be answered with `gateway allow`, `gateway deny` or on claude.ai.")
+	where := "on claude.ai"
+	if p.Source == message.SourceHook || p.Source == message.SourceChannel {
+		where = "at the session's own terminal"
+	}
+	b.WriteString("The first answer wins: the request may also be answered with `gateway allow`, `gateway deny` or " + where + ".")
 	return b.String()
 }
 
@@ -64,7 +68,10 @@ func (a *Approver) promptText(ctx context.Context, p message.PermissionRequest) 
 // it, and its address.
 func (a *Approver) sessionLabel(ctx context.Context, p message.PermissionRequest) string {
 	kind := "session"
-	if p.Leg == message.ProtocolRemote {
+	switch {
+	case p.Source == message.SourceHook || p.Source == message.SourceChannel:
+		kind = "local session"
+	case p.Leg == message.ProtocolRemote:
 		kind = "remote session"
 	}
 	addr := p.Address
@@ -75,8 +82,12 @@ func (a *Approver) sessionLabel(ctx context.Context, p message.PermissionRequest
 		// Pending on another host: the reply is carried there.
 		return fmt.Sprintf("session %s on host %s", addr, p.Host)
 	}
+	name := p.Name
 	if _, s, err := a.r.Resolve(ctx, addr); err == nil && s.Name != "" {
-		return fmt.Sprintf("%s %q (%s)", kind, message.OneLine(s.Name, 100), addr)
+		name = s.Name
+	}
+	if name != "" {
+		return fmt.Sprintf("%s %q (%s)", kind, message.OneLine(name, 100), addr)
 	}
 	return kind + " " + addr
 }
