@@ -86,7 +86,7 @@ func (cn *conn) addTools() {
 	sdk.AddTool(cn.srv, &sdk.Tool{Name: "get_message_status", Annotations: ro,
 		Description: "Where a message you sent stands: its status and every receipt."}, cn.messageStatus)
 	sdk.AddTool(cn.srv, &sdk.Tool{Name: "list_permission_requests", Annotations: ro,
-		Description: "Pending permission prompts of remote sessions (a tool they want to run, or a question), oldest first, each with the id answer_permission_request takes."}, cn.listPermissions)
+		Description: "Pending permission prompts (a tool a session wants to run, or a question), of remote sessions and of local ones (source hook or channel, with the session's name), oldest first, each with the id answer_permission_request takes."}, cn.listPermissions)
 	sdk.AddTool(cn.srv, &sdk.Tool{Name: "answer_permission_request",
 		Description: "Answer a pending permission prompt: allow (optionally with a replaced input), deny (with a message for the model), or answer a question prompt; optionally apply the prompt's suggestions by number, add permission rules, and switch the permission mode in the same answer."}, cn.answerPermission)
 	sdk.AddTool(cn.srv, &sdk.Tool{Name: "remote_session_output", Annotations: ro,
