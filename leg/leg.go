@@ -193,3 +193,13 @@ func AbilitiesOf(l Leg) Abilities {
 	}
 	return Abilities{}
 }
+
+// Starter is a leg that starts sessions of its own (the hosted leg: a CLI
+// run headless) and stops them.
+type Starter interface {
+	// Start runs a session as spec asks and returns it once it is listed;
+	// errors match message.ErrBadStart, ErrTooManyHosted or ErrAgentMissing.
+	Start(ctx context.Context, spec message.StartSpec) (message.Session, error)
+	// Stop ends a session it started; it is no longer resumed.
+	Stop(ctx context.Context, target message.Session) error
+}

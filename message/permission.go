@@ -33,6 +33,7 @@ const (
 	SourceRemote  PromptSource = "remote"  // a claude.ai remote session's can_use_tool
 	SourceHook    PromptSource = "hook"    // a local session's PermissionRequest hook
 	SourceChannel PromptSource = "channel" // notifications/claude/channel/permission_request
+	SourceHosted  PromptSource = "hosted"  // a CLI the gateway started: its can_use_tool over stdio
 )
 
 // PermissionRequest is a session's tool call (AskUserQuestion and
