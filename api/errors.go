@@ -106,6 +106,12 @@ func errorOf(err error) Error {
 		return Error{Error: err.Error(), Code: CodeNotFound}
 	case errors.Is(err, message.ErrPermissionSettled):
 		return Error{Error: err.Error(), Code: CodeConflict}
+	case errors.Is(err, message.ErrTooManyHosted):
+		return Error{Error: err.Error(), Code: CodeConflict}
+	case errors.Is(err, message.ErrBadStart), errors.Is(err, message.ErrAgentMissing), errors.Is(err, message.ErrNotStarted):
+		return Error{Error: err.Error(), Code: CodeBadRequest}
+	case errors.Is(err, message.ErrNoStarter):
+		return Error{Error: err.Error(), Code: CodeNotFound}
 	case errors.As(err, &ia), errors.As(err, &ic), errors.As(err, &is), errors.Is(err, message.ErrNotControllable), errors.Is(err, router.ErrNotLifecycled),
 		errors.Is(err, router.ErrNoIdleNotices):
 		return Error{Error: err.Error(), Code: CodeBadRequest}

@@ -11,6 +11,7 @@ import "net/http"
 var typeDocs = map[string]string{
 	"ArchiveBody":       "POST /v1/remote/archive's request.",
 	"AwayBody":          "PUT /v1/away's request.",
+	"StartSpec":         "POST /v1/local/sessions's request: the hosted session to start.",
 	"AwayStatus":        "The away switch and when it was last set.",
 	"Attachment":        "A file sent with a message, staged where the receiver can copy it.",
 	"CommandInfo":       "A slash command a remote session offers.",
@@ -249,6 +250,12 @@ var fieldDocs = map[string]string{
 	"AwayStatus.away":               "Whether the user is away: local prompts then wait for an answer from elsewhere.",
 	"AwayStatus.since":              "When the switch was last set.",
 	"AwayBody.away":                 "true to switch away on, false to switch it off.",
+	"StartSpec.agent":               "The CLI to run: claude (Claude Code) or qwen (Qwen Code), found on the gateway's PATH or at --claude-path / --qwen-path.",
+	"StartSpec.cwd":                 "The directory the session works in: it must exist and belong to the gateway's user.",
+	"StartSpec.name":                "The session's name (lowercase letters, digits, '.', '_', '-'; at most 63), its address hosted:NAME; default agent-XXXXXX.",
+	"StartSpec.prompt":              "The first user turn; empty starts the session idle, waiting for a message.",
+	"StartSpec.permission_mode":     "The permission mode it starts in: default, acceptEdits, plan or bypassPermissions; empty is the CLI's own default.",
+	"StartSpec.model":               "The model it starts with; empty is the CLI's own default.",
 
 	"PermissionRule.tool_name":    "The tool the rule is about.",
 	"PermissionRule.rule_content": "What of the tool's use it matches, such as a command; absent matches every use.",
@@ -360,10 +367,11 @@ var eitherOf = map[string][2]string{"SendBody": {"body", "text"}}
 
 // pathParamDocs describe each route's path parameters, by path and name.
 var pathParamDocs = map[string]string{
-	"/v1/messages/{id} id":      "The message's id, as POST /v1/messages answered it.",
-	"/v1/held/{id} id":          "The held message's id.",
-	"/v1/permissions/{id} id":   "The prompt's id.",
-	"/v1/actions/{token} token": "The signed action from the notification's link.",
+	"/v1/messages/{id} id":           "The message's id, as POST /v1/messages answered it.",
+	"/v1/held/{id} id":               "The held message's id.",
+	"/v1/permissions/{id} id":        "The prompt's id.",
+	"/v1/local/sessions/{name} name": "The hosted session's name (or its address hosted:NAME).",
+	"/v1/actions/{token} token":      "The signed action from the notification's link.",
 }
 
 // headerParams are the request headers routes read, by pattern.

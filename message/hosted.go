@@ -39,4 +39,6 @@ var (
 	// ErrAgentMissing: the agent's CLI is not installed where the gateway
 	// looks.
 	ErrAgentMissing = errors.New("the agent's CLI is not installed")
+	// ErrNotStarted: a stop of a session the gateway did not start.
+	ErrNotStarted = errors.New("not a hosted session")
 )

@@ -2,8 +2,6 @@ package main
 
 import (
 	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -24,17 +22,12 @@ func (a *app) hooksCmd() *cobra.Command {
 	}
 	run := func(verb string, edit func(path string, cmd claude.HookCommand) (claude.HooksReport, error)) func(o *cli.IO, _ []string) error {
 		return func(o *cli.IO, _ []string) error {
-			path, err := settingsPath(settings, project)
+			path, err := claude.HookSettingsPath(settings, project)
 			if err != nil {
 				return err
 			}
-			cmd := claude.HookCommand{Program: program}
-			if cmd.Program == "" {
-				cmd.Program = thisProgram()
-			}
-			// Always named: Claude Code may start from an environment
-			// (an IDE, a desktop) without this shell's GATEWAY_STATE_DIR.
-			if cmd.StateDir, err = filepath.Abs(o.StateDir); err != nil {
+			cmd, err := claude.NewHookCommand(program, o.StateDir)
+			if err != nil {
 				return err
 			}
 			rep, err := edit(path, cmd)
@@ -61,35 +54,4 @@ func (a *app) hooksCmd() *cobra.Command {
 		a.verb(install, true, run("install", claude.InstallHooks)),
 		a.verb(uninstall, true, run("uninstall", claude.UninstallHooks)),
 		a.verb(status, true, run("status", claude.HooksStatus)))
-}
-
-func settingsPath(settings, project string) (string, error) {
-	switch {
-	case settings != "":
-		return filepath.Abs(settings)
-	case project != "":
-		dir, err := filepath.Abs(project)
-		return claude.ProjectSettings(dir), err
-	}
-	return claude.UserSettings()
-}
-
-// thisProgram is the path hooks should run this binary by: the one on PATH
-// when that is this binary (a stable name across upgrades), else its own.
-func thisProgram() string {
-	self, err := os.Executable()
-	if err != nil {
-		return "gateway"
-	}
-	if p, err := exec.LookPath(filepath.Base(os.Args[0])); err == nil && filepath.IsAbs(p) {
-		if a, b := stat(p), stat(self); a != nil && b != nil && os.SameFile(a, b) {
-			return p
-		}
-	}
-	return self
-}
-
-func stat(p string) os.FileInfo {
-	fi, _ := os.Stat(p)
-	return fi
 }

@@ -143,7 +143,7 @@ var helpGroups = [][2]string{{"run", "Run and check the gateway:"}, {"msg", "Ses
 var groupOf = map[string]string{"serve": "run", "config": "run", "status": "run", "health": "run", "version": "run",
 	"demo-cloud": "run", "demo-local": "run", "sessions": "msg", "send": "msg", "watch": "msg", "idle": "msg",
 	"held": "msg", "release": "msg", "outbox": "msg", "permissions": "prompt", "allow": "prompt", "deny": "prompt",
-	"answer": "prompt", "away": "prompt", "hook": "prompt", "hooks": "prompt", "remote": "remote", "federation": "remote", "mcp": "remote", "tokens": "access",
+	"answer": "prompt", "away": "prompt", "hook": "prompt", "hooks": "prompt", "run": "msg", "stop": "msg", "remote": "remote", "federation": "remote", "mcp": "remote", "tokens": "access",
 	"controllers": "access", "pair": "access"}
 
 // verb makes c run body with the run's IO; json adds --json.

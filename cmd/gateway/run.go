@@ -118,6 +118,12 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 	}
 	mcpLeg := mcpleg.NewLeg(nil)
 	legs = append(legs, mcpLeg)
+	if hl, err := c.hosted.Leg(c.stateDir, log); err != nil {
+		deregister(legs...)
+		return errors.Join(err, fed.Close())
+	} else if hl != nil {
+		legs = append(legs, hl)
+	}
 	var closePool func() // once serving, before the router stops: what the workers accepted is still forwarded
 	if pool != nil {
 		defer pool.Close()

@@ -21,6 +21,7 @@ import (
 	"github.com/sessiongateway/gateway/internal/settings"
 	"github.com/sessiongateway/gateway/leg/claude"
 	"github.com/sessiongateway/gateway/leg/federation"
+	"github.com/sessiongateway/gateway/leg/hosted"
 	"github.com/sessiongateway/gateway/leg/qwen"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/notify"
@@ -134,7 +135,7 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := observability.LogAuto
 	fs.Var(&logFormat, "log-format", "auto (text on a terminal, else JSON lines), text or json")
-	legs := fs.String("legs", "claude,qwen", "legs to run, comma-separated: claude, qwen, remote (needs remote credentials, which also enable it alone) or none (only remote or federation)")
+	legs := fs.String("legs", "claude,qwen", "legs to run, comma-separated: claude, qwen, remote (needs remote credentials, which also enable it alone) or none (only remote, federation or hosted sessions)")
 	debugAddr := fs.String("debug-addr", "", "serve net/http/pprof on this loopback address, for operators (off by default)")
 	bridge := fs.Bool("bridge", true, "publish each local leg's sessions on the other (Claude Code <-> Qwen Code) and forward between them")
 	var bridgeOnly multi
@@ -147,7 +148,7 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 	life := lifecycleFlags(fs, e)
 	apiHard := apiFlags(fs, e)
 	files := filesFlags(fs, e)
-	fed, notes := federation.RegisterFlags(fs), notify.RegisterFlags(fs)
+	fed, notes, hostedFlags := federation.RegisterFlags(fs), notify.RegisterFlags(fs), hosted.RegisterFlags(fs)
 	approver := fs.String("approver", "", "address of a local session (or alias) that gets each remote permission prompt as a message and answers it by replying allow, deny or answer (env GATEWAY_APPROVER)")
 	own := settings.OwnFlags(fs, extra)
 	fs.VisitAll(func(f *flag.Flag) { // help names each flag's variable, as the layer will
@@ -180,7 +181,7 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 		if err := debugserver.CheckAddr(*debugAddr); *debugAddr != "" && err != nil {
 			return fail("--debug-addr %v", err)
 		}
-		if err := errors.Join(files.check(), fed.Check(*sd), notes.Check()); err != nil {
+		if err := errors.Join(files.check(), fed.Check(*sd), notes.Check(), hostedFlags.Check()); err != nil {
 			return fail("%v", err)
 		}
 		st.ShowDefault("files-dir", files.filesDir(*sd))
@@ -236,7 +237,7 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 				return fail("--approver: %v", err)
 			}
 		}
-		if len(enabled) == 0 && !remote.enabled() && !fed.Enabled() {
+		if len(enabled) == 0 && !remote.enabled() && !fed.Enabled() && !hostedFlags.Enabled() {
 			return fail("--legs: name at least one leg, give remote credentials or join a federation")
 		}
 		life.level = func() (slog.Level, string, error) { // SIGHUP: the config file is the layer that can change
@@ -257,7 +258,7 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 			qwenInbound: qpol, heldExpiry: qwen.ParseHeldExpiry(*heldExpiry), noClaude: !enabled["claude"], noQwen: !enabled["qwen"], bridge: *bridge, bridgeOnly: bridgeOnly,
 			maxAliases: *maxAliases, localPromptWait: *localWait,
 			requireAuth: *requireAuth, settle: *settle, getenv: e.getenv, remote: remote, did: did, approver: *approver,
-			life: life, api: apiHard, files: files, fed: fed, notify: notes, debugAddr: *debugAddr,
+			life: life, api: apiHard, files: files, fed: fed, notify: notes, hosted: hostedFlags, debugAddr: *debugAddr,
 		}}, nil
 	}
 }
@@ -294,4 +295,5 @@ type serveConfig struct {
 	fed             *federation.Flags      // --federation and its options; nil or unset: no federation
 	summary         io.Writer              // a terminal for the start-up summary; nil for none
 	notify          *notify.Flags          // --notify and its options; nil or unset: no notifications
+	hosted          *hosted.Flags          // --max-hosted and the CLIs' paths; nil: no hosted sessions
 }

@@ -21,7 +21,7 @@ func (a *app) commands() []*cobra.Command {
 		a.serveCmd(), a.configCmd(), a.statusCmd(), a.sessionsCmd(), a.sendCmd(), a.watchCmd(),
 		a.heldCmd(), a.releaseCmd(), a.permissionsCmd(), a.allowCmd(), a.denyCmd(), a.answerCmd(),
 		a.outboxCmd(), a.remoteCmd(), a.demoLocalCmd(), a.demoCloudCmd(), a.idleCmd(), a.controllersCmd(), a.pairCmd(),
-		a.tokensCmd(), a.federationCmd(), a.mcpCmd(), a.healthCmd(), a.versionCmd(), a.awayCmd(), a.hookCmd(), a.hooksCmd(), a.aliasWorkerCmd(),
+		a.tokensCmd(), a.federationCmd(), a.mcpCmd(), a.healthCmd(), a.versionCmd(), a.awayCmd(), a.hookCmd(), a.hooksCmd(), a.runCmd(), a.stopCmd(), a.aliasWorkerCmd(),
 	}
 }
 

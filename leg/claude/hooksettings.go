@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -43,6 +44,18 @@ const BackupSuffix = ".gateway-backup"
 type HookCommand struct {
 	Program  string
 	StateDir string // "": the hook's own default
+}
+
+// NewHookCommand is the command hooks run: program (default ThisProgram)
+// with stateDir made absolute. The state directory is always named: Claude
+// Code may start from an environment (an IDE, a desktop) without the
+// shell's GATEWAY_STATE_DIR.
+func NewHookCommand(program, stateDir string) (HookCommand, error) {
+	if program == "" {
+		program = ThisProgram()
+	}
+	dir, err := filepath.Abs(stateDir)
+	return HookCommand{Program: program, StateDir: dir}, err
 }
 
 // For is the command line of the hook for event, quoted for /bin/sh, which
@@ -97,6 +110,37 @@ func UserSettings() (string, error) {
 // out of git, so the gateway's absolute path is not committed for others.
 func ProjectSettings(dir string) string {
 	return filepath.Join(dir, ".claude", "settings.local.json")
+}
+
+// HookSettingsPath is the settings file `gateway hooks` edits: settings
+// when given, a project's local settings with project, else the user's.
+func HookSettingsPath(settings, project string) (string, error) {
+	switch {
+	case settings != "":
+		return filepath.Abs(settings)
+	case project != "":
+		dir, err := filepath.Abs(project)
+		return ProjectSettings(dir), err
+	}
+	return UserSettings()
+}
+
+// ThisProgram is the path hooks should run this binary by: the one on
+// PATH when that is this binary (a stable name across upgrades), else its
+// own.
+func ThisProgram() string {
+	self, err := os.Executable()
+	if err != nil {
+		return "gateway"
+	}
+	if p, err := exec.LookPath(filepath.Base(os.Args[0])); err == nil && filepath.IsAbs(p) {
+		a, aerr := os.Stat(p)
+		b, berr := os.Stat(self)
+		if aerr == nil && berr == nil && os.SameFile(a, b) {
+			return p
+		}
+	}
+	return self
 }
 
 // InstallHooks makes the gateway's hooks for HookEvents the ones in the
