@@ -392,6 +392,7 @@ func TestEachToolAndResourceNeedsItsScope(t *testing.T) {
 		{"list_permission_requests", api.ScopeRead, map[string]any{}},
 		{"answer_permission_request", api.ScopeApprove, map[string]any{"id": "p1", "behavior": "allow"}},
 		{"remote_session_output", api.ScopeRead, map[string]any{"session": "x"}},
+		{"start_session", api.ScopeSend, map[string]any{"agent": "claude", "cwd": "/nonexistent"}},
 	}
 	ctx := testutil.Context(t, 30*time.Second)
 	for _, tt := range tools {

@@ -280,9 +280,10 @@ func TestStreamableHTTPNeedsAToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer cs.Close() // before ts.Close, which waits for the session's stream to end
 	testutil.Eventually(t, "web in the roster", func() bool { return w.listed("web") })
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 7 {
+	if err != nil || len(tools.Tools) != 8 {
 		t.Fatalf("tools: %v %v", tools, err)
 	}
 	// Another token cannot ride the session the first one opened.

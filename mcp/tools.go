@@ -91,6 +91,7 @@ func (cn *conn) addTools() {
 		Description: "Answer a pending permission prompt: allow (optionally with a replaced input), deny (with a message for the model), or answer a question prompt; optionally apply the prompt's suggestions by number, add permission rules, and switch the permission mode in the same answer."}, cn.answerPermission)
 	sdk.AddTool(cn.srv, &sdk.Tool{Name: "remote_session_output", Annotations: ro,
 		Description: "Recent output of a claude.ai remote session as a transcript, from cursor on; pass the returned next_cursor next time to read only what is new."}, cn.remoteOutput)
+	cn.addHostedTools()
 }
 
 // result is v as the tool's JSON text.
