@@ -342,7 +342,7 @@ func (s *Server) session(name, kind string, g api.Grant) *conn {
 	}
 	cn.srv = sdk.NewServer(&sdk.Implementation{Name: "gateway", Title: "Session gateway", Version: s.cfg.Version}, &sdk.ServerOptions{
 		Instructions: instructions, Capabilities: caps,
-		Logger:       s.log,
+		Logger: s.log,
 		InitializedHandler: func(ctx context.Context, req *sdk.InitializedRequest) {
 			cn.join(req.Session)
 		},
