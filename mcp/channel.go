@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -145,7 +146,9 @@ func previewInput(p string) json.RawMessage {
 	p = bounded.Clip(p, maxChannelPreview)
 	var obj map[string]json.RawMessage
 	if json.Unmarshal([]byte(p), &obj) == nil && obj != nil {
-		return json.RawMessage(p)
+		var b bytes.Buffer
+		_ = json.Compact(&b, []byte(p)) // the CLI indents it
+		return b.Bytes()
 	}
 	b, _ := jsonx.Marshal(map[string]string{"input_preview": p})
 	return b

@@ -111,7 +111,7 @@ func TestARelayedPermissionRequestIsAPendingPromptAnsweredOverTheChannel(t *test
 	c := w.stdio(t, StdioOptions{Name: "laptop"})
 	c.initialize()
 	testutil.Eventually(t, "laptop in the roster", func() bool { return w.listed("laptop") })
-	c.relay("abcde", "Bash", `{"command":"make deploy"}`)
+	c.relay("abcde", "Bash", "{\n  \"command\": \"make deploy\"\n}")
 	var p message.PermissionRequest
 	testutil.Eventually(t, "the prompt is pending", func() (ok bool) { p, ok = w.pending("laptop", "abcde"); return ok })
 	if p.Source != message.SourceChannel || p.Leg != message.ProtocolMCP || p.ToolName != "Bash" || p.Description != "Run Bash" ||
