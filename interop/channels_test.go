@@ -77,8 +77,7 @@ func channelSession(t *testing.T, args ...string) (*gatewaytest.Gateway, *claude
 	s := claudecli.Start(t, claudecli.Options{
 		APIURL: model.URL(), Mode: claudecli.ModeTUI, Home: channelHome(t), Confirm: "I am using this for local development",
 		Env: []string{"CLAUDE_CODE_GB_DISK_CACHE_WHEN_TELEMETRY_OFF=1"},
-		// --strict-mcp-config would leave the channel's name unknown to the CLI.
-		Args: []string{"--mcp-config", cfg, "--permission-mode", "default",
+		Args: []string{"--mcp-config", cfg, "--strict-mcp-config", "--permission-mode", "default",
 			"--dangerously-load-development-channels", "server:gateway", "--debug-file", debug},
 	})
 	g.WaitListed(t, "laptop")

@@ -52,6 +52,7 @@ const DropChannelPrompt = "channel-prompt"
 // channelCaps are the capabilities a stdio client is told; logging stays
 // (messages are pushed as log notifications), the rest is inferred.
 func channelCaps() *sdk.ServerCapabilities {
+	//lint:ignore SA1019 the versions served (sessionVersions) all have logging; it is how a message is pushed
 	return &sdk.ServerCapabilities{Logging: &sdk.LoggingCapabilities{},
 		Experimental: map[string]any{CapChannel: map[string]any{}, CapChannelPermission: map[string]any{}}}
 }
