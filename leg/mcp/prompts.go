@@ -108,8 +108,12 @@ func (l *Leg) Answer(ctx context.Context, req message.PermissionRequest, a messa
 		return &message.PromptSettledError{State: message.PermissionCancelled}
 	}
 	if err := pr.reply(ctx, req.RequestID, a.Behavior); err != nil {
-		// Not sent: the prompt waits for another answer.
+		// Not sent: the prompt waits for another answer, unless its
+		// client left meanwhile (then it is withdrawn after all).
 		l.prompts.put(k, pr)
+		if l.lookup(message.Session{Name: pr.req.Name, SessionID: pr.req.SessionID}) == nil {
+			l.withdraw(pr.req.SessionID)
+		}
 		return err
 	}
 	return nil

@@ -127,3 +127,27 @@ func TestAClientThatLeavesWithdrawsItsPrompts(t *testing.T) {
 		t.Fatalf("a prompt of a client that left: %v", err)
 	}
 }
+
+func TestAReplyThatFailsBecauseTheClientLeftWithdrawsThePrompt(t *testing.T) {
+	l, events := running(t)
+	ctx := context.Background()
+	me, _ := l.Join("leaving", "stdio", nil)
+	reply := func(context.Context, string, message.Behavior) error {
+		l.Leave(me) // the connection closed under the answer
+		return errors.New("write: broken pipe")
+	}
+	_ = l.Prompt(ctx, me, message.PermissionRequest{RequestID: "yyyyy", ToolName: "Bash"}, reply)
+	req := *(<-events).Permission
+	if err := l.Answer(ctx, req, message.PermissionAnswer{Behavior: message.BehaviorAllow}); err == nil {
+		t.Fatal("a failed reply was taken for sent")
+	}
+	if ev := <-events; ev.Permission == nil || ev.Permission.State != message.PermissionCancelled {
+		t.Fatalf("after the failed reply: %+v", ev)
+	}
+	l.prompts.mu.Lock()
+	n := len(l.prompts.open)
+	l.prompts.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d prompts still held for a client that left", n)
+	}
+}
