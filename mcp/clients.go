@@ -28,4 +28,7 @@ type Leg interface {
 	Read(ctx context.Context, me message.Session, cursor uint64, limit int, each func(seq uint64, m message.Message)) (uint64, error)
 	// Unread counts the messages me has not read yet.
 	Unread(me message.Session) int
+	// Prompt makes req, a permission request the channel of me relayed,
+	// a pending prompt of me (source channel); reply carries its answer.
+	Prompt(ctx context.Context, me message.Session, req message.PermissionRequest, reply func(ctx context.Context, requestID string, b message.Behavior) error) error
 }

@@ -19,6 +19,13 @@
 // the client accepts one, and is read with wait_for_messages (Leg.Read,
 // the delivered receipt).
 //
+// A stdio client is also a Claude Code channel (channel.go,
+// docs/protocols/claude-channels.md): a session that loads `gateway mcp`
+// with --channels relays its permission prompts, which become pending
+// prompts of the client (Leg.Prompt, source channel) answered back as the
+// channel's allow or deny; with --channel what others send is pushed into
+// the session.
+//
 // Limits (server.go): MaxSessions in all, MaxSessionsPerToken per grant,
 // and an HTTP client that leaves without DELETE is taken for gone once it
 // has had no event stream and no request for StreamGone or Quiet

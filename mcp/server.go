@@ -234,6 +234,7 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cn := s.session(r.URL.Query().Get("name"), "stdio", g)
+	cn.channel = r.URL.Query().Get("channel") == "1"
 	if err := s.reserve(cn); err != nil {
 		// As the API's errors, so gateway mcp shows what to do.
 		w.Header().Set("Content-Type", "application/json")
@@ -277,7 +278,7 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 	// capLines answers an oversized line itself; the SDK's cap, a little
 	// above, is never reached.
 	t := &sdk.IOTransport{Reader: &capLines{r: rw.Reader, c: nc, w: out, max: MaxInput}, Writer: out, MaxLineLength: MaxInput + 64}
-	ss, err := cn.srv.Connect(context.Background(), t, nil)
+	ss, err := cn.srv.Connect(context.Background(), channelTransport{Transport: t, cn: cn}, nil)
 	if err != nil {
 		return
 	}
@@ -310,6 +311,9 @@ type conn struct {
 	srv   *sdk.Server
 	nc    io.Closer // a stdio upgrade's connection, closed by close
 	slot  bool      // it holds a session slot (s.mu)
+	// channel: what others send is pushed into the session as channel
+	// messages (`gateway mcp --channel`), not as log notifications.
+	channel bool
 
 	mu     sync.Mutex
 	c      *message.Session // its session in the roster, once joined
@@ -318,6 +322,7 @@ type conn struct {
 	watch  *watch        // resources subscribed to
 	kick   chan struct{} // a message arrived: push a notification
 	latest message.Message
+	wire   sdk.Connection // a stdio connection, for the channel's own notifications (channel.go)
 
 	// An HTTP session's requests under way, whether it ever held an event
 	// stream, and the timer that ends it when detached (presence.go).
@@ -331,9 +336,13 @@ type conn struct {
 // session builds the MCP connection of one client and its server.
 func (s *Server) session(name, kind string, g api.Grant) *conn {
 	cn := &conn{s: s, grant: g, want: name, kind: kind}
+	var caps *sdk.ServerCapabilities
+	if kind == "stdio" { // what Claude Code loads as a channel
+		caps = channelCaps()
+	}
 	cn.srv = sdk.NewServer(&sdk.Implementation{Name: "gateway", Title: "Session gateway", Version: s.cfg.Version}, &sdk.ServerOptions{
-		Instructions: instructions,
-		Logger:       s.log,
+		Instructions: instructions, Capabilities: caps,
+		Logger: s.log,
 		InitializedHandler: func(ctx context.Context, req *sdk.InitializedRequest) {
 			cn.join(req.Session)
 		},
@@ -489,8 +498,12 @@ func (cn *conn) pushLoop(ss *sdk.ServerSession) {
 		case <-cn.kick:
 		}
 		cn.mu.Lock()
-		m := cn.latest
+		m, me := cn.latest, cn.c
 		cn.mu.Unlock()
+		if cn.channel {
+			cn.pushChannel(*me)
+			continue
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		//lint:ignore SA1019 the versions served (sessionVersions) all have logging; it is how a message is pushed
 		_ = ss.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Logger: "gateway", Data: map[string]any{

@@ -10,14 +10,30 @@ import (
 	"github.com/sessiongateway/gateway/api"
 )
 
+// StdioOptions are `gateway mcp`'s flags.
+type StdioOptions struct {
+	// Name is the client's session name; empty: the client's own.
+	Name string
+	// Channel pushes what others send the client into its session as
+	// Claude Code channel messages (channel.go), for a session that loads
+	// `gateway mcp` with --channels.
+	Channel bool
+}
+
 // Stdio is `gateway mcp`: it upgrades a connection to the gateway's /mcp
 // (over c, the control socket) and copies in to it and it to out until
-// either side ends. The client's session lives in the gateway, named
-// name (the client's own name when empty).
-func Stdio(ctx context.Context, c *api.Client, name string, in io.Reader, out io.Writer) error {
+// either side ends. The client's session lives in the gateway.
+func Stdio(ctx context.Context, c *api.Client, opt StdioOptions, in io.Reader, out io.Writer) error {
+	q := url.Values{}
+	if opt.Name != "" {
+		q.Set("name", opt.Name)
+	}
+	if opt.Channel {
+		q.Set("channel", "1")
+	}
 	path := "/mcp"
-	if name != "" {
-		path += "?name=" + url.QueryEscape(name)
+	if len(q) > 0 {
+		path += "?" + q.Encode()
 	}
 	rwc, err := c.Upgrade(ctx, path, UpgradeProtocol)
 	if err != nil {

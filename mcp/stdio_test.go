@@ -29,7 +29,10 @@ func TestStdioJoinsThroughTheControlSocketAndLeavesWhenItsInputEnds(t *testing.T
 	inR, inW := io.Pipe()   // the agent writes, Stdio reads (its stdin)
 	outR, outW := io.Pipe() // Stdio writes (its stdout), the agent reads
 	done := make(chan error, 1)
-	go func() { done <- Stdio(ctx, api.NewUnixClient(sock), "stdio-agent", inR, outW); _ = outW.Close() }()
+	go func() {
+		done <- Stdio(ctx, api.NewUnixClient(sock), StdioOptions{Name: "stdio-agent"}, inR, outW)
+		_ = outW.Close()
+	}()
 
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "agent"}, nil).Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
 	if err != nil {
@@ -64,7 +67,10 @@ func TestAnOversizedStdioRequestIsAnErrorAndTheSessionGoesOn(t *testing.T) {
 	ctx := testutil.Context(t, 30*time.Second)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	go func() { _ = Stdio(ctx, api.NewUnixClient(sock), "raw-agent", inR, outW); _ = outW.Close() }()
+	go func() {
+		_ = Stdio(ctx, api.NewUnixClient(sock), StdioOptions{Name: "raw-agent"}, inR, outW)
+		_ = outW.Close()
+	}()
 	t.Cleanup(func() { _ = inW.Close() })
 	lines := bufio.NewScanner(outR)
 	lines.Buffer(nil, 1<<20)

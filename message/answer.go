@@ -78,6 +78,7 @@ const (
 	AnswerBadSuggestion                                 // a suggestion number the prompt does not offer
 	AnswerBadMode                                       // a mode switch to no permission mode
 	AnswerDenyWithUpdates                               // a deny picks suggestions or switches the mode
+	AnswerNotCarried                                    // the prompt's source carries only a bare allow or deny
 )
 
 var answerProblemWire = [...]string{
@@ -89,6 +90,7 @@ var answerProblemWire = [...]string{
 	AnswerBadRule: "bad-rule", AnswerBadDestination: "bad-destination",
 	AnswerQuestionNeedsAnswers: "question-needs-answers", AnswerBadSuggestion: "bad-suggestion",
 	AnswerBadMode: "bad-mode", AnswerDenyWithUpdates: "deny-with-updates",
+	AnswerNotCarried: "not-carried",
 }
 
 // String is p's wire spelling; one the table lacks is "answer-problem-N".
@@ -180,4 +182,29 @@ func (a PermissionAnswer) Input(req PermissionRequest) (json.RawMessage, error) 
 	}
 	obj["answers"] = b
 	return json.Marshal(obj)
+}
+
+// CheckCarried refuses an answer that req's source cannot carry: a
+// channel (SourceChannel) replies a bare allow or deny, so updated input,
+// answers, rules, suggestions, a mode switch or a deny message would be
+// lost on the way; saying so beats an allow that is not what was asked.
+func CheckCarried(req PermissionRequest, a PermissionAnswer) error {
+	if req.Source != SourceChannel {
+		return nil
+	}
+	var lost string
+	switch {
+	case len(a.UpdatedInput) > 0 || len(a.Answers) > 0:
+		lost = "updated input or answers"
+	case len(a.Rules) > 0 || len(a.Suggestions) > 0:
+		lost = "rules or suggestions (always allow)"
+	case a.Mode != "":
+		lost = "a mode switch"
+	case a.Message != "":
+		lost = "a deny message"
+	default:
+		return nil
+	}
+	return &InvalidAnswerError{ID: req.ID, Problem: AnswerNotCarried,
+		Detail: fmt.Sprintf("%s came through a channel, which carries only allow or deny: not %s", req.ID, lost)}
 }

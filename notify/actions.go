@@ -76,6 +76,12 @@ func (n *Notifier) act(ctx context.Context, a Action) (string, error) {
 			return "", fmt.Errorf("unknown action %q", a.Verb)
 		}
 		p, err := n.cfg.Decider.AnswerPermission(ctx, a.ID, ans)
+		if ia := (*message.InvalidAnswerError)(nil); errors.As(err, &ia) && ia.Problem == message.AnswerNotCarried && a.Verb == "deny" {
+			// A channel carries no reason: the button's own text is not
+			// worth leaving the prompt waiting for.
+			ans.Message = ""
+			p, err = n.cfg.Decider.AnswerPermission(ctx, a.ID, ans)
+		}
 		if err != nil {
 			return "", err
 		}

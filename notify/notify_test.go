@@ -262,6 +262,24 @@ func TestNtfyButtonsAnswerThePromptOnce(t *testing.T) {
 	})
 }
 
+func TestTheDenyButtonDeniesAChannelsPromptWithoutItsReason(t *testing.T) {
+	stand := newReceiver(t, 0, func(b []byte) error { _, err := decodeNtfy(b); return err })
+	w := newWorld(t, Config{Targets: []string{"ntfy:" + stand.server.URL + "/gateway-alerts"}})
+	ev := legtest.Prompt(legtest.SessionID, "abcde", "Bash", `{"command":"make"}`)
+	ev.Permission.Source = message.SourceChannel
+	w.leg.Raise(ev)
+	testutil.Eventually(t, "the stand-in gets the notification", func() bool { b, _ := stand.got(); return len(b) == 1 })
+	bodies, _ := stand.got()
+	m, _ := decodeNtfy(bodies[0])
+	if code, text := follow(t, m.Actions[1].URL); code != 200 || !strings.Contains(text, "denied") {
+		t.Fatalf("deny: %d %s", code, text)
+	}
+	as := w.leg.Answers()
+	if len(as) != 1 || as[0].Behavior != message.BehaviorDeny || as[0].Message != "" {
+		t.Fatalf("the leg got %+v", as)
+	}
+}
+
 func TestAQuestionsOptionsAreButtons(t *testing.T) {
 	stand := newReceiver(t, 0, func(b []byte) error { _, err := decodeNtfy(b); return err })
 	w := newWorld(t, Config{Targets: []string{"ntfy:" + stand.server.URL + "/t"}})

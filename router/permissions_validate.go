@@ -54,6 +54,9 @@ func ValidateAnswer(req message.PermissionRequest, a message.PermissionAnswer) e
 	if a.Mode != "" && !message.ValidPermissionMode(a.Mode) {
 		return bad(message.AnswerBadMode, message.PermissionModes, "mode %q is not a permission mode", a.Mode)
 	}
+	if err := message.CheckCarried(req, a); err != nil {
+		return err
+	}
 	if len(a.Answers) > 0 {
 		return validateAnswers(req, a.Answers, bad)
 	}

@@ -138,11 +138,12 @@ func (a *app) versionCmd() *cobra.Command {
 }
 
 func (a *app) mcpCmd() *cobra.Command {
-	var name string
+	var opt mcp.StdioOptions
 	c := &cobra.Command{Use: "mcp", Short: "serve MCP on stdin/stdout as a session of the running gateway", Args: cli.Nargs(0, 0),
-		Example: "  gateway mcp --name reviewer"}
-	c.Flags().StringVar(&name, "name", "", "the session name others reach this client by (default: the client's own name)")
-	return a.verb(c, false, func(o *cli.IO, _ []string) error { return mcp.Stdio(a.ctx, o.Client(), name, os.Stdin, o.Stdout) })
+		Example: "  gateway mcp --name reviewer\n  gateway mcp --name laptop --channel   # Claude Code --channels server:gateway"}
+	c.Flags().StringVar(&opt.Name, "name", "", "the session name others reach this client by (default: the client's own name)")
+	c.Flags().BoolVar(&opt.Channel, "channel", false, "push messages sent to this client into its Claude Code session as channel messages (research preview)")
+	return a.verb(c, false, func(o *cli.IO, _ []string) error { return mcp.Stdio(a.ctx, o.Client(), opt, os.Stdin, o.Stdout) })
 }
 
 func (a *app) statusCmd() *cobra.Command {

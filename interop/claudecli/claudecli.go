@@ -91,6 +91,11 @@ type Options struct {
 	// interop/FINDINGS-hooks.md).
 	Settings []byte
 
+	// Confirm, in the TUI, is the text of a dialog shown before the
+	// session binds that Enter confirms (its first choice selected), as
+	// "I am using this for local development" for development channels.
+	Confirm string
+
 	Env  []string // more environment, KEY=VALUE, applied last
 	Args []string // more CLI arguments, e.g. --permission-mode
 

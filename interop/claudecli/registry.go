@@ -127,7 +127,15 @@ func (s *Session) waitBound(ctx context.Context) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	var last error
-	for {
+	for n := 0; ; n++ {
+		// A dialog before the session binds (development channels')
+		// is confirmed; a key pressed as it first draws is lost, so
+		// again while it shows.
+		if s.opts.Confirm != "" && s.opts.Mode == ModeTUI && n%10 == 0 {
+			if screen, err := s.Screen(); err == nil && strings.Contains(screen, s.opts.Confirm) {
+				_ = s.Keys("Enter")
+			}
+		}
 		e, err := readEntry(s.EntryPath())
 		switch {
 		case err != nil:

@@ -12,6 +12,11 @@
 // answered dropped, and its name is claimed for LeftFor so a message to it
 // is answered with a receipt saying it left.
 //
+// A client that is a Claude Code channel relays its session's permission
+// prompts (Prompt): each is a pending prompt of the client, answered
+// through the channel's reply (Answer, a bare allow or deny), capped per
+// client and in all, and withdrawn when the client leaves (prompts.go).
+//
 // The MCP server (package mcp at the top of the module: transports, tools,
 // resources) holds this leg through an interface of its own, wired by
 // cmd/gateway; this package imports the leg contract, the model,

@@ -59,6 +59,8 @@ type Leg struct {
 
 	sent *bounded.Map[string, *sent]     // what the clients sent, by message id
 	left *bounded.Map[string, time.Time] // names of clients gone, when they left
+
+	prompts prompts // channel prompts waiting (prompts.go)
 }
 
 var (
@@ -156,6 +158,7 @@ func (l *Leg) Leave(me message.Session) {
 	delete(l.clients, me.Name)
 	l.left.Put(me.Name, l.clk.Now())
 	l.mu.Unlock()
+	l.withdraw(me.SessionID)
 	for _, m := range c.inbox.close() {
 		l.receipt(message.Receipt{MsgID: m.ID, Status: message.StatusDropped, DropReason: message.DropDisconnected, Reason: leftReason(me.Name), From: me.Address})
 	}
