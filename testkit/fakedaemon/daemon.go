@@ -74,6 +74,7 @@ type Daemon struct {
 	nextPID    int
 	conns      map[net.Conn]struct{}
 	closed     bool
+	closeOnce  sync.Once
 	wg         sync.WaitGroup
 }
 
@@ -171,25 +172,23 @@ func (d *Daemon) SocketPath() string { return d.path }
 // Key is the control key: 32 hex characters, presented as "auth".
 func (d *Daemon) Key() string { return d.key }
 
-// Close stops the stand-in and ends every connection.
+// Close stops the stand-in, ends every connection and waits for them.
 func (d *Daemon) Close() {
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return
-	}
-	d.closed = true
-	for c := range d.conns {
-		c.Close()
-	}
-	for _, j := range d.jobs {
-		for s := range j.subs {
-			close(s.frames)
+	d.closeOnce.Do(func() {
+		d.mu.Lock()
+		d.closed = true
+		for c := range d.conns {
+			c.Close()
 		}
-		j.subs = map[*subscriber]struct{}{}
-	}
-	d.mu.Unlock()
-	d.ln.Close()
+		for _, j := range d.jobs {
+			for s := range j.subs {
+				close(s.frames)
+			}
+			j.subs = map[*subscriber]struct{}{}
+		}
+		d.mu.Unlock()
+		d.ln.Close()
+	})
 	d.wg.Wait()
 }
 

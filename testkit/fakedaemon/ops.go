@@ -116,6 +116,8 @@ func str(req map[string]any, field string) (string, map[string]any) {
 
 func jsType(v any) string {
 	switch v.(type) {
+	case nil:
+		return "undefined"
 	case float64:
 		return "number"
 	case bool:
