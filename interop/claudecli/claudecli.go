@@ -482,3 +482,26 @@ func (s *Session) termErr() error {
 	}
 	return err
 }
+
+// Prepare does for a one-shot command (claude --bg, claude agents) what
+// Start does for a session: fills Home and Cwd, pre-seeds the config so the
+// CLI asks nothing, and returns the environment to run it with.
+func Prepare(t testing.TB, o Options) (Options, []string, error) {
+	if o.APIURL == "" {
+		return o, nil, errors.New("Options.APIURL is required (start a fakeanthropic server)")
+	}
+	if o.Home == "" {
+		o.Home = t.TempDir()
+	}
+	if o.Cwd == "" {
+		o.Cwd = t.TempDir()
+	}
+	configFile := filepath.Join(o.Home, ".claude.json")
+	if o.ConfigDir != "" {
+		configFile = filepath.Join(o.ConfigDir, ".claude.json")
+	}
+	if err := preseed(configFile, o.Cwd); err != nil {
+		return o, nil, fmt.Errorf("pre-seeding %s: %w", configFile, err)
+	}
+	return o, environ(o), nil
+}
