@@ -152,7 +152,9 @@ func is(typ, subtype string) func(frame) bool {
 	return func(f frame) bool { return f.Type == typ && (subtype == "" || f.Subtype == subtype) }
 }
 
-func canUseTool(f frame) bool { return f.Type == "control_request" && f.Request.Subtype == "can_use_tool" }
+func canUseTool(f frame) bool {
+	return f.Type == "control_request" && f.Request.Subtype == "can_use_tool"
+}
 
 func isToolResult(f frame) bool { _, _, ok := hostedToolResult(f); return ok }
 
@@ -493,4 +495,3 @@ func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
-
