@@ -1,9 +1,12 @@
 package interop
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -339,6 +342,53 @@ func TestClaudeCodeHostedResumesItsSessionFromTheTranscript(t *testing.T) {
 	}
 }
 
+func TestClaudeCodeHostedExitsOneOnALineThatIsNotJSON(t *testing.T) {
+	bin := needInterop(t)
+	fa := fakeanthropic.Start(t, fakeanthropic.Always(fakeanthropic.Text("ok")))
+	s := claudecli.Start(t, claudecli.Options{Bin: bin, APIURL: fa.URL(), Args: []string{"--permission-prompt-tool", "stdio"}})
+	if err := s.WriteRaw([]byte("not json at all")); err != nil {
+		t.Fatal(err)
+	}
+	s.CloseStdin() // also tells Stop the exit is expected
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	select {
+	case <-s.Done():
+	case <-ctx.Done():
+		t.Fatal("the CLI did not exit")
+	}
+	if code := s.ExitCode(); code != 1 || !strings.Contains(s.Stderr(), "Error parsing streaming input line") {
+		t.Errorf("exit code %d, want 1, and the parse error on stderr: %q", code, s.Stderr())
+	}
+}
+
+func TestClaudeCodeHostedExitsOneAtStartOnAResumeOfAnUnknownSession(t *testing.T) {
+	bin := needInterop(t)
+	fa := fakeanthropic.Start(t, fakeanthropic.Always(fakeanthropic.Text("ok")))
+	const id = "0f0e0d0c-0b0a-4908-8706-0504030201ff"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+		"--permission-prompt-tool", "stdio", "--resume", id)
+	cmd.Dir = t.TempDir()
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "ANTHROPIC_API_KEY=" + claudecli.DummyAPIKey,
+		"ANTHROPIC_BASE_URL=" + fa.URL(), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+	out, err := cmd.Output() // stdin is /dev/null: the CLI does not wait for a line
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("exit: %v, want status 1", err)
+	}
+	var r struct {
+		Type    string   `json:"type"`
+		Subtype string   `json:"subtype"`
+		Errors  []string `json:"errors"`
+	}
+	json.Unmarshal(bytes.TrimSpace(out), &r)
+	if r.Type != "result" || r.Subtype != "error_during_execution" || !slices.Contains(r.Errors, "No conversation found with session ID: "+id) {
+		t.Errorf("stdout is one error result naming the id: %s", out)
+	}
+}
+
 // qwenHosted drives one Qwen Code session the way a host would.
 type qwenHosted struct {
 	t *testing.T
@@ -441,7 +491,6 @@ func TestQwenCodeHostedOverStreamJSONAsksTheHostAfterInitialize(t *testing.T) {
 	for _, tc := range []struct{ id, subtype, key, value, want string }{
 		{"h-mode", "set_permission_mode", "mode", "yolo", `success {"status":"updated","mode":"yolo"}`},
 		{"h-model", "set_model", "model", "other-model", `success {"subtype":"set_model","model":"other-model"}`},
-		{"h-int", "interrupt", "", "", `success {"subtype":"interrupt"}`},
 	} {
 		req := map[string]any{"subtype": tc.subtype}
 		if tc.key != "" {
@@ -451,7 +500,30 @@ func TestQwenCodeHostedOverStreamJSONAsksTheHostAfterInitialize(t *testing.T) {
 			t.Errorf("%s answers %s, got %s", tc.subtype, tc.want, got)
 		}
 	}
+	q.control(ctx, "h-mode2", map[string]any{"subtype": "set_permission_mode", "mode": "default"})
+
+	// An interrupt while a prompt is pending cancels the tool and the turn.
+	at = q.send(userTurn("runtool interrupted"))
+	q.next(ctx, at, canUseTool)
+	if got := q.control(ctx, "h-int", map[string]any{"subtype": "interrupt"}); got != `success {"subtype":"interrupt"}` {
+		t.Errorf("interrupt answers {subtype: interrupt}, got %s", got)
+	}
+	res, at = q.next(ctx, at, isToolResult)
+	if out, _, _ := hostedToolResult(res); out != "[Operation Cancelled] Reason: Error: Request aborted" {
+		t.Errorf("the interrupted prompt's tool is cancelled: %q", out)
+	}
+	if r, _ := q.next(ctx, at, is("result", "")); r.Subtype != "error_during_execution" || !r.IsError {
+		t.Errorf("the interrupted turn ends as error_during_execution: %+v", r)
+	}
+
+	// stdin EOF with a prompt pending: the tool is cancelled, then exit 0.
+	at = q.send(userTurn("runtool at the end"))
+	q.next(ctx, at, canUseTool)
 	h.CloseStdin()
+	res, _ = q.next(ctx, at, isToolResult)
+	if out, _, _ := hostedToolResult(res); out != "[Operation Cancelled] Reason: Error: Input closed" {
+		t.Errorf("EOF cancels the pending prompt's tool: %q", out)
+	}
 	select {
 	case <-h.Done():
 	case <-ctx.Done():

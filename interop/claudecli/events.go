@@ -240,6 +240,20 @@ func (s *Session) control(ctx context.Context, request map[string]any) (json.Raw
 // control_request of any subtype (see interop/FINDINGS-hosted.md).
 func (s *Session) WriteJSON(v any) error { return s.writeLine(v) }
 
+// WriteRaw writes line and a newline to stdin as they are, for what WriteJSON
+// cannot make: a line that is not JSON.
+func (s *Session) WriteRaw(line []byte) error {
+	if s.opts.Mode == ModeTUI {
+		return ErrNoEvents
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if _, err := s.stdin.Write(append(append([]byte(nil), line...), '\n')); err != nil {
+		return fmt.Errorf("claudecli: writing to stdin: %w", err)
+	}
+	return nil
+}
+
 // Control sends an SDK control_request with this payload and waits for its
 // success response, returning the inner payload; an error response is an
 // error carrying the CLI's message.
