@@ -342,6 +342,92 @@ func TestClaudeCodeHostedResumesItsSessionFromTheTranscript(t *testing.T) {
 	}
 }
 
+func TestClaudeCodeHostedKeepsAnAlwaysAllowForTheRestOfTheSession(t *testing.T) {
+	bin := needInterop(t)
+	call := `{"command":` + jsonString(hostedMarker) + `,"description":"print a marker"}`
+	fa := fakeanthropic.Start(t, fakeanthropic.Rules(fakeanthropic.Text("ok"),
+		fakeanthropic.CallTools("runtool", []fakeanthropic.Call{{Tool: "Bash", Input: call}}, "tool-done")))
+	s := claudecli.Start(t, claudecli.Options{Bin: bin, APIURL: fa.URL(), Args: []string{"--permission-prompt-tool", "stdio"}})
+	c := claudeHosted{t, s}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	at := c.send(userTurn("runtool once"))
+	req, at := c.next(ctx, at, canUseTool)
+	var rule map[string]any // the suggestion, kept for this session only
+	json.Unmarshal(req.Request.PermissionSuggestions[0], &rule)
+	rule["destination"] = "session"
+	c.send(allow(req.RequestID, req.Request.Input, map[string]any{"updatedPermissions": []any{rule}}))
+	c.next(ctx, at, is("result", ""))
+
+	at = c.send(userTurn("runtool twice"))
+	_, end := c.next(ctx, at, is("result", ""))
+	asked := 0
+	ran := ""
+	for _, e := range s.Events()[at:end] {
+		f := decodeFrame(t, e.Raw)
+		if canUseTool(f) {
+			asked++
+		}
+		if out, _, ok := hostedToolResult(f); ok {
+			ran = out
+		}
+	}
+	if asked != 0 || ran != "hosted-7f3a" {
+		t.Errorf("the same command runs again without a prompt: %d prompts, tool output %q", asked, ran)
+	}
+}
+
+func TestClaudeCodeHostedKilledWithAPromptPendingResumesWithTheTurn(t *testing.T) {
+	bin := needInterop(t)
+	fa := fakeanthropic.Start(t, fakeanthropic.Rules(fakeanthropic.Text("ok"),
+		fakeanthropic.CallTools("runtool", []fakeanthropic.Call{{Tool: "Bash", Input: `{"command":` + jsonString(hostedMarker) + `}`}}, "tool-done")))
+	home, cwd := t.TempDir(), t.TempDir()
+	const id = "0f0e0d0c-0b0a-4908-8706-050403020102"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	opts := claudecli.Options{Bin: bin, APIURL: fa.URL(), Home: home, Cwd: cwd, Args: []string{"--permission-prompt-tool", "stdio", "--session-id", id}}
+	s := claudecli.Start(t, opts)
+	c := claudeHosted{t, s}
+	req, _ := c.next(ctx, c.send(userTurn("runtool before the crash")), canUseTool)
+	// The CLI appends to its transcript from a queue drained every 100 ms
+	// (see the findings): wait until the pending call is written, then crash.
+	transcript := filepath.Join(home, ".claude", "projects", strings.ReplaceAll(cwd, "/", "-"), id+".jsonl")
+	for {
+		if b, _ := os.ReadFile(transcript); strings.Contains(string(b), `"id":"`+req.Request.ToolUseID+`"`) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the transcript never held the pending call %s", req.Request.ToolUseID)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if err := s.Kill(); err != nil {
+		t.Fatal(err)
+	}
+
+	opts.Args = []string{"--permission-prompt-tool", "stdio", "--resume", id}
+	s = claudecli.Start(t, opts)
+	if _, err := s.Turn(ctx, "after the crash"); err != nil {
+		t.Fatal(err)
+	}
+	last, err := fa.WaitContains(ctx, "after the crash")
+	if err != nil || !last.Contains("runtool before the crash") {
+		t.Errorf("the turn accepted before kill -9 is in the resumed history (%v)", err)
+	}
+	if res, ok := last.ToolResult(req.Request.ToolUseID); !ok || !res.IsError ||
+		!strings.Contains(last.Text(), "[Tool call interrupted: the session ended before this call's result was recorded, so its outcome is unknown.") {
+		t.Errorf("the call that was pending comes back as an interrupted, failed tool_result: %+v %v", res, ok)
+	}
+	for _, e := range s.Events() {
+		if f := decodeFrame(t, e.Raw); canUseTool(f) {
+			t.Errorf("the resumed CLI asks again for the call that was pending: %s", e.Raw)
+		}
+	}
+	s.CloseStdin()
+}
+
 func TestClaudeCodeHostedExitsOneOnALineThatIsNotJSON(t *testing.T) {
 	bin := needInterop(t)
 	fa := fakeanthropic.Start(t, fakeanthropic.Always(fakeanthropic.Text("ok")))

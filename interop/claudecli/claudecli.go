@@ -115,7 +115,7 @@ type Session struct {
 
 	writeMu     sync.Mutex // one writer on stdin at a time
 	reqSeq      int        // control_request ids, under writeMu
-	stdinClosed bool       // CloseStdin was called, under writeMu
+	stdinClosed bool       // CloseStdin or Kill was called: an exit is expected; under writeMu
 
 	mu      sync.Mutex
 	events  []Event

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"syscall"
 )
 
 // ErrNoEvents is returned by the event methods of a TUI session, which has
@@ -272,6 +273,19 @@ func (s *Session) CloseStdin() error {
 	defer s.writeMu.Unlock()
 	s.stdinClosed = true
 	return s.stdin.Close()
+}
+
+// Kill ends the process with SIGKILL, as a crash or kill -9 would, and waits
+// for it; the exit is not an error for Stop.
+func (s *Session) Kill() error {
+	s.writeMu.Lock()
+	s.stdinClosed = true
+	s.writeMu.Unlock()
+	if err := syscall.Kill(s.pid, syscall.SIGKILL); err != nil {
+		return err
+	}
+	<-s.done
+	return nil
 }
 
 func (s *Session) closedStdin() bool {
