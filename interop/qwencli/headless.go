@@ -32,7 +32,7 @@ type Headless struct {
 	stderr *proc.TailBuffer
 
 	writeMu     sync.Mutex
-	stdinClosed bool
+	stdinClosed bool // CloseStdin or Kill was called: an exit is expected
 
 	mu      sync.Mutex
 	lines   []json.RawMessage
@@ -102,6 +102,9 @@ func startHeadless(t testing.TB, o Options) (*Headless, error) {
 	h := &Headless{opts: o, cmd: cmd, stderr: &proc.TailBuffer{Max: headlessStderrKeep},
 		changed: make(chan struct{}), done: make(chan struct{})}
 	cmd.Dir, cmd.Env, cmd.Stderr = o.Cwd, environ(o), h.stderr
+	// qwen is a launcher that runs the CLI as a child holding the same
+	// stdout: its own process group lets Kill take both.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if h.stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, err
 	}
@@ -221,6 +224,19 @@ func (h *Headless) CloseStdin() error {
 	return h.stdin.Close()
 }
 
+// Kill ends the launcher and the CLI with SIGKILL, as a crash or kill -9
+// would, and waits for them; the exit is not an error for Stop.
+func (h *Headless) Kill() error {
+	h.writeMu.Lock()
+	h.stdinClosed = true
+	h.writeMu.Unlock()
+	if err := syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		return err
+	}
+	<-h.done
+	return nil
+}
+
 // Done is closed when the process has exited.
 func (h *Headless) Done() <-chan struct{} { return h.done }
 
@@ -263,5 +279,5 @@ func (h *Headless) stop() error {
 		return fmt.Errorf("%w before Stop (exit %d)", ErrExited, h.cmd.ProcessState.ExitCode())
 	default:
 	}
-	return proc.Terminate(pid, h.done, stopTimeout, func() { syscall.Kill(pid, syscall.SIGKILL) })
+	return proc.Terminate(pid, h.done, stopTimeout, func() { syscall.Kill(-pid, syscall.SIGKILL) })
 }
