@@ -118,8 +118,9 @@ type Session struct {
 	tmux   proc.Tmux // TUI mode: the private tmux server
 	tmpDir string    // TUI mode: directory holding the tmux socket
 
-	writeMu sync.Mutex // one writer on stdin at a time
-	reqSeq  int        // control_request ids, under writeMu
+	writeMu     sync.Mutex // one writer on stdin at a time
+	reqSeq      int        // control_request ids, under writeMu
+	stdinClosed bool       // CloseStdin or Kill was called: an exit is expected; under writeMu
 
 	mu      sync.Mutex
 	events  []Event
@@ -453,6 +454,9 @@ func (s *Session) stop() error {
 	}
 	select {
 	case <-s.done:
+		if s.closedStdin() {
+			return nil // it was told to end, and did
+		}
 		return fmt.Errorf("exited before Stop: %v", s.exitErr())
 	default:
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"syscall"
 )
 
 // ErrNoEvents is returned by the event methods of a TUI session, which has
@@ -233,4 +234,76 @@ func (s *Session) control(ctx context.Context, request map[string]any) (json.Raw
 		return nil, fmt.Errorf("claudecli: control request %v failed: %s", request["subtype"], resp.Response.Error)
 	}
 	return resp.Response.Response, nil
+}
+
+// WriteJSON writes v as one raw stdin line, for frames the helpers above do
+// not make: a control_response answering a can_use_tool request, a
+// control_request of any subtype (see interop/FINDINGS-hosted.md).
+func (s *Session) WriteJSON(v any) error { return s.writeLine(v) }
+
+// WriteRaw writes line and a newline to stdin as they are, for what WriteJSON
+// cannot make: a line that is not JSON.
+func (s *Session) WriteRaw(line []byte) error {
+	if s.opts.Mode == ModeTUI {
+		return ErrNoEvents
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if _, err := s.stdin.Write(append(append([]byte(nil), line...), '\n')); err != nil {
+		return fmt.Errorf("claudecli: writing to stdin: %w", err)
+	}
+	return nil
+}
+
+// Control sends an SDK control_request with this payload and waits for its
+// success response, returning the inner payload; an error response is an
+// error carrying the CLI's message.
+func (s *Session) Control(ctx context.Context, request map[string]any) (json.RawMessage, error) {
+	return s.control(ctx, request)
+}
+
+// CloseStdin closes the CLI's stdin, which in stream-json mode ends the
+// session once the running turn is done. An exit after it is not an error
+// for Stop.
+func (s *Session) CloseStdin() error {
+	if s.opts.Mode == ModeTUI {
+		return ErrNoEvents
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.stdinClosed = true
+	return s.stdin.Close()
+}
+
+// Kill ends the process with SIGKILL, as a crash or kill -9 would, and waits
+// for it; the exit is not an error for Stop.
+func (s *Session) Kill() error {
+	s.writeMu.Lock()
+	s.stdinClosed = true
+	s.writeMu.Unlock()
+	if err := syscall.Kill(s.pid, syscall.SIGKILL); err != nil {
+		return err
+	}
+	<-s.done
+	return nil
+}
+
+func (s *Session) closedStdin() bool {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	return s.stdinClosed
+}
+
+// ExitCode is the process's exit status once Done is closed: -1 while it
+// runs or when a signal ended it.
+func (s *Session) ExitCode() int {
+	select {
+	case <-s.done:
+	default:
+		return -1
+	}
+	if s.cmd == nil || s.cmd.ProcessState == nil {
+		return -1
+	}
+	return s.cmd.ProcessState.ExitCode()
 }
