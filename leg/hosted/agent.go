@@ -15,6 +15,13 @@ import (
 type agent struct {
 	name    string
 	install string // what to run when it is missing
+	// echoes: the CLI writes each user turn it takes back on stdout (Claude
+	// Code, --replay-user-messages); otherwise its system init, which it
+	// writes once per turn (Qwen Code), says it took the oldest.
+	echoes bool
+	// initialize: the CLI asks the host about tools only after an
+	// initialize request (Qwen Code; interop/FINDINGS-hosted.md section 0).
+	initialize bool
 	// args is the command line after the program: stream-json both ways,
 	// prompts over stdio, the session's mode and model, and --resume for
 	// a session the CLI already knows.
@@ -23,7 +30,7 @@ type agent struct {
 
 var agents = map[string]agent{
 	message.AgentClaude: {
-		name: message.AgentClaude, install: "npm install -g @anthropic-ai/claude-code",
+		name: message.AgentClaude, install: "npm install -g @anthropic-ai/claude-code", echoes: true,
 		args: func(r record) []string {
 			a := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
 				"--permission-prompt-tool", "stdio", "--replay-user-messages"}
@@ -43,7 +50,7 @@ var agents = map[string]agent{
 		},
 	},
 	message.AgentQwen: {
-		name: message.AgentQwen, install: "npm install -g @qwen-code/qwen-code",
+		name: message.AgentQwen, install: "npm install -g @qwen-code/qwen-code", initialize: true,
 		args: func(r record) []string {
 			a := []string{"--input-format", "stream-json", "--output-format", "stream-json"}
 			if r.Mode != "" {
@@ -52,8 +59,11 @@ var agents = map[string]agent{
 			if r.Model != "" {
 				a = append(a, "--model", r.Model)
 			}
-			if r.Resumable && r.SessionID != "" {
+			switch {
+			case r.Resumable:
 				a = append(a, "--resume", r.SessionID)
+			case r.SessionID != "":
+				a = append(a, "--session-id", r.SessionID)
 			}
 			return a
 		},

@@ -87,17 +87,14 @@ func (l *Leg) handleLocked(s *session, p *proc, m wire.Message) []message.Event 
 			if s.state == "starting" {
 				s.state = "idle"
 			}
+			if !agents[s.rec.Agent].echoes && len(s.rec.Turns) > 0 {
+				more = append(more, l.tookLocked(s, s.rec.Turns[0].UUID, "", now)...)
+			}
 		}
 	case wire.KindUser:
 		re.Text = m.User.Content.Text()
-		if t, ok := s.takeTurn(m.UUID, re.Text); ok {
-			s.rec.Resumable = true
-			_ = l.store.save()
-			s.state = "working"
-			if t.MsgID != "" && !isStartTurn(t.MsgID) {
-				more = append(more, message.Event{Type: message.EventReceipt, Leg: message.ProtocolHosted, Time: now,
-					Receipt: &message.Receipt{MsgID: t.MsgID, Status: message.StatusDelivered, Detail: "taken by the session's CLI", Time: now}})
-			}
+		if agents[s.rec.Agent].echoes {
+			more = append(more, l.tookLocked(s, m.UUID, re.Text, now)...)
 		}
 	case wire.KindAssistant:
 		s.state = "working"
@@ -126,6 +123,23 @@ func (l *Leg) handleLocked(s *session, p *proc, m wire.Message) []message.Event 
 		}
 	}
 	return append([]message.Event{{Type: message.EventRemote, Leg: message.ProtocolHosted, Time: now, Remote: re}}, more...)
+}
+
+// tookLocked: the CLI took the turn id (or the oldest with text): it
+// leaves hosted.json, and its message is delivered.
+func (l *Leg) tookLocked(s *session, id, text string, now time.Time) []message.Event {
+	t, ok := s.takeTurn(id, text)
+	if !ok {
+		return nil
+	}
+	s.rec.Resumable = true
+	_ = l.store.save()
+	s.state = "working"
+	if t.MsgID == "" || isStartTurn(t.MsgID) {
+		return nil
+	}
+	return []message.Event{{Type: message.EventReceipt, Leg: message.ProtocolHosted, Time: now,
+		Receipt: &message.Receipt{MsgID: t.MsgID, Status: message.StatusDelivered, Detail: "taken by the session's CLI", Time: now}}}
 }
 
 func isStartTurn(id string) bool { return len(id) > 6 && id[:6] == "start-" }

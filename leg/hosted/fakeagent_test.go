@@ -17,6 +17,9 @@ import (
 // "echo: TEXT"; a turn saying "tool" asks can_use_tool first; "die" exits
 // 3; "junk" writes lines that do not decode. It keeps each session's turns
 // in ./.fake-<session>.log, so --resume can say how many it remembers.
+// As claude (-p) it writes its init once and echoes each turn; as qwen it
+// writes an init at each turn's start and echoes nothing, as the real
+// ones do (interop/FINDINGS-hosted.md).
 
 func TestMain(m *testing.M) {
 	if os.Getenv("FAKE_AGENT") == "1" {
@@ -54,10 +57,14 @@ func fakeAgent(args []string) int {
 	if b, err := os.ReadFile(logPath); err == nil {
 		remembered = strings.Count(string(b), "\n")
 	}
+	claude := slices.Contains(args, "-p")
 	out := json.NewEncoder(os.Stdout)
 	emit := func(v map[string]any) { _ = out.Encode(v) }
-	emit(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "args": args, "resumed": resumed,
-		"remembered": remembered, "env": os.Environ()})
+	initLine := map[string]any{"type": "system", "subtype": "init", "session_id": sid, "args": args, "resumed": resumed,
+		"remembered": remembered, "env": os.Environ()}
+	if claude {
+		emit(initLine)
+	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 64<<10), 16<<20)
 	n := 0
@@ -86,7 +93,11 @@ func fakeAgent(args []string) int {
 			f, _ := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 			fmt.Fprintln(f, strings.ReplaceAll(text, "\n", " "))
 			f.Close()
-			emit(map[string]any{"type": "user", "uuid": m.UUID, "session_id": sid, "message": map[string]any{"role": "user", "content": text}})
+			if claude {
+				emit(map[string]any{"type": "user", "uuid": m.UUID, "session_id": sid, "message": map[string]any{"role": "user", "content": text}})
+			} else {
+				emit(initLine)
+			}
 			n++
 			reply := "echo: " + text
 			switch text {

@@ -288,9 +288,9 @@ func (l *Leg) launchLocked(s *session) error {
 		s.state, s.detail = "exited", err.Error()
 		return err
 	}
-	if s.rec.SessionID == "" && a.name == message.AgentClaude {
-		// Claude Code takes the id it is to use: known from the start, so
-		// a restart before its first event still finds it.
+	if s.rec.SessionID == "" {
+		// The CLI takes the id it is to use (--session-id): known from the
+		// start, so a restart before its first event still finds it.
 		s.rec.SessionID = uuid.NewString()
 		if err := l.store.save(); err != nil {
 			return err
@@ -305,6 +305,13 @@ func (l *Leg) launchLocked(s *session) error {
 	s.p, s.state, s.detail, s.started = p, "starting", "", l.clk.Now().UTC()
 	l.wg.Add(1)
 	go l.pump(s, p)
+	if a.initialize {
+		// The longest wait Qwen Code allows for a prompt's answer (10 min).
+		line, _ := wire.ControlEvent(uuid.NewString(), "gw-initialize", map[string]any{"subtype": "initialize", "timeout": map[string]any{"canUseTool": 600000}})
+		if err := p.write(line); err != nil {
+			l.log.Warn("hosted session's initialize not written", "name", s.rec.Name, "err", err)
+		}
+	}
 	for _, t := range s.rec.Turns {
 		if err := l.writeTurn(s, p, t); err != nil {
 			l.log.Warn("hosted session's queued turn not written", "name", s.rec.Name, "err", err)
