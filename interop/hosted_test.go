@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/interop/claudecli"
+	"github.com/sessiongateway/gateway/interop/qwencli"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeanthropic"
+	"github.com/sessiongateway/gateway/testkit/fakeopenai"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
 )
 
@@ -90,11 +92,34 @@ func TestGatewayRunStartsARealClaudeCodeAndDrivesIt(t *testing.T) {
 		t.Fatalf("tool_result = %q (is_error %v), want the tool's output", text, isErr)
 	}
 
-	// A message by name is its next turn.
-	if _, _, err := g.Run(t, "send", "builder", "second-turn"); err != nil {
-		t.Fatal(err)
+	// A message by name is its next turn, delivered once the CLI took it.
+	if o, _ := g.SendJSON(t, "builder", "second-turn", "--wait"); o.Status != message.StatusDelivered {
+		t.Fatalf("the second turn: %v %+v", o.Status, o.Receipts)
 	}
 	saidInModel(t, model, "second-turn")
+	// An interrupt ends a turn: one waiting on a prompt withdraws it.
+	if _, _, err := g.Run(t, "send", "hosted:builder", "please-run again"); err != nil {
+		t.Fatal(err)
+	}
+	var again message.PermissionRequest
+	deadline = time.Now().Add(60 * time.Second)
+	for again.ID == "" && time.Now().Before(deadline) {
+		for _, q := range prompts(t, g, false) {
+			if q.Source == message.SourceHosted && q.ID != p.ID {
+				again = q
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if again.ID == "" {
+		t.Fatal("the third turn raised no prompt")
+	}
+	if out, _, err := g.Run(t, "remote", "interrupt", "hosted:builder"); err != nil {
+		t.Fatalf("interrupt: %q, %v", out, err)
+	}
+	if got := settled(t, g, again.ID); got.State != message.PermissionCancelled {
+		t.Fatalf("after the interrupt the prompt is %s, want withdrawn", got.State)
+	}
 
 	// Killed and started again, the gateway resumes it with its history.
 	g.Kill(t)
@@ -115,5 +140,58 @@ func TestGatewayRunStartsARealClaudeCodeAndDrivesIt(t *testing.T) {
 	}
 	if out, _, err := g2.Run(t, "stop", "builder"); err != nil || !strings.Contains(out, "stopped builder") {
 		t.Fatalf("gateway stop: %q, %v", out, err)
+	}
+}
+
+// `gateway run qwen` does the same with the real Qwen Code: it is sent
+// initialize first (or it never asks), its prompt is answered through the
+// gateway and the tool runs, and a message by name is its next turn.
+func TestGatewayRunStartsARealQwenCodeAndDrivesIt(t *testing.T) {
+	bin := needQwen(t)
+	w := gatewaytest.NewWorld(t)
+	cmdJSON := `{"command":"python3 -c \"print('ran-' + 'q7f3a')\"","description":"print a marker"}`
+	fo := fakeopenai.Start(t, fakeopenai.Rules(fakeopenai.Text("ok"),
+		fakeopenai.CallTools("qwen-run", []fakeopenai.FunctionCallSpec{{Name: "run_shell_command", Arguments: cmdJSON}}, "tool-done"),
+		fakeopenai.CallTools("qwen-second", nil, "second-done")))
+	settings := `{"security":{"auth":{"selectedType":"openai"}},"model":{"name":"fake-model"},"privacy":{"usageStatisticsEnabled":false},"general":{"enableAutoUpdate":false},"telemetry":{"enabled":false}}`
+	if err := os.WriteFile(filepath.Join(w.QwenHome, "settings.json"), []byte(settings), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(gatewaytest.Bin(t), "serve", "--name", "gw-runq", "--log-level", "debug", "--legs", "none", "--qwen-path", bin)
+	cmd.Env = append(w.Env(), "OPENAI_API_KEY="+qwencli.DummyAPIKey, "OPENAI_BASE_URL="+fo.BaseURL())
+	g := gatewaytest.StartCmd(t, w, "gw-runq", cmd, 60*time.Second)
+	work := filepath.Join(w.Root, "qwork")
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := g.Run(t, "run", "qwen", "--cwd", work, "--name", "qbuilder", "--mode", "default", "qwen-run"); err != nil {
+		t.Fatal(err)
+	}
+	var p message.PermissionRequest
+	deadline := time.Now().Add(90 * time.Second)
+	for p.ID == "" && time.Now().Before(deadline) {
+		for _, q := range prompts(t, g, false) {
+			if q.Source == message.SourceHosted && q.Name == "qbuilder" {
+				p = q
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if p.ID == "" || p.ToolName != "run_shell_command" {
+		t.Fatalf("no hosted prompt of Qwen Code (%+v); gateway logs:\n%s", p, g.Logs())
+	}
+	if _, _, err := g.Run(t, "allow", p.ID); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if _, err := fo.WaitContains(ctx, "ran-q7f3a"); err != nil {
+		t.Fatalf("the tool's output never reached the model: %v", err)
+	}
+	if o, _ := g.SendJSON(t, "qbuilder", "qwen-second", "--wait", "--timeout", "60s"); o.Status != message.StatusDelivered {
+		t.Fatalf("the second turn: %v %+v", o.Status, o.Receipts)
+	}
+	if _, err := fo.WaitContains(ctx, "qwen-second"); err != nil {
+		t.Fatalf("the second turn never reached the model: %v", err)
 	}
 }

@@ -74,6 +74,8 @@ var (
 	_ leg.Starter      = (*Leg)(nil)
 	_ leg.Prompter     = (*Leg)(nil)
 	_ leg.Controllable = (*Leg)(nil)
+	_ leg.Claimer      = (*Leg)(nil)
+	_ leg.Declarer     = (*Leg)(nil)
 )
 
 // session is one hosted session; the leg's mu guards it.
@@ -416,3 +418,18 @@ type Stats struct {
 
 // Stats reports the counters.
 func (l *Leg) Stats() Stats { return Stats{Junk: l.junk.Load(), Refused: l.refused.Load()} }
+
+// Abilities: a session's address, hosted:NAME, parses as a name that no
+// session has (its name is NAME): the leg claims it.
+func (l *Leg) Abilities() leg.Abilities { return leg.Abilities{ClaimsLeftNames: true} }
+
+// Claims takes hosted:NAME of a session it keeps.
+func (l *Leg) Claims(a addressing.Address) bool {
+	if a.Kind != addressing.KindName || !strings.HasPrefix(a.Name, AddressPrefix) {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.sessions[strings.TrimPrefix(a.Name, AddressPrefix)]
+	return ok
+}
