@@ -76,6 +76,8 @@ var (
 	_ leg.Controllable = (*Leg)(nil)
 	_ leg.Claimer      = (*Leg)(nil)
 	_ leg.Declarer     = (*Leg)(nil)
+	_ leg.Recaller     = (*Leg)(nil)
+	_ leg.Resumer      = (*Leg)(nil)
 )
 
 // session is one hosted session; the leg's mu guards it.
@@ -432,4 +434,38 @@ func (l *Leg) Claims(a addressing.Address) bool {
 	defer l.mu.Unlock()
 	_, ok := l.sessions[strings.TrimPrefix(a.Name, AddressPrefix)]
 	return ok
+}
+
+// Recall finds a turn the leg keeps and its CLI has not taken yet.
+func (l *Leg) Recall(id string) (message.Message, message.Receipt, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.store.recs {
+		for _, t := range r.Turns {
+			if t.MsgID == id {
+				return t.message(r.Name), message.Receipt{MsgID: id, Status: message.StatusQueued, Detail: "kept until the session's CLI takes it", Time: l.clk.Now()}, true
+			}
+		}
+	}
+	return message.Message{}, message.Receipt{}, false
+}
+
+// Resumed are the turns accepted before a restart and not yet taken: the
+// router tracks them again, so their delivered receipts reach watchers.
+func (l *Leg) Resumed() []message.Message {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []message.Message
+	for _, r := range l.store.recs {
+		for _, t := range r.Turns {
+			if !isStartTurn(t.MsgID) {
+				out = append(out, t.message(r.Name))
+			}
+		}
+	}
+	return out
+}
+
+func (t turn) message(name string) message.Message {
+	return message.Message{ID: t.MsgID, To: AddressPrefix + name, ToName: name, Body: t.Text, Protocol: message.ProtocolHosted}
 }

@@ -55,7 +55,18 @@ func openStore(path string) (*store, error) {
 	if err := json.Unmarshal(b, &s.recs); err != nil {
 		return nil, fmt.Errorf("%s: %w (move it away to start with no hosted sessions)", path, err)
 	}
-	s.recs = slices.DeleteFunc(s.recs, func(r *record) bool { _, ok := agents[r.Agent]; return r == nil || !ok || r.Name == "" })
+	// Only records of a session the leg could have made: a known agent, a
+	// valid name, once each.
+	seen := map[string]bool{}
+	s.recs = slices.DeleteFunc(s.recs, func(r *record) bool {
+		if r == nil {
+			return true
+		}
+		_, ok := agents[r.Agent]
+		drop := !ok || !validName.MatchString(r.Name) || r.Cwd == "" || seen[r.Name]
+		seen[r.Name] = true
+		return drop
+	})
 	return s, nil
 }
 
