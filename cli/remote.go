@@ -132,8 +132,11 @@ func RemoteCreate(ctx context.Context, o *IO, text string, ro RemoteOptions) err
 // until ctx ends.
 func RemoteWatch(ctx context.Context, o *IO, id string, since int64) error {
 	c := o.Client()
-	sid, err := c.RemoteSessionID(ctx, id)
-	if err != nil {
+	var sid string
+	s, err := c.Resolve(ctx, id)
+	if err == nil && s.Protocol == message.ProtocolHosted && s.SessionID != "" {
+		sid = s.SessionID // a hosted session's output has a remote session's shape
+	} else if sid, err = c.RemoteSessionID(ctx, id); err != nil {
 		return err
 	}
 	sw := eventfmt.NewSessionWatch(o.hinted(o.Stdout), sid, o.JSON)

@@ -185,6 +185,15 @@ func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions [
 		}
 	}
 	if errors.As(err, &nf) && a.Kind == addressing.KindName {
+		// An address that parses as a name (hosted:NAME, mcp:NAME) is the
+		// session listed under it, as `gateway sessions` shows it.
+		for _, s := range local {
+			if s.Address == a.Name {
+				if l, ok := r.Leg(s.Protocol); ok {
+					return l, s, true, nil
+				}
+			}
+		}
 		// A name no session has now may be one a leg still answers for
 		// (an MCP client that just left: its receipt says so).
 		for _, l := range r.legs {

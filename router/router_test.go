@@ -357,3 +357,17 @@ func TestBridgeOnlyLimitsWhichNamesAreBridged(t *testing.T) {
 		})
 	}
 }
+
+func TestAnAddressThatParsesAsANameResolvesToTheSessionListedUnderIt(t *testing.T) {
+	leg := newFake()
+	leg.AddSession(message.Session{Address: "hosted:api", Protocol: message.ProtocolClaude, Name: "api", SessionID: "s-api"})
+	r := New(Config{}, leg)
+	for _, addr := range []string{"hosted:api", "api"} {
+		if _, s, err := r.Resolve(context.Background(), addr); err != nil || s.SessionID != "s-api" {
+			t.Errorf("Resolve(%q) = %+v, %v; want the session listed as hosted:api", addr, s, err)
+		}
+	}
+	if _, _, err := r.Resolve(context.Background(), "hosted:nobody"); err == nil {
+		t.Error("an address no session is listed under resolved")
+	}
+}
