@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -123,6 +124,13 @@ func TestGatewayRunStartsARealClaudeCodeAndDrivesIt(t *testing.T) {
 
 	// Killed and started again, the gateway resumes it with its history.
 	g.Kill(t)
+	gone := time.Now().Add(10 * time.Second)
+	for syscall.Kill(listed.PID, 0) == nil {
+		if time.Now().After(gone) {
+			t.Fatalf("the CLI (pid %d) outlived the gateway killed with SIGKILL", listed.PID)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	before := len(model.Requests())
 	g2 := hostingGateway(t, w, model)
 	g2.WaitListed(t, "builder")

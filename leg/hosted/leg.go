@@ -300,11 +300,18 @@ func (l *Leg) launchLocked(s *session) error {
 			return err
 		}
 	}
+	if n := reapStale(s.rec.PGID, s.rec.SessionID); n > 0 {
+		l.log.Warn("hosted session's CLI left running by an earlier gateway killed", "name", s.rec.Name, "processes", n)
+	}
 	args := a.args(*s.rec)
 	p, err := startProc(program, args, s.rec.Cwd, childEnv(l.cfg.Environ()))
 	if err != nil {
 		s.state, s.detail = "exited", err.Error()
 		return err
+	}
+	s.rec.PGID = p.cmd.Process.Pid
+	if err := l.store.save(); err != nil {
+		l.log.Warn("hosted.json not written", "err", err)
 	}
 	s.p, s.state, s.detail, s.started = p, "starting", "", l.clk.Now().UTC()
 	l.wg.Add(1)

@@ -21,8 +21,11 @@ type record struct {
 	SessionID string `json:"session_id,omitempty"` // the CLI's: Claude Code is given it, Qwen Code says it
 	// Resumable: the CLI has taken a turn, so it keeps a transcript that
 	// --resume continues; before that a restart starts it afresh.
-	Resumable bool      `json:"resumable,omitempty"`
-	Created   time.Time `json:"created"`
+	Resumable bool `json:"resumable,omitempty"`
+	// PGID is the process group its CLI last ran in, for what a gateway
+	// killed with SIGKILL left of it (reapStale).
+	PGID    int       `json:"pgid,omitempty"`
+	Created time.Time `json:"created"`
 	// Turns were accepted and not yet taken by the CLI (its echo of the
 	// user message): after a restart they are written again, in order.
 	Turns []turn `json:"turns,omitempty"`
