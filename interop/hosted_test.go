@@ -17,6 +17,7 @@ import (
 	"github.com/sessiongateway/gateway/testkit/fakeanthropic"
 	"github.com/sessiongateway/gateway/testkit/fakeopenai"
 	"github.com/sessiongateway/gateway/testkit/gatewaytest"
+	"github.com/sessiongateway/gateway/testkit/natscluster"
 )
 
 // `gateway run claude` starts the real Claude Code headless; its prompt is
@@ -26,13 +27,13 @@ import (
 
 // hostingGateway serves a gateway in w whose hosted sessions run the real
 // CLI against model.
-func hostingGateway(t *testing.T, w *gatewaytest.World, model *fakeanthropic.Server) *gatewaytest.Gateway {
+func hostingGateway(t *testing.T, w *gatewaytest.World, model *fakeanthropic.Server, args ...string) *gatewaytest.Gateway {
 	t.Helper()
 	bin, err := claudecli.Bin()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(gatewaytest.Bin(t), "serve", "--name", "gw-run", "--log-level", "debug", "--legs", "none", "--claude-path", bin)
+	cmd := exec.Command(gatewaytest.Bin(t), append([]string{"serve", "--name", "gw-run", "--log-level", "debug", "--legs", "none", "--claude-path", bin}, args...)...)
 	cmd.Env = append(w.Env(), "ANTHROPIC_API_KEY="+claudecli.DummyAPIKey, "ANTHROPIC_BASE_URL="+model.URL(),
 		"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
 	return gatewaytest.StartCmd(t, w, "gw-run", cmd, 60*time.Second)
@@ -201,5 +202,50 @@ func TestGatewayRunStartsARealQwenCodeAndDrivesIt(t *testing.T) {
 	}
 	if _, err := fo.WaitContains(ctx, "qwen-second"); err != nil {
 		t.Fatalf("the second turn never reached the model: %v", err)
+	}
+}
+
+// A hosted session on host a takes a turn sent by name from host b, over
+// a real NATS cluster, and its prompt is answered from b.
+func TestAHostedSessionIsDrivenFromAnotherHost(t *testing.T) {
+	needInterop(t)
+	c := natscluster.Start(t, natscluster.Options{Nodes: 3})
+	wa, wb := gatewaytest.NewWorld(t), gatewaytest.NewWorld(t)
+	model := fakeanthropic.Start(t, fakeanthropic.Rules(fakeanthropic.Text("ok"),
+		fakeanthropic.CallTools("from-b", []fakeanthropic.Call{{Tool: "Bash", Input: hookBash}}, "done-for-b")))
+	ga := hostingGateway(t, wa, model, "--federation", c.URLs(), "--host", "a")
+	gb := gatewaytest.Start(t, wb, "gw-b", "--legs", "none", "--federation", c.URL(1)+","+c.URL(2), "--host", "b")
+	work := filepath.Join(wa.Root, "work")
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ga.Run(t, "run", "claude", "--cwd", work, "--name", "farbuild", "--mode", "default"); err != nil {
+		t.Fatal(err)
+	}
+	far := gb.WaitListed(t, "farbuild.a")
+	if far.Host != "a" {
+		t.Fatalf("b lists it as %+v", far)
+	}
+	if o, _ := gb.SendJSON(t, "farbuild@a", "from-b", "--wait", "--timeout", "60s"); o.Status != message.StatusDelivered {
+		t.Fatalf("a turn from b: %v %+v", o.Status, o.Receipts)
+	}
+	var p message.PermissionRequest
+	deadline := time.Now().Add(60 * time.Second)
+	for p.ID == "" && time.Now().Before(deadline) {
+		for _, q := range prompts(t, gb, false) {
+			if q.Host == "a" && q.Name == "farbuild" {
+				p = q
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if p.ID == "" {
+		t.Fatalf("b never listed the hosted session's prompt; a's logs:\n%s", ga.Logs())
+	}
+	if _, _, err := gb.Run(t, "allow", p.ID); err != nil {
+		t.Fatal(err)
+	}
+	if text, isErr := waitToolResult(t, model, 30*time.Second); text != hookMarker || isErr {
+		t.Fatalf("tool_result = %q (is_error %v)", text, isErr)
 	}
 }
