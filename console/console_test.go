@@ -25,7 +25,7 @@ func serve(t *testing.T, path string) *httptest.ResponseRecorder {
 }
 
 func TestTheConsoleIsServedWithoutATokenUnderAStrictCSP(t *testing.T) {
-	for _, path := range []string{"/", "/console/app.js", "/console/api.js", "/console/prompts.js", "/console/dom.js", "/console/markdown.js", "/console/style.css"} {
+	for _, path := range []string{"/", "/console/app.js", "/console/api.js", "/console/prompts.js", "/console/dom.js", "/console/markdown.js", "/console/sessions.js", "/console/start.js", "/console/style.css"} {
 		rec := serve(t, path)
 		if rec.Code != http.StatusOK || rec.Body.Len() == 0 {
 			t.Fatalf("GET %s: %d", path, rec.Code)

@@ -21,9 +21,13 @@ import (
 )
 
 // TestMain lets this test binary stand in for the gateway binary when the
-// alias pool starts a worker: `<test binary> alias-worker --name N`; and
+// alias pool starts a worker: `<test binary> alias-worker --name N`, and
+// for Claude Code when a hosted session starts (fakeHostedCLI); and
 // removes the gateway binary the end-to-end tests built.
 func TestMain(m *testing.M) {
+	if os.Getenv(fakeCLIEnv) == "1" {
+		os.Exit(fakeHostedCLI(os.Args[1:]))
+	}
 	if os.Getenv("GATEWAY_TEST_AS_GATEWAY") == "1" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := run(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])

@@ -48,3 +48,5 @@ export const decide = (id, action, reason) =>
 export const control = (address, kind, mode) => call("POST", "v1/control", { address, kind, mode });
 export const away = () => call("GET", "v1/away");
 export const setAway = (on) => call("PUT", "v1/away", { away: on });
+export const startSession = (spec) => call("POST", "v1/local/sessions", spec);
+export const stopSession = (name) => call("DELETE", `v1/local/sessions/${encodeURIComponent(name)}`);

@@ -4,6 +4,8 @@
 import * as api from "./api.js";
 import { renderPrompt } from "./prompts.js";
 import { el, clear } from "./dom.js";
+import { renderSessions, hostedEvent } from "./sessions.js";
+import { setupStart, showStart } from "./start.js";
 
 const $ = (id) => document.getElementById(id);
 const EVENT_TYPES = ["message", "receipt", "idle", "held", "drop", "session", "remote_event",
@@ -49,6 +51,7 @@ async function start() {
   }));
   $("logout").addEventListener("click", act(async () => { await api.logout(); signedOut(); }));
   $("away-toggle").addEventListener("click", act(async () => showAway(await api.setAway(!awayOn))));
+  setupStart(act, () => refreshSessions());
   const pair = new URLSearchParams(location.hash.slice(1)).get("pair");
   if (pair) {
     // Drop the code from the address bar and history before using it.
@@ -85,6 +88,7 @@ async function signedIn(info) {
   $("login-error").textContent = "";
   $("app").hidden = false;
   $("logout").hidden = false;
+  showStart(scopes.has("send"));
   connect();
   await refreshAll();
 }
@@ -123,7 +127,9 @@ function onEvent(e) {
     case "held": case "drop": refreshHeld().catch(showError); break;
     case "session": refreshSessions().catch(showError); break;
     case "message": refreshHeld().catch(showError); break;
-    case "remote_event": remoteOutput(ev.remote); break;
+    case "remote_event":
+      if (ev.leg === "hosted") { if (hostedEvent(ev.remote)) soonSessions(); } else remoteOutput(ev.remote);
+      break;
   }
 }
 
@@ -131,7 +137,7 @@ function summary(ev) {
   const m = ev.message, r = ev.receipt, p = ev.permission, rem = ev.remote;
   switch (ev.type) {
     case "message": return `${m.from_name || m.from} → ${m.to}: ${m.body}`;
-    case "receipt": return `${r.id || r.message_id} ${r.state || ""}`;
+    case "receipt": return `${r.msg_id} ${r.status || ""}${r.reason ? ": " + r.reason : ""}`;
     case "held": return `held from ${ev.held.message.from_name || ev.held.message.from}: ${ev.held.reason}`;
     case "permission_request": return `prompt ${p.id} ${p.tool_name} ${p.state}`;
     case "remote_event": return `${rem.address} ${rem.kind}${rem.text ? ": " + rem.text.slice(0, 120) : ""}`;
@@ -227,25 +233,15 @@ async function refreshHeld() {
 }
 
 async function refreshSessions() {
-  const ss = await api.sessions();
-  const box = clear($("sessions"));
-  if (!ss.length) box.append(el("p", { class: "muted" }, "No sessions."));
-  for (const s of ss) {
-    const card = el("div", { class: "card session", "data-address": s.address },
-      el("h3", {}, s.title || s.name || s.address),
-      el("span", { class: "muted" }, `${s.address} · ${s.protocol} · ${s.status || (s.reachable ? "reachable" : "unreachable")}`));
-    if (scopes.has("send")) {
-      const text = el("input", { type: "text", placeholder: "message", "aria-label": `message to ${s.address}` });
-      const btn = el("button", { class: "primary" }, "Send");
-      btn.addEventListener("click", act(async () => {
-        if (!text.value.trim()) return;
-        await api.send(s.address, text.value);
-        text.value = "";
-      }));
-      card.append(el("div", { class: "row" }, text, btn));
-    }
-    box.append(card);
-  }
+  renderSessions($("sessions"), await api.sessions(), { canSend: scopes.has("send"), act, refresh: refreshSessions });
+}
+
+// soonSessions lists the sessions again shortly: a hosted session's state
+// changes with its output, which comes in bursts.
+let sessionsTimer = null;
+function soonSessions() {
+  if (sessionsTimer) return;
+  sessionsTimer = setTimeout(() => { sessionsTimer = null; refreshSessions().catch(showError); }, 250);
 }
 
 start();

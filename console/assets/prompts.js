@@ -32,16 +32,18 @@ function suggestionLabel(s) {
 }
 
 // sourceOf says where a prompt came from: a claude.ai remote session (an
-// empty source is one), or a local session's hook or channel.
+// empty source is one), a local session's hook or channel, or a session
+// the gateway started (hosted).
 export function sourceOf(p) {
-  return p.source === "hook" || p.source === "channel" ? p.source : "remote";
+  return ["hook", "channel", "hosted"].includes(p.source) ? p.source : "remote";
 }
 
 function sourceBadge(p) {
   const src = sourceOf(p);
   const label = src === "remote" ? "remote" : `local · ${src}`;
   const title = src === "hook" ? "a local Claude Code session's PermissionRequest hook waits for this answer"
-    : src === "channel" ? "a local session's channel waits for this answer" : "a claude.ai remote session";
+    : src === "channel" ? "a local session's channel waits for this answer"
+    : src === "hosted" ? "a session the gateway started (its CLI run headless) waits for this answer" : "a claude.ai remote session";
   return el("span", { class: `badge source source-${src}`, title }, label);
 }
 
