@@ -2,8 +2,6 @@ package hosted
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
@@ -141,17 +139,12 @@ func (l *Leg) Sessions(context.Context) ([]message.Session, error) {
 
 func (s *session) listing() message.Session {
 	ms := message.Session{Address: AddressPrefix + s.rec.Name, Protocol: message.ProtocolHosted, Name: s.rec.Name,
-		Ref: refOf(s.rec.Name), SessionID: s.rec.SessionID, Kind: s.rec.Agent, Status: s.state, Cwd: s.rec.Cwd,
+		Ref: addressing.Ref(s.rec.SessionID), SessionID: s.rec.SessionID, Kind: s.rec.Agent, Status: s.state, Cwd: s.rec.Cwd,
 		Reachable: true, StartedAt: s.started}
 	if s.p != nil {
 		ms.PID = s.p.cmd.Process.Pid
 	}
 	return ms
-}
-
-func refOf(name string) string {
-	sum := sha256.Sum256([]byte(AddressPrefix + name))
-	return hex.EncodeToString(sum[:3])
 }
 
 // Run starts (resumes) every kept session and, when ctx ends, stops them
