@@ -319,3 +319,17 @@ func TestTheCLIGetsAMinimalEnvironment(t *testing.T) {
 		}
 	}
 }
+
+func TestTheCLIStartsWithNothingOfTheGatewaysEnvironment(t *testing.T) {
+	r := startRig(t, "", func(c *Config) {
+		c.Environ = func() []string {
+			return append(os.Environ(), "GATEWAY_TOKEN=gwt_secret", "CLAUDE_CODE_MESSAGING_TOKEN=peer-secret", "ANTHROPIC_BASE_URL=http://127.0.0.1:9")
+		}
+	})
+	r.start(t, message.StartSpec{Agent: message.AgentClaude, Name: "env"})
+	init := r.next(t, func(ev message.Event) bool { return ev.Type == message.EventRemote && ev.Remote.Kind == "system" })
+	raw := string(init.Remote.Raw)
+	if strings.Contains(raw, "gwt_secret") || strings.Contains(raw, "peer-secret") || !strings.Contains(raw, "ANTHROPIC_BASE_URL=http://127.0.0.1:9") {
+		t.Fatalf("the CLI's environment: %s", raw)
+	}
+}
