@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -102,6 +103,7 @@ func (l *Leg) handleLocked(s *session, p *proc, m wire.Message) []message.Event 
 	case wire.KindResult:
 		s.state = "idle"
 		re.Final, re.Text = true, m.Result.Result
+		more = append(more, l.replyLocked(s, m.Result, now)...)
 		if len(s.rec.Turns) > 0 {
 			s.state = "working" // the CLI takes the next queued turn
 		}
@@ -135,11 +137,45 @@ func (l *Leg) tookLocked(s *session, id, text string, now time.Time) []message.E
 	s.rec.Resumable = true
 	_ = l.store.save()
 	s.state = "working"
+	if len(s.taken) >= maxWaitingReplies { // answers that never come
+		s.taken = s.taken[1:]
+	}
+	s.taken = append(s.taken, t)
 	if t.MsgID == "" || isStartTurn(t.MsgID) {
 		return nil
 	}
 	return []message.Event{{Type: message.EventReceipt, Leg: message.ProtocolHosted, Time: now,
 		Receipt: &message.Receipt{MsgID: t.MsgID, Status: message.StatusDelivered, Detail: "taken by the session's CLI", Time: now}}}
+}
+
+// maxWaitingReplies bounds the turns waiting for their answer.
+const maxWaitingReplies = 64
+
+// replyLocked: a result answers the oldest turn taken; when a session sent
+// it, the result's text goes back to that session as a message from this
+// one, through the router's bridge (AliasOf names whom to deliver to), as
+// a remote session's answer does.
+func (l *Leg) replyLocked(s *session, r *wire.Result, now time.Time) []message.Event {
+	if len(s.taken) == 0 {
+		return nil
+	}
+	t := s.taken[0]
+	s.taken = s.taken[1:]
+	text := r.Result
+	if r.IsError && text == "" {
+		text = "(the hosted session's turn ended with " + r.Subtype + ")"
+	}
+	if t.From == nil || strings.TrimSpace(text) == "" {
+		return nil
+	}
+	mode := t.From.Mode
+	if mode == message.ModeUnknown {
+		mode = message.ModePrompting
+	}
+	m := &message.Message{ID: uuid.NewString(), From: AddressPrefix + s.rec.Name, FromName: s.rec.Name, FromSession: s.rec.SessionID,
+		To: t.From.Address, ToName: t.From.Name, ToSessionID: t.From.SessionID, AliasOf: t.From.Address,
+		Body: text, Mode: mode, Attested: true, HopChain: t.From.HopChain, Protocol: message.ProtocolHosted, Time: now}
+	return []message.Event{{Type: message.EventMessage, Leg: message.ProtocolHosted, Time: now, Message: m}}
 }
 
 func isStartTurn(id string) bool { return len(id) > 6 && id[:6] == "start-" }

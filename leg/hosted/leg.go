@@ -85,6 +85,7 @@ type session struct {
 	state    string
 	detail   string // why it exited
 	prompts  map[string]message.PermissionRequest
+	taken    []turn // taken by the CLI, their answers (results) not yet seen, oldest first
 	controls map[string]chan *wire.ControlResponse
 	started  time.Time
 }
@@ -326,7 +327,12 @@ func (l *Leg) launchLocked(s *session) error {
 }
 
 func (l *Leg) writeTurn(s *session, p *proc, t turn) error {
-	line, err := wire.UserEvent(t.UUID, s.rec.SessionID, t.Text)
+	text := t.Text
+	if t.From != nil {
+		text = fmt.Sprintf("Message from %s (another coding-agent session, through the gateway). "+
+			"Your final answer to it is sent back to %s.\n\n%s", t.From.Name, t.From.Name, t.Text)
+	}
+	line, err := wire.UserEvent(t.UUID, s.rec.SessionID, text)
 	if err != nil {
 		return err
 	}
@@ -390,6 +396,9 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 		return fail(fmt.Sprintf("queue full: %d turns already wait for %s to take them", l.cfg.MaxQueued, s.rec.Name))
 	}
 	t := turn{UUID: uuid.NewString(), MsgID: m.ID, Text: m.Body}
+	if m.From != "" && m.FromName != "" {
+		t.From = &sender{Address: m.From, Name: m.FromName, SessionID: m.FromSession, HopChain: m.HopChain, Mode: m.Mode}
+	}
 	s.rec.Turns = append(s.rec.Turns, t)
 	if err := l.store.save(); err != nil {
 		s.rec.Turns = s.rec.Turns[:len(s.rec.Turns)-1]

@@ -333,3 +333,38 @@ func TestTheCLIStartsWithNothingOfTheGatewaysEnvironment(t *testing.T) {
 		t.Fatalf("the CLI's environment: %s", raw)
 	}
 }
+
+func TestATurnFromASessionIsAnsweredBackToIt(t *testing.T) {
+	r := startRig(t, "", nil)
+	s := r.start(t, message.StartSpec{Agent: message.AgentClaude, Name: "helper"})
+	from := "uds:/tmp/cc-socks/4242.sock"
+	if _, err := r.l.Send(context.Background(), message.Message{ID: "m-ask", To: s.Address, Body: "what now?", From: from,
+		FromName: "work-08", FromSession: "s-work", Mode: message.ModePrompting}); err != nil {
+		t.Fatal(err)
+	}
+	ev := r.next(t, func(ev message.Event) bool { return ev.Type == message.EventMessage })
+	m := ev.Message
+	if m.To != from || m.AliasOf != from || m.ToSessionID != "s-work" || m.From != s.Address || m.FromName != "helper" ||
+		!strings.HasPrefix(m.Body, "echo: Message from work-08") || !strings.HasSuffix(m.Body, "what now?") {
+		t.Fatalf("the answer went out as %+v", m)
+	}
+	// A turn from the CLI or the API has no one to answer.
+	r.send(t, s, "quiet")
+	r.said(t, "echo: quiet")
+	r.next(t, func(ev message.Event) bool {
+		if ev.Type == message.EventMessage {
+			t.Fatalf("a turn with no sender was answered: %+v", ev.Message)
+		}
+		return ev.Type == message.EventRemote && ev.Remote.Kind == "result"
+	})
+	for {
+		select {
+		case ev := <-r.events:
+			if ev.Type == message.EventMessage {
+				t.Fatalf("a turn with no sender was answered: %+v", ev.Message)
+			}
+		case <-time.After(300 * time.Millisecond):
+			return
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/internal/safefile"
+	"github.com/sessiongateway/gateway/message"
 )
 
 // record is what the gateway keeps of one hosted session across restarts.
@@ -36,6 +37,18 @@ type turn struct {
 	UUID  string `json:"uuid"`   // the user message's uuid, echoed back by the CLI
 	MsgID string `json:"msg_id"` // the router's message id, for its receipts
 	Text  string `json:"text"`
+	// From is the session that sent it, which the turn's answer goes back
+	// to; nil for a send from the CLI, the API or the console.
+	From *sender `json:"from,omitempty"`
+}
+
+// sender is who a turn's answer goes back to.
+type sender struct {
+	Address   string       `json:"address"`
+	Name      string       `json:"name,omitempty"`
+	SessionID string       `json:"session_id,omitempty"`
+	HopChain  []string     `json:"hop_chain,omitempty"`
+	Mode      message.Mode `json:"mode,omitempty"`
 }
 
 // store is <state-dir>/hosted.json: every hosted session's record.
