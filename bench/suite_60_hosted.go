@@ -56,7 +56,7 @@ func hostedRows(ctx context.Context, e *Env) ([]Row, error) {
 		return nil, err
 	}
 	n := e.N(10, 2)
-	var posted, gwFirst, gwText, rawFirst, rawText Latencies
+	var posted, stream, gwFirst, gwText, rawFirst, rawText Latencies
 	var gwKinds, rawKinds []string
 	for i := range 1 + n { // the first of each warms the disk cache and the CLI's config
 		for turn := range 2 { // alternating, so neither always runs first
@@ -66,7 +66,8 @@ func hostedRows(ctx context.Context, e *Env) ([]Row, error) {
 					return nil, err
 				}
 				if i > 0 {
-					posted, gwFirst, gwText = append(posted, r.posted), append(gwFirst, r.first), append(gwText, r.text)
+					posted, stream = append(posted, r.posted), append(stream, r.stream)
+					gwFirst, gwText = append(gwFirst, r.first), append(gwText, r.text)
 					gwKinds = append(gwKinds, r.kind)
 				}
 				continue
@@ -84,7 +85,8 @@ func hostedRows(ctx context.Context, e *Env) ([]Row, error) {
 	byHand := h.version + " started by hand, same command line"
 	first := latencyRow(fmt.Sprintf("POST /v1/local/sessions -> hosted Claude Code's first event (latency, %d starts)", n),
 		gwFirst, rawFirst, byHand+"; its first stdout line", 0, 0)
-	first.Gateway += fmt.Sprintf("; POST answered p50 %s; first event %s", ms(posted.P(0.5)), kindsOf(gwKinds))
+	first.Gateway += fmt.Sprintf("; POST answered p50 %s; read line to event here p50 %s; first event %s",
+		ms(posted.P(0.5)), ms(stream.P(0.5)), kindsOf(gwKinds))
 	first.Counterpart += "; first line " + kindsOf(rawKinds)
 	text := latencyRow(fmt.Sprintf("POST /v1/local/sessions -> hosted Claude Code's first assistant text (latency, %d starts)", n),
 		gwText, rawText, byHand, 0, 0)
@@ -144,8 +146,9 @@ func startHostedBench(ctx context.Context, e *Env, bin string) (*hostedBench, er
 type hostedSeen struct {
 	name string
 	kind string
-	text bool // an assistant message with text
-	at   time.Time
+	text bool      // an assistant message with text
+	at   time.Time // when it arrived here
+	read time.Time // when the gateway read its line (the event's time)
 }
 
 // watchHosted follows /v1/events from its start (the replay covers what
@@ -163,7 +166,7 @@ func watchHosted(ctx context.Context, e *Env, c *api.Client) (<-chan hostedSeen,
 				return nil
 			}
 			s := hostedSeen{name: strings.TrimPrefix(ev.Remote.Address, hosted.AddressPrefix), kind: ev.Remote.Kind,
-				text: ev.Remote.Kind == "assistant" && ev.Remote.Text != "", at: time.Now()}
+				text: ev.Remote.Kind == "assistant" && ev.Remote.Text != "", at: time.Now(), read: ev.Time}
 			select {
 			case ch <- s:
 				return nil
@@ -186,6 +189,7 @@ type started struct {
 	first  time.Duration // the first event, or stdout line
 	text   time.Duration // the first assistant text
 	kind   string        // the first event's type
+	stream time.Duration // from the gateway's read of the first line to its event's arrival here
 }
 
 // viaGateway starts the hosted session name through the API and waits
@@ -211,7 +215,7 @@ func (h *hostedBench) viaGateway(ctx context.Context, name string) (started, err
 				continue // a session stopped before, still saying its last
 			}
 			if r.first == 0 {
-				r.first, r.kind = s.at.Sub(t0), s.kind
+				r.first, r.kind, r.stream = s.at.Sub(t0), s.kind, s.at.Sub(s.read)
 			}
 			if s.text {
 				r.text = s.at.Sub(t0)
