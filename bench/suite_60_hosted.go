@@ -55,7 +55,8 @@ func hostedRows(ctx context.Context, e *Env) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := e.N(10, 2)
+	n := e.N(20, 2)
+	var cpu time.Duration
 	var posted, stream, gwFirst, gwText, rawFirst, rawText Latencies
 	var gwKinds, rawKinds []string
 	for i := range 1 + n { // the first of each warms the disk cache and the CLI's config
@@ -68,7 +69,7 @@ func hostedRows(ctx context.Context, e *Env) ([]Row, error) {
 				if i > 0 {
 					posted, stream = append(posted, r.posted), append(stream, r.stream)
 					gwFirst, gwText = append(gwFirst, r.first), append(gwText, r.text)
-					gwKinds = append(gwKinds, r.kind)
+					gwKinds, cpu = append(gwKinds, r.kind), cpu+r.cpu
 				}
 				continue
 			}
@@ -90,6 +91,7 @@ func hostedRows(ctx context.Context, e *Env) ([]Row, error) {
 	first.Counterpart += "; first line " + kindsOf(rawKinds)
 	text := latencyRow(fmt.Sprintf("POST /v1/local/sessions -> hosted Claude Code's first assistant text (latency, %d starts)", n),
 		gwText, rawText, byHand, 0, 0)
+	text.Gateway += fmt.Sprintf("; gateway CPU %s a start", ms(cpu/time.Duration(n)))
 	return []Row{first, text}, nil
 }
 
@@ -190,12 +192,14 @@ type started struct {
 	text   time.Duration // the first assistant text
 	kind   string        // the first event's type
 	stream time.Duration // from the gateway's read of the first line to its event's arrival here
+	cpu    time.Duration // the gateway's, until the first assistant text
 }
 
 // viaGateway starts the hosted session name through the API and waits
 // for its events; it is stopped before this returns.
 func (h *hostedBench) viaGateway(ctx context.Context, name string) (started, error) {
 	var r started
+	cpu0 := h.g.CPU()
 	t0 := time.Now()
 	_, err := h.c.StartSession(ctx, message.StartSpec{Agent: message.AgentClaude, Cwd: h.cwd, Name: name,
 		Prompt: hostedPrompt, PermissionMode: hostedMode})
@@ -226,6 +230,7 @@ func (h *hostedBench) viaGateway(ctx context.Context, name string) (started, err
 			return r, ctx.Err()
 		}
 	}
+	r.cpu = h.g.CPU() - cpu0
 	if _, err := h.c.StopSession(ctx, name); err != nil {
 		return r, fmt.Errorf("stopping hosted session %s: %w", name, err)
 	}
