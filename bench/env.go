@@ -51,11 +51,12 @@ func (e *Env) close() {
 // every directory they share, under one short root (socket paths stay
 // under the kernel's ~104-byte limit).
 type World struct {
-	Root      string // HOME and TMPDIR
-	ConfigDir string // CLAUDE_CONFIG_DIR
-	Runtime   string // XDG_RUNTIME_DIR
-	StateDir  string // GATEWAY_STATE_DIR
-	QwenHome  string // QWEN_HOME
+	Root      string   // HOME and TMPDIR
+	ConfigDir string   // CLAUDE_CONFIG_DIR
+	Runtime   string   // XDG_RUNTIME_DIR
+	StateDir  string   // GATEWAY_STATE_DIR
+	QwenHome  string   // QWEN_HOME
+	Extra     []string // more environment, KEY=VALUE, applied last
 }
 
 // NewWorld makes a World, removed when the suite ends.
@@ -84,8 +85,9 @@ func (w *World) Env() []string {
 			env = append(env, kv)
 		}
 	}
-	return append(env, "CLAUDE_CONFIG_DIR="+w.ConfigDir, "XDG_RUNTIME_DIR="+w.Runtime,
+	env = append(env, "CLAUDE_CONFIG_DIR="+w.ConfigDir, "XDG_RUNTIME_DIR="+w.Runtime,
 		"GATEWAY_STATE_DIR="+w.StateDir, "QWEN_HOME="+w.QwenHome, "HOME="+w.Root, "TMPDIR="+w.Root)
+	return append(env, w.Extra...)
 }
 
 // Gateway is a running gateway binary with a client on its control socket.

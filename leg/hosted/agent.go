@@ -138,3 +138,16 @@ func childEnv(environ []string) []string {
 }
 
 var errNotRunning = errors.New("hosted: the session's CLI is not running")
+
+// Command is the command line (after the program) and the environment,
+// from environ, that the leg starts a new session of agent with, in mode
+// and model (empty: the CLI's defaults) and, for Claude Code, with
+// sessionID: for a program that runs the same CLI beside the gateway, as
+// the bench does, so the two can never differ.
+func Command(agentName, mode, model, sessionID string, environ []string) (args, env []string, err error) {
+	a, ok := agents[agentName]
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: agent %q is not one of %s", message.ErrBadStart, agentName, strings.Join(message.Agents, ", "))
+	}
+	return a.args(record{Agent: agentName, Mode: mode, Model: model, SessionID: sessionID}), childEnv(environ), nil
+}

@@ -2,9 +2,11 @@ package hosted
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -366,5 +368,32 @@ func TestATurnFromASessionIsAnsweredBackToIt(t *testing.T) {
 		case <-time.After(300 * time.Millisecond):
 			return
 		}
+	}
+}
+
+func TestCommandIsTheCommandLineTheLegRuns(t *testing.T) {
+	for _, agent := range message.Agents {
+		t.Run(agent, func(t *testing.T) {
+			r := startRig(t, "", nil)
+			s := r.start(t, message.StartSpec{Agent: agent, Name: "builder", Prompt: "hello", PermissionMode: "plan", Model: "m1"})
+			init := r.next(t, func(ev message.Event) bool { return ev.Type == message.EventRemote && ev.Remote.Kind == "system" })
+			var ran struct{ Args []string }
+			if err := json.Unmarshal(init.Remote.Raw, &ran); err != nil {
+				t.Fatal(err)
+			}
+			args, env, err := Command(agent, "plan", "m1", s.SessionID, []string{"PATH=/bin", "GATEWAY_TOKEN=secret"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(args, ran.Args) {
+				t.Errorf("Command gives %q, the leg ran %q", args, ran.Args)
+			}
+			if !slices.Contains(env, "PATH=/bin") || slices.Contains(env, "GATEWAY_TOKEN=secret") {
+				t.Errorf("Command's environment is not the leg's: %q", env)
+			}
+		})
+	}
+	if _, _, err := Command("vim", "", "", "", nil); !errors.Is(err, message.ErrBadStart) {
+		t.Errorf("an unknown agent: %v, want ErrBadStart", err)
 	}
 }
