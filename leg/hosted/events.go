@@ -49,6 +49,7 @@ func (l *Leg) pump(s *session, p *proc) {
 			close(c)
 			delete(s.controls, id)
 		}
+		l.noteLocked(s)
 	}
 	name, detail := s.rec.Name, s.detail
 	l.mu.Unlock()

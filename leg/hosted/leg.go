@@ -308,6 +308,7 @@ func (l *Leg) launchLocked(s *session) error {
 		l.log.Warn("hosted.json not written", "err", err)
 	}
 	s.p, s.state, s.detail, s.started = p, "starting", "", l.clk.Now().UTC()
+	l.noteLocked(s)
 	l.wg.Add(1)
 	go l.pump(s, p)
 	if a.initialize {
@@ -352,6 +353,8 @@ func (l *Leg) Stop(ctx context.Context, target message.Session) error {
 	delete(l.sessions, s.rec.Name)
 	l.store.remove(s.rec)
 	err = l.store.save()
+	s.state = "stopped"
+	l.noteLocked(s)
 	l.mu.Unlock()
 	if p != nil {
 		p.stop(ctx)
@@ -419,6 +422,13 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 		return message.Receipt{MsgID: m.ID, Status: message.StatusQueued, Detail: "kept: the CLI is not reading its input: " + err.Error(), Time: now}, nil
 	}
 	return message.Receipt{MsgID: m.ID, Status: message.StatusSent, Time: now}, nil
+}
+
+// noteLocked tells watchers a session changed state (started, exited,
+// stopped): a session event, offered, never waited for.
+func (l *Leg) noteLocked(s *session) {
+	ls := s.listing()
+	l.emitter.Offer(message.Event{Type: message.EventSession, Leg: message.ProtocolHosted, Time: l.clk.Now(), Session: &ls})
 }
 
 // Stats are the leg's counters.

@@ -397,3 +397,21 @@ func TestCommandIsTheCommandLineTheLegRuns(t *testing.T) {
 		t.Errorf("an unknown agent: %v, want ErrBadStart", err)
 	}
 }
+
+func TestWatchersHearASessionStartEndAndStop(t *testing.T) {
+	r := startRig(t, "", nil)
+	s := r.start(t, message.StartSpec{Agent: message.AgentClaude, Name: "noted"})
+	state := func(want string) {
+		t.Helper()
+		r.next(t, func(ev message.Event) bool {
+			return ev.Type == message.EventSession && ev.Session.Address == s.Address && ev.Session.Status == want
+		})
+	}
+	state("starting")
+	r.send(t, s, "die")
+	state("exited")
+	if err := r.l.Stop(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	state("stopped")
+}
