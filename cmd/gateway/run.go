@@ -133,7 +133,7 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 		// What the gateway itself sends (approver notices) attests its own
 		// review class, so a receiver of that class admits it.
 		DefaultMode: c.mode}, legs...)
-	defer startApprover(ctx, log, rt, c.approver)()
+	defer approver.Start(ctx, log, rt, c.approver)()
 	if fed != nil {
 		go func() { _ = fed.ServeRouter(ctx, rt) }()
 	}
@@ -199,24 +199,6 @@ func (c serveConfig) ready(legs []leg.Leg, sock, url string) func() {
 		s.Legs = append(s.Legs, string(l.Name()))
 	}
 	return func() { _ = s.Write(c.summary) }
-}
-
-// startApprover runs the approver for addr beside the router, when addr is
-// set, until the returned stop is called. It is built before the router
-// runs, so it sees every prompt, and like the router it outlives the stop
-// signal: notices and replies under way finish while the API drains.
-func startApprover(ctx context.Context, log *slog.Logger, rt *router.Router, addr string) (stop func()) {
-	if addr == "" {
-		return func() {}
-	}
-	a := approver.New(rt, approver.Config{Address: addr, Logger: log})
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = a.Run(ctx)
-	}()
-	return func() { cancel(); <-done }
 }
 
 // uidCheck closes control-socket connections from other users: the socket is
