@@ -2,7 +2,7 @@
 // refreshed whenever the event stream says they changed, and the stream
 // itself, resumed from the last event id after any drop.
 import * as api from "./api.js";
-import { renderPrompt } from "./prompts.js";
+import { renderPrompt, answeredText } from "./prompts.js";
 import { el, clear } from "./dom.js";
 import { renderSessions, hostedEvent } from "./sessions.js";
 import { setupStart, showStart } from "./start.js";
@@ -12,6 +12,7 @@ const EVENT_TYPES = ["message", "receipt", "idle", "held", "drop", "session", "r
   "permission_request", "remote_link", "gap", "error"];
 const MAX_EVENTS = 200;
 const MAX_OUTPUT = 20;
+const MAX_ANSWERED = 10;
 
 let scopes = new Set();
 let awayOn = false;
@@ -202,12 +203,20 @@ async function refreshPrompts() {
 // saying so, never a reason to hide the prompts after it.
 function promptCard(p) {
   try {
-    return renderPrompt(p, scopes.has("approve"), act);
+    return renderPrompt(p, scopes.has("approve"), act, showAnswered);
   } catch (e) {
     return el("div", { class: "card prompt", "data-id": String(p && p.id) },
       el("h3", {}, `${p && p.tool_name} · ${p && p.address}`),
       el("p", { class: "muted" }, `This prompt cannot be shown here (${e.message}); answer or deny it with gateway answer, allow or deny.`));
   }
+}
+
+// showAnswered keeps a line per answer given here (the newest first): what
+// was sent, and who the gateway says answered.
+function showAnswered(p) {
+  const list = $("answered");
+  list.prepend(el("li", { class: "answered", "data-id": p.id }, answeredText(p)));
+  while (list.children.length > MAX_ANSWERED) list.lastElementChild.remove();
 }
 
 async function refreshHeld() {
