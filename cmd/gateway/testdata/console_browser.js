@@ -92,12 +92,14 @@ async function run(browser, width, height) {
   const b = page.locator(".prompt-tool", { hasText: "make test" });
   await b.waitFor();
   await shot("tool");
+  const title = await b.locator("h3").textContent();
+  if (!title.startsWith("Bash · fix the flaky test")) throw new Error(`the prompt's card is titled "${title}", not with its session's title`);
   const always = await b.locator("button.always").count() + await b.getByRole("button", { name: /always/i }).count();
   if (always !== 0) throw new Error(`a prompt without suggestions offers ${always} "always allow" buttons`);
   await tap(b.getByRole("button", { name: "Allow", exact: true }));
   await b.waitFor({ state: "detached" });
   await step("check-bash", { rid: bid });
-  await answeredShown(page, bid, "sent allow ·");
+  await answeredShown(page, bid, "Bash · fix the flaky test: sent allow ·");
   log(size, "tool allowed, nothing invented");
 
   // One offering a suggestion shows exactly it, and it goes back as offered.
@@ -135,6 +137,8 @@ async function run(browser, width, height) {
   await tap(card.getByRole("button", { name: "Send" }));
   await step("check-sent", { text });
   await page.locator("#output pre", { hasText: text }).waitFor();
+  const outTitle = await page.locator("#output .card", { hasText: text }).locator("h3").textContent();
+  if (outTitle !== "fix the flaky test") throw new Error(`the output's card is titled "${outTitle}", not with its session's title`);
   await shot("sent");
   log(size, "sent, and the reply streamed");
 
