@@ -134,7 +134,9 @@ func (p *cutProxy) setCut(cut bool) {
 // TestTheConsoleInAHeadlessBrowser drives the console in Chromium at phone
 // and desktop sizes: pairing with the printed link, a question without
 // options shown (and denied) without hiding the next, a question answered by
-// tapping options, a tool allowed always, a plan approved with a mode, a
+// tapping options, a tool offering no suggestion allowed (no "always
+// allow" invented), a tool allowed with the one suggestion it offered, each
+// answer shown with what was sent and who answered, a plan approved with a mode, a
 // message sent from a session's send box, a held message released, and the
 // event stream dropped and resumed without losing an event. The script
 // (testdata/console_browser.js) asks this test for each step over a loopback
@@ -231,14 +233,45 @@ func TestTheConsoleInAHeadlessBrowser(t *testing.T) {
 			rid, err := cloud.Prompt(sid, fakecloud.BashPrompt("make test"))
 			return map[string]string{"rid": rid}, err
 		},
+		"bash-suggested": func(map[string]string) (any, error) {
+			spec := fakecloud.BashPrompt("npm test")
+			spec.Suggestions = fakecloud.SeedSuggestions("npm test")[:1]
+			rid, err := cloud.Prompt(sid, spec)
+			return map[string]string{"rid": rid}, err
+		},
 		"check-bash": func(a map[string]string) (any, error) {
+			// A plain allow adds no rule the session did not offer.
 			return nil, checkAnswer(cloud, sid, a["rid"], func(got map[string]any) error {
-				ups, _ := json.Marshal(got["updatedPermissions"])
-				if got["behavior"] != "allow" || !strings.Contains(string(ups), `"addRules"`) || !strings.Contains(string(ups), `"toolName":"Bash"`) {
-					return fmt.Errorf("the answer was %v, want allow with an addRules update for Bash", got)
+				if got["behavior"] != "allow" || got["updatedPermissions"] != nil {
+					return fmt.Errorf("the answer was %v, want allow with no permission update", got)
 				}
 				return nil
 			})
+		},
+		"check-bash-suggested": func(a map[string]string) (any, error) {
+			// The one suggestion offered goes back exactly as offered.
+			var want any
+			_ = json.Unmarshal(fakecloud.SeedSuggestions("npm test")[0], &want)
+			return nil, checkAnswer(cloud, sid, a["rid"], func(got map[string]any) error {
+				if got["behavior"] != "allow" || !reflect.DeepEqual(got["updatedPermissions"], []any{want}) {
+					return fmt.Errorf("the answer was %v, want allow with the offered suggestion %v", got, want)
+				}
+				return nil
+			})
+		},
+		"answered": func(a map[string]string) (any, error) {
+			// Who answered, as the gateway recorded it, for the page to show.
+			out, errOut, code := runCLI(t, g.StateDir, "permissions", "--all", "--json")
+			var ps []message.PermissionRequest
+			if code != exitOK || json.Unmarshal([]byte(out), &ps) != nil {
+				return nil, fmt.Errorf("permissions --all: exit %d: %s%s", code, out, errOut)
+			}
+			for _, p := range ps {
+				if p.RequestID == a["rid"] {
+					return map[string]string{"id": p.ID, "answered_by": p.AnsweredBy}, nil
+				}
+			}
+			return nil, fmt.Errorf("no prompt with request id %s in %s", a["rid"], out)
 		},
 		"plan": func(map[string]string) (any, error) {
 			rid, err := cloud.Prompt(sid, fakecloud.PlanPrompt("## Plan\n\n1. fix the **race**\n2. run `go test -race`\n\n<script>alert(1)</script>"))

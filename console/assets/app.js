@@ -2,7 +2,7 @@
 // refreshed whenever the event stream says they changed, and the stream
 // itself, resumed from the last event id after any drop.
 import * as api from "./api.js";
-import { renderPrompt } from "./prompts.js";
+import { renderPrompt, answeredText } from "./prompts.js";
 import { el, clear } from "./dom.js";
 import { renderSessions, hostedEvent } from "./sessions.js";
 import { setupStart, showStart } from "./start.js";
@@ -12,12 +12,14 @@ const EVENT_TYPES = ["message", "receipt", "idle", "held", "drop", "session", "r
   "permission_request", "remote_link", "gap", "error"];
 const MAX_EVENTS = 200;
 const MAX_OUTPUT = 20;
+const MAX_ANSWERED = 10;
 
 let scopes = new Set();
 let awayOn = false;
 let lastEventID = null;
 let source = null;
 const output = new Map(); // address -> {message_id, text}
+const titles = new Map(); // address -> the session's title or name, from the last listing
 
 function showError(err) {
   $("error").textContent = err ? String(err.message || err) : "";
@@ -160,13 +162,17 @@ function remoteOutput(rem) {
   while (output.size > MAX_OUTPUT) output.delete(output.keys().next().value);
   const box = clear($("output"));
   for (const [addr, o] of output) {
-    box.append(el("div", { class: "card" },
-      el("h3", {}, addr), el("pre", {}, o.text), el("span", { class: "muted" }, o.final ? "done" : "streaming…")));
+    const title = titles.get(addr);
+    box.append(el("div", { class: "card", "data-address": addr },
+      el("h3", {}, title || addr), title ? el("p", { class: "muted" }, addr) : null,
+      el("pre", {}, o.text), el("span", { class: "muted" }, o.final ? "done" : "streaming…")));
   }
 }
 
+// The sessions come first: their titles name the prompts' cards.
 async function refreshAll() {
-  await Promise.all([refreshPrompts(), refreshHeld(), refreshSessions(), refreshAway()]);
+  await refreshSessions();
+  await Promise.all([refreshPrompts(), refreshHeld(), refreshAway()]);
 }
 
 async function refreshAway() {
@@ -202,12 +208,26 @@ async function refreshPrompts() {
 // saying so, never a reason to hide the prompts after it.
 function promptCard(p) {
   try {
-    return renderPrompt(p, scopes.has("approve"), act);
+    return renderPrompt(named(p), scopes.has("approve"), act, (settled) => showAnswered(named(settled)));
   } catch (e) {
     return el("div", { class: "card prompt", "data-id": String(p && p.id) },
       el("h3", {}, `${p && p.tool_name} · ${p && p.address}`),
       el("p", { class: "muted" }, `This prompt cannot be shown here (${e.message}); answer or deny it with gateway answer, allow or deny.`));
   }
+}
+
+// named gives a prompt without a name its session's title, so its card is
+// not titled with a raw address.
+function named(p) {
+  return p && !p.name && titles.get(p.address) ? { ...p, name: titles.get(p.address) } : p;
+}
+
+// showAnswered keeps a line per answer given here (the newest first): what
+// was sent, and who the gateway says answered.
+function showAnswered(p) {
+  const list = $("answered");
+  list.prepend(el("li", { class: "answered", "data-id": p.id }, answeredText(p)));
+  while (list.children.length > MAX_ANSWERED) list.lastElementChild.remove();
 }
 
 async function refreshHeld() {
@@ -233,7 +253,10 @@ async function refreshHeld() {
 }
 
 async function refreshSessions() {
-  renderSessions($("sessions"), await api.sessions(), { canSend: scopes.has("send"), act, refresh: refreshSessions });
+  const ss = await api.sessions();
+  titles.clear();
+  for (const s of ss) if (s.title || s.name) titles.set(s.address, s.title || s.name);
+  renderSessions($("sessions"), ss, { canSend: scopes.has("send"), act, refresh: refreshSessions });
 }
 
 // soonSessions lists the sessions again shortly: a hosted session's state

@@ -47,13 +47,32 @@ function sourceBadge(p) {
   return el("span", { class: `badge source source-${src}`, title }, label);
 }
 
-export function renderPrompt(p, canAnswer, act) {
+// answeredText says what the gateway sent for a settled prompt and who
+// answered, from the prompt as the gateway settled it.
+export function answeredText(p) {
+  const a = p.answer || {};
+  const parts = [a.behavior || p.state || "answered"];
+  for (const n of a.suggestions || []) {
+    const s = (p.suggestions || [])[n - 1];
+    parts.push(s ? suggestionLabel(s) : `suggestion ${n}`);
+  }
+  const rules = rulesOf({ rules: a.rules });
+  if (rules.length) parts.push(suggestionLabel({ rules: a.rules }));
+  if (a.mode) parts.push("mode " + a.mode);
+  for (const [q, labels] of Object.entries(a.answers || {})) parts.push(`${q} ${labels.join(", ")}`);
+  if (a.message) parts.push(`"${a.message}"`);
+  return `${p.tool_name} · ${p.name || p.address || p.session_id}: sent ${parts.join("; ")} · by ${p.answered_by || "unknown"}`;
+}
+
+// renderPrompt renders p; answered(settled) is called with the prompt as
+// the gateway settled it.
+export function renderPrompt(p, canAnswer, act, answered = () => {}) {
   const kind = kindOf(p);
   const card = el("div", { class: `card prompt prompt-${kind}`, "data-id": p.id, "data-source": sourceOf(p) },
     el("h3", {}, `${p.tool_name} · ${p.name || p.address || p.session_id} `, sourceBadge(p)));
   if (p.name && p.address) card.append(el("p", { class: "muted" }, p.address + (p.host ? ` on ${p.host}` : "")));
   if (p.description) card.append(el("p", {}, p.description));
-  const done = async (a) => { await api.answer(p.id, a); card.remove(); };
+  const done = async (a) => { const settled = await api.answer(p.id, a); card.remove(); answered(settled || p); };
   if (kind === "question") {
     renderQuestions(card, p, canAnswer, act, done);
   } else if (kind === "plan") {
@@ -75,13 +94,11 @@ export function renderPrompt(p, canAnswer, act) {
       const allow = el("button", { class: "primary" }, "Allow");
       allow.addEventListener("click", act(() => done({ behavior: "allow" })));
       const row = el("div", { class: "row" }, allow);
-      // The session's own suggestions go back by number, as offered;
-      // without any, "always allow" adds a rule for the tool.
-      const offered = p.suggestions && p.suggestions.length;
-      const sugg = offered ? p.suggestions : [{ rules: [{ toolName: p.tool_name }] }];
-      sugg.forEach((s, i) => {
+      // Only the session's own suggestions, back by number as offered: a
+      // rule it did not offer is not the console's to invent.
+      (p.suggestions || []).forEach((s, i) => {
         const b = el("button", { class: "always", "data-suggestion": String(i) }, suggestionLabel(s));
-        b.addEventListener("click", act(() => done(offered ? { behavior: "allow", suggestions: [i + 1] } : { behavior: "allow", rules: rulesOf(s) })));
+        b.addEventListener("click", act(() => done({ behavior: "allow", suggestions: [i + 1] })));
         row.append(b);
       });
       card.append(row, denyRow(p, act, done));

@@ -19,6 +19,17 @@ async function step(name, args = {}) {
 
 function log(...a) { console.log(new Date().toISOString(), ...a); }
 
+// answeredShown checks the console says what it sent for request rid and
+// who answered, as the gateway recorded it: this sign-in's pairing.
+async function answeredShown(page, rid, sent) {
+  const { id, answered_by: by } = await step("answered", { rid });
+  if (!/^console:pair_\w+$/.test(by)) throw new Error(`the gateway recorded the answer as by ${by}, want this pairing`);
+  const li = page.locator(`#answered li[data-id="${id}"]`);
+  await li.waitFor();
+  const text = await li.textContent();
+  if (!text.includes(sent) || !text.endsWith(`by ${by}`)) throw new Error(`the answer shows as "${text}", want "${sent}" and "by ${by}"`);
+}
+
 async function run(browser, width, height) {
   const size = `${width}x${height}`;
   const ctx = await browser.newContext({ viewport: { width, height }, hasTouch: width < 600, isMobile: width < 600 });
@@ -70,20 +81,38 @@ async function run(browser, width, height) {
   await tap(q.getByRole("button", { name: "Send answer" }));
   await q.waitFor({ state: "detached" });
   await step("check-question", { rid: qid, tool_use_id: quid });
+  await answeredShown(page, qid, "sent allow; Which approach? Option B; Which features? Logging, Metrics ·");
   log(size, "question answered");
   await tap(hostile.getByRole("button", { name: "Deny" }));
   await hostile.waitFor({ state: "detached" });
   log(size, "hostile question denied");
 
-  // A tool prompt, allowed with "always allow".
+  // A tool prompt offering no suggestion: nothing to "always allow".
   const { rid: bid } = await step("bash");
-  const b = page.locator(".prompt-tool", { hasText: "Bash" });
+  const b = page.locator(".prompt-tool", { hasText: "make test" });
   await b.waitFor();
   await shot("tool");
-  await tap(b.locator("button.always").first());
+  const title = await b.locator("h3").textContent();
+  if (!title.startsWith("Bash · fix the flaky test")) throw new Error(`the prompt's card is titled "${title}", not with its session's title`);
+  const always = await b.locator("button.always").count() + await b.getByRole("button", { name: /always/i }).count();
+  if (always !== 0) throw new Error(`a prompt without suggestions offers ${always} "always allow" buttons`);
+  await tap(b.getByRole("button", { name: "Allow", exact: true }));
   await b.waitFor({ state: "detached" });
   await step("check-bash", { rid: bid });
-  log(size, "tool allowed always");
+  await answeredShown(page, bid, "Bash · fix the flaky test: sent allow ·");
+  log(size, "tool allowed, nothing invented");
+
+  // One offering a suggestion shows exactly it, and it goes back as offered.
+  const { rid: sbid } = await step("bash-suggested");
+  const sb = page.locator(".prompt-tool", { hasText: "npm test" });
+  await sb.waitFor();
+  const labels = await sb.locator("button.always").allTextContents();
+  if (labels.length !== 1 || labels[0] !== "Always allow Bash(npm test)") throw new Error(`the offered suggestion shows as ${JSON.stringify(labels)}`);
+  await tap(sb.locator("button.always"));
+  await sb.waitFor({ state: "detached" });
+  await step("check-bash-suggested", { rid: sbid });
+  await answeredShown(page, sbid, "sent allow; Always allow Bash(npm test) ·");
+  log(size, "tool allowed always, as offered");
 
   // A plan, shown, approved with a mode to continue in.
   const { rid: pid } = await step("plan");
@@ -98,6 +127,7 @@ async function run(browser, width, height) {
   await tap(pl.getByRole("button", { name: "Approve plan" }));
   await pl.waitFor({ state: "detached" });
   await step("check-plan", { rid: pid });
+  await answeredShown(page, pid, "sent allow; mode acceptEdits ·");
   log(size, "plan approved");
 
   // A message from the remote session's send box; its echo streams back.
@@ -107,6 +137,8 @@ async function run(browser, width, height) {
   await tap(card.getByRole("button", { name: "Send" }));
   await step("check-sent", { text });
   await page.locator("#output pre", { hasText: text }).waitFor();
+  const outTitle = await page.locator("#output .card", { hasText: text }).locator("h3").textContent();
+  if (outTitle !== "fix the flaky test") throw new Error(`the output's card is titled "${outTitle}", not with its session's title`);
   await shot("sent");
   log(size, "sent, and the reply streamed");
 
