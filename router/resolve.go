@@ -208,6 +208,9 @@ func (r *Router) resolveIn(ctx context.Context, a addressing.Address, sessions [
 		return r.resolveOther(a, others, nf)
 	}
 	if err != nil {
+		if errors.As(err, &nf) && a.Kind == addressing.KindName && strings.Contains(a.Name, "@") && !r.federated() {
+			err = fmt.Errorf("%w (federation is off: NAME@HOST reaches another host's session only with serve --federation)", err)
+		}
 		return nil, message.Session{}, false, err
 	}
 	if localBridge && c.Address.Kind == addressing.KindBridge {
@@ -340,4 +343,14 @@ func candidates(ss []message.Session, name func(message.Session) string) ([]addr
 
 func candidateOf(a addressing.Address, s message.Session) addressing.Candidate {
 	return addressing.Candidate{Address: a, Name: s.Name, SessionID: s.SessionID, Protocol: string(s.Protocol), NativeRef: s.NativeRef}
+}
+
+// federated says whether a leg reaches other hosts' sessions.
+func (r *Router) federated() bool {
+	for _, l := range r.legs {
+		if r.abilities[l.Name()].OtherHosts {
+			return true
+		}
+	}
+	return false
 }

@@ -371,3 +371,12 @@ func TestAnAddressThatParsesAsANameResolvesToTheSessionListedUnderIt(t *testing.
 		t.Error("an address no session is listed under resolved")
 	}
 }
+
+func TestANameAtAHostWithFederationOffSaysFederationIsOff(t *testing.T) {
+	r := New(Config{}, newFake())
+	_, _, err := r.Resolve(context.Background(), "review@laptop")
+	var nf *addressing.NotFoundError
+	if !errors.As(err, &nf) || !strings.Contains(err.Error(), "federation is off") {
+		t.Fatalf("Resolve(review@laptop) = %v, want a not-found that says federation is off", err)
+	}
+}

@@ -36,7 +36,7 @@ func ParsePolicy(s string) (Policy, error) {
 			return Policy(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown inbound policy %q (want accept, hold or refuse)", s)
+	return 0, fmt.Errorf("unknown inbound policy %q (want parity, the default, accept, hold or refuse)", s)
 }
 
 type verdict uint8

@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -77,4 +78,13 @@ func TestHoldPolicyHoldsSameModeMessages(t *testing.T) {
 		}
 		sender.waitFrame(t, func(f Frame) bool { return f.Status == WireDenied && f.OrigMsgID == id })
 	})
+}
+
+func TestAnUnknownInboundPolicyNamesEveryOneIncludingTheDefault(t *testing.T) {
+	_, err := ParsePolicy("nope")
+	for _, want := range []string{"parity", "accept", "hold", "refuse"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParsePolicy(nope) = %v: does not name %s", err, want)
+		}
+	}
 }
