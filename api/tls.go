@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -122,6 +123,13 @@ func ListenTCP(addr string) (net.Listener, error) {
 func listenTCP(addr string, maxConns int) (net.Listener, error) {
 	if addr == "" {
 		return nil, nil
+	}
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		hint := addr
+		if _, perr := strconv.Atoi(addr); perr == nil {
+			hint = "127.0.0.1:" + addr // a bare port: this machine only
+		}
+		return nil, fmt.Errorf("--api %s: want HOST:PORT, such as %s (0.0.0.0:PORT to listen beyond this machine)", addr, hint)
 	}
 	ln, err := net.Listen("tcp", addr)
 	switch {

@@ -13,7 +13,7 @@ if ! command -v go >/dev/null; then
 fi
 echo "building $out (a minute or more the first time)..." >&2
 n=0
-go build -C "$repo" -v -o "$out" ./cmd/gateway 2>&1 | while IFS= read -r line; do
+go build -C "$repo" -buildvcs=auto -v -o "$out" ./cmd/gateway 2>&1 | while IFS= read -r line; do
   case $line in
     *' '* | *:*) # downloads, errors: as they are, on a line of their own
       if [ -t 2 ] && [ "$n" -gt 0 ]; then echo >&2; fi

@@ -90,7 +90,7 @@ func (a *app) root() *cobra.Command {
 			"Run `gateway serve`, then the other commands ask the running gateway.\n" +
 			"Every command takes --state-dir (env GATEWAY_STATE_DIR) and -h.",
 		Example:       "  gateway serve\n  gateway sessions\n  gateway send work-08 \"hello\" --wait\n  gateway help send",
-		Version:       version,
+		Version:       strings.TrimPrefix(cli.Build(version).String(), "gateway "),
 		Args:          cobra.ArbitraryArgs,
 		SilenceErrors: true, SilenceUsage: true,
 		RunE: func(c *cobra.Command, args []string) error {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
@@ -131,10 +129,7 @@ func (a *app) answerCmd() *cobra.Command {
 func (a *app) versionCmd() *cobra.Command {
 	return a.verb(&cobra.Command{Use: "version", Short: "print the version (the same as --version)", Args: cli.Nargs(0, 0),
 		Example: "  gateway version\n  gateway --version"}, true,
-		func(o *cli.IO, _ []string) error {
-			o.Print(map[string]string{"version": version}, func(w io.Writer) { fmt.Fprintf(w, "gateway %s\n", version) })
-			return nil
-		})
+		func(o *cli.IO, _ []string) error { cli.Version(o, version); return nil })
 }
 
 func (a *app) mcpCmd() *cobra.Command {

@@ -35,7 +35,7 @@ func Bin(tb testing.TB) string {
 			return
 		}
 		built.path = filepath.Join(built.dir, "gateway")
-		out, err := exec.Command("go", "build", "-o", built.path, "github.com/sessiongateway/gateway/cmd/gateway").CombinedOutput()
+		out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", built.path, "github.com/sessiongateway/gateway/cmd/gateway").CombinedOutput()
 		if err != nil {
 			built.err = fmt.Errorf("building the gateway: %v\n%s", err, out)
 		}
