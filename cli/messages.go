@@ -41,10 +41,10 @@ type SendOptions struct {
 	To, Text, Mode, FromName string
 	// TextFile, when set, is read for the text instead of Text; Text "-"
 	// reads stdin.
-	TextFile string
-	Files                    []string
-	Wait, Unpaced            bool
-	Timeout                  time.Duration
+	TextFile      string
+	Files         []string
+	Wait, Unpaced bool
+	Timeout       time.Duration
 }
 
 // pollEvery is how often send --wait asks after its message.
