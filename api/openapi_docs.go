@@ -300,7 +300,7 @@ var fieldDocs = map[string]string{
 	"RemoteEvent.raw":        "The whole event as the session sent it.",
 
 	"SendBody.to":        "The target: an address, a name or a ref.",
-	"SendBody.body":      "The message's text. Required (or its deprecated spelling text).",
+	"SendBody.body":      "The message's text, at most 524288 bytes (512 KiB; longer is a 413 too_large, nothing sent). Required (or its deprecated spelling text).",
 	"SendBody.text":      deprecatedText,
 	"SendBody.mode":      "The sender's permission review class to attest; absent attests none.",
 	"SendBody.from_name": "The display name to send as.",

@@ -31,6 +31,11 @@ type SendBody struct {
 	Unpaced bool `json:"unpaced,omitempty"`
 }
 
+// MaxText caps a send's text in bytes: a leg frames the text in a line of
+// at most 1 MiB, and escaping can double it there. A longer text is refused
+// with a 413 before anything is sent, not sent to fail.
+const MaxText = 512 << 10
+
 // body is the message's text from "body" or its deprecated alias "text".
 func (b SendBody) body() (string, error) {
 	switch {
@@ -68,6 +73,10 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	body, err := b.body()
 	if err != nil {
 		s.fail(w, err)
+		return
+	}
+	if len(body) > MaxText {
+		writeError(w, Error{Error: fmt.Sprintf(`"body" is %d bytes, over the cap of %d (%d KiB)`, len(body), MaxText, MaxText>>10), Code: CodeTooLarge})
 		return
 	}
 	b.Body, b.Text = body, "" // the two spellings of one send are one request

@@ -35,6 +35,7 @@ const (
 // gateway to ask.
 type IO struct {
 	Stdout, Stderr io.Writer
+	Stdin          io.Reader // what send - reads; nil reads os.Stdin
 	JSON           bool
 	StateDir       string
 	// DefaultStateDir is the state directory without --state-dir: hints name

@@ -39,9 +39,12 @@ func Sessions(ctx context.Context, o *IO) error {
 // SendOptions are send's flags.
 type SendOptions struct {
 	To, Text, Mode, FromName string
-	Files                    []string
-	Wait, Unpaced            bool
-	Timeout                  time.Duration
+	// TextFile, when set, is read for the text instead of Text; Text "-"
+	// reads stdin.
+	TextFile      string
+	Files         []string
+	Wait, Unpaced bool
+	Timeout       time.Duration
 }
 
 // pollEvery is how often send --wait asks after its message.
@@ -64,8 +67,12 @@ func Send(ctx context.Context, o *IO, so SendOptions) error {
 			so.Files[i] = real
 		}
 	}
+	text, err := sendText(o, so)
+	if err != nil {
+		return err
+	}
 	c := o.Client()
-	out, err := c.Send(ctx, api.SendBody{To: so.To, Body: so.Text, Mode: so.Mode, FromName: so.FromName, Files: so.Files, Unpaced: so.Unpaced})
+	out, err := c.Send(ctx, api.SendBody{To: so.To, Body: text, Mode: so.Mode, FromName: so.FromName, Files: so.Files, Unpaced: so.Unpaced})
 	if err != nil {
 		return err
 	}

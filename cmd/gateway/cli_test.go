@@ -167,7 +167,26 @@ func TestWatchPrintsAMessageWithTheSendersName(t *testing.T) {
 	// without racing the send; the test's context ends the watch.
 	var out string
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out, "message from work-08: ping from work") {
+	for !strings.Contains(out, "message from work-08 -> the gateway: ping from work") {
+		if time.Now().After(deadline) {
+			t.Fatalf("watch printed %q", out)
+		}
+		out = watchOnce(t, g.StateDir)
+	}
+}
+
+// Watch shows traffic between other sessions too: a bridged message says to
+// whom it went, so it does not read like one to the watcher.
+func TestWatchSaysToWhomABridgedMessageWent(t *testing.T) {
+	g := startBinary(t, t.TempDir())
+	fk := newFake(t, g, "work-08", message.ModePrompting)
+	newQwenPeer(t, g, "qwen-work", message.ModePrompting)
+	if _, err := fk.Send(ctxT(t), claudeAlias(t, g, "qwen-work"), "to qwen, watched", message.ModePrompting); err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out, "message from work-08 -> qwen-work: to qwen, watched") {
 		if time.Now().After(deadline) {
 			t.Fatalf("watch printed %q", out)
 		}

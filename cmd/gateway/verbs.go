@@ -31,8 +31,9 @@ func (a *app) sessionsCmd() *cobra.Command {
 
 func (a *app) sendCmd() *cobra.Command {
 	var so cli.SendOptions
-	c := &cobra.Command{Use: "send ADDRESS TEXT", Short: "send a message to a session", Args: cli.Nargs(2, 2),
-		Long: "Send TEXT to the session at ADDRESS (a name, name [ref], a socket path, bridge:<id> or did:...).\n" +
+	c := &cobra.Command{Use: "send ADDRESS TEXT", Short: "send a message to a session", Args: cli.Nargs(1, 2),
+		Long: "Send TEXT to the session at ADDRESS (a name, name [ref], a socket path, bridge:<id> or did:...);\n" +
+			"TEXT - reads it from stdin, --text-file from a file (either at most 512 KiB).\n" +
 			"Prints the message id; with --wait, its final receipt, and the exit code says whether it\n" +
 			"was delivered (3: another final receipt, 4: none before --timeout).",
 		Example: "  gateway send work-08 \"run the tests\"\n  gateway send work-08 \"ship it\" --wait --timeout 1m\n  gateway send work-08 \"see this\" --file ~/.local/state/gateway/files/notes.md"}
@@ -42,9 +43,10 @@ func (a *app) sendCmd() *cobra.Command {
 	f.DurationVar(&so.Timeout, "timeout", 30*time.Second, "how long --wait waits")
 	f.StringVar(&so.FromName, "from-name", "", "display name to send as (default: the gateway's name)")
 	f.StringArrayVar(&so.Files, "file", nil, "attach `FILE` from the gateway's files directory (serve --files-dir; default <state-dir>/files) (repeatable)")
+	f.StringVar(&so.TextFile, "text-file", "", "send the text of `FILE` instead of TEXT (at most 512 KiB)")
 	f.BoolVar(&so.Unpaced, "unpaced", false, "send even if the receiver's published limits say it would be dropped (to hear its dropped receipt)")
 	return a.verb(c, true, func(o *cli.IO, args []string) error {
-		so.To, so.Text = args[0], args[1]
+		so.To, so.Text = args[0], strings.Join(args[1:], "")
 		return cli.Send(a.ctx, o, so)
 	})
 }

@@ -17,10 +17,14 @@ func Line(ev message.Event) string {
 	t := ev.Time.Local().Format("15:04:05")
 	switch {
 	case ev.Message != nil:
+		// Watch shows traffic between other sessions too: say to whom, so
+		// it does not read like a message to the reader. A message with no
+		// recipient recorded came to the gateway's own inbox.
 		m := ev.Message
-		from := m.FromName
-		if from == "" {
-			from = m.From
+		from := firstOf(m.FromName, m.From)
+		to := firstOf(m.ToName, firstOf(m.To, m.AliasOf))
+		if to == "" {
+			to = "the gateway"
 		}
 		tag := ""
 		if !m.Attested {
@@ -29,7 +33,7 @@ func Line(ev message.Event) string {
 		if m.Controller != "" {
 			tag += " (controller " + m.Controller + ")"
 		}
-		return fmt.Sprintf("%s message from %s%s: %s", t, Clean(from), tag, Clean(m.Body))
+		return fmt.Sprintf("%s message from %s -> %s%s: %s", t, Clean(from), Clean(to), tag, Clean(m.Body))
 	case ev.Receipt != nil:
 		r := ev.Receipt
 		return fmt.Sprintf("%s receipt %s %s", t, r.MsgID, Status(r.Status, []message.Receipt{*r}))
@@ -101,6 +105,13 @@ func LastReason(rs []message.Receipt) string {
 		}
 	}
 	return ""
+}
+
+func firstOf(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // OrDash is s, or "-" for an empty column.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -166,10 +167,17 @@ func (g *Gateway) Logs() string { return g.logs.String() }
 // exit code and an error for anything but a clean exit.
 func (g *Gateway) Run(tb testing.TB, args ...string) (string, int, error) {
 	tb.Helper()
+	return g.RunInput(tb, nil, args...)
+}
+
+// RunInput is Run with stdin read from in (nil: no stdin).
+func (g *Gateway) RunInput(tb testing.TB, in io.Reader, args ...string) (string, int, error) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, Bin(tb), args...)
 	cmd.Env = g.Env()
+	cmd.Stdin = in
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
