@@ -88,7 +88,9 @@ func Send(ctx context.Context, o *IO, so SendOptions) error {
 	}
 	switch {
 	case out.Status == message.StatusFailed:
-		o.Note("gateway: send failed: %s", eventfmt.LastReason(out.Receipts))
+		if !so.Wait || o.JSON { // with --wait the status line above already says why
+			o.Note("gateway: send failed: %s", eventfmt.LastReason(out.Receipts))
+		}
 		return Exit(ExitNotDelivered)
 	case !so.Wait, out.Status == message.StatusDelivered:
 		return nil

@@ -110,6 +110,13 @@ func TestSendExitCodesAndOutput(t *testing.T) {
 			t.Fatalf("exit %d, stdout %q, stderr %q; want 3, the id, and send failed", code, out, errOut)
 		}
 	})
+	t.Run("a failed send --wait says why once", func(t *testing.T) {
+		dead := "uds:" + filepath.Join(g.Runtime, "cc-socks", "999998.sock")
+		out, errOut, code := runCLI(t, g.StateDir, "send", dead, "to nobody", "--wait")
+		if code != exitNotDelivered || !strings.Contains(out, "failed") || strings.Contains(errOut, "send failed") {
+			t.Fatalf("exit %d, stdout %q, stderr %q; want 3 and the failure on stdout only", code, out, errOut)
+		}
+	})
 	t.Run("a missing text is a usage error, exit 2", func(t *testing.T) {
 		if _, _, code := runCLI(t, g.StateDir, "send", "work-08"); code != exitUsage {
 			t.Fatalf("exit %d, want 2", code)
