@@ -348,6 +348,7 @@ var fieldDocs = map[string]string{
 	"Status.held":            "Inbound messages held for a decision.",
 	"Status.outbox_depth":    "Remote messages stored and not yet acknowledged; absent without a remote leg.",
 	"Status.federation":      "GET /v1/federation's answer; absent without federation.",
+	"Status.console_url":     "Where the web console and the API are reached over TCP (serve --api); absent without it.",
 
 	"LegStatus.name":     "The leg.",
 	"LegStatus.state":    "ready, or why not.",

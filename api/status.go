@@ -26,6 +26,9 @@ type Status struct {
 	OutboxDepth *int `json:"outbox_depth,omitempty"`
 	// Federation is GET /v1/federation's answer; absent without federation.
 	Federation any `json:"federation,omitempty"`
+	// ConsoleURL is where the web console (and the API) is reached over
+	// TCP; absent when serve has no --api.
+	ConsoleURL string `json:"console_url,omitempty"`
 }
 
 // LegStatus is one leg in Status.
@@ -88,6 +91,9 @@ func (s *Server) Status(ctx context.Context) Status {
 	st.Links = lastLinks(rt.Hub())
 	if s.cfg.Federation != nil {
 		st.Federation = s.cfg.Federation(ctx)
+	}
+	if u := s.ConsoleURL(); u != "/" {
+		st.ConsoleURL = u
 	}
 	return st
 }

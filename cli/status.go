@@ -42,7 +42,13 @@ func Status(ctx context.Context, o *IO) error {
 
 func writeStatus(w io.Writer, o *IO, st api.Status) {
 	up := time.Duration(st.UptimeSeconds) * time.Second
-	fmt.Fprintf(w, "gateway %s, up %s (since %s)\n\n", st.Version, up, st.StartedAt.Local().Format("2006-01-02 15:04:05"))
+	fmt.Fprintf(w, "gateway %s, up %s (since %s)\n", st.Version, up, st.StartedAt.Local().Format("2006-01-02 15:04:05"))
+	if st.ConsoleURL != "" {
+		fmt.Fprintf(w, "console and API:  %s\n", st.ConsoleURL)
+	} else {
+		fmt.Fprintf(w, "console and API:  off (serve --api 127.0.0.1:8788 turns them on)\n")
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LEG\tSTATE\tSESSIONS\tALIASES\tBY HOST")
 	for _, l := range st.Legs {
