@@ -8,9 +8,12 @@ import (
 // stripTerminal is a background agent's PTY output as text to read (§6):
 // escape sequences (CSI, OSC, DCS and their kin), control characters but
 // newline and tab, C1 controls and invalid UTF-8 are removed. A cursor
-// move to another row (CSI H, f, E, F, d) and a lone carriage return
-// become a newline, so the rows of a repaint stay apart, and a cursor move
-// forward (CSI C) a space. Trailing spaces go, and blank rows collapse.
+// move to another row (CSI H, f, A, B, E, F, d) and a lone carriage
+// return become a newline, so the rows of a repaint stay apart, and a
+// move along the row (CSI C, G, `) a space: Claude Code's TUI writes only
+// what changed, and skips the columns between words so. Without a screen
+// to paint on this is an approximation, which is all a watcher needs.
+// Trailing spaces go, and blank rows collapse.
 func stripTerminal(s string) string {
 	s = strings.ToValidUTF8(s, "")
 	var b strings.Builder
@@ -53,13 +56,20 @@ func skipEscape(s string, i int, b *strings.Builder) int {
 	switch s[i] {
 	case '[': // CSI: parameters, intermediates, one final byte
 		i++
+		from := i
 		for i < len(s) && s[i] >= 0x20 && s[i] <= 0x3f {
 			i++
 		}
 		if i < len(s) && s[i] >= 0x40 && s[i] <= 0x7e {
-			switch s[i] {
-			case 'H', 'f', 'E', 'F', 'd':
+			switch params := s[from:i]; s[i] {
+			case 'H', 'f', 'E', 'F', 'd', 'A', 'B':
 				b.WriteByte('\n')
+			case 'G', '`':
+				if params == "" || params == "1" { // the first column: a carriage return
+					b.WriteByte('\n')
+				} else {
+					b.WriteByte(' ')
+				}
 			case 'C':
 				b.WriteByte(' ')
 			}

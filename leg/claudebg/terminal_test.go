@@ -17,6 +17,8 @@ func TestTerminalOutputIsShownAsPlainText(t *testing.T) {
 		{"colours and modes are removed", "\x1b[1m\x1b[38;5;174mbold\x1b[0m text\x1b[?2026h", "bold text"},
 		{"a cursor move to a row starts a new line", "\x1b[Hfirst\x1b[2;1Hsecond", "first\nsecond"},
 		{"a cursor move forward is a space", "a\x1b[3Cb", "a b"},
+		{"a move to a column between words is a space (seen)", "\x1b[49m●\x1b[3G\x1b[39mpong\x1b[8Gfrom\x1b[13Gfake", "● pong from fake"},
+		{"a move down a row is a new line", "a\x1b[2Bb", "a\nb"},
 		{"a window title (OSC to BEL or ST) is removed", "\x1b]0;title\x07x\x1b]8;;http://e\x1b\\y", "xy"},
 		{"CRLF is one newline and a lone CR starts a new line", "a\r\nb\rc", "a\nb\nc"},
 		{"control characters and C1 controls are removed", "a\x00\x08b\u0085c\x7f", "abc"},
