@@ -36,7 +36,7 @@ func TestTheRealBackgroundDaemonAndTheStandInSpeakOneControlProtocol(t *testing.
 
 // The claude-bg leg against the real daemon: it lists the agent `claude
 // --bg` started, shows its output, types a message into it as its next
-// turn, and stops it.
+// turn, stops it, and dispatches a new one.
 func TestTheBackgroundAgentLegFollowsARealAgent(t *testing.T) {
 	bin := needInterop(t)
 	d := startRealDaemon(t, bin)
@@ -93,19 +93,24 @@ func TestTheBackgroundAgentLegFollowsARealAgent(t *testing.T) {
 	if err != nil || rc.Status != message.StatusSent {
 		t.Fatalf("send: %+v %v", rc, err)
 	}
-	said(claudebg.KindState, "third turn please")
-	// The terminal shows the prompt, then the turn's answer (its words
-	// apart), in one event or several.
+	// Its state says the turn began, and its terminal shows the prompt,
+	// then the turn's answer (its words apart), in one event or several,
+	// in whatever order the daemon sends them.
 	var shown strings.Builder
+	began := false
 	timeout := time.After(fakedaemon.Bound)
-	for !strings.Contains(shown.String(), "third turn please") || !strings.Contains(shown.String(), "● pong from fake") {
+	for !began || !strings.Contains(shown.String(), "third turn please") || !strings.Contains(shown.String(), "● pong from fake") {
 		select {
 		case ev := <-events:
-			if ev.Remote != nil && ev.Remote.Address == addr && ev.Remote.Kind == claudebg.KindTerminal {
+			if ev.Remote == nil || ev.Remote.Address != addr {
+				continue
+			}
+			began = began || ev.Remote.Kind == claudebg.KindState && strings.Contains(ev.Remote.Text, "third turn please")
+			if ev.Remote.Kind == claudebg.KindTerminal {
 				shown.WriteString(ev.Remote.Text + "\n")
 			}
 		case <-timeout:
-			t.Fatalf("the second turn did not show; the terminal showed:\n%s", shown.String())
+			t.Fatalf("the second turn did not show (began: %v); the terminal showed:\n%s", began, shown.String())
 		}
 	}
 
@@ -122,6 +127,22 @@ func TestTheBackgroundAgentLegFollowsARealAgent(t *testing.T) {
 			t.Fatalf("a stopped agent is still listed reachable: %+v", x)
 		}
 	}
+
+	// New work handed to the daemon runs as an agent of its own, which
+	// the leg follows at once.
+	s, err = l.Dispatch(ctx, "say hi again", d.cwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = s.Address
+	// Its terminal shows its first prompt. (Its turn does not reach the
+	// fake API: a worker dispatched over the socket with no env lacks the
+	// CLI's ANTHROPIC_BASE_URL; FINDINGS-bg §6.)
+	said(claudebg.KindTerminal, "say hi again")
+	if err := l.Stop(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	said(claudebg.KindSettled, "killed")
 }
 
 type realDaemon struct {

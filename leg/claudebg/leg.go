@@ -275,7 +275,7 @@ func (l *Leg) note(err error) error {
 	switch {
 	case what != "" && what != last:
 		l.log.Warn("Claude Code's background agents are not reachable", "socket", l.client.path, "err", err)
-	case what == "" && last != "":
+	case err == nil && last != "":
 		l.log.Info("Claude Code's background-agent daemon answers again", "socket", l.client.path)
 	}
 	return err

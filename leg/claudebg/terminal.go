@@ -13,7 +13,7 @@ import (
 // move along the row (CSI C, G, `) a space: Claude Code's TUI writes only
 // what changed, and skips the columns between words so. Without a screen
 // to paint on this is an approximation, which is all a watcher needs.
-// Trailing spaces go, and blank rows collapse.
+// Trailing spaces and blank rows go.
 func stripTerminal(s string) string {
 	s = strings.ToValidUTF8(s, "")
 	var b strings.Builder
@@ -96,23 +96,15 @@ func skipEscape(s string, i int, b *strings.Builder) int {
 	return i
 }
 
-// tidy drops trailing spaces and blank rows at either end, and collapses
-// blank rows between.
+// tidy drops trailing spaces and blank rows: a repaint moves the cursor
+// down past rows it does not write, which would read as blank lines.
 func tidy(s string) string {
 	lines := strings.Split(s, "\n")
 	out := lines[:0]
-	blank := false
 	for _, l := range lines {
-		l = strings.TrimRight(l, " \t")
-		if l == "" {
-			blank = len(out) > 0
-			continue
+		if l = strings.TrimRight(l, " \t"); l != "" {
+			out = append(out, l)
 		}
-		if blank {
-			out = append(out, "")
-			blank = false
-		}
-		out = append(out, l)
 	}
 	return strings.Join(out, "\n")
 }

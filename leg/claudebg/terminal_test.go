@@ -23,7 +23,7 @@ func TestTerminalOutputIsShownAsPlainText(t *testing.T) {
 		{"CRLF is one newline and a lone CR starts a new line", "a\r\nb\rc", "a\nb\nc"},
 		{"control characters and C1 controls are removed", "a\x00\x08b\u0085c\x7f", "abc"},
 		{"invalid UTF-8 is removed", "a\xff\xfeb", "ab"},
-		{"blank rows collapse and trailing spaces go", "\n\n  a   \n\n\n\nb  \n\n", "  a\n\nb"},
+		{"blank rows and trailing spaces go", "\n\n  a   \n\n\n\nb  \n\n", "  a\nb"},
 		{"an unterminated escape runs to the end", "text\x1b[38;5", "text"},
 		{"a two-byte escape is removed", "a\x1b(Bb\x1b=c", "abc"},
 		{"the prompt line of a turn shows its text", "\x1b[2K\x1b[1G❯ third turn please\x1b[K", "❯ third turn please"},
