@@ -179,7 +179,7 @@ func (l *Leg) follow(ctx context.Context, short string, tail int) {
 		switch f.Type {
 		case "stream":
 			s.output(f.Line)
-			if !lineWaiting(r) {
+			if !lineWaiting(r) && s.l.clk.Now().Sub(s.shown) >= s.l.cfg.OutputEvery {
 				s.flush()
 			}
 		case "state":
@@ -198,11 +198,12 @@ func (l *Leg) follow(ctx context.Context, short string, tail int) {
 // stream is one subscription's events: output gathered until it is
 // flushed, and the agent's record as patches leave it.
 type stream struct {
-	l    *Leg
-	ctx  context.Context
-	rec  record
-	text strings.Builder
-	last string // the last output event's text: a repaint that changes nothing is not shown again
+	l     *Leg
+	ctx   context.Context
+	rec   record
+	text  strings.Builder
+	last  string    // the last output event's text: a repaint that changes nothing is not shown again
+	shown time.Time // when output was last flushed
 }
 
 func (s *stream) output(raw string) {
@@ -227,7 +228,7 @@ func (s *stream) flush() {
 	if t == "" || t == s.last {
 		return
 	}
-	s.last = t
+	s.last, s.shown = t, s.l.clk.Now()
 	for t != "" {
 		part := t
 		if n := runeIndex(t, MaxEventText); n < len(t) {

@@ -31,6 +31,7 @@ const (
 	DefaultPollEvery   = 2 * time.Second
 	DefaultMaxFollowed = 32
 	DefaultTail        = 50
+	DefaultOutputEvery = 500 * time.Millisecond
 	// MaxReplyText caps a message sent to an agent, well under the
 	// daemon's 1 MiB request line even when JSON escapes every byte.
 	MaxReplyText = 128 << 10
@@ -51,9 +52,14 @@ type Config struct {
 	MaxFollowed int
 	// Tail is how many of an agent's last output writes its first
 	// subscription replays.
-	Tail   int
-	Clock  clock.Clock
-	Logger *slog.Logger
+	Tail int
+	// OutputEvery is the least time between two output events of one
+	// agent: its TUI repaints a spinner many times a second, and the
+	// router's event history is shared. Output in between is gathered,
+	// and shown with the next write after it, a state change or the end.
+	OutputEvery time.Duration
+	Clock       clock.Clock
+	Logger      *slog.Logger
 }
 
 // Leg lists Claude Code's background agents, streams their output and
@@ -98,6 +104,9 @@ func New(cfg Config) (*Leg, error) {
 	}
 	if cfg.Tail <= 0 {
 		cfg.Tail = DefaultTail
+	}
+	if cfg.OutputEvery <= 0 {
+		cfg.OutputEvery = DefaultOutputEvery
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

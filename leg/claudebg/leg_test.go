@@ -62,9 +62,17 @@ type rig struct {
 // newLeg is a leg for config, not running.
 func newLeg(t *testing.T, config string) (*claudebg.Leg, *logs) {
 	t.Helper()
+	return newLegWith(t, claudebg.Config{ConfigDir: config, OutputEvery: time.Nanosecond})
+}
+
+// newLegWith is a leg of cfg, polling every 20 ms, logging to what it
+// returns.
+func newLegWith(t *testing.T, cfg claudebg.Config) (*claudebg.Leg, *logs) {
+	t.Helper()
 	lg := &logs{}
-	l, err := claudebg.New(claudebg.Config{ConfigDir: config, PollEvery: 20 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(lg, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	cfg.PollEvery = 20 * time.Millisecond
+	cfg.Logger = slog.New(slog.NewTextHandler(lg, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	l, err := claudebg.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,5 +458,35 @@ func TestDispatchHandsTheDaemonNewWork(t *testing.T) {
 	}
 	if _, err := r.l.Dispatch(context.Background(), "x", cwd); !errors.Is(err, claudebg.ErrNoKey) {
 		t.Errorf("Dispatch without the key = %v, want ErrNoKey", err)
+	}
+}
+
+func TestOutputBetweenTwoEventsIsGatheredIntoTheNext(t *testing.T) {
+	r := start(t, fakedaemon.Options{}, false)
+	job := r.d.AddJob(fakedaemon.Record{Name: "spinner"})
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(r.d.Stream(job.Short, "first"))
+	r.l, _ = newLegWith(t, claudebg.Config{ConfigDir: r.config, OutputEvery: time.Hour})
+	running(t, r.l, r.events)
+	addr := claudebg.AddressPrefix + job.Short
+	r.next(t, addr, claudebg.KindTerminal, "first") // the replay is shown at once
+	for _, frame := range []string{"✶", "✻", "✢ Thinking…"} {
+		must(r.d.Stream(job.Short, frame))
+	}
+	must(r.d.Patch(job.Short, map[string]any{"tempo": "active"}))
+	var got []string
+	r.wait(t, "the state change", func(ev message.Event) bool {
+		if ev.Remote != nil && ev.Remote.Kind == claudebg.KindTerminal {
+			got = append(got, ev.Remote.Text)
+		}
+		return ev.Remote != nil && ev.Remote.Kind == claudebg.KindState && ev.Remote.Text == "active"
+	})
+	if len(got) != 1 || got[0] != "✶\n✻\n✢ Thinking…" {
+		t.Fatalf("output events before the state change %q, want the three writes in one", got)
 	}
 }
