@@ -83,7 +83,7 @@ func (l *Leg) poll(ctx context.Context) {
 		if l.seen[r.Short] {
 			tail = 0 // followed before: what it said then was shown
 		}
-		l.followed[r.Short], l.seen[r.Short] = true, true
+		l.followed[r.Short] = true
 		l.wg.Add(1)
 		go l.follow(ctx, r.Short, tail)
 	}
@@ -151,6 +151,9 @@ func (l *Leg) follow(ctx context.Context, short string, tail int) {
 		return
 	}
 	_ = conn.SetDeadline(time.Time{})
+	l.mu.Lock()
+	l.seen[short] = true // its replay is shown: a later subscription asks none
+	l.mu.Unlock()
 	rec.Short = short
 	s := &stream{l: l, ctx: ctx, rec: rec}
 	s.emit(KindState, s.summary(), nil)

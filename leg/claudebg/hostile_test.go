@@ -22,7 +22,7 @@ import (
 // answers each request's op with what script writes: a hostile or odd
 // daemon the stand-in does not play. A nil answer holds the connection
 // open, saying nothing, until the test ends.
-func scripted(t *testing.T, script func(op string) []string) (config string, pings *atomic.Int32) {
+func scripted(t *testing.T, script func(op string, req map[string]any) []string) (config string, pings *atomic.Int32) {
 	t.Helper()
 	config = configDir(t)
 	sock, _ := claudebg.SocketPath(config)
@@ -52,12 +52,13 @@ func scripted(t *testing.T, script func(op string) []string) (config string, pin
 				if err != nil {
 					return
 				}
-				var req struct{ Op string }
+				var req map[string]any
 				_ = json.Unmarshal(line, &req)
-				if req.Op == "ping" {
+				op, _ := req["op"].(string)
+				if op == "ping" {
 					pings.Add(1)
 				}
-				lines := script(req.Op)
+				lines := script(op, req)
 				if lines == nil {
 					<-done
 					return
@@ -76,7 +77,7 @@ func scripted(t *testing.T, script func(op string) []string) (config string, pin
 const pingV1 = `{"ok":true,"op":"ping","version":"2.1.332","proto":1}`
 
 func TestADaemonUpgradedUnderTheGatewayIsAskedItsVersionAgain(t *testing.T) {
-	config, pings := scripted(t, func(op string) []string {
+	config, pings := scripted(t, func(op string, _ map[string]any) []string {
 		if op == "ping" {
 			return []string{pingV1}
 		}
@@ -96,7 +97,7 @@ func TestADaemonUpgradedUnderTheGatewayIsAskedItsVersionAgain(t *testing.T) {
 }
 
 func TestAPingThatNamesNoVersionIsNotGuessedAt(t *testing.T) {
-	config, _ := scripted(t, func(op string) []string {
+	config, _ := scripted(t, func(op string, _ map[string]any) []string {
 		if op == "ping" {
 			return []string{`{"ok":true,"op":"ping","version":"9.9.9"}`}
 		}
@@ -128,7 +129,7 @@ func TestWhatTheDaemonWritesIsCheckedBeforeItIsUsed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			config, _ := scripted(t, func(op string) []string {
+			config, _ := scripted(t, func(op string, _ map[string]any) []string {
 				if op == "ping" {
 					return []string{pingV1}
 				}
@@ -153,7 +154,7 @@ func TestWhatTheDaemonWritesIsCheckedBeforeItIsUsed(t *testing.T) {
 }
 
 func TestADaemonThatNeverAnswersCostsNoMoreThanTheCallersPatience(t *testing.T) {
-	config, _ := scripted(t, func(op string) []string {
+	config, _ := scripted(t, func(op string, _ map[string]any) []string {
 		if op == "ping" {
 			return []string{pingV1}
 		}
@@ -174,7 +175,7 @@ func TestADaemonThatNeverAnswersCostsNoMoreThanTheCallersPatience(t *testing.T) 
 func TestJunkFramesOfASubscriptionAreDroppedCountedAndTheStreamGoesOn(t *testing.T) {
 	rec := `{"short":"964dbf81","sessionId":"964dbf81-e84c","tempo":"idle"}`
 	var subscribed atomic.Bool
-	config, _ := scripted(t, func(op string) []string {
+	config, _ := scripted(t, func(op string, _ map[string]any) []string {
 		switch op {
 		case "ping":
 			return []string{pingV1}
@@ -199,5 +200,39 @@ func TestJunkFramesOfASubscriptionAreDroppedCountedAndTheStreamGoesOn(t *testing
 	r.next(t, addr, claudebg.KindSettled, "done")
 	if got := l.Stats().Dropped; got != 5 {
 		t.Fatalf("dropped %d, want 5 (not json, unknown type, two bad patches, one line too long)", got)
+	}
+}
+
+func TestAStreamTheDaemonClosedIsFollowedAgainWithoutItsReplay(t *testing.T) {
+	rec := `{"short":"964dbf81","sessionId":"964dbf81-e84c","tempo":"idle"}`
+	tails := make(chan any, 8)
+	var n atomic.Int32
+	config, _ := scripted(t, func(op string, req map[string]any) []string {
+		switch op {
+		case "ping":
+			return []string{pingV1}
+		case "list":
+			return []string{`{"ok":true,"op":"list","jobs":[` + rec + `]}`}
+		case "subscribe":
+			select {
+			case tails <- req["tail"]:
+			default: // later polls' subscriptions are not checked
+			}
+			if n.Add(1) > 1 {
+				return []string{`{"type":"snapshot","record":` + rec + `,"streamTail":["old"]}`, `{"type":"settled","outcome":"done"}`}
+			}
+			return []string{`{"type":"snapshot","record":` + rec + `,"streamTail":["old"]}`} // then the daemon hangs up
+		}
+		return []string{`{"ok":false,"code":"EUNKNOWN","error":"no"}`}
+	})
+	l, _ := newLeg(t, config)
+	r := &rig{l: l, events: make(chan message.Event, 1024)}
+	running(t, l, r.events)
+	addr := claudebg.AddressPrefix + "964dbf81"
+	r.next(t, addr, claudebg.KindTerminal, "old")
+	r.next(t, addr, claudebg.KindState, "the daemon closed the agent's stream")
+	r.next(t, addr, claudebg.KindSettled, "done")
+	if first, again := <-tails, <-tails; first != float64(claudebg.DefaultTail) || again != float64(0) {
+		t.Fatalf("subscribed with tail %v, then %v; want %d, then 0", first, again, claudebg.DefaultTail)
 	}
 }
