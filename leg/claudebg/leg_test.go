@@ -320,6 +320,9 @@ func TestAMessageToAnAgentIsItsNextPrompt(t *testing.T) {
 	if got := r.d.Replies(); len(got) != 1 || got[0].Text != "third turn please" || got[0].Short != job.Short {
 		t.Fatalf("the daemon got %+v", got)
 	}
+	if strings.Contains(r.logs.String(), r.d.Key()) {
+		t.Fatal("the control key was logged")
+	}
 	// The daemon's patch of the turn may come before its answer, so
 	// before the receipt: either order.
 	var receipt *message.Receipt
@@ -488,5 +491,35 @@ func TestOutputBetweenTwoEventsIsGatheredIntoTheNext(t *testing.T) {
 	})
 	if len(got) != 1 || got[0] != "✶\n✻\n✢ Thinking…" {
 		t.Fatalf("output events before the state change %q, want the three writes in one", got)
+	}
+}
+
+func TestPastMaxFollowedAnAgentIsListedButNotFollowed(t *testing.T) {
+	r := start(t, fakedaemon.Options{}, false)
+	a := r.d.AddJob(fakedaemon.Record{Name: "a"})
+	b := r.d.AddJob(fakedaemon.Record{Name: "b"})
+	r.l, _ = newLegWith(t, claudebg.Config{ConfigDir: r.config, MaxFollowed: 1, OutputEvery: time.Nanosecond})
+	running(t, r.l, r.events)
+	first := r.wait(t, "a state event", func(ev message.Event) bool { return ev.Remote != nil && ev.Remote.Kind == claudebg.KindState })
+	if !testutil.Within(testutil.Patience, func() bool { return r.l.Stats().Unfollowed >= 3 }) {
+		t.Fatalf("stats %+v, want the second agent counted unfollowed at each poll", r.l.Stats())
+	}
+	// The one not followed speaks first: were it followed, its output
+	// would come first.
+	other, followed := a, b
+	if first.Remote.Address == claudebg.AddressPrefix+a.Short {
+		other, followed = b, a
+	}
+	for _, job := range []fakedaemon.Record{other, followed} {
+		if err := r.d.Stream(job.Short, "from "+job.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev := r.wait(t, "a terminal event", func(ev message.Event) bool { return ev.Remote != nil && ev.Remote.Kind == claudebg.KindTerminal })
+	if ev.Remote.Address != first.Remote.Address {
+		t.Fatalf("output of %s, which is not the one followed (%s)", ev.Remote.Address, first.Remote.Address)
+	}
+	if len(sessions(t, r.l)) != 2 {
+		t.Fatal("an agent not followed is not listed")
 	}
 }
