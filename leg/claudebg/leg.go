@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"regexp"
@@ -238,6 +239,9 @@ func (l *Leg) checkVersion(ctx context.Context) error {
 	fi, err := os.Lstat(l.client.path)
 	if err != nil {
 		return ErrNoDaemon
+	}
+	if fi.Mode().Type() != fs.ModeSocket {
+		return fmt.Errorf("%s is not a socket (%v): the gateway does not use it", l.client.path, fi.Mode().Type())
 	}
 	l.mu.Lock()
 	known := l.pinged != nil && os.SameFile(l.pinged, fi) && l.pinged.ModTime().Equal(fi.ModTime())

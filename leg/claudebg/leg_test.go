@@ -251,6 +251,22 @@ func TestASocketDirectoryOthersCanEnterIsNotUsed(t *testing.T) {
 	}
 }
 
+func TestAControlSocketThatIsASymlinkIsNotUsed(t *testing.T) {
+	r := start(t, fakedaemon.Options{}, false)
+	r.d.AddJob(fakedaemon.Record{})
+	other, _ := newLeg(t, configDir(t))
+	dir := filepath.Dir(other.SocketPath())
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(r.l.SocketPath(), other.SocketPath()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Sessions(context.Background()); err == nil || !strings.Contains(err.Error(), "not a socket") {
+		t.Fatalf("Sessions through a symlinked socket: %v", err)
+	}
+}
+
 func TestAnAgentsOutputIsStreamedAsTextWithoutEscapes(t *testing.T) {
 	r := start(t, fakedaemon.Options{}, false)
 	job := r.d.AddJob(fakedaemon.Record{Name: "streamer", Detail: "pong from fake"})
