@@ -20,7 +20,7 @@ type eventTypeT = message.EventType
 
 var stringEnums = map[reflect.Type][]string{
 	reflect.TypeFor[message.Protocol](): strs(message.ProtocolClaude, message.ProtocolQwen, message.ProtocolRemote,
-		message.ProtocolFederation, message.ProtocolMCP, message.ProtocolHosted),
+		message.ProtocolFederation, message.ProtocolMCP, message.ProtocolHosted, message.ProtocolClaudeBG),
 	reflect.TypeFor[message.EventType](): strs(message.EventMessage, message.EventReceipt, message.EventIdle, message.EventHeld,
 		message.EventDrop, message.EventSession, message.EventRemote, message.EventPermission, message.EventLink),
 	reflect.TypeFor[message.AttachmentRefusal](): strs(message.AttachmentUnauthenticated, message.AttachmentOverQuota,

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/sessiongateway/gateway/interop/claudecli"
+	"github.com/sessiongateway/gateway/leg/claudebg"
+	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeanthropic"
 	"github.com/sessiongateway/gateway/testkit/fakedaemon"
 )
@@ -30,6 +32,117 @@ func TestTheRealBackgroundDaemonAndTheStandInSpeakOneControlProtocol(t *testing.
 		d := startRealDaemon(t, bin)
 		fakedaemon.Conformance(t, d.sock, d.key, d.short)
 	})
+}
+
+// The claude-bg leg against the real daemon: it lists the agent `claude
+// --bg` started, shows its output, types a message into it as its next
+// turn, stops it, and dispatches a new one.
+func TestTheBackgroundAgentLegFollowsARealAgent(t *testing.T) {
+	bin := needInterop(t)
+	d := startRealDaemon(t, bin)
+	l, err := claudebg.New(claudebg.Config{ConfigDir: filepath.Join(d.home, ".claude"), PollEvery: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan message.Event, 4096)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx, events) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	addr := claudebg.AddressPrefix + d.short
+
+	ss, err := l.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s message.Session
+	for _, x := range ss {
+		if x.Address == addr {
+			s = x
+		}
+	}
+	if s.Name != "pong from fake" || s.Cwd != d.cwd || !s.Reachable || s.Kind != claudebg.KindBackground || s.Status != "idle" {
+		t.Fatalf("the real agent is listed as %+v (all: %+v)", s, ss)
+	}
+	// What the agent's terminal showed before the leg came is replayed.
+	said := func(kind, text string) {
+		t.Helper()
+		timeout := time.After(fakedaemon.Bound)
+		for {
+			select {
+			case ev := <-events:
+				if ev.Remote != nil && ev.Remote.Address == addr && ev.Remote.Kind == kind && strings.Contains(ev.Remote.Text, text) {
+					if strings.ContainsRune(ev.Remote.Text, 0x1b) {
+						t.Fatalf("an escape is left in %q", ev.Remote.Text)
+					}
+					return
+				}
+			case <-timeout:
+				t.Fatalf("no %s event with %q from the real agent", kind, text)
+			}
+		}
+	}
+	said(claudebg.KindTerminal, "pong from fake")
+
+	rc, err := l.Send(ctx, message.Message{ID: "bg-1", To: addr, Body: "third turn please"})
+	if err != nil || rc.Status != message.StatusSent {
+		t.Fatalf("send: %+v %v", rc, err)
+	}
+	// Its state says the turn began, and its terminal shows the prompt,
+	// then the turn's answer (its words apart), in one event or several,
+	// in whatever order the daemon sends them.
+	var shown strings.Builder
+	began := false
+	timeout := time.After(fakedaemon.Bound)
+	for !began || !strings.Contains(shown.String(), "third turn please") || !strings.Contains(shown.String(), "● pong from fake") {
+		select {
+		case ev := <-events:
+			if ev.Remote == nil || ev.Remote.Address != addr {
+				continue
+			}
+			began = began || ev.Remote.Kind == claudebg.KindState && strings.Contains(ev.Remote.Text, "third turn please")
+			if ev.Remote.Kind == claudebg.KindTerminal {
+				shown.WriteString(ev.Remote.Text + "\n")
+			}
+		case <-timeout:
+			t.Fatalf("the second turn did not show (began: %v); the terminal showed:\n%s", began, shown.String())
+		}
+	}
+
+	if err := l.Stop(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	said(claudebg.KindSettled, "killed")
+	ss, err = l.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range ss {
+		if x.Address == addr && x.Reachable {
+			t.Fatalf("a stopped agent is still listed reachable: %+v", x)
+		}
+	}
+
+	// New work handed to the daemon runs as an agent of its own, which
+	// the leg follows at once.
+	s, err = l.Dispatch(ctx, "say hi again", d.cwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = s.Address
+	// Its terminal shows its first prompt. (Its turn does not reach the
+	// fake API: a worker dispatched over the socket with no env lacks the
+	// CLI's ANTHROPIC_BASE_URL; FINDINGS-bg §6.)
+	said(claudebg.KindTerminal, "say hi again")
+	if err := l.Stop(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	said(claudebg.KindSettled, "killed")
 }
 
 type realDaemon struct {

@@ -15,6 +15,10 @@ const (
 	// ProtocolMCP is the leg whose sessions are MCP clients of the
 	// gateway (package mcp).
 	ProtocolMCP Protocol = "mcp"
+	// ProtocolClaudeBG is the leg of Claude Code's background agents
+	// (`claude --bg`), reached through their daemon's control socket
+	// (package claudebg).
+	ProtocolClaudeBG Protocol = "claude-bg"
 )
 
 // Attachment is a file sent along with a message, already staged by the

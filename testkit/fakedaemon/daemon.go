@@ -62,9 +62,10 @@ type Reply struct {
 
 // Daemon is a running stand-in. Its methods are safe for concurrent use.
 type Daemon struct {
-	path string
-	key  string
-	ln   net.Listener
+	path  string
+	key   string
+	proto int
+	ln    net.Listener
 
 	mu         sync.Mutex
 	jobs       map[string]*job
@@ -98,6 +99,10 @@ type Options struct {
 	// its key to ConfigDir/daemon/control.key. Otherwise it listens in a
 	// fresh directory under the system temp dir.
 	ConfigDir string
+	// Proto is the control-protocol version the stand-in speaks; 0 is
+	// Proto. Another one makes it a daemon the gateway does not speak to:
+	// ping reports it, and every request in version 1 is EPROTO.
+	Proto int
 }
 
 // Start runs a stand-in for the test and stops it at cleanup.
@@ -141,7 +146,11 @@ func Listen(o Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{path: path, key: key, ln: ln, jobs: map[string]*job{}, nextPID: 40000, conns: map[net.Conn]struct{}{}}
+	proto := o.Proto
+	if proto == 0 {
+		proto = Proto
+	}
+	d := &Daemon{path: path, key: key, proto: proto, ln: ln, jobs: map[string]*job{}, nextPID: 40000, conns: map[net.Conn]struct{}{}}
 	d.wg.Add(1)
 	go d.accept()
 	return d, nil

@@ -163,3 +163,18 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestAStandInOfAnotherVersionSaysSoAndRefusesVersionOne(t *testing.T) {
+	d := Start(t, Options{Proto: 2})
+	d.AddJob(Record{})
+	if a, err := Do(d.SocketPath(), map[string]any{"op": "ping"}); err != nil || a["proto"] != float64(2) {
+		t.Fatalf("ping answered %v %v", a, err)
+	}
+	a, err := Do(d.SocketPath(), map[string]any{"proto": Proto, "op": "list"})
+	if err != nil || a["code"] != "EPROTO" || a["serverProto"] != float64(2) {
+		t.Fatalf("a version-1 list answered %v %v", a, err)
+	}
+	if a, err := Do(d.SocketPath(), map[string]any{"proto": 2, "op": "list"}); err != nil || a["ok"] != true {
+		t.Fatalf("a version-2 list answered %v %v", a, err)
+	}
+}

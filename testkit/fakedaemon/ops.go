@@ -56,13 +56,13 @@ func (d *Daemon) handle(line []byte) (map[string]any, *subscriber) {
 	}
 	switch req["op"] {
 	case "ping":
-		return ok("ping", map[string]any{"version": Version, "proto": Proto, "carriedPromptsFormat": 1, "signInPinFormat": 1}), nil
+		return ok("ping", map[string]any{"version": Version, "proto": d.proto, "carriedPromptsFormat": 1, "signInPinFormat": 1}), nil
 	case "shutdown":
 		return d.shutdown(), nil
 	}
-	if p, isNum := req["proto"].(float64); !isNum || p != Proto {
-		return map[string]any{"ok": false, "code": "EPROTO", "serverProto": Proto, "serverVersion": Version,
-			"error": fmt.Sprintf("proto mismatch (server=%d, client=%s) \u2014 background service and CLI versions differ; restart claude", Proto, jsString(req["proto"]))}, nil
+	if p, isNum := req["proto"].(float64); !isNum || p != float64(d.proto) {
+		return map[string]any{"ok": false, "code": "EPROTO", "serverProto": d.proto, "serverVersion": Version,
+			"error": fmt.Sprintf("proto mismatch (server=%d, client=%s) \u2014 background service and CLI versions differ; restart claude", d.proto, jsString(req["proto"]))}, nil
 	}
 	op, _ := req["op"].(string)
 	switch op {
@@ -242,7 +242,7 @@ func (d *Daemon) dispatch(req map[string]any) map[string]any {
 		return malformed("Invalid input: expected object, received " + jsType(req["d"]))
 	}
 	switch {
-	case spec.Proto == nil || *spec.Proto != Proto:
+	case spec.Proto == nil || *spec.Proto != float64(d.proto):
 		return malformed("Invalid input: expected number, received undefined")
 	case spec.Short == nil || !shortPattern.MatchString(*spec.Short):
 		return malformed("Invalid string: must match pattern /^[a-f0-9]{8}$/")
