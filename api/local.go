@@ -18,7 +18,7 @@ func (s *Server) startLocal(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case b.Agent == "":
-		s.fail(w, errBadRequest(`"agent" is required: claude or qwen`))
+		s.fail(w, errBadRequest(`"agent" is required: claude, qwen or claude-bg`))
 		return
 	case b.Cwd == "":
 		s.fail(w, errBadRequest(`"cwd" is required: the directory the session works in`))

@@ -250,7 +250,7 @@ var fieldDocs = map[string]string{
 	"AwayStatus.away":               "Whether the user is away: local prompts then wait for an answer from elsewhere.",
 	"AwayStatus.since":              "When the switch was last set.",
 	"AwayBody.away":                 "true to switch away on, false to switch it off.",
-	"StartSpec.agent":               "The CLI to run: claude (Claude Code) or qwen (Qwen Code), found on the gateway's PATH or at --claude-path / --qwen-path.",
+	"StartSpec.agent":               "The CLI to run: claude (Claude Code) or qwen (Qwen Code), found on the gateway's PATH or at --claude-path / --qwen-path; or claude-bg, a Claude Code background agent that Claude Code's own daemon runs (prompt required).",
 	"StartSpec.cwd":                 "The directory the session works in: it must exist and belong to the gateway's user.",
 	"StartSpec.name":                "The session's name (lowercase letters, digits, '.', '_', '-'; at most 63), its address hosted:NAME; default agent-XXXXXX.",
 	"StartSpec.prompt":              "The first user turn; empty starts the session idle, waiting for a message.",

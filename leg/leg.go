@@ -194,12 +194,25 @@ func AbilitiesOf(l Leg) Abilities {
 	return Abilities{}
 }
 
+// Stopper is a leg that can end one of its sessions (a hosted session, a
+// background agent).
+type Stopper interface {
+	// Stop ends the session; a hosted one is no longer resumed.
+	Stop(ctx context.Context, target message.Session) error
+}
+
 // Starter is a leg that starts sessions of its own (the hosted leg: a CLI
 // run headless) and stops them.
 type Starter interface {
 	// Start runs a session as spec asks and returns it once it is listed;
 	// errors match message.ErrBadStart, ErrTooManyHosted or ErrAgentMissing.
 	Start(ctx context.Context, spec message.StartSpec) (message.Session, error)
-	// Stop ends a session it started; it is no longer resumed.
-	Stop(ctx context.Context, target message.Session) error
+	Stopper
+}
+
+// Dispatcher is a leg that hands new work to someone else's runner (the
+// Claude Code daemon's background agents): a new session whose first
+// prompt is text, working in cwd.
+type Dispatcher interface {
+	Dispatch(ctx context.Context, text, cwd string) (message.Session, error)
 }

@@ -15,6 +15,13 @@ const (
 // Agents are the agents a hosted session may run.
 var Agents = []string{AgentClaude, AgentQwen}
 
+// AgentClaudeBG starts a Claude Code background agent (claude --bg), run
+// by Claude Code's own daemon rather than the gateway.
+const AgentClaudeBG = "claude-bg"
+
+// StartAgents are what `gateway run` and POST /v1/local/sessions take.
+var StartAgents = []string{AgentClaude, AgentQwen, AgentClaudeBG}
+
 // StartSpec asks for a hosted session: which CLI, where, under what name,
 // its first prompt, and the permission mode and model it starts with
 // (empty: the CLI's own defaults).

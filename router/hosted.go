@@ -13,6 +13,9 @@ import (
 // hosted leg). Its refusals (message.ErrBadStart, ErrTooManyHosted,
 // ErrAgentMissing) come back as they are: they are the caller's to fix.
 func (r *Router) StartSession(ctx context.Context, spec message.StartSpec) (message.Session, error) {
+	if spec.Agent == message.AgentClaudeBG {
+		return r.dispatchAgent(ctx, spec)
+	}
 	for _, l := range r.legs {
 		if st, ok := l.(leg.Starter); ok {
 			s, err := st.Start(ctx, spec)
@@ -32,7 +35,7 @@ func (r *Router) StopSession(ctx context.Context, address string) (message.Sessi
 	if err != nil {
 		return message.Session{}, err
 	}
-	st, ok := l.(leg.Starter)
+	st, ok := l.(leg.Stopper)
 	if !ok {
 		return message.Session{}, fmt.Errorf("%w: %s is a %s session, which the gateway did not start", message.ErrNotStarted, s.Address, l.Name())
 	}
@@ -50,4 +53,19 @@ func (r *Router) forgetRoster() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rosterAt = time.Time{}
+}
+
+// dispatchAgent hands a background agent its work: Claude Code's daemon runs it.
+func (r *Router) dispatchAgent(ctx context.Context, spec message.StartSpec) (message.Session, error) {
+	for _, l := range r.legs {
+		if d, ok := l.(leg.Dispatcher); ok {
+			s, err := d.Dispatch(ctx, spec.Prompt, spec.Cwd)
+			if err != nil {
+				return message.Session{}, err
+			}
+			r.forgetRoster()
+			return s, nil
+		}
+	}
+	return message.Session{}, fmt.Errorf("%w: no Claude Code background-agent daemon is reachable (serve with the claude leg)", message.ErrNoStarter)
 }

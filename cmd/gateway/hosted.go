@@ -15,7 +15,7 @@ import (
 func (a *app) runCmd() *cobra.Command {
 	var spec message.StartSpec
 	var follow bool
-	c := &cobra.Command{Use: "run claude|qwen [PROMPT]", Short: "start a Claude Code or Qwen Code session the gateway runs headless",
+	c := &cobra.Command{Use: "run claude|qwen|claude-bg [PROMPT]", Short: "start a Claude Code or Qwen Code session the gateway runs headless, or a background agent",
 		Args:    cli.Nargs(1, 2),
 		Example: "  gateway run claude --cwd ~/src/api --name api \"run the tests\"\n  gateway run qwen --mode plan --follow"}
 	f := c.Flags()
@@ -26,8 +26,8 @@ func (a *app) runCmd() *cobra.Command {
 	f.BoolVar(&follow, "follow", false, "then watch its output")
 	return a.verb(c, true, func(o *cli.IO, args []string) error {
 		spec.Agent = args[0]
-		if !slices.Contains(message.Agents, spec.Agent) {
-			return cli.Usagef("run takes %s, not %q", strings.Join(message.Agents, " or "), spec.Agent)
+		if !slices.Contains(message.StartAgents, spec.Agent) {
+			return cli.Usagef("run takes %s, not %q", strings.Join(message.StartAgents, ", "), spec.Agent)
 		}
 		if len(args) == 2 {
 			spec.Prompt = args[1]

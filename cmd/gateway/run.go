@@ -21,6 +21,7 @@ import (
 	"github.com/sessiongateway/gateway/internal/lifecycle"
 	"github.com/sessiongateway/gateway/internal/safefile"
 	"github.com/sessiongateway/gateway/leg"
+	"github.com/sessiongateway/gateway/leg/claudebg"
 	mcpleg "github.com/sessiongateway/gateway/leg/mcp"
 	"github.com/sessiongateway/gateway/leg/uds"
 	"github.com/sessiongateway/gateway/mcp"
@@ -123,6 +124,13 @@ func serve(ctx context.Context, log *slog.Logger, c serveConfig) error {
 		return errors.Join(err, fed.Close())
 	} else if hl != nil {
 		legs = append(legs, hl)
+	}
+	if !c.noClaude { // Claude Code's background agents: there only when its daemon runs
+		if bg, err := claudebg.New(claudebg.Config{ConfigDir: c.getenv("CLAUDE_CONFIG_DIR"), Logger: log}); err != nil {
+			log.Warn("Claude Code's background agents not followed", "err", err)
+		} else {
+			legs = append(legs, bg)
+		}
 	}
 	var closePool func() // once serving, before the router stops: what the workers accepted is still forwarded
 	if pool != nil {
