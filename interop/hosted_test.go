@@ -166,9 +166,12 @@ func TestGatewayRunStartsARealQwenCodeAndDrivesIt(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(w.QwenHome, "settings.json"), []byte(settings), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(gatewaytest.Bin(t), "serve", "--name", "gw-runq", "--log-level", "debug", "--legs", "none", "--qwen-path", bin)
-	cmd.Env = append(w.Env(), "OPENAI_API_KEY="+qwencli.DummyAPIKey, "OPENAI_BASE_URL="+fo.BaseURL())
-	g := gatewaytest.StartCmd(t, w, "gw-runq", cmd, 60*time.Second)
+	serve := func() *gatewaytest.Gateway {
+		cmd := exec.Command(gatewaytest.Bin(t), "serve", "--name", "gw-runq", "--log-level", "debug", "--legs", "none", "--qwen-path", bin)
+		cmd.Env = append(w.Env(), "OPENAI_API_KEY="+qwencli.DummyAPIKey, "OPENAI_BASE_URL="+fo.BaseURL())
+		return gatewaytest.StartCmd(t, w, "gw-runq", cmd, 60*time.Second)
+	}
+	g := serve()
 	work := filepath.Join(w.Root, "qwork")
 	if err := os.MkdirAll(work, 0o700); err != nil {
 		t.Fatal(err)
@@ -202,6 +205,45 @@ func TestGatewayRunStartsARealQwenCodeAndDrivesIt(t *testing.T) {
 	}
 	if _, err := fo.WaitContains(ctx, "qwen-second"); err != nil {
 		t.Fatalf("the second turn never reached the model: %v", err)
+	}
+
+	// An interrupt ends a turn waiting on a prompt, and the prompt with it.
+	if _, _, err := g.Run(t, "send", "hosted:qbuilder", "qwen-run again"); err != nil {
+		t.Fatal(err)
+	}
+	var again message.PermissionRequest
+	deadline = time.Now().Add(90 * time.Second)
+	for again.ID == "" && time.Now().Before(deadline) {
+		for _, q := range prompts(t, g, false) {
+			if q.Source == message.SourceHosted && q.ID != p.ID {
+				again = q
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if again.ID == "" {
+		t.Fatal("the third turn raised no prompt")
+	}
+	if out, _, err := g.Run(t, "remote", "interrupt", "hosted:qbuilder"); err != nil {
+		t.Fatalf("interrupt: %q, %v", out, err)
+	}
+	if got := settled(t, g, again.ID); got.State != message.PermissionCancelled {
+		t.Fatalf("after the interrupt the prompt is %s, want withdrawn", got.State)
+	}
+
+	// Killed and started again, the gateway resumes it with its history.
+	g.Kill(t)
+	g2 := serve()
+	g2.WaitListed(t, "qbuilder")
+	if o, _ := g2.SendJSON(t, "qbuilder", "qwen-after-restart", "--wait", "--timeout", "90s"); o.Status != message.StatusDelivered {
+		t.Fatalf("a turn after the restart: %v %+v; logs:\n%s", o.Status, o.Receipts, g2.Logs())
+	}
+	req, err := fo.WaitContains(ctx, "qwen-after-restart")
+	if err != nil {
+		t.Fatalf("the resumed session never asked the model: %v", err)
+	}
+	if !req.Contains("qwen-second") {
+		t.Fatalf("the resumed session lost its history: %s", req.Text())
 	}
 }
 

@@ -105,6 +105,13 @@ func (l *Leg) handleLocked(s *session, p *proc, m wire.Message) []message.Event 
 		s.state = "idle"
 		re.Final, re.Text = true, m.Result.Result
 		more = append(more, l.replyLocked(s, m.Result, now)...)
+		// The turn is over: a prompt it left open can no longer be answered
+		// (Qwen Code says nothing of a prompt an interrupt cut short).
+		for id, req := range s.prompts {
+			req.State = message.PermissionCancelled
+			more = append(more, message.Event{Type: message.EventPermission, Leg: message.ProtocolHosted, Time: now, Permission: &req})
+			delete(s.prompts, id)
+		}
 		if len(s.rec.Turns) > 0 {
 			s.state = "working" // the CLI takes the next queued turn
 		}
