@@ -3,7 +3,9 @@ package qwen
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,5 +173,43 @@ func TestAFrameAdmittedForAnAliasJustBeforeItIsRetiredStillGoesToItsSession(t *t
 	}
 	if p.guard.cfg.OwnsSession(al.sid) {
 		t.Fatal("the inbox still admits frames for the retired alias")
+	}
+}
+
+// A reply by a name no record of an inbox holds is refused to its sender:
+// the gateway's inbox holds its aliases' records too, and the first of
+// them is not the one meant (demo-qwen's answer to "zed-cli" once reached
+// demo-claude's alias this way).
+func TestAReplyToANameNoRecordOfTheInboxHoldsIsRefusedNotGuessed(t *testing.T) {
+	gw := registerTestPeer(t, Config{Name: "gw"})
+	gwEvents, _ := runPeer(t, gw)
+	sender := registerTestPeer(t, Config{Name: "qwen-work", Home: gw.cfg.Home})
+	runPeer(t, sender)
+	origin := message.Session{Address: "uds:/tmp/cc-socks/9.sock", Protocol: message.ProtocolClaude, Name: "work-08", SessionID: uuid.NewString()}
+	if err := gw.SyncAliases(context.Background(), []message.Session{origin}); err != nil {
+		t.Fatal(err)
+	}
+	inbox := addressing.UDS(gw.SocketPath())
+	_, err := sender.Send(context.Background(), message.Message{ID: uuid.NewString(), To: inbox, ToName: "zed-cli", Body: "to nobody", Mode: message.ModePrompting})
+	if !errors.Is(err, ErrNoRecord) || !strings.Contains(err.Error(), `none is named "zed-cli"`) {
+		t.Fatalf("a reply to zed-cli at the gateway's inbox: %v, want it refused", err)
+	}
+	id := uuid.NewString()
+	if _, err := sender.Send(context.Background(), message.Message{ID: id, To: inbox, ToName: "work-08", Body: "to the alias", Mode: message.ModePrompting}); err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev := <-gwEvents:
+			if ev.Type == message.EventMessage && ev.Message.ID == id {
+				if ev.Message.AliasOf != origin.Address {
+					t.Fatalf("the reply by name reached %+v, want the work-08 alias", ev.Message)
+				}
+				return
+			}
+		case <-timeout:
+			t.Fatal("the reply by name never arrived")
+		}
 	}
 }

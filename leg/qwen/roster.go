@@ -207,7 +207,7 @@ var ErrNoRecord = errors.New("no live qwen session record for that address")
 // target re-reads the registry for the record at path (and session id when
 // known), as Qwen Code asks before each send: /clear swaps the id
 // (docs/protocols/qwen-cross-session.md#records).
-func (p *Leg) target(ctx context.Context, path, sessionID string) (Record, error) {
+func (p *Leg) target(ctx context.Context, path, sessionID, name string) (Record, error) {
 	var found []Record
 	for _, useIndex := range []bool{true, false} {
 		recs, hid, err := p.readRecords(ctx, path, useIndex)
@@ -219,8 +219,26 @@ func (p *Leg) target(ctx context.Context, path, sessionID string) (Record, error
 			found = append(found, l.rec)
 		}
 		for _, r := range found {
-			if sessionID == "" || r.SessionID == sessionID {
+			if sessionID != "" && r.SessionID == sessionID {
 				return r, nil
+			}
+		}
+		if sessionID == "" {
+			// No session id: the one record of that inbox, or the one of
+			// several (a gateway's inbox holds its aliases' records too)
+			// that has the name asked for. Never a guess: a reply to a name
+			// no record there holds must not reach another session.
+			var named []Record
+			for _, r := range found {
+				if name != "" && r.Name == name {
+					named = append(named, r)
+				}
+			}
+			switch {
+			case len(found) == 1:
+				return found[0], nil
+			case len(named) == 1:
+				return named[0], nil
 			}
 		}
 		if !hid {
@@ -232,6 +250,9 @@ func (p *Leg) target(ctx context.Context, path, sessionID string) (Record, error
 	if len(found) == 1 {
 		// The id was swapped under the same process: send to the current one.
 		return found[0], nil
+	}
+	if sessionID == "" && len(found) > 1 {
+		return Record{}, fmt.Errorf("%w: %s holds %d sessions and none is named %q", ErrNoRecord, path, len(found), name)
 	}
 	return Record{}, fmt.Errorf("%w: %s", ErrNoRecord, path)
 }

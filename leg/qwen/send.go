@@ -19,7 +19,7 @@ func (p *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 	if !ok || !IsLocalIPCPath(path) {
 		return message.Receipt{}, fmt.Errorf("not a qwen inbox address: %q", m.To)
 	}
-	rec, err := p.target(ctx, path, m.ToSessionID)
+	rec, err := p.target(ctx, path, m.ToSessionID, m.ToName)
 	if err != nil {
 		return message.Receipt{}, err
 	}
