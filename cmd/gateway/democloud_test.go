@@ -86,7 +86,7 @@ func TestDemoCloudRefusesBadFlags(t *testing.T) {
 var (
 	demoURL   = regexp.MustCompile(`(?m)^demo cloud on (http://\S+) \(org (\S+)\)$`)
 	demoToken = regexp.MustCompile(`(?m)^token file: (\S+)$`)
-	demoTry   = regexp.MustCompile(`(?m)^try: gateway serve --remote-url (\S+) --remote-org (\S+) --remote-token-file (\S+) --remote-follow all$`)
+	demoTry   = regexp.MustCompile(`(?m)^try: gateway serve --remote-url (\S+) --remote-org (\S+) --remote-token-file (\S+) --remote-follow all --api 127\.0\.0\.1:8788$`)
 )
 
 // demo is a running demo-cloud, as its output describes it.
@@ -283,7 +283,7 @@ func TestDemoCloudJSONSaysWhatTheTryLineSays(t *testing.T) {
 	if code := <-done; code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	want := []string{"--remote-url", info.URL, "--remote-org", info.Org, "--remote-token-file", info.TokenFile, "--remote-follow", "all"}
+	want := []string{"--remote-url", info.URL, "--remote-org", info.Org, "--remote-token-file", info.TokenFile, "--remote-follow", "all", "--api", "127.0.0.1:8788"}
 	if !strings.HasPrefix(info.URL, "http://127.0.0.1:") || len(info.Sessions) != 1 || !slices.Equal(info.ServeArgs, want) {
 		t.Fatalf("demo-cloud --json = %s", out.String())
 	}

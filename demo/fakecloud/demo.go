@@ -88,8 +88,9 @@ func (d *Demo) Explain(w io.Writer) {
 	for i, id := range d.Sessions {
 		fmt.Fprintf(w, "session: %s %q\n", id, fmt.Sprintf("demo %d", i+1))
 	}
-	fmt.Fprintf(w, "try: gateway serve --remote-url %s --remote-org %s --remote-token-file %s --remote-follow all\n",
+	fmt.Fprintf(w, "try: gateway serve --remote-url %s --remote-org %s --remote-token-file %s --remote-follow all --api 127.0.0.1:8788\n",
 		d.URL(), d.org, shellQuote(d.TokenFile))
+	fmt.Fprintf(w, "console: http://127.0.0.1:8788/ (gateway pair prints a sign-in link)\n")
 	if len(d.Sessions) > 0 {
 		fmt.Fprintf(w, "then: gateway send bridge:%s 'hello'   (sessions echo; 'ask ...', 'bash CMD' and 'plan' raise permission prompts)\n", d.Sessions[0])
 	}
@@ -108,7 +109,7 @@ type DemoInfo struct {
 // Info is what Explain prints, as data.
 func (d *Demo) Info() DemoInfo {
 	return DemoInfo{URL: d.URL(), Org: d.org, TokenFile: d.TokenFile, Sessions: append([]string{}, d.Sessions...),
-		ServeArgs: []string{"--remote-url", d.URL(), "--remote-org", d.org, "--remote-token-file", d.TokenFile, "--remote-follow", "all"}}
+		ServeArgs: []string{"--remote-url", d.URL(), "--remote-org", d.org, "--remote-token-file", d.TokenFile, "--remote-follow", "all", "--api", "127.0.0.1:8788"}}
 }
 
 // demoDir returns the 0700 directory the token file goes in: DIR/demo-cloud
