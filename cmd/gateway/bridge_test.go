@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/addressing"
+	"github.com/sessiongateway/gateway/internal/testutil"
 	"github.com/sessiongateway/gateway/leg/claude"
 	"github.com/sessiongateway/gateway/message"
 	"github.com/sessiongateway/gateway/testkit/fakeclaude"
@@ -212,5 +213,19 @@ func TestAFileBridgedToALegWithoutFilesIsRefusedToItsSender(t *testing.T) {
 		default:
 		}
 		break
+	}
+}
+
+// serve --log-format text is one format in the whole log: an alias
+// worker's lines (it writes to serve's stderr) are text too.
+func TestAliasWorkersLogInServesFormat(t *testing.T) {
+	g := startBinary(t, t.TempDir(), "--log-format", "text")
+	newQwenPeer(t, g, "qwen-work", message.ModePrompting)
+	claudeAlias(t, g, "qwen-work")
+	testutil.Eventually(t, "the alias worker logs", func() bool { return strings.Contains(g.Logs(), "alias=qwen-work") })
+	for line := range strings.Lines(g.Logs()) {
+		if strings.HasPrefix(line, "{") {
+			t.Fatalf("a JSON line in a --log-format text log: %s", line)
+		}
 	}
 }

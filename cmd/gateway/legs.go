@@ -121,6 +121,8 @@ func startClaude(log *slog.Logger, c serveConfig, childEnv []string, receiptSent
 	}
 	env := append(os.Environ(), "CLAUDE_CONFIG_DIR="+cfgDir, "XDG_RUNTIME_DIR="+c.getenv("XDG_RUNTIME_DIR"))
 	env = append(env, childEnv...) // the Qwen inbox and its child token; later entries win over inherited ones
+	format := c.logFormat.Resolve(os.Stderr)
+	env = append(env, "GATEWAY_LOG_FORMAT="+format.String()) // one format in serve's log
 	env = append(env, c.workerEnv...)
 	pool := claude.NewAliasPool(claude.PoolConfig{
 		Command: func(name string) *exec.Cmd {

@@ -254,7 +254,7 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 			return p.logLevel, "", nil
 		}
 		return &servePlan{logLevel: lvl, logFormat: logFormat, settings: st, warnings: remote.unused(st, *legs), cfg: serveConfig{
-			stateDir: *sd, name: *name, apiAddr: *apiAddr, hosts: hosts, mode: m, inbound: pol,
+			stateDir: *sd, name: *name, apiAddr: *apiAddr, logFormat: logFormat, hosts: hosts, mode: m, inbound: pol,
 			qwenInbound: qpol, heldExpiry: qwen.ParseHeldExpiry(*heldExpiry), noClaude: !enabled["claude"], noQwen: !enabled["qwen"], bridge: *bridge, bridgeOnly: bridgeOnly,
 			maxAliases: *maxAliases, localPromptWait: *localWait,
 			requireAuth: *requireAuth, settle: *settle, getenv: e.getenv, remote: remote, did: did, approver: *approver,
@@ -264,6 +264,7 @@ func serveFlags(e *env, fs *flag.FlagSet, extra func(*flag.FlagSet)) func(args [
 }
 
 type serveConfig struct {
+	logFormat   observability.LogFormat // --log-format, which alias workers follow
 	stateDir    string
 	name        string
 	apiAddr     string
