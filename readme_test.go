@@ -45,6 +45,12 @@ func TestTheReadmesFirstCommandLeavesARunningGatewayAndItsBinary(t *testing.T) {
 	if !strings.HasPrefix(g.Logs(), "building ") {
 		t.Errorf("%s did not start by saying it builds:\n%s", firstCommand, g.Logs())
 	}
+	if _, err := exec.LookPath("gateway"); err != nil && !strings.Contains(g.Logs(), "go install -C") {
+		t.Errorf("%s did not say how to put gateway on PATH, which its hints need:\n%s", firstCommand, g.Logs())
+	}
+	if !strings.Contains(string(readme), "put it on PATH once with\n`go install ./cmd/gateway`") || !strings.Contains(string(readme), "needs root for apt-get") {
+		t.Error("the README does not say how to put gateway on PATH, or that the test command needs root")
+	}
 	if v, err := exec.Command(filepath.Join(w.Root, "gateway"), "version").Output(); err != nil || len(v) == 0 {
 		t.Errorf("./gateway version: %q, %v", v, err)
 	}

@@ -28,4 +28,9 @@ done
 if [ -t 2 ]; then echo >&2; fi
 echo "built $out; starting: gateway serve${*:+ $*} (Ctrl-C stops it)" >&2
 echo "in another terminal: ./gateway demo-local, then ./gateway sessions (see the Quickstart)" >&2
+if ! command -v gateway >/dev/null; then
+  # The hints the gateway prints say `gateway ...`: one way to make them work.
+  echo "gateway is not on PATH; the hints it prints say \"gateway ...\": put it there with" >&2
+  echo "  go install -C \"$repo\" ./cmd/gateway && export PATH=\"\$(go env GOPATH)/bin:\$PATH\"" >&2
+fi
 exec "$out" serve "$@"
