@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The tests run this test binary as a stand-in CLI speaking the
@@ -103,6 +104,15 @@ func fakeAgent(args []string) int {
 			switch text {
 			case "die":
 				return 3
+			case "hang":
+				time.Sleep(time.Hour) // reads nothing more
+			case "ask":
+				rid := fmt.Sprintf("req-%d", n)
+				emit(map[string]any{"type": "control_request", "request_id": rid, "request": map[string]any{
+					"subtype": "can_use_tool", "tool_name": "AskUserQuestion", "tool_use_id": "toolu_" + rid, "input": map[string]any{
+						"questions": []any{map[string]any{"question": "Which approach?", "header": "Approach", "multiSelect": false,
+							"options": []any{map[string]any{"label": "Small", "description": "a small fix"}, map[string]any{"label": "Big", "description": "a rewrite"}}}}}}})
+				reply = "the question was " + awaitAnswer(in, rid)
 			case "junk":
 				for range 10 {
 					fmt.Println("not json {")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -414,4 +415,45 @@ func TestWatchersHearASessionStartEndAndStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	state("stopped")
+}
+
+func TestAQuestionOfAHostedSessionIsAPromptWithItsQuestions(t *testing.T) {
+	r := startRig(t, "", nil)
+	r.start(t, message.StartSpec{Agent: message.AgentClaude, Name: "asker", Prompt: "ask"})
+	ev := r.next(t, func(ev message.Event) bool { return ev.Type == message.EventPermission })
+	p := *ev.Permission
+	if len(p.Questions) != 1 || p.Questions[0].Question != "Which approach?" || !slices.Equal(p.Questions[0].Options, []string{"Small", "Big"}) {
+		t.Fatalf("prompt %+v", p)
+	}
+	if err := r.l.Answer(context.Background(), p, message.PermissionAnswer{Behavior: message.BehaviorAllow,
+		Answers: map[string][]string{"Which approach?": {"Small"}}}); err != nil {
+		t.Fatal(err)
+	}
+	r.said(t, "the question was allow")
+}
+
+func TestACLIThatStopsReadingIsReportedAndItsTurnKept(t *testing.T) {
+	defer func(d time.Duration) { writeTimeout = d }(writeTimeout)
+	writeTimeout = 200 * time.Millisecond
+	r := startRig(t, "", nil)
+	s := r.start(t, message.StartSpec{Agent: message.AgentClaude, Name: "stuck", Prompt: "hang"})
+	r.next(t, func(ev message.Event) bool {
+		return ev.Type == message.EventReceipt || ev.Type == message.EventRemote && ev.Remote.Kind == "user"
+	})
+	big := strings.Repeat("x", 512<<10) // a few of these fill the pipe the CLI no longer reads
+	var last message.Receipt
+	for i := range 4 {
+		rc, err := r.l.Send(context.Background(), message.Message{ID: fmt.Sprintf("m-%d", i), To: s.Address, Body: big})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = rc
+	}
+	if last.Status != message.StatusQueued || !strings.Contains(last.Detail, "not reading its input") {
+		t.Fatalf("a send to a CLI that reads nothing: %+v", last)
+	}
+	b, _ := os.ReadFile(filepath.Join(r.state, "hosted.json"))
+	if !strings.Contains(string(b), `"msg_id":"m-3"`) {
+		t.Fatal("the turn the CLI did not read is not kept")
+	}
 }

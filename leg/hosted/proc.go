@@ -13,11 +13,14 @@ import (
 	"github.com/sessiongateway/gateway/leg/remote/wire"
 )
 
+// writeTimeout is how long a CLI may leave a line of ours unread (a
+// variable for the tests of a CLI that stops reading).
+var writeTimeout = 10 * time.Second
+
 // Bounds of one CLI process.
 const (
 	maxLine        = 8 << 20 // one stdout line: a big tool result fits, a runaway line does not
 	stderrKept     = 8 << 10 // the last of stderr, for the report of a CLI that died
-	writeTimeout   = 10 * time.Second
 	stopGrace      = 3 * time.Second
 	maxJunkInARow  = 64 // lines that do not decode before the CLI is given up on
 	outputQueueLen = 256
