@@ -37,7 +37,10 @@ func (l *Leg) pump(s *session, p *proc) {
 	if s.p == p {
 		s.p, s.state = nil, "exited"
 		s.detail = "the CLI ended"
-		if p.err != nil {
+		switch {
+		case p.stuck.Load():
+			s.detail = fmt.Sprintf("stopped: the CLI left its input unread for %s (its turns are kept for its next start)", writeTimeout)
+		case p.err != nil:
 			s.detail = "the CLI ended: " + p.err.Error()
 		}
 		for id, req := range s.prompts {
@@ -213,7 +216,7 @@ func (l *Leg) requestLocked(s *session, p *proc, cr *wire.ControlRequest, now ti
 			why = "too many prompts of this session are open"
 		}
 		if line, err := wire.ErrorEvent(uuid.NewString(), cr.RequestID, why); err == nil {
-			go func() { _ = p.write(line) }() // not under the leg's lock: a stuck CLI must not hold it
+			_ = p.enqueue(line) // full: the CLI is not reading, and is being stopped
 		}
 		return nil
 	}

@@ -314,7 +314,7 @@ func (l *Leg) launchLocked(s *session) error {
 	if a.initialize {
 		// The longest wait Qwen Code allows for a prompt's answer (10 min).
 		line, _ := wire.ControlEvent(uuid.NewString(), "gw-initialize", map[string]any{"subtype": "initialize", "timeout": map[string]any{"canUseTool": 600000}})
-		if err := p.write(line); err != nil {
+		if err := p.enqueue(line); err != nil {
 			l.log.Warn("hosted session's initialize not written", "name", s.rec.Name, "err", err)
 		}
 	}
@@ -337,7 +337,7 @@ func (l *Leg) writeTurn(s *session, p *proc, t turn) error {
 	if err != nil {
 		return err
 	}
-	return p.write(line)
+	return p.enqueue(line)
 }
 
 // Stop ends a hosted session for good: its CLI is stopped and its record
@@ -419,7 +419,7 @@ func (l *Leg) Send(ctx context.Context, m message.Message) (message.Receipt, err
 		return message.Receipt{MsgID: m.ID, Status: message.StatusSent, Time: now}, nil
 	}
 	if err := l.writeTurn(s, s.p, t); err != nil {
-		return message.Receipt{MsgID: m.ID, Status: message.StatusQueued, Detail: "kept: the CLI is not reading its input: " + err.Error(), Time: now}, nil
+		return message.Receipt{MsgID: m.ID, Status: message.StatusQueued, Detail: "kept for the CLI's next start: " + err.Error(), Time: now}, nil
 	}
 	return message.Receipt{MsgID: m.ID, Status: message.StatusSent, Time: now}, nil
 }

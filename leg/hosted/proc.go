@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,6 +25,7 @@ const (
 	stopGrace      = 3 * time.Second
 	maxJunkInARow  = 64 // lines that do not decode before the CLI is given up on
 	outputQueueLen = 256
+	inputQueueLen  = DefaultMaxQueued + 16 // the turns waiting, and answers and controls beside them
 )
 
 // proc is one running CLI: its stdin, the lines it writes, its end.
@@ -32,9 +34,13 @@ type proc struct {
 	stdin *os.File
 	wmu   sync.Mutex // one line at a time on stdin
 
-	lines  chan wire.Message // what it writes, decoded, in order
-	junk   int               // lines that did not decode
-	inARow int               // of them since the last good line
+	lines chan wire.Message // what it writes, decoded, in order
+	// queue holds the lines for its stdin, in order; one goroutine writes
+	// them, so a CLI that stops reading holds up no caller (it is stopped).
+	queue  chan []byte
+	stuck  atomic.Bool // it left a line unread for writeTimeout and was stopped
+	junk   int         // lines that did not decode
+	inARow int         // of them since the last good line
 	stderr *tailBuffer
 	done   chan struct{} // closed when the process has exited and its output is read
 	err    error         // how it ended, once done is closed
@@ -53,7 +59,8 @@ func startProc(program string, args []string, dir string, env []string) (*proc, 
 		inW.Close()
 		return nil, err
 	}
-	p := &proc{stdin: inW, lines: make(chan wire.Message, outputQueueLen), stderr: &tailBuffer{max: stderrKept}, done: make(chan struct{})}
+	p := &proc{stdin: inW, lines: make(chan wire.Message, outputQueueLen), queue: make(chan []byte, inputQueueLen),
+		stderr: &tailBuffer{max: stderrKept}, done: make(chan struct{})}
 	cmd := exec.Command(program, args...)
 	cmd.Dir, cmd.Env = dir, env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, p.stderr
@@ -68,7 +75,42 @@ func startProc(program string, args []string, dir string, env []string) (*proc, 
 		return nil, fmt.Errorf("starting %s: %w", program, err)
 	}
 	go p.read(outR)
+	go p.writeQueued()
 	return p, nil
+}
+
+// errInputFull: the CLI has this many lines of ours waiting unread.
+var errInputFull = errors.New("hosted: the CLI's input queue is full (it is not reading)")
+
+// enqueue hands line to the writer, in order, never waiting: a full queue
+// is refused (the caller keeps what it wanted written).
+func (p *proc) enqueue(line []byte) error {
+	select {
+	case p.queue <- line:
+		return nil
+	case <-p.done:
+		return errNotRunning
+	default:
+		return errInputFull
+	}
+}
+
+// writeQueued writes the queued lines until the process ends. A line the
+// CLI leaves unread for writeTimeout stops it: a half-written line would
+// break its input for good, and its turns stay kept for its next start.
+func (p *proc) writeQueued() {
+	for {
+		select {
+		case line := <-p.queue:
+			if err := p.write(line); err != nil {
+				p.stuck.Store(true)
+				p.kill()
+				return
+			}
+		case <-p.done:
+			return
+		}
+	}
 }
 
 // read decodes stdout until it ends, then reaps the process.
