@@ -8,16 +8,15 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/google/uuid"
 
 	"github.com/sessiongateway/gateway/internal/safefile"
+	"github.com/sessiongateway/gateway/leg"
 	"github.com/sessiongateway/gateway/message"
 )
 
@@ -88,7 +87,7 @@ func (l *Leg) Dispatch(ctx context.Context, text, cwd string) (message.Session, 
 	if len(text) > MaxReplyText {
 		return message.Session{}, fmt.Errorf("%w: the prompt is over %d bytes", message.ErrBadStart, MaxReplyText)
 	}
-	abs, err := checkCwd(cwd)
+	abs, err := leg.CheckWorkDir(cwd)
 	if err != nil {
 		return message.Session{}, err
 	}
@@ -120,24 +119,4 @@ func (l *Leg) Dispatch(ctx context.Context, text, cwd string) (message.Session, 
 	}
 	r := record{Short: short, SessionID: id, PID: a.PID, Cwd: abs, Tempo: "active", Intent: text, StartedAt: l.clk.Now().UnixMilli()}
 	return r.session(), nil
-}
-
-// checkCwd: the directory must exist, be a directory, and be the user's
-// (issue 32 §4).
-func checkCwd(dir string) (string, error) {
-	if dir == "" {
-		return "", fmt.Errorf("%w: no cwd given", message.ErrBadStart)
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", message.ErrBadStart, err)
-	}
-	fi, err := os.Stat(abs)
-	if err != nil || !fi.IsDir() {
-		return "", fmt.Errorf("%w: cwd %s is not a directory", message.ErrBadStart, abs)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return "", fmt.Errorf("%w: cwd %s belongs to uid %d, not to this user", message.ErrBadStart, abs, st.Uid)
-	}
-	return abs, nil
 }

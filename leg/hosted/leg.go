@@ -7,10 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -192,11 +192,11 @@ func (l *Leg) Start(ctx context.Context, spec message.StartSpec) (message.Sessio
 	if _, err := findCLI(a, l.cliPath(a.name)); err != nil {
 		return message.Session{}, err
 	}
-	cwd, err := checkCwd(spec.Cwd)
+	cwd, err := leg.CheckWorkDir(spec.Cwd)
 	if err != nil {
 		return message.Session{}, err
 	}
-	if spec.PermissionMode != "" && !validMode(spec.PermissionMode) {
+	if spec.PermissionMode != "" && !slices.Contains(message.PermissionModes, spec.PermissionMode) {
 		return message.Session{}, fmt.Errorf("%w: permission mode %q is not one of %s", message.ErrBadStart, spec.PermissionMode, strings.Join(message.PermissionModes, ", "))
 	}
 	if len(spec.Prompt) > MaxTurnText {
@@ -240,34 +240,6 @@ func (l *Leg) Start(ctx context.Context, spec message.StartSpec) (message.Sessio
 	}
 	l.log.Info("hosted session started", "name", name, "agent", spec.Agent, "cwd", cwd)
 	return s.listing(), nil
-}
-
-func validMode(m string) bool {
-	for _, v := range message.PermissionModes {
-		if v == m {
-			return true
-		}
-	}
-	return false
-}
-
-// checkCwd: the directory must exist, be a directory, and be the user's.
-func checkCwd(dir string) (string, error) {
-	if dir == "" {
-		return "", fmt.Errorf("%w: no cwd given", message.ErrBadStart)
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", message.ErrBadStart, err)
-	}
-	fi, err := os.Stat(abs)
-	if err != nil || !fi.IsDir() {
-		return "", fmt.Errorf("%w: cwd %s is not a directory", message.ErrBadStart, abs)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return "", fmt.Errorf("%w: cwd %s belongs to uid %d, not to this user", message.ErrBadStart, abs, st.Uid)
-	}
-	return abs, nil
 }
 
 func (l *Leg) cliPath(agent string) string {
