@@ -64,17 +64,13 @@ func prompts(t *testing.T, g *gatewaytest.Gateway, all bool) []message.Permissio
 // waitHookPrompt waits until g lists a pending hook prompt of session s.
 func waitHookPrompt(t *testing.T, g *gatewaytest.Gateway, s *claudecli.Session) message.PermissionRequest {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, p := range prompts(t, g, false) {
-			if p.Source == message.SourceHook && p.SessionID == s.SessionID() {
-				return p
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
+	p := pendingPrompt(t, g, 60*time.Second, func(p message.PermissionRequest) bool {
+		return p.Source == message.SourceHook && p.SessionID == s.SessionID()
+	})
+	if p.ID == "" {
+		t.Fatalf("no hook prompt of %s listed; gateway logs:\n%s", s.SessionID(), g.Logs())
 	}
-	t.Fatalf("no hook prompt of %s listed; gateway logs:\n%s", s.SessionID(), g.Logs())
-	return message.PermissionRequest{}
+	return p
 }
 
 // settled waits until g's prompt id is settled and returns it.

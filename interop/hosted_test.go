@@ -74,16 +74,7 @@ func TestGatewayRunStartsARealClaudeCodeAndDrivesIt(t *testing.T) {
 	}
 
 	// The model asks for Bash: the prompt is the gateway's to answer.
-	var p message.PermissionRequest
-	deadline := time.Now().Add(60 * time.Second)
-	for p.ID == "" && time.Now().Before(deadline) {
-		for _, q := range prompts(t, g, false) {
-			if q.Source == message.SourceHosted && q.Name == "builder" {
-				p = q
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	p := pendingPrompt(t, g, 60*time.Second, func(q message.PermissionRequest) bool { return q.Source == message.SourceHosted && q.Name == "builder" })
 	if p.ID == "" || p.ToolName != "Bash" {
 		t.Fatalf("no hosted prompt; gateway logs:\n%s", g.Logs())
 	}
@@ -103,16 +94,7 @@ func TestGatewayRunStartsARealClaudeCodeAndDrivesIt(t *testing.T) {
 	if _, _, err := g.Run(t, "send", "hosted:builder", "please-run again"); err != nil {
 		t.Fatal(err)
 	}
-	var again message.PermissionRequest
-	deadline = time.Now().Add(60 * time.Second)
-	for again.ID == "" && time.Now().Before(deadline) {
-		for _, q := range prompts(t, g, false) {
-			if q.Source == message.SourceHosted && q.ID != p.ID {
-				again = q
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	again := pendingPrompt(t, g, 60*time.Second, func(q message.PermissionRequest) bool { return q.Source == message.SourceHosted && q.ID != p.ID })
 	if again.ID == "" {
 		t.Fatal("the third turn raised no prompt")
 	}
@@ -179,16 +161,9 @@ func TestGatewayRunStartsARealQwenCodeAndDrivesIt(t *testing.T) {
 	if _, _, err := g.Run(t, "run", "qwen", "--cwd", work, "--name", "qbuilder", "--mode", "default", "qwen-run"); err != nil {
 		t.Fatal(err)
 	}
-	var p message.PermissionRequest
-	deadline := time.Now().Add(90 * time.Second)
-	for p.ID == "" && time.Now().Before(deadline) {
-		for _, q := range prompts(t, g, false) {
-			if q.Source == message.SourceHosted && q.Name == "qbuilder" {
-				p = q
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	p := pendingPrompt(t, g, 90*time.Second, func(q message.PermissionRequest) bool {
+		return q.Source == message.SourceHosted && q.Name == "qbuilder"
+	})
 	if p.ID == "" || p.ToolName != "run_shell_command" {
 		t.Fatalf("no hosted prompt of Qwen Code (%+v); gateway logs:\n%s", p, g.Logs())
 	}
@@ -211,16 +186,7 @@ func TestGatewayRunStartsARealQwenCodeAndDrivesIt(t *testing.T) {
 	if _, _, err := g.Run(t, "send", "hosted:qbuilder", "qwen-run again"); err != nil {
 		t.Fatal(err)
 	}
-	var again message.PermissionRequest
-	deadline = time.Now().Add(90 * time.Second)
-	for again.ID == "" && time.Now().Before(deadline) {
-		for _, q := range prompts(t, g, false) {
-			if q.Source == message.SourceHosted && q.ID != p.ID {
-				again = q
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	again := pendingPrompt(t, g, 90*time.Second, func(q message.PermissionRequest) bool { return q.Source == message.SourceHosted && q.ID != p.ID })
 	if again.ID == "" {
 		t.Fatal("the third turn raised no prompt")
 	}
@@ -271,16 +237,7 @@ func TestAHostedSessionIsDrivenFromAnotherHost(t *testing.T) {
 	if o, _ := gb.SendJSON(t, "farbuild@a", "from-b", "--wait", "--timeout", "60s"); o.Status != message.StatusDelivered {
 		t.Fatalf("a turn from b: %v %+v", o.Status, o.Receipts)
 	}
-	var p message.PermissionRequest
-	deadline := time.Now().Add(60 * time.Second)
-	for p.ID == "" && time.Now().Before(deadline) {
-		for _, q := range prompts(t, gb, false) {
-			if q.Host == "a" && q.Name == "farbuild" {
-				p = q
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	p := pendingPrompt(t, gb, 60*time.Second, func(q message.PermissionRequest) bool { return q.Host == "a" && q.Name == "farbuild" })
 	if p.ID == "" {
 		t.Fatalf("b never listed the hosted session's prompt; a's logs:\n%s", ga.Logs())
 	}
@@ -290,4 +247,20 @@ func TestAHostedSessionIsDrivenFromAnotherHost(t *testing.T) {
 	if text, isErr := waitToolResult(t, model, 30*time.Second); text != hookMarker || isErr {
 		t.Fatalf("tool_result = %q (is_error %v)", text, isErr)
 	}
+}
+
+// pendingPrompt waits up to within for a pending prompt of g that match
+// takes; the zero prompt when none came.
+func pendingPrompt(t *testing.T, g *gatewaytest.Gateway, within time.Duration, match func(message.PermissionRequest) bool) message.PermissionRequest {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		for _, q := range prompts(t, g, false) {
+			if match(q) {
+				return q
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return message.PermissionRequest{}
 }
