@@ -317,46 +317,11 @@ func TestTheConsoleInAHeadlessBrowser(t *testing.T) {
 			return nil, err
 		},
 	}
-	director := httptestServer(t, func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Step string            `json:"step"`
-			Args map[string]string `json:"args"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || steps[req.Step] == nil {
-			http.Error(w, "bad step", http.StatusBadRequest)
-			return
-		}
-		out, err := steps[req.Step](req.Args)
-		if err != nil {
-			t.Errorf("step %s: %v", req.Step, err)
-			http.Error(w, err.Error(), http.StatusConflict)
-			return
-		}
-		_ = json.NewEncoder(w).Encode(out)
-	})
-
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "console_browser.js"))
-	cmd.Env = append(os.Environ(), "PLAYWRIGHT_CORE="+playwright, "CHROMIUM="+chromium,
-		"DIRECTOR="+director, "SCREENSHOTS="+shots)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	t.Logf("browser script:\n%s", out.String())
-	if err != nil {
-		t.Fatalf("the browser script failed: %v", err)
-	}
+	runBrowserScript(t, "console_browser.js", 4*time.Minute, playwright, chromium, shots, steps)
 	if _, err := os.Stat(filepath.Join(shots, "360x740-read-only.png")); err != nil {
 		t.Error("no screenshot of the read-only view")
 	}
-	for _, size := range []string{"360x740", "1280x800"} {
-		for _, view := range []string{"signed-in", "question", "tool", "plan", "sent", "held", "resumed"} {
-			if _, err := os.Stat(filepath.Join(shots, size+"-"+view+".png")); err != nil {
-				t.Errorf("no screenshot of %s at %s", view, size)
-			}
-		}
-	}
+	expectScreenshots(t, shots, "signed-in", "question", "tool", "plan", "sent", "held", "resumed")
 }
 
 // pairLink runs gateway pair and returns the link it printed.
@@ -415,4 +380,56 @@ func httptestServer(t *testing.T, h http.HandlerFunc) string {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return "http://" + ln.Addr().String()
+}
+
+// browserSteps are what a browser script asks the test to do, by name.
+type browserSteps map[string]func(args map[string]string) (any, error)
+
+// runBrowserScript runs testdata/script in node against the console,
+// serving its steps on a loopback director, and fails the test when the
+// script fails.
+func runBrowserScript(t *testing.T, script string, within time.Duration, playwright, chromium, shots string, steps browserSteps) {
+	t.Helper()
+	director := httptestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Step string            `json:"step"`
+			Args map[string]string `json:"args"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || steps[req.Step] == nil {
+			http.Error(w, "bad step", http.StatusBadRequest)
+			return
+		}
+		out, err := steps[req.Step](req.Args)
+		if err != nil {
+			t.Errorf("step %s: %v", req.Step, err)
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(out)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", script))
+	cmd.Env = append(os.Environ(), "PLAYWRIGHT_CORE="+playwright, "CHROMIUM="+chromium,
+		"DIRECTOR="+director, "SCREENSHOTS="+shots)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	t.Logf("browser script:\n%s", out.String())
+	if err != nil {
+		t.Fatalf("the browser script failed: %v", err)
+	}
+}
+
+// expectScreenshots checks the script left a screenshot of each view at
+// both sizes.
+func expectScreenshots(t *testing.T, shots string, views ...string) {
+	t.Helper()
+	for _, size := range []string{"360x740", "1280x800"} {
+		for _, view := range views {
+			if _, err := os.Stat(filepath.Join(shots, size+"-"+view+".png")); err != nil {
+				t.Errorf("no screenshot of %s at %s", view, size)
+			}
+		}
+	}
 }

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -90,43 +86,8 @@ func TestTheConsoleStartsDrivesAndStopsAHostedSession(t *testing.T) {
 			return nil, nil
 		},
 	}
-	director := httptestServer(t, func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Step string            `json:"step"`
-			Args map[string]string `json:"args"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || steps[req.Step] == nil {
-			http.Error(w, "bad step", http.StatusBadRequest)
-			return
-		}
-		out, err := steps[req.Step](req.Args)
-		if err != nil {
-			t.Errorf("step %s: %v", req.Step, err)
-			http.Error(w, err.Error(), http.StatusConflict)
-			return
-		}
-		_ = json.NewEncoder(w).Encode(out)
-	})
-
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "console_hosted_browser.js"))
-	cmd.Env = append(os.Environ(), "PLAYWRIGHT_CORE="+playwright, "CHROMIUM="+chromium,
-		"DIRECTOR="+director, "SCREENSHOTS="+shots)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	t.Logf("browser script:\n%s", out.String())
-	if err != nil {
-		t.Fatalf("the browser script failed: %v", err)
-	}
-	for _, size := range []string{"360x740", "1280x800"} {
-		for _, view := range []string{"hosted-read-only", "hosted-start-error", "hosted-session"} {
-			if _, err := os.Stat(filepath.Join(shots, size+"-"+view+".png")); err != nil {
-				t.Errorf("no screenshot of %s at %s", view, size)
-			}
-		}
-	}
+	runBrowserScript(t, "console_hosted_browser.js", 3*time.Minute, playwright, chromium, shots, steps)
+	expectScreenshots(t, shots, "hosted-read-only", "hosted-start-error", "hosted-session")
 }
 
 // hostedSession is the hosted session name as the API lists it; nil when

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -143,43 +142,8 @@ func TestTheConsoleAnswersALocalSessionsHookPrompt(t *testing.T) {
 			return nil, nil
 		},
 	}
-	director := httptestServer(t, func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Step string            `json:"step"`
-			Args map[string]string `json:"args"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || steps[req.Step] == nil {
-			http.Error(w, "bad step", http.StatusBadRequest)
-			return
-		}
-		out, err := steps[req.Step](req.Args)
-		if err != nil {
-			t.Errorf("step %s: %v", req.Step, err)
-			http.Error(w, err.Error(), http.StatusConflict)
-			return
-		}
-		_ = json.NewEncoder(w).Encode(out)
-	})
-
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "console_local_browser.js"))
-	cmd.Env = append(os.Environ(), "PLAYWRIGHT_CORE="+playwright, "CHROMIUM="+chromium,
-		"DIRECTOR="+director, "SCREENSHOTS="+shots)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	t.Logf("browser script:\n%s", out.String())
-	if err != nil {
-		t.Fatalf("the browser script failed: %v", err)
-	}
-	for _, size := range []string{"360x740", "1280x800"} {
-		for _, view := range []string{"local-away", "local-prompt", "local-here"} {
-			if _, err := os.Stat(filepath.Join(shots, size+"-"+view+".png")); err != nil {
-				t.Errorf("no screenshot of %s at %s", view, size)
-			}
-		}
-	}
+	runBrowserScript(t, "console_local_browser.js", 3*time.Minute, playwright, chromium, shots, steps)
+	expectScreenshots(t, shots, "local-away", "local-prompt", "local-here")
 }
 
 // answeredFromTheConsole checks the settled prompt of the hook that asked
