@@ -72,8 +72,6 @@ var (
 	_ leg.Starter      = (*Leg)(nil)
 	_ leg.Prompter     = (*Leg)(nil)
 	_ leg.Controllable = (*Leg)(nil)
-	_ leg.Claimer      = (*Leg)(nil)
-	_ leg.Declarer     = (*Leg)(nil)
 	_ leg.Recaller     = (*Leg)(nil)
 	_ leg.Resumer      = (*Leg)(nil)
 )
@@ -411,21 +409,6 @@ type Stats struct {
 
 // Stats reports the counters.
 func (l *Leg) Stats() Stats { return Stats{Junk: l.junk.Load(), Refused: l.refused.Load()} }
-
-// Abilities: a session's address, hosted:NAME, parses as a name that no
-// session has (its name is NAME): the leg claims it.
-func (l *Leg) Abilities() leg.Abilities { return leg.Abilities{ClaimsLeftNames: true} }
-
-// Claims takes hosted:NAME of a session it keeps.
-func (l *Leg) Claims(a addressing.Address) bool {
-	if a.Kind != addressing.KindName || !strings.HasPrefix(a.Name, AddressPrefix) {
-		return false
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	_, ok := l.sessions[strings.TrimPrefix(a.Name, AddressPrefix)]
-	return ok
-}
 
 // Recall finds a turn the leg keeps and its CLI has not taken yet.
 func (l *Leg) Recall(id string) (message.Message, message.Receipt, bool) {
